@@ -1,0 +1,17 @@
+// EBNF frontend: the GBNF / xgrammar dialect (see docs/ebnf.md) into a GrammarAst.
+#ifndef XG2_FRONTENDS_EBNF_EBNF_PARSER_H_
+#define XG2_FRONTENDS_EBNF_EBNF_PARSER_H_
+
+#include <string_view>
+
+#include "grammar/grammar_ast.h"
+
+namespace xg2 {
+
+// Throws GrammarSyntaxError whose message names line and column (1-based) on malformed
+// text, an undefined rule reference, a duplicate rule, or a missing root rule.
+GrammarAst ParseEbnf(std::string_view text, std::string_view root_rule_name = "root");
+
+}  // namespace xg2
+
+#endif  // XG2_FRONTENDS_EBNF_EBNF_PARSER_H_

@@ -1,0 +1,43 @@
+// JSON Schema frontend: a schema (JSON text) into EBNF text whose language is exactly the
+// JSON documents that validate against it, serialised as the whitespace options say.
+#ifndef XG2_FRONTENDS_JSON_SCHEMA_JSON_SCHEMA_CONVERTER_H_
+#define XG2_FRONTENDS_JSON_SCHEMA_JSON_SCHEMA_CONVERTER_H_
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace xg2 {
+
+struct JsonSchemaOptions {
+  // Flexible whitespace between tokens (ignored when `indent` or `separators` fix it).
+  bool any_whitespace = true;
+  // Fixed formatting: indent width (pretty-printed like json.dumps(indent=n)).
+  std::optional<int> indent;
+  // Fixed formatting: (item separator, key separator), e.g. (", ", ": ").
+  std::optional<std::pair<std::string, std::string>> separators;
+  // true: objects accept only declared properties unless additionalProperties says otherwise
+  // (OpenAI strict mode); names listed in `required` but not declared accept any value.
+  bool strict_mode = true;
+  // Cap on whitespace characters in one gap when any_whitespace (nullopt = unbounded).
+  std::optional<int> max_whitespace;
+  // true: unsupported keywords become warnings and are ignored instead of errors.
+  bool lenient = false;
+};
+
+struct JsonSchemaConversion {
+  std::string ebnf;                   // root rule is "root"
+  std::vector<std::string> warnings;  // filled only when lenient
+};
+
+// Throws SchemaError / UnsupportedSchemaError naming the keyword and its JSON pointer.
+JsonSchemaConversion JsonSchemaToEbnf(std::string_view schema_json, const JsonSchemaOptions& options);
+
+// EBNF for any JSON value (the built-in JSON grammar).
+std::string BuiltinJsonEbnf(const JsonSchemaOptions& options);
+
+}  // namespace xg2
+
+#endif  // XG2_FRONTENDS_JSON_SCHEMA_JSON_SCHEMA_CONVERTER_H_

@@ -1,0 +1,28 @@
+// Regular expression frontend: translates the regex subset used by JSON Schema `pattern`
+// and serving APIs into an EBNF expression (no rule definitions) in the dialect that
+// frontends/ebnf/ebnf_parser.h reads.
+#ifndef XG2_FRONTENDS_REGEX_REGEX_CONVERTER_H_
+#define XG2_FRONTENDS_REGEX_REGEX_CONVERTER_H_
+
+#include <string>
+#include <string_view>
+
+namespace xg2 {
+
+struct RegexOptions {
+  // false: the whole output must match the pattern (compile_regex semantics; ^ and $ at
+  // the ends are accepted and redundant). true: search semantics as in JSON Schema
+  // `pattern` (ECMA-262): the pattern may match anywhere unless anchored with ^ / $.
+  bool search = false;
+  // true: the language is the *JSON string body* encoding of matching strings (without the
+  // surrounding quotes): `"` and `\` and control characters are emitted as JSON escapes.
+  bool json_string_body = false;
+};
+
+// Throws RegexError (naming the offset) on malformed input or on constructs that a regular
+// grammar cannot express exactly (back-references, look-around, ...).
+std::string RegexToEbnf(std::string_view pattern, const RegexOptions& options = {});
+
+}  // namespace xg2
+
+#endif  // XG2_FRONTENDS_REGEX_REGEX_CONVERTER_H_

@@ -1,0 +1,82 @@
+// Rule-level grammar syntax tree: what every frontend produces (EBNF directly; regex and
+// JSON Schema through EBNF text) and what the FSM builder (grammar/fsm_builder.h) lowers
+// into one finite-state machine per rule.
+//
+// Layout: all expression nodes of a grammar live in one arena (GrammarAst::nodes) and
+// refer to each other by index, so a grammar is a few flat vectors that copy and hash
+// cheaply.
+#ifndef XG2_GRAMMAR_GRAMMAR_AST_H_
+#define XG2_GRAMMAR_GRAMMAR_AST_H_
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace xg2 {
+
+using ExprId = int32_t;
+using RuleId = int32_t;
+
+// Inclusive range of Unicode code points [first, last].
+struct CodepointRange {
+  uint32_t first;
+  uint32_t last;
+  bool operator==(const CodepointRange& o) const { return first == o.first && last == o.last; }
+};
+
+enum class ExprKind : uint8_t {
+  kEmpty,      // matches the empty string
+  kBytes,      // a literal byte string (UTF-8 for text literals); never empty
+  kCharClass,  // one code point from `ranges`, emitted as its UTF-8 encoding
+  kRuleRef,    // the rule `rule_id`
+  kSequence,   // children in order
+  kChoice,     // any one child
+  kRepeat,     // children[0] repeated min_repeat..max_repeat times (max_repeat < 0: unbounded)
+};
+
+struct ExprNode {
+  ExprKind kind = ExprKind::kEmpty;
+  std::string bytes;                  // kBytes
+  std::vector<CodepointRange> ranges;  // kCharClass: sorted, disjoint, non-adjacent, non-empty
+  RuleId rule_id = -1;                // kRuleRef
+  std::vector<ExprId> children;       // kSequence, kChoice (>= 1), kRepeat (exactly 1)
+  int32_t min_repeat = 0;             // kRepeat
+  int32_t max_repeat = -1;            // kRepeat; -1 means unbounded
+};
+
+struct RuleDef {
+  std::string name;
+  ExprId body = -1;
+  // Optional rule-level lookahead assertion `(= ...)`: the rule may complete only where the
+  // text that follows starts with a string of this expression. -1 when absent.
+  ExprId lookahead = -1;
+};
+
+struct GrammarAst {
+  std::vector<ExprNode> nodes;
+  std::vector<RuleDef> rules;
+  RuleId root_rule = -1;
+
+  ExprId AddNode(ExprNode node) {
+    nodes.push_back(std::move(node));
+    return static_cast<ExprId>(nodes.size() - 1);
+  }
+  const ExprNode& node(ExprId id) const { return nodes[id]; }
+  ExprNode& node(ExprId id) { return nodes[id]; }
+};
+
+// Code points that have a UTF-8 encoding (everything but the surrogate block).
+constexpr uint32_t kMaxCodepoint = 0x10FFFF;
+
+// Normalises a list of ranges (sort, merge overlapping and adjacent) and, when `negate`,
+// complements it within [0, kMaxCodepoint] minus surrogates.
+std::vector<CodepointRange> NormalizeRanges(std::vector<CodepointRange> ranges, bool negate);
+
+// Prints the grammar back as EBNF text that ParseEbnf accepts and that denotes the same
+// language (used by tests and for debugging).
+std::string PrintEbnf(const GrammarAst& ast);
+
+}  // namespace xg2
+
+#endif  // XG2_GRAMMAR_GRAMMAR_AST_H_

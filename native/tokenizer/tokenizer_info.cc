@@ -1,0 +1,74 @@
+#include "tokenizer/tokenizer_info.h"
+
+#include <algorithm>
+
+#include "support/error.h"
+
+namespace xg2 {
+
+TokenizerInfo::TokenizerInfo(std::vector<std::string> decoded_tokens, VocabType vocab_type,
+                             int32_t vocab_size, std::vector<int32_t> stop_token_ids,
+                             std::vector<int32_t> special_token_ids, bool add_prefix_space)
+    : decoded_tokens_(std::move(decoded_tokens)),
+      vocab_type_(vocab_type),
+      vocab_size_(vocab_size),
+      stop_token_ids_(std::move(stop_token_ids)),
+      special_token_ids_(std::move(special_token_ids)),
+      add_prefix_space_(add_prefix_space) {
+  if (vocab_size_ < static_cast<int32_t>(decoded_tokens_.size())) {
+    throw InvalidArgumentError("vocab_size " + std::to_string(vocab_size_) +
+                               " is smaller than the tokenizer's vocabulary (" +
+                               std::to_string(decoded_tokens_.size()) + " tokens)");
+  }
+  auto check_id = [&](int32_t id, const char* what) {
+    if (id < 0 || id >= vocab_size_) {
+      throw InvalidArgumentError(std::string(what) + " id " + std::to_string(id) +
+                                 " is outside the vocabulary [0, " + std::to_string(vocab_size_) +
+                                 ")");
+    }
+  };
+  is_text_.assign(vocab_size_, 0);
+  is_stop_.assign(vocab_size_, 0);
+  for (size_t i = 0; i < decoded_tokens_.size(); ++i) is_text_[i] = !decoded_tokens_[i].empty();
+  for (int32_t id : special_token_ids_) {
+    check_id(id, "special token");
+    is_text_[id] = 0;
+  }
+  for (int32_t id : stop_token_ids_) {
+    check_id(id, "stop token");
+    is_text_[id] = 0;
+    is_stop_[id] = 1;
+  }
+  for (int32_t id = 0; id < static_cast<int32_t>(decoded_tokens_.size()); ++id) {
+    if (is_text_[id]) sorted_text_tokens_.push_back(id);
+  }
+  std::sort(sorted_text_tokens_.begin(), sorted_text_tokens_.end(), [&](int32_t a, int32_t b) {
+    const std::string& sa = decoded_tokens_[a];
+    const std::string& sb = decoded_tokens_[b];
+    return sa != sb ? sa < sb : a < b;
+  });
+  lcp_.assign(sorted_text_tokens_.size(), 0);
+  for (size_t i = 1; i < sorted_text_tokens_.size(); ++i) {
+    const std::string& prev = decoded_tokens_[sorted_text_tokens_[i - 1]];
+    const std::string& cur = decoded_tokens_[sorted_text_tokens_[i]];
+    size_t n = std::min(prev.size(), cur.size());
+    size_t k = 0;
+    while (k < n && prev[k] == cur[k]) ++k;
+    lcp_[i] = static_cast<int32_t>(k);
+  }
+}
+
+bool TokenizerInfo::IsStopToken(int32_t id) const {
+  return id >= 0 && id < vocab_size_ && is_stop_[id];
+}
+
+size_t TokenizerInfo::MemoryBytes() const {
+  size_t bytes = sizeof(*this);
+  for (const auto& t : decoded_tokens_) bytes += t.capacity();
+  bytes += decoded_tokens_.capacity() * sizeof(std::string);
+  bytes += (is_text_.capacity() + is_stop_.capacity());
+  bytes += (sorted_text_tokens_.capacity() + lcp_.capacity()) * sizeof(int32_t);
+  return bytes;
+}
+
+}  // namespace xg2

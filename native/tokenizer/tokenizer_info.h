@@ -1,0 +1,69 @@
+// The vocabulary as the matcher sees it: for every token id, the bytes it appends to the
+// output, plus which ids are special (never grammar text) and which stop generation.
+#ifndef XG2_TOKENIZER_TOKENIZER_INFO_H_
+#define XG2_TOKENIZER_TOKENIZER_INFO_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace xg2 {
+
+// How a tokenizer's vocabulary strings encode bytes (same numbering as xgrammar's).
+enum class VocabType : int32_t {
+  kRaw = 0,           // strings are the bytes themselves (tiktoken, tekken)
+  kByteFallback = 1,  // sentencepiece: "▁" is a space, "<0xAB>" is one byte
+  kByteLevel = 2,     // GPT-2 byte-level BPE: each byte mapped to a printable code point
+};
+
+// Immutable after construction; shared by every compiled grammar and matcher of one model.
+//
+// Invariants:
+//  * vocab_size() >= decoded_tokens.size(); ids in [decoded_tokens.size(), vocab_size())
+//    are model padding and are never allowed.
+//  * Special ids and ids whose decoded text is empty are never "text" tokens: they are
+//    excluded from sorted_text_tokens() and so never allowed inside grammar text. Stop
+//    ids are allowed only where the grammar can end.
+//  * sorted_text_tokens() lists the text token ids ordered by their bytes; lcp()[i] is the
+//    length of the common prefix of entries i-1 and i (lcp()[0] == 0). The mask walk uses
+//    it to reuse parser states across tokens that share a prefix.
+class TokenizerInfo {
+ public:
+  TokenizerInfo(std::vector<std::string> decoded_tokens, VocabType vocab_type, int32_t vocab_size,
+                std::vector<int32_t> stop_token_ids, std::vector<int32_t> special_token_ids,
+                bool add_prefix_space);
+
+  int32_t vocab_size() const { return vocab_size_; }
+  VocabType vocab_type() const { return vocab_type_; }
+  bool add_prefix_space() const { return add_prefix_space_; }
+  const std::vector<std::string>& decoded_tokens() const { return decoded_tokens_; }
+  const std::vector<int32_t>& stop_token_ids() const { return stop_token_ids_; }
+  const std::vector<int32_t>& special_token_ids() const { return special_token_ids_; }
+
+  const std::vector<int32_t>& sorted_text_tokens() const { return sorted_text_tokens_; }
+  const std::vector<int32_t>& lcp() const { return lcp_; }
+
+  bool IsStopToken(int32_t id) const;
+  // True for ids that can appear inside grammar text (not special, not empty, not padding).
+  bool IsTextToken(int32_t id) const { return id >= 0 && id < vocab_size_ && is_text_[id]; }
+
+  // Byte size of the tables (for cache accounting).
+  size_t MemoryBytes() const;
+
+ private:
+  std::vector<std::string> decoded_tokens_;
+  VocabType vocab_type_;
+  int32_t vocab_size_;
+  std::vector<int32_t> stop_token_ids_;
+  std::vector<int32_t> special_token_ids_;
+  bool add_prefix_space_;
+  std::vector<uint8_t> is_text_;
+  std::vector<uint8_t> is_stop_;
+  std::vector<int32_t> sorted_text_tokens_;
+  std::vector<int32_t> lcp_;
+};
+
+}  // namespace xg2
+
+#endif  // XG2_TOKENIZER_TOKENIZER_INFO_H_
