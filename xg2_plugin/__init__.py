@@ -1,0 +1,1 @@
+"""xg2_plugin: exact token masks for constrained decoding (work in progress)."""
