@@ -6,6 +6,10 @@
 
 #include "support/error.h"
 
+// Marks leaf printing helpers that must not be inlined into the recursive printer: their
+// string temporaries would otherwise enlarge every frame of the recursion.
+#define XG2_PRINT_NOINLINE __attribute__((noinline))
+
 namespace xg2 {
 namespace {
 
@@ -164,7 +168,10 @@ class EbnfPrinter {
     throw GrammarSyntaxError("PrintEbnf: " + what);
   }
 
-  const ExprNode& NodeAt(ExprId id) const {
+  // Out of line so that the recursive printer's frames hold no message temporaries.
+  [[noreturn]] XG2_PRINT_NOINLINE static void FailMalformed(const char* what) { Fail(what); }
+
+  XG2_PRINT_NOINLINE const ExprNode& NodeAt(ExprId id) const {
     if (id < 0 || static_cast<size_t>(id) >= ast_.nodes.size()) {
       Fail("expression id " + std::to_string(id) + " out of range");
     }
@@ -197,12 +204,12 @@ class EbnfPrinter {
       case ExprKind::kRuleRef: PrintRuleRef(node.rule_id); return;
       case ExprKind::kSequence: PrintJoined(node.children, " ", Precedence::kPostfix); return;
       case ExprKind::kChoice:
-        if (node.children.empty()) Fail("a choice with no alternatives cannot be printed");
+        if (node.children.empty()) FailMalformed("a choice with no alternatives cannot be printed");
         PrintJoined(node.children, " | ", Precedence::kSequence);
         return;
       case ExprKind::kRepeat: PrintRepeat(node); return;
     }
-    Fail("unknown expression kind");
+    FailMalformed("unknown expression kind");
   }
 
   void PrintJoined(const std::vector<ExprId>& children, const char* separator,
@@ -217,7 +224,7 @@ class EbnfPrinter {
     }
   }
 
-  void PrintLiteral(const std::string& bytes) {
+  XG2_PRINT_NOINLINE void PrintLiteral(const std::string& bytes) {
     std::vector<uint32_t> codepoints;
     if (!DecodeUtf8(bytes, &codepoints)) Fail("a literal is not valid UTF-8");
     out_ += '"';
@@ -225,7 +232,7 @@ class EbnfPrinter {
     out_ += '"';
   }
 
-  void PrintRuleRef(RuleId rule_id) {
+  XG2_PRINT_NOINLINE void PrintRuleRef(RuleId rule_id) {
     if (rule_id < 0 || static_cast<size_t>(rule_id) >= ast_.rules.size()) {
       Fail("rule id " + std::to_string(rule_id) + " out of range");
     }
@@ -233,7 +240,7 @@ class EbnfPrinter {
   }
 
   // Prints the shorter of the class and its negation; the full set prints as `.`.
-  void PrintCharClass(const std::vector<CodepointRange>& ranges) {
+  XG2_PRINT_NOINLINE void PrintCharClass(const std::vector<CodepointRange>& ranges) {
     std::vector<CodepointRange> normalized = NormalizeRanges(ranges, false);
     if (normalized.empty()) Fail("an empty character class cannot be printed");
     std::vector<CodepointRange> complement = NormalizeRanges(normalized, true);
@@ -251,10 +258,12 @@ class EbnfPrinter {
   }
 
   void PrintRepeat(const ExprNode& node) {
-    if (node.children.size() != 1) Fail("a repetition must have exactly one child");
+    if (node.children.size() != 1) FailMalformed("a repetition must have exactly one child");
     Print(node.children[0], Precedence::kAtom);
-    int32_t lo = node.min_repeat;
-    int32_t hi = node.max_repeat;
+    PrintRepeatSuffix(node.min_repeat, node.max_repeat);
+  }
+
+  XG2_PRINT_NOINLINE void PrintRepeatSuffix(int32_t lo, int32_t hi) {
     if (lo < 0 || (hi >= 0 && hi < lo)) Fail("invalid repetition bounds");
     if (lo == 0 && hi == 1) {
       out_ += "?";

@@ -29,6 +29,11 @@ constexpr int32_t kMaxRepeatBound = 1000000;
 constexpr uint32_t kSurrogateFirst = 0xD800;
 constexpr uint32_t kSurrogateLast = 0xDFFF;
 
+// Marks helpers that the recursive parse functions call but that must not be inlined into
+// them: their locals (tokens, nodes) would otherwise enlarge every recursive frame, and
+// frame size times kMaxNestingDepth is the stack a deeply nested grammar needs.
+#define XG2_EBNF_NOINLINE __attribute__((noinline))
+
 std::string Hex(uint32_t value, int digits) {
   char buffer[16];
   std::snprintf(buffer, sizeof(buffer), "%0*X", digits, static_cast<unsigned>(value));
@@ -138,7 +143,7 @@ class Lexer {
  public:
   explicit Lexer(const SourceText& source) : source_(source) {}
 
-  Token Next() {
+  XG2_EBNF_NOINLINE Token Next() {
     SkipSpaceAndComments();
     Token token;
     token.offset = pos_;
@@ -377,7 +382,8 @@ class Lexer {
                  : lead >= 0xF0 && lead < 0xF5 ? 4
                                                : 0;
     auto fail = [&]() {
-      source_.Fail(start, "invalid UTF-8 byte 0x" + Hex(static_cast<unsigned char>(source_.At(pos_)), 2));
+      source_.Fail(start, "invalid UTF-8 (malformed sequence starting with byte 0x" +
+                              Hex(lead, 2) + ")");
     };
     if (length == 0) fail();
     uint32_t cp = length == 1 ? lead : lead & (0xFFu >> (length + 1));
@@ -390,10 +396,7 @@ class Lexer {
     }
     static const uint32_t kMinForLength[] = {0, 0, 0x80, 0x800, 0x10000};
     bool surrogate = cp >= kSurrogateFirst && cp <= kSurrogateLast;
-    if (cp < kMinForLength[length] || cp > kMaxCodepoint || surrogate) {
-      pos_ = start;
-      fail();
-    }
+    if (cp < kMinForLength[length] || cp > kMaxCodepoint || surrogate) fail();
     return cp;
   }
 
@@ -505,7 +508,7 @@ class Parser {
     while (AtElementStart() && !AtRuleStart() && !AtLookahead()) {
       elements.push_back(ParsePostfix(depth));
     }
-    if (elements.empty()) return AddLeaf(ExprNode{});
+    if (elements.empty()) return AddEmpty();
     if (elements.size() == 1) return elements[0];
     return AddCompound(ExprKind::kSequence, std::move(elements), offset);
   }
@@ -543,6 +546,15 @@ class Parser {
   }
 
   ExprId ParsePrimary(int depth) {
+    if (At(TokenKind::kLeftParen)) {
+      size_t open = Take().offset;
+      return ParseGroup(open, depth + 1);
+    }
+    return ParseAtom();
+  }
+
+  // A rule reference, literal, class or `.`.
+  XG2_EBNF_NOINLINE ExprId ParseAtom() {
     Token token = Take();
     switch (token.kind) {
       case TokenKind::kIdentifier: return ParseRuleRef(token);
@@ -556,7 +568,6 @@ class Parser {
       }
       case TokenKind::kCharClass: return AddCharClass(std::move(token.ranges));
       case TokenKind::kAnyChar: return AddCharClass(NormalizeRanges({}, /*negate=*/true));
-      case TokenKind::kLeftParen: return ParseGroup(token.offset, depth + 1);
       default: FailUnexpected(token, "an expression");
     }
   }
@@ -574,30 +585,32 @@ class Parser {
 
   // After '(' at `open`: choice ')'.
   ExprId ParseGroup(size_t open, int depth) {
-    if (depth > kMaxNestingDepth) {
-      source_.FailLimit(open, "parentheses nest deeper than the limit of " +
-                                  std::to_string(kMaxNestingDepth));
-    }
-    if (At(TokenKind::kEquals)) {
-      source_.Fail(open, "a lookahead '(= ...)' is allowed only at the end of a rule body");
-    }
+    if (depth > kMaxNestingDepth) FailTooDeep(open);
+    if (At(TokenKind::kEquals)) FailMisplacedLookahead(open);
     ExprId expr = ParseChoice(depth);
     ExpectClosingParen(open);
     return expr;
   }
 
-  void ExpectClosingParen(size_t open) {
+  XG2_EBNF_NOINLINE void ExpectClosingParen(size_t open) {
     if (At(TokenKind::kRightParen)) {
       Take();
       return;
     }
-    if (AtLookahead()) {
-      source_.Fail(Peek().offset, "a lookahead '(= ...)' is allowed only at the end of a rule body");
-    }
+    if (AtLookahead()) FailMisplacedLookahead(Peek().offset);
     FailUnexpected(Peek(), "')' to close the '(' at " + source_.Position(open));
   }
 
-  [[noreturn]] void FailUnexpected(const Token& token, const std::string& expected) {
+  [[noreturn]] XG2_EBNF_NOINLINE void FailTooDeep(size_t open) {
+    source_.FailLimit(open, "parentheses nest deeper than the limit of " +
+                                std::to_string(kMaxNestingDepth));
+  }
+
+  [[noreturn]] XG2_EBNF_NOINLINE void FailMisplacedLookahead(size_t offset) {
+    source_.Fail(offset, "a lookahead '(= ...)' is allowed only at the end of a rule body");
+  }
+
+  [[noreturn]] XG2_EBNF_NOINLINE void FailUnexpected(const Token& token, const std::string& expected) {
     switch (token.kind) {
       case TokenKind::kQuestion:
       case TokenKind::kStar:
@@ -638,7 +651,7 @@ class Parser {
     }
   }
 
-  ExprId AddCharClass(std::vector<CodepointRange> ranges) {
+  XG2_EBNF_NOINLINE ExprId AddCharClass(std::vector<CodepointRange> ranges) {
     ExprNode node;
     node.kind = ExprKind::kCharClass;
     node.ranges = std::move(ranges);
@@ -646,7 +659,7 @@ class Parser {
   }
 
   // {1,1} is the expression itself and {0,0} the empty string.
-  ExprId AddRepeat(ExprId child, int32_t lo, int32_t hi, size_t offset) {
+  XG2_EBNF_NOINLINE ExprId AddRepeat(ExprId child, int32_t lo, int32_t hi, size_t offset) {
     if (lo == 1 && hi == 1) return child;
     if (hi == 0) return AddLeaf(ExprNode{});
     ExprNode node;
@@ -657,7 +670,7 @@ class Parser {
     return AddNode(std::move(node), offset);
   }
 
-  ExprId AddCompound(ExprKind kind, std::vector<ExprId> children, size_t offset) {
+  XG2_EBNF_NOINLINE ExprId AddCompound(ExprKind kind, std::vector<ExprId> children, size_t offset) {
     ExprNode node;
     node.kind = kind;
     node.children = std::move(children);
@@ -665,9 +678,10 @@ class Parser {
   }
 
   ExprId AddLeaf(ExprNode node) { return AddNode(std::move(node), 0); }
+  XG2_EBNF_NOINLINE ExprId AddEmpty() { return AddLeaf(ExprNode{}); }
 
   // Adds a node and records its height; `offset` locates the error when too tall.
-  ExprId AddNode(ExprNode node, size_t offset) {
+  XG2_EBNF_NOINLINE ExprId AddNode(ExprNode node, size_t offset) {
     int height = 1;
     for (ExprId child : node.children) height = std::max(height, heights_[child] + 1);
     if (height > kMaxExpressionHeight) {
