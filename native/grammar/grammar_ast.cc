@@ -259,7 +259,9 @@ class EbnfPrinter {
 
   void PrintRepeat(const ExprNode& node) {
     if (node.children.size() != 1) FailMalformed("a repetition must have exactly one child");
-    Print(node.children[0], Precedence::kAtom);
+    // A repeated repetition prints as stacked operators (`"a"?*`), which the parser reads
+    // back the same way; parentheses here could exceed the parser's nesting limit.
+    Print(node.children[0], Precedence::kPostfix);
     PrintRepeatSuffix(node.min_repeat, node.max_repeat);
   }
 
