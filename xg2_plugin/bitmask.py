@@ -81,7 +81,7 @@ def view_bitmask(bitmask: Any) -> BitmaskView:
             raise ValueError("bitmask array is read-only")
         shape = bitmask.shape if bitmask.ndim == 2 else (1, bitmask.shape[0])
         strides = bitmask.strides if bitmask.ndim == 2 else (bitmask.strides[0] * bitmask.shape[0], bitmask.strides[0])
-        if strides[1] != 4 or strides[0] % 4 != 0 or strides[0] < 0:
+        if bitmask.size and (strides[1] != 4 or strides[0] % 4 != 0 or strides[0] < 0):
             raise ValueError(f"bitmask rows must be contiguous int32 words, got strides {bitmask.strides}")
         return BitmaskView(bitmask.ctypes.data, shape[0], strides[0] // 4 if shape[0] > 1 else shape[1], shape[1])
     torch = _torch()
@@ -97,7 +97,7 @@ def view_bitmask(bitmask: Any) -> BitmaskView:
             raise ValueError(f"bitmask must be 1-D or 2-D, got shape {tuple(bitmask.shape)}")
         shape = tuple(bitmask.shape) if bitmask.dim() == 2 else (1, bitmask.shape[0])
         strides = bitmask.stride() if bitmask.dim() == 2 else (bitmask.shape[0], bitmask.stride(0))
-        if strides[1] != 1 or strides[0] < 0:
+        if bitmask.numel() and (strides[1] != 1 or strides[0] < 0):
             raise ValueError(f"bitmask rows must be contiguous int32 words, got strides {bitmask.stride()}")
         return BitmaskView(bitmask.data_ptr(), shape[0], strides[0] if shape[0] > 1 else shape[1], shape[1])
     raise TypeError(f"bitmask must be a numpy array or a torch tensor, got {type(bitmask).__name__}")
