@@ -421,7 +421,9 @@ class RegexParser {
     if (c == '>') FailAt(open, "atomic group (?>...) is not supported");
     if (c == '#') FailAt(open, "comment group (?#...) is not supported");
     if (c == '(') FailAt(open, "conditional group (?(...)...) is not supported");
-    if (IsAsciiLetter(c) || c == '-') FailAt(open, "inline flags (?flags) are not supported");
+    if (std::u32string_view(U"aiLmsux-").find(c) != std::u32string_view::npos) {
+      FailAt(open, "inline flags (?flags) are not supported");
+    }
     FailAt(open, "unknown group construct '(?'");
   }
 
