@@ -1,1 +1,53 @@
-"""xg2_plugin: exact token masks for constrained decoding (work in progress)."""
+"""xg2_plugin: exact token masks for LLM constrained decoding.
+
+Grammars (JSON Schema, EBNF, regex, choice lists) are compiled into per-rule finite-state
+machines and matched by an Earley parser; every mask is exact. The API follows xgrammar's
+shape so serving engines can switch with little friction:
+
+>>> info = TokenizerInfo.from_huggingface(tokenizer)
+>>> compiler = GrammarCompiler(info)
+>>> matcher = GrammarMatcher(compiler.compile_json_schema(schema))
+>>> bitmask = allocate_token_bitmask(1, info.vocab_size)
+>>> matcher.fill_next_token_bitmask(bitmask)
+"""
+
+from .bitmask import (
+    allocate_token_bitmask,
+    apply_token_bitmask_inplace,
+    get_bitmask_shape,
+    reset_token_bitmask,
+)
+from .compiler import CompiledGrammar, GrammarCompiler
+from .exceptions import (
+    GrammarSyntaxError,
+    InvalidArgumentError,
+    RegexError,
+    ResourceLimitError,
+    SchemaError,
+    UnsupportedSchemaError,
+    XG2Error,
+)
+from .matcher import GrammarMatcher, batch_fill_next_token_bitmask
+from .tokenizer_info import TokenizerInfo, VocabType
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "TokenizerInfo",
+    "VocabType",
+    "GrammarCompiler",
+    "CompiledGrammar",
+    "GrammarMatcher",
+    "batch_fill_next_token_bitmask",
+    "allocate_token_bitmask",
+    "apply_token_bitmask_inplace",
+    "get_bitmask_shape",
+    "reset_token_bitmask",
+    "XG2Error",
+    "GrammarSyntaxError",
+    "RegexError",
+    "SchemaError",
+    "UnsupportedSchemaError",
+    "ResourceLimitError",
+    "InvalidArgumentError",
+]

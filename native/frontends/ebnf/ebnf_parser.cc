@@ -1,0 +1,720 @@
+// Recursive-descent parser for the EBNF dialect of docs/ebnf.md.
+//
+// One pass over the text: a Lexer hands out tokens on demand and the Parser looks at most
+// two tokens ahead (to see where the next `name ::=` starts a rule, and to tell a
+// lookahead `(=` from a group). Rule references are recorded while parsing and resolved
+// once every rule is known, so references may point forward.
+#include "frontends/ebnf/ebnf_parser.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <deque>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "support/error.h"
+
+namespace xg2 {
+namespace {
+
+// Groups nested deeper than this are refused (the parser recurses once per group).
+constexpr int kMaxNestingDepth = 1000;
+// Expression trees taller than this are refused, so that every later recursive walk of
+// the tree (printing, lowering) has a bounded depth.
+constexpr int kMaxExpressionHeight = 2 * kMaxNestingDepth;
+// Largest bound accepted in `{m,n}`.
+constexpr int32_t kMaxRepeatBound = 1000000;
+
+constexpr uint32_t kSurrogateFirst = 0xD800;
+constexpr uint32_t kSurrogateLast = 0xDFFF;
+
+// Marks helpers that the recursive parse functions call but that must not be inlined into
+// them: their locals (tokens, nodes) would otherwise enlarge every recursive frame, and
+// frame size times kMaxNestingDepth is the stack a deeply nested grammar needs.
+#define XG2_EBNF_NOINLINE __attribute__((noinline))
+
+std::string Hex(uint32_t value, int digits) {
+  char buffer[16];
+  std::snprintf(buffer, sizeof(buffer), "%0*X", digits, static_cast<unsigned>(value));
+  return buffer;
+}
+
+void AppendUtf8(uint32_t cp, std::string* out) {
+  if (cp < 0x80) {
+    out->push_back(static_cast<char>(cp));
+  } else if (cp < 0x800) {
+    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
+    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else if (cp < 0x10000) {
+    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
+    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else {
+    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
+    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  }
+}
+
+// The grammar text plus error reporting by byte offset.
+class SourceText {
+ public:
+  explicit SourceText(std::string_view text) : text_(text) {}
+
+  std::string_view text() const { return text_; }
+  size_t size() const { return text_.size(); }
+  // The byte at `offset`, or '\0' past the end (the lexer never treats '\0' as syntax).
+  char At(size_t offset) const { return offset < text_.size() ? text_[offset] : '\0'; }
+
+  // "line L, column C", both 1-based; columns count characters (UTF-8 lead bytes).
+  std::string Position(size_t offset) const {
+    offset = std::min(offset, text_.size());
+    size_t line = 1;
+    size_t line_start = 0;
+    for (size_t i = 0; i < offset; ++i) {
+      if (text_[i] == '\n') {
+        ++line;
+        line_start = i + 1;
+      }
+    }
+    size_t column = 1;
+    for (size_t i = line_start; i < offset; ++i) {
+      if ((static_cast<unsigned char>(text_[i]) & 0xC0) != 0x80) ++column;
+    }
+    return "line " + std::to_string(line) + ", column " + std::to_string(column);
+  }
+
+  [[noreturn]] void Fail(size_t offset, const std::string& what) const {
+    throw GrammarSyntaxError("EBNF grammar error at " + Position(offset) + ": " + what);
+  }
+  [[noreturn]] void FailLimit(size_t offset, const std::string& what) const {
+    throw ResourceLimitError("EBNF grammar error at " + Position(offset) + ": " + what);
+  }
+
+ private:
+  std::string_view text_;
+};
+
+enum class TokenKind {
+  kIdentifier,  // rule name
+  kDefine,      // ::=
+  kLiteral,     // "..." or '...'
+  kCharClass,   // [...]
+  kAnyChar,     // .
+  kLeftParen,
+  kRightParen,
+  kEquals,      // only meaningful right after '(' (a lookahead)
+  kPipe,
+  kQuestion,
+  kStar,
+  kPlus,
+  kRepeat,      // {m}, {m,}, {m,n}, {,n}
+  kEnd,
+};
+
+struct Token {
+  TokenKind kind = TokenKind::kEnd;
+  size_t offset = 0;                   // byte offset of the token's first character
+  std::string text;                    // kIdentifier: the name; kLiteral: UTF-8 bytes
+  std::vector<CodepointRange> ranges;  // kCharClass: normalized and non-empty
+  int32_t min_repeat = 0;              // kRepeat
+  int32_t max_repeat = -1;             // kRepeat; -1: unbounded
+};
+
+bool IsIdentifierStart(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
+}
+bool IsIdentifierChar(char c) {
+  return IsIdentifierStart(c) || (c >= '0' && c <= '9') || c == '.' || c == '-';
+}
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Splits the text into tokens. Invariant: pos_ is always at a character boundary of
+// valid UTF-8 or at a byte the lexer is about to reject.
+class Lexer {
+ public:
+  explicit Lexer(const SourceText& source) : source_(source) {}
+
+  XG2_EBNF_NOINLINE Token Next() {
+    SkipSpaceAndComments();
+    Token token;
+    token.offset = pos_;
+    if (pos_ >= source_.size()) return token;  // kEnd
+    char c = source_.At(pos_);
+    if (IsIdentifierStart(c)) return LexIdentifier();
+    switch (c) {
+      case ':': return LexDefine();
+      case '"':
+      case '\'': return LexLiteral();
+      case '[': return LexCharClass();
+      case '{': return LexRepeatBounds();
+      case '.': return Single(TokenKind::kAnyChar);
+      case '(': return Single(TokenKind::kLeftParen);
+      case ')': return Single(TokenKind::kRightParen);
+      case '=': return Single(TokenKind::kEquals);
+      case '|': return Single(TokenKind::kPipe);
+      case '?': return Single(TokenKind::kQuestion);
+      case '*': return Single(TokenKind::kStar);
+      case '+': return Single(TokenKind::kPlus);
+      default: break;
+    }
+    size_t start = pos_;
+    uint32_t cp = DecodeSourceChar();
+    if (cp >= 0x21 && cp < 0x7F) {
+      source_.Fail(start, std::string("unexpected character '") + static_cast<char>(cp) + "'");
+    }
+    source_.Fail(start, "unexpected character U+" + Hex(cp, 4));
+  }
+
+ private:
+  Token Single(TokenKind kind) {
+    Token token;
+    token.kind = kind;
+    token.offset = pos_++;
+    return token;
+  }
+
+  void SkipSpaceAndComments() {
+    while (pos_ < source_.size()) {
+      char c = source_.At(pos_);
+      if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+        ++pos_;
+      } else if (c == '#') {
+        while (pos_ < source_.size() && source_.At(pos_) != '\n') ++pos_;
+      } else {
+        return;
+      }
+    }
+  }
+
+  Token LexIdentifier() {
+    Token token;
+    token.kind = TokenKind::kIdentifier;
+    token.offset = pos_;
+    while (pos_ < source_.size() && IsIdentifierChar(source_.At(pos_))) ++pos_;
+    token.text = std::string(source_.text().substr(token.offset, pos_ - token.offset));
+    return token;
+  }
+
+  Token LexDefine() {
+    if (source_.text().substr(pos_, 3) != "::=") source_.Fail(pos_, "expected '::='");
+    Token token;
+    token.kind = TokenKind::kDefine;
+    token.offset = pos_;
+    pos_ += 3;
+    return token;
+  }
+
+  // A literal ends at its matching quote on the same line; the other quote character
+  // needs no escape inside it.
+  Token LexLiteral() {
+    Token token;
+    token.kind = TokenKind::kLiteral;
+    token.offset = pos_;
+    char quote = source_.At(pos_++);
+    while (true) {
+      if (pos_ >= source_.size() || source_.At(pos_) == '\n') {
+        source_.Fail(token.offset, "unterminated string literal");
+      }
+      if (source_.At(pos_) == quote) break;
+      AppendUtf8(LexCodepoint(), &token.text);
+    }
+    ++pos_;
+    return token;
+  }
+
+  // `[`, optional `^`, then items (a character or a range `a-z`) up to `]`. A `-` that
+  // is first or right before `]` stands for itself.
+  Token LexCharClass() {
+    Token token;
+    token.kind = TokenKind::kCharClass;
+    token.offset = pos_++;
+    bool negated = source_.At(pos_) == '^';
+    if (negated) ++pos_;
+    std::vector<CodepointRange> ranges;
+    while (true) {
+      if (pos_ >= source_.size() || source_.At(pos_) == '\n') {
+        source_.Fail(token.offset, "unterminated character class");
+      }
+      if (source_.At(pos_) == ']') break;
+      size_t item_offset = pos_;
+      uint32_t first = LexCodepoint();
+      uint32_t last = first;
+      if (source_.At(pos_) == '-' && pos_ + 1 < source_.size() && source_.At(pos_ + 1) != ']') {
+        ++pos_;
+        if (source_.At(pos_) == '\n') source_.Fail(token.offset, "unterminated character class");
+        last = LexCodepoint();
+        if (last < first) {
+          source_.Fail(item_offset, "character range " + DescribeRange(first, last) +
+                                        " is reversed (start > end)");
+        }
+      }
+      ranges.push_back({first, last});
+    }
+    ++pos_;
+    if (ranges.empty()) source_.Fail(token.offset, "empty character class");
+    token.ranges = NormalizeRanges(std::move(ranges), negated);
+    if (token.ranges.empty()) source_.Fail(token.offset, "character class matches no character");
+    return token;
+  }
+
+  static std::string DescribeRange(uint32_t first, uint32_t last) {
+    return "U+" + Hex(first, 4) + "-U+" + Hex(last, 4);
+  }
+
+  // `{m}`, `{m,}`, `{m,n}` or `{,n}`; spaces are allowed around the numbers.
+  Token LexRepeatBounds() {
+    Token token;
+    token.kind = TokenKind::kRepeat;
+    token.offset = pos_++;
+    SkipBlanks();
+    bool has_min = IsDigit(source_.At(pos_));
+    token.min_repeat = has_min ? LexBound() : 0;
+    SkipBlanks();
+    if (source_.At(pos_) == ',') {
+      ++pos_;
+      SkipBlanks();
+      bool has_max = IsDigit(source_.At(pos_));
+      if (!has_min && !has_max) source_.Fail(pos_, "expected a number in repetition bounds");
+      token.max_repeat = has_max ? LexBound() : -1;
+      SkipBlanks();
+    } else if (has_min) {
+      token.max_repeat = token.min_repeat;
+    } else {
+      source_.Fail(pos_, "expected a number in repetition bounds");
+    }
+    if (source_.At(pos_) != '}') source_.Fail(pos_, "expected '}' to close repetition bounds");
+    ++pos_;
+    if (token.max_repeat >= 0 && token.min_repeat > token.max_repeat) {
+      source_.Fail(token.offset, "repetition lower bound " + std::to_string(token.min_repeat) +
+                                     " exceeds upper bound " + std::to_string(token.max_repeat));
+    }
+    return token;
+  }
+
+  void SkipBlanks() {
+    while (source_.At(pos_) == ' ' || source_.At(pos_) == '\t') ++pos_;
+  }
+
+  // Decimal digits at pos_ (at least one); refuses values above kMaxRepeatBound.
+  int32_t LexBound() {
+    size_t start = pos_;
+    int64_t value = 0;
+    while (IsDigit(source_.At(pos_))) {
+      value = value * 10 + (source_.At(pos_) - '0');
+      if (value > kMaxRepeatBound) {
+        source_.FailLimit(start, "repetition bound exceeds the limit of " +
+                                     std::to_string(kMaxRepeatBound));
+      }
+      ++pos_;
+    }
+    return static_cast<int32_t>(value);
+  }
+
+  // One character of a literal or class body: an escape or a raw UTF-8 character.
+  uint32_t LexCodepoint() {
+    if (source_.At(pos_) == '\\') return LexEscape();
+    return DecodeSourceChar();
+  }
+
+  uint32_t LexEscape() {
+    size_t start = pos_;
+    ++pos_;  // the backslash
+    if (pos_ >= source_.size()) source_.Fail(start, "unterminated escape sequence");
+    char c = source_.At(pos_);
+    switch (c) {
+      case 'n': ++pos_; return '\n';
+      case 'r': ++pos_; return '\r';
+      case 't': ++pos_; return '\t';
+      case '\\': case '"': case '\'': case '[': case ']': case '-': case '^':
+        ++pos_;
+        return static_cast<unsigned char>(c);
+      case 'x': ++pos_; return LexHexCodepoint(start, 2);
+      case 'u': ++pos_; return LexHexCodepoint(start, 4);
+      case 'U': ++pos_; return LexHexCodepoint(start, 8);
+      default: break;
+    }
+    if (static_cast<unsigned char>(c) >= 0x21 && static_cast<unsigned char>(c) < 0x7F) {
+      source_.Fail(start, std::string("invalid escape sequence '\\") + c + "'");
+    }
+    source_.Fail(start, "invalid escape sequence (a backslash followed by a "
+                        "non-printable or non-ASCII character)");
+  }
+
+  // Exactly `digits` hex digits naming a code point that has a UTF-8 encoding.
+  uint32_t LexHexCodepoint(size_t escape_start, int digits) {
+    uint32_t cp = 0;
+    for (int i = 0; i < digits; ++i) {
+      int value = HexValue(source_.At(pos_));
+      if (value < 0) {
+        std::string escape(source_.text().substr(escape_start, 2));
+        source_.Fail(escape_start, "escape sequence '" + escape + "' needs exactly " +
+                                       std::to_string(digits) + " hex digits");
+      }
+      cp = cp * 16 + static_cast<uint32_t>(value);
+      ++pos_;
+    }
+    if (cp > kMaxCodepoint) {
+      source_.Fail(escape_start, "code point U+" + Hex(cp, 4) + " is beyond U+10FFFF");
+    }
+    if (cp >= kSurrogateFirst && cp <= kSurrogateLast) {
+      source_.Fail(escape_start, "code point U+" + Hex(cp, 4) +
+                                     " is a surrogate, which has no UTF-8 encoding");
+    }
+    return cp;
+  }
+
+  // Decodes one UTF-8 character of the source and advances past it; rejects malformed,
+  // overlong and surrogate encodings.
+  uint32_t DecodeSourceChar() {
+    size_t start = pos_;
+    unsigned char lead = static_cast<unsigned char>(source_.At(pos_));
+    int length = lead < 0x80                  ? 1
+                 : lead >= 0xC2 && lead < 0xE0 ? 2
+                 : lead >= 0xE0 && lead < 0xF0 ? 3
+                 : lead >= 0xF0 && lead < 0xF5 ? 4
+                                               : 0;
+    auto fail = [&]() {
+      source_.Fail(start, "invalid UTF-8 (malformed sequence starting with byte 0x" +
+                              Hex(lead, 2) + ")");
+    };
+    if (length == 0) fail();
+    uint32_t cp = length == 1 ? lead : lead & (0xFFu >> (length + 1));
+    ++pos_;
+    for (int k = 1; k < length; ++k) {
+      unsigned char cont = static_cast<unsigned char>(source_.At(pos_));
+      if (pos_ >= source_.size() || (cont & 0xC0) != 0x80) fail();
+      cp = (cp << 6) | (cont & 0x3F);
+      ++pos_;
+    }
+    static const uint32_t kMinForLength[] = {0, 0, 0x80, 0x800, 0x10000};
+    bool surrogate = cp >= kSurrogateFirst && cp <= kSurrogateLast;
+    if (cp < kMinForLength[length] || cp > kMaxCodepoint || surrogate) fail();
+    return cp;
+  }
+
+  const SourceText& source_;
+  size_t pos_ = 0;
+};
+
+class Parser {
+ public:
+  Parser(std::string_view text, std::string_view root_rule_name)
+      : source_(text), lexer_(source_), root_rule_name_(root_rule_name) {}
+
+  GrammarAst Parse() {
+    while (Peek().kind != TokenKind::kEnd) ParseRule();
+    ResolveRuleRefs();
+    auto root = rule_ids_.find(root_rule_name_);
+    if (root == rule_ids_.end()) {
+      source_.Fail(source_.size(), "the grammar defines no root rule '" + root_rule_name_ + "'");
+    }
+    ast_.root_rule = root->second;
+    return std::move(ast_);
+  }
+
+ private:
+  // A rule reference seen before all rules are known.
+  struct PendingRuleRef {
+    ExprId node;
+    std::string name;
+    size_t offset;
+  };
+
+  const Token& Peek(size_t ahead = 0) {
+    while (lookahead_.size() <= ahead) lookahead_.push_back(lexer_.Next());
+    return lookahead_[ahead];
+  }
+
+  Token Take() {
+    Peek();
+    Token token = std::move(lookahead_.front());
+    lookahead_.pop_front();
+    return token;
+  }
+
+  bool At(TokenKind kind) { return Peek().kind == kind; }
+  bool AtRuleStart() {
+    return At(TokenKind::kIdentifier) && Peek(1).kind == TokenKind::kDefine;
+  }
+  bool AtLookahead() {
+    return At(TokenKind::kLeftParen) && Peek(1).kind == TokenKind::kEquals;
+  }
+  bool AtRuleEnd() { return At(TokenKind::kEnd) || AtRuleStart(); }
+
+  // name ::= choice [ (= choice) ]
+  void ParseRule() {
+    if (!At(TokenKind::kIdentifier)) FailUnexpected(Peek(), "a rule name");
+    Token name = Take();
+    if (!At(TokenKind::kDefine)) {
+      FailUnexpected(Peek(), "'::=' after rule name '" + name.text + "'");
+    }
+    Take();
+    RuleId id = DeclareRule(name);
+    ExprId body = ParseChoice(0);
+    ExprId lookahead = -1;
+    if (AtLookahead()) {
+      lookahead = ParseLookahead();
+      if (!AtRuleEnd()) {
+        source_.Fail(Peek().offset,
+                     "a lookahead '(= ...)' must be the last element of a rule body");
+      }
+    }
+    if (!AtRuleEnd()) FailUnexpected(Peek(), "the end of rule '" + name.text + "'");
+    ast_.rules[id].body = body;
+    ast_.rules[id].lookahead = lookahead;
+  }
+
+  // Adds the rule `name` with no body yet; a second definition of a name is an error.
+  RuleId DeclareRule(const Token& name) {
+    auto inserted = rule_ids_.emplace(name.text, static_cast<RuleId>(ast_.rules.size()));
+    if (!inserted.second) {
+      source_.Fail(name.offset, "rule '" + name.text + "' is already defined at " +
+                                    source_.Position(rule_offsets_[inserted.first->second]));
+    }
+    RuleDef rule;
+    rule.name = name.text;
+    ast_.rules.push_back(std::move(rule));
+    rule_offsets_.push_back(name.offset);
+    return inserted.first->second;
+  }
+
+  ExprId ParseLookahead() {
+    size_t open = Take().offset;  // '('
+    Take();                       // '='
+    ExprId expr = ParseChoice(1);
+    ExpectClosingParen(open);
+    return expr;
+  }
+
+  // sequence ('|' sequence)*; one alternative is returned as is.
+  ExprId ParseChoice(int depth) {
+    size_t offset = Peek().offset;
+    std::vector<ExprId> alternatives{ParseSequence(depth)};
+    while (At(TokenKind::kPipe)) {
+      Take();
+      alternatives.push_back(ParseSequence(depth));
+    }
+    if (alternatives.size() == 1) return alternatives[0];
+    return AddCompound(ExprKind::kChoice, std::move(alternatives), offset);
+  }
+
+  // postfix*; stops before anything that cannot start an element and before the next
+  // rule's `name ::=` or a lookahead `(=`. No element is kEmpty, one is returned as is.
+  ExprId ParseSequence(int depth) {
+    size_t offset = Peek().offset;
+    std::vector<ExprId> elements;
+    while (AtElementStart() && !AtRuleStart() && !AtLookahead()) {
+      elements.push_back(ParsePostfix(depth));
+    }
+    if (elements.empty()) return AddEmpty();
+    if (elements.size() == 1) return elements[0];
+    return AddCompound(ExprKind::kSequence, std::move(elements), offset);
+  }
+
+  bool AtElementStart() {
+    switch (Peek().kind) {
+      case TokenKind::kIdentifier:
+      case TokenKind::kLiteral:
+      case TokenKind::kCharClass:
+      case TokenKind::kAnyChar:
+      case TokenKind::kLeftParen:
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  // primary followed by any number of ? * + {m,n}.
+  ExprId ParsePostfix(int depth) {
+    ExprId expr = ParsePrimary(depth);
+    while (true) {
+      const Token& op = Peek();
+      int32_t lo = 0;
+      int32_t hi = -1;
+      switch (op.kind) {
+        case TokenKind::kQuestion: hi = 1; break;
+        case TokenKind::kStar: break;
+        case TokenKind::kPlus: lo = 1; break;
+        case TokenKind::kRepeat: lo = op.min_repeat; hi = op.max_repeat; break;
+        default: return expr;
+      }
+      expr = AddRepeat(expr, lo, hi, op.offset);
+      Take();
+    }
+  }
+
+  ExprId ParsePrimary(int depth) {
+    if (At(TokenKind::kLeftParen)) {
+      size_t open = Take().offset;
+      return ParseGroup(open, depth + 1);
+    }
+    return ParseAtom();
+  }
+
+  // A rule reference, literal, class or `.`.
+  XG2_EBNF_NOINLINE ExprId ParseAtom() {
+    Token token = Take();
+    switch (token.kind) {
+      case TokenKind::kIdentifier: return ParseRuleRef(token);
+      case TokenKind::kLiteral: {
+        ExprNode node;
+        if (!token.text.empty()) {
+          node.kind = ExprKind::kBytes;
+          node.bytes = std::move(token.text);
+        }
+        return AddLeaf(std::move(node));
+      }
+      case TokenKind::kCharClass: return AddCharClass(std::move(token.ranges));
+      case TokenKind::kAnyChar: return AddCharClass(NormalizeRanges({}, /*negate=*/true));
+      default: FailUnexpected(token, "an expression");
+    }
+  }
+
+  ExprId ParseRuleRef(const Token& name) {
+    if (name.text == "TagDispatch" && At(TokenKind::kLeftParen)) {
+      source_.Fail(name.offset, "TagDispatch(...) is not supported");
+    }
+    ExprNode node;
+    node.kind = ExprKind::kRuleRef;
+    ExprId id = AddLeaf(std::move(node));
+    pending_refs_.push_back({id, name.text, name.offset});
+    return id;
+  }
+
+  // After '(' at `open`: choice ')'.
+  ExprId ParseGroup(size_t open, int depth) {
+    if (depth > kMaxNestingDepth) FailTooDeep(open);
+    if (At(TokenKind::kEquals)) FailMisplacedLookahead(open);
+    ExprId expr = ParseChoice(depth);
+    ExpectClosingParen(open);
+    return expr;
+  }
+
+  XG2_EBNF_NOINLINE void ExpectClosingParen(size_t open) {
+    if (At(TokenKind::kRightParen)) {
+      Take();
+      return;
+    }
+    if (AtLookahead()) FailMisplacedLookahead(Peek().offset);
+    FailUnexpected(Peek(), "')' to close the '(' at " + source_.Position(open));
+  }
+
+  [[noreturn]] XG2_EBNF_NOINLINE void FailTooDeep(size_t open) {
+    source_.FailLimit(open, "parentheses nest deeper than the limit of " +
+                                std::to_string(kMaxNestingDepth));
+  }
+
+  [[noreturn]] XG2_EBNF_NOINLINE void FailMisplacedLookahead(size_t offset) {
+    source_.Fail(offset, "a lookahead '(= ...)' is allowed only at the end of a rule body");
+  }
+
+  [[noreturn]] XG2_EBNF_NOINLINE void FailUnexpected(const Token& token,
+                                                     const std::string& expected) {
+    switch (token.kind) {
+      case TokenKind::kQuestion:
+      case TokenKind::kStar:
+      case TokenKind::kPlus:
+      case TokenKind::kRepeat:
+        source_.Fail(token.offset, "repetition operator " + Describe(token) +
+                                       " does not follow an expression");
+      default:
+        source_.Fail(token.offset, "expected " + expected + ", found " + Describe(token));
+    }
+  }
+
+  static std::string Describe(const Token& token) {
+    switch (token.kind) {
+      case TokenKind::kIdentifier: return "rule name '" + token.text + "'";
+      case TokenKind::kDefine: return "'::='";
+      case TokenKind::kLiteral: return "a string literal";
+      case TokenKind::kCharClass: return "a character class";
+      case TokenKind::kAnyChar: return "'.'";
+      case TokenKind::kLeftParen: return "'('";
+      case TokenKind::kRightParen: return "')'";
+      case TokenKind::kEquals: return "'='";
+      case TokenKind::kPipe: return "'|'";
+      case TokenKind::kQuestion: return "'?'";
+      case TokenKind::kStar: return "'*'";
+      case TokenKind::kPlus: return "'+'";
+      case TokenKind::kRepeat: return "'{...}'";
+      case TokenKind::kEnd: return "the end of the grammar";
+    }
+    return "a token";
+  }
+
+  void ResolveRuleRefs() {
+    for (const PendingRuleRef& ref : pending_refs_) {
+      auto found = rule_ids_.find(ref.name);
+      if (found == rule_ids_.end()) source_.Fail(ref.offset, "undefined rule '" + ref.name + "'");
+      ast_.node(ref.node).rule_id = found->second;
+    }
+  }
+
+  XG2_EBNF_NOINLINE ExprId AddCharClass(std::vector<CodepointRange> ranges) {
+    ExprNode node;
+    node.kind = ExprKind::kCharClass;
+    node.ranges = std::move(ranges);
+    return AddLeaf(std::move(node));
+  }
+
+  // {1,1} is the expression itself and {0,0} the empty string.
+  XG2_EBNF_NOINLINE ExprId AddRepeat(ExprId child, int32_t lo, int32_t hi, size_t offset) {
+    if (lo == 1 && hi == 1) return child;
+    if (hi == 0) return AddLeaf(ExprNode{});
+    ExprNode node;
+    node.kind = ExprKind::kRepeat;
+    node.children = {child};
+    node.min_repeat = lo;
+    node.max_repeat = hi;
+    return AddNode(std::move(node), offset);
+  }
+
+  XG2_EBNF_NOINLINE ExprId AddCompound(ExprKind kind, std::vector<ExprId> children, size_t offset) {
+    ExprNode node;
+    node.kind = kind;
+    node.children = std::move(children);
+    return AddNode(std::move(node), offset);
+  }
+
+  ExprId AddLeaf(ExprNode node) { return AddNode(std::move(node), 0); }
+  XG2_EBNF_NOINLINE ExprId AddEmpty() { return AddLeaf(ExprNode{}); }
+
+  // Adds a node and records its height; `offset` locates the error when too tall.
+  XG2_EBNF_NOINLINE ExprId AddNode(ExprNode node, size_t offset) {
+    int height = 1;
+    for (ExprId child : node.children) height = std::max(height, heights_[child] + 1);
+    if (height > kMaxExpressionHeight) {
+      source_.FailLimit(offset, "expression nests deeper than the limit of " +
+                                    std::to_string(kMaxExpressionHeight));
+    }
+    heights_.push_back(height);
+    return ast_.AddNode(std::move(node));
+  }
+
+  SourceText source_;
+  Lexer lexer_;
+  std::string root_rule_name_;
+  std::deque<Token> lookahead_;  // tokens lexed but not yet taken (at most two)
+  GrammarAst ast_;
+  std::vector<int> heights_;  // heights_[id]: height of the tree under node id
+  std::unordered_map<std::string, RuleId> rule_ids_;
+  std::vector<size_t> rule_offsets_;  // rule_offsets_[id]: where rule id's name is
+  std::vector<PendingRuleRef> pending_refs_;
+};
+
+}  // namespace
+
+GrammarAst ParseEbnf(std::string_view text, std::string_view root_rule_name) {
+  return Parser(text, root_rule_name).Parse();
+}
+
+}  // namespace xg2

@@ -1,0 +1,30 @@
+// A grammar compiled for one tokenizer: the rule FSMs plus the vocabulary they are matched
+// against. Immutable and shared by every matcher created from it.
+#ifndef XG2_MATCHER_COMPILED_GRAMMAR_H_
+#define XG2_MATCHER_COMPILED_GRAMMAR_H_
+
+#include <memory>
+#include <string>
+
+#include "grammar/grammar_fsm.h"
+#include "tokenizer/tokenizer_info.h"
+
+namespace xg2 {
+
+struct CompiledGrammar {
+  std::shared_ptr<const GrammarFsm> fsm;
+  std::shared_ptr<const TokenizerInfo> tokenizer;
+  // The EBNF the grammar was built from (after frontend conversion), for inspection.
+  std::string ebnf;
+
+  size_t MemoryBytes() const { return sizeof(*this) + fsm->MemoryBytes() + ebnf.capacity(); }
+};
+
+// Parses EBNF text and lowers it (the shared tail of every frontend).
+std::shared_ptr<const CompiledGrammar> CompileEbnf(const std::string& ebnf,
+                                                   const std::string& root_rule_name,
+                                                   std::shared_ptr<const TokenizerInfo> tokenizer);
+
+}  // namespace xg2
+
+#endif  // XG2_MATCHER_COMPILED_GRAMMAR_H_

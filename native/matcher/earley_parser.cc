@@ -1,0 +1,219 @@
+#include "matcher/earley_parser.h"
+
+#include <algorithm>
+
+#include "support/error.h"
+
+namespace xg2 {
+
+namespace {
+inline size_t HashItem(const EarleyItem& item) {
+  uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(item.node)) << 32) ^
+                 static_cast<uint32_t>(item.origin);
+  key ^= (static_cast<uint64_t>(static_cast<uint32_t>(item.guard)) << 47) ^
+         (static_cast<uint64_t>(static_cast<uint32_t>(item.guard_in)) << 17);
+  key ^= key >> 33;
+  key *= 0xff51afd7ed558ccdULL;
+  key ^= key >> 33;
+  return static_cast<size_t>(key);
+}
+}  // namespace
+
+bool ItemSet::Insert(const EarleyItem& item) {
+  if ((size_ + 1) * 2 > items_.size()) Grow();
+  size_t mask = items_.size() - 1;
+  for (size_t i = HashItem(item) & mask;; i = (i + 1) & mask) {
+    if (stamps_[i] != generation_) {
+      stamps_[i] = generation_;
+      items_[i] = item;
+      ++size_;
+      return true;
+    }
+    if (items_[i] == item) return false;
+  }
+}
+
+void ItemSet::Clear() {
+  size_ = 0;
+  if (++generation_ == 0) {  // wrapped: stale stamps could alias, so wipe them
+    std::fill(stamps_.begin(), stamps_.end(), 0);
+    generation_ = 1;
+  }
+}
+
+void ItemSet::Grow() {
+  std::vector<EarleyItem> old_items;
+  std::vector<uint32_t> old_stamps;
+  old_items.swap(items_);
+  old_stamps.swap(stamps_);
+  size_t capacity = std::max<size_t>(64, old_items.size() * 2);
+  items_.assign(capacity, EarleyItem{});
+  stamps_.assign(capacity, 0);
+  uint32_t old_generation = generation_;
+  generation_ = 1;
+  size_ = 0;
+  for (size_t i = 0; i < old_items.size(); ++i) {
+    if (old_stamps[i] == old_generation) Insert(old_items[i]);
+  }
+}
+
+LookaheadGuards::LookaheadGuards() { Intern({}); }
+
+GuardId LookaheadGuards::Intern(std::vector<NodeId> nodes) {
+  auto it = ids_.find(nodes);
+  if (it != ids_.end()) return it->second;
+  GuardId id = static_cast<GuardId>(sets_.size());
+  ids_.emplace(nodes, id);
+  sets_.push_back(std::move(nodes));
+  return id;
+}
+
+GuardId LookaheadGuards::Add(GuardId guard, NodeId start) {
+  std::vector<NodeId> nodes = sets_[guard];
+  auto pos = std::lower_bound(nodes.begin(), nodes.end(), start);
+  if (pos != nodes.end() && *pos == start) return guard;
+  nodes.insert(pos, start);
+  return Intern(std::move(nodes));
+}
+
+GuardId LookaheadGuards::Step(GuardId guard, uint8_t byte, const GrammarFsm& fsm) {
+  if (guard == kNone) return kNone;
+  uint64_t key = (static_cast<uint64_t>(guard) << 8) | byte;
+  auto it = steps_.find(key);
+  if (it != steps_.end()) return it->second;
+  std::vector<NodeId> next;
+  GuardId result = kNone;
+  for (NodeId n : sets_[guard]) {
+    NodeId t = fsm.StepByte(n, byte);
+    if (t < 0) {
+      result = kDead;
+      break;
+    }
+    if (!fsm.node_accepting[t]) next.push_back(t);  // an accepted assertion is satisfied
+  }
+  if (result != kDead) {
+    std::sort(next.begin(), next.end());
+    next.erase(std::unique(next.begin(), next.end()), next.end());
+    result = Intern(std::move(next));
+  }
+  steps_.emplace(key, result);
+  return result;
+}
+
+EarleyParser::EarleyParser(std::shared_ptr<const GrammarFsm> fsm, EarleyLimits limits)
+    : fsm_(std::move(fsm)), limits_(limits) {
+  Reset();
+}
+
+void EarleyParser::Reset() {
+  scannable_.clear();
+  waiters_.clear();
+  can_end_.clear();
+  scannable_begin_.assign(1, 0);
+  waiters_begin_.assign(1, 0);
+  BeginSet();
+  AddItem({fsm_->rule_start[fsm_->root_rule], 0, LookaheadGuards::kNone, LookaheadGuards::kNone});
+  CloseSet();
+}
+
+void EarleyParser::BeginSet() {
+  pending_.clear();
+  seen_.Clear();
+}
+
+void EarleyParser::AddItem(const EarleyItem& item) {
+  if (seen_.Insert(item)) pending_.push_back(item);
+}
+
+void EarleyParser::CloseSet() {
+  const GrammarFsm& g = *fsm_;
+  // The set being closed is for position `here` (its history slot is pushed at the end).
+  const int32_t here = static_cast<int32_t>(can_end_.size());
+  const size_t waiters_start = waiters_.size();
+  bool can_end = false;
+  for (size_t i = 0; i < pending_.size(); ++i) {
+    if (static_cast<int32_t>(pending_.size()) > limits_.max_items_per_step) {
+      throw ResourceLimitError("Earley step exceeded " + std::to_string(limits_.max_items_per_step) +
+                               " items (grammar too ambiguous)");
+    }
+    const EarleyItem item = pending_[i];
+    // Predict.
+    for (const RuleEdge* e = g.rule_edges_begin(item.node); e != g.rule_edges_end(item.node); ++e) {
+      waiters_.push_back({e->rule, e->target, item.origin, item.guard_in, item.guard});
+      AddItem({g.rule_start[e->rule], here, item.guard, item.guard});
+      // Nullable rules carry no assertion (checked at build time), so the guard is unchanged.
+      if (g.rule_nullable[e->rule]) AddItem({e->target, item.origin, item.guard_in, item.guard});
+    }
+    // Complete.
+    if (g.node_accepting[item.node]) {
+      RuleId rule = g.node_rule[item.node];
+      GuardId after = item.guard;
+      if (g.rule_lookahead[rule] >= 0) after = guards_.Add(after, g.rule_lookahead[rule]);
+      if (item.origin == 0 && rule == g.root_rule && after == LookaheadGuards::kNone) {
+        can_end = true;
+      }
+      if (item.origin < here) {
+        const EarleyWaiter* begin = waiters_.data() + waiters_begin_[item.origin];
+        const EarleyWaiter* end = waiters_.data() + waiters_begin_[item.origin + 1];
+        const EarleyWaiter* w = std::lower_bound(
+            begin, end, rule, [](const EarleyWaiter& a, RuleId r) { return a.rule < r; });
+        for (; w != end && w->rule == rule; ++w) {
+          if (w->guard_at_call == item.guard_in) {
+            AddItem({w->target, w->origin, w->caller_guard_in, after});
+          }
+        }
+      }
+    }
+  }
+  for (const EarleyItem& item : pending_) {
+    if (g.byte_edge_begin[item.node] != g.byte_edge_begin[item.node + 1]) scannable_.push_back(item);
+  }
+  std::sort(waiters_.begin() + waiters_start, waiters_.end(),
+            [](const EarleyWaiter& a, const EarleyWaiter& b) { return a.rule < b.rule; });
+  scannable_begin_.push_back(static_cast<int32_t>(scannable_.size()));
+  waiters_begin_.push_back(static_cast<int32_t>(waiters_.size()));
+  can_end_.push_back(can_end);
+}
+
+bool EarleyParser::Advance(uint8_t byte) {
+  const GrammarFsm& g = *fsm_;
+  const int32_t pos = position();
+  BeginSet();
+  for (int32_t i = scannable_begin_[pos]; i < scannable_begin_[pos + 1]; ++i) {
+    const EarleyItem& item = scannable_[i];
+    NodeId next = g.StepByte(item.node, byte);
+    if (next < 0) continue;
+    GuardId guard = guards_.Step(item.guard, byte, g);
+    if (guard != LookaheadGuards::kDead) AddItem({next, item.origin, item.guard_in, guard});
+  }
+  if (pending_.empty()) return false;
+  CloseSet();
+  return true;
+}
+
+int32_t EarleyParser::AdvanceString(const char* data, int32_t size) {
+  int32_t consumed = 0;
+  while (consumed < size && Advance(static_cast<uint8_t>(data[consumed]))) ++consumed;
+  return consumed;
+}
+
+void EarleyParser::PopTo(int32_t target) {
+  can_end_.resize(target + 1);
+  scannable_begin_.resize(target + 2);
+  waiters_begin_.resize(target + 2);
+  scannable_.resize(scannable_begin_.back());
+  waiters_.resize(waiters_begin_.back());
+}
+
+void EarleyParser::AllowedBytes(bool allowed[256]) const {
+  std::fill(allowed, allowed + 256, false);
+  const int32_t pos = position();
+  for (int32_t i = scannable_begin_[pos]; i < scannable_begin_[pos + 1]; ++i) {
+    NodeId n = scannable_[i].node;
+    for (const ByteEdge* e = fsm_->byte_edges_begin(n); e != fsm_->byte_edges_end(n); ++e) {
+      std::fill(allowed + e->lo, allowed + e->hi + 1, true);
+    }
+  }
+}
+
+}  // namespace xg2

@@ -1,0 +1,185 @@
+#include "matcher/grammar_matcher.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "support/error.h"
+
+namespace xg2 {
+
+GrammarMatcher::GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar,
+                               std::optional<std::vector<int32_t>> stop_token_ids,
+                               bool terminate_without_stop_token)
+    : grammar_(std::move(grammar)),
+      tokenizer_(grammar_->tokenizer.get()),
+      terminate_without_stop_token_(terminate_without_stop_token),
+      parser_(grammar_->fsm) {
+  stop_token_ids_ = stop_token_ids ? *stop_token_ids : tokenizer_->stop_token_ids();
+  is_stop_.assign(tokenizer_->vocab_size(), 0);
+  for (int32_t id : stop_token_ids_) {
+    if (id < 0 || id >= tokenizer_->vocab_size()) {
+      throw InvalidArgumentError("stop token id " + std::to_string(id) +
+                                 " is outside the vocabulary [0, " +
+                                 std::to_string(tokenizer_->vocab_size()) + ")");
+    }
+    is_stop_[id] = 1;
+  }
+}
+
+bool GrammarMatcher::IsStop(int32_t token_id) const { return is_stop_[token_id] != 0; }
+
+bool GrammarMatcher::IsTerminated() const {
+  return terminated_ || (terminate_without_stop_token_ && parser_.CanEnd());
+}
+
+bool GrammarMatcher::IsCompleted() const { return terminated_ || parser_.CanEnd(); }
+
+bool GrammarMatcher::AcceptToken(int32_t token_id) {
+  if (token_id < 0 || token_id >= tokenizer_->vocab_size()) {
+    throw InvalidArgumentError("token id " + std::to_string(token_id) +
+                               " is outside the vocabulary [0, " +
+                               std::to_string(tokenizer_->vocab_size()) + ")");
+  }
+  if (IsTerminated()) return false;
+  if (IsStop(token_id)) {
+    if (terminate_without_stop_token_ || !parser_.CanEnd()) return false;
+    step_start_.push_back(parser_.position());
+    terminated_ = true;
+    return true;
+  }
+  if (!tokenizer_->IsTextToken(token_id)) return false;
+  const std::string& bytes = tokenizer_->decoded_tokens()[token_id];
+  int32_t start = parser_.position();
+  if (parser_.AdvanceString(bytes.data(), static_cast<int32_t>(bytes.size())) !=
+      static_cast<int32_t>(bytes.size())) {
+    parser_.PopTo(start);
+    return false;
+  }
+  step_start_.push_back(start);
+  return true;
+}
+
+bool GrammarMatcher::AcceptString(const std::string& bytes) {
+  if (IsTerminated()) return false;
+  int32_t start = parser_.position();
+  if (parser_.AdvanceString(bytes.data(), static_cast<int32_t>(bytes.size())) !=
+      static_cast<int32_t>(bytes.size())) {
+    parser_.PopTo(start);
+    return false;
+  }
+  step_start_.push_back(start);
+  return true;
+}
+
+int32_t GrammarMatcher::ValidateTokens(const std::vector<int32_t>& tokens) {
+  int32_t accepted = 0;
+  for (int32_t id : tokens) {
+    if (!AcceptToken(id)) break;
+    ++accepted;
+  }
+  Rollback(accepted);
+  return accepted;
+}
+
+void GrammarMatcher::Rollback(int32_t num_tokens) {
+  if (num_tokens < 0 || num_tokens > num_accepted_steps()) {
+    throw InvalidArgumentError("cannot roll back " + std::to_string(num_tokens) +
+                               " tokens: only " + std::to_string(num_accepted_steps()) +
+                               " accepted since the last reset");
+  }
+  if (num_tokens == 0) return;
+  int32_t target = step_start_[step_start_.size() - num_tokens];
+  step_start_.resize(step_start_.size() - num_tokens);
+  parser_.PopTo(target);
+  terminated_ = false;  // a stop token can only be the last step
+}
+
+void GrammarMatcher::Reset() {
+  parser_.Reset();
+  step_start_.clear();
+  terminated_ = false;
+}
+
+bool GrammarMatcher::FillNextTokenBitmask(uint32_t* words, int64_t num_words) {
+  const int32_t vocab_size = tokenizer_->vocab_size();
+  const int64_t needed = BitmaskWords(vocab_size);
+  if (num_words < needed) {
+    throw InvalidArgumentError("bitmask row has " + std::to_string(num_words) +
+                               " words; the vocabulary needs " + std::to_string(needed));
+  }
+  std::memset(words, 0, sizeof(uint32_t) * num_words);
+  auto allow = [words](int32_t id) { words[id >> 5] |= (1u << (id & 31)); };
+  if (IsTerminated()) {
+    for (int32_t id : stop_token_ids_) allow(id);
+    return true;
+  }
+  if (parser_.CanEnd() && !terminate_without_stop_token_) {
+    for (int32_t id : stop_token_ids_) allow(id);
+  }
+
+  bool first_byte_allowed[256];
+  parser_.AllowedBytes(first_byte_allowed);
+  const std::vector<int32_t>& sorted = tokenizer_->sorted_text_tokens();
+  const std::vector<int32_t>& lcp = tokenizer_->lcp();
+  const std::vector<std::string>& decoded = tokenizer_->decoded_tokens();
+  const int32_t base = parser_.position();
+  // Invariant: the parser has consumed the first `depth` bytes of the previous token, and
+  // if that token was longer, its byte at `depth` was rejected.
+  int32_t depth = 0;
+  for (size_t i = 0; i < sorted.size(); ++i) {
+    const std::string& bytes = decoded[sorted[i]];
+    const int32_t shared = lcp[i];
+    if (shared > depth) continue;  // shares the rejected byte of the previous token
+    if (shared < depth) {
+      parser_.PopTo(base + shared);
+      depth = shared;
+    }
+    if (depth == 0 && !first_byte_allowed[static_cast<uint8_t>(bytes[0])]) continue;
+    const int32_t size = static_cast<int32_t>(bytes.size());
+    while (depth < size && parser_.Advance(static_cast<uint8_t>(bytes[depth]))) ++depth;
+    if (depth == size) allow(sorted[i]);
+  }
+  parser_.PopTo(base);
+
+  for (int64_t w = 0; w < needed; ++w) {
+    uint32_t full = (w == needed - 1 && (vocab_size & 31)) ? ((1u << (vocab_size & 31)) - 1) : ~0u;
+    if (words[w] != full) return true;
+  }
+  return false;
+}
+
+std::string GrammarMatcher::FindJumpForwardString() {
+  constexpr int32_t kMaxJumpForwardBytes = 4096;
+  const int32_t base = parser_.position();
+  std::string forced;
+  bool allowed[256];
+  while (!IsTerminated() && !parser_.CanEnd() &&
+         static_cast<int32_t>(forced.size()) < kMaxJumpForwardBytes) {
+    parser_.AllowedBytes(allowed);
+    int only = -1;
+    for (int b = 0; b < 256; ++b) {
+      if (!allowed[b]) continue;
+      if (only >= 0) {
+        only = -2;
+        break;
+      }
+      only = b;
+    }
+    if (only < 0 || !parser_.Advance(static_cast<uint8_t>(only))) break;
+    forced.push_back(static_cast<char>(only));
+  }
+  parser_.PopTo(base);
+  // Cut a trailing incomplete UTF-8 character.
+  size_t end = forced.size();
+  size_t lead = end;
+  while (lead > 0 && (static_cast<uint8_t>(forced[lead - 1]) & 0xC0) == 0x80) --lead;
+  if (lead > 0) {
+    uint8_t c = static_cast<uint8_t>(forced[lead - 1]);
+    size_t need = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : 4;
+    if (end - (lead - 1) < need) end = lead - 1;
+  }
+  forced.resize(end);
+  return forced;
+}
+
+}  // namespace xg2

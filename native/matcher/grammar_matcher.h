@@ -1,0 +1,71 @@
+// Per-request matching state: an Earley parser over a compiled grammar plus the token
+// history needed for rollback, and the token-mask computation.
+#ifndef XG2_MATCHER_GRAMMAR_MATCHER_H_
+#define XG2_MATCHER_GRAMMAR_MATCHER_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "matcher/compiled_grammar.h"
+#include "matcher/earley_parser.h"
+
+namespace xg2 {
+
+// Number of 32-bit words in one bitmask row for `vocab_size` tokens.
+inline int64_t BitmaskWords(int64_t vocab_size) { return (vocab_size + 31) / 32; }
+
+class GrammarMatcher {
+ public:
+  // `stop_token_ids` overrides the tokenizer's stop tokens when given.
+  GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar,
+                 std::optional<std::vector<int32_t>> stop_token_ids,
+                 bool terminate_without_stop_token);
+
+  // Accepts one token; false (state unchanged) if the grammar forbids it here.
+  // Throws InvalidArgumentError for ids outside [0, vocab_size).
+  bool AcceptToken(int32_t token_id);
+  // Accepts raw text as one history step (rolled back by rollback(1)).
+  bool AcceptString(const std::string& bytes);
+  // Length of the longest prefix of `tokens` that would be accepted; state unchanged.
+  int32_t ValidateTokens(const std::vector<int32_t>& tokens);
+  // Undoes the last `num_tokens` accepted tokens / strings.
+  void Rollback(int32_t num_tokens);
+  void Reset();
+
+  // Writes the allowed-token bitmask into `words` (`num_words` >= BitmaskWords(vocab));
+  // bits beyond the vocabulary are cleared. Returns false iff every token is allowed.
+  // This is the exact reference computation: a walk of the sorted vocabulary through the
+  // parser, sharing the work of common prefixes.
+  bool FillNextTokenBitmask(uint32_t* words, int64_t num_words);
+
+  bool IsTerminated() const;
+  // True when the output so far is a complete sentence (a stop token would be accepted).
+  bool IsCompleted() const;
+  // The longest byte string every continuation must start with (cut to whole UTF-8
+  // characters); empty when there is a choice or the grammar may end here.
+  std::string FindJumpForwardString();
+
+  int32_t num_accepted_steps() const { return static_cast<int32_t>(step_start_.size()); }
+  const CompiledGrammar& grammar() const { return *grammar_; }
+  const std::vector<int32_t>& stop_token_ids() const { return stop_token_ids_; }
+
+ private:
+  bool IsStop(int32_t token_id) const;
+
+  std::shared_ptr<const CompiledGrammar> grammar_;
+  const TokenizerInfo* tokenizer_;
+  std::vector<int32_t> stop_token_ids_;
+  std::vector<uint8_t> is_stop_;
+  bool terminate_without_stop_token_;
+  EarleyParser parser_;
+  // Per accepted step: the parser position before it; whether it was a stop token.
+  std::vector<int32_t> step_start_;
+  bool terminated_ = false;
+};
+
+}  // namespace xg2
+
+#endif  // XG2_MATCHER_GRAMMAR_MATCHER_H_

@@ -1,0 +1,241 @@
+"""GrammarMatcher and bitmask API on a small raw vocabulary, checked against the reference walk."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import xg2_plugin as xg
+from xg2_plugin.bitmask import bitmask_to_bool_array
+
+# Token ids: 0..N-1 text tokens, then a stop token and a special token.
+TEXT_TOKENS = [b"a", b"b", b"ab", b"ba", b"abc", b"c", b"{", b"}", b'"', b'{"', b'":', b"1", b"12", b"x", b" ", b"\xc3", b"\xa9", b"\xc3\xa9"]
+STOP = len(TEXT_TOKENS)
+SPECIAL = STOP + 1
+VOCAB = TEXT_TOKENS + [b"</s>", b"<special>"]
+
+
+@pytest.fixture(scope="module")
+def info() -> xg.TokenizerInfo:
+    return xg.TokenizerInfo(VOCAB, xg.VocabType.RAW, stop_token_ids=[STOP], special_token_ids=[SPECIAL])
+
+
+@pytest.fixture(scope="module")
+def compiler(info: xg.TokenizerInfo) -> xg.GrammarCompiler:
+    return xg.GrammarCompiler(info)
+
+
+def allowed_ids(matcher: xg.GrammarMatcher, vocab_size: int) -> set[int]:
+    mask = xg.allocate_token_bitmask(1, vocab_size)
+    matcher.fill_next_token_bitmask(mask)
+    return set(np.flatnonzero(bitmask_to_bool_array(mask[0], vocab_size)).tolist())
+
+
+def test_masks_follow_grammar(compiler: xg.GrammarCompiler, info: xg.TokenizerInfo) -> None:
+    g = compiler.compile_grammar('root ::= "a"+ "b" | "abc"')
+    m = xg.GrammarMatcher(g)
+    ids = {t: i for i, t in enumerate(VOCAB)}
+    assert allowed_ids(m, info.vocab_size) == {ids[b"a"], ids[b"ab"], ids[b"abc"]}
+    assert m.accept_token(ids[b"a"])
+    assert allowed_ids(m, info.vocab_size) == {ids[b"a"], ids[b"b"], ids[b"ab"]}
+    assert m.accept_token(ids[b"b"])
+    assert m.is_completed()
+    assert allowed_ids(m, info.vocab_size) == {STOP, ids[b"c"]}  # "ab" may still become "abc"
+    assert not m.is_terminated()
+    assert m.accept_token(STOP)
+    assert m.is_terminated()
+    assert not m.accept_token(ids[b"a"])
+
+
+def test_special_and_padding_never_allowed() -> None:
+    info = xg.TokenizerInfo(VOCAB, xg.VocabType.RAW, vocab_size=len(VOCAB) + 30, stop_token_ids=[STOP], special_token_ids=[SPECIAL])
+    compiler = xg.GrammarCompiler(info)
+    m = xg.GrammarMatcher(compiler.compile_grammar("root ::= [^z]*"))
+    allowed = allowed_ids(m, info.vocab_size)
+    assert SPECIAL not in allowed
+    assert all(i < len(VOCAB) for i in allowed)
+    assert STOP in allowed
+    assert not m.accept_token(SPECIAL)
+    assert not m.accept_token(len(VOCAB) + 3)
+
+
+def test_partial_utf8_tokens(compiler: xg.GrammarCompiler, info: xg.TokenizerInfo) -> None:
+    g = compiler.compile_grammar('root ::= "é" | "x"')
+    m = xg.GrammarMatcher(g)
+    ids = {t: i for i, t in enumerate(VOCAB)}
+    assert allowed_ids(m, info.vocab_size) == {ids[b"\xc3"], ids[b"\xc3\xa9"], ids[b"x"]}
+    assert m.accept_token(ids[b"\xc3"])
+    assert allowed_ids(m, info.vocab_size) == {ids[b"\xa9"]}
+
+
+def test_rollback_restores_identical_masks(compiler: xg.GrammarCompiler, info: xg.TokenizerInfo) -> None:
+    g = compiler.compile_grammar('root ::= "{" ("\\"" [a-c]* "\\":" [0-9]+)? "}"')
+    m = xg.GrammarMatcher(g)
+    ids = {t: i for i, t in enumerate(VOCAB)}
+    seq = [ids[b'{"'], ids[b"ab"], ids[b"c"], ids[b'":'], ids[b"12"], ids[b"}"], STOP]
+    masks = [allowed_ids(m, info.vocab_size)]
+    for t in seq:
+        assert m.accept_token(t), VOCAB[t]
+        masks.append(allowed_ids(m, info.vocab_size))
+    assert m.is_terminated()
+    for k in range(len(seq), 0, -1):
+        m.rollback(1)
+        assert allowed_ids(m, info.vocab_size) == masks[k - 1]
+    for t in seq:
+        assert m.accept_token(t)
+    m.rollback(len(seq))
+    assert allowed_ids(m, info.vocab_size) == masks[0]
+    with pytest.raises(xg.InvalidArgumentError):
+        m.rollback(1)
+
+
+def test_fork_is_independent(compiler: xg.GrammarCompiler, info: xg.TokenizerInfo) -> None:
+    g = compiler.compile_grammar('root ::= ("a" | "b")* "c"')
+    m = xg.GrammarMatcher(g)
+    ids = {t: i for i, t in enumerate(VOCAB)}
+    m.accept_token(ids[b"a"])
+    f = m.fork()
+    assert f.accept_token(ids[b"c"])
+    assert f.is_completed()
+    assert not m.is_completed()
+    assert allowed_ids(m, info.vocab_size) != allowed_ids(f, info.vocab_size)
+    assert m.num_accepted_steps == 1 and f.num_accepted_steps == 2
+
+
+def test_validate_tokens_keeps_state(compiler: xg.GrammarCompiler) -> None:
+    g = compiler.compile_grammar('root ::= "ab" "c"')
+    m = xg.GrammarMatcher(g)
+    ids = {t: i for i, t in enumerate(VOCAB)}
+    assert m.validate_tokens([ids[b"a"], ids[b"b"], ids[b"a"]]) == 2
+    assert m.validate_tokens([ids[b"abc"], STOP]) == 2
+    assert m.num_accepted_steps == 0
+    assert m.accept_token(ids[b"ab"])
+
+
+def test_accept_string_and_jump_forward(compiler: xg.GrammarCompiler) -> None:
+    g = compiler.compile_grammar('root ::= "{\\"name\\": \\"" [a-z]+ "\\"}"')
+    m = xg.GrammarMatcher(g)
+    assert m.find_jump_forward_string() == '{"name": "'
+    assert m.accept_string('{"name": "')
+    assert m.find_jump_forward_string() == ""
+    assert not m.accept_string("1")
+    assert m.accept_string(b"abc")
+    m.rollback(1)
+    assert m.accept_string("x\"}")
+    assert m.is_completed()
+
+
+def test_terminate_without_stop_token(compiler: xg.GrammarCompiler, info: xg.TokenizerInfo) -> None:
+    g = compiler.compile_grammar('root ::= "ab"')
+    m = xg.GrammarMatcher(g, terminate_without_stop_token=True)
+    assert m.accept_string("ab")
+    assert m.is_terminated()
+    assert not m.accept_token(STOP)
+
+
+def test_custom_stop_tokens(compiler: xg.GrammarCompiler, info: xg.TokenizerInfo) -> None:
+    g = compiler.compile_grammar('root ::= "a"')
+    m = xg.GrammarMatcher(g, stop_token_ids=[SPECIAL])
+    m.accept_string("a")
+    assert allowed_ids(m, info.vocab_size) == {SPECIAL}
+    assert not m.accept_token(STOP)
+    assert m.accept_token(SPECIAL)
+
+
+def test_bitmask_validation(compiler: xg.GrammarCompiler, info: xg.TokenizerInfo) -> None:
+    m = xg.GrammarMatcher(compiler.compile_grammar('root ::= "a"'))
+    words = (info.vocab_size + 31) // 32
+    with pytest.raises(ValueError, match="int32"):
+        m.fill_next_token_bitmask(np.zeros((1, words), dtype=np.int64))
+    with pytest.raises(ValueError, match="out of range"):
+        m.fill_next_token_bitmask(np.zeros((2, words), dtype=np.int32), index=2)
+    with pytest.raises(ValueError, match="out of range"):
+        m.fill_next_token_bitmask(np.zeros((2, words), dtype=np.int32), index=-1)
+    with pytest.raises(ValueError, match="contiguous"):
+        m.fill_next_token_bitmask(np.zeros((2, words * 2), dtype=np.int32)[:, ::2])
+    with pytest.raises(ValueError, match="1-D or 2-D"):
+        m.fill_next_token_bitmask(np.zeros((1, 1, words), dtype=np.int32))
+    with pytest.raises(ValueError, match="needs"):
+        m.fill_next_token_bitmask(np.zeros((1, 0), dtype=np.int32))
+    with pytest.raises(TypeError):
+        m.fill_next_token_bitmask([[0] * words])
+    with pytest.raises(xg.InvalidArgumentError):
+        m.accept_token(10**6)
+    with pytest.raises(xg.InvalidArgumentError):
+        m.accept_token(-1)
+
+
+def test_torch_bitmask_and_apply(compiler: xg.GrammarCompiler, info: xg.TokenizerInfo) -> None:
+    torch = pytest.importorskip("torch")
+    m = xg.GrammarMatcher(compiler.compile_grammar('root ::= "a" | "b"'))
+    mask = xg.allocate_token_bitmask(2, info.vocab_size)
+    assert isinstance(mask, torch.Tensor) and mask.dtype == torch.int32
+    assert m.fill_next_token_bitmask(mask, index=1)
+    assert (mask[0] == -1).all()  # row 0 untouched
+    logits = torch.zeros(2, info.vocab_size)
+    xg.apply_token_bitmask_inplace(logits, mask)
+    allowed = torch.isfinite(logits[1]).nonzero().flatten().tolist()
+    assert allowed == [0, 1]
+    assert torch.isfinite(logits[0]).all()
+    with pytest.raises(ValueError, match="int32"):
+        m.fill_next_token_bitmask(torch.zeros(1, 1, dtype=torch.int64))
+    np_logits = np.zeros((1, info.vocab_size), dtype=np.float32)
+    xg.apply_token_bitmask_inplace(np_logits, mask[1:].numpy())
+    assert np.flatnonzero(np.isfinite(np_logits[0])).tolist() == [0, 1]
+
+
+def test_batch_fill_matches_single(compiler: xg.GrammarCompiler, info: xg.TokenizerInfo) -> None:
+    grammars = ['root ::= "a"', 'root ::= "b"*', 'root ::= [a-c]+ "}"', 'root ::= "é"']
+    matchers = [xg.GrammarMatcher(compiler.compile_grammar(g)) for g in grammars] * 1
+    batch = xg.allocate_token_bitmask(6, info.vocab_size)
+    xg.batch_fill_next_token_bitmask(matchers, batch, indices=[5, 0, 3, 1], max_threads=2)
+    for m, row in zip(matchers, [5, 0, 3, 1]):
+        single = xg.allocate_token_bitmask(1, info.vocab_size)
+        m.fill_next_token_bitmask(single)
+        assert (batch[row] == single[0]).all()
+    with pytest.raises(ValueError, match="distinct"):
+        xg.batch_fill_next_token_bitmask([matchers[0], matchers[0]], batch)
+
+
+def test_compile_errors_are_typed(compiler: xg.GrammarCompiler) -> None:
+    with pytest.raises(xg.GrammarSyntaxError, match="line 1"):
+        compiler.compile_grammar('root ::= "a')
+    with pytest.raises(xg.GrammarSyntaxError):
+        compiler.compile_grammar('root ::= undefined_rule')
+    with pytest.raises(ValueError):
+        compiler.compile_grammar('start ::= "a"')
+    with pytest.raises(TypeError):
+        compiler.compile_grammar(b'root ::= "a"')  # type: ignore[arg-type]
+
+
+def test_async_compile_shares_futures(compiler: xg.GrammarCompiler) -> None:
+    text = 'root ::= "async" [0-9]*'
+    f1 = compiler.compile_grammar_async(text)
+    f2 = compiler.compile_grammar_async(text)
+    g1, g2 = f1.result(), f2.result()
+    assert g1 is g2
+    assert compiler.compile_grammar(text) is g1  # cached
+    bad = compiler.compile_grammar_async('root ::= "')
+    with pytest.raises(xg.GrammarSyntaxError):
+        bad.result()
+
+
+def test_cache_limit_evicts() -> None:
+    info = xg.TokenizerInfo(VOCAB, xg.VocabType.RAW, stop_token_ids=[STOP])
+    compiler = xg.GrammarCompiler(info, cache_limit_bytes=1)
+    compiler.compile_grammar('root ::= "a"')
+    assert compiler.cache_size_bytes == 0
+    unlimited = xg.GrammarCompiler(info)
+    unlimited.compile_grammar('root ::= "a"')
+    assert unlimited.cache_size_bytes > 0
+    unlimited.clear_cache()
+    assert unlimited.cache_size_bytes == 0
+
+
+def test_choice(compiler: xg.GrammarCompiler) -> None:
+    g = compiler.compile_choice(["ab", "ba", 'a"b\\'])
+    for text, ok in [("ab", True), ("ba", True), ('a"b\\', True), ("a", False), ("abc", False)]:
+        m = xg.GrammarMatcher(g)
+        assert (m.accept_string(text) and m.is_completed()) == ok, text
+    with pytest.raises(ValueError):
+        compiler.compile_choice([])

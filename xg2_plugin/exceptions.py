@@ -1,0 +1,34 @@
+"""Exception types raised by the engine.
+
+Every error that bad input can cause is one of these (or a plain ``TypeError`` for an
+argument of the wrong Python type). The classes are defined by the native module so that
+C++ errors cross the boundary with their type intact.
+
+* ``XG2Error`` -- base of everything below.
+* ``GrammarSyntaxError`` (also ``ValueError``) -- malformed EBNF; the message names line and column.
+* ``RegexError`` (a ``GrammarSyntaxError``) -- malformed or unsupported regex; names the offset.
+* ``SchemaError`` (also ``ValueError``) -- invalid JSON Schema; names the JSON pointer.
+* ``UnsupportedSchemaError`` (a ``SchemaError``) -- a keyword the engine cannot enforce exactly.
+* ``ResourceLimitError`` -- a configured limit (size, depth, repetition, items) was exceeded.
+* ``InvalidArgumentError`` (also ``ValueError``) -- e.g. a token id outside the vocabulary.
+"""
+
+from ._native import (
+    GrammarSyntaxError,
+    InvalidArgumentError,
+    RegexError,
+    ResourceLimitError,
+    SchemaError,
+    UnsupportedSchemaError,
+    XG2Error,
+)
+
+__all__ = [
+    "XG2Error",
+    "GrammarSyntaxError",
+    "RegexError",
+    "SchemaError",
+    "UnsupportedSchemaError",
+    "ResourceLimitError",
+    "InvalidArgumentError",
+]

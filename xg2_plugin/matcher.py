@@ -1,0 +1,153 @@
+"""Per-request matching: token masks, token acceptance, rollback and forking."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Optional, Sequence, Union
+
+from . import _native
+from .bitmask import view_bitmask
+from .compiler import CompiledGrammar
+
+__all__ = ["GrammarMatcher", "batch_fill_next_token_bitmask"]
+
+
+class GrammarMatcher:
+    """Tracks one output against a compiled grammar.
+
+    Args:
+        compiled_grammar: the grammar (shared, never modified).
+        stop_token_ids: tokens that end generation; defaults to the tokenizer's.
+        terminate_without_stop_token: end as soon as the grammar is complete, without
+            waiting for (or allowing) a stop token.
+        override_stop_tokens: alias of ``stop_token_ids`` (xgrammar's spelling).
+    """
+
+    def __init__(
+        self,
+        compiled_grammar: CompiledGrammar,
+        *,
+        stop_token_ids: Optional[Sequence[int]] = None,
+        terminate_without_stop_token: bool = False,
+        override_stop_tokens: Optional[Union[int, Sequence[int]]] = None,
+    ) -> None:
+        if not isinstance(compiled_grammar, CompiledGrammar):
+            raise TypeError(f"compiled_grammar must be a CompiledGrammar, got {type(compiled_grammar).__name__}")
+        if stop_token_ids is None and override_stop_tokens is not None:
+            stop_token_ids = [override_stop_tokens] if isinstance(override_stop_tokens, int) else override_stop_tokens
+        self._compiled_grammar = compiled_grammar
+        self._handle = _native.GrammarMatcher(
+            compiled_grammar._handle,
+            None if stop_token_ids is None else [int(t) for t in stop_token_ids],
+            terminate_without_stop_token,
+        )
+
+    @classmethod
+    def _wrap(cls, compiled_grammar: CompiledGrammar, handle: Any) -> "GrammarMatcher":
+        matcher = cls.__new__(cls)
+        matcher._compiled_grammar = compiled_grammar
+        matcher._handle = handle
+        return matcher
+
+    @property
+    def compiled_grammar(self) -> CompiledGrammar:
+        return self._compiled_grammar
+
+    @property
+    def stop_token_ids(self) -> list[int]:
+        return list(self._handle.stop_token_ids)
+
+    @property
+    def vocab_size(self) -> int:
+        return self._compiled_grammar.tokenizer_info.vocab_size
+
+    def fill_next_token_bitmask(self, bitmask: Any, index: int = 0) -> bool:
+        """Writes the allowed tokens into row ``index`` of ``bitmask`` (numpy or torch CPU int32).
+
+        Returns False iff every token is allowed (the mask need not be applied).
+        """
+        view = view_bitmask(bitmask)
+        if not isinstance(index, int) or not 0 <= index < view.rows:
+            raise ValueError(f"bitmask index {index} is out of range for {view.rows} rows")
+        needed = (self.vocab_size + 31) // 32
+        if view.num_words < needed:
+            raise ValueError(
+                f"bitmask rows have {view.num_words} words but the vocabulary of {self.vocab_size} "
+                f"tokens needs {needed}"
+            )
+        address = view.address + 4 * index * view.row_stride_words
+        return bool(self._handle.fill_next_token_bitmask(address, view.num_words))
+
+    def accept_token(self, token_id: int) -> bool:
+        """Consumes one token; returns False (state unchanged) if the grammar forbids it."""
+        return bool(self._handle.accept_token(int(token_id)))
+
+    def accept_string(self, text: Union[str, bytes]) -> bool:
+        """Consumes raw text as one step (undone by ``rollback(1)``); False if not allowed."""
+        data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
+        return bool(self._handle.accept_string(data))
+
+    def validate_tokens(self, token_ids: Sequence[int]) -> int:
+        """Length of the longest prefix of ``token_ids`` the grammar accepts; state unchanged."""
+        return int(self._handle.validate_tokens([int(t) for t in token_ids]))
+
+    def rollback(self, num_tokens: int = 1) -> None:
+        """Undoes the last ``num_tokens`` accepted steps (any depth since the last reset)."""
+        self._handle.rollback(int(num_tokens))
+
+    def fork(self) -> "GrammarMatcher":
+        """An independent copy of this matcher in its current state."""
+        return GrammarMatcher._wrap(self._compiled_grammar, self._handle.fork())
+
+    def reset(self) -> None:
+        """Returns to the initial state."""
+        self._handle.reset()
+
+    def is_terminated(self) -> bool:
+        """True after a stop token was accepted (or, with terminate_without_stop_token, once complete)."""
+        return bool(self._handle.is_terminated())
+
+    def is_completed(self) -> bool:
+        """True when the output so far is a complete sentence of the grammar."""
+        return bool(self._handle.is_completed())
+
+    def find_jump_forward_string(self) -> str:
+        """The text every valid continuation must start with (empty when there is a choice)."""
+        return self._handle.find_jump_forward_string().decode("utf-8")
+
+    @property
+    def num_accepted_steps(self) -> int:
+        """Steps (tokens or strings) that ``rollback`` can undo."""
+        return int(self._handle.num_accepted_steps)
+
+
+def batch_fill_next_token_bitmask(
+    matchers: Sequence[GrammarMatcher],
+    bitmask: Any,
+    indices: Optional[Sequence[int]] = None,
+    max_threads: Optional[int] = None,
+) -> list[bool]:
+    """Fills one bitmask row per matcher in parallel, without the GIL.
+
+    Row ``indices[i]`` (default ``i``) receives the mask of ``matchers[i]``. Matchers must be
+    distinct objects. Returns, per matcher, whether its mask needs applying.
+    """
+    view = view_bitmask(bitmask)
+    rows = list(range(len(matchers))) if indices is None else [int(i) for i in indices]
+    if len(rows) != len(matchers):
+        raise ValueError(f"{len(matchers)} matchers but {len(rows)} indices")
+    for r in rows:
+        if not 0 <= r < view.rows:
+            raise ValueError(f"bitmask index {r} is out of range for {view.rows} rows")
+    if len(set(id(m) for m in matchers)) != len(matchers):
+        raise ValueError("batch fill needs distinct matchers (one per row)")
+    for m in matchers:
+        needed = (m.vocab_size + 31) // 32
+        if view.num_words < needed:
+            raise ValueError(f"bitmask rows have {view.num_words} words; the vocabulary needs {needed}")
+    threads = max_threads if max_threads is not None else min(len(matchers), os.cpu_count() or 1)
+    return list(
+        _native.batch_fill_next_token_bitmask(
+            [m._handle for m in matchers], view.address, view.row_stride_words, view.num_words, rows, max(1, threads)
+        )
+    )
