@@ -860,7 +860,8 @@ Fragment SchemaConverter::StringValue(const Node& node) {
       RegexOptions regex_options;
       regex_options.search = true;
       regex_options.json_string_body = true;
-      body = Fragment::Atom("(" + RegexToEbnf(pattern->string_value(), regex_options) + ")");
+      std::string expression = RegexToEbnf(pattern->string_value(), regex_options);
+      body = expression.empty() ? Fragment::Epsilon() : Fragment::Atom("(" + expression + ")");
     } catch (const RegexError& e) {
       Unsupported("unsupported pattern" + where + ": " + e.what());
       ignored_keywords_.insert({node.pointer, "pattern"});
