@@ -19,8 +19,12 @@ struct RegexOptions {
   bool json_string_body = false;
 };
 
+// The result is a sequence of terms with every alternation parenthesised, so it can be placed
+// inside a larger sequence as is (e.g. `"\"" <expr> "\""`); wrap it in parentheses before
+// applying a postfix operator. Dialect choices are listed in regex_converter.cc.
 // Throws RegexError (naming the offset) on malformed input or on constructs that a regular
-// grammar cannot express exactly (back-references, look-around, ...).
+// grammar cannot express exactly (back-references, look-around, ...), and
+// ResourceLimitError on repetition bounds above 100000 or groups nested deeper than 256.
 std::string RegexToEbnf(std::string_view pattern, const RegexOptions& options = {});
 
 }  // namespace xg2
