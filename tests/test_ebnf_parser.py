@@ -174,7 +174,8 @@ def test_structure(source, printed):
 
 
 def test_empty_alternatives():
-    assert roundtrip('root ::= ws\nws ::= | " " | "\\n"') == 'root ::= ws\nws ::= "" | " " | "\\n"\n'
+    printed = roundtrip('root ::= ws\nws ::= | " " | "\\n"')
+    assert printed == 'root ::= ws\nws ::= "" | " " | "\\n"\n'
     assert body('root ::= "a" |') == '"a" | ""'
     assert body("root ::=") == '""'
 
@@ -255,6 +256,7 @@ def test_lookahead(source, printed):
         ("root ::= foo", 1, 10, "undefined rule 'foo'"),
         ('root ::= "a"\n  x  ::= "b" missing', 2, 14, "undefined rule 'missing'"),
         ('root ::= "a"\nroot ::= "b"', 2, 1, "rule 'root' is already defined at line 1, column 1"),
+        ('root ::= "a"\nroot ::= "b', 2, 1, "already defined"),  # reported before the body
         ('a ::= "x"', 1, 10, "no root rule 'root'"),
         ("", 1, 1, "no root rule 'root'"),
         ('root "a"', 1, 6, "expected '::=' after rule name 'root'"),

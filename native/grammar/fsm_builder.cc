@@ -353,6 +353,34 @@ Dfa Minimize(const Dfa& dfa) {
   return out;
 }
 
+Dfa BuildRuleDfa(const GrammarAst& ast, ExprId body, int64_t* budget) {
+  Nfa nfa;
+  nfa.start = nfa.AddNode();
+  NfaBuilder builder(ast, &nfa, budget);
+  nfa.accept = builder.Lower(body, nfa.start);
+  SubsetConstruction subsets(nfa, budget);
+  Dfa dfa = Minimize(subsets.Run());
+  *budget += static_cast<int64_t>(nfa.edges.size());  // the NFA is freed; only DFA nodes stay
+  return dfa;
+}
+
+// Returns a copy of `expr` (added to `ast`) in which every rule reference is replaced by the
+// rule's body, recursively. Recursion (a non-regular assertion) is an error.
+ExprId InlineRuleRefs(GrammarAst* ast, ExprId expr, const std::string& owner, int depth) {
+  constexpr int kMaxInlineDepth = 64;
+  if (depth > kMaxInlineDepth) {
+    throw GrammarSyntaxError("rule '" + owner +
+                             "': its lookahead assertion refers to rules recursively; "
+                             "a lookahead must be a regular expression");
+  }
+  ExprNode node = ast->node(expr);
+  if (node.kind == ExprKind::kRuleRef) {
+    return InlineRuleRefs(ast, ast->rules[node.rule_id].body, owner, depth + 1);
+  }
+  for (ExprId& child : node.children) child = InlineRuleRefs(ast, child, owner, depth + 1);
+  return ast->AddNode(std::move(node));
+}
+
 }  // namespace
 
 GrammarFsm BuildGrammarFsm(const GrammarAst& ast, const FsmBuildLimits& limits) {
@@ -366,17 +394,21 @@ GrammarFsm BuildGrammarFsm(const GrammarAst& ast, const FsmBuildLimits& limits) 
   std::vector<Dfa> dfas;
   dfas.reserve(num_rules);
   for (const RuleDef& rule : ast.rules) {
-    if (rule.lookahead >= 0) {
-      throw GrammarSyntaxError("rule '" + rule.name +
-                               "': lookahead assertions are not supported by this matcher yet");
-    }
-    Nfa nfa;
-    nfa.start = nfa.AddNode();
-    NfaBuilder builder(ast, &nfa, &budget);
-    nfa.accept = builder.Lower(rule.body, nfa.start);
-    SubsetConstruction subsets(nfa, &budget);
-    dfas.push_back(Minimize(subsets.Run()));
-    budget += static_cast<int64_t>(nfa.edges.size());  // the NFA is freed; only DFA nodes stay
+    dfas.push_back(BuildRuleDfa(ast, rule.body, &budget));
+  }
+  // Lookahead DFAs: rule references inside an assertion are inlined (the assertion must be
+  // regular), then lowered like a rule body.
+  std::vector<int32_t> lookahead_dfa(num_rules, -1);
+  std::vector<Dfa> lookahead_dfas;
+  GrammarAst inlined;  // copied from `ast` on first use
+  for (int32_t r = 0; r < num_rules; ++r) {
+    if (ast.rules[r].lookahead < 0) continue;
+    if (inlined.rules.empty()) inlined = ast;
+    ExprId body = InlineRuleRefs(&inlined, ast.rules[r].lookahead, ast.rules[r].name, 0);
+    Dfa dfa = BuildRuleDfa(inlined, body, &budget);
+    if (dfa.nodes[0].accepting) continue;  // matches the empty string: always true
+    lookahead_dfa[r] = static_cast<int32_t>(lookahead_dfas.size());
+    lookahead_dfas.push_back(std::move(dfa));
   }
 
   // Flatten into the global node space.
@@ -389,15 +421,24 @@ GrammarFsm BuildGrammarFsm(const GrammarAst& ast, const FsmBuildLimits& limits) 
   }
   fsm.byte_edge_begin.push_back(0);
   fsm.rule_edge_begin.push_back(0);
-  for (int32_t r = 0; r < num_rules; ++r) {
-    NodeId base = fsm.rule_first_node[r];
-    for (const Dfa::Node& node : dfas[r].nodes) {
-      fsm.node_rule.push_back(r);
+  auto append_dfa = [&fsm](const Dfa& dfa, RuleId owner) {
+    NodeId base = static_cast<NodeId>(fsm.node_rule.size());
+    for (const Dfa::Node& node : dfa.nodes) {
+      fsm.node_rule.push_back(owner);
       fsm.node_accepting.push_back(node.accepting);
       for (const ByteEdge& e : node.byte_edges) fsm.byte_edges.push_back({e.lo, e.hi, base + e.target});
       for (const RuleEdge& e : node.rule_edges) fsm.rule_edges.push_back({e.rule, base + e.target});
       fsm.byte_edge_begin.push_back(static_cast<int32_t>(fsm.byte_edges.size()));
       fsm.rule_edge_begin.push_back(static_cast<int32_t>(fsm.rule_edges.size()));
+    }
+    return base;
+  };
+  for (int32_t r = 0; r < num_rules; ++r) append_dfa(dfas[r], r);
+  fsm.rule_lookahead.assign(num_rules, -1);
+  for (int32_t r = 0; r < num_rules; ++r) {
+    if (lookahead_dfa[r] >= 0) {
+      fsm.rule_lookahead[r] = append_dfa(lookahead_dfas[lookahead_dfa[r]], -1);
+      fsm.has_lookahead = true;
     }
   }
 
@@ -428,6 +469,13 @@ GrammarFsm BuildGrammarFsm(const GrammarAst& ast, const FsmBuildLimits& limits) 
         fsm.rule_nullable[r] = 1;
         changed = true;
       }
+    }
+  }
+  for (int32_t r = 0; r < num_rules; ++r) {
+    if (fsm.rule_lookahead[r] >= 0 && fsm.rule_nullable[r]) {
+      throw GrammarSyntaxError("rule '" + fsm.rule_names[r] +
+                               "': a lookahead assertion on a rule that can match the empty "
+                               "string is not supported");
     }
   }
   return fsm;

@@ -140,7 +140,9 @@ bool IsValidRuleName(const std::string& name) {
   auto is_start = [](char c) {
     return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
   };
-  auto is_rest = [&](char c) { return is_start(c) || (c >= '0' && c <= '9') || c == '.' || c == '-'; };
+  auto is_rest = [&](char c) {
+    return is_start(c) || (c >= '0' && c <= '9') || c == '.' || c == '-';
+  };
   return is_start(name[0]) && std::all_of(name.begin() + 1, name.end(), is_rest);
 }
 

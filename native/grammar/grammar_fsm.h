@@ -8,6 +8,10 @@
 //  * Per node, byte edges are sorted by `lo`, pairwise disjoint, and at most one rule edge
 //    exists per (node, rule) pair (determinism over the alphabet bytes + rule ids).
 //  * rule_nullable[r] is true iff rule r derives the empty string.
+//  * rule_lookahead[r] is -1 or the start node of a byte-only DFA (no rule edges, stored as
+//    an extra block after the rules, owned by no rule: node_rule == -1) for the rule's
+//    lookahead assertion. A rule with a lookahead is never nullable, and its lookahead does
+//    not accept the empty string (such an assertion is trivially true and is dropped).
 #ifndef XG2_GRAMMAR_GRAMMAR_FSM_H_
 #define XG2_GRAMMAR_GRAMMAR_FSM_H_
 
@@ -38,6 +42,8 @@ struct GrammarFsm {
   std::vector<NodeId> rule_start;
   std::vector<NodeId> rule_first_node;  // size num_rules + 1
   std::vector<uint8_t> rule_nullable;
+  std::vector<NodeId> rule_lookahead;
+  bool has_lookahead = false;
 
   std::vector<RuleId> node_rule;
   std::vector<uint8_t> node_accepting;
@@ -47,6 +53,7 @@ struct GrammarFsm {
   std::vector<RuleEdge> rule_edges;
 
   int32_t num_rules() const { return static_cast<int32_t>(rule_start.size()); }
+
   int32_t num_nodes() const { return static_cast<int32_t>(node_rule.size()); }
 
   const ByteEdge* byte_edges_begin(NodeId n) const { return byte_edges.data() + byte_edge_begin[n]; }

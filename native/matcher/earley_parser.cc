@@ -7,11 +7,11 @@
 namespace xg2 {
 
 namespace {
-inline uint64_t ItemKey(EarleyItem item) {
-  return (static_cast<uint64_t>(static_cast<uint32_t>(item.node)) << 32) |
-         static_cast<uint32_t>(item.origin);
-}
-inline size_t HashKey(uint64_t key) {
+inline size_t HashItem(const EarleyItem& item) {
+  uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(item.node)) << 32) ^
+                 static_cast<uint32_t>(item.origin);
+  key ^= (static_cast<uint64_t>(static_cast<uint32_t>(item.guard)) << 47) ^
+         (static_cast<uint64_t>(static_cast<uint32_t>(item.guard_in)) << 17);
   key ^= key >> 33;
   key *= 0xff51afd7ed558ccdULL;
   key ^= key >> 33;
@@ -19,18 +19,17 @@ inline size_t HashKey(uint64_t key) {
 }
 }  // namespace
 
-bool ItemSet::Insert(EarleyItem item) {
-  if ((size_ + 1) * 2 > keys_.size()) Grow();
-  uint64_t key = ItemKey(item);
-  size_t mask = keys_.size() - 1;
-  for (size_t i = HashKey(key) & mask;; i = (i + 1) & mask) {
+bool ItemSet::Insert(const EarleyItem& item) {
+  if ((size_ + 1) * 2 > items_.size()) Grow();
+  size_t mask = items_.size() - 1;
+  for (size_t i = HashItem(item) & mask;; i = (i + 1) & mask) {
     if (stamps_[i] != generation_) {
       stamps_[i] = generation_;
-      keys_[i] = key;
+      items_[i] = item;
       ++size_;
       return true;
     }
-    if (keys_[i] == key) return false;
+    if (items_[i] == item) return false;
   }
 }
 
@@ -43,23 +42,62 @@ void ItemSet::Clear() {
 }
 
 void ItemSet::Grow() {
-  std::vector<uint64_t> old_keys;
+  std::vector<EarleyItem> old_items;
   std::vector<uint32_t> old_stamps;
-  old_keys.swap(keys_);
+  old_items.swap(items_);
   old_stamps.swap(stamps_);
-  size_t capacity = std::max<size_t>(64, old_keys.size() * 2);
-  keys_.assign(capacity, 0);
+  size_t capacity = std::max<size_t>(64, old_items.size() * 2);
+  items_.assign(capacity, EarleyItem{});
   stamps_.assign(capacity, 0);
   uint32_t old_generation = generation_;
   generation_ = 1;
   size_ = 0;
-  for (size_t i = 0; i < old_keys.size(); ++i) {
-    if (old_stamps[i] == old_generation) {
-      EarleyItem item{static_cast<NodeId>(old_keys[i] >> 32),
-                      static_cast<int32_t>(old_keys[i] & 0xffffffffu)};
-      Insert(item);
-    }
+  for (size_t i = 0; i < old_items.size(); ++i) {
+    if (old_stamps[i] == old_generation) Insert(old_items[i]);
   }
+}
+
+LookaheadGuards::LookaheadGuards() { Intern({}); }
+
+GuardId LookaheadGuards::Intern(std::vector<NodeId> nodes) {
+  auto it = ids_.find(nodes);
+  if (it != ids_.end()) return it->second;
+  GuardId id = static_cast<GuardId>(sets_.size());
+  ids_.emplace(nodes, id);
+  sets_.push_back(std::move(nodes));
+  return id;
+}
+
+GuardId LookaheadGuards::Add(GuardId guard, NodeId start) {
+  std::vector<NodeId> nodes = sets_[guard];
+  auto pos = std::lower_bound(nodes.begin(), nodes.end(), start);
+  if (pos != nodes.end() && *pos == start) return guard;
+  nodes.insert(pos, start);
+  return Intern(std::move(nodes));
+}
+
+GuardId LookaheadGuards::Step(GuardId guard, uint8_t byte, const GrammarFsm& fsm) {
+  if (guard == kNone) return kNone;
+  uint64_t key = (static_cast<uint64_t>(guard) << 8) | byte;
+  auto it = steps_.find(key);
+  if (it != steps_.end()) return it->second;
+  std::vector<NodeId> next;
+  GuardId result = kNone;
+  for (NodeId n : sets_[guard]) {
+    NodeId t = fsm.StepByte(n, byte);
+    if (t < 0) {
+      result = kDead;
+      break;
+    }
+    if (!fsm.node_accepting[t]) next.push_back(t);  // an accepted assertion is satisfied
+  }
+  if (result != kDead) {
+    std::sort(next.begin(), next.end());
+    next.erase(std::unique(next.begin(), next.end()), next.end());
+    result = Intern(std::move(next));
+  }
+  steps_.emplace(key, result);
+  return result;
 }
 
 EarleyParser::EarleyParser(std::shared_ptr<const GrammarFsm> fsm, EarleyLimits limits)
@@ -74,7 +112,7 @@ void EarleyParser::Reset() {
   scannable_begin_.assign(1, 0);
   waiters_begin_.assign(1, 0);
   BeginSet();
-  AddItem(fsm_->rule_start[fsm_->root_rule], 0);
+  AddItem({fsm_->rule_start[fsm_->root_rule], 0, LookaheadGuards::kNone, LookaheadGuards::kNone});
   CloseSet();
 }
 
@@ -83,8 +121,8 @@ void EarleyParser::BeginSet() {
   seen_.Clear();
 }
 
-void EarleyParser::AddItem(NodeId node, int32_t origin) {
-  if (seen_.Insert({node, origin})) pending_.push_back({node, origin});
+void EarleyParser::AddItem(const EarleyItem& item) {
+  if (seen_.Insert(item)) pending_.push_back(item);
 }
 
 void EarleyParser::CloseSet() {
@@ -101,20 +139,29 @@ void EarleyParser::CloseSet() {
     const EarleyItem item = pending_[i];
     // Predict.
     for (const RuleEdge* e = g.rule_edges_begin(item.node); e != g.rule_edges_end(item.node); ++e) {
-      waiters_.push_back({e->rule, e->target, item.origin});
-      AddItem(g.rule_start[e->rule], here);
-      if (g.rule_nullable[e->rule]) AddItem(e->target, item.origin);
+      waiters_.push_back({e->rule, e->target, item.origin, item.guard_in, item.guard});
+      AddItem({g.rule_start[e->rule], here, item.guard, item.guard});
+      // Nullable rules carry no assertion (checked at build time), so the guard is unchanged.
+      if (g.rule_nullable[e->rule]) AddItem({e->target, item.origin, item.guard_in, item.guard});
     }
     // Complete.
     if (g.node_accepting[item.node]) {
       RuleId rule = g.node_rule[item.node];
-      if (item.origin == 0 && rule == g.root_rule) can_end = true;
+      GuardId after = item.guard;
+      if (g.rule_lookahead[rule] >= 0) after = guards_.Add(after, g.rule_lookahead[rule]);
+      if (item.origin == 0 && rule == g.root_rule && after == LookaheadGuards::kNone) {
+        can_end = true;
+      }
       if (item.origin < here) {
         const EarleyWaiter* begin = waiters_.data() + waiters_begin_[item.origin];
         const EarleyWaiter* end = waiters_.data() + waiters_begin_[item.origin + 1];
         const EarleyWaiter* w = std::lower_bound(
             begin, end, rule, [](const EarleyWaiter& a, RuleId r) { return a.rule < r; });
-        for (; w != end && w->rule == rule; ++w) AddItem(w->target, w->origin);
+        for (; w != end && w->rule == rule; ++w) {
+          if (w->guard_at_call == item.guard_in) {
+            AddItem({w->target, w->origin, w->caller_guard_in, after});
+          }
+        }
       }
     }
   }
@@ -133,9 +180,11 @@ bool EarleyParser::Advance(uint8_t byte) {
   const int32_t pos = position();
   BeginSet();
   for (int32_t i = scannable_begin_[pos]; i < scannable_begin_[pos + 1]; ++i) {
-    const EarleyItem item = scannable_[i];
+    const EarleyItem& item = scannable_[i];
     NodeId next = g.StepByte(item.node, byte);
-    if (next >= 0) AddItem(next, item.origin);
+    if (next < 0) continue;
+    GuardId guard = guards_.Step(item.guard, byte, g);
+    if (guard != LookaheadGuards::kDead) AddItem({next, item.origin, item.guard_in, guard});
   }
   if (pending_.empty()) return false;
   CloseSet();

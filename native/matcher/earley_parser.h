@@ -11,26 +11,65 @@
 //  * whether the root rule can end at that position.
 // Nullable rules are handled at prediction time (Aycock-Horspool): a waiter on a nullable
 // rule is advanced over it immediately, so completions never need the current set.
+//
+// Lookahead assertions are enforced exactly with guards: when a rule with an assertion
+// completes, the resumed item carries a guard, the set of lookahead-DFA nodes still to be
+// matched by the text that follows. Scanning steps the guard along with the item; a guard
+// whose DFA dies kills the item, one that reaches acceptance is dropped. Items predicted by
+// a guarded item inherit its guard (the callee's text is what follows), and remember the
+// guard they started with (`guard_in`) so their completion resumes only the callers that
+// predicted them under that guard. Grammars without assertions only ever see guard 0.
 #ifndef XG2_MATCHER_EARLEY_PARSER_H_
 #define XG2_MATCHER_EARLEY_PARSER_H_
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "grammar/grammar_fsm.h"
 
 namespace xg2 {
 
+// Index into LookaheadGuards; 0 is "no pending assertion".
+using GuardId = int32_t;
+
 struct EarleyItem {
   NodeId node;
   int32_t origin;
+  GuardId guard_in;  // guard in force when the item's rule was predicted
+  GuardId guard;     // guard in force now
+  bool operator==(const EarleyItem& o) const {
+    return node == o.node && origin == o.origin && guard_in == o.guard_in && guard == o.guard;
+  }
 };
 
 struct EarleyWaiter {
   RuleId rule;
   NodeId target;
   int32_t origin;
+  GuardId caller_guard_in;  // the calling item's guard_in, kept when it resumes
+  GuardId guard_at_call;    // the guard the callee was predicted under
+};
+
+// Interned sets of pending lookahead-DFA nodes, with a memo of byte steps.
+class LookaheadGuards {
+ public:
+  static constexpr GuardId kNone = 0;
+  static constexpr GuardId kDead = -1;
+
+  LookaheadGuards();
+  // The guard `guard` plus a new assertion starting at lookahead node `start`.
+  GuardId Add(GuardId guard, NodeId start);
+  // The guard after the text advances by `byte`; kDead if an assertion fails.
+  GuardId Step(GuardId guard, uint8_t byte, const GrammarFsm& fsm);
+
+ private:
+  GuardId Intern(std::vector<NodeId> nodes);
+  std::vector<std::vector<NodeId>> sets_;
+  std::map<std::vector<NodeId>, GuardId> ids_;
+  std::unordered_map<uint64_t, GuardId> steps_;
 };
 
 struct EarleyLimits {
@@ -39,16 +78,16 @@ struct EarleyLimits {
   int32_t max_items_per_step = 1 << 20;
 };
 
-// Open-addressing set of (node, origin) pairs, cleared in O(1) by bumping a generation.
+// Open-addressing set of items, cleared in O(1) by bumping a generation.
 class ItemSet {
  public:
   // Returns true if the item was not present.
-  bool Insert(EarleyItem item);
+  bool Insert(const EarleyItem& item);
   void Clear();
 
  private:
   void Grow();
-  std::vector<uint64_t> keys_;
+  std::vector<EarleyItem> items_;
   std::vector<uint32_t> stamps_;
   uint32_t generation_ = 1;
   size_t size_ = 0;
@@ -75,7 +114,8 @@ class EarleyParser {
   // True when the text so far is a complete sentence of the root rule.
   bool CanEnd() const { return can_end_.back(); }
 
-  // Marks every byte value that Advance would accept now.
+  // Marks every byte value that Advance could accept now: exact for grammars without
+  // lookahead assertions, a superset otherwise (a guard may still reject the byte).
   void AllowedBytes(bool allowed[256]) const;
 
   void Reset();
@@ -84,7 +124,7 @@ class EarleyParser {
 
  private:
   void BeginSet();
-  void AddItem(NodeId node, int32_t origin);
+  void AddItem(const EarleyItem& item);
   // Runs predict / complete to a fixpoint on the pending items and closes the current set.
   void CloseSet();
 
@@ -101,6 +141,7 @@ class EarleyParser {
   // Scratch for the set under construction.
   std::vector<EarleyItem> pending_;
   ItemSet seen_;
+  LookaheadGuards guards_;
 };
 
 }  // namespace xg2

@@ -165,8 +165,7 @@ std::string GrammarMatcher::FindJumpForwardString() {
       }
       only = b;
     }
-    if (only < 0) break;
-    parser_.Advance(static_cast<uint8_t>(only));
+    if (only < 0 || !parser_.Advance(static_cast<uint8_t>(only))) break;
     forced.push_back(static_cast<char>(only));
   }
   parser_.PopTo(base);

@@ -355,8 +355,9 @@ class Lexer {
     for (int i = 0; i < digits; ++i) {
       int value = HexValue(source_.At(pos_));
       if (value < 0) {
-        source_.Fail(escape_start, "escape sequence '\\" + std::string(1, source_.At(escape_start + 1)) +
-                                       "' needs exactly " + std::to_string(digits) + " hex digits");
+        std::string escape(source_.text().substr(escape_start, 2));
+        source_.Fail(escape_start, "escape sequence '" + escape + "' needs exactly " +
+                                       std::to_string(digits) + " hex digits");
       }
       cp = cp * 16 + static_cast<uint32_t>(value);
       ++pos_;
@@ -457,27 +458,33 @@ class Parser {
       FailUnexpected(Peek(), "'::=' after rule name '" + name.text + "'");
     }
     Take();
-    RuleDef rule;
-    rule.name = name.text;
-    rule.body = ParseChoice(0);
+    RuleId id = DeclareRule(name);
+    ExprId body = ParseChoice(0);
+    ExprId lookahead = -1;
     if (AtLookahead()) {
-      rule.lookahead = ParseLookahead();
+      lookahead = ParseLookahead();
       if (!AtRuleEnd()) {
-        source_.Fail(Peek().offset, "a lookahead '(= ...)' must be the last element of a rule body");
+        source_.Fail(Peek().offset,
+                     "a lookahead '(= ...)' must be the last element of a rule body");
       }
     }
     if (!AtRuleEnd()) FailUnexpected(Peek(), "the end of rule '" + name.text + "'");
-    DefineRule(name, std::move(rule));
+    ast_.rules[id].body = body;
+    ast_.rules[id].lookahead = lookahead;
   }
 
-  void DefineRule(const Token& name, RuleDef rule) {
+  // Adds the rule `name` with no body yet; a second definition of a name is an error.
+  RuleId DeclareRule(const Token& name) {
     auto inserted = rule_ids_.emplace(name.text, static_cast<RuleId>(ast_.rules.size()));
     if (!inserted.second) {
       source_.Fail(name.offset, "rule '" + name.text + "' is already defined at " +
                                     source_.Position(rule_offsets_[inserted.first->second]));
     }
+    RuleDef rule;
+    rule.name = name.text;
     ast_.rules.push_back(std::move(rule));
     rule_offsets_.push_back(name.offset);
+    return inserted.first->second;
   }
 
   ExprId ParseLookahead() {
@@ -610,7 +617,8 @@ class Parser {
     source_.Fail(offset, "a lookahead '(= ...)' is allowed only at the end of a rule body");
   }
 
-  [[noreturn]] XG2_EBNF_NOINLINE void FailUnexpected(const Token& token, const std::string& expected) {
+  [[noreturn]] XG2_EBNF_NOINLINE void FailUnexpected(const Token& token,
+                                                     const std::string& expected) {
     switch (token.kind) {
       case TokenKind::kQuestion:
       case TokenKind::kStar:

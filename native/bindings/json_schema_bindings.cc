@@ -1,0 +1,66 @@
+// Python surface of the JSON Schema frontend (registered at order 20, with the frontends).
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "bindings/registry.h"
+#include "frontends/json_schema/json_schema_converter.h"
+
+namespace py = pybind11;
+
+namespace xg2 {
+namespace {
+
+using Separators = std::optional<std::pair<std::string, std::string>>;
+
+JsonSchemaOptions MakeOptions(bool any_whitespace, std::optional<int> indent,
+                              Separators separators, std::optional<int> max_whitespace) {
+  JsonSchemaOptions options;
+  options.any_whitespace = any_whitespace;
+  options.indent = indent;
+  options.separators = std::move(separators);
+  options.max_whitespace = max_whitespace;
+  return options;
+}
+
+void BindJsonSchema(py::module_& m) {
+  m.def(
+      "_json_schema_to_ebnf",
+      [](const std::string& schema, bool any_whitespace, std::optional<int> indent,
+         Separators separators, bool strict_mode, std::optional<int> max_whitespace,
+         bool lenient) {
+        JsonSchemaOptions options =
+            MakeOptions(any_whitespace, indent, std::move(separators), max_whitespace);
+        options.strict_mode = strict_mode;
+        options.lenient = lenient;
+        JsonSchemaConversion result;
+        {
+          py::gil_scoped_release release;
+          result = JsonSchemaToEbnf(schema, options);
+        }
+        return py::make_tuple(result.ebnf, result.warnings);
+      },
+      py::arg("schema"), py::arg("any_whitespace") = true, py::arg("indent") = py::none(),
+      py::arg("separators") = py::none(), py::arg("strict_mode") = true,
+      py::arg("max_whitespace") = py::none(), py::arg("lenient") = false,
+      "JSON Schema text -> (EBNF text with root rule 'root', warnings).");
+  m.def(
+      "_builtin_json_ebnf",
+      [](bool any_whitespace, std::optional<int> indent, Separators separators,
+         std::optional<int> max_whitespace) {
+        return BuiltinJsonEbnf(
+            MakeOptions(any_whitespace, indent, std::move(separators), max_whitespace));
+      },
+      py::arg("any_whitespace") = true, py::arg("indent") = py::none(),
+      py::arg("separators") = py::none(), py::arg("max_whitespace") = py::none(),
+      "EBNF text for any JSON value.");
+}
+
+}  // namespace
+}  // namespace xg2
+
+XG2_REGISTER_BINDINGS(20, "json_schema", xg2::BindJsonSchema);

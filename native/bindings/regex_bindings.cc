@@ -1,0 +1,35 @@
+// Python surface of the regex frontend.
+#include <pybind11/pybind11.h>
+
+#include <string>
+
+#include "bindings/registry.h"
+#include "frontends/regex/regex_converter.h"
+
+namespace py = pybind11;
+
+namespace xg2 {
+namespace {
+
+void BindRegex(py::module_& m) {
+  m.def(
+      "_regex_to_ebnf",
+      [](const std::string& pattern, bool search, bool json_string_body) {
+        RegexOptions options;
+        options.search = search;
+        options.json_string_body = json_string_body;
+        return RegexToEbnf(pattern, options);
+      },
+      py::arg("pattern"), py::arg("search") = false, py::arg("json_string_body") = false,
+      "Translates a regex into an EBNF expression (the body of a rule). search=True: the "
+      "pattern may match anywhere unless anchored (JSON Schema `pattern`). "
+      "json_string_body=True: the language is the JSON string encoding of matching strings, "
+      "without the quotes. Raises RegexError (with the offset) on malformed or unsupported "
+      "patterns and ResourceLimitError on repetition bounds above 100000 or deep nesting.");
+}
+
+}  // namespace
+
+XG2_REGISTER_BINDINGS(20, "regex", BindRegex);
+
+}  // namespace xg2

@@ -1,0 +1,208 @@
+#include "frontends/json_schema/ebnf_builder.h"
+
+#include <cstdio>
+
+#include "support/error.h"
+
+namespace xg2 {
+
+Fragment Fragment::Never() { return Fragment("", Binding::kAtom, true); }
+
+Fragment Fragment::Epsilon() { return Fragment("\"\"", Binding::kAtom, false); }
+
+Fragment Fragment::Literal(std::string_view bytes) {
+  if (bytes.empty()) return Epsilon();
+  std::string text = "\"";
+  for (char c : bytes) {
+    unsigned char byte = static_cast<unsigned char>(c);
+    switch (c) {
+      case '"': text += "\\\""; break;
+      case '\\': text += "\\\\"; break;
+      case '\n': text += "\\n"; break;
+      case '\r': text += "\\r"; break;
+      case '\t': text += "\\t"; break;
+      default:
+        if (byte < 0x20 || byte == 0x7F) {
+          char escaped[8];
+          std::snprintf(escaped, sizeof(escaped), "\\x%02X", byte);
+          text += escaped;
+        } else {
+          text.push_back(c);  // ASCII or a byte of a UTF-8 sequence (the input is UTF-8)
+        }
+    }
+  }
+  text.push_back('"');
+  Fragment literal(std::move(text), Binding::kAtom, false);
+  literal.literal_ = true;
+  return literal;
+}
+
+Fragment Fragment::Atom(std::string text) {
+  return Fragment(std::move(text), Binding::kAtom, false);
+}
+
+std::string Fragment::TextAs(Binding needed) const {
+  if (static_cast<int>(binding_) <= static_cast<int>(needed)) return text_;
+  return "(" + text_ + ")";
+}
+
+Fragment Seq(const std::vector<Fragment>& parts) {
+  std::string text;
+  int count = 0;
+  Fragment last = Fragment::Epsilon();
+  bool text_ends_with_literal = false;
+  for (const Fragment& part : parts) {
+    if (part.never()) return Fragment::Never();
+    if (part.epsilon()) continue;
+    if (part.literal_ && text_ends_with_literal) {
+      // Adjacent literals merge: drop the closing quote and the next opening quote.
+      text.pop_back();
+      text += part.text().substr(1);
+      last = Fragment(text, Fragment::Binding::kAtom, false);
+      last.literal_ = true;
+      continue;
+    }
+    if (count++ > 0) text.push_back(' ');
+    text += part.TextAs(Fragment::Binding::kSequence);
+    text_ends_with_literal = part.literal_;
+    last = part;
+  }
+  if (count == 0) return Fragment::Epsilon();
+  if (count == 1) return last;
+  return Fragment(std::move(text), Fragment::Binding::kSequence, false);
+}
+
+Fragment Alt(const std::vector<Fragment>& choices) {
+  std::vector<const Fragment*> kept;
+  std::unordered_set<std::string> seen;
+  for (const Fragment& choice : choices) {
+    if (choice.never() || !seen.insert(choice.text()).second) continue;
+    kept.push_back(&choice);
+  }
+  if (kept.empty()) return Fragment::Never();
+  if (kept.size() == 1) return *kept[0];
+  std::string text;
+  for (size_t i = 0; i < kept.size(); ++i) {
+    if (i > 0) text += " | ";
+    text += kept[i]->TextAs(Fragment::Binding::kAlternation);
+  }
+  return Fragment(std::move(text), Fragment::Binding::kAlternation, false);
+}
+
+Fragment Repeat(const Fragment& body, int min, int max) {
+  if (max == 0) return Fragment::Epsilon();
+  if (body.never()) return min == 0 ? Fragment::Epsilon() : Fragment::Never();
+  if (body.epsilon()) return body;
+  if (min == 1 && max == 1) return body;
+  std::string suffix;
+  if (min == 0 && max == 1) {
+    suffix = "?";
+  } else if (min == 0 && max < 0) {
+    suffix = "*";
+  } else if (min == 1 && max < 0) {
+    suffix = "+";
+  } else if (max < 0) {
+    suffix = "{" + std::to_string(min) + ",}";
+  } else if (min == max) {
+    suffix = "{" + std::to_string(min) + "}";
+  } else {
+    suffix = "{" + std::to_string(min) + "," + std::to_string(max) + "}";
+  }
+  return Fragment(body.TextAs(Fragment::Binding::kAtom) + suffix, Fragment::Binding::kQuantified,
+                  false);
+}
+
+namespace {
+
+// Rule names: [A-Za-z_][A-Za-z0-9_]*, at most this long before numbering.
+constexpr size_t kMaxNameLength = 48;
+// Atoms up to this length are inlined instead of becoming rules.
+constexpr size_t kMaxInlineAtomLength = 40;
+
+std::string SanitizeName(std::string_view hint) {
+  std::string name;
+  for (char c : hint) {
+    bool word = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    if (word) {
+      name.push_back(c);
+    } else if (!name.empty() && name.back() != '_') {
+      name.push_back('_');
+    }
+    if (name.size() >= kMaxNameLength) break;
+  }
+  while (!name.empty() && name.back() == '_') name.pop_back();
+  if (name.empty() || (name[0] >= '0' && name[0] <= '9')) name.insert(0, "r_");
+  return name;
+}
+
+}  // namespace
+
+void RuleSet::AddBytes(size_t bytes) {
+  total_bytes_ += bytes;
+  if (total_bytes_ > max_total_bytes_) {
+    throw ResourceLimitError("generated grammar exceeds " + std::to_string(max_total_bytes_) +
+                             " bytes");
+  }
+}
+
+std::string RuleSet::Reserve(std::string_view hint) {
+  std::string base = SanitizeName(hint);
+  std::string name = base;
+  for (int suffix = 2; index_of_name_.count(name) > 0 || claimed_.count(name) > 0; ++suffix) {
+    name = base + "_" + std::to_string(suffix);
+  }
+  index_of_name_.emplace(name, rules_.size());
+  rules_.push_back({name, "", false});
+  AddBytes(name.size());
+  return name;
+}
+
+void RuleSet::Discard(const std::string& name) { rules_.at(index_of_name_.at(name)).discarded = true; }
+
+void RuleSet::Define(const std::string& name, const Fragment& body) {
+  Rule& rule = rules_.at(index_of_name_.at(name));
+  rule.body = body.text();
+  AddBytes(rule.body.size());
+}
+
+void RuleSet::ReserveNamed(const std::string& name) {
+  index_of_name_.emplace(name, rules_.size());
+  rules_.push_back({name, "", false});
+}
+
+void RuleSet::DefineNamed(const std::string& name, const Fragment& body) {
+  ReserveNamed(name);
+  Define(name, body);
+}
+
+Fragment RuleSet::Share(std::string_view hint, const Fragment& body) {
+  if (body.never()) return body;
+  if (body.binding() == Fragment::Binding::kAtom && body.text().size() <= kMaxInlineAtomLength) {
+    return body;
+  }
+  auto found = name_of_body_.find(body.text());
+  if (found != name_of_body_.end()) return Fragment::Atom(found->second);
+  std::string name = Reserve(hint);
+  Define(name, body);
+  name_of_body_.emplace(body.text(), name);
+  return Fragment::Atom(name);
+}
+
+bool RuleSet::IsDefined(const std::string& name) const {
+  auto found = index_of_name_.find(name);
+  return found != index_of_name_.end() && !rules_[found->second].body.empty();
+}
+
+std::string RuleSet::Print() const {
+  std::string out;
+  for (const Rule& rule : rules_) {
+    if (rule.discarded) continue;
+    out += rule.name;
+    out += " ::= ";
+    out += rule.body;
+    out.push_back('\n');
+  }
+  return out;
+}
+
+}  // namespace xg2

@@ -1,0 +1,104 @@
+// Building blocks for frontends that emit EBNF text (docs/ebnf.md): expression fragments
+// that parenthesise themselves correctly and know the empty language, and a rule set that
+// shares identical rule bodies and hands out unique, valid rule names.
+#ifndef XG2_FRONTENDS_JSON_SCHEMA_EBNF_BUILDER_H_
+#define XG2_FRONTENDS_JSON_SCHEMA_EBNF_BUILDER_H_
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+namespace xg2 {
+
+// An EBNF expression, or `never` (the empty language, which EBNF cannot spell; combinators
+// simplify it away: a sequence with a never part is never, an alternation drops it).
+class Fragment {
+ public:
+  // How loosely the text binds; an operand is parenthesised when it binds more loosely
+  // than its context needs.
+  enum class Binding { kAtom, kQuantified, kSequence, kAlternation };
+
+  static Fragment Never();
+  static Fragment Epsilon();
+  // A literal matching exactly `bytes` (UTF-8), escaped for the EBNF dialect.
+  static Fragment Literal(std::string_view bytes);
+  // Text that is a single atom already: a rule name, a character class, a literal.
+  static Fragment Atom(std::string text);
+
+  bool never() const { return never_; }
+  bool epsilon() const { return !never_ && text_ == "\"\""; }
+  // Valid EBNF unless never().
+  const std::string& text() const { return text_; }
+  Binding binding() const { return binding_; }
+  // The text, parenthesised unless it binds at least as tightly as `needed`.
+  std::string TextAs(Binding needed) const;
+
+ private:
+  friend Fragment Seq(const std::vector<Fragment>& parts);
+  friend Fragment Alt(const std::vector<Fragment>& choices);
+  friend Fragment Repeat(const Fragment& body, int min, int max);
+  Fragment(std::string text, Binding binding, bool never)
+      : text_(std::move(text)), binding_(binding), never_(never) {}
+
+  std::string text_;
+  Binding binding_;
+  bool never_;
+  bool literal_ = false;  // text_ is one quoted literal (adjacent literals merge)
+};
+
+Fragment Seq(const std::vector<Fragment>& parts);
+// Alternatives are deduplicated by text, keeping the first occurrence's position.
+Fragment Alt(const std::vector<Fragment>& choices);
+// `body` repeated min..max times; max < 0 means unbounded. Requires 0 <= min <= max
+// (when bounded).
+Fragment Repeat(const Fragment& body, int min, int max);
+inline Fragment Optional(const Fragment& body) { return Repeat(body, 0, 1); }
+
+// The rules of one grammar, printed in creation order.
+class RuleSet {
+ public:
+  explicit RuleSet(size_t max_total_bytes) : max_total_bytes_(max_total_bytes) {}
+
+  // A fresh rule name derived from `hint` (sanitised to [A-Za-z_][A-Za-z0-9_]*, shortened,
+  // numbered when taken); its body must be given later with Define.
+  std::string Reserve(std::string_view hint);
+  // Defines a reserved rule. `body` must not be never.
+  void Define(const std::string& name, const Fragment& body);
+  // A fragment for `body`: itself when it is a short atom, else a reference to a rule with
+  // exactly that body (an existing one when some rule already has it). Never stays never.
+  Fragment Share(std::string_view hint, const Fragment& body);
+  // Reserves the claimed name `name` for a later Define.
+  void ReserveNamed(const std::string& name);
+  // Defines `name` (which must be free) with `body`; for fixed names such as "root".
+  void DefineNamed(const std::string& name, const Fragment& body);
+
+  // Keeps Reserve from ever handing out `name`, so that it can be defined later by name.
+  void Claim(const std::string& name) { claimed_.insert(name); }
+  // Drops a reserved rule that turned out not to be needed (nothing may refer to it).
+  void Discard(const std::string& name);
+
+  bool IsDefined(const std::string& name) const;
+  std::string Print() const;
+
+ private:
+  struct Rule {
+    std::string name;
+    std::string body;  // empty until defined
+    bool discarded = false;
+  };
+  void AddBytes(size_t bytes);
+
+  size_t max_total_bytes_;
+  size_t total_bytes_ = 0;
+  std::vector<Rule> rules_;
+  std::unordered_map<std::string, size_t> index_of_name_;
+  std::unordered_map<std::string, std::string> name_of_body_;
+  std::unordered_set<std::string> claimed_;
+};
+
+}  // namespace xg2
+
+#endif  // XG2_FRONTENDS_JSON_SCHEMA_EBNF_BUILDER_H_

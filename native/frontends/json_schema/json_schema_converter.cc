@@ -1,0 +1,875 @@
+// JSON Schema -> EBNF: entry points, keyword policy, references, combinators and scalars.
+// Objects and arrays are in json_schema_objects.cc, string formats in string_formats.cc,
+// integer ranges in integer_range.cc.
+#include "frontends/json_schema/json_schema_converter.h"
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+
+#include "frontends/json_schema/integer_range.h"
+#include "frontends/json_schema/schema_converter_internal.h"
+#include "frontends/json_schema/string_formats.h"
+#include "frontends/regex/regex_converter.h"
+#include "support/error.h"
+
+namespace xg2 {
+namespace schema_internal {
+
+namespace {
+
+// What the converter does with a keyword. Keywords absent from the table are unknown and
+// ignored: JSON Schema gives them no validation meaning, so ignoring them is exact.
+enum class Role {
+  kAnnotation,   // no validation meaning (or a container such as $defs): ignored
+  kHandled,      // enforced by the generators
+  kUnsupported,  // an assertion the converter cannot enforce (yet): the policy error
+};
+
+const std::unordered_map<std::string, Role>& KeywordRoles() {
+  static const auto* roles = new std::unordered_map<std::string, Role>{
+      {"title", Role::kAnnotation}, {"description", Role::kAnnotation},
+      {"default", Role::kAnnotation}, {"examples", Role::kAnnotation},
+      {"example", Role::kAnnotation}, {"$comment", Role::kAnnotation},
+      {"$schema", Role::kAnnotation}, {"$id", Role::kAnnotation}, {"id", Role::kAnnotation},
+      {"$anchor", Role::kAnnotation}, {"$dynamicAnchor", Role::kAnnotation},
+      {"$vocabulary", Role::kAnnotation}, {"deprecated", Role::kAnnotation},
+      {"readOnly", Role::kAnnotation}, {"writeOnly", Role::kAnnotation},
+      {"contentMediaType", Role::kAnnotation}, {"contentEncoding", Role::kAnnotation},
+      {"contentSchema", Role::kAnnotation}, {"$defs", Role::kAnnotation},
+      {"definitions", Role::kAnnotation},
+      {"type", Role::kHandled}, {"nullable", Role::kHandled}, {"enum", Role::kHandled},
+      {"const", Role::kHandled}, {"$ref", Role::kHandled}, {"anyOf", Role::kHandled},
+      {"allOf", Role::kHandled}, {"properties", Role::kHandled}, {"required", Role::kHandled},
+      {"additionalProperties", Role::kHandled}, {"items", Role::kHandled},
+      {"prefixItems", Role::kHandled}, {"additionalItems", Role::kHandled},
+      {"minItems", Role::kHandled}, {"maxItems", Role::kHandled}, {"pattern", Role::kHandled},
+      {"minLength", Role::kHandled}, {"maxLength", Role::kHandled}, {"format", Role::kHandled},
+      {"minimum", Role::kHandled}, {"maximum", Role::kHandled},
+      {"exclusiveMinimum", Role::kHandled}, {"exclusiveMaximum", Role::kHandled},
+      {"uniqueItems", Role::kHandled}, {"minProperties", Role::kHandled},
+      {"if", Role::kHandled}, {"then", Role::kHandled}, {"else", Role::kHandled},
+      {"minContains", Role::kHandled}, {"maxContains", Role::kHandled},
+      {"oneOf", Role::kUnsupported}, {"not", Role::kUnsupported},
+      {"patternProperties", Role::kUnsupported}, {"propertyNames", Role::kUnsupported},
+      {"contains", Role::kUnsupported}, {"multipleOf", Role::kUnsupported},
+      {"maxProperties", Role::kUnsupported}, {"dependentRequired", Role::kUnsupported},
+      {"dependentSchemas", Role::kUnsupported}, {"dependencies", Role::kUnsupported},
+      {"unevaluatedProperties", Role::kUnsupported}, {"unevaluatedItems", Role::kUnsupported},
+      {"$recursiveRef", Role::kUnsupported}, {"$dynamicRef", Role::kUnsupported},
+      {"extends", Role::kUnsupported}, {"disallow", Role::kUnsupported},
+      {"divisibleBy", Role::kUnsupported},
+  };
+  return *roles;
+}
+
+std::optional<Role> RoleOf(const std::string& keyword) {
+  if (keyword.rfind("x-", 0) == 0) return Role::kAnnotation;
+  auto found = KeywordRoles().find(keyword);
+  if (found == KeywordRoles().end()) return std::nullopt;
+  return found->second;
+}
+
+// The JSON type a type-specific keyword applies to ("" for keywords of every type).
+std::string TypeOfKeyword(const std::string& keyword) {
+  static const auto* types = new std::unordered_map<std::string, std::string>{
+      {"properties", "object"}, {"required", "object"}, {"additionalProperties", "object"},
+      {"minProperties", "object"}, {"items", "array"}, {"prefixItems", "array"},
+      {"additionalItems", "array"}, {"minItems", "array"}, {"maxItems", "array"},
+      {"uniqueItems", "array"}, {"minContains", "array"}, {"maxContains", "array"},
+      {"pattern", "string"}, {"minLength", "string"}, {"maxLength", "string"},
+      {"format", "string"}, {"minimum", "number"}, {"maximum", "number"},
+      {"exclusiveMinimum", "number"}, {"exclusiveMaximum", "number"},
+  };
+  auto found = types->find(keyword);
+  return found == types->end() ? "" : found->second;
+}
+
+// Keywords that may stand beside an applicator ($ref, anyOf, allOf) without changing it.
+bool IsPassiveKeyword(const std::string& keyword) {
+  std::optional<Role> role = RoleOf(keyword);
+  return !role || *role == Role::kAnnotation;
+}
+
+const char* const kAllTypes[] = {"null", "boolean", "object", "array", "number", "string"};
+
+bool IsTypeName(const std::string& name) {
+  return name == "integer" || std::find(std::begin(kAllTypes), std::end(kAllTypes), name) !=
+                                  std::end(kAllTypes);
+}
+
+std::string JsonTypeOf(const JsonValue& value) {
+  switch (value.kind()) {
+    case JsonKind::kNull: return "null";
+    case JsonKind::kBool: return "boolean";
+    case JsonKind::kNumber: return value.is_integral_number() ? "integer" : "number";
+    case JsonKind::kString: return "string";
+    case JsonKind::kArray: return "array";
+    case JsonKind::kObject: return "object";
+  }
+  return "null";
+}
+
+size_t CountCodepoints(const std::string& utf8) {
+  size_t count = 0;
+  for (char c : utf8) count += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return count;
+}
+
+std::string Quoted(const std::string& keyword) { return "'" + keyword + "'"; }
+
+// A JSON number without its sign: no leading zeros, optional fraction and exponent.
+Fragment NumberMagnitude() {
+  Fragment digits = Repeat(Fragment::Atom("[0-9]"), 1, -1);
+  Fragment natural = Alt({Fragment::Literal("0"),
+                          Seq({Fragment::Atom("[1-9]"), Repeat(Fragment::Atom("[0-9]"), 0, -1)})});
+  return Seq({natural, Optional(Seq({Fragment::Literal("."), digits})),
+              Optional(Seq({Fragment::Atom("[eE]"), Optional(Fragment::Atom("[+\\-]")), digits}))});
+}
+
+}  // namespace
+
+std::string ChildPointer(const std::string& pointer, const std::string& token) {
+  return pointer + "/" + EscapeJsonPointerToken(token);
+}
+
+std::string ShowPointer(const std::string& pointer) { return pointer.empty() ? "/" : pointer; }
+
+// ---------------------------------------------------------------------------------------
+// Layout
+
+Layout::Layout(const JsonSchemaOptions& options)
+    : max_whitespace_(options.max_whitespace), indent_(options.indent) {
+  if (options.indent && *options.indent < 0) {
+    throw InvalidArgumentError("indent must be >= 0");
+  }
+  if (options.max_whitespace && *options.max_whitespace < 0) {
+    throw InvalidArgumentError("max_whitespace must be >= 0");
+  }
+  bool fixed = options.indent.has_value() || options.separators.has_value();
+  flexible_ = options.any_whitespace && !fixed;
+  // json.dumps defaults: (", ", ": ") inline, ("," , ": ") with an indent.
+  item_separator_ = options.indent ? "," : ", ";
+  key_separator_ = ": ";
+  if (options.separators) {
+    item_separator_ = options.separators->first;
+    key_separator_ = options.separators->second;
+  }
+}
+
+Fragment Layout::Whitespace() const {
+  Fragment space = Fragment::Atom("[ \\n\\t]");
+  return max_whitespace_ ? Repeat(space, 0, *max_whitespace_) : Repeat(space, 0, -1);
+}
+
+std::string Layout::Newline(int level) const {
+  return "\n" + std::string(static_cast<size_t>(*indent_) * static_cast<size_t>(level), ' ');
+}
+
+Fragment Layout::Open(char bracket, int depth) const {
+  std::string open(1, bracket);
+  if (flexible_) return Seq({Fragment::Literal(open), Whitespace()});
+  return Fragment::Literal(indent_ ? open + Newline(depth + 1) : open);
+}
+
+Fragment Layout::Close(char bracket, int depth) const {
+  std::string close(1, bracket);
+  if (flexible_) return Seq({Whitespace(), Fragment::Literal(close)});
+  return Fragment::Literal(indent_ ? Newline(depth) + close : close);
+}
+
+Fragment Layout::ItemSeparator(int depth) const {
+  if (flexible_) return Seq({Whitespace(), Fragment::Literal(","), Whitespace()});
+  return Fragment::Literal(indent_ ? item_separator_ + Newline(depth + 1) : item_separator_);
+}
+
+Fragment Layout::KeySeparator() const {
+  if (flexible_) return Seq({Whitespace(), Fragment::Literal(":"), Whitespace()});
+  return Fragment::Literal(key_separator_);
+}
+
+Fragment Layout::EmptyContainer(char open, char close) const {
+  std::string open_text(1, open), close_text(1, close);
+  if (flexible_) {
+    return Seq({Fragment::Literal(open_text), Whitespace(), Fragment::Literal(close_text)});
+  }
+  return Fragment::Literal(open_text + close_text);
+}
+
+// ---------------------------------------------------------------------------------------
+// Entry, policy and shared helpers
+
+namespace {
+const char* const kCommonRules[] = {"root",        "json_value", "json_string", "json_char",
+                                    "json_number", "json_integer", "json_key_char"};
+}  // namespace
+
+SchemaConverter::SchemaConverter(const JsonValue& document, const JsonSchemaOptions& options)
+    : document_(document), options_(options), layout_(options), rules_(kMaxGrammarBytes) {
+  for (const char* name : kCommonRules) rules_.Claim(name);
+}
+
+JsonSchemaConversion SchemaConverter::Convert() {
+  IndexIdentifiers(document_, "", 0);
+  rules_.ReserveNamed("root");
+  Fragment root = Schema(document_, "", 0);
+  if (root.never()) throw SchemaError("the schema at / accepts no JSON value");
+  rules_.Define("root", root);
+  return {rules_.Print(), warnings_};
+}
+
+std::string SchemaConverter::ConvertBuiltinJson() {
+  rules_.ReserveNamed("root");
+  rules_.Define("root", AnyValue(0));
+  return rules_.Print();
+}
+
+void SchemaConverter::Unsupported(const std::string& message) {
+  if (!options_.lenient) throw UnsupportedSchemaError(message);
+  if (warned_.insert(message).second) warnings_.push_back(message);
+}
+
+void SchemaConverter::Invalid(const std::string& message) const { throw SchemaError(message); }
+
+bool SchemaConverter::IsIgnored(const Node& node, const std::string& keyword) const {
+  return ignored_keywords_.count({node.pointer, keyword}) > 0;
+}
+
+std::optional<long long> SchemaConverter::CountKeyword(const Node& node, const char* keyword) {
+  const JsonValue* value = node.schema.Find(keyword);
+  if (value == nullptr || IsIgnored(node, keyword)) return std::nullopt;
+  if (!value->is_integral_number() || value->number_value() < 0) {
+    Invalid("keyword " + Quoted(keyword) + " at " + ShowPointer(node.pointer) +
+            " must be a non-negative integer");
+  }
+  if (value->number_value() > static_cast<double>(kMaxRepetitionBound)) {
+    Unsupported("keyword " + Quoted(keyword) + " at " + ShowPointer(node.pointer) +
+                ": bound " + value->number_lexeme() + " is too large (limit " +
+                std::to_string(kMaxRepetitionBound) + ")");
+    ignored_keywords_.insert({node.pointer, keyword});
+    return std::nullopt;
+  }
+  return static_cast<long long>(value->number_value());
+}
+
+std::string SchemaConverter::RuleHint(const std::string& pointer) const {
+  std::string hint;
+  std::vector<std::string> tokens;
+  try {
+    tokens = SplitJsonPointer(pointer);
+  } catch (const InvalidArgumentError&) {
+    return "node";
+  }
+  for (const std::string& token : tokens) {
+    if (token == "properties" || token == "$defs" || token == "definitions") continue;
+    if (!hint.empty()) hint += "_";
+    hint += token;
+  }
+  return hint.empty() ? "value" : hint;
+}
+
+Fragment SchemaConverter::CommonRule(const std::string& name) {
+  if (rules_.IsDefined(name)) return Fragment::Atom(name);
+  Fragment hex = Fragment::Atom("[0-9a-fA-F]");
+  Fragment natural = Alt({Fragment::Literal("0"),
+                          Seq({Fragment::Atom("[1-9]"), Repeat(Fragment::Atom("[0-9]"), 0, -1)})});
+  Fragment body = Fragment::Never();
+  if (name == "json_char") {
+    // One character of a string body. \u escapes are either a non-surrogate code unit or
+    // a surrogate pair (lone surrogates are left out: they have no UTF-8 encoding), so
+    // each match is exactly one code point, as minLength/maxLength count.
+    Fragment non_surrogate = Alt({Seq({Fragment::Atom("[0-9a-cA-Ce-fE-F]"), Repeat(hex, 3, 3)}),
+                                  Seq({Fragment::Atom("[dD]"), Fragment::Atom("[0-7]"),
+                                       Repeat(hex, 2, 2)})});
+    Fragment pair = Seq({Fragment::Atom("[dD]"), Fragment::Atom("[89abAB]"), Repeat(hex, 2, 2),
+                         Fragment::Literal("\\u"), Fragment::Atom("[dD]"),
+                         Fragment::Atom("[c-fC-F]"), Repeat(hex, 2, 2)});
+    Fragment escape = Seq({Fragment::Literal("\\"),
+                           Alt({Fragment::Atom("[\"\\\\/bfnrt]"),
+                                Seq({Fragment::Literal("u"), Alt({non_surrogate, pair})})})});
+    body = Alt({Fragment::Atom("[^\"\\\\\\x00-\\x1F]"), escape});
+  } else if (name == "json_key_char") {
+    // Characters of undeclared property names: raw characters and short escapes only
+    // (no \u escapes), so that each name has one spelling up to "\/" and can be compared
+    // with the declared names exactly.
+    body = Alt({Fragment::Atom("[^\"\\\\\\x00-\\x1F]"),
+                Seq({Fragment::Literal("\\"), Fragment::Atom("[\"\\\\/bfnrt]")})});
+  } else if (name == "json_string") {
+    body = Seq({Fragment::Literal("\""), Repeat(CommonRule("json_char"), 0, -1),
+                Fragment::Literal("\"")});
+  } else if (name == "json_integer") {
+    body = Seq({Optional(Fragment::Literal("-")), natural});
+  } else if (name == "json_number") {
+    body = Seq({Optional(Fragment::Literal("-")), NumberMagnitude()});
+  } else {
+    throw Error("internal: unknown common rule " + name);
+  }
+  rules_.DefineNamed(name, body);
+  return Fragment::Atom(name);
+}
+
+Fragment SchemaConverter::JsonStringFragment() { return CommonRule("json_string"); }
+
+Fragment SchemaConverter::AnyValue(int depth) {
+  int layout_depth = LayoutDepth(depth);
+  auto found = any_value_rules_.find(layout_depth);
+  if (found != any_value_rules_.end()) return Fragment::Atom(found->second);
+  std::string name = "json_value";
+  if (layout_depth > 0) {
+    name = rules_.Reserve("json_value_depth" + std::to_string(layout_depth));
+  } else {
+    rules_.ReserveNamed(name);
+  }
+  any_value_rules_.emplace(layout_depth, name);
+  std::vector<Fragment> choices;
+  if (ContainersAllowed(depth)) {
+    Fragment element = AnyValue(depth + 1);
+    Fragment separator = layout_.ItemSeparator(layout_depth);
+    Fragment member = Seq({JsonStringFragment(), layout_.KeySeparator(), element});
+    choices.push_back(layout_.EmptyContainer('{', '}'));
+    choices.push_back(Seq({layout_.Open('{', layout_depth), member,
+                           Repeat(Seq({separator, member}), 0, -1),
+                           layout_.Close('}', layout_depth)}));
+    choices.push_back(layout_.EmptyContainer('[', ']'));
+    choices.push_back(Seq({layout_.Open('[', layout_depth), element,
+                           Repeat(Seq({separator, element}), 0, -1),
+                           layout_.Close(']', layout_depth)}));
+  }
+  choices.push_back(JsonStringFragment());
+  choices.push_back(CommonRule("json_number"));
+  choices.push_back(Fragment::Literal("true"));
+  choices.push_back(Fragment::Literal("false"));
+  choices.push_back(Fragment::Literal("null"));
+  rules_.Define(name, Alt(choices));
+  return Fragment::Atom(name);
+}
+
+// ---------------------------------------------------------------------------------------
+// Dispatch
+
+Fragment SchemaConverter::Schema(const JsonValue& schema, const std::string& pointer, int depth) {
+  if (schema.is_bool()) return schema.bool_value() ? AnyValue(depth) : Fragment::Never();
+  if (!schema.is_object()) {
+    Invalid("schema at " + ShowPointer(pointer) + " must be an object or a boolean");
+  }
+  if (++active_depth_ > kMaxConversionDepth) {
+    throw ResourceLimitError("schema nesting or $ref chain deeper than " +
+                             std::to_string(kMaxConversionDepth) + " at " + ShowPointer(pointer));
+  }
+  Fragment result = SchemaObject(Node{schema, pointer}, depth);
+  --active_depth_;
+  return result;
+}
+
+void SchemaConverter::CheckKeywords(const Node& node) {
+  const JsonValue& schema = node.schema;
+  for (const auto& [keyword, value] : schema.object_members()) {
+    std::optional<Role> role = RoleOf(keyword);
+    bool unsupported = role && *role == Role::kUnsupported;
+    // Keywords that are no-ops in some of their forms.
+    if (keyword == "uniqueItems") {
+      if (!value.is_bool()) Invalid("keyword 'uniqueItems' at " + ShowPointer(node.pointer) + " must be a boolean");
+      unsupported = value.bool_value();
+    } else if (keyword == "minProperties") {
+      unsupported = !(value.is_number() && value.number_value() == 0);
+    } else if (keyword == "allOf") {
+      if (!value.is_array() || value.array_items().empty()) {
+        Invalid("keyword 'allOf' at " + ShowPointer(node.pointer) + " must be a non-empty array");
+      }
+      unsupported = value.array_items().size() > 1;
+    } else if (keyword == "if") {
+      unsupported = schema.Find("then") != nullptr || schema.Find("else") != nullptr;
+    } else if (keyword == "then" || keyword == "else") {
+      unsupported = false;  // reported with 'if'; without 'if' they do nothing
+    } else if (keyword == "minContains" || keyword == "maxContains") {
+      unsupported = false;  // without 'contains' they do nothing; with it 'contains' is reported
+    } else if (keyword == "dependencies" || keyword == "dependentRequired" ||
+               keyword == "dependentSchemas") {
+      unsupported = !(value.is_object() && value.object_members().empty());
+    } else if (keyword == "required" && value.is_bool()) {
+      unsupported = value.bool_value();  // draft-3 form
+      if (!unsupported) ignored_keywords_.insert({node.pointer, keyword});
+    }
+    if (!unsupported) continue;
+    Unsupported("unsupported keyword " + Quoted(keyword) + " at " + ShowPointer(node.pointer));
+    ignored_keywords_.insert({node.pointer, keyword});
+  }
+}
+
+void SchemaConverter::CheckNoSiblings(const Node& node, const char* applicator) {
+  for (const auto& member : node.schema.object_members()) {
+    const std::string& keyword = member.first;
+    if (keyword == applicator || IsPassiveKeyword(keyword) || IsIgnored(node, keyword)) continue;
+    if (keyword == "nullable" && std::string(applicator) == "anyOf") continue;
+    if ((keyword == "then" || keyword == "else" || keyword == "if" || keyword == "minContains" ||
+         keyword == "maxContains")) {
+      continue;  // no-ops here (see CheckKeywords)
+    }
+    if (keyword == "uniqueItems" || keyword == "minProperties") continue;  // no-op forms only
+    Unsupported("unsupported keyword " + Quoted(keyword) + " alongside " + Quoted(applicator) +
+                " at " + ShowPointer(node.pointer));
+    ignored_keywords_.insert({node.pointer, keyword});
+  }
+}
+
+Fragment SchemaConverter::SchemaObject(const Node& node, int depth) {
+  CheckKeywords(node);
+  const JsonValue& schema = node.schema;
+  if (schema.Find("$ref") != nullptr) {
+    CheckNoSiblings(node, "$ref");
+    return Reference(node, depth);
+  }
+  if (schema.Find("allOf") != nullptr && !IsIgnored(node, "allOf")) {
+    CheckNoSiblings(node, "allOf");
+    return Schema(schema.Find("allOf")->array_items()[0], ChildPointer(node.pointer, "allOf") + "/0",
+                  depth);
+  }
+  if (schema.Find("anyOf") != nullptr) {
+    CheckNoSiblings(node, "anyOf");
+    return AnyOf(node, depth);
+  }
+  if (schema.Find("enum") != nullptr || schema.Find("const") != nullptr) {
+    return EnumOrConst(node, depth);
+  }
+  return TypedValue(node, depth);
+}
+
+// ---------------------------------------------------------------------------------------
+// References
+
+void SchemaConverter::IndexIdentifiers(const JsonValue& value, const std::string& pointer,
+                                       int depth) {
+  if (value.is_array()) {
+    for (size_t i = 0; i < value.array_items().size(); ++i) {
+      IndexIdentifiers(value.array_items()[i], pointer + "/" + std::to_string(i), depth + 1);
+    }
+    return;
+  }
+  if (!value.is_object()) return;
+  for (const auto& [key, member] : value.object_members()) {
+    if (key == "enum" || key == "const" || key == "default" || key == "examples") continue;
+    if (member.is_string() && key == "$anchor") {
+      identifiers_.emplace("#" + member.string_value(), std::make_pair(&value, pointer));
+    } else if (member.is_string() && (key == "$id" || key == "id")) {
+      std::string id = member.string_value();
+      if (!id.empty() && id.back() == '#') id.pop_back();
+      if (depth == 0) {
+        base_uri_ = id;
+      } else if (!id.empty()) {
+        identifiers_.emplace(id, std::make_pair(&value, pointer));
+      }
+    }
+    IndexIdentifiers(member, ChildPointer(pointer, key), depth + 1);
+  }
+}
+
+const JsonValue* SchemaConverter::ResolveReference(const std::string& ref, const Node& node,
+                                                   std::string* target_pointer) {
+  std::string where = " at " + ShowPointer(node.pointer);
+  std::string rest = ref;
+  if (!base_uri_.empty() && rest.rfind(base_uri_, 0) == 0) rest = rest.substr(base_uri_.size());
+  auto identified = identifiers_.find(rest);
+  if (identified != identifiers_.end()) {
+    *target_pointer = identified->second.second;
+    return identified->second.first;
+  }
+  size_t hash = rest.find('#');
+  std::string document_part = rest.substr(0, hash);
+  std::string fragment = hash == std::string::npos ? "" : rest.substr(hash + 1);
+  const JsonValue* base = &document_;
+  std::string base_pointer;
+  if (!document_part.empty()) {
+    auto found = identifiers_.find(document_part);
+    if (found == identifiers_.end()) {
+      bool remote = document_part.find("://") != std::string::npos ||
+                    document_part.rfind("urn:", 0) == 0;
+      Invalid(std::string(remote ? "remote" : "unresolvable") + " $ref '" + ref + "'" + where +
+              (remote ? " (only references inside the schema are supported)" : ""));
+    }
+    base = found->second.first;
+    base_pointer = found->second.second;
+  }
+  if (fragment.empty()) {
+    *target_pointer = base_pointer;
+    return base;
+  }
+  if (fragment[0] != '/') Invalid("unresolvable $ref '" + ref + "'" + where);
+  const JsonValue* target = nullptr;
+  try {
+    target = ResolveJsonPointer(*base, fragment, /*uri_fragment=*/true);
+    *target_pointer = base_pointer;
+    for (const std::string& token : SplitJsonPointer(fragment, true)) {
+      *target_pointer = ChildPointer(*target_pointer, token);
+    }
+  } catch (const InvalidArgumentError& e) {
+    Invalid("invalid $ref '" + ref + "'" + where + ": " + e.what());
+  }
+  if (target == nullptr) Invalid("unresolvable $ref '" + ref + "'" + where);
+  return target;
+}
+
+Fragment SchemaConverter::Reference(const Node& node, int depth) {
+  const JsonValue* ref = node.schema.Find("$ref");
+  if (!ref->is_string()) Invalid("keyword '$ref' at " + ShowPointer(node.pointer) + " must be a string");
+  std::string target_pointer;
+  const JsonValue* target = ResolveReference(ref->string_value(), node, &target_pointer);
+  auto key = std::make_pair(target, LayoutDepth(depth));
+  auto found = reference_rules_.find(key);
+  if (found != reference_rules_.end()) {
+    if (found->second.empty()) return Fragment::Never();
+    references_in_progress_.erase(found->second);  // now known to be referenced recursively
+    return Fragment::Atom(found->second);
+  }
+  std::string name = rules_.Reserve(RuleHint(target_pointer));
+  reference_rules_.emplace(key, name);
+  // Invariant: the name stays in references_in_progress_ until something refers to it
+  // while its body is being built.
+  references_in_progress_.insert(name);
+  Fragment body = Schema(*target, target_pointer, depth);
+  bool recursive = references_in_progress_.erase(name) == 0;
+  if (body.never() || body.text() == name) {
+    if (recursive) {
+      Invalid("the schema at " + ShowPointer(target_pointer) +
+              " accepts no finite JSON value (its recursion never ends)");
+    }
+    rules_.Discard(name);
+    reference_rules_[key] = "";
+    return Fragment::Never();
+  }
+  rules_.Define(name, body);
+  return Fragment::Atom(name);
+}
+
+// ---------------------------------------------------------------------------------------
+// Combinators, enum and const
+
+Fragment SchemaConverter::AnyOf(const Node& node, int depth) {
+  const JsonValue& branches = *node.schema.Find("anyOf");
+  if (!branches.is_array() || branches.array_items().empty()) {
+    Invalid("keyword 'anyOf' at " + ShowPointer(node.pointer) + " must be a non-empty array");
+  }
+  std::vector<Fragment> choices;
+  std::string base = ChildPointer(node.pointer, "anyOf");
+  for (size_t i = 0; i < branches.array_items().size(); ++i) {
+    choices.push_back(Schema(branches.array_items()[i], base + "/" + std::to_string(i), depth));
+  }
+  const JsonValue* nullable = node.schema.Find("nullable");
+  if (nullable != nullptr && nullable->is_bool() && nullable->bool_value()) {
+    choices.push_back(Fragment::Literal("null"));
+  }
+  return rules_.Share(RuleHint(node.pointer), Alt(choices));
+}
+
+bool SchemaConverter::EnumValueAllowed(const JsonValue& value, const Node& node) {
+  std::string value_type = JsonTypeOf(value);
+  for (const auto& [keyword, argument] : node.schema.object_members()) {
+    if (keyword == "enum" || keyword == "const" || IsPassiveKeyword(keyword) ||
+        IsIgnored(node, keyword)) {
+      continue;
+    }
+    std::string applies_to = TypeOfKeyword(keyword);
+    bool applies = applies_to.empty() || applies_to == value_type ||
+                   (applies_to == "number" && value_type == "integer");
+    if (keyword == "type" || keyword == "nullable") {
+      std::vector<std::string> allowed = AllowedTypes(node);
+      bool ok = std::find(allowed.begin(), allowed.end(), value_type) != allowed.end() ||
+                (value_type == "integer" &&
+                 std::find(allowed.begin(), allowed.end(), "number") != allowed.end());
+      if (!ok) return false;
+    } else if (!applies || keyword == "uniqueItems" || keyword == "minProperties" ||
+               keyword == "if" || keyword == "then" || keyword == "else" ||
+               keyword == "minContains" || keyword == "maxContains") {
+      continue;
+    } else if (keyword == "minLength" || keyword == "maxLength") {
+      std::optional<long long> bound = CountKeyword(node, keyword.c_str());
+      if (!bound) continue;
+      long long length = static_cast<long long>(CountCodepoints(value.string_value()));
+      if (keyword == "minLength" ? length < *bound : length > *bound) return false;
+    } else if (keyword == "minimum" || keyword == "maximum" || keyword == "exclusiveMinimum" ||
+               keyword == "exclusiveMaximum") {
+      if (!argument.is_number()) continue;  // draft-4 boolean forms are read with their bound
+      double x = value.number_value(), bound = argument.number_value();
+      const JsonValue* flag = node.schema.Find(keyword == "minimum" ? "exclusiveMinimum"
+                                                                    : "exclusiveMaximum");
+      bool exclusive = keyword.rfind("exclusive", 0) == 0 ||
+                       (flag != nullptr && flag->is_bool() && flag->bool_value());
+      bool is_lower = keyword == "minimum" || keyword == "exclusiveMinimum";
+      bool ok = is_lower ? (exclusive ? x > bound : x >= bound) : (exclusive ? x < bound : x <= bound);
+      if (!ok) return false;
+    } else {
+      Unsupported("unsupported keyword " + Quoted(keyword) + " alongside 'enum'/'const' at " +
+                  ShowPointer(node.pointer));
+      ignored_keywords_.insert({node.pointer, keyword});
+    }
+  }
+  return true;
+}
+
+Fragment SchemaConverter::ConstValue(const JsonValue& value, int depth) {
+  switch (value.kind()) {
+    case JsonKind::kNull: return Fragment::Literal("null");
+    case JsonKind::kBool: return Fragment::Literal(value.bool_value() ? "true" : "false");
+    case JsonKind::kString: return Fragment::Literal(DumpJsonString(value.string_value()));
+    case JsonKind::kNumber: {
+      // Every spelling listed equals the value; integral values also get the forms Python
+      // writes for an int and a float ("2", "2.0").
+      std::vector<Fragment> spellings = {Fragment::Literal(value.number_lexeme())};
+      double number = value.number_value();
+      if (value.is_integral_number() && std::abs(number) < 9007199254740992.0) {
+        std::string integer = std::to_string(static_cast<long long>(number));
+        spellings.push_back(Fragment::Literal(integer));
+        spellings.push_back(Fragment::Literal(integer + ".0"));
+      }
+      return Alt(spellings);
+    }
+    case JsonKind::kArray:
+    case JsonKind::kObject: {
+      bool is_array = value.is_array();
+      char open = is_array ? '[' : '{', close = is_array ? ']' : '}';
+      size_t size = is_array ? value.array_items().size() : value.object_members().size();
+      if (size == 0) return layout_.EmptyContainer(open, close);
+      if (!ContainersAllowed(depth)) return Fragment::Never();
+      int layout_depth = LayoutDepth(depth);
+      std::vector<Fragment> parts = {layout_.Open(open, layout_depth)};
+      for (size_t i = 0; i < size; ++i) {
+        if (i > 0) parts.push_back(layout_.ItemSeparator(layout_depth));
+        if (is_array) {
+          parts.push_back(ConstValue(value.array_items()[i], depth + 1));
+        } else {
+          const auto& member = value.object_members()[i];
+          parts.push_back(Fragment::Literal(DumpJsonString(member.first)));
+          parts.push_back(layout_.KeySeparator());
+          parts.push_back(ConstValue(member.second, depth + 1));
+        }
+      }
+      parts.push_back(layout_.Close(close, layout_depth));
+      return Seq(parts);
+    }
+  }
+  return Fragment::Never();
+}
+
+Fragment SchemaConverter::EnumOrConst(const Node& node, int depth) {
+  std::vector<const JsonValue*> candidates;
+  const JsonValue* constant = node.schema.Find("const");
+  const JsonValue* values = node.schema.Find("enum");
+  if (values != nullptr && !values->is_array()) {
+    Invalid("keyword 'enum' at " + ShowPointer(node.pointer) + " must be an array");
+  }
+  if (constant != nullptr) {
+    bool in_enum = values == nullptr;
+    for (size_t i = 0; values != nullptr && i < values->array_items().size(); ++i) {
+      in_enum = in_enum || JsonEquals(values->array_items()[i], *constant);
+    }
+    if (in_enum) candidates.push_back(constant);
+  } else {
+    for (const JsonValue& value : values->array_items()) candidates.push_back(&value);
+  }
+  std::vector<Fragment> choices;
+  for (const JsonValue* value : candidates) {
+    if (EnumValueAllowed(*value, node)) choices.push_back(ConstValue(*value, depth));
+  }
+  return rules_.Share(RuleHint(node.pointer), Alt(choices));
+}
+
+// ---------------------------------------------------------------------------------------
+// Types and scalars
+
+std::vector<std::string> SchemaConverter::AllowedTypes(const Node& node) {
+  std::vector<std::string> types;
+  const JsonValue* type = node.schema.Find("type");
+  std::string invalid = "keyword 'type' at " + ShowPointer(node.pointer) +
+                        " must be a type name or an array of type names";
+  if (type == nullptr || IsIgnored(node, "type")) {
+    types.assign(std::begin(kAllTypes), std::end(kAllTypes));
+  } else if (type->is_string()) {
+    if (type->string_value() == "any") {
+      types.assign(std::begin(kAllTypes), std::end(kAllTypes));
+    } else {
+      if (!IsTypeName(type->string_value())) Invalid(invalid);
+      types.push_back(type->string_value());
+    }
+  } else if (type->is_array()) {
+    for (const JsonValue& name : type->array_items()) {
+      if (!name.is_string() || !IsTypeName(name.string_value())) Invalid(invalid);
+      if (std::find(types.begin(), types.end(), name.string_value()) == types.end()) {
+        types.push_back(name.string_value());
+      }
+    }
+  } else {
+    Invalid(invalid);
+  }
+  const JsonValue* nullable = node.schema.Find("nullable");
+  if (nullable != nullptr) {
+    if (!nullable->is_bool()) {
+      Invalid("keyword 'nullable' at " + ShowPointer(node.pointer) + " must be a boolean");
+    }
+    if (nullable->bool_value() && std::find(types.begin(), types.end(), "null") == types.end()) {
+      types.push_back("null");
+    }
+  }
+  // Integers are numbers: with "number" allowed, "integer" adds nothing.
+  if (std::find(types.begin(), types.end(), "number") != types.end()) {
+    types.erase(std::remove(types.begin(), types.end(), "integer"), types.end());
+  }
+  return types;
+}
+
+Fragment SchemaConverter::TypedValue(const Node& node, int depth) {
+  bool has_assertions = false;
+  for (const auto& member : node.schema.object_members()) {
+    has_assertions = has_assertions || !(IsPassiveKeyword(member.first) || IsIgnored(node, member.first));
+  }
+  if (!has_assertions) return AnyValue(depth);
+  std::vector<Fragment> choices;
+  for (const std::string& type : AllowedTypes(node)) {
+    if (type == "null") {
+      choices.push_back(Fragment::Literal("null"));
+    } else if (type == "boolean") {
+      choices.push_back(Alt({Fragment::Literal("true"), Fragment::Literal("false")}));
+    } else if (type == "integer") {
+      choices.push_back(IntegerValue(node));
+    } else if (type == "number") {
+      choices.push_back(NumberValue(node));
+    } else if (type == "string") {
+      choices.push_back(StringValue(node));
+    } else if (type == "array") {
+      choices.push_back(ArrayValue(node, depth));
+    } else if (type == "object") {
+      choices.push_back(ObjectValue(node, depth));
+    }
+  }
+  return rules_.Share(RuleHint(node.pointer), Alt(choices));
+}
+
+Fragment SchemaConverter::IntegerValue(const Node& node) {
+  std::optional<BigInteger> lower, upper;
+  auto tighten = [](std::optional<BigInteger>* bound, const BigInteger& candidate, bool is_lower) {
+    if (!*bound || (is_lower ? Compare(candidate, **bound) > 0 : Compare(candidate, **bound) < 0)) {
+      *bound = candidate;
+    }
+  };
+  for (const char* keyword : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}) {
+    const JsonValue* value = node.schema.Find(keyword);
+    if (value == nullptr || IsIgnored(node, keyword) || value->is_bool()) continue;
+    if (!value->is_number()) {
+      Invalid("keyword " + Quoted(keyword) + " at " + ShowPointer(node.pointer) + " must be a number");
+    }
+    std::string name = keyword;
+    bool is_lower = name == "minimum" || name == "exclusiveMinimum";
+    // Draft 4 spells exclusivity as a boolean next to the bound.
+    const JsonValue* flag = node.schema.Find(is_lower ? "exclusiveMinimum" : "exclusiveMaximum");
+    bool exclusive = name.rfind("exclusive", 0) == 0 ||
+                     (flag != nullptr && flag->is_bool() && flag->bool_value());
+    Rounding rounding = (is_lower != exclusive) ? Rounding::kCeiling : Rounding::kFloor;
+    std::optional<BigInteger> bound =
+        RoundJsonNumber(value->number_lexeme(), rounding, kMaxBoundDigits);
+    if (!bound) {
+      Unsupported("keyword " + Quoted(keyword) + " at " + ShowPointer(node.pointer) + ": bound " +
+                  value->number_lexeme() + " is too large");
+      ignored_keywords_.insert({node.pointer, keyword});
+      continue;
+    }
+    if (exclusive) *bound = is_lower ? Increment(*bound) : Decrement(*bound);
+    tighten(is_lower ? &lower : &upper, *bound, is_lower);
+  }
+  if (!lower && !upper) return CommonRule("json_integer");
+  return rules_.Share(RuleHint(node.pointer) + "_range", IntegerRangeFragment(lower, upper));
+}
+
+Fragment SchemaConverter::NumberValue(const Node& node) {
+  std::vector<std::string> bounds;
+  for (const char* keyword : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}) {
+    const JsonValue* value = node.schema.Find(keyword);
+    if (value == nullptr || IsIgnored(node, keyword)) continue;
+    if (value->is_bool()) {
+      if (value->bool_value()) bounds.push_back(keyword);
+      continue;
+    }
+    if (!value->is_number()) {
+      Invalid("keyword " + Quoted(keyword) + " at " + ShowPointer(node.pointer) + " must be a number");
+    }
+    bounds.push_back(keyword);
+  }
+  if (bounds.empty()) return CommonRule("json_number");
+  // The one bound that is exact without decimal arithmetic: minimum 0 (no minus sign).
+  const JsonValue* minimum = node.schema.Find("minimum");
+  if (bounds.size() == 1 && bounds[0] == "minimum" && minimum->number_value() == 0) {
+    return rules_.Share("non_negative_number", NumberMagnitude());
+  }
+  for (const std::string& keyword : bounds) {
+    Unsupported("unsupported keyword " + Quoted(keyword) + " on a non-integer number at " +
+                ShowPointer(node.pointer));
+    ignored_keywords_.insert({node.pointer, keyword});
+  }
+  return CommonRule("json_number");
+}
+
+Fragment SchemaConverter::StringValue(const Node& node) {
+  std::string where = " at " + ShowPointer(node.pointer);
+  const JsonValue* pattern = IsIgnored(node, "pattern") ? nullptr : node.schema.Find("pattern");
+  const JsonValue* format = IsIgnored(node, "format") ? nullptr : node.schema.Find("format");
+  if (pattern != nullptr && !pattern->is_string()) Invalid("keyword 'pattern'" + where + " must be a string");
+  if (format != nullptr && !format->is_string()) Invalid("keyword 'format'" + where + " must be a string");
+  std::optional<long long> min_length = CountKeyword(node, "minLength");
+  std::optional<long long> max_length = CountKeyword(node, "maxLength");
+  if (min_length == 0) min_length.reset();
+  if (min_length && max_length && *min_length > *max_length) return Fragment::Never();
+  if (pattern != nullptr && format != nullptr) {
+    Unsupported("unsupported keyword 'format' alongside 'pattern'" + where);
+    ignored_keywords_.insert({node.pointer, "format"});
+    format = nullptr;
+  }
+  std::optional<Fragment> body;
+  if (format != nullptr) {
+    body = StringFormatBody(format->string_value(), &rules_);
+    if (!body) {
+      Unsupported("unsupported format '" + format->string_value() + "'" + where);
+      ignored_keywords_.insert({node.pointer, "format"});
+    }
+  }
+  if (pattern != nullptr) {
+    try {
+      RegexOptions regex_options;
+      regex_options.search = true;
+      regex_options.json_string_body = true;
+      body = Fragment::Atom("(" + RegexToEbnf(pattern->string_value(), regex_options) + ")");
+    } catch (const RegexError& e) {
+      Unsupported("unsupported pattern" + where + ": " + e.what());
+      ignored_keywords_.insert({node.pointer, "pattern"});
+    }
+  }
+  if (body && (min_length || max_length)) {
+    const char* keyword = min_length ? "minLength" : "maxLength";
+    Unsupported("unsupported keyword " + Quoted(keyword) + " alongside " +
+                (pattern != nullptr ? "'pattern'" : "'format'") + where);
+    min_length.reset();
+    max_length.reset();
+  }
+  if (!body) {
+    if (!min_length && !max_length) return JsonStringFragment();
+    body = Repeat(CommonRule("json_char"), static_cast<int>(min_length.value_or(0)),
+                  max_length ? static_cast<int>(*max_length) : -1);
+  }
+  return rules_.Share(RuleHint(node.pointer) + "_string",
+                      Seq({Fragment::Literal("\""), *body, Fragment::Literal("\"")}));
+}
+
+}  // namespace schema_internal
+
+JsonSchemaConversion JsonSchemaToEbnf(std::string_view schema_json, const JsonSchemaOptions& options) {
+  JsonValue document;
+  try {
+    document = ParseJson(schema_json);
+  } catch (const JsonSyntaxError& e) {
+    throw SchemaError(std::string("the schema is not valid JSON: ") + e.what());
+  }
+  return schema_internal::SchemaConverter(document, options).Convert();
+}
+
+std::string BuiltinJsonEbnf(const JsonSchemaOptions& options) {
+  JsonValue document = JsonValue::Bool(true);
+  return schema_internal::SchemaConverter(document, options).ConvertBuiltinJson();
+}
+
+}  // namespace xg2

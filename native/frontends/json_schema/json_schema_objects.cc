@@ -1,0 +1,324 @@
+// JSON Schema -> EBNF: objects (declared properties in order, undeclared ones after them
+// under keys that never repeat a declared name) and arrays (tuples, item counts).
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <set>
+
+#include "frontends/json_schema/schema_converter_internal.h"
+#include "support/error.h"
+
+namespace xg2 {
+namespace schema_internal {
+
+namespace {
+
+std::vector<uint32_t> DecodeUtf8(const std::string& text) {
+  std::vector<uint32_t> codepoints;
+  for (size_t i = 0; i < text.size();) {
+    unsigned char lead = static_cast<unsigned char>(text[i]);
+    int length = lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
+    uint32_t cp = length == 1 ? lead : lead & (0x7F >> length);
+    for (int k = 1; k < length && i + k < text.size(); ++k) {
+      cp = (cp << 6) | (static_cast<unsigned char>(text[i + k]) & 0x3F);
+    }
+    codepoints.push_back(cp);
+    i += length;
+  }
+  return codepoints;
+}
+
+std::string EncodeUtf8(uint32_t cp) {
+  std::string out;
+  if (cp < 0x80) {
+    out.push_back(static_cast<char>(cp));
+  } else if (cp < 0x800) {
+    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else if (cp < 0x10000) {
+    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else {
+    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  }
+  return out;
+}
+
+// Short escapes of a JSON string: the letter after '\' and the character it stands for.
+const std::pair<char, uint32_t> kShortEscapes[] = {
+    {'"', '"'}, {'\\', '\\'}, {'/', '/'}, {'b', '\b'}, {'f', '\f'}, {'n', '\n'}, {'r', '\r'}, {'t', '\t'},
+};
+
+// The ways json_key_char spells the character `cp`: raw (when JSON allows it raw) and the
+// short escape (when there is one). Never for control characters without a short escape.
+Fragment SpellKeyCharacter(uint32_t cp) {
+  std::vector<Fragment> spellings;
+  if (cp >= 0x20 && cp != '"' && cp != '\\') spellings.push_back(Fragment::Literal(EncodeUtf8(cp)));
+  for (const auto& [letter, meaning] : kShortEscapes) {
+    if (meaning == cp) spellings.push_back(Fragment::Literal(std::string("\\") + letter));
+  }
+  return Alt(spellings);
+}
+
+// A character-class member for `cp`, escaped for the EBNF dialect.
+std::string ClassMember(uint32_t cp) {
+  if (cp == '\\' || cp == ']' || cp == '[' || cp == '^' || cp == '-' || cp == '"') {
+    return std::string("\\") + static_cast<char>(cp);
+  }
+  if (cp < 0x20 || cp == 0x7F) {
+    char escaped[8];
+    std::snprintf(escaped, sizeof(escaped), "\\x%02X", cp);
+    return escaped;
+  }
+  return EncodeUtf8(cp);
+}
+
+// One json_key_char that does not stand for any character in `excluded`.
+Fragment KeyCharacterOutside(const std::set<uint32_t>& excluded) {
+  std::string raw = "[^\"\\\\\\x00-\\x1F";
+  for (uint32_t cp : excluded) {
+    if (cp >= 0x20 && cp != '"' && cp != '\\') raw += ClassMember(cp);
+  }
+  raw += "]";
+  std::string letters;
+  for (const auto& [letter, meaning] : kShortEscapes) {
+    if (excluded.count(meaning) == 0) letters += ClassMember(static_cast<unsigned char>(letter));
+  }
+  std::vector<Fragment> choices = {Fragment::Atom(raw)};
+  if (!letters.empty()) {
+    choices.push_back(Seq({Fragment::Literal("\\"), Fragment::Atom("[" + letters + "]")}));
+  }
+  return Alt(choices);
+}
+
+}  // namespace
+
+// A JSON string (quotes included) whose decoded value is none of `names`, built on the
+// trie of the names: at each trie node the key may end (unless a name ends there),
+// continue along a child, or leave the trie with any other character and then continue
+// freely. Invariant: trie children always have larger indices than their parent.
+Fragment SchemaConverter::KeyNotIn(const std::vector<std::string>& names) {
+  struct TrieNode {
+    bool terminal = false;
+    std::map<uint32_t, size_t> children;
+  };
+  std::vector<TrieNode> trie(1);
+  for (const std::string& name : names) {
+    size_t at = 0;
+    for (uint32_t cp : DecodeUtf8(name)) {
+      auto found = trie[at].children.find(cp);
+      if (found == trie[at].children.end()) {
+        trie.emplace_back();
+        found = trie[at].children.emplace(cp, trie.size() - 1).first;
+      }
+      at = found->second;
+    }
+    trie[at].terminal = true;
+  }
+  Fragment any_tail = Repeat(CommonRule("json_key_char"), 0, -1);
+  std::vector<Fragment> fragment_of(trie.size(), Fragment::Never());
+  for (size_t i = trie.size(); i-- > 0;) {
+    std::vector<Fragment> choices;
+    if (!trie[i].terminal) choices.push_back(Fragment::Epsilon());
+    std::set<uint32_t> child_characters;
+    for (const auto& [cp, child] : trie[i].children) {
+      child_characters.insert(cp);
+      choices.push_back(Seq({SpellKeyCharacter(cp), fragment_of[child]}));
+    }
+    choices.push_back(Seq({KeyCharacterOutside(child_characters), any_tail}));
+    fragment_of[i] = rules_.Share("key_suffix", Alt(choices));
+  }
+  return rules_.Share("key_not_declared",
+                      Seq({Fragment::Literal("\""), fragment_of[0], Fragment::Literal("\"")}));
+}
+
+// The object grammar for `members` in order (members[i] is "key: value"), where required[i]
+// says whether member i must appear, followed by any number of `extra_member`s (never:
+// none). Built from the end: rest[j] is members j.. each preceded by a separator. The first
+// member present is any optional one before the first required one, or that one.
+Fragment SchemaConverter::MembersInOrder(const std::vector<Fragment>& members,
+                                         const std::vector<bool>& required,
+                                         const Fragment& extra_member, const std::string& hint,
+                                         int depth) {
+  int layout_depth = LayoutDepth(depth);
+  size_t count = members.size();
+  size_t first_required =
+      std::find(required.begin(), required.end(), true) - required.begin();
+  Fragment separator = layout_.ItemSeparator(layout_depth);
+  Fragment extras = Repeat(Seq({separator, extra_member}), 0, -1);
+  std::vector<Fragment> rest(count + 1, extras);
+  for (size_t j = count; j-- > 0;) {
+    Fragment member = Seq({separator, members[j]});
+    rest[j] = Seq({required[j] ? member : Optional(member), rest[j + 1]});
+    // rest[j] for 1 <= j <= first_required is referenced twice (by rest[j-1] and as the
+    // tail after a first member), so it becomes a rule; the others are used once, inline.
+    if (j >= 1 && j <= first_required) rest[j] = rules_.Share(hint + "_rest", rest[j]);
+  }
+  std::vector<Fragment> first_choices;
+  for (size_t i = 0; i < count && i <= first_required; ++i) {
+    first_choices.push_back(Seq({members[i], rest[i + 1]}));
+  }
+  bool may_be_empty = first_required == count;
+  if (may_be_empty) first_choices.push_back(Seq({extra_member, extras}));
+  Fragment nonempty = Seq({layout_.Open('{', layout_depth), Alt(first_choices),
+                           layout_.Close('}', layout_depth)});
+  if (!may_be_empty) return nonempty;
+  return Alt({layout_.EmptyContainer('{', '}'), nonempty});
+}
+
+Fragment SchemaConverter::ObjectValue(const Node& node, int depth) {
+  if (!ContainersAllowed(depth)) return Fragment::Never();
+  std::string where = " at " + ShowPointer(node.pointer);
+  const JsonValue* properties = IsIgnored(node, "properties") ? nullptr : node.schema.Find("properties");
+  const JsonValue* required = IsIgnored(node, "required") ? nullptr : node.schema.Find("required");
+  const JsonValue* additional =
+      IsIgnored(node, "additionalProperties") ? nullptr : node.schema.Find("additionalProperties");
+  if (properties != nullptr && !properties->is_object()) Invalid("keyword 'properties'" + where + " must be an object");
+  if (additional != nullptr && !additional->is_object() && !additional->is_bool()) {
+    Invalid("keyword 'additionalProperties'" + where + " must be a schema");
+  }
+  std::vector<std::string> required_names;
+  if (required != nullptr) {
+    if (!required->is_array()) Invalid("keyword 'required'" + where + " must be an array of strings");
+    for (const JsonValue& name : required->array_items()) {
+      if (!name.is_string()) Invalid("keyword 'required'" + where + " must be an array of strings");
+      if (std::find(required_names.begin(), required_names.end(), name.string_value()) ==
+          required_names.end()) {
+        required_names.push_back(name.string_value());
+      }
+    }
+  }
+  auto is_required = [&](const std::string& name) {
+    return std::find(required_names.begin(), required_names.end(), name) != required_names.end();
+  };
+
+  // What undeclared members may hold: nothing (never), any value, or a schema.
+  Fragment key_separator = layout_.KeySeparator();
+  Fragment additional_value = Fragment::Never();
+  bool additional_forbidden_explicitly = additional != nullptr && additional->is_bool() &&
+                                         !additional->bool_value();
+  if (additional == nullptr) {
+    if (!options_.strict_mode) additional_value = AnyValue(depth + 1);
+  } else {
+    additional_value = Schema(*additional, ChildPointer(node.pointer, "additionalProperties"), depth + 1);
+  }
+
+  std::vector<std::string> names;
+  std::vector<Fragment> members;
+  std::vector<bool> member_required;
+  std::string properties_pointer = ChildPointer(node.pointer, "properties");
+  for (size_t i = 0; properties != nullptr && i < properties->object_members().size(); ++i) {
+    const auto& [name, subschema] = properties->object_members()[i];
+    names.push_back(name);
+    Fragment value = Schema(subschema, ChildPointer(properties_pointer, name), depth + 1);
+    if (value.never()) {
+      if (is_required(name)) return Fragment::Never();
+      continue;  // the property can never be present
+    }
+    members.push_back(Seq({Fragment::Literal(DumpJsonString(name)), key_separator, value}));
+    member_required.push_back(is_required(name));
+  }
+  // Required but undeclared names come after the declared ones, in `required` order. Their
+  // values follow additionalProperties; without it (strict mode) any value is accepted.
+  for (const std::string& name : required_names) {
+    if (std::find(names.begin(), names.end(), name) != names.end()) continue;
+    if (additional_forbidden_explicitly) return Fragment::Never();
+    Fragment value = additional != nullptr ? additional_value : AnyValue(depth + 1);
+    if (value.never()) return Fragment::Never();
+    names.push_back(name);
+    members.push_back(Seq({Fragment::Literal(DumpJsonString(name)), key_separator, value}));
+    member_required.push_back(true);
+  }
+  Fragment extra_member = Fragment::Never();
+  if (!additional_value.never()) {
+    extra_member = Seq({KeyNotIn(names), key_separator, additional_value});
+  }
+  std::string hint = RuleHint(node.pointer) + "_object";
+  return rules_.Share(hint, MembersInOrder(members, member_required, extra_member, hint, depth));
+}
+
+Fragment SchemaConverter::ArrayValue(const Node& node, int depth) {
+  if (!ContainersAllowed(depth)) return Fragment::Never();
+  std::string where = " at " + ShowPointer(node.pointer);
+  const JsonValue* prefix_items = IsIgnored(node, "prefixItems") ? nullptr : node.schema.Find("prefixItems");
+  const JsonValue* items = IsIgnored(node, "items") ? nullptr : node.schema.Find("items");
+  const JsonValue* additional_items =
+      IsIgnored(node, "additionalItems") ? nullptr : node.schema.Find("additionalItems");
+  if (prefix_items != nullptr && !prefix_items->is_array()) {
+    Invalid("keyword 'prefixItems'" + where + " must be an array of schemas");
+  }
+  // The tuple part and the schema of every later item (draft 2020 or draft 4..2019 style).
+  const JsonValue* tuple = nullptr;
+  std::string tuple_pointer, rest_pointer;
+  const JsonValue* rest = nullptr;
+  if (prefix_items != nullptr) {
+    tuple = prefix_items;
+    tuple_pointer = ChildPointer(node.pointer, "prefixItems");
+    if (items != nullptr && items->is_array()) Invalid("keyword 'items'" + where + " must be a schema next to 'prefixItems'");
+    rest = items;
+    rest_pointer = ChildPointer(node.pointer, "items");
+  } else if (items != nullptr && items->is_array()) {
+    tuple = items;
+    tuple_pointer = ChildPointer(node.pointer, "items");
+    rest = additional_items;
+    rest_pointer = ChildPointer(node.pointer, "additionalItems");
+  } else {
+    rest = items;
+    rest_pointer = ChildPointer(node.pointer, "items");
+  }
+  long long min_items = CountKeyword(node, "minItems").value_or(0);
+  std::optional<long long> max_items = CountKeyword(node, "maxItems");
+
+  std::vector<Fragment> slots;  // the tuple items that can be present, in order
+  for (size_t i = 0; tuple != nullptr && i < tuple->array_items().size(); ++i) {
+    if (max_items && static_cast<long long>(i) >= *max_items) break;
+    Fragment item = Schema(tuple->array_items()[i], tuple_pointer + "/" + std::to_string(i), depth + 1);
+    if (item.never()) break;  // an array can end before this position, never go past it
+    slots.push_back(item);
+  }
+  bool tuple_truncated = tuple != nullptr && slots.size() < tuple->array_items().size();
+  Fragment rest_item = rest == nullptr ? AnyValue(depth + 1) : Schema(*rest, rest_pointer, depth + 1);
+  long long tuple_size = static_cast<long long>(slots.size());
+  // Invariant: the array has at most `longest` items (-1: unbounded).
+  long long longest = max_items ? *max_items : -1;
+  if (tuple_truncated || rest_item.never()) {
+    longest = longest < 0 ? tuple_size : std::min(longest, tuple_size);
+  }
+  if (longest >= 0 && min_items > longest) return Fragment::Never();
+
+  int layout_depth = LayoutDepth(depth);
+  Fragment separator = layout_.ItemSeparator(layout_depth);
+  // tail: the items after position i given that item i-1 is present, each after a separator.
+  long long rest_min = std::max(0LL, min_items - tuple_size);
+  long long rest_max = longest < 0 ? -1 : longest - tuple_size;
+  auto rest_tail = [&](long long already_in_rest) {
+    long long low = std::max(0LL, rest_min - already_in_rest);
+    long long high = rest_max < 0 ? -1 : rest_max - already_in_rest;
+    return Repeat(Seq({separator, rest_item}), static_cast<int>(low), static_cast<int>(high));
+  };
+  Fragment content = Fragment::Never();
+  if (longest != 0) {
+    if (tuple_size == 0) {
+      content = Seq({rest_item, rest_tail(1)});
+    } else {
+      Fragment tail = rest_tail(0);
+      for (long long i = tuple_size - 1; i >= 1; --i) {
+        Fragment item = Seq({separator, slots[static_cast<size_t>(i)], tail});
+        tail = i < min_items ? item : Optional(item);
+      }
+      content = Seq({slots[0], tail});
+    }
+  }
+  std::vector<Fragment> choices;
+  if (min_items == 0) choices.push_back(layout_.EmptyContainer('[', ']'));
+  choices.push_back(Seq({layout_.Open('[', layout_depth), content, layout_.Close(']', layout_depth)}));
+  return rules_.Share(RuleHint(node.pointer) + "_array", Alt(choices));
+}
+
+}  // namespace schema_internal
+}  // namespace xg2

@@ -1,0 +1,142 @@
+// Internal to the JSON Schema frontend: the converter class shared by its .cc files.
+//
+// The converter walks the schema once per (node, layout depth) and emits one fragment per
+// node; fragments that are not short atoms become rules (identical bodies share one rule).
+// $ref targets always become rules, reserved before their body is built, which is what
+// makes recursive schemas finite. "Layout depth" is the nesting depth of the value being
+// generated when `indent` makes whitespace depend on it, and 0 otherwise.
+#ifndef XG2_FRONTENDS_JSON_SCHEMA_SCHEMA_CONVERTER_INTERNAL_H_
+#define XG2_FRONTENDS_JSON_SCHEMA_SCHEMA_CONVERTER_INTERNAL_H_
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "frontends/json_schema/ebnf_builder.h"
+#include "frontends/json_schema/json_schema_converter.h"
+#include "support/json.h"
+
+namespace xg2 {
+namespace schema_internal {
+
+// With `indent`, containers nested deeper than this are not generated (the grammar needs
+// one copy of each rule per depth).
+constexpr int kMaxIndentedNesting = 32;
+constexpr size_t kMaxGrammarBytes = size_t{64} << 20;
+// Nested schema nodes / $ref expansions in progress at once.
+constexpr int kMaxConversionDepth = 2000;
+// Integer bounds with more digits than this are refused.
+constexpr size_t kMaxBoundDigits = 200;
+// Length and item-count bounds above this are refused (they would unroll huge grammars).
+constexpr long long kMaxRepetitionBound = 100000;
+
+// Whitespace and separators between JSON tokens, as the options say.
+class Layout {
+ public:
+  explicit Layout(const JsonSchemaOptions& options);
+  bool depth_sensitive() const { return indent_.has_value(); }
+  // `depth` is the nesting depth of the container itself (0 for the top-level value).
+  Fragment Open(char bracket, int depth) const;
+  Fragment Close(char bracket, int depth) const;
+  Fragment ItemSeparator(int depth) const;
+  Fragment KeySeparator() const;
+  Fragment EmptyContainer(char open, char close) const;
+
+ private:
+  Fragment Whitespace() const;
+  std::string Newline(int level) const;
+
+  bool flexible_;
+  std::optional<int> max_whitespace_;
+  std::optional<int> indent_;
+  std::string item_separator_;
+  std::string key_separator_;
+};
+
+// A schema node and where it is: `pointer` is its JSON pointer in the document.
+struct Node {
+  const JsonValue& schema;
+  const std::string& pointer;
+};
+
+class SchemaConverter {
+ public:
+  SchemaConverter(const JsonValue& document, const JsonSchemaOptions& options);
+  JsonSchemaConversion Convert();
+  std::string ConvertBuiltinJson();
+
+  // --- json_schema_converter.cc: dispatch, references, combinators, scalars ---
+  Fragment Schema(const JsonValue& schema, const std::string& pointer, int depth);
+  Fragment AnyValue(int depth);
+
+ private:
+  Fragment SchemaObject(const Node& node, int depth);
+  Fragment Reference(const Node& node, int depth);
+  const JsonValue* ResolveReference(const std::string& ref, const Node& node,
+                                    std::string* target_pointer);
+  void IndexIdentifiers(const JsonValue& schema, const std::string& pointer, int depth);
+  Fragment AnyOf(const Node& node, int depth);
+  Fragment EnumOrConst(const Node& node, int depth);
+  bool EnumValueAllowed(const JsonValue& value, const Node& node);
+  Fragment TypedValue(const Node& node, int depth);
+  std::vector<std::string> AllowedTypes(const Node& node);
+  Fragment IntegerValue(const Node& node);
+  Fragment NumberValue(const Node& node);
+  Fragment StringValue(const Node& node);
+  Fragment ConstValue(const JsonValue& value, int depth);
+  void CheckKeywords(const Node& node);
+  void CheckNoSiblings(const Node& node, const char* applicator);
+
+  // --- json_schema_objects.cc: objects, arrays, property keys ---
+  Fragment ObjectValue(const Node& node, int depth);
+  Fragment ArrayValue(const Node& node, int depth);
+  Fragment KeyNotIn(const std::vector<std::string>& names);
+  Fragment MembersInOrder(const std::vector<Fragment>& members, const std::vector<bool>& required,
+                          const Fragment& extra_member, const std::string& hint, int depth);
+
+  // --- shared helpers ---
+  // Reports a keyword the converter cannot enforce: throws UnsupportedSchemaError, or
+  // records a warning when lenient (the caller then ignores the keyword).
+  void Unsupported(const std::string& message);
+  [[noreturn]] void Invalid(const std::string& message) const;
+  bool IsIgnored(const Node& node, const std::string& keyword) const;
+  int LayoutDepth(int depth) const { return layout_.depth_sensitive() ? depth : 0; }
+  bool ContainersAllowed(int depth) const {
+    return !layout_.depth_sensitive() || depth < kMaxIndentedNesting;
+  }
+  // A non-negative integer keyword (integral numbers such as 2.0 included).
+  std::optional<long long> CountKeyword(const Node& node, const char* keyword);
+  Fragment CommonRule(const std::string& name);
+  Fragment JsonStringFragment();
+  std::string RuleHint(const std::string& pointer) const;
+
+  const JsonValue& document_;
+  JsonSchemaOptions options_;
+  Layout layout_;
+  RuleSet rules_;
+  std::vector<std::string> warnings_;
+  std::set<std::string> warned_;
+  // Keywords ignored after a lenient warning: (pointer, keyword).
+  std::set<std::pair<std::string, std::string>> ignored_keywords_;
+  // $ref targets already given a rule: (target, layout depth) -> rule name; an empty name
+  // marks a target whose language is empty.
+  std::map<std::pair<const JsonValue*, int>, std::string> reference_rules_;
+  std::set<std::string> references_in_progress_;
+  std::unordered_map<std::string, std::pair<const JsonValue*, std::string>> identifiers_;
+  std::string base_uri_;
+  std::map<int, std::string> any_value_rules_;
+  int active_depth_ = 0;
+};
+
+std::string ChildPointer(const std::string& pointer, const std::string& token);
+// The pointer as shown in messages ("/" for the root).
+std::string ShowPointer(const std::string& pointer);
+
+}  // namespace schema_internal
+}  // namespace xg2
+
+#endif  // XG2_FRONTENDS_JSON_SCHEMA_SCHEMA_CONVERTER_INTERNAL_H_
