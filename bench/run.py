@@ -34,7 +34,7 @@ from harness.sysinfo import machine_facts
 
 # Per-mode defaults; every one can be overridden on the command line.
 MODES: dict[str, dict[str, Any]] = {
-    "quick": dict(per_category=10, max_valid=1, max_invalid=2, walks=1, walk_cap=128, grammar_walks=2,
+    "quick": dict(per_category=10, max_valid=1, max_invalid=2, walks=1, walk_cap=192, grammar_walks=2,
                   grammar_walk_cap=64, batch_rounds=10, timeout=120.0),
     "full": dict(per_category=0, max_valid=3, max_invalid=3, walks=2, walk_cap=256, grammar_walks=3,
                  grammar_walk_cap=128, batch_rounds=30, timeout=300.0),

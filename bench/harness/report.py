@@ -21,12 +21,25 @@ from .stats import (
 
 # ---- formatting --------------------------------------------------------------------------
 
+def _num(value: float) -> str:
+    """Three significant digits without scientific notation (1,234 / 12.3 / 0.123)."""
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    if abs(value) >= 10:
+        return f"{value:.1f}"
+    return f"{value:.3g}"
+
+
 def _ms(seconds: Optional[float]) -> str:
-    return "–" if seconds is None else f"{seconds * 1e3:.3g}"
+    return "–" if seconds is None else _num(seconds * 1e3)
 
 
 def _us(ns: Optional[float]) -> str:
-    return "–" if ns is None else f"{ns / 1e3:.3g}"
+    return "–" if ns is None else _num(ns / 1e3)
+
+
+def _oneline(text: Any, limit: int = 200) -> str:
+    return " ".join(str(text).split())[:limit].replace("|", "\\|")
 
 
 def _pct(value: Optional[float]) -> str:
@@ -164,13 +177,14 @@ SEMANTICS = """## Semantic differences that affect the comparison
   with extra properties are therefore rejected by the strict engines (lower coverage), and llguidance's masks are
   larger on such objects. Random walks are checked against the schema, which allows extra properties, so strict
   engines stay sound.
-- **Property order**: instances are serialized in the schema's declared order because xgrammar (default
-  `any_order=False`) and ours emit declared properties in that order; llguidance also keeps declared order.
+- **Property order**: instances are serialized with their properties in the schema's declared order, because
+  xgrammar (default `any_order=False`) and ours only accept declared properties in that order; an instance in
+  another order would be refused for its order rather than its content.
 - **Whitespace**: all engines use flexible whitespace (xgrammar and ours `any_whitespace=True`; llguidance
   `whitespace_flexible=true`). xgrammar and ours put no cap on whitespace runs by default.
-- **Unsupported keywords**: ours and llguidance reject schemas with keywords they cannot enforce (ours raises
-  `UnsupportedSchemaError`, llguidance `lenient=false`); xgrammar ignores some keywords (e.g. several `format`s),
-  which can show up as walk violations or as invalid instances accepted rather than as rejections.
+- **Unsupported keywords**: ours (`lenient=False`) and llguidance (`lenient=false`) reject schemas with
+  keywords they cannot enforce; engines differ in which keywords they enforce, and a keyword an engine ignores
+  shows up as walk violations or invalid instances accepted rather than as a rejection.
 - **Compile work**: llguidance builds its lexer lazily, so part of its compile cost moves into the first masks;
   compare *first mask* for the cost a request sees before its first token. Compilers run single-threaded
   (`max_threads=1` for xgrammar and ours). Compiled-grammar caches are on (defaults) but each schema is compiled
@@ -282,7 +296,7 @@ def _grammar_section(results: list[Result], engines: list[str]) -> str:
     for item in sorted(table):
         for engine, r in sorted(table[item].items()):
             if r.get("status") not in ("ok", None):
-                errors.append(f"- `{item}` / `{engine}`: {r.get('status')}: {str(r.get('error', ''))[:200]}")
+                errors.append(f"- `{item}` / `{engine}`: {r.get('status')}: {_oneline(r.get('error', ''))}")
     return "\n".join([_table(["grammar"] + [f"`{e}`" for e in engines] + ["walks"], rows), "", note, "",
                       *(["Rejections:", "", *errors] if errors else [])])
 
@@ -306,7 +320,7 @@ def _batch_section(results: list[Result], engines: list[str]) -> str:
     header = ["batch", "threads"] + [f"`{e}` masks/s" for e in engines]
     if BASELINE in engines:
         header += [f"time ours ÷ {p}" for p in peers]
-    failures = [f"- `{r['engine']}` batch {r.get('batch', '?')}: {r.get('status')} {str(r.get('error', r.get('harness_error', '')))[:200]}"
+    failures = [f"- `{r['engine']}` {r['item']}: {r.get('status')} {_oneline(r.get('error', r.get('harness_error', '')))}"
                 for r in batch if r.get("status") != "ok"]
     return "\n".join([_table(header, rows), "",
                       "Matchers cycle over schemas every engine compiled and accepted, starting at spread-out positions "
@@ -343,17 +357,17 @@ def _failures_section(table: dict[str, dict[str, Result]], engines: list[str], l
                 continue
             if r.get("status") != "ok":
                 detail = r.get("error") or r.get("log_tail", "")[-200:]
-                failures.append(f"  - `{item}`: {r.get('status')}: {str(detail)[:200]!s}".replace("\n", " "))
+                failures.append(f"  - `{item}`: {r.get('status')}: {_oneline(detail)}")
             for v in r.get("valid", []):
                 if "skipped" not in v and not v.get("accepted"):
                     failures.append(f"  - `{item}` valid #{v['index']} refused at token {v.get('reject_at')} "
                                     f"of {v.get('n_tokens')} ({v.get('why')})")
             for w in r.get("walks", []):
                 if w.get("verdict") == "violation":
-                    failures.append(f"  - `{item}` walk {w['walk']} VIOLATION: {w.get('detail')}; text `{w.get('text', '')[:160]}`"
-                                    .replace("\n", " "))
+                    failures.append(f"  - `{item}` walk {w['walk']} VIOLATION: {_oneline(w.get('detail'))}; "
+                                    f"text `{_oneline(w.get('text', ''), 160)}`")
             if r.get("incomplete") or r.get("harness_error"):
-                failures.append(f"  - `{item}`: incomplete ({r.get('incomplete') or r.get('harness_error')})")
+                failures.append(f"  - `{item}`: incomplete ({_oneline(r.get('incomplete') or r.get('harness_error'))})")
         if failures:
             shown = failures[:limit]
             more = f"\n  - … {len(failures) - limit} more in the raw results" if len(failures) > limit else ""

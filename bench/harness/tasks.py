@@ -65,15 +65,19 @@ class WalkSampler:
 
     With the stop token allowed, stop with probability 1/2. Otherwise, with probability 1/2,
     pick uniformly among allowed tokens spelled only with closing bytes (``"]},``); else
-    uniformly among all allowed tokens. Identical masks and seeds give identical walks, so
+    uniformly among the allowed tokens that are not whitespace only (whitespace-only tokens
+    are taken with probability 1/20, or when nothing else is allowed; flexible whitespace
+    would otherwise fill most walks). Identical masks and seeds give identical walks, so
     walks of exact engines on the same grammar coincide unless their masks differ.
     """
 
     def __init__(self, vocab: Vocab, closing_bias: bool) -> None:
         self.eos = vocab.eos_id
         self.closing = np.zeros(vocab.vocab_size, dtype=bool)
-        if closing_bias:
-            for i, spelled in enumerate(vocab.token_bytes):
+        self.blank = np.zeros(vocab.vocab_size, dtype=bool)
+        for i, spelled in enumerate(vocab.token_bytes):
+            self.blank[i] = bool(spelled) and not spelled.strip()
+            if closing_bias:
                 self.closing[i] = bool(spelled) and all(b in _CLOSING_BYTES for b in spelled)
 
     def choose(self, allowed: np.ndarray, rng: random.Random) -> int:
@@ -83,6 +87,10 @@ class WalkSampler:
             closing = allowed[self.closing[allowed]]
             if len(closing):
                 return int(closing[rng.randrange(len(closing))])
+        if rng.random() >= 0.05:
+            visible = allowed[~self.blank[allowed]]
+            if len(visible):
+                return int(visible[rng.randrange(len(visible))])
         return int(allowed[rng.randrange(len(allowed))])
 
 

@@ -33,7 +33,9 @@ class OursEngine(Engine):
         self._compiler = xg2_plugin.GrammarCompiler(self._info, **options)
 
     def version(self) -> str:
-        return str(getattr(self._xg, "__version__", "?"))
+        from importlib.metadata import version
+
+        return version("xg2-plugin")
 
     def settings(self) -> dict[str, Any]:
         return {"GrammarCompiler": {"max_threads": 1, **self.compiler_options},

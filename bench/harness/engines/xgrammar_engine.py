@@ -30,7 +30,9 @@ class XGrammarEngine(Engine):
         self._batch: dict[int, Any] = {}
 
     def version(self) -> str:
-        return str(self._xgr.__version__)
+        from importlib.metadata import version
+
+        return version("xgrammar")
 
     def settings(self) -> dict[str, Any]:
         return {"GrammarCompiler": {"max_threads": 1},
