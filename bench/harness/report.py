@@ -11,7 +11,7 @@ from .engines import BASELINE, ENGINES
 from .stats import (
     EngineSummary,
     Result,
-    grammar_walk_agreement,
+    grammar_walk_groups,
     index_results,
     percentile,
     ratio,
@@ -286,12 +286,15 @@ def _grammar_section(results: list[Result], engines: list[str]) -> str:
                 fills = [f for w in r.get("walks", []) for f in w.get("fill_ns", [])]
                 ends = "/".join(w.get("end", "?")[0] for w in r.get("walks", []))
                 row.append(f"{_ms(r['compile_s'])} / {_ms(r['first_mask_s'])} / {_us(percentile(fills, 50))} ({ends})")
-        agreement = grammar_walk_agreement({e: by[e] for e in engines if e in by})
-        row.append({None: "–", True: "same", False: "**differ**"}[agreement])
+        groups = grammar_walk_groups({e: by[e] for e in engines if e in by})
+        if len(groups) < 2:
+            row.append("same" if groups and len(groups[0]) > 1 else "–")
+        else:
+            row.append("**" + " ≠ ".join("=".join(g) for g in groups) + "**")
         rows.append(row)
     note = ("Cells: compile ms / first mask ms / fill p50 µs over the random-walk tokens (walk ends: s = stop token, "
             "c = cap, d = dead end). *Walks*: with equal seeds, exact engines with equal masks sample identical "
-            "tokens; *differ* means their masks differed somewhere (or a walk hit a dialect difference).")
+            "tokens; engines listed apart (a ≠ b) had different masks somewhere along the walks.")
     errors = []
     for item in sorted(table):
         for engine, r in sorted(table[item].items()):

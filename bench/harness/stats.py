@@ -168,13 +168,15 @@ def summarize(table: dict[str, dict[str, Result]], engines: list[str], items: Op
     return summaries
 
 
-def grammar_walk_agreement(by_engine: dict[str, Result]) -> Optional[bool]:
-    """Whether all engines that compiled a grammar produced identical walks (same seeds).
+def grammar_walk_groups(by_engine: dict[str, Result]) -> list[list[str]]:
+    """Engines that compiled a grammar, grouped by identical random walks (same seeds).
 
-    Exact engines with equal masks sample identical tokens, so disagreement means the masks
-    differed somewhere along the walk. None when fewer than two engines compiled it.
+    Exact engines with equal masks sample identical tokens, so engines in different groups
+    had different masks somewhere along the walks (or parse the grammar differently).
     """
-    digests = [tuple(w.get("digest") for w in r.get("walks", [])) for r in by_engine.values() if r.get("status") == "ok"]
-    if len(digests) < 2:
-        return None
-    return all(d == digests[0] for d in digests)
+    groups: dict[tuple, list[str]] = {}
+    for engine, result in by_engine.items():
+        if result.get("status") == "ok":
+            digest = tuple(w.get("digest") for w in result.get("walks", []))
+            groups.setdefault(digest, []).append(engine)
+    return list(groups.values())

@@ -10,6 +10,9 @@ Protocol (one JSON object per line):
 
 The protocol uses a private duplicate of stdout; the process's own stdout is pointed at
 stderr so that anything an engine prints cannot corrupt the protocol.
+
+Fault injection, to check the pool's isolation by hand: ``XG2_BENCH_FAULT=ENGINE:ITEM:crash``
+(or ``:hang``) makes the worker abort (or hang) when it receives that item.
 """
 
 from __future__ import annotations
@@ -35,6 +38,14 @@ def _protocol_stream() -> TextIO:
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     return os.fdopen(proto_fd, "w", buffering=1, encoding="utf-8")
+
+
+def _inject_fault(engine_name: str, item: str) -> None:
+    """Aborts or hangs on the item named by ``$XG2_BENCH_FAULT`` (see the module docstring)."""
+    fault = os.environ.get("XG2_BENCH_FAULT", "")
+    for kind, action in (("crash", os.abort), ("hang", lambda: time.sleep(1e9))):
+        if fault == f"{engine_name}:{item}:{kind}":
+            action()
 
 
 def serve(engine_name: str, tokenizer_name: str) -> int:
@@ -64,6 +75,7 @@ def serve(engine_name: str, tokenizer_name: str) -> int:
             else:
                 send({"id": _id, "event": "add", "key": args[0], "value": args[1]})
 
+        _inject_fault(engine_name, task["item"])
         try:
             options = WorkOptions.from_dict(task.get("options", {}))
             if task["kind"] == "schema":
