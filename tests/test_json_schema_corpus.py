@@ -11,7 +11,7 @@ import pytest
 from xg2_corpus import evaluate_schema, stratified_sample
 from xg2_test_support import data_dir, encode_continuation, hf_compiler
 
-PER_CATEGORY = int(os.environ.get("XG2_CORPUS_PER_CATEGORY", "6"))
+PER_CATEGORY = int(os.environ.get("XG2_CORPUS_PER_CATEGORY", "4"))
 _CORPUS = data_dir() / "jsonschemabench"
 SAMPLE = stratified_sample(_CORPUS, PER_CATEGORY, seed=2026) if _CORPUS.is_dir() else []
 
@@ -25,7 +25,7 @@ def test_corpus_schema(path) -> None:
         lambda text: encode_continuation("llama3.1", text),
         token_level_instances=1,
         walks=2,
-        walk_max_tokens=160,
+        walk_max_tokens=80,
     )
     assert result.status in ("ok", "unsupported", "invalid_schema"), result.message
     if result.status != "ok":

@@ -114,3 +114,46 @@ def test_sentencepiece_and_tekken() -> None:
     grammar = xg.GrammarCompiler(tekken).compile_grammar('root ::= "{" [a-z ]* "}"')
     matcher = xg.GrammarMatcher(grammar)
     assert matcher.accept_string("{abc de}") and matcher.is_completed()
+
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "minLength": 1},
+        "age": {"type": "integer", "minimum": 0, "maximum": 150},
+        "email": {"type": "string", "format": "email"},
+        "tags": {"type": "array", "items": {"enum": ["a", "b c", "ü"]}, "maxItems": 3},
+        "address": {"anyOf": [{"type": "null"}, {"$ref": "#/$defs/address"}]},
+    },
+    "required": ["name", "age"],
+    "$defs": {"address": {"type": "object", "properties": {"street": {"type": "string"}}, "required": ["street"]}},
+}
+VALID = [
+    {"name": "Zoë 日本", "age": 42, "email": "zoe@example.com", "tags": ["b c", "ü"], "address": {"street": "Main \"St\""}},
+    {"name": "x", "age": 0, "address": None},
+]
+INVALID = [
+    {"name": "", "age": 1},
+    {"name": "x", "age": 151},
+    {"name": "x", "age": 1, "tags": ["d"]},
+    {"name": "x"},
+]
+UNDECLARED = {"name": "x", "age": 1, "extra": 1}  # valid JSON Schema, refused by strict mode
+
+
+@pytest.mark.parametrize("name", HF_TOKENIZERS)
+def test_json_schema_instances_token_by_token(name: str) -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    grammar = hf_compiler(name).compile_json_schema(SCHEMA)
+    info = hf_tokenizer_info(name)
+    for value in VALID:
+        jsonschema.validate(value, SCHEMA)
+        check_tokens_accepted(grammar, encode_continuation(name, json.dumps(value, ensure_ascii=False)))
+    for value in INVALID:
+        assert not jsonschema.Draft202012Validator(SCHEMA).is_valid(value)
+        ids = encode_continuation(name, json.dumps(value, ensure_ascii=False))
+        assert xg.GrammarMatcher(grammar).validate_tokens(ids + [info.stop_token_ids[0]]) <= len(ids)
+    ids = encode_continuation(name, json.dumps(UNDECLARED))
+    assert xg.GrammarMatcher(grammar).validate_tokens(ids + [info.stop_token_ids[0]]) <= len(ids)
+    lenient = hf_compiler(name).compile_json_schema(SCHEMA, strict_mode=False)
+    check_tokens_accepted(lenient, ids)

@@ -69,7 +69,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     info = TokenizerInfo.from_huggingface(tokenizer)
     t1 = time.perf_counter()
     compiler = GrammarCompiler(info)
-    grammar = compiler.compile_json_schema(schema)
+    # Random logits would happily emit whitespace forever; fix the layout as a model would.
+    grammar = compiler.compile_json_schema(schema, any_whitespace=False)
     t2 = time.perf_counter()
     print(f"tokenizer {args.tokenizer}: {info.vocab_size} tokens ({(t1 - t0) * 1e3:.0f} ms to load)")
     print(f"schema compiled in {(t2 - t1) * 1e3:.1f} ms: {grammar}")

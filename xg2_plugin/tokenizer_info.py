@@ -18,7 +18,7 @@ import enum
 import json
 import os
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -481,7 +481,7 @@ def _as_id_list(ids: Iterable[int] | int | None, name: str) -> list[int]:
 # Tokenizer-library helpers
 
 
-def _adds_prefix_space(decoded: Sequence[bytes], encode: Any) -> bool:
+def _adds_prefix_space(decoded: Sequence[bytes], encode: Callable[[str], Sequence[int]]) -> bool:
     """Whether encoding "a" yields tokens that spell " a": the tokenizer prepends a space."""
     try:
         ids = encode("a")
@@ -497,15 +497,13 @@ def _well_known_stop_ids(special_tokens: Mapping[str, int]) -> list[int]:
 def _huggingface_backend(tokenizer: Any) -> Any | None:
     """The `tokenizers.Tokenizer` behind a Hugging Face tokenizer (itself if it is one)."""
     try:
-        import tokenizers
-    except ImportError:
-        tokenizers = None
-    if tokenizers is not None and isinstance(tokenizer, tokenizers.Tokenizer):
+        from tokenizers import Tokenizer
+    except ImportError:  # then the tokenizer is a slow transformers one
+        return None
+    if isinstance(tokenizer, Tokenizer):
         return tokenizer
     backend = getattr(tokenizer, "backend_tokenizer", None)
-    if tokenizers is not None and isinstance(backend, tokenizers.Tokenizer):
-        return backend
-    return None
+    return backend if isinstance(backend, Tokenizer) else None
 
 
 def _huggingface_encode(encoder: Any, text: str) -> list[int]:

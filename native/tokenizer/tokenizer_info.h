@@ -36,6 +36,10 @@ class TokenizerInfo {
 
   int32_t vocab_size() const { return vocab_size_; }
   VocabType vocab_type() const { return vocab_type_; }
+  // Whether the tokenizer prepends a space to the text it encodes (sentencepiece's dummy
+  // prefix). decoded_tokens() are always what a token appends mid-sequence ("▁Hi" -> " Hi"),
+  // so with this flag the first token of an encoded text carries a space that the tokenizer's
+  // own decode drops (tokenizer/vocab_decoder.h).
   bool add_prefix_space() const { return add_prefix_space_; }
   const std::vector<std::string>& decoded_tokens() const { return decoded_tokens_; }
   const std::vector<int32_t>& stop_token_ids() const { return stop_token_ids_; }

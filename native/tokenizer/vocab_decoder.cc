@@ -51,9 +51,9 @@ bool NextCodePoint(const std::string& text, size_t& pos, uint32_t& code_point) {
   return true;
 }
 
-// Appends the bytes a byte-level token stands for to `out`; false (out unspecified) when some
-// code point is outside the alphabet.
-bool DecodeByteLevelToken(const std::string& token, std::string& out) {
+// Appends the bytes a byte-level token stands for to `out` (when not null); false (out
+// unspecified) when some code point is outside the alphabet.
+bool DecodeByteLevelToken(const std::string& token, std::string* out) {
   const auto& inverse = ByteLevelInverse();
   size_t pos = 0;
   while (pos < token.size()) {
@@ -62,15 +62,9 @@ bool DecodeByteLevelToken(const std::string& token, std::string& out) {
         inverse[code_point] < 0) {
       return false;
     }
-    out.push_back(static_cast<char>(inverse[code_point]));
+    if (out != nullptr) out->push_back(static_cast<char>(inverse[code_point]));
   }
   return true;
-}
-
-bool IsInByteLevelAlphabet(const std::string& token) {
-  std::string scratch;
-  scratch.reserve(token.size());
-  return DecodeByteLevelToken(token, scratch);
 }
 
 int HexDigitValue(char c) {
@@ -121,7 +115,7 @@ VocabType DetectVocabType(const std::vector<std::string>& encoded_tokens) {
     if (token.find("\xC4\xA0") != std::string::npos || token.find("\xC4\x8A") != std::string::npos) {
       ++byte_level_marker_tokens;  // "Ġ" or "Ċ"
     }
-    if (!IsInByteLevelAlphabet(token)) ++outside_byte_level_alphabet;
+    if (!DecodeByteLevelToken(token, nullptr)) ++outside_byte_level_alphabet;
   }
   if (byte_tokens > 0 && space_marker_tokens > raw_space_tokens) return VocabType::kByteFallback;
   if (byte_level_marker_tokens > 0 && outside_byte_level_alphabet * 100 <= encoded_tokens.size()) {
@@ -149,7 +143,7 @@ std::vector<std::string> DecodeVocabulary(const std::vector<std::string>& encode
       case VocabType::kByteLevel: {
         std::string bytes;
         bytes.reserve(token.size());
-        if (!DecodeByteLevelToken(token, bytes)) bytes = token;
+        if (!DecodeByteLevelToken(token, &bytes)) bytes = token;
         decoded.push_back(std::move(bytes));
         break;
       }

@@ -1,5 +1,6 @@
 #include "frontends/json_schema/ebnf_builder.h"
 
+#include <cctype>
 #include <cstdio>
 
 #include "support/error.h"
@@ -191,6 +192,157 @@ Fragment RuleSet::Share(std::string_view hint, const Fragment& body) {
 bool RuleSet::IsDefined(const std::string& name) const {
   auto found = index_of_name_.find(name);
   return found != index_of_name_.end() && !rules_[found->second].body.empty();
+}
+
+namespace {
+
+// Parses the EBNF this builder emits into a tree just detailed enough to decide whether
+// an expression derives some finite string once the rules it refers to are known to.
+class ProductivityTree {
+ public:
+  // Node kinds: a terminal always derives something; an optional node does too (empty);
+  // a rule node derives something when its rule does; a sequence when all children do,
+  // an alternation when any does.
+  enum class Kind { kTerminal, kOptional, kRule, kSequence, kAlternation };
+  struct Node {
+    Kind kind;
+    std::vector<int> children;
+    std::string rule;
+  };
+
+  explicit ProductivityTree(const std::string& text) : text_(text) { root_ = ParseAlternation(); }
+
+  bool Derives(const std::unordered_set<std::string>& productive_rules) const {
+    return Derives(root_, productive_rules);
+  }
+
+ private:
+  bool Derives(int id, const std::unordered_set<std::string>& productive) const {
+    const Node& node = nodes_[id];
+    switch (node.kind) {
+      case Kind::kTerminal:
+      case Kind::kOptional: return true;
+      case Kind::kRule: return productive.count(node.rule) > 0;
+      case Kind::kSequence:
+        for (int child : node.children) {
+          if (!Derives(child, productive)) return false;
+        }
+        return true;
+      case Kind::kAlternation:
+        for (int child : node.children) {
+          if (Derives(child, productive)) return true;
+        }
+        return false;
+    }
+    return false;
+  }
+
+  int Add(Kind kind, std::vector<int> children = {}, std::string rule = "") {
+    nodes_.push_back({kind, std::move(children), std::move(rule)});
+    return static_cast<int>(nodes_.size()) - 1;
+  }
+  void SkipSpaces() {
+    while (pos_ < text_.size() && text_[pos_] == ' ') ++pos_;
+  }
+  int ParseAlternation() {
+    std::vector<int> choices = {ParseSequence()};
+    SkipSpaces();
+    while (pos_ < text_.size() && text_[pos_] == '|') {
+      ++pos_;
+      choices.push_back(ParseSequence());
+      SkipSpaces();
+    }
+    return choices.size() == 1 ? choices[0] : Add(Kind::kAlternation, choices);
+  }
+  int ParseSequence() {
+    std::vector<int> parts;
+    while (true) {
+      SkipSpaces();
+      if (pos_ >= text_.size() || text_[pos_] == '|' || text_[pos_] == ')') break;
+      parts.push_back(ParsePostfix());
+    }
+    return parts.size() == 1 ? parts[0] : Add(Kind::kSequence, parts);
+  }
+  int ParsePostfix() {
+    int atom = ParseAtom();
+    while (pos_ < text_.size()) {
+      char c = text_[pos_];
+      if (c == '?' || c == '*') {
+        ++pos_;
+        atom = Add(Kind::kOptional);
+      } else if (c == '+') {
+        ++pos_;
+      } else if (c == '{') {
+        size_t close = text_.find('}', pos_);
+        bool zero_minimum = text_[pos_ + 1] == '0' || text_[pos_ + 1] == ',';
+        pos_ = close + 1;
+        if (zero_minimum) atom = Add(Kind::kOptional);
+      } else {
+        break;
+      }
+    }
+    return atom;
+  }
+  void SkipQuoted(char close) {
+    for (++pos_; pos_ < text_.size() && text_[pos_] != close; ++pos_) {
+      if (text_[pos_] == '\\') ++pos_;
+    }
+    ++pos_;
+  }
+  int ParseAtom() {
+    char c = text_[pos_];
+    if (c == '"') {
+      SkipQuoted('"');
+      return Add(Kind::kTerminal);
+    }
+    if (c == '[') {
+      SkipQuoted(']');
+      return Add(Kind::kTerminal);
+    }
+    if (c == '(') {
+      ++pos_;
+      int inner = ParseAlternation();
+      ++pos_;  // ')'
+      return inner;
+    }
+    size_t start = pos_;
+    while (pos_ < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[pos_])) ||
+                                   text_[pos_] == '_' || text_[pos_] == '.' || text_[pos_] == '-')) {
+      ++pos_;
+    }
+    if (pos_ == start) ++pos_;  // not produced by this builder; treat as a terminal
+    return Add(pos_ > start ? Kind::kRule : Kind::kTerminal, {}, text_.substr(start, pos_ - start));
+  }
+
+  const std::string& text_;
+  size_t pos_ = 0;
+  std::vector<Node> nodes_;
+  int root_ = 0;
+};
+
+}  // namespace
+
+std::vector<std::string> RuleSet::UnproductiveRules() const {
+  std::vector<std::pair<const Rule*, ProductivityTree>> trees;
+  for (const Rule& rule : rules_) {
+    if (!rule.discarded && !rule.body.empty()) trees.emplace_back(&rule, ProductivityTree(rule.body));
+  }
+  std::unordered_set<std::string> productive;
+  // Invariant: `productive` only grows; stop when a round adds nothing.
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const auto& [rule, tree] : trees) {
+      if (productive.count(rule->name) == 0 && tree.Derives(productive)) {
+        productive.insert(rule->name);
+        changed = true;
+      }
+    }
+  }
+  std::vector<std::string> unproductive;
+  for (const auto& entry : trees) {
+    if (productive.count(entry.first->name) == 0) unproductive.push_back(entry.first->name);
+  }
+  return unproductive;
 }
 
 std::string RuleSet::Print() const {

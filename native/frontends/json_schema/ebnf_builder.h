@@ -81,6 +81,9 @@ class RuleSet {
   void Discard(const std::string& name);
 
   bool IsDefined(const std::string& name) const;
+  // Rules that derive no finite string (e.g. `a ::= "x" a`): a matcher could extend them
+  // forever without ever completing.
+  std::vector<std::string> UnproductiveRules() const;
   std::string Print() const;
 
  private:

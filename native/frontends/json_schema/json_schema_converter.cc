@@ -206,16 +206,46 @@ const char* const kCommonRules[] = {"root",        "json_value", "json_string", 
 
 SchemaConverter::SchemaConverter(const JsonValue& document, const JsonSchemaOptions& options)
     : document_(document), options_(options), layout_(options), rules_(kMaxGrammarBytes) {
-  for (const char* name : kCommonRules) rules_.Claim(name);
+  StartOutput();
 }
 
+void SchemaConverter::StartOutput() {
+  rules_ = RuleSet(kMaxGrammarBytes);
+  for (const char* name : kCommonRules) rules_.Claim(name);
+  warnings_.clear();
+  warned_.clear();
+  ignored_keywords_.clear();
+  reference_rules_.clear();
+  references_in_progress_.clear();
+  any_value_rules_.clear();
+  active_depth_ = 0;
+}
+
+// Converts, then checks that every rule derives some finite string. A $ref target whose
+// rule does not (its recursion never bottoms out) accepts no value; the conversion is
+// redone with such targets known to be empty, until all rules are productive.
 JsonSchemaConversion SchemaConverter::Convert() {
   IndexIdentifiers(document_, "", 0);
-  rules_.ReserveNamed("root");
-  Fragment root = Schema(document_, "", 0);
-  if (root.never()) throw SchemaError("the schema at / accepts no JSON value");
-  rules_.Define("root", root);
-  return {rules_.Print(), warnings_};
+  std::map<std::pair<const JsonValue*, int>, std::string> empty_targets;
+  while (true) {
+    StartOutput();
+    reference_rules_ = empty_targets;
+    rules_.ReserveNamed("root");
+    Fragment root = Schema(document_, "", 0);
+    if (root.never()) throw SchemaError("the schema at / accepts no JSON value");
+    rules_.Define("root", root);
+    std::vector<std::string> unproductive = rules_.UnproductiveRules();
+    if (unproductive.empty()) return {rules_.Print(), warnings_};
+    size_t known = empty_targets.size();
+    for (const auto& [target, name] : reference_rules_) {
+      if (std::find(unproductive.begin(), unproductive.end(), name) != unproductive.end()) {
+        empty_targets.emplace(target, "");
+      }
+    }
+    if (empty_targets.size() == known) {
+      throw SchemaError("the schema at / accepts no JSON value (its recursion never ends)");
+    }
+  }
 }
 
 std::string SchemaConverter::ConvertBuiltinJson() {
@@ -527,16 +557,13 @@ Fragment SchemaConverter::Reference(const Node& node, int depth) {
   references_in_progress_.insert(name);
   Fragment body = Schema(*target, target_pointer, depth);
   bool recursive = references_in_progress_.erase(name) == 0;
-  if (body.never() || body.text() == name) {
-    if (recursive) {
-      Invalid("the schema at " + ShowPointer(target_pointer) +
-              " accepts no finite JSON value (its recursion never ends)");
-    }
+  if (body.never() && !recursive) {
     rules_.Discard(name);
     reference_rules_[key] = "";
     return Fragment::Never();
   }
-  rules_.Define(name, body);
+  // An empty recursive target is written as `name ::= name`; Convert finds it unproductive.
+  rules_.Define(name, body.never() ? Fragment::Atom(name) : body);
   return Fragment::Atom(name);
 }
 
@@ -833,7 +860,8 @@ Fragment SchemaConverter::StringValue(const Node& node) {
       RegexOptions regex_options;
       regex_options.search = true;
       regex_options.json_string_body = true;
-      body = Fragment::Atom("(" + RegexToEbnf(pattern->string_value(), regex_options) + ")");
+      std::string expression = RegexToEbnf(pattern->string_value(), regex_options);
+      body = expression.empty() ? Fragment::Epsilon() : Fragment::Atom("(" + expression + ")");
     } catch (const RegexError& e) {
       Unsupported("unsupported pattern" + where + ": " + e.what());
       ignored_keywords_.insert({node.pointer, "pattern"});

@@ -74,6 +74,7 @@ class SchemaConverter {
   Fragment AnyValue(int depth);
 
  private:
+  void StartOutput();
   Fragment SchemaObject(const Node& node, int depth);
   Fragment Reference(const Node& node, int depth);
   const JsonValue* ResolveReference(const std::string& ref, const Node& node,
