@@ -91,6 +91,9 @@ class GrammarCompiler:
         mask_cache: use the adaptive token-mask cache (False: every mask is computed by the
             reference vocabulary walk; for ablation and debugging).
         cross_grammar_cache: share token classifications across grammars through the pool.
+        precompute_nodes: partial JIT: after compiling, classify this many of the most
+            expensive parser states on a background thread (0: build every state lazily,
+            when a matcher first needs it; -1: build all of them during compilation).
     """
 
     def __init__(
@@ -103,6 +106,7 @@ class GrammarCompiler:
         mask_cache_limit_bytes: int = 512 << 20,
         mask_cache: bool = True,
         cross_grammar_cache: bool = True,
+        precompute_nodes: int = 8,
     ) -> None:
         if not isinstance(tokenizer_info, TokenizerInfo):
             raise TypeError(f"tokenizer_info must be a TokenizerInfo, got {type(tokenizer_info).__name__}")
@@ -119,6 +123,7 @@ class GrammarCompiler:
         self._mask_pool = _native.MaskCachePool(mask_cache_limit_bytes)
         self._mask_cache = mask_cache
         self._cross_grammar_cache = cross_grammar_cache
+        self._precompute_nodes = precompute_nodes
 
     @property
     def tokenizer_info(self) -> TokenizerInfo:
@@ -270,7 +275,7 @@ class GrammarCompiler:
     def _compile_ebnf_now(self, ebnf: str, root_rule_name: str, kind: str) -> CompiledGrammar:
         handle = _native.compile_ebnf(
             self._tokenizer_info._handle, ebnf, root_rule_name, self._mask_pool,
-            self._mask_cache, self._cross_grammar_cache,
+            self._mask_cache, self._cross_grammar_cache, self._precompute_nodes,
         )
         return CompiledGrammar(handle, self._tokenizer_info, kind)
 
