@@ -631,3 +631,9 @@ def test_corpus_sample(path):
         elif loose(text):
             failures.append(f"invalid instance accepted: {text[:300]}")
     assert not failures, "\n".join(failures)
+
+
+def test_strict_mode_object_without_declared_properties_accepts_any_members():
+    check({"type": "object"}, [{}, {"a": 1, "b": [None]}], [[]], strict_mode=True)
+    check({"type": "object", "required": ["a"]}, [{"a": 1, "z": 2}], [{"z": 2}], strict_mode=True)
+    check({"type": "object", "properties": {}}, [{}], [{"a": 1}], strict_mode=True)

@@ -18,8 +18,10 @@ struct JsonSchemaOptions {
   std::optional<int> indent;
   // Fixed formatting: (item separator, key separator), e.g. (", ", ": ").
   std::optional<std::pair<std::string, std::string>> separators;
-  // true: objects accept only declared properties unless additionalProperties says otherwise
-  // (OpenAI strict mode); names listed in `required` but not declared accept any value.
+  // true: objects that declare properties (properties / patternProperties) accept only those
+  // unless additionalProperties says otherwise (OpenAI strict mode); names listed in
+  // `required` but not declared accept any value; an object schema that declares no
+  // properties at all accepts any members.
   bool strict_mode = true;
   // Cap on whitespace characters in one gap when any_whitespace (nullopt = unbounded).
   std::optional<int> max_whitespace;
