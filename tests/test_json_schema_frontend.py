@@ -108,6 +108,11 @@ CASES = {
     "ref_with_siblings": ({"$defs": {"n": {"type": "integer"}}, "$ref": "#/$defs/n", "maximum": 2}, [2, -1], [3, "1"]),
     "anyof_in_allof": ({"allOf": [{"anyOf": [{"type": "integer"}, {"type": "string"}]}, {"anyOf": [{"type": "string"}, {"type": "null"}]}]},
                        ["x"], [1, None]),
+    "oneof_disjoint_types": ({"oneOf": [{"type": "string"}, {"type": "integer"}]}, ["a", 1], [1.5, None]),
+    "oneof_disjoint_tags": ({"oneOf": [
+        {"type": "object", "properties": {"kind": {"const": "a"}, "x": {"type": "integer"}}, "required": ["kind"]},
+        {"type": "object", "properties": {"kind": {"enum": ["b", "c"]}}, "required": ["kind"]}]},
+        [{"kind": "a", "x": 1}, {"kind": "b"}], [{"kind": "d"}, {"kind": "a", "x": "1"}]),
     "allof_single": ({"allOf": [{"type": "integer", "maximum": 3}], "description": "d"}, [3, -4], [4, "3"]),
     "properties_order": ({"type": "object",
                           "properties": {"a": {"type": "integer"}, "b": {"type": "string"}, "c": {"type": "boolean"}},
@@ -366,7 +371,7 @@ def test_integer_range_random_big_bounds():
 # Policy: unsupported keywords, lenient warnings, invalid schemas
 
 @pytest.mark.parametrize("schema,keyword,pointer", [
-    ({"oneOf": [{"type": "string"}]}, "oneOf", "/"),
+    ({"oneOf": [{"type": "string"}, {"maxLength": 2}]}, "oneOf", "/"),
     ({"type": "object", "properties": {"a": {"not": {"type": "string"}}}}, "not", "/properties/a"),
     ({"allOf": [{"type": "string", "format": "date"}, {"format": "email"}]}, "format", "/"),
     ({"if": {"type": "string"}, "then": {"maxLength": 1}}, "if", "/"),

@@ -27,39 +27,17 @@ enum class Role {
 };
 
 const std::unordered_map<std::string, Role>& KeywordRoles() {
-  static const auto* roles = new std::unordered_map<std::string, Role>{
-      {"title", Role::kAnnotation}, {"description", Role::kAnnotation},
-      {"default", Role::kAnnotation}, {"examples", Role::kAnnotation},
-      {"example", Role::kAnnotation}, {"$comment", Role::kAnnotation},
-      {"$schema", Role::kAnnotation}, {"$id", Role::kAnnotation}, {"id", Role::kAnnotation},
-      {"$anchor", Role::kAnnotation}, {"$dynamicAnchor", Role::kAnnotation},
-      {"$vocabulary", Role::kAnnotation}, {"deprecated", Role::kAnnotation},
-      {"readOnly", Role::kAnnotation}, {"writeOnly", Role::kAnnotation},
-      {"contentMediaType", Role::kAnnotation}, {"contentEncoding", Role::kAnnotation},
-      {"contentSchema", Role::kAnnotation}, {"$defs", Role::kAnnotation},
-      {"definitions", Role::kAnnotation},
-      {"type", Role::kHandled}, {"nullable", Role::kHandled}, {"enum", Role::kHandled},
-      {"const", Role::kHandled}, {"$ref", Role::kHandled}, {"anyOf", Role::kHandled},
-      {"allOf", Role::kHandled}, {"properties", Role::kHandled}, {"required", Role::kHandled},
-      {"additionalProperties", Role::kHandled}, {"items", Role::kHandled},
-      {"prefixItems", Role::kHandled}, {"additionalItems", Role::kHandled},
-      {"minItems", Role::kHandled}, {"maxItems", Role::kHandled}, {"pattern", Role::kHandled},
-      {"minLength", Role::kHandled}, {"maxLength", Role::kHandled}, {"format", Role::kHandled},
-      {"minimum", Role::kHandled}, {"maximum", Role::kHandled},
-      {"exclusiveMinimum", Role::kHandled}, {"exclusiveMaximum", Role::kHandled},
-      {"uniqueItems", Role::kHandled}, {"minProperties", Role::kHandled},
-      {"if", Role::kHandled}, {"then", Role::kHandled}, {"else", Role::kHandled},
-      {"minContains", Role::kHandled}, {"maxContains", Role::kHandled},
-      {"oneOf", Role::kUnsupported}, {"not", Role::kUnsupported},
-      {"patternProperties", Role::kUnsupported}, {"propertyNames", Role::kUnsupported},
-      {"contains", Role::kUnsupported}, {"multipleOf", Role::kUnsupported},
-      {"maxProperties", Role::kUnsupported}, {"dependentRequired", Role::kUnsupported},
-      {"dependentSchemas", Role::kUnsupported}, {"dependencies", Role::kUnsupported},
-      {"unevaluatedProperties", Role::kUnsupported}, {"unevaluatedItems", Role::kUnsupported},
-      {"$recursiveRef", Role::kUnsupported}, {"$dynamicRef", Role::kUnsupported},
-      {"extends", Role::kUnsupported}, {"disallow", Role::kUnsupported},
-      {"divisibleBy", Role::kUnsupported},
-  };
+  static const auto* roles = [] {
+    auto* map = new std::unordered_map<std::string, Role>();
+    for (const KeywordSupport& entry : JsonSchemaKeywordTable()) {
+      std::string level = entry.level;
+      Role role = level == "annotation"  ? Role::kAnnotation
+                  : level == "error"     ? Role::kUnsupported
+                                         : Role::kHandled;
+      map->emplace(entry.keyword, role);
+    }
+    return map;
+  }();
   return *roles;
 }
 
@@ -442,6 +420,7 @@ Fragment SchemaConverter::SchemaObject(const Node& node, int depth) {
     return Schema(schema.Find("allOf")->array_items()[0], ChildPointer(node.pointer, "allOf") + "/0", depth);
   }
   if (schema.Find("anyOf") != nullptr && !IsIgnored(node, "anyOf")) return AnyOf(node, depth);
+  if (schema.Find("oneOf") != nullptr && !IsIgnored(node, "oneOf")) return OneOf(node, depth);
   if (schema.Find("enum") != nullptr || schema.Find("const") != nullptr) {
     return EnumOrConst(node, depth);
   }

@@ -37,6 +37,17 @@ struct JsonSchemaConversion {
 // Throws SchemaError / UnsupportedSchemaError naming the keyword and its JSON pointer.
 JsonSchemaConversion JsonSchemaToEbnf(std::string_view schema_json, const JsonSchemaOptions& options);
 
+// What the converter does with one keyword; the single source of the support matrix in
+// docs/json_schema_support.md (scripts/gen_schema_support.py). `level` is "supported",
+// "limited" (supported; the forms named in `note` are the policy error), "error" (always
+// the policy error) or "annotation" (no validation meaning; ignored, which is exact).
+struct KeywordSupport {
+  const char* keyword;
+  const char* level;
+  const char* note;
+};
+const std::vector<KeywordSupport>& JsonSchemaKeywordTable();
+
 // EBNF for any JSON value (the built-in JSON grammar).
 std::string BuiltinJsonEbnf(const JsonSchemaOptions& options);
 

@@ -108,6 +108,9 @@ class SchemaConverter {
   JsonValue MergeObjects(const JsonValue& a, const JsonValue& b, const std::string& pointer);
   void MergeObjectKeywords(const JsonValue& a, const JsonValue& b, const std::string& pointer,
                            std::vector<JsonValue::Member>* out);
+  const JsonValue& Dereferenced(const JsonValue& schema, const std::string& pointer);
+  bool Disjoint(const JsonValue& a, const JsonValue& b, const std::string& pointer, int budget);
+  Fragment OneOf(const Node& node, int depth);
   void MergeArrayKeywords(const JsonValue& a, const JsonValue& b, std::vector<JsonValue::Member>* out);
 
   // --- json_schema_objects.cc: objects, arrays, property keys ---

@@ -6,6 +6,7 @@
 // {"anyOf": [{"allOf": [rest, branch_1]}, ...]}. Where an intersection has no exact flat
 // form (two different patterns, two different formats, ...) the policy error names it.
 #include <algorithm>
+#include <set>
 
 #include "frontends/json_schema/decimal.h"
 #include "frontends/json_schema/schema_converter_internal.h"
@@ -446,6 +447,162 @@ Fragment SchemaConverter::MergedSchema(const Node& node, int depth) {
   Fragment fragment = SchemaObject(Node{merged, node.pointer}, depth);
   merge_targets_.resize(merge_targets_.size() - pushed);
   return fragment;
+}
+
+// ---------------------------------------------------------------------------------------
+// oneOf: exactly one branch matches. When no value can match two branches (decided below,
+// never guessed) that is the same language as anyOf.
+
+const JsonValue& SchemaConverter::Dereferenced(const JsonValue& schema, const std::string& pointer) {
+  const JsonValue* at = &schema;
+  for (int hops = 0; hops < 32 && at->is_object() && at->object_members().size() == 1; ++hops) {
+    const JsonValue* ref = at->Find("$ref");
+    if (ref == nullptr || !ref->is_string()) break;
+    std::string target_pointer;
+    at = ResolveReference(ref->string_value(), Node{*at, pointer}, &target_pointer);
+  }
+  return *at;
+}
+
+namespace {
+
+// The JSON types a schema's values can have, from `type`, `const` and `enum` (all types when
+// none says). "number" here means non-integral numbers; integers are "integer".
+std::set<std::string> PossibleTypes(const JsonValue& schema) {
+  std::set<std::string> all = {"null", "boolean", "object", "array", "number", "integer", "string"};
+  if (schema.is_bool()) return schema.bool_value() ? all : std::set<std::string>{};
+  std::set<std::string> types = all;
+  auto keep = [&](const std::set<std::string>& allowed) {
+    std::set<std::string> both;
+    for (const std::string& t : types) {
+      if (allowed.count(t)) both.insert(t);
+    }
+    types = both;
+  };
+  if (const JsonValue* type = schema.Find("type")) {
+    std::set<std::string> named;
+    std::vector<JsonValue> names = type->is_array() ? type->array_items() : std::vector<JsonValue>{*type};
+    for (const JsonValue& name : names) {
+      if (!name.is_string()) return all;
+      named.insert(name.string_value());
+      if (name.string_value() == "number") named.insert("integer");
+    }
+    const JsonValue* nullable = schema.Find("nullable");
+    if (nullable != nullptr && nullable->is_bool() && nullable->bool_value()) named.insert("null");
+    keep(named);
+  }
+  auto value_type = [](const JsonValue& v) -> std::string {
+    switch (v.kind()) {
+      case JsonKind::kNull: return "null";
+      case JsonKind::kBool: return "boolean";
+      case JsonKind::kNumber: return v.is_integral_number() ? "integer" : "number";
+      case JsonKind::kString: return "string";
+      case JsonKind::kArray: return "array";
+      case JsonKind::kObject: return "object";
+    }
+    return "null";
+  };
+  if (const JsonValue* constant = schema.Find("const")) keep({value_type(*constant)});
+  if (const JsonValue* values = schema.Find("enum"); values != nullptr && values->is_array()) {
+    std::set<std::string> listed;
+    for (const JsonValue& v : values->array_items()) listed.insert(value_type(v));
+    keep(listed);
+  }
+  return types;
+}
+
+// The values a schema allows when it lists them (const / enum), else nullopt.
+std::optional<std::vector<JsonValue>> ListedValues(const JsonValue& schema) {
+  if (!schema.is_object()) return std::nullopt;
+  if (const JsonValue* constant = schema.Find("const")) return std::vector<JsonValue>{*constant};
+  const JsonValue* values = schema.Find("enum");
+  if (values != nullptr && values->is_array()) return values->array_items();
+  return std::nullopt;
+}
+
+bool Requires(const JsonValue& schema, const std::string& name) {
+  const JsonValue* required = schema.Find("required");
+  if (required == nullptr || !required->is_array()) return false;
+  for (const JsonValue& n : required->array_items()) {
+    if (n.is_string() && n.string_value() == name) return true;
+  }
+  return false;
+}
+
+// True when `schema` forbids a member named `name` outright.
+bool ForbidsName(const JsonValue& schema, const std::string& name) {
+  const JsonValue* additional = schema.Find("additionalProperties");
+  const JsonValue* properties = schema.Find("properties");
+  if (properties != nullptr && properties->is_object()) {
+    const JsonValue* declared = properties->Find(name);
+    if (declared != nullptr) return declared->is_bool() && !declared->bool_value();
+  }
+  return additional != nullptr && additional->is_bool() && !additional->bool_value() &&
+         schema.Find("patternProperties") == nullptr;
+}
+
+}  // namespace
+
+bool SchemaConverter::Disjoint(const JsonValue& a_in, const JsonValue& b_in, const std::string& pointer,
+                               int budget) {
+  if (budget <= 0) return false;
+  const JsonValue& a = Dereferenced(a_in, pointer);
+  const JsonValue& b = Dereferenced(b_in, pointer);
+  std::set<std::string> ta = PossibleTypes(a), tb = PossibleTypes(b);
+  std::set<std::string> common;
+  for (const std::string& t : ta) {
+    if (tb.count(t)) common.insert(t);
+  }
+  if (common.empty()) return true;
+  std::optional<std::vector<JsonValue>> va = ListedValues(a), vb = ListedValues(b);
+  if (va && vb) {
+    for (const JsonValue& x : *va) {
+      for (const JsonValue& y : *vb) {
+        if (JsonEquals(x, y)) return false;
+      }
+    }
+    return true;
+  }
+  // Past this point only objects can be told apart.
+  if (common != std::set<std::string>{"object"} || !a.is_object() || !b.is_object()) return false;
+  for (const JsonValue* side : {&a, &b}) {
+    const JsonValue& other = side == &a ? b : a;
+    const JsonValue* required = side->Find("required");
+    if (required == nullptr || !required->is_array()) continue;
+    for (const JsonValue& name : required->array_items()) {
+      if (!name.is_string()) continue;
+      if (ForbidsName(other, name.string_value())) return true;
+      if (!Requires(other, name.string_value())) continue;
+      const JsonValue* pa = a.Find("properties");
+      const JsonValue* pb = b.Find("properties");
+      const JsonValue* sa = pa != nullptr ? pa->Find(name.string_value()) : nullptr;
+      const JsonValue* sb = pb != nullptr ? pb->Find(name.string_value()) : nullptr;
+      if (sa != nullptr && sb != nullptr && Disjoint(*sa, *sb, pointer, budget - 1)) return true;
+    }
+  }
+  return false;
+}
+
+Fragment SchemaConverter::OneOf(const Node& node, int depth) {
+  const JsonValue& branches = *node.schema.Find("oneOf");
+  if (!branches.is_array() || branches.array_items().empty()) {
+    Invalid("keyword 'oneOf' at " + ShowPointer(node.pointer) + " must be a non-empty array");
+  }
+  const std::vector<JsonValue>& items = branches.array_items();
+  for (size_t i = 0; i < items.size(); ++i) {
+    for (size_t j = i + 1; j < items.size(); ++j) {
+      if (Disjoint(items[i], items[j], node.pointer, 8)) continue;
+      Unsupported("keyword 'oneOf' at " + ShowPointer(node.pointer) + ": branches " + std::to_string(i) +
+                  " and " + std::to_string(j) + " are not provably disjoint");
+      i = j = items.size();  // reported once; lenient: the branches become anyOf
+    }
+  }
+  std::vector<Fragment> choices;
+  std::string base = ChildPointer(node.pointer, "oneOf");
+  for (size_t i = 0; i < items.size(); ++i) {
+    choices.push_back(Schema(items[i], base + "/" + std::to_string(i), depth));
+  }
+  return rules_.Share(RuleHint(node.pointer), Alt(choices));
 }
 
 }  // namespace schema_internal
