@@ -656,3 +656,13 @@ def test_strict_mode_object_without_declared_properties_accepts_any_members():
     check({"type": "object"}, [{}, {"a": 1, "b": [None]}], [[]], strict_mode=True)
     check({"type": "object", "required": ["a"]}, [{"a": 1, "z": 2}], [{"z": 2}], strict_mode=True)
     check({"type": "object", "properties": {}}, [{}], [{"a": 1}], strict_mode=True)
+
+
+def test_support_matrix_in_docs_matches_the_keyword_table():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gen", REPO_ROOT / "scripts" / "gen_schema_support.py")
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    doc = (REPO_ROOT / "docs" / "json_schema_support.md").read_text()
+    assert gen.replace_section(doc, "MATRIX", gen.matrix()) == doc, "run scripts/gen_schema_support.py"

@@ -36,7 +36,7 @@ const std::vector<KeywordSupport>& JsonSchemaKeywordTable() {
       {"minItems", "supported", ""}, {"maxItems", "supported", ""},
       {"pattern", "limited", "ECMAScript subset of the regex frontend; look-around and back-references are the policy error; with min/maxLength or format the policy error"},
       {"minLength", "supported", "code points"}, {"maxLength", "supported", "code points"},
-      {"format", "limited", "date, time, date-time, email, uri, ipv4, uuid are enforced; other formats are the policy error"},
+      {"format", "limited", "asserted (format-assertion vocabulary): date, time (leap seconds exact), date-time, email, uri, ipv4, ipv6, uuid; other formats are the policy error"},
       {"minimum", "limited", "exact for integers; for numbers only minimum 0"},
       {"maximum", "limited", "exact for integers; numbers: the policy error"},
       {"exclusiveMinimum", "limited", "as minimum; draft-04 boolean form"},
