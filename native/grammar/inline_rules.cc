@@ -120,15 +120,17 @@ void InlineSmallRules(GrammarAst* ast, const InlineOptions& options) {
   };
   for (RuleId r = 0; r < num_rules; ++r) size_of_rule(r);
 
-  // References inside a repetition of more than a few copies stay calls: inlining there would
-  // multiply the callee's states by the repetition count.
-  constexpr int64_t kMaxCopiesAtInlinedCall = 4;
+  // A reference inside a bounded repetition is copied once per repetition; it stays a call
+  // when inlining it there would add more than this many nodes. Below the bound, inlining pays:
+  // the copies of a long repetition look alike within one token's reach and share one cache
+  // entry (matcher/token_mask_cache.h).
+  constexpr int64_t kMaxInlinedCopiesSize = 120000;
   std::vector<uint8_t> keep_call(ast->nodes.size(), 0);
   std::function<void(ExprId, int64_t)> mark = [&](ExprId e, int64_t copies) {
     const ExprNode& node = ast->node(e);
-    if (copies > kMaxCopiesAtInlinedCall) {
-      if (keep_call[e]) return;
-      if (node.kind == ExprKind::kRuleRef) keep_call[e] = 1;
+    if (copies > 1 && node.kind == ExprKind::kRuleRef && inlinable[node.rule_id] &&
+        copies * rule_size[node.rule_id] > kMaxInlinedCopiesSize) {
+      keep_call[e] = 1;
     }
     int64_t inner = copies;
     if (node.kind == ExprKind::kRepeat) {
