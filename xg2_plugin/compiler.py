@@ -108,6 +108,9 @@ class GrammarCompiler:
         self._cache_bytes = 0
         self._in_flight: dict[tuple, Future] = {}
         self._lock = threading.Lock()
+        # Vocabularies derived for grammars that name tokens with Token(id), keyed by the ids
+        # (native/tokenizer/token_literals.h); filled by the native compile under the GIL.
+        self._token_literal_vocabs: dict = {}
 
     @property
     def tokenizer_info(self) -> TokenizerInfo:
@@ -245,7 +248,9 @@ class GrammarCompiler:
             self._cache_bytes = 0
 
     def _compile_ebnf_now(self, ebnf: str, root_rule_name: str, kind: str) -> CompiledGrammar:
-        handle = _native.compile_ebnf(self._tokenizer_info._handle, ebnf, root_rule_name)
+        handle = _native.compile_ebnf_with_token_literals(
+            self._tokenizer_info._handle, ebnf, root_rule_name, self._token_literal_vocabs
+        )
         return CompiledGrammar(handle, self._tokenizer_info, kind)
 
     def _submit(self, key: tuple, build: Callable[[], CompiledGrammar], run_inline: bool) -> "Future[CompiledGrammar]":
