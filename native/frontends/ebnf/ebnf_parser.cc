@@ -814,6 +814,11 @@ class Parser {
       case TokenKind::kRepeat:
         source_.Fail(token.offset, "repetition operator " + Describe(token) +
                                        " does not follow an expression");
+      case TokenKind::kNumber:
+      case TokenKind::kComma:
+        // Only meaningful inside a built-in's arguments; elsewhere a stray character.
+        source_.Fail(token.offset, std::string("unexpected character '") +
+                                       source_.At(token.offset) + "'");
       default:
         source_.Fail(token.offset, "expected " + expected + ", found " + Describe(token));
     }
