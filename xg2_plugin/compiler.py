@@ -155,6 +155,12 @@ class GrammarCompiler:
         """Compiles a regex; the whole output must match it."""
         return self.compile_regex_async(pattern, _run_inline=True).result()
 
+    def compile_structural_tag(self, structural_tag: Any) -> CompiledGrammar:
+        """Compiles a structural tag (xgrammar's format: JSON text, dict or
+        ``structural_tag.StructuralTag``; also the legacy ``{"structures", "triggers"}`` form).
+        See ``xg2_plugin.structural_tag`` for the formats and what is unsupported."""
+        return self.compile_structural_tag_async(structural_tag, _run_inline=True).result()
+
     def compile_choice(self, choices: Sequence[str]) -> CompiledGrammar:
         """Compiles a grammar whose output is exactly one of ``choices``."""
         return self.compile_choice_async(choices, _run_inline=True).result()
@@ -217,6 +223,19 @@ class GrammarCompiler:
         return self._submit(
             ("regex", pattern),
             lambda: self._compile_ebnf_now("root ::= " + _native._regex_to_ebnf(pattern), "root", "regex"),
+            _run_inline,
+        )
+
+    def compile_structural_tag_async(self, structural_tag: Any, *, _run_inline: bool = False) -> "Future[CompiledGrammar]":
+        """Like :meth:`compile_structural_tag`, returning a future. Validation errors
+        (``StructuralTagError``, ``UnsupportedSchemaError``) are raised here, not deferred."""
+        from .structural_tag import parse_structural_tag, structural_tag_to_ebnf
+
+        tag = parse_structural_tag(structural_tag)
+        ebnf = structural_tag_to_ebnf(tag, self._tokenizer_info)
+        return self._submit(
+            ("ebnf", ebnf, "root"),
+            lambda: self._compile_ebnf_now(ebnf, "root", "structural_tag"),
             _run_inline,
         )
 
