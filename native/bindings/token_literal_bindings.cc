@@ -7,6 +7,7 @@
 #include "bindings/registry.h"
 #include "frontends/ebnf/ebnf_parser.h"
 #include "matcher/compiled_grammar.h"
+#include "matcher/token_mask_cache.h"
 #include "grammar/token_literal.h"
 #include "tokenizer/token_literals.h"
 
@@ -15,41 +16,46 @@ namespace py = pybind11;
 namespace xg2 {
 namespace {
 
-std::shared_ptr<CompiledGrammar> CompileWithTokenLiterals(std::shared_ptr<TokenizerInfo> tokenizer,
-                                                          const std::string& ebnf,
-                                                          const std::string& root_rule_name,
-                                                          py::dict vocab_cache) {
-  auto compiled = std::make_shared<CompiledGrammar>();
+// Grammars without Token(...) compile exactly as compile_ebnf does. A grammar naming tokens
+// gets the derived vocabulary and no cross-grammar pool: the pool's classifications belong
+// to the base vocabulary.
+std::shared_ptr<CompiledGrammar> CompileWithTokenLiterals(
+    std::shared_ptr<TokenizerInfo> tokenizer, const std::string& ebnf,
+    const std::string& root_rule_name, py::dict vocab_cache, std::shared_ptr<MaskCachePool> pool,
+    bool mask_cache, bool cross_grammar_cache) {
+  MaskCacheOptions options;
+  options.enabled = mask_cache;
+  options.cross_grammar = cross_grammar_cache;
   std::vector<int32_t> ids;
-  {
+  if (ebnf.find("Token") != std::string::npos) {
     py::gil_scoped_release release;
-    GrammarAst ast = ParseEbnf(ebnf, root_rule_name);
-    compiled->fsm = std::make_shared<const GrammarFsm>(BuildGrammarFsm(ast));
-    compiled->ebnf = ebnf;
-    ids = TokenLiteralIds(ast);
+    ids = TokenLiteralIds(ParseEbnf(ebnf, root_rule_name));
   }
-  if (ids.empty()) {
-    compiled->tokenizer = tokenizer;
-    return compiled;
+  std::shared_ptr<const TokenizerInfo> vocab = tokenizer;
+  if (!ids.empty()) {
+    py::tuple key = py::cast(ids);
+    if (vocab_cache.contains(key)) {
+      vocab = vocab_cache[key].cast<std::shared_ptr<TokenizerInfo>>();
+    } else {
+      {
+        py::gil_scoped_release release;
+        vocab = WithTokenLiterals(*tokenizer, ids);
+      }
+      vocab_cache[key] = std::const_pointer_cast<TokenizerInfo>(vocab);
+    }
+    pool = nullptr;
+    options.cross_grammar = false;
   }
-  py::tuple key = py::cast(ids);
-  if (vocab_cache.contains(key)) {
-    compiled->tokenizer = vocab_cache[key].cast<std::shared_ptr<TokenizerInfo>>();
-    return compiled;
-  }
-  std::shared_ptr<const TokenizerInfo> derived;
-  {
-    py::gil_scoped_release release;
-    derived = WithTokenLiterals(*tokenizer, ids);
-  }
-  vocab_cache[key] = std::const_pointer_cast<TokenizerInfo>(derived);
-  compiled->tokenizer = derived;
-  return compiled;
+  py::gil_scoped_release release;
+  return std::const_pointer_cast<CompiledGrammar>(
+      CompileEbnf(ebnf, root_rule_name, vocab, std::move(pool), options));
 }
 
 void BindTokenLiterals(py::module_& m) {
   m.def("compile_ebnf_with_token_literals", &CompileWithTokenLiterals, py::arg("tokenizer_info"),
         py::arg("ebnf"), py::arg("root_rule_name"), py::arg("vocab_cache"),
+        py::arg("pool") = nullptr, py::arg("mask_cache") = true,
+        py::arg("cross_grammar_cache") = true,
         "Like compile_ebnf; a grammar that names tokens with Token(id) is matched against a "
         "derived vocabulary (cached in vocab_cache) in which those tokens are its terminals.");
   m.def("_token_literal_bytes",
