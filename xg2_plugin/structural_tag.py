@@ -21,6 +21,7 @@ the token-level forms that constrain ordinary tokens or count tokens (``exclude_
 from __future__ import annotations
 
 import json
+import weakref
 from typing import Annotated, Any, Dict, List, Literal, Optional, Tuple, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -341,6 +342,7 @@ class _SpecialTokens:
     def __init__(self, tokenizer_info: Any) -> None:
         self.by_text: Dict[str, int] = {}
         self.by_id: Dict[int, str] = {}
+        self._lengths = {}
         if tokenizer_info is None:
             return
         vocab = tokenizer_info.decoded_vocab
@@ -352,16 +354,31 @@ class _SpecialTokens:
                 self.by_text[text] = tid
         self.by_text = {t: i for t, i in self.by_text.items() if counts[t] == 1}
         self.by_id = {i: t for t, i in self.by_text.items()}
-        self._vocab = vocab
-        # Longest first, so a special token that contains another wins.
-        self._ordered = sorted(self.by_text, key=len, reverse=True)
+        # Lengths to try, longest first (a special token containing another wins), per first
+        # character: a few dict probes per position instead of one per special token.
+        self._lengths: Dict[str, List[int]] = {}
+        for text in self.by_text:
+            self._lengths.setdefault(text[0], []).append(len(text))
+        self._lengths = {c: sorted(set(ls), reverse=True) for c, ls in self._lengths.items()}
+
+    _cache: "weakref.WeakKeyDictionary[Any, _SpecialTokens]" = weakref.WeakKeyDictionary()
+
+    @classmethod
+    def of(cls, tokenizer_info: Any) -> "_SpecialTokens":
+        """Built once per tokenizer (reading the vocabulary is the expensive part)."""
+        if tokenizer_info is None:
+            return cls(None)
+        found = cls._cache.get(tokenizer_info)
+        if found is None:
+            found = cls._cache[tokenizer_info] = cls(tokenizer_info)
+        return found
 
     def split(self, text: str) -> List[Union[str, int]]:
         """`text` as pieces: plain strings and special-token ids, in order."""
         pieces: List[Union[str, int]] = []
         start = i = 0
         while i < len(text):
-            hit = next((t for t in self._ordered if text.startswith(t, i)), None) if self.by_text else None
+            hit = next((text[i:i + n] for n in self._lengths.get(text[i], ()) if text[i:i + n] in self.by_text), None)
             if hit is None:
                 i += 1
                 continue
@@ -397,7 +414,7 @@ class _SpecialTokens:
 class _Lowering:
     def __init__(self, tokenizer_info: Any) -> None:
         self._info = tokenizer_info
-        self._specials = _SpecialTokens(tokenizer_info)
+        self._specials = _SpecialTokens.of(tokenizer_info)
         self._rules: List[str] = []
         self._counter = 0
 
