@@ -37,8 +37,14 @@ if [ "$(cat "$STAMP" 2>/dev/null)" != "$SPEC" ]; then
   pip_quiet install "pytest>=8" "jsonschema>=4.20" "openai>=1.0"
   echo "$SPEC" >"$STAMP"
 fi
-# The package itself, rebuilt each time so the venv runs the working tree's engine and adapter.
-pip_quiet install --no-deps .
+# The package itself, reinstalled whenever a source file is newer than the last install, so
+# the venv runs the working tree's engine and adapter.
+INSTALLED="$VENV/.xg2-installed"
+if [ ! -f "$INSTALLED" ] || [ -n "$(find native xg2_plugin adapters CMakeLists.txt pyproject.toml -newer "$INSTALLED" -print -quit)" ]; then
+  touch "$INSTALLED.new"
+  pip_quiet install --no-deps --force-reinstall .
+  mv "$INSTALLED.new" "$INSTALLED"
+fi
 # Checked from outside the source tree so that the installed package is the one imported.
 (cd / && "$PY" - <<'PYCHECK'
 import importlib.metadata as md

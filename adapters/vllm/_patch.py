@@ -106,7 +106,7 @@ def _patch_frontend(name: str) -> None:
     from vllm.exceptions import VLLMValidationError
     from vllm.sampling_params import SamplingParams, check_json_nesting
 
-    from .backend import check_request
+    from . import backend
 
     vllm_validate = SamplingParams._validate_structured_outputs
 
@@ -128,7 +128,7 @@ def _patch_frontend(name: str) -> None:
         check_json_nesting(params.json)
         check_json_nesting(params.structural_tag, structural_tag=True)
         try:
-            check_request(params, any_whitespace=not structured_outputs_config.disable_any_whitespace)
+            backend.check_request(params, any_whitespace=not structured_outputs_config.disable_any_whitespace)
         except (ValueError, TypeError) as error:
             raise VLLMValidationError(f"invalid structured output request for the {name} backend: {error}") from error
         params._backend = name
