@@ -450,7 +450,14 @@ GrammarFsm BuildGrammarFsm(const GrammarAst& ast, const FsmBuildLimits& limits) 
       fsm.node_rule.push_back(owner);
       fsm.node_accepting.push_back(node.accepting);
       for (const ByteEdge& e : node.byte_edges) fsm.byte_edges.push_back({e.lo, e.hi, base + e.target});
-      for (const RuleEdge& e : node.rule_edges) fsm.rule_edges.push_back({e.rule, base + e.target});
+      for (const RuleEdge& e : node.rule_edges) {
+        // Every pass must keep rule ids valid; the parser indexes rule tables with them.
+        if (e.rule < 0 || e.rule >= static_cast<RuleId>(fsm.rule_start.size())) {
+          throw GrammarSyntaxError("internal error: a rule edge names rule " + std::to_string(e.rule) +
+                                   " of " + std::to_string(fsm.rule_start.size()));
+        }
+        fsm.rule_edges.push_back({e.rule, base + e.target});
+      }
       fsm.byte_edge_begin.push_back(static_cast<int32_t>(fsm.byte_edges.size()));
       fsm.rule_edge_begin.push_back(static_cast<int32_t>(fsm.rule_edges.size()));
     }

@@ -25,6 +25,9 @@ std::vector<std::vector<RuleId>> RuleReferences(const GrammarAst& ast) {
       seen[e] = 1;
       const ExprNode& node = ast.node(e);
       if (node.kind == ExprKind::kRuleRef) refs[r].push_back(node.rule_id);
+      if (node.kind == ExprKind::kTagDispatch) {
+        for (const auto& tag : ast.tag_dispatches[node.tag_dispatch].tags) refs[r].push_back(tag.rule);
+      }
       for (ExprId child : node.children) stack.push_back(child);
     }
   }
@@ -99,7 +102,9 @@ void InlineSmallRules(GrammarAst* ast, const InlineOptions& options) {
     if (recursive[r]) return 1;
     int64_t size = expr_size(ast->rules[r].body);
     rule_size[r] = size;
+    // A TagDispatch must stay a whole rule body (grammar/tag_dispatch.h).
     inlinable[r] = r != ast->root_rule && ast->rules[r].lookahead < 0 &&
+                   ast->node(ast->rules[r].body).kind != ExprKind::kTagDispatch &&
                    size <= options.max_inlined_size;
     return size;
   };
@@ -175,6 +180,10 @@ void InlineSmallRules(GrammarAst* ast, const InlineOptions& options) {
   }
   for (ExprNode& node : ast->nodes) {
     if (node.kind == ExprKind::kRuleRef && new_id[node.rule_id] >= 0) node.rule_id = new_id[node.rule_id];
+  }
+  // TagDispatch names the rules its tags hand over to; they are referenced, so never dropped.
+  for (TagDispatchDef& dispatch : ast->tag_dispatches) {
+    for (auto& tag : dispatch.tags) tag.rule = new_id[tag.rule];
   }
   ast->root_rule = new_id[ast->root_rule];
   ast->rules = std::move(kept);

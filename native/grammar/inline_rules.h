@@ -17,7 +17,7 @@ namespace xg2 {
 
 struct InlineOptions {
   // A rule is inlined when it is not recursive, is not the root, has no lookahead assertion,
-  // and its body, with its own inlinable callees expanded, has at most this many nodes.
+  // is not a TagDispatch, and its body, with its own inlinable callees expanded, has at most this many nodes.
   int32_t max_inlined_size = 96;
 };
 
