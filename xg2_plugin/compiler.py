@@ -86,6 +86,11 @@ class GrammarCompiler:
         max_threads: threads used for asynchronous compilation.
         cache_enabled: keep compiled grammars for reuse by identical requests.
         cache_limit_bytes: LRU bound on cached grammars; -1 means unbounded.
+        mask_cache_limit_bytes: LRU bound on the token-classification pool shared by every
+            grammar of this compiler (the cross-grammar mask cache); -1 means unbounded.
+        mask_cache: use the adaptive token-mask cache (False: every mask is computed by the
+            reference vocabulary walk; for ablation and debugging).
+        cross_grammar_cache: share token classifications across grammars through the pool.
     """
 
     def __init__(
@@ -95,6 +100,9 @@ class GrammarCompiler:
         max_threads: int = 8,
         cache_enabled: bool = True,
         cache_limit_bytes: int = -1,
+        mask_cache_limit_bytes: int = 512 << 20,
+        mask_cache: bool = True,
+        cross_grammar_cache: bool = True,
     ) -> None:
         if not isinstance(tokenizer_info, TokenizerInfo):
             raise TypeError(f"tokenizer_info must be a TokenizerInfo, got {type(tokenizer_info).__name__}")
@@ -108,6 +116,9 @@ class GrammarCompiler:
         self._cache_bytes = 0
         self._in_flight: dict[tuple, Future] = {}
         self._lock = threading.Lock()
+        self._mask_pool = _native.MaskCachePool(mask_cache_limit_bytes)
+        self._mask_cache = mask_cache
+        self._cross_grammar_cache = cross_grammar_cache
 
     @property
     def tokenizer_info(self) -> TokenizerInfo:
@@ -238,14 +249,29 @@ class GrammarCompiler:
         with self._lock:
             return self._cache_bytes
 
+    @property
+    def mask_cache_size_bytes(self) -> int:
+        """Bytes held by the cross-grammar token-classification pool."""
+        return int(self._mask_pool.bytes)
+
+    @property
+    def mask_cache_stats(self) -> dict[str, int]:
+        """Entries, bytes, hits and misses of the cross-grammar pool."""
+        pool = self._mask_pool
+        return {"entries": len(pool), "bytes": int(pool.bytes), "hits": int(pool.hits), "misses": int(pool.misses)}
+
     def clear_cache(self) -> None:
-        """Drops every cached grammar."""
+        """Drops every cached grammar and the shared token classifications."""
         with self._lock:
             self._cache.clear()
             self._cache_bytes = 0
+        self._mask_pool.clear()
 
     def _compile_ebnf_now(self, ebnf: str, root_rule_name: str, kind: str) -> CompiledGrammar:
-        handle = _native.compile_ebnf(self._tokenizer_info._handle, ebnf, root_rule_name)
+        handle = _native.compile_ebnf(
+            self._tokenizer_info._handle, ebnf, root_rule_name, self._mask_pool,
+            self._mask_cache, self._cross_grammar_cache,
+        )
         return CompiledGrammar(handle, self._tokenizer_info, kind)
 
     def _submit(self, key: tuple, build: Callable[[], CompiledGrammar], run_inline: bool) -> "Future[CompiledGrammar]":

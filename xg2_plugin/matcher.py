@@ -66,6 +66,13 @@ class GrammarMatcher:
 
         Returns False iff every token is allowed (the mask need not be applied).
         """
+        return bool(self._handle.fill_next_token_bitmask(*self._row(bitmask, index)))
+
+    def _fill_next_token_bitmask_reference(self, bitmask: Any, index: int = 0) -> bool:
+        """The same mask by the uncached reference walk (the oracle of the differential tests)."""
+        return bool(self._handle.fill_next_token_bitmask_reference(*self._row(bitmask, index)))
+
+    def _row(self, bitmask: Any, index: int) -> tuple[int, int]:
         view = view_bitmask(bitmask)
         if not isinstance(index, int) or not 0 <= index < view.rows:
             raise ValueError(f"bitmask index {index} is out of range for {view.rows} rows")
@@ -75,8 +82,7 @@ class GrammarMatcher:
                 f"bitmask rows have {view.num_words} words but the vocabulary of {self.vocab_size} "
                 f"tokens needs {needed}"
             )
-        address = view.address + 4 * index * view.row_stride_words
-        return bool(self._handle.fill_next_token_bitmask(address, view.num_words))
+        return view.address + 4 * index * view.row_stride_words, view.num_words
 
     def accept_token(self, token_id: int) -> bool:
         """Consumes one token; returns False (state unchanged) if the grammar forbids it."""

@@ -30,16 +30,32 @@ void BindMatcher(py::module_& m) {
                              })
       .def_property_readonly("num_rules", [](const CompiledGrammar& g) { return g.fsm->num_rules(); })
       .def_property_readonly("num_nodes", [](const CompiledGrammar& g) { return g.fsm->num_nodes(); })
+      .def_property_readonly("cached_nodes",
+                             [](const CompiledGrammar& g) { return g.mask_cache->built_nodes(); })
       .def("fsm_dump", [](const CompiledGrammar& g) { return g.fsm->ToString(); });
+
+  py::class_<MaskCachePool, std::shared_ptr<MaskCachePool>>(m, "MaskCachePool")
+      .def(py::init<int64_t>(), py::arg("limit_bytes") = -1)
+      .def_property_readonly("bytes", &MaskCachePool::bytes)
+      .def_property_readonly("hits", &MaskCachePool::hits)
+      .def_property_readonly("misses", &MaskCachePool::misses)
+      .def("__len__", &MaskCachePool::size)
+      .def("clear", &MaskCachePool::Clear);
 
   m.def(
       "compile_ebnf",
       [](std::shared_ptr<TokenizerInfo> tokenizer, const std::string& ebnf,
-         const std::string& root_rule_name) {
+         const std::string& root_rule_name, std::shared_ptr<MaskCachePool> pool, bool mask_cache,
+         bool cross_grammar_cache) {
         py::gil_scoped_release release;
-        return std::const_pointer_cast<CompiledGrammar>(CompileEbnf(ebnf, root_rule_name, tokenizer));
+        MaskCacheOptions options;
+        options.enabled = mask_cache;
+        options.cross_grammar = cross_grammar_cache;
+        return std::const_pointer_cast<CompiledGrammar>(
+            CompileEbnf(ebnf, root_rule_name, tokenizer, std::move(pool), options));
       },
-      py::arg("tokenizer_info"), py::arg("ebnf"), py::arg("root_rule_name") = "root");
+      py::arg("tokenizer_info"), py::arg("ebnf"), py::arg("root_rule_name") = "root",
+      py::arg("pool") = nullptr, py::arg("mask_cache") = true, py::arg("cross_grammar_cache") = true);
 
   // String-level acceptance without a tokenizer: the test oracle for frontends.
   m.def(
@@ -82,6 +98,13 @@ void BindMatcher(py::module_& m) {
           [](GrammarMatcher& self, uintptr_t address, int64_t num_words) {
             py::gil_scoped_release release;
             return self.FillNextTokenBitmask(reinterpret_cast<uint32_t*>(address), num_words);
+          },
+          py::arg("address"), py::arg("num_words"))
+      .def(
+          "fill_next_token_bitmask_reference",
+          [](GrammarMatcher& self, uintptr_t address, int64_t num_words) {
+            py::gil_scoped_release release;
+            return self.FillNextTokenBitmaskReference(reinterpret_cast<uint32_t*>(address), num_words);
           },
           py::arg("address"), py::arg("num_words"))
       .def("is_terminated", &GrammarMatcher::IsTerminated)

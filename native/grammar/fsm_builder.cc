@@ -171,14 +171,19 @@ class SubsetConstruction {
  private:
   std::vector<int32_t> Closure(std::vector<int32_t> set) {
     std::vector<int32_t> stack(set);
-    mark_.assign(nfa_.edges.size(), 0);
-    for (int32_t n : set) mark_[n] = 1;
+    // Generation-stamped marks: clearing is O(1), so closures cost only what they visit.
+    if (mark_.size() != nfa_.edges.size()) mark_.assign(nfa_.edges.size(), 0);
+    if (++generation_ == 0) {
+      std::fill(mark_.begin(), mark_.end(), 0);
+      generation_ = 1;
+    }
+    for (int32_t n : set) mark_[n] = generation_;
     while (!stack.empty()) {
       int32_t n = stack.back();
       stack.pop_back();
       for (const NfaEdge& e : nfa_.edges[n]) {
-        if (e.kind == kEpsilon && !mark_[e.target]) {
-          mark_[e.target] = 1;
+        if (e.kind == kEpsilon && mark_[e.target] != generation_) {
+          mark_[e.target] = generation_;
           set.push_back(e.target);
           stack.push_back(e.target);
         }
@@ -246,7 +251,8 @@ class SubsetConstruction {
 
   const Nfa& nfa_;
   int64_t* budget_;
-  std::vector<uint8_t> mark_;
+  std::vector<uint32_t> mark_;
+  uint32_t generation_ = 0;
   std::map<std::vector<int32_t>, int32_t> ids_;
   std::vector<std::vector<int32_t>> worklist_;
 };
@@ -254,7 +260,7 @@ class SubsetConstruction {
 // Moore partition refinement; also drops states that cannot reach an accepting state.
 // Skipped above kMaxMinimizeNodes, where the quadratic worst case would dominate compile
 // time; the DFA is then correct but possibly not minimal.
-constexpr size_t kMaxMinimizeNodes = 4096;
+constexpr size_t kMaxMinimizeNodes = 256;
 
 Dfa Minimize(const Dfa& dfa) {
   size_t n = dfa.nodes.size();

@@ -6,12 +6,16 @@ namespace xg2 {
 
 std::shared_ptr<const CompiledGrammar> CompileEbnf(const std::string& ebnf,
                                                    const std::string& root_rule_name,
-                                                   std::shared_ptr<const TokenizerInfo> tokenizer) {
+                                                   std::shared_ptr<const TokenizerInfo> tokenizer,
+                                                   std::shared_ptr<MaskCachePool> pool,
+                                                   MaskCacheOptions cache_options) {
   GrammarAst ast = ParseEbnf(ebnf, root_rule_name);
   auto compiled = std::make_shared<CompiledGrammar>();
   compiled->fsm = std::make_shared<const GrammarFsm>(BuildGrammarFsm(ast));
   compiled->tokenizer = std::move(tokenizer);
   compiled->ebnf = ebnf;
+  compiled->mask_cache = std::make_shared<GrammarMaskCache>(compiled->fsm, compiled->tokenizer,
+                                                            std::move(pool), cache_options);
   return compiled;
 }
 

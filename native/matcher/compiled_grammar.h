@@ -7,6 +7,7 @@
 #include <string>
 
 #include "grammar/grammar_fsm.h"
+#include "matcher/token_mask_cache.h"
 #include "tokenizer/tokenizer_info.h"
 
 namespace xg2 {
@@ -16,14 +17,21 @@ struct CompiledGrammar {
   std::shared_ptr<const TokenizerInfo> tokenizer;
   // The EBNF the grammar was built from (after frontend conversion), for inspection.
   std::string ebnf;
+  // Token classifications per node, filled on demand by matchers (thread-safe).
+  std::shared_ptr<GrammarMaskCache> mask_cache;
 
-  size_t MemoryBytes() const { return sizeof(*this) + fsm->MemoryBytes() + ebnf.capacity(); }
+  size_t MemoryBytes() const {
+    return sizeof(*this) + fsm->MemoryBytes() + ebnf.capacity() + mask_cache->MemoryBytes();
+  }
 };
 
-// Parses EBNF text and lowers it (the shared tail of every frontend).
+// Parses EBNF text and lowers it (the shared tail of every frontend). `pool` (may be null)
+// shares token classifications with other grammars of the same tokenizer.
 std::shared_ptr<const CompiledGrammar> CompileEbnf(const std::string& ebnf,
                                                    const std::string& root_rule_name,
-                                                   std::shared_ptr<const TokenizerInfo> tokenizer);
+                                                   std::shared_ptr<const TokenizerInfo> tokenizer,
+                                                   std::shared_ptr<MaskCachePool> pool = nullptr,
+                                                   MaskCacheOptions cache_options = {});
 
 }  // namespace xg2
 

@@ -120,6 +120,10 @@ class EarleyParser {
 
   void Reset();
 
+  // The items of the current position that have byte edges (the only ones a byte advances).
+  const EarleyItem* scannable_begin() const { return scannable_.data() + scannable_begin_[position()]; }
+  const EarleyItem* scannable_end() const { return scannable_.data() + scannable_begin_[position() + 1]; }
+
   const GrammarFsm& fsm() const { return *fsm_; }
 
  private:

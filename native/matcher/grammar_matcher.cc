@@ -100,9 +100,8 @@ void GrammarMatcher::Reset() {
   terminated_ = false;
 }
 
-bool GrammarMatcher::FillNextTokenBitmask(uint32_t* words, int64_t num_words) {
-  const int32_t vocab_size = tokenizer_->vocab_size();
-  const int64_t needed = BitmaskWords(vocab_size);
+bool GrammarMatcher::BeginFill(uint32_t* words, int64_t num_words) {
+  const int64_t needed = BitmaskWords(tokenizer_->vocab_size());
   if (num_words < needed) {
     throw InvalidArgumentError("bitmask row has " + std::to_string(num_words) +
                                " words; the vocabulary needs " + std::to_string(needed));
@@ -111,12 +110,25 @@ bool GrammarMatcher::FillNextTokenBitmask(uint32_t* words, int64_t num_words) {
   auto allow = [words](int32_t id) { words[id >> 5] |= (1u << (id & 31)); };
   if (IsTerminated()) {
     for (int32_t id : stop_token_ids_) allow(id);
-    return true;
+    return false;
   }
   if (parser_.CanEnd() && !terminate_without_stop_token_) {
     for (int32_t id : stop_token_ids_) allow(id);
   }
+  return true;
+}
 
+bool GrammarMatcher::FinishFill(const uint32_t* words) const {
+  const int32_t vocab_size = tokenizer_->vocab_size();
+  const int64_t needed = BitmaskWords(vocab_size);
+  for (int64_t w = 0; w < needed; ++w) {
+    uint32_t full = (w == needed - 1 && (vocab_size & 31)) ? ((1u << (vocab_size & 31)) - 1) : ~0u;
+    if (words[w] != full) return true;
+  }
+  return false;
+}
+
+void GrammarMatcher::WalkTokens(const int32_t* positions, size_t count, uint32_t* words) {
   bool first_byte_allowed[256];
   parser_.AllowedBytes(first_byte_allowed);
   const std::vector<int32_t>& sorted = tokenizer_->sorted_text_tokens();
@@ -126,9 +138,17 @@ bool GrammarMatcher::FillNextTokenBitmask(uint32_t* words, int64_t num_words) {
   // Invariant: the parser has consumed the first `depth` bytes of the previous token, and
   // if that token was longer, its byte at `depth` was rejected.
   int32_t depth = 0;
-  for (size_t i = 0; i < sorted.size(); ++i) {
-    const std::string& bytes = decoded[sorted[i]];
-    const int32_t shared = lcp[i];
+  int32_t previous = -1;
+  for (size_t k = 0; k < count; ++k) {
+    const int32_t pos = positions ? positions[k] : static_cast<int32_t>(k);
+    // Common prefix with the previous walked token: the minimum LCP over the skipped range.
+    int32_t shared = 0;
+    if (previous >= 0) {
+      shared = lcp[previous + 1];
+      for (int32_t j = previous + 2; j <= pos && shared > 0; ++j) shared = std::min(shared, lcp[j]);
+    }
+    previous = pos;
+    const std::string& bytes = decoded[sorted[pos]];
     if (shared > depth) continue;  // shares the rejected byte of the previous token
     if (shared < depth) {
       parser_.PopTo(base + shared);
@@ -137,15 +157,63 @@ bool GrammarMatcher::FillNextTokenBitmask(uint32_t* words, int64_t num_words) {
     if (depth == 0 && !first_byte_allowed[static_cast<uint8_t>(bytes[0])]) continue;
     const int32_t size = static_cast<int32_t>(bytes.size());
     while (depth < size && parser_.Advance(static_cast<uint8_t>(bytes[depth]))) ++depth;
-    if (depth == size) allow(sorted[i]);
+    if (depth == size) words[sorted[pos] >> 5] |= 1u << (sorted[pos] & 31);
   }
   parser_.PopTo(base);
+}
 
-  for (int64_t w = 0; w < needed; ++w) {
-    uint32_t full = (w == needed - 1 && (vocab_size & 31)) ? ((1u << (vocab_size & 31)) - 1) : ~0u;
-    if (words[w] != full) return true;
+bool GrammarMatcher::FillNextTokenBitmaskReference(uint32_t* words, int64_t num_words) {
+  if (BeginFill(words, num_words)) {
+    WalkTokens(nullptr, tokenizer_->sorted_text_tokens().size(), words);
   }
-  return false;
+  return FinishFill(words);
+}
+
+bool GrammarMatcher::FillNextTokenBitmask(uint32_t* words, int64_t num_words) {
+  GrammarMaskCache& cache = *grammar_->mask_cache;
+  if (!cache.options().enabled) return FillNextTokenBitmaskReference(words, num_words);
+  if (!BeginFill(words, num_words)) return FinishFill(words);
+
+  fill_nodes_.clear();
+  for (const EarleyItem* it = parser_.scannable_begin(); it != parser_.scannable_end(); ++it) {
+    if (it->guard != LookaheadGuards::kNone) {
+      // A pending lookahead can veto tokens the rule's DFA accepts: decide exactly.
+      WalkTokens(nullptr, tokenizer_->sorted_text_tokens().size(), words);
+      return FinishFill(words);
+    }
+    fill_nodes_.push_back(it->node);
+  }
+  std::sort(fill_nodes_.begin(), fill_nodes_.end());
+  fill_nodes_.erase(std::unique(fill_nodes_.begin(), fill_nodes_.end()), fill_nodes_.end());
+
+  fill_uncertain_.clear();
+  const int64_t vocab_words = BitmaskWords(tokenizer_->vocab_size());
+  for (NodeId node : fill_nodes_) {
+    const TokenClassification& entry = cache.Get(node);
+    if (entry.accepted_as_bits()) {
+      for (int64_t w = 0; w < vocab_words; ++w) words[w] |= entry.accepted_bits[w];
+    } else {
+      for (int32_t id : entry.accepted_ids) words[id >> 5] |= 1u << (id & 31);
+    }
+    fill_uncertain_.insert(fill_uncertain_.end(), entry.uncertain_positions.begin(),
+                           entry.uncertain_positions.end());
+  }
+  if (!fill_uncertain_.empty()) {
+    if (fill_nodes_.size() > 1) {
+      std::sort(fill_uncertain_.begin(), fill_uncertain_.end());
+      fill_uncertain_.erase(std::unique(fill_uncertain_.begin(), fill_uncertain_.end()),
+                            fill_uncertain_.end());
+    }
+    // Tokens another node already accepts need no parser run.
+    const std::vector<int32_t>& sorted = tokenizer_->sorted_text_tokens();
+    size_t kept = 0;
+    for (int32_t pos : fill_uncertain_) {
+      int32_t id = sorted[pos];
+      if (!(words[id >> 5] & (1u << (id & 31)))) fill_uncertain_[kept++] = pos;
+    }
+    WalkTokens(fill_uncertain_.data(), kept, words);
+  }
+  return FinishFill(words);
 }
 
 std::string GrammarMatcher::FindJumpForwardString() {

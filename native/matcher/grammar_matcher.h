@@ -37,9 +37,11 @@ class GrammarMatcher {
 
   // Writes the allowed-token bitmask into `words` (`num_words` >= BitmaskWords(vocab));
   // bits beyond the vocabulary are cleared. Returns false iff every token is allowed.
-  // This is the exact reference computation: a walk of the sorted vocabulary through the
-  // parser, sharing the work of common prefixes.
+  // Uses the grammar's token-mask cache unless it is disabled.
   bool FillNextTokenBitmask(uint32_t* words, int64_t num_words);
+  // The same mask by the exact reference computation only: a walk of the sorted vocabulary
+  // through the parser, sharing the work of common prefixes. Kept as the test oracle.
+  bool FillNextTokenBitmaskReference(uint32_t* words, int64_t num_words);
 
   bool IsTerminated() const;
   // True when the output so far is a complete sentence (a stop token would be accepted).
@@ -54,6 +56,14 @@ class GrammarMatcher {
 
  private:
   bool IsStop(int32_t token_id) const;
+  // Shared head of both fills: validates, clears, sets stop tokens. Returns false when the
+  // grammar part of the mask is empty by construction (terminated matcher).
+  bool BeginFill(uint32_t* words, int64_t num_words);
+  bool FinishFill(const uint32_t* words) const;
+  // Runs the parser over the tokens at `positions` (ascending indices into the sorted
+  // vocabulary) and sets the bits of those it accepts.
+  void WalkTokens(const int32_t* positions, size_t count, uint32_t* words);
+  void WalkAllTokens(uint32_t* words);
 
   std::shared_ptr<const CompiledGrammar> grammar_;
   const TokenizerInfo* tokenizer_;
@@ -64,6 +74,9 @@ class GrammarMatcher {
   // Per accepted step: the parser position before it; whether it was a stop token.
   std::vector<int32_t> step_start_;
   bool terminated_ = false;
+  // Scratch for the cached fill (kept to avoid allocation per token).
+  std::vector<NodeId> fill_nodes_;
+  std::vector<int32_t> fill_uncertain_;
 };
 
 }  // namespace xg2

@@ -47,6 +47,9 @@ TokenizerInfo::TokenizerInfo(std::vector<std::string> decoded_tokens, VocabType 
     const std::string& sb = decoded_tokens_[b];
     return sa != sb ? sa < sb : a < b;
   });
+  for (int32_t id : sorted_text_tokens_) {
+    max_token_bytes_ = std::max(max_token_bytes_, static_cast<int32_t>(decoded_tokens_[id].size()));
+  }
   lcp_.assign(sorted_text_tokens_.size(), 0);
   for (size_t i = 1; i < sorted_text_tokens_.size(); ++i) {
     const std::string& prev = decoded_tokens_[sorted_text_tokens_[i - 1]];

@@ -47,6 +47,8 @@ class TokenizerInfo {
 
   const std::vector<int32_t>& sorted_text_tokens() const { return sorted_text_tokens_; }
   const std::vector<int32_t>& lcp() const { return lcp_; }
+  // Length in bytes of the longest text token.
+  int32_t max_token_bytes() const { return max_token_bytes_; }
 
   bool IsStopToken(int32_t id) const;
   // True for ids that can appear inside grammar text (not special, not empty, not padding).
@@ -66,6 +68,7 @@ class TokenizerInfo {
   std::vector<uint8_t> is_stop_;
   std::vector<int32_t> sorted_text_tokens_;
   std::vector<int32_t> lcp_;
+  int32_t max_token_bytes_ = 0;
 };
 
 }  // namespace xg2

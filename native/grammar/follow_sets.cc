@@ -1,0 +1,87 @@
+#include "grammar/follow_sets.h"
+
+namespace xg2 {
+
+namespace {
+
+// Iterates `step` until it reports no change.
+template <typename Step>
+void Fixpoint(const Step& step) {
+  while (step()) {
+  }
+}
+
+}  // namespace
+
+std::vector<ByteSet> ComputeLeaveBytes(const GrammarFsm& fsm) {
+  const int32_t num_nodes = fsm.num_nodes();
+  const int32_t num_rules = fsm.num_rules();
+
+  // inner[n]: bytes that can come next at n without completing rule(n).
+  // first[r] = inner[start(r)]: bytes that can start a non-empty string of rule r.
+  // can_finish[n]: rule(n) can complete from n without consuming a byte.
+  std::vector<ByteSet> inner(num_nodes);
+  std::vector<uint8_t> can_finish(num_nodes, 0);
+  for (NodeId n = 0; n < num_nodes; ++n) {
+    for (const ByteEdge* e = fsm.byte_edges_begin(n); e != fsm.byte_edges_end(n); ++e) {
+      for (int b = e->lo; b <= e->hi; ++b) inner[n].set(b);
+    }
+    can_finish[n] = fsm.node_accepting[n];
+  }
+  auto owned = [&](NodeId n) { return fsm.node_rule[n] >= 0; };  // lookahead DFAs own no rule
+  Fixpoint([&]() {
+    bool changed = false;
+    for (NodeId n = 0; n < num_nodes; ++n) {
+      if (!owned(n)) continue;
+      for (const RuleEdge* e = fsm.rule_edges_begin(n); e != fsm.rule_edges_end(n); ++e) {
+        ByteSet next = inner[n] | inner[fsm.rule_start[e->rule]];
+        if (fsm.rule_nullable[e->rule]) {
+          next |= inner[e->target];
+          if (can_finish[e->target] && !can_finish[n]) {
+            can_finish[n] = 1;
+            changed = true;
+          }
+        }
+        if (next != inner[n]) {
+          inner[n] = next;
+          changed = true;
+        }
+      }
+    }
+    return changed;
+  });
+
+  // follow[r]: bytes that can come right after rule r completes, in any context.
+  std::vector<ByteSet> follow(num_rules);
+  Fixpoint([&]() {
+    bool changed = false;
+    for (NodeId n = 0; n < num_nodes; ++n) {
+      if (!owned(n)) continue;
+      for (const RuleEdge* e = fsm.rule_edges_begin(n); e != fsm.rule_edges_end(n); ++e) {
+        ByteSet next = follow[e->rule] | inner[e->target];
+        if (can_finish[e->target]) next |= follow[fsm.node_rule[n]];
+        if (next != follow[e->rule]) {
+          follow[e->rule] = next;
+          changed = true;
+        }
+      }
+    }
+    return changed;
+  });
+
+  std::vector<ByteSet> leave(num_nodes);
+  for (NodeId n = 0; n < num_nodes; ++n) {
+    if (!owned(n)) continue;
+    for (const RuleEdge* e = fsm.rule_edges_begin(n); e != fsm.rule_edges_end(n); ++e) {
+      leave[n] |= inner[fsm.rule_start[e->rule]];
+      if (fsm.rule_nullable[e->rule]) {
+        leave[n] |= inner[e->target];
+        if (can_finish[e->target]) leave[n] |= follow[fsm.node_rule[n]];
+      }
+    }
+    if (fsm.node_accepting[n]) leave[n] |= follow[fsm.node_rule[n]];
+  }
+  return leave;
+}
+
+}  // namespace xg2
