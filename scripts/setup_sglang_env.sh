@@ -27,7 +27,9 @@ if [ ! -f "$MARKER" ]; then
   echo "torch==$TORCH_VERSION" >"$constraints"
   "${PIP[@]}" "torch==$TORCH_VERSION"
   "${PIP[@]}" --no-deps "sglang==$SGLANG_VERSION"
-  # SGLang's pure-Python imports on the CPU path (versions as sglang pins them where it pins).
+  # SGLang's imports on the CPU path (versions as sglang pins them where it pins). xgrammar
+  # and apache-tvm-ffi have CPU wheels and are imported unconditionally (the detokenizer's
+  # function-call parser, the communication ops); xgrammar is not used as the grammar backend.
   "${PIP[@]}" -c "$constraints" \
     "transformers==5.19.0" "tokenizers==0.23.2" "openai==2.8.0" "sentencepiece==0.2.1" \
     "compressed-tensors==0.18.0" "soundfile==0.13.1" "outlines==0.1.11" \
@@ -88,4 +90,4 @@ echo "import _xg2_sglang_cpu_stubs; _xg2_sglang_cpu_stubs.install()" >"$site/_xg
 
 # This package (the native build reuses build/ from the main venv's install).
 "${PIP[@]}" -c "$VENV/constraints.txt" .
-echo "$VENV/bin/python"
+echo "$(cd "$VENV" && pwd)/bin/python"

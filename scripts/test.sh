@@ -16,4 +16,12 @@ fi
 # Run from outside the source tree so the installed package (not the sources) is imported.
 export XG2_DATA_DIR=${XG2_DATA_DIR:-$(cd .. && pwd)/shared/data}
 cd tests
-exec "../$VENV/bin/python" -m pytest -q -p no:cacheprovider "$@" .
+status=0
+"../$VENV/bin/python" -m pytest -q -p no:cacheprovider "$@" . || status=$?
+# The SGLang adapter runs against a real SGLang, in its own venv (scripts/setup_sglang_env.sh);
+# XG2_SGLANG_TESTS=0 skips it.
+if [ "${XG2_SGLANG_TESTS:-1}" != 0 ]; then
+  sglang_python=$(bash ../scripts/setup_sglang_env.sh | tail -n 1)
+  "$sglang_python" -m pytest -q -p no:cacheprovider adapters/test_sglang_*.py || status=$?
+fi
+exit "$status"
