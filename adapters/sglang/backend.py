@@ -206,7 +206,7 @@ class XG2GrammarBackend(BaseGrammarBackend):
         def compile_tag() -> CompiledGrammar:
             tag = json.loads(key_string)
             _fill_missing_schemas(tag)
-            return compile_structural_tag(json.dumps(tag))
+            return compile_structural_tag(tag)
 
         return self._compile("structural_tag", key_string, compile_tag)
 

@@ -192,6 +192,22 @@ def test_structural_tag(backend: Any, llama_tokenizer: Any) -> None:  # noqa: F8
     mask = walk(grammar, llama_tokenizer.encode(text, add_special_tokens=False), LLAMA_VOCAB)
     assert allowed(mask, 0, LLAMA3_EOS_IDS[0])
 
+    # The legacy form, with a tool whose schema SGLang sends as null (no parameters).
+    legacy = {
+        "structures": [
+            {"begin": "<f>", "schema": SCHEMA, "end": "</f>"},
+            {"begin": "<g>", "schema": None, "end": "</g>"},
+        ],
+        "triggers": ["<f>", "<g>"],
+    }
+    grammar = get_grammar(backend, ("structural_tag", json.dumps(legacy)))
+    text = 'Sure. <g>{}</g> and <f>{"name": "ada", "age": 3}</f>'
+    mask = walk(grammar, llama_tokenizer.encode(text, add_special_tokens=False), LLAMA_VOCAB)
+    assert allowed(mask, 0, LLAMA3_EOS_IDS[0])
+    with pytest.raises(ValueError):
+        for token in llama_tokenizer.encode('<f>{"name": "eve"', add_special_tokens=False):
+            grammar.accept_token(token)
+
 
 def test_batched_fill_matches_single_fills_and_skips_unlisted_rows(backend: Any, llama_tokenizer: Any) -> None:  # noqa: F811
     from sglang.srt.constrained.base_grammar_backend import GrammarMask, GrammarRow
