@@ -14,5 +14,7 @@ if [ ! -f "$BUILD_DIR/build.ninja" ]; then
 fi
 ninja -C "$BUILD_DIR" >/dev/null
 so=$(ls "$BUILD_DIR"/_native*.so)
-cp -f "$so" xg2_plugin/
+# Copy then rename: processes that have the old module loaded keep their (unlinked) copy.
+cp -f "$so" "xg2_plugin/.$(basename "$so").tmp"
+mv -f "xg2_plugin/.$(basename "$so").tmp" "xg2_plugin/$(basename "$so")"
 echo "built $(basename "$so")"

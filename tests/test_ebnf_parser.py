@@ -285,7 +285,7 @@ def test_lookahead(source, printed):
         ('root ::= ("a" (= "b"))', 1, 15, "allowed only at the end of a rule body"),
         ('root ::= (= "b") | "a"', 1, 18, "must be the last element"),
         ('root ::= "a" = "b"', 1, 14, "expected the end of rule 'root', found '='"),
-        ('root ::= TagDispatch("a")', 1, 10, "TagDispatch(...) is not supported"),
+        ('root ::= TagDispatch("a")', 1, 22, "expected a (\"tag\", rule) pair or an option of TagDispatch"),
         ("root ::= 5", 1, 10, "unexpected character '5'"),
         ("root ::= é", 1, 10, "unexpected character U+00E9"),
         ('root ::= "é" ~', 1, 14, "unexpected character '~'"),  # columns count characters

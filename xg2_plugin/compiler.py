@@ -91,6 +91,9 @@ class GrammarCompiler:
         mask_cache: use the adaptive token-mask cache (False: every mask is computed by the
             reference vocabulary walk; for ablation and debugging).
         cross_grammar_cache: share token classifications across grammars through the pool.
+        precompute_nodes: partial JIT: after compiling, classify this many of the most
+            expensive parser states on a background thread (0: build every state lazily,
+            when a matcher first needs it; -1: build all of them during compilation).
     """
 
     def __init__(
@@ -103,6 +106,7 @@ class GrammarCompiler:
         mask_cache_limit_bytes: int = 512 << 20,
         mask_cache: bool = True,
         cross_grammar_cache: bool = True,
+        precompute_nodes: int = 8,
     ) -> None:
         if not isinstance(tokenizer_info, TokenizerInfo):
             raise TypeError(f"tokenizer_info must be a TokenizerInfo, got {type(tokenizer_info).__name__}")
@@ -119,6 +123,10 @@ class GrammarCompiler:
         self._mask_pool = _native.MaskCachePool(mask_cache_limit_bytes)
         self._mask_cache = mask_cache
         self._cross_grammar_cache = cross_grammar_cache
+        self._precompute_nodes = precompute_nodes
+        # Vocabularies derived for grammars that name tokens with Token(id), keyed by the ids
+        # (native/tokenizer/token_literals.h); filled by the native compile under the GIL.
+        self._token_literal_vocabs: dict = {}
 
     @property
     def tokenizer_info(self) -> TokenizerInfo:
@@ -162,6 +170,12 @@ class GrammarCompiler:
     def compile_regex(self, pattern: str) -> CompiledGrammar:
         """Compiles a regex; the whole output must match it."""
         return self.compile_regex_async(pattern, _run_inline=True).result()
+
+    def compile_structural_tag(self, structural_tag: Any) -> CompiledGrammar:
+        """Compiles a structural tag (xgrammar's format: JSON text, dict or
+        ``structural_tag.StructuralTag``; also the legacy ``{"structures", "triggers"}`` form).
+        See ``xg2_plugin.structural_tag`` for the formats and what is unsupported."""
+        return self.compile_structural_tag_async(structural_tag, _run_inline=True).result()
 
     def compile_choice(self, choices: Sequence[str]) -> CompiledGrammar:
         """Compiles a grammar whose output is exactly one of ``choices``."""
@@ -228,6 +242,19 @@ class GrammarCompiler:
             _run_inline,
         )
 
+    def compile_structural_tag_async(self, structural_tag: Any, *, _run_inline: bool = False) -> "Future[CompiledGrammar]":
+        """Like :meth:`compile_structural_tag`, returning a future. Validation errors
+        (``StructuralTagError``, ``UnsupportedSchemaError``) are raised here, not deferred."""
+        from .structural_tag import parse_structural_tag, structural_tag_to_ebnf
+
+        tag = parse_structural_tag(structural_tag)
+        ebnf = structural_tag_to_ebnf(tag, self._tokenizer_info)
+        return self._submit(
+            ("ebnf", ebnf, "root"),
+            lambda: self._compile_ebnf_now(ebnf, "root", "structural_tag"),
+            _run_inline,
+        )
+
     def compile_choice_async(self, choices: Sequence[str], *, _run_inline: bool = False) -> "Future[CompiledGrammar]":
         """Like :meth:`compile_choice`, returning a future."""
         if isinstance(choices, str) or not all(isinstance(c, str) for c in choices):
@@ -268,9 +295,9 @@ class GrammarCompiler:
         self._mask_pool.clear()
 
     def _compile_ebnf_now(self, ebnf: str, root_rule_name: str, kind: str) -> CompiledGrammar:
-        handle = _native.compile_ebnf(
-            self._tokenizer_info._handle, ebnf, root_rule_name, self._mask_pool,
-            self._mask_cache, self._cross_grammar_cache,
+        handle = _native.compile_ebnf_with_token_literals(
+            self._tokenizer_info._handle, ebnf, root_rule_name, self._token_literal_vocabs,
+            self._mask_pool, self._mask_cache, self._cross_grammar_cache, self._precompute_nodes,
         )
         return CompiledGrammar(handle, self._tokenizer_info, kind)
 

@@ -28,7 +28,18 @@ std::vector<std::string> EbnfRuleNames(const std::string& text,
   return names;
 }
 
+// The grammar with every rule renamed to `prefix + name`, printed back; used to embed one
+// grammar inside another without name clashes (structural tags).
+std::string EbnfPrefixRules(const std::string& text, const std::string& root_rule_name,
+                            const std::string& prefix) {
+  GrammarAst ast = ParseEbnf(text, root_rule_name);
+  for (RuleDef& rule : ast.rules) rule.name = prefix + rule.name;
+  return PrintEbnf(ast);
+}
+
 void BindEbnf(py::module_& m) {
+  m.def("_ebnf_prefix_rules", &EbnfPrefixRules, py::arg("text"), py::arg("root_rule_name"),
+        py::arg("prefix"), "Renames every rule to prefix + name (for embedding grammars).");
   m.def("_ebnf_roundtrip", &EbnfRoundtrip, py::arg("text"), py::arg("root_rule_name") = "root",
         "Parses EBNF text and prints it back (debugging aid).");
   m.def("_ebnf_rule_names", &EbnfRuleNames, py::arg("text"), py::arg("root_rule_name") = "root",

@@ -49,6 +49,17 @@ void BindJsonSchema(py::module_& m) {
       py::arg("max_whitespace") = py::none(), py::arg("lenient") = false,
       "JSON Schema text -> (EBNF text with root rule 'root', warnings).");
   m.def(
+      "_json_schema_keyword_table",
+      [] {
+        py::list rows;
+        for (const KeywordSupport& entry : JsonSchemaKeywordTable()) {
+          rows.append(py::make_tuple(entry.keyword, entry.level, entry.note));
+        }
+        return rows;
+      },
+      "The converter's keyword table: (keyword, level, note) with level one of supported, "
+      "limited, error, annotation.");
+  m.def(
       "_builtin_json_ebnf",
       [](bool any_whitespace, std::optional<int> indent, Separators separators,
          std::optional<int> max_whitespace) {

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "grammar/grammar_fsm.h"
+#include "grammar/tag_dispatch.h"
 #include "support/error.h"
 #include "support/utf8.h"
 
@@ -77,6 +78,9 @@ class NfaBuilder {
         }
         return to;
       }
+      case ExprKind::kTagDispatch:
+        throw GrammarSyntaxError("TagDispatch must be a whole rule body and cannot be part of a "
+                                 "lookahead assertion");
       case ExprKind::kRepeat: {
         ExprId child = node.children[0];
         int32_t cur = from;
@@ -370,6 +374,17 @@ Dfa BuildRuleDfa(const GrammarAst& ast, ExprId body, int64_t* budget) {
   return dfa;
 }
 
+// A rule whose body is a TagDispatch is lowered directly to its (deterministic) machine.
+Dfa BuildTagDispatchDfa(const GrammarAst& ast, const RuleDef& rule, int64_t* budget) {
+  RuleMachine machine = BuildTagDispatchMachine(
+      ast.tag_dispatches[ast.node(rule.body).tag_dispatch], rule.name, budget);
+  Dfa dfa;
+  for (RuleMachine::Node& node : machine.nodes) {
+    dfa.nodes.push_back({std::move(node.byte_edges), std::move(node.rule_edges), node.accepting});
+  }
+  return dfa;
+}
+
 // Returns a copy of `expr` (added to `ast`) in which every rule reference is replaced by the
 // rule's body, recursively. Recursion (a non-regular assertion) is an error.
 ExprId InlineRuleRefs(GrammarAst* ast, ExprId expr, const std::string& owner, int depth) {
@@ -400,7 +415,9 @@ GrammarFsm BuildGrammarFsm(const GrammarAst& ast, const FsmBuildLimits& limits) 
   std::vector<Dfa> dfas;
   dfas.reserve(num_rules);
   for (const RuleDef& rule : ast.rules) {
-    dfas.push_back(BuildRuleDfa(ast, rule.body, &budget));
+    dfas.push_back(ast.node(rule.body).kind == ExprKind::kTagDispatch
+                       ? BuildTagDispatchDfa(ast, rule, &budget)
+                       : BuildRuleDfa(ast, rule.body, &budget));
   }
   // Lookahead DFAs: rule references inside an assertion are inlined (the assertion must be
   // regular), then lowered like a rule body.

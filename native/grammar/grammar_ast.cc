@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "grammar/token_literal.h"
 #include "support/error.h"
 
 // Marks leaf printing helpers that must not be inlined into the recursive printer: their
@@ -182,6 +183,9 @@ class EbnfPrinter {
 
   static Precedence PrecedenceOf(const ExprNode& node) {
     switch (node.kind) {
+      case ExprKind::kBytes:
+        // Text mixed with token literals prints as a sequence of pieces.
+        return SplitTokenLiterals(node.bytes).size() > 1 ? Precedence::kSequence : Precedence::kAtom;
       case ExprKind::kChoice: return Precedence::kChoice;
       case ExprKind::kSequence: return Precedence::kSequence;
       case ExprKind::kRepeat: return Precedence::kPostfix;
@@ -201,7 +205,8 @@ class EbnfPrinter {
   void PrintUnparenthesized(const ExprNode& node) {
     switch (node.kind) {
       case ExprKind::kEmpty: out_ += "\"\""; return;
-      case ExprKind::kBytes: PrintLiteral(node.bytes); return;
+      case ExprKind::kBytes: PrintBytes(node.bytes); return;
+      case ExprKind::kTagDispatch: PrintTagDispatch(node.tag_dispatch); return;
       case ExprKind::kCharClass: PrintCharClass(node.ranges); return;
       case ExprKind::kRuleRef: PrintRuleRef(node.rule_id); return;
       case ExprKind::kSequence: PrintJoined(node.children, " ", Precedence::kPostfix); return;
@@ -224,6 +229,69 @@ class EbnfPrinter {
       if (i > 0) out_ += separator;
       Print(children[i], needed);
     }
+  }
+
+  // Pieces of `bytes`: runs of text and single token literal spellings, in order.
+  static std::vector<std::string> SplitTokenLiterals(const std::string& bytes) {
+    std::vector<std::string> pieces;
+    size_t start = 0;
+    for (size_t i = 0; i < bytes.size();) {
+      if (DecodeTokenLiteral(bytes, i) < 0) {
+        ++i;
+        continue;
+      }
+      if (i > start) pieces.push_back(bytes.substr(start, i - start));
+      pieces.push_back(bytes.substr(i, kTokenLiteralSize));
+      i += kTokenLiteralSize;
+      start = i;
+    }
+    if (start < bytes.size() || pieces.empty()) pieces.push_back(bytes.substr(start));
+    return pieces;
+  }
+
+  // A byte string: literals, with token literal spellings as Token(id).
+  XG2_PRINT_NOINLINE void PrintBytes(const std::string& bytes) {
+    std::vector<std::string> pieces = SplitTokenLiterals(bytes);
+    for (size_t i = 0; i < pieces.size(); ++i) {
+      if (i > 0) out_ += " ";
+      int32_t id = DecodeTokenLiteral(pieces[i], 0);
+      if (id >= 0 && pieces[i].size() == static_cast<size_t>(kTokenLiteralSize)) {
+        out_ += "Token(" + std::to_string(id) + ")";
+      } else {
+        PrintLiteral(pieces[i]);
+      }
+    }
+  }
+
+  XG2_PRINT_NOINLINE void PrintStringTuple(const std::vector<std::string>& strings) {
+    out_ += "(";
+    for (size_t i = 0; i < strings.size(); ++i) {
+      if (i > 0) out_ += ", ";
+      PrintBytes(strings[i]);
+    }
+    if (strings.size() == 1) out_ += ",";
+    out_ += ")";
+  }
+
+  XG2_PRINT_NOINLINE void PrintTagDispatch(int32_t index) {
+    if (index < 0 || static_cast<size_t>(index) >= ast_.tag_dispatches.size()) {
+      Fail("TagDispatch index " + std::to_string(index) + " out of range");
+    }
+    const TagDispatchDef& def = ast_.tag_dispatches[index];
+    out_ += "TagDispatch(";
+    for (const TagDispatchDef::Tag& tag : def.tags) {
+      out_ += "(";
+      PrintBytes(tag.text);
+      out_ += ", ";
+      PrintRuleRef(tag.rule);
+      out_ += "), ";
+    }
+    out_ += std::string("stop_eos=") + (def.stop_eos ? "true" : "false") + ", stop_str=";
+    PrintStringTuple(def.stop_strings);
+    out_ += std::string(", loop_after_dispatch=") + (def.loop_after_dispatch ? "true" : "false") +
+            ", excludes=";
+    PrintStringTuple(def.excludes);
+    out_ += ")";
   }
 
   XG2_PRINT_NOINLINE void PrintLiteral(const std::string& bytes) {

@@ -33,6 +33,10 @@ enum class ExprKind : uint8_t {
   kSequence,   // children in order
   kChoice,     // any one child
   kRepeat,     // children[0] repeated min_repeat..max_repeat times (max_repeat < 0: unbounded)
+  // GrammarAst::tag_dispatches[tag_dispatch] (grammar/tag_dispatch.h). Only ever the whole
+  // body of a rule (RuleDef::body) and never a lookahead: the EBNF parser lifts a TagDispatch
+  // written inside an expression into a rule of its own.
+  kTagDispatch,
 };
 
 struct ExprNode {
@@ -43,6 +47,26 @@ struct ExprNode {
   std::vector<ExprId> children;       // kSequence, kChoice (>= 1), kRepeat (exactly 1)
   int32_t min_repeat = 0;             // kRepeat
   int32_t max_repeat = -1;            // kRepeat; -1 means unbounded
+  int32_t tag_dispatch = -1;          // kTagDispatch: index into GrammarAst::tag_dispatches
+};
+
+// Parameters of a TagDispatch (XGrammar 2, section 3.1): free text in which the first
+// occurrence of a tag hands over to that tag's rule. See grammar/tag_dispatch.h for the
+// exact semantics and the lowering.
+struct TagDispatchDef {
+  struct Tag {
+    std::string text;  // non-empty UTF-8
+    RuleId rule = -1;  // the grammar that follows the tag
+  };
+  std::vector<Tag> tags;
+  // Free text may end at any character boundary (the model's end-of-sequence ends it).
+  bool stop_eos = true;
+  // Strings that end the dispatch; the stop string itself is part of the output.
+  std::vector<std::string> stop_strings;
+  // After a tag's rule completes: back to free text (true) or the dispatch ends (false).
+  bool loop_after_dispatch = true;
+  // Strings that may never occur in the free text.
+  std::vector<std::string> excludes;
 };
 
 struct RuleDef {
@@ -56,6 +80,7 @@ struct RuleDef {
 struct GrammarAst {
   std::vector<ExprNode> nodes;
   std::vector<RuleDef> rules;
+  std::vector<TagDispatchDef> tag_dispatches;
   RuleId root_rule = -1;
 
   ExprId AddNode(ExprNode node) {

@@ -1,6 +1,7 @@
 #include "matcher/compiled_grammar.h"
 
 #include "frontends/ebnf/ebnf_parser.h"
+#include "grammar/inline_rules.h"
 
 namespace xg2 {
 
@@ -10,12 +11,14 @@ std::shared_ptr<const CompiledGrammar> CompileEbnf(const std::string& ebnf,
                                                    std::shared_ptr<MaskCachePool> pool,
                                                    MaskCacheOptions cache_options) {
   GrammarAst ast = ParseEbnf(ebnf, root_rule_name);
+  InlineSmallRules(&ast);
   auto compiled = std::make_shared<CompiledGrammar>();
   compiled->fsm = std::make_shared<const GrammarFsm>(BuildGrammarFsm(ast));
   compiled->tokenizer = std::move(tokenizer);
   compiled->ebnf = ebnf;
   compiled->mask_cache = std::make_shared<GrammarMaskCache>(compiled->fsm, compiled->tokenizer,
                                                             std::move(pool), cache_options);
+  GrammarMaskCache::StartPrecompute(compiled->mask_cache);
   return compiled;
 }
 

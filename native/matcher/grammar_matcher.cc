@@ -128,7 +128,8 @@ bool GrammarMatcher::FinishFill(const uint32_t* words) const {
   return false;
 }
 
-void GrammarMatcher::WalkTokens(const int32_t* positions, size_t count, uint32_t* words) {
+void GrammarMatcher::WalkTokens(const int32_t* positions, const int32_t* shared_with_previous,
+                                size_t count, uint32_t* words) {
   bool first_byte_allowed[256];
   parser_.AllowedBytes(first_byte_allowed);
   const std::vector<int32_t>& sorted = tokenizer_->sorted_text_tokens();
@@ -143,7 +144,9 @@ void GrammarMatcher::WalkTokens(const int32_t* positions, size_t count, uint32_t
     const int32_t pos = positions ? positions[k] : static_cast<int32_t>(k);
     // Common prefix with the previous walked token: the minimum LCP over the skipped range.
     int32_t shared = 0;
-    if (previous >= 0) {
+    if (shared_with_previous) {
+      shared = shared_with_previous[k];
+    } else if (previous >= 0) {
       shared = lcp[previous + 1];
       for (int32_t j = previous + 2; j <= pos && shared > 0; ++j) shared = std::min(shared, lcp[j]);
     }
@@ -164,7 +167,7 @@ void GrammarMatcher::WalkTokens(const int32_t* positions, size_t count, uint32_t
 
 bool GrammarMatcher::FillNextTokenBitmaskReference(uint32_t* words, int64_t num_words) {
   if (BeginFill(words, num_words)) {
-    WalkTokens(nullptr, tokenizer_->sorted_text_tokens().size(), words);
+    WalkTokens(nullptr, nullptr, tokenizer_->sorted_text_tokens().size(), words);
   }
   return FinishFill(words);
 }
@@ -178,7 +181,7 @@ bool GrammarMatcher::FillNextTokenBitmask(uint32_t* words, int64_t num_words) {
   for (const EarleyItem* it = parser_.scannable_begin(); it != parser_.scannable_end(); ++it) {
     if (it->guard != LookaheadGuards::kNone) {
       // A pending lookahead can veto tokens the rule's DFA accepts: decide exactly.
-      WalkTokens(nullptr, tokenizer_->sorted_text_tokens().size(), words);
+      WalkTokens(nullptr, nullptr, tokenizer_->sorted_text_tokens().size(), words);
       return FinishFill(words);
     }
     fill_nodes_.push_back(it->node);
@@ -188,8 +191,14 @@ bool GrammarMatcher::FillNextTokenBitmask(uint32_t* words, int64_t num_words) {
 
   fill_uncertain_.clear();
   const int64_t vocab_words = BitmaskWords(tokenizer_->vocab_size());
+  const TokenClassification* only_uncertain = nullptr;  // the single contributor, if one
+  int contributors = 0;
   for (NodeId node : fill_nodes_) {
     const TokenClassification& entry = cache.Get(node);
+    if (!entry.uncertain_positions.empty()) {
+      only_uncertain = &entry;
+      ++contributors;
+    }
     if (entry.accepted_as_bits()) {
       for (int64_t w = 0; w < vocab_words; ++w) words[w] |= entry.accepted_bits[w];
     } else {
@@ -198,12 +207,15 @@ bool GrammarMatcher::FillNextTokenBitmask(uint32_t* words, int64_t num_words) {
     fill_uncertain_.insert(fill_uncertain_.end(), entry.uncertain_positions.begin(),
                            entry.uncertain_positions.end());
   }
-  if (!fill_uncertain_.empty()) {
-    if (fill_nodes_.size() > 1) {
-      std::sort(fill_uncertain_.begin(), fill_uncertain_.end());
-      fill_uncertain_.erase(std::unique(fill_uncertain_.begin(), fill_uncertain_.end()),
-                            fill_uncertain_.end());
-    }
+  if (contributors == 1) {
+    // One list, already sorted and with its prefix lengths: walk it as stored (tokens that
+    // another node accepts are walked too; their bit is simply set again).
+    WalkTokens(only_uncertain->uncertain_positions.data(), only_uncertain->uncertain_lcp.data(),
+               only_uncertain->uncertain_positions.size(), words);
+  } else if (contributors > 1) {
+    std::sort(fill_uncertain_.begin(), fill_uncertain_.end());
+    fill_uncertain_.erase(std::unique(fill_uncertain_.begin(), fill_uncertain_.end()),
+                          fill_uncertain_.end());
     // Tokens another node already accepts need no parser run.
     const std::vector<int32_t>& sorted = tokenizer_->sorted_text_tokens();
     size_t kept = 0;
@@ -211,7 +223,7 @@ bool GrammarMatcher::FillNextTokenBitmask(uint32_t* words, int64_t num_words) {
       int32_t id = sorted[pos];
       if (!(words[id >> 5] & (1u << (id & 31)))) fill_uncertain_[kept++] = pos;
     }
-    WalkTokens(fill_uncertain_.data(), kept, words);
+    WalkTokens(fill_uncertain_.data(), nullptr, kept, words);
   }
   return FinishFill(words);
 }

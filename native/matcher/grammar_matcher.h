@@ -61,8 +61,9 @@ class GrammarMatcher {
   bool BeginFill(uint32_t* words, int64_t num_words);
   bool FinishFill(const uint32_t* words) const;
   // Runs the parser over the tokens at `positions` (ascending indices into the sorted
-  // vocabulary) and sets the bits of those it accepts.
-  void WalkTokens(const int32_t* positions, size_t count, uint32_t* words);
+  // vocabulary; all of them when null) and sets the bits of those it accepts. `shared`, when
+  // given, holds each token's common prefix length with the previous one in the list.
+  void WalkTokens(const int32_t* positions, const int32_t* shared, size_t count, uint32_t* words);
   void WalkAllTokens(uint32_t* words);
 
   std::shared_ptr<const CompiledGrammar> grammar_;

@@ -1,6 +1,8 @@
 #include "matcher/token_mask_cache.h"
 
 #include <algorithm>
+#include <climits>
+#include <thread>
 
 namespace xg2 {
 
@@ -62,6 +64,14 @@ TokenClassification ClassifyTokens(const GrammarFsm& fsm, const std::vector<Byte
   } else {
     std::sort(accepted.begin(), accepted.end());
     result.accepted_ids = std::move(accepted);
+  }
+  result.uncertain_lcp.assign(result.uncertain_positions.size(), 0);
+  for (size_t k = 1; k < result.uncertain_positions.size(); ++k) {
+    int32_t shared = INT32_MAX;
+    for (int32_t j = result.uncertain_positions[k - 1] + 1; j <= result.uncertain_positions[k]; ++j) {
+      shared = std::min(shared, lcp[j]);
+    }
+    result.uncertain_lcp[k] = shared;
   }
   result.accepted_bits.shrink_to_fit();
   result.accepted_ids.shrink_to_fit();
@@ -184,6 +194,36 @@ const TokenClassification& GrammarMaskCache::Get(NodeId node) {
   slots_[node].store(entry.get(), std::memory_order_release);
   built_.fetch_add(1);
   return *entry;
+}
+
+void GrammarMaskCache::StartPrecompute(const std::shared_ptr<GrammarMaskCache>& cache) {
+  const MaskCacheOptions& options = cache->options_;
+  if (!options.enabled || options.precompute == 0) return;
+  const GrammarFsm& fsm = *cache->fsm_;
+  // Estimated cost of classifying a node: how many tokens start with a byte it accepts
+  // (the others fail on their first byte at no cost).
+  std::vector<int64_t> first_byte_tokens(256, 0);
+  for (int32_t id : cache->tokenizer_->sorted_text_tokens()) {
+    ++first_byte_tokens[static_cast<uint8_t>(cache->tokenizer_->decoded_tokens()[id][0])];
+  }
+  std::vector<std::pair<int64_t, NodeId>> costs;
+  for (NodeId n = 0; n < fsm.num_nodes(); ++n) {
+    if (fsm.node_rule[n] < 0) continue;  // lookahead DFA nodes are never items
+    int64_t cost = 0;
+    for (const ByteEdge* e = fsm.byte_edges_begin(n); e != fsm.byte_edges_end(n); ++e) {
+      for (int b = e->lo; b <= e->hi; ++b) cost += first_byte_tokens[b];
+    }
+    if (cost > 0) costs.emplace_back(cost, n);
+  }
+  std::sort(costs.begin(), costs.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  if (options.precompute < 0) {
+    for (const auto& [cost, node] : costs) cache->Get(node);
+    return;
+  }
+  costs.resize(std::min<size_t>(costs.size(), options.precompute));
+  std::thread([cache, costs]() {
+    for (const auto& [cost, node] : costs) cache->Get(node);
+  }).detach();
 }
 
 size_t GrammarMaskCache::MemoryBytes() const {

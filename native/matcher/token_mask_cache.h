@@ -45,11 +45,14 @@ struct TokenClassification {
   std::vector<uint32_t> accepted_bits;
   std::vector<int32_t> accepted_ids;
   std::vector<int32_t> uncertain_positions;
+  // uncertain_lcp[k]: common prefix length of uncertain tokens k-1 and k (0 for k == 0), so
+  // a walk over this list alone needs no scan of the vocabulary's LCP table.
+  std::vector<int32_t> uncertain_lcp;
 
   bool accepted_as_bits() const { return !accepted_bits.empty(); }
   size_t MemoryBytes() const {
     return sizeof(*this) + accepted_bits.capacity() * 4 + accepted_ids.capacity() * 4 +
-           uncertain_positions.capacity() * 4;
+           uncertain_positions.capacity() * 4 + uncertain_lcp.capacity() * 4;
   }
 };
 
@@ -94,6 +97,10 @@ class MaskCachePool {
 struct MaskCacheOptions {
   bool enabled = true;       // false: every fill is the reference walk (ablation baseline)
   bool cross_grammar = true; // share classifications through the pool
+  // Partial JIT (paper section 3.2): right after compilation, classify the `precompute`
+  // nodes with the highest estimated cost on a background thread. 0 = pure JIT; a negative
+  // value classifies every scannable node synchronously (ahead-of-time, for ablation).
+  int32_t precompute = 8;
 };
 
 // Per compiled grammar: node -> classification, built the first time a matcher needs it
@@ -105,6 +112,9 @@ class GrammarMaskCache {
                    std::shared_ptr<MaskCachePool> pool, MaskCacheOptions options);
 
   const TokenClassification& Get(NodeId node);
+  // Starts the partial-JIT work described by options().precompute. Matchers never wait for
+  // it: a node they need that is not built yet is built on their own thread.
+  static void StartPrecompute(const std::shared_ptr<GrammarMaskCache>& cache);
   const MaskCacheOptions& options() const { return options_; }
   int64_t built_nodes() const { return built_.load(); }
   size_t MemoryBytes() const;

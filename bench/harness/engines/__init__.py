@@ -74,12 +74,33 @@ register(OursEngine)
 register(XGrammarEngine)
 register(LLGuidanceEngine)
 
-# ---- ablation variants of our engine ---------------------------------------------------------
-# The mechanisms of the Mask speed issue (token-mask cache, JIT, cross-grammar cache,
-# repetition compression) do not have switches yet. Register one subclass of OursEngine per
-# switch here when they land, e.g.:
-#
-#   class OursNoCache(OursEngine):
-#       name = "ours-no-cache"
-#       compiler_options = {"token_mask_cache": False}
-#   register(OursNoCache, ablation="baseline: no adaptive token-mask cache")
+# ---- ablation variants of our engine (the paper's Table 1, on our mechanisms) -------------------
+# Repetition compression has no switch: it is a property of the cross-grammar key (nodes of a
+# long repetition that look alike within one token's reach share one classification).
+
+
+class OursNoMaskCache(OursEngine):
+    """Every mask by the reference vocabulary walk (no token-mask cache at all)."""
+
+    name = "ours-no-cache"
+    compiler_options = {"mask_cache": False}
+
+
+class OursAheadOfTime(OursEngine):
+    """Mask cache built for every state during compilation, not shared across grammars
+    (the paper's baseline: no JIT, no cross-grammar cache)."""
+
+    name = "ours-aot"
+    compiler_options = {"precompute_nodes": -1, "cross_grammar_cache": False}
+
+
+class OursJitOnly(OursEngine):
+    """JIT (lazy, with background precompute) but no cross-grammar sharing."""
+
+    name = "ours-jit"
+    compiler_options = {"cross_grammar_cache": False}
+
+
+register(OursNoMaskCache, ablation="no mask cache (reference walk)")
+register(OursAheadOfTime, ablation="baseline: ahead-of-time cache, no cross-grammar sharing")
+register(OursJitOnly, ablation="+JIT (no cross-grammar sharing)")

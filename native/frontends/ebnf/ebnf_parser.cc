@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "grammar/token_literal.h"
 #include "support/error.h"
 
 namespace xg2 {
@@ -111,6 +112,8 @@ enum class TokenKind {
   kStar,
   kPlus,
   kRepeat,      // {m}, {m,}, {m,n}, {,n}
+  kComma,       // only inside the arguments of a built-in (TagDispatch, Token)
+  kNumber,      // a decimal integer, only inside the arguments of Token(...)
   kEnd,
 };
 
@@ -121,6 +124,7 @@ struct Token {
   std::vector<CodepointRange> ranges;  // kCharClass: normalized and non-empty
   int32_t min_repeat = 0;              // kRepeat
   int32_t max_repeat = -1;             // kRepeat; -1: unbounded
+  int64_t number = 0;                  // kNumber
 };
 
 bool IsIdentifierStart(char c) {
@@ -164,8 +168,10 @@ class Lexer {
       case '?': return Single(TokenKind::kQuestion);
       case '*': return Single(TokenKind::kStar);
       case '+': return Single(TokenKind::kPlus);
+      case ',': return Single(TokenKind::kComma);
       default: break;
     }
+    if (IsDigit(c)) return LexNumber();
     size_t start = pos_;
     uint32_t cp = DecodeSourceChar();
     if (cp >= 0x21 && cp < 0x7F) {
@@ -201,6 +207,19 @@ class Lexer {
     token.offset = pos_;
     while (pos_ < source_.size() && IsIdentifierChar(source_.At(pos_))) ++pos_;
     token.text = std::string(source_.text().substr(token.offset, pos_ - token.offset));
+    return token;
+  }
+
+  // Decimal digits; values above kMaxTokenLiteralId are kept saturated for the error message.
+  Token LexNumber() {
+    Token token;
+    token.kind = TokenKind::kNumber;
+    token.offset = pos_;
+    while (IsDigit(source_.At(pos_))) {
+      token.number = std::min<int64_t>(token.number * 10 + (source_.At(pos_) - '0'),
+                                       int64_t{1} << 40);
+      ++pos_;
+    }
     return token;
   }
 
@@ -459,7 +478,9 @@ class Parser {
     }
     Take();
     RuleId id = DeclareRule(name);
+    rule_tag_dispatches_.clear();
     ExprId body = ParseChoice(0);
+    LiftTagDispatches(body, name);
     ExprId lookahead = -1;
     if (AtLookahead()) {
       lookahead = ParseLookahead();
@@ -471,6 +492,27 @@ class Parser {
     if (!AtRuleEnd()) FailUnexpected(Peek(), "the end of rule '" + name.text + "'");
     ast_.rules[id].body = body;
     ast_.rules[id].lookahead = lookahead;
+  }
+
+  // Every TagDispatch of the rule just parsed other than its whole body moves into a rule of
+  // its own (a TagDispatch is lowered as a whole rule, grammar_ast.h): the node is copied to
+  // a new rule and turns into a reference to it in place.
+  XG2_EBNF_NOINLINE void LiftTagDispatches(ExprId body, const Token& owner) {
+    int counter = 0;
+    for (ExprId node : rule_tag_dispatches_) {
+      if (node == body) continue;
+      Token name = owner;
+      do {
+        name.text = owner.text + "_tag_dispatch_" + std::to_string(++counter);
+      } while (rule_ids_.count(name.text) != 0);
+      RuleId lifted = DeclareRule(name);
+      ast_.rules[lifted].body = AddLeaf(ast_.node(node));
+      ExprNode ref;
+      ref.kind = ExprKind::kRuleRef;
+      ref.rule_id = lifted;
+      ast_.node(node) = std::move(ref);
+    }
+    rule_tag_dispatches_.clear();
   }
 
   // Adds the rule `name` with no body yet; a second definition of a name is an error.
@@ -580,14 +622,160 @@ class Parser {
   }
 
   ExprId ParseRuleRef(const Token& name) {
-    if (name.text == "TagDispatch" && At(TokenKind::kLeftParen)) {
-      source_.Fail(name.offset, "TagDispatch(...) is not supported");
-    }
+    if (name.text == "TagDispatch" && At(TokenKind::kLeftParen)) return ParseTagDispatch();
+    if (name.text == "Token" && At(TokenKind::kLeftParen)) return ParseTokenLiteral();
     ExprNode node;
     node.kind = ExprKind::kRuleRef;
     ExprId id = AddLeaf(std::move(node));
     pending_refs_.push_back({id, name.text, name.offset});
     return id;
+  }
+
+  // Token(id, ...) after the name: one of the listed tokens (grammar/token_literal.h).
+  XG2_EBNF_NOINLINE ExprId ParseTokenLiteral() {
+    std::vector<std::string> spellings = ParseTokenIds();
+    std::vector<ExprId> alternatives;
+    for (std::string& bytes : spellings) {
+      ExprNode node;
+      node.kind = ExprKind::kBytes;
+      node.bytes = std::move(bytes);
+      alternatives.push_back(AddLeaf(std::move(node)));
+    }
+    if (alternatives.size() == 1) return alternatives[0];
+    return AddCompound(ExprKind::kChoice, std::move(alternatives), 0);
+  }
+
+  // '(' number (',' number)* [','] ')': the spellings of the listed token ids.
+  std::vector<std::string> ParseTokenIds() {
+    size_t open = Take().offset;  // '('
+    std::vector<std::string> spellings;
+    while (!At(TokenKind::kRightParen)) {
+      if (!At(TokenKind::kNumber)) FailUnexpected(Peek(), "a token id");
+      Token id = Take();
+      if (id.number > kMaxTokenLiteralId) {
+        source_.Fail(id.offset, "token id " + std::to_string(id.number) + " exceeds the limit of " +
+                                    std::to_string(kMaxTokenLiteralId));
+      }
+      spellings.push_back(TokenLiteralBytes(static_cast<int32_t>(id.number)));
+      if (!At(TokenKind::kComma)) break;
+      Take();
+    }
+    ExpectClosingParen(open);
+    if (spellings.empty()) source_.Fail(open, "Token() needs at least one token id");
+    return spellings;
+  }
+
+  // TagDispatch(("tag", rule), ..., stop_eos=B, stop_str=(S, ...), loop_after_dispatch=B,
+  // excludes=(S, ...)) after the name; see docs/ebnf.md. A tag is one or more string
+  // literals and Token(id) terms, concatenated.
+  XG2_EBNF_NOINLINE ExprId ParseTagDispatch() {
+    size_t open = Take().offset;  // '('
+    int32_t index = static_cast<int32_t>(ast_.tag_dispatches.size());
+    ast_.tag_dispatches.emplace_back();
+    std::vector<std::string> seen_options;
+    while (!At(TokenKind::kRightParen)) {
+      if (At(TokenKind::kLeftParen)) {
+        ParseDispatchTag(index);
+      } else if (At(TokenKind::kIdentifier) && Peek(1).kind == TokenKind::kEquals) {
+        Token option = Take();
+        Take();  // '='
+        if (std::find(seen_options.begin(), seen_options.end(), option.text) != seen_options.end()) {
+          source_.Fail(option.offset, "TagDispatch option '" + option.text + "' is given twice");
+        }
+        seen_options.push_back(option.text);
+        ParseDispatchOption(index, option);
+      } else {
+        FailUnexpected(Peek(), "a (\"tag\", rule) pair or an option of TagDispatch");
+      }
+      if (!At(TokenKind::kComma)) break;
+      Take();
+    }
+    ExpectClosingParen(open);
+    ExprNode node;
+    node.kind = ExprKind::kTagDispatch;
+    node.tag_dispatch = index;
+    ExprId id = AddLeaf(std::move(node));
+    rule_tag_dispatches_.push_back(id);
+    return id;
+  }
+
+  void ParseDispatchTag(int32_t index) {
+    size_t open = Take().offset;  // '('
+    TagDispatchDef::Tag tag;
+    tag.text = ParseConcatenatedString("a tag string");
+    if (!At(TokenKind::kComma)) FailUnexpected(Peek(), "',' after the tag string");
+    Take();
+    if (!At(TokenKind::kIdentifier)) FailUnexpected(Peek(), "the name of the tag's rule");
+    Token rule = Take();
+    ExpectClosingParen(open);
+    TagDispatchDef& def = ast_.tag_dispatches[index];
+    pending_tag_refs_.push_back({index, static_cast<int32_t>(def.tags.size()), rule.text, rule.offset});
+    def.tags.push_back(std::move(tag));
+  }
+
+  // One or more string literals and Token(id) terms; the result must be non-empty.
+  std::string ParseConcatenatedString(const std::string& what) {
+    size_t offset = Peek().offset;
+    std::string text;
+    bool any = false;
+    while (true) {
+      if (At(TokenKind::kLiteral)) {
+        text += Take().text;
+      } else if (At(TokenKind::kIdentifier) && Peek().text == "Token" &&
+                 Peek(1).kind == TokenKind::kLeftParen) {
+        size_t token_offset = Take().offset;
+        std::vector<std::string> ids = ParseTokenIds();
+        if (ids.size() != 1) source_.Fail(token_offset, "a Token() inside a string takes one id");
+        text += ids[0];
+      } else {
+        break;
+      }
+      any = true;
+    }
+    if (!any) FailUnexpected(Peek(), what);
+    if (text.empty()) source_.Fail(offset, what + " must not be empty");
+    return text;
+  }
+
+  void ParseDispatchOption(int32_t index, const Token& option) {
+    TagDispatchDef& def = ast_.tag_dispatches[index];
+    if (option.text == "stop_eos") {
+      def.stop_eos = ParseBool(option);
+    } else if (option.text == "loop_after_dispatch") {
+      def.loop_after_dispatch = ParseBool(option);
+    } else if (option.text == "stop_str") {
+      def.stop_strings = ParseStringTuple("a stop string");
+    } else if (option.text == "excludes") {
+      def.excludes = ParseStringTuple("an excluded string");
+    } else {
+      source_.Fail(option.offset, "unknown TagDispatch option '" + option.text +
+                                      "' (expected stop_eos, stop_str, loop_after_dispatch or "
+                                      "excludes)");
+    }
+  }
+
+  bool ParseBool(const Token& option) {
+    if (At(TokenKind::kIdentifier) && (Peek().text == "true" || Peek().text == "false")) {
+      return Take().text == "true";
+    }
+    FailUnexpected(Peek(), "true or false for '" + option.text + "'");
+  }
+
+  // '(' [string (',' string)* [',']] ')', or a single string.
+  std::vector<std::string> ParseStringTuple(const std::string& what) {
+    std::vector<std::string> strings;
+    if (!At(TokenKind::kLeftParen)) {
+      strings.push_back(ParseConcatenatedString(what));
+      return strings;
+    }
+    size_t open = Take().offset;
+    while (!At(TokenKind::kRightParen)) {
+      strings.push_back(ParseConcatenatedString(what));
+      if (!At(TokenKind::kComma)) break;
+      Take();
+    }
+    ExpectClosingParen(open);
+    return strings;
   }
 
   // After '(' at `open`: choice ')'.
@@ -626,6 +814,11 @@ class Parser {
       case TokenKind::kRepeat:
         source_.Fail(token.offset, "repetition operator " + Describe(token) +
                                        " does not follow an expression");
+      case TokenKind::kNumber:
+      case TokenKind::kComma:
+        // Only meaningful inside a built-in's arguments; elsewhere a stray character.
+        source_.Fail(token.offset, std::string("unexpected character '") +
+                                       source_.At(token.offset) + "'");
       default:
         source_.Fail(token.offset, "expected " + expected + ", found " + Describe(token));
     }
@@ -646,6 +839,8 @@ class Parser {
       case TokenKind::kStar: return "'*'";
       case TokenKind::kPlus: return "'+'";
       case TokenKind::kRepeat: return "'{...}'";
+      case TokenKind::kComma: return "','";
+      case TokenKind::kNumber: return "a number";
       case TokenKind::kEnd: return "the end of the grammar";
     }
     return "a token";
@@ -656,6 +851,11 @@ class Parser {
       auto found = rule_ids_.find(ref.name);
       if (found == rule_ids_.end()) source_.Fail(ref.offset, "undefined rule '" + ref.name + "'");
       ast_.node(ref.node).rule_id = found->second;
+    }
+    for (const PendingTagRef& ref : pending_tag_refs_) {
+      auto found = rule_ids_.find(ref.name);
+      if (found == rule_ids_.end()) source_.Fail(ref.offset, "undefined rule '" + ref.name + "'");
+      ast_.tag_dispatches[ref.dispatch].tags[ref.tag].rule = found->second;
     }
   }
 
@@ -709,6 +909,15 @@ class Parser {
   std::unordered_map<std::string, RuleId> rule_ids_;
   std::vector<size_t> rule_offsets_;  // rule_offsets_[id]: where rule id's name is
   std::vector<PendingRuleRef> pending_refs_;
+  // A TagDispatch tag's rule, seen before all rules are known.
+  struct PendingTagRef {
+    int32_t dispatch;
+    int32_t tag;
+    std::string name;
+    size_t offset;
+  };
+  std::vector<PendingTagRef> pending_tag_refs_;
+  std::vector<ExprId> rule_tag_dispatches_;  // kTagDispatch nodes of the rule being parsed
 };
 
 }  // namespace

@@ -27,39 +27,17 @@ enum class Role {
 };
 
 const std::unordered_map<std::string, Role>& KeywordRoles() {
-  static const auto* roles = new std::unordered_map<std::string, Role>{
-      {"title", Role::kAnnotation}, {"description", Role::kAnnotation},
-      {"default", Role::kAnnotation}, {"examples", Role::kAnnotation},
-      {"example", Role::kAnnotation}, {"$comment", Role::kAnnotation},
-      {"$schema", Role::kAnnotation}, {"$id", Role::kAnnotation}, {"id", Role::kAnnotation},
-      {"$anchor", Role::kAnnotation}, {"$dynamicAnchor", Role::kAnnotation},
-      {"$vocabulary", Role::kAnnotation}, {"deprecated", Role::kAnnotation},
-      {"readOnly", Role::kAnnotation}, {"writeOnly", Role::kAnnotation},
-      {"contentMediaType", Role::kAnnotation}, {"contentEncoding", Role::kAnnotation},
-      {"contentSchema", Role::kAnnotation}, {"$defs", Role::kAnnotation},
-      {"definitions", Role::kAnnotation},
-      {"type", Role::kHandled}, {"nullable", Role::kHandled}, {"enum", Role::kHandled},
-      {"const", Role::kHandled}, {"$ref", Role::kHandled}, {"anyOf", Role::kHandled},
-      {"allOf", Role::kHandled}, {"properties", Role::kHandled}, {"required", Role::kHandled},
-      {"additionalProperties", Role::kHandled}, {"items", Role::kHandled},
-      {"prefixItems", Role::kHandled}, {"additionalItems", Role::kHandled},
-      {"minItems", Role::kHandled}, {"maxItems", Role::kHandled}, {"pattern", Role::kHandled},
-      {"minLength", Role::kHandled}, {"maxLength", Role::kHandled}, {"format", Role::kHandled},
-      {"minimum", Role::kHandled}, {"maximum", Role::kHandled},
-      {"exclusiveMinimum", Role::kHandled}, {"exclusiveMaximum", Role::kHandled},
-      {"uniqueItems", Role::kHandled}, {"minProperties", Role::kHandled},
-      {"if", Role::kHandled}, {"then", Role::kHandled}, {"else", Role::kHandled},
-      {"minContains", Role::kHandled}, {"maxContains", Role::kHandled},
-      {"oneOf", Role::kUnsupported}, {"not", Role::kUnsupported},
-      {"patternProperties", Role::kUnsupported}, {"propertyNames", Role::kUnsupported},
-      {"contains", Role::kUnsupported}, {"multipleOf", Role::kUnsupported},
-      {"maxProperties", Role::kUnsupported}, {"dependentRequired", Role::kUnsupported},
-      {"dependentSchemas", Role::kUnsupported}, {"dependencies", Role::kUnsupported},
-      {"unevaluatedProperties", Role::kUnsupported}, {"unevaluatedItems", Role::kUnsupported},
-      {"$recursiveRef", Role::kUnsupported}, {"$dynamicRef", Role::kUnsupported},
-      {"extends", Role::kUnsupported}, {"disallow", Role::kUnsupported},
-      {"divisibleBy", Role::kUnsupported},
-  };
+  static const auto* roles = [] {
+    auto* map = new std::unordered_map<std::string, Role>();
+    for (const KeywordSupport& entry : JsonSchemaKeywordTable()) {
+      std::string level = entry.level;
+      Role role = level == "annotation"  ? Role::kAnnotation
+                  : level == "error"     ? Role::kUnsupported
+                                         : Role::kHandled;
+      map->emplace(entry.keyword, role);
+    }
+    return map;
+  }();
   return *roles;
 }
 
@@ -85,11 +63,6 @@ std::string TypeOfKeyword(const std::string& keyword) {
   return found == types->end() ? "" : found->second;
 }
 
-// Keywords that may stand beside an applicator ($ref, anyOf, allOf) without changing it.
-bool IsPassiveKeyword(const std::string& keyword) {
-  std::optional<Role> role = RoleOf(keyword);
-  return !role || *role == Role::kAnnotation;
-}
 
 const char* const kAllTypes[] = {"null", "boolean", "object", "array", "number", "string"};
 
@@ -128,6 +101,11 @@ Fragment NumberMagnitude() {
 }
 
 }  // namespace
+
+bool IsPassiveKeyword(const std::string& keyword) {
+  std::optional<Role> role = RoleOf(keyword);
+  return !role || *role == Role::kAnnotation;
+}
 
 std::string ChildPointer(const std::string& pointer, const std::string& token) {
   return pointer + "/" + EscapeJsonPointerToken(token);
@@ -206,6 +184,13 @@ const char* const kCommonRules[] = {"root",        "json_value", "json_string", 
 
 SchemaConverter::SchemaConverter(const JsonValue& document, const JsonSchemaOptions& options)
     : document_(document), options_(options), layout_(options), rules_(kMaxGrammarBytes) {
+  const JsonValue* dialect = document.Find("$schema");
+  if (dialect != nullptr && dialect->is_string()) {
+    const std::string& uri = dialect->string_value();
+    for (const char* old : {"draft-03", "draft-04", "draft-06", "draft-07"}) {
+      legacy_ref_ = legacy_ref_ || uri.find(old) != std::string::npos;
+    }
+  }
   StartOutput();
 }
 
@@ -219,6 +204,7 @@ void SchemaConverter::StartOutput() {
   references_in_progress_.clear();
   any_value_rules_.clear();
   active_depth_ = 0;
+  merge_targets_.clear();
 }
 
 // Converts, then checks that every rule derives some finite string. A $ref target whose
@@ -403,10 +389,7 @@ void SchemaConverter::CheckKeywords(const Node& node) {
     } else if (keyword == "minProperties") {
       unsupported = !(value.is_number() && value.number_value() == 0);
     } else if (keyword == "allOf") {
-      if (!value.is_array() || value.array_items().empty()) {
-        Invalid("keyword 'allOf' at " + ShowPointer(node.pointer) + " must be a non-empty array");
-      }
-      unsupported = value.array_items().size() > 1;
+      unsupported = false;  // merged before this point
     } else if (keyword == "if") {
       unsupported = schema.Find("then") != nullptr || schema.Find("else") != nullptr;
     } else if (keyword == "then" || keyword == "else") {
@@ -426,38 +409,18 @@ void SchemaConverter::CheckKeywords(const Node& node) {
   }
 }
 
-void SchemaConverter::CheckNoSiblings(const Node& node, const char* applicator) {
-  for (const auto& member : node.schema.object_members()) {
-    const std::string& keyword = member.first;
-    if (keyword == applicator || IsPassiveKeyword(keyword) || IsIgnored(node, keyword)) continue;
-    if (keyword == "nullable" && std::string(applicator) == "anyOf") continue;
-    if ((keyword == "then" || keyword == "else" || keyword == "if" || keyword == "minContains" ||
-         keyword == "maxContains")) {
-      continue;  // no-ops here (see CheckKeywords)
-    }
-    if (keyword == "uniqueItems" || keyword == "minProperties") continue;  // no-op forms only
-    Unsupported("unsupported keyword " + Quoted(keyword) + " alongside " + Quoted(applicator) +
-                " at " + ShowPointer(node.pointer));
-    ignored_keywords_.insert({node.pointer, keyword});
-  }
-}
-
 Fragment SchemaConverter::SchemaObject(const Node& node, int depth) {
-  CheckKeywords(node);
   const JsonValue& schema = node.schema;
-  if (schema.Find("$ref") != nullptr) {
-    CheckNoSiblings(node, "$ref");
-    return Reference(node, depth);
-  }
+  if (schema.Find("$ref") != nullptr && legacy_ref_) return Reference(node, depth);
+  if (NeedsMerge(node)) return MergedSchema(node, depth);
+  CheckKeywords(node);
+  // Invariant: past NeedsMerge, an applicator has no sibling assertions.
+  if (schema.Find("$ref") != nullptr) return Reference(node, depth);
   if (schema.Find("allOf") != nullptr && !IsIgnored(node, "allOf")) {
-    CheckNoSiblings(node, "allOf");
-    return Schema(schema.Find("allOf")->array_items()[0], ChildPointer(node.pointer, "allOf") + "/0",
-                  depth);
+    return Schema(schema.Find("allOf")->array_items()[0], ChildPointer(node.pointer, "allOf") + "/0", depth);
   }
-  if (schema.Find("anyOf") != nullptr) {
-    CheckNoSiblings(node, "anyOf");
-    return AnyOf(node, depth);
-  }
+  if (schema.Find("anyOf") != nullptr && !IsIgnored(node, "anyOf")) return AnyOf(node, depth);
+  if (schema.Find("oneOf") != nullptr && !IsIgnored(node, "oneOf")) return OneOf(node, depth);
   if (schema.Find("enum") != nullptr || schema.Find("const") != nullptr) {
     return EnumOrConst(node, depth);
   }

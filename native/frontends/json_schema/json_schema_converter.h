@@ -18,8 +18,10 @@ struct JsonSchemaOptions {
   std::optional<int> indent;
   // Fixed formatting: (item separator, key separator), e.g. (", ", ": ").
   std::optional<std::pair<std::string, std::string>> separators;
-  // true: objects accept only declared properties unless additionalProperties says otherwise
-  // (OpenAI strict mode); names listed in `required` but not declared accept any value.
+  // true: objects that declare properties (properties / patternProperties) accept only those
+  // unless additionalProperties says otherwise (OpenAI strict mode); names listed in
+  // `required` but not declared accept any value; an object schema that declares no
+  // properties at all accepts any members.
   bool strict_mode = true;
   // Cap on whitespace characters in one gap when any_whitespace (nullopt = unbounded).
   std::optional<int> max_whitespace;
@@ -34,6 +36,17 @@ struct JsonSchemaConversion {
 
 // Throws SchemaError / UnsupportedSchemaError naming the keyword and its JSON pointer.
 JsonSchemaConversion JsonSchemaToEbnf(std::string_view schema_json, const JsonSchemaOptions& options);
+
+// What the converter does with one keyword; the single source of the support matrix in
+// docs/json_schema_support.md (scripts/gen_schema_support.py). `level` is "supported",
+// "limited" (supported; the forms named in `note` are the policy error), "error" (always
+// the policy error) or "annotation" (no validation meaning; ignored, which is exact).
+struct KeywordSupport {
+  const char* keyword;
+  const char* level;
+  const char* note;
+};
+const std::vector<KeywordSupport>& JsonSchemaKeywordTable();
 
 // EBNF for any JSON value (the built-in JSON grammar).
 std::string BuiltinJsonEbnf(const JsonSchemaOptions& options);

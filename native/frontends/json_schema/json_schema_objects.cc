@@ -202,8 +202,12 @@ Fragment SchemaConverter::ObjectValue(const Node& node, int depth) {
   Fragment additional_value = Fragment::Never();
   bool additional_forbidden_explicitly = additional != nullptr && additional->is_bool() &&
                                          !additional->bool_value();
+  // Strict mode forbids undeclared properties only where the schema declares some: an
+  // object schema without properties / patternProperties / additionalProperties (such as
+  // {"type": "object"}) accepts any members, as in OpenAI's strict mode and xgrammar.
+  bool declares_properties = properties != nullptr || node.schema.Find("patternProperties") != nullptr;
   if (additional == nullptr) {
-    if (!options_.strict_mode) additional_value = AnyValue(depth + 1);
+    if (!options_.strict_mode || !declares_properties) additional_value = AnyValue(depth + 1);
   } else {
     additional_value = Schema(*additional, ChildPointer(node.pointer, "additionalProperties"), depth + 1);
   }

@@ -8,6 +8,7 @@
 #ifndef XG2_FRONTENDS_JSON_SCHEMA_SCHEMA_CONVERTER_INTERNAL_H_
 #define XG2_FRONTENDS_JSON_SCHEMA_SCHEMA_CONVERTER_INTERNAL_H_
 
+#include <deque>
 #include <map>
 #include <optional>
 #include <set>
@@ -63,6 +64,15 @@ struct Node {
   const std::string& pointer;
 };
 
+// The conjuncts one merge collects (see schema_merge.cc).
+struct MergeState {
+  std::vector<std::pair<JsonValue, std::string>> parts;         // flat schemas, pointers
+  std::vector<std::pair<JsonValue, std::string>> alternatives;  // {"anyOf"|"oneOf": [...]}
+  std::vector<const JsonValue*> targets;                        // $ref targets expanded
+  size_t collected = 0;
+  bool never = false;
+};
+
 class SchemaConverter {
  public:
   SchemaConverter(const JsonValue& document, const JsonSchemaOptions& options);
@@ -90,7 +100,18 @@ class SchemaConverter {
   Fragment StringValue(const Node& node);
   Fragment ConstValue(const JsonValue& value, int depth);
   void CheckKeywords(const Node& node);
-  void CheckNoSiblings(const Node& node, const char* applicator);
+
+  // --- schema_merge.cc: allOf, $ref with siblings, applicators next to other keywords ---
+  bool NeedsMerge(const Node& node) const;
+  Fragment MergedSchema(const Node& node, int depth);
+  void CollectParts(const JsonValue& schema, const std::string& pointer, MergeState* state);
+  JsonValue MergeObjects(const JsonValue& a, const JsonValue& b, const std::string& pointer);
+  void MergeObjectKeywords(const JsonValue& a, const JsonValue& b, const std::string& pointer,
+                           std::vector<JsonValue::Member>* out);
+  const JsonValue& Dereferenced(const JsonValue& schema, const std::string& pointer);
+  bool Disjoint(const JsonValue& a, const JsonValue& b, const std::string& pointer, int budget);
+  Fragment OneOf(const Node& node, int depth);
+  void MergeArrayKeywords(const JsonValue& a, const JsonValue& b, std::vector<JsonValue::Member>* out);
 
   // --- json_schema_objects.cc: objects, arrays, property keys ---
   Fragment ObjectValue(const Node& node, int depth);
@@ -131,9 +152,17 @@ class SchemaConverter {
   std::string base_uri_;
   std::map<int, std::string> any_value_rules_;
   int active_depth_ = 0;
+  // Draft 7 and older ($schema says so): keywords next to $ref are ignored.
+  bool legacy_ref_ = false;
+  // Schemas built by merges; a deque keeps references to them stable.
+  std::deque<JsonValue> synthetic_;
+  // $ref targets expanded by the merges in progress (recursion guard).
+  std::vector<const JsonValue*> merge_targets_;
 };
 
 std::string ChildPointer(const std::string& pointer, const std::string& token);
+// Keywords without validation meaning (annotations, unknown keywords).
+bool IsPassiveKeyword(const std::string& keyword);
 // The pointer as shown in messages ("/" for the root).
 std::string ShowPointer(const std::string& pointer);
 

@@ -1,6 +1,8 @@
 #include "frontends/json_schema/string_formats.h"
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 namespace xg2 {
 
@@ -39,13 +41,38 @@ Fragment Date(RuleSet* rules) {
                                           Seq({leap_year, L("-02-29")})}));
 }
 
+std::string TwoDigits(int n) { return std::string(1, static_cast<char>('0' + n / 10)) + static_cast<char>('0' + n % 10); }
+
+// hh:mm:60 (RFC 3339 leap second) only where the time is 23:59:60 UTC, i.e. the local time
+// is 23:59 shifted by the offset. Each local hh:mm has one offset of each sign; the
+// alternatives are nested by hour, then minute, so that a parser predicts few at a time.
+Fragment LeapSecondTime(RuleSet* rules, const Fragment& fraction) {
+  std::vector<std::vector<Fragment>> by_hour(24);
+  for (int local = 0; local < 24 * 60; ++local) {
+    std::vector<Fragment> zones;
+    for (int sign : {1, -1}) {
+      int offset = ((sign * (local - (23 * 60 + 59))) % 1440 + 1440) % 1440;
+      zones.push_back(L((sign > 0 ? "+" : "-") + TwoDigits(offset / 60) + ":" + TwoDigits(offset % 60)));
+    }
+    if (local == 23 * 60 + 59) zones.push_back(C("[Zz]"));
+    by_hour[local / 60].push_back(Seq({L(TwoDigits(local % 60) + ":60"), fraction, Alt(zones)}));
+  }
+  std::vector<Fragment> hours;
+  for (int hour = 0; hour < 24; ++hour) {
+    Fragment minutes = rules->Share("format_leap_minute", Alt(by_hour[hour]));
+    hours.push_back(Seq({L(TwoDigits(hour) + ":"), minutes}));
+  }
+  return rules->Share("format_leap_second_time", Alt(hours));
+}
+
 Fragment Time(RuleSet* rules) {
   Fragment hour = Alt({Seq({C("[01]"), kDigit}), Seq({L("2"), C("[0-3]")})});
   Fragment minute = Seq({C("[0-5]"), kDigit});
-  Fragment fraction = Optional(Seq({L("."), Repeat(kDigit, 1, -1)}));
+  Fragment fraction = rules->Share("format_time_fraction", Optional(Seq({L("."), Repeat(kDigit, 1, -1)})));
   Fragment offset = Alt({C("[Zz]"), Seq({C("[+\\-]"), hour, L(":"), minute})});
   return rules->Share("format_time",
-                      Seq({hour, L(":"), minute, L(":"), minute, fraction, offset}));
+                      Alt({Seq({hour, L(":"), minute, L(":"), minute, fraction, offset}),
+                           LeapSecondTime(rules, fraction)}));
 }
 
 Fragment Ipv4(RuleSet* rules) {
@@ -53,6 +80,25 @@ Fragment Ipv4(RuleSet* rules) {
                         Seq({L("1"), kDigit, kDigit}), Seq({C("[1-9]"), kDigit}), kDigit});
   Fragment shared_octet = rules->Share("format_ipv4_octet", octet);
   return rules->Share("format_ipv4", Seq({shared_octet, Repeat(Seq({L("."), shared_octet}), 3, 3)}));
+}
+
+// RFC 4291 / RFC 3986 IPv6address: eight 16-bit groups, or fewer around one "::", the last
+// 32 bits optionally written as an IPv4 address.
+Fragment Ipv6(RuleSet* rules) {
+  Fragment h16 = rules->Share("format_ipv6_h16", Repeat(kHex, 1, 4));
+  Fragment ls32 = rules->Share("format_ipv6_ls32", Alt({Seq({h16, L(":"), h16}), Ipv4(rules)}));
+  Fragment group = Seq({h16, L(":")});
+  std::vector<Fragment> forms = {Seq({Repeat(group, 6, 6), ls32})};
+  // "::" followed by exactly `after` groups and ls32, preceded by at most 5 - after groups.
+  for (int after = 5; after >= 0; --after) {
+    int before = 5 - after;
+    Fragment head = before == 0 ? Fragment::Epsilon()
+                                : Optional(Seq({Repeat(group, 0, before - 1), h16}));
+    forms.push_back(Seq({head, L("::"), Repeat(group, after, after), ls32}));
+  }
+  forms.push_back(Seq({Optional(Seq({Repeat(group, 0, 5), h16})), L("::"), h16}));
+  forms.push_back(Seq({Optional(Seq({Repeat(group, 0, 6), h16})), L("::")}));
+  return rules->Share("format_ipv6", Alt(forms));
 }
 
 Fragment Uuid(RuleSet* rules) {
@@ -70,8 +116,11 @@ Fragment Hostname() {
 
 Fragment Email(RuleSet* rules) {
   Fragment atom = Repeat(C("[a-zA-Z0-9!#$%&'*+/=?\\^_`{|}~\\-]"), 1, -1);
-  Fragment local = Seq({atom, Repeat(Seq({L("."), atom}), 0, -1)});
-  return rules->Share("format_email", Seq({local, L("@"), Hostname()}));
+  // A dot-atom or a quoted string of printable characters (JSON-escaped quotes around it).
+  Fragment quoted = Seq({L("\\\""), Repeat(C("[ !#-\\[\\]-~]"), 0, -1), L("\\\"")});
+  Fragment local = Alt({Seq({atom, Repeat(Seq({L("."), atom}), 0, -1)}), quoted});
+  Fragment domain = Alt({Hostname(), Seq({L("["), Ipv4(rules), L("]")}), Seq({L("[IPv6:"), Ipv6(rules), L("]")})});
+  return rules->Share("format_email", Seq({local, L("@"), domain}));
 }
 
 Fragment Uri(RuleSet* rules) {
@@ -84,7 +133,10 @@ Fragment Uri(RuleSet* rules) {
   Fragment segment = Repeat(pchar, 0, -1);
   Fragment nonempty_segment = Repeat(pchar, 1, -1);
   Fragment more_segments = Repeat(Seq({L("/"), segment}), 0, -1);
-  Fragment authority = Seq({Repeat(host_char, 0, -1), Optional(Seq({L(":"), Repeat(kDigit, 0, -1)}))});
+  Fragment userinfo = Seq({Repeat(Alt({host_char, L(":")}), 0, -1), L("@")});
+  Fragment ip_literal = Seq({L("["), Ipv6(rules), L("]")});
+  Fragment host = Alt({ip_literal, Repeat(host_char, 0, -1)});
+  Fragment authority = Seq({Optional(userinfo), host, Optional(Seq({L(":"), Repeat(kDigit, 0, -1)}))});
   Fragment hier_part = Alt({Seq({L("//"), authority, more_segments}),
                             Seq({L("/"), Optional(Seq({nonempty_segment, more_segments}))}),
                             Seq({nonempty_segment, more_segments}), Fragment::Epsilon()});
@@ -104,6 +156,7 @@ std::optional<Fragment> StringFormatBody(std::string_view format, RuleSet* rules
   }
   if (format == "ipv4") return Ipv4(rules);
   if (format == "uuid") return Uuid(rules);
+  if (format == "ipv6") return Ipv6(rules);
   if (format == "email") return Email(rules);
   if (format == "uri") return Uri(rules);
   return std::nullopt;

@@ -1,0 +1,70 @@
+// Compilation of EBNF that may name tokens (Token(id)): the grammar is matched against the
+// derived vocabulary of tokenizer/token_literals.h. Derived vocabularies are cached in a
+// Python dict owned by the caller (one per GrammarCompiler), keyed by the tuple of ids.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "bindings/registry.h"
+#include "frontends/ebnf/ebnf_parser.h"
+#include "matcher/compiled_grammar.h"
+#include "matcher/token_mask_cache.h"
+#include "grammar/token_literal.h"
+#include "tokenizer/token_literals.h"
+
+namespace py = pybind11;
+
+namespace xg2 {
+namespace {
+
+// Grammars without Token(...) compile exactly as compile_ebnf does. A grammar naming tokens
+// gets the derived vocabulary and no cross-grammar pool: the pool's classifications belong
+// to the base vocabulary.
+std::shared_ptr<CompiledGrammar> CompileWithTokenLiterals(
+    std::shared_ptr<TokenizerInfo> tokenizer, const std::string& ebnf,
+    const std::string& root_rule_name, py::dict vocab_cache, std::shared_ptr<MaskCachePool> pool,
+    bool mask_cache, bool cross_grammar_cache, int32_t precompute_nodes) {
+  MaskCacheOptions options;
+  options.enabled = mask_cache;
+  options.cross_grammar = cross_grammar_cache;
+  options.precompute = precompute_nodes;
+  std::vector<int32_t> ids;
+  if (ebnf.find("Token") != std::string::npos) {
+    py::gil_scoped_release release;
+    ids = TokenLiteralIds(ParseEbnf(ebnf, root_rule_name));
+  }
+  std::shared_ptr<const TokenizerInfo> vocab = tokenizer;
+  if (!ids.empty()) {
+    py::tuple key = py::cast(ids);
+    if (vocab_cache.contains(key)) {
+      vocab = vocab_cache[key].cast<std::shared_ptr<TokenizerInfo>>();
+    } else {
+      {
+        py::gil_scoped_release release;
+        vocab = WithTokenLiterals(*tokenizer, ids);
+      }
+      vocab_cache[key] = std::const_pointer_cast<TokenizerInfo>(vocab);
+    }
+    pool = nullptr;
+    options.cross_grammar = false;
+  }
+  py::gil_scoped_release release;
+  return std::const_pointer_cast<CompiledGrammar>(
+      CompileEbnf(ebnf, root_rule_name, vocab, std::move(pool), options));
+}
+
+void BindTokenLiterals(py::module_& m) {
+  m.def("compile_ebnf_with_token_literals", &CompileWithTokenLiterals, py::arg("tokenizer_info"),
+        py::arg("ebnf"), py::arg("root_rule_name"), py::arg("vocab_cache"),
+        py::arg("pool") = nullptr, py::arg("mask_cache") = true,
+        py::arg("cross_grammar_cache") = true, py::arg("precompute_nodes") = 8,
+        "Like compile_ebnf; a grammar that names tokens with Token(id) is matched against a "
+        "derived vocabulary (cached in vocab_cache) in which those tokens are its terminals.");
+  m.def("_token_literal_bytes",
+        [](int32_t id) { return py::bytes(TokenLiteralBytes(id)); }, py::arg("token_id"),
+        "The byte spelling of Token(id) in grammar text (for tests and accept_string).");
+}
+
+}  // namespace
+}  // namespace xg2
+
+XG2_REGISTER_BINDINGS(45, "token_literals", xg2::BindTokenLiterals);

@@ -1,0 +1,62 @@
+// The converter's keyword table: every keyword it knows, with its support level. The
+// converter's policy (json_schema_converter.cc) reads its roles from here, and the docs'
+// support matrix is generated from it, so the two cannot drift.
+#include "frontends/json_schema/json_schema_converter.h"
+
+namespace xg2 {
+
+const std::vector<KeywordSupport>& JsonSchemaKeywordTable() {
+  static const auto* table = new std::vector<KeywordSupport>{
+      // Annotations and containers.
+      {"title", "annotation", ""}, {"description", "annotation", ""}, {"default", "annotation", ""},
+      {"examples", "annotation", ""}, {"example", "annotation", "OpenAPI"},
+      {"$comment", "annotation", ""}, {"$schema", "annotation", "draft-03..07 URIs select draft-7 `$ref` rules (siblings ignored)"},
+      {"$id", "annotation", "document-relative ids resolve `$ref`"}, {"id", "annotation", "draft-04 `$id`"},
+      {"$anchor", "annotation", "resolves `$ref`"}, {"$dynamicAnchor", "annotation", ""},
+      {"$vocabulary", "annotation", ""}, {"deprecated", "annotation", ""},
+      {"readOnly", "annotation", ""}, {"writeOnly", "annotation", ""},
+      {"contentMediaType", "annotation", ""}, {"contentEncoding", "annotation", ""},
+      {"contentSchema", "annotation", ""}, {"$defs", "annotation", "container"},
+      {"definitions", "annotation", "container (draft-04/07)"},
+      // Core.
+      {"type", "supported", "names and arrays of names, next to any other keyword"},
+      {"nullable", "supported", "OpenAPI 3.0"},
+      {"enum", "supported", "values are filtered by the sibling scalar keywords; object/array keywords next to enum are the policy error"},
+      {"const", "supported", "as enum"},
+      {"$ref", "limited", "local and `$id`/`$anchor` references, recursion; remote references are an error; a recursive `$ref` that must be intersected with siblings is the policy error"},
+      {"anyOf", "supported", "siblings are distributed over the branches"},
+      {"allOf", "limited", "merged by intersection; two different `pattern`s, `format`s, `contains`, `if` or dependency maps, and `patternProperties` next to declared names of another branch, are the policy error"},
+      {"oneOf", "limited", "exact when the branches are provably disjoint (types, const/enum values, a required property with disjoint values, required names excluded by additionalProperties false); otherwise the policy error (lenient: anyOf with a warning)"},
+      {"properties", "supported", "declared order is enforced"},
+      {"required", "supported", ""},
+      {"additionalProperties", "supported", "keys never repeat a declared name"},
+      {"items", "supported", "schema and draft-04/07 array forms"},
+      {"prefixItems", "supported", ""},
+      {"additionalItems", "supported", ""},
+      {"minItems", "supported", ""}, {"maxItems", "supported", ""},
+      {"pattern", "limited", "ECMAScript subset of the regex frontend; look-around and back-references are the policy error; with min/maxLength or format the policy error"},
+      {"minLength", "supported", "code points"}, {"maxLength", "supported", "code points"},
+      {"format", "limited", "asserted (format-assertion vocabulary): date, time (leap seconds exact), date-time, email, uri, ipv4, ipv6, uuid; other formats are the policy error"},
+      {"minimum", "limited", "exact for integers; for numbers only minimum 0"},
+      {"maximum", "limited", "exact for integers; numbers: the policy error"},
+      {"exclusiveMinimum", "limited", "as minimum; draft-04 boolean form"},
+      {"exclusiveMaximum", "limited", "as maximum; draft-04 boolean form"},
+      {"uniqueItems", "limited", "false only"},
+      {"minProperties", "limited", "0 only"},
+      {"if", "limited", "without then/else only"},
+      {"then", "supported", "no-op without if"}, {"else", "supported", "no-op without if"},
+      {"minContains", "supported", "no-op without contains"},
+      {"maxContains", "supported", "no-op without contains"},
+      // Not enforced (yet): always the policy error.
+      {"not", "error", ""}, {"patternProperties", "error", ""}, {"propertyNames", "error", ""},
+      {"contains", "error", ""}, {"multipleOf", "error", ""}, {"maxProperties", "error", ""},
+      {"dependentRequired", "error", "empty map only"}, {"dependentSchemas", "error", "empty map only"},
+      {"dependencies", "error", "empty map only"},
+      {"unevaluatedProperties", "error", ""}, {"unevaluatedItems", "error", ""},
+      {"$recursiveRef", "error", ""}, {"$dynamicRef", "error", ""},
+      {"extends", "error", "draft-03"}, {"disallow", "error", "draft-03"}, {"divisibleBy", "error", "draft-03"},
+  };
+  return *table;
+}
+
+}  // namespace xg2

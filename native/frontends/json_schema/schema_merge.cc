@@ -1,0 +1,609 @@
+// JSON Schema -> EBNF: keywords that combine schemas by intersection. allOf, `$ref` with
+// sibling keywords (draft 2019+ semantics) and applicators (anyOf / oneOf) next to other
+// keywords are rewritten into one flat schema whose language is the intersection: type
+// sets intersected, bounds tightened, required names united, properties and items merged
+// position by position (never concatenated). Alternatives are distributed over the rest:
+// {"anyOf": [{"allOf": [rest, branch_1]}, ...]}. Where an intersection has no exact flat
+// form (two different patterns, two different formats, ...) the policy error names it.
+#include <algorithm>
+#include <set>
+
+#include "frontends/json_schema/decimal.h"
+#include "frontends/json_schema/schema_converter_internal.h"
+#include "support/error.h"
+
+namespace xg2 {
+namespace schema_internal {
+
+namespace {
+
+// Alternative combinations one merge may distribute before it is refused.
+constexpr size_t kMaxDistributedBranches = 256;
+// Schema parts one merge may collect (allOf / $ref expansions).
+constexpr size_t kMaxMergedParts = 512;
+// How often one $ref target may be expanded by nested merges at once (recursion guard).
+constexpr int kMaxNestedTargetExpansions = 2;
+
+using Members = std::vector<JsonValue::Member>;
+
+const char* const kApplicators[] = {"$ref", "allOf", "anyOf", "oneOf"};
+
+bool IsApplicator(const std::string& keyword) {
+  return std::find(std::begin(kApplicators), std::end(kApplicators), keyword) !=
+         std::end(kApplicators);
+}
+
+JsonValue AllOf(std::vector<JsonValue> schemas) {
+  if (schemas.size() == 1) return schemas[0];
+  return JsonValue::Object({{"allOf", JsonValue::Array(std::move(schemas))}});
+}
+
+void Set(Members* members, const std::string& key, JsonValue value) {
+  for (auto& member : *members) {
+    if (member.first == key) {
+      member.second = std::move(value);
+      return;
+    }
+  }
+  members->emplace_back(key, std::move(value));
+}
+
+void Erase(Members* members, const std::string& key) {
+  members->erase(std::remove_if(members->begin(), members->end(),
+                                [&](const JsonValue::Member& m) { return m.first == key; }),
+                 members->end());
+}
+
+const JsonValue* FindIn(const Members& members, const std::string& key) {
+  for (const auto& member : members) {
+    if (member.first == key) return &member.second;
+  }
+  return nullptr;
+}
+
+bool IsTrueSchema(const JsonValue* schema) {
+  return schema == nullptr || (schema->is_bool() && schema->bool_value()) ||
+         (schema->is_object() && schema->object_members().empty());
+}
+
+// Draft-4 boolean exclusive bounds become the numeric (draft-6+) form.
+void NormalizeExclusiveBounds(Members* members) {
+  for (const auto& [exclusive, inclusive] :
+       {std::make_pair("exclusiveMinimum", "minimum"), std::make_pair("exclusiveMaximum", "maximum")}) {
+    const JsonValue* flag = FindIn(*members, exclusive);
+    if (flag == nullptr || !flag->is_bool()) continue;
+    bool on = flag->bool_value();
+    const JsonValue* bound = FindIn(*members, inclusive);
+    if (on && bound != nullptr) {
+      JsonValue copy = *bound;
+      Erase(members, inclusive);
+      Set(members, exclusive, copy);
+    } else {
+      Erase(members, exclusive);
+    }
+  }
+}
+
+// The tighter of two numeric bounds (lower: the larger one).
+JsonValue TighterBound(const JsonValue& a, const JsonValue& b, bool is_lower) {
+  std::optional<Decimal> x = ParseDecimal(a.number_lexeme());
+  std::optional<Decimal> y = ParseDecimal(b.number_lexeme());
+  if (!x || !y) return (a.number_value() > b.number_value()) == is_lower ? a : b;
+  int order = CompareDecimal(*x, *y);
+  return (order >= 0) == is_lower ? a : b;
+}
+
+// The JSON type names a `type` keyword allows, with "number" standing for integers too.
+bool TypeAllows(const std::vector<std::string>& types, const std::string& type) {
+  if (std::find(types.begin(), types.end(), type) != types.end()) return true;
+  return type == "integer" && std::find(types.begin(), types.end(), "number") != types.end();
+}
+
+}  // namespace
+
+bool SchemaConverter::NeedsMerge(const Node& node) const {
+  const JsonValue& schema = node.schema;
+  if (schema.Find("allOf") != nullptr && !IsIgnored(node, "allOf")) return true;
+  bool has_ref = schema.Find("$ref") != nullptr;
+  if (has_ref && legacy_ref_) return false;  // draft 7 and older: $ref siblings are ignored
+  int applicators = 0;
+  bool has_assertions = false;
+  for (const auto& member : schema.object_members()) {
+    const std::string& keyword = member.first;
+    if (IsApplicator(keyword)) {
+      ++applicators;
+    } else if (!IsPassiveKeyword(keyword) && !IsIgnored(node, keyword) &&
+               !(keyword == "nullable" && schema.Find("anyOf") != nullptr && !has_ref)) {
+      has_assertions = true;
+    }
+  }
+  return applicators > 1 || (applicators == 1 && has_assertions);
+}
+
+// Collects the conjuncts of `schema`: its own keywords, the parts of its $ref target and of
+// each allOf item. anyOf / oneOf lists are kept apart for distribution.
+void SchemaConverter::CollectParts(const JsonValue& schema, const std::string& pointer,
+                                   MergeState* state) {
+  if (schema.is_bool()) {
+    state->never = state->never || !schema.bool_value();
+    return;
+  }
+  if (!schema.is_object()) Invalid("schema at " + ShowPointer(pointer) + " must be an object or a boolean");
+  if (++state->collected > kMaxMergedParts) {
+    Unsupported("'allOf' / '$ref' at " + ShowPointer(pointer) + ": more than " +
+                std::to_string(kMaxMergedParts) + " schemas to intersect");
+    return;
+  }
+  Node node{schema, pointer};
+  const JsonValue* ref = schema.Find("$ref");
+  bool ref_only = ref != nullptr && legacy_ref_;  // draft 7: siblings of $ref are ignored
+  Members own;
+  for (const auto& [keyword, value] : schema.object_members()) {
+    if (ref_only || IsApplicator(keyword) || IsPassiveKeyword(keyword) || IsIgnored(node, keyword)) continue;
+    own.emplace_back(keyword, value);
+  }
+  NormalizeExclusiveBounds(&own);
+  if (!own.empty()) state->parts.push_back({JsonValue::Object(std::move(own)), pointer});
+  if (ref != nullptr) {
+    if (!ref->is_string()) Invalid("keyword '$ref' at " + ShowPointer(pointer) + " must be a string");
+    std::string target_pointer;
+    const JsonValue* target = ResolveReference(ref->string_value(), node, &target_pointer);
+    int expansions = static_cast<int>(std::count(merge_targets_.begin(), merge_targets_.end(), target) +
+                                      std::count(state->targets.begin(), state->targets.end(), target));
+    if (expansions >= kMaxNestedTargetExpansions) {
+      Unsupported("recursive '$ref' combined with sibling keywords or 'allOf' at " + ShowPointer(pointer));
+    } else {
+      state->targets.push_back(target);
+      CollectParts(*target, target_pointer, state);
+    }
+  }
+  if (ref_only) return;
+  if (const JsonValue* all_of = schema.Find("allOf"); all_of != nullptr && !IsIgnored(node, "allOf")) {
+    if (!all_of->is_array() || all_of->array_items().empty()) {
+      Invalid("keyword 'allOf' at " + ShowPointer(pointer) + " must be a non-empty array");
+    }
+    for (size_t i = 0; i < all_of->array_items().size(); ++i) {
+      CollectParts(all_of->array_items()[i], ChildPointer(pointer, "allOf") + "/" + std::to_string(i), state);
+    }
+  }
+  for (const char* keyword : {"anyOf", "oneOf"}) {
+    const JsonValue* branches = schema.Find(keyword);
+    if (branches == nullptr || IsIgnored(node, keyword)) continue;
+    if (!branches->is_array() || branches->array_items().empty()) {
+      Invalid("keyword " + std::string("'") + keyword + "' at " + ShowPointer(pointer) + " must be a non-empty array");
+    }
+    JsonValue group = JsonValue::Object({{keyword, *branches}});
+    if (std::string(keyword) == "anyOf") {
+      const JsonValue* nullable = schema.Find("nullable");
+      if (nullable != nullptr && nullable->is_bool() && nullable->bool_value() && schema.Find("type") == nullptr) {
+        std::vector<JsonValue> with_null = branches->array_items();
+        with_null.push_back(JsonValue::Object({{"type", JsonValue::String("null")}}));
+        group = JsonValue::Object({{keyword, JsonValue::Array(std::move(with_null))}});
+      }
+    }
+    state->alternatives.push_back({std::move(group), ChildPointer(pointer, keyword)});
+  }
+}
+
+// a ∩ b for two flat schema objects (no applicators).
+JsonValue SchemaConverter::MergeObjects(const JsonValue& a, const JsonValue& b, const std::string& pointer) {
+  Members out = a.object_members();
+  std::string where = " at " + ShowPointer(pointer);
+  auto refuse = [&](const std::string& keyword, const std::string& why) {
+    Unsupported("cannot intersect keyword '" + keyword + "'" + where + ": " + why);
+  };
+  Node node_a{a, pointer}, node_b{b, pointer};
+  // Types first: both sides' `type` and `nullable` become one `type` array.
+  if (a.Find("type") != nullptr || b.Find("type") != nullptr) {
+    std::vector<std::string> left = AllowedTypes(node_a), right = AllowedTypes(node_b);
+    std::vector<JsonValue> both;
+    for (const std::string& type : {"null", "boolean", "object", "array", "number", "integer", "string"}) {
+      bool in_both = TypeAllows(left, type) && TypeAllows(right, type);
+      bool number_covers = type == "integer" && TypeAllows(left, "number") && TypeAllows(right, "number");
+      if (in_both && !number_covers) both.push_back(JsonValue::String(type));
+    }
+    Set(&out, "type", JsonValue::Array(std::move(both)));
+    Erase(&out, "nullable");
+  }
+  for (const auto& [keyword, value] : b.object_members()) {
+    if (keyword == "type" || keyword == "nullable") continue;
+    const JsonValue* mine = FindIn(out, keyword);
+    if (mine == nullptr) {
+      if (keyword == "properties" || keyword == "additionalProperties" || keyword == "patternProperties") continue;
+      if (keyword == "items" || keyword == "prefixItems" || keyword == "additionalItems") continue;
+      out.emplace_back(keyword, value);
+      continue;
+    }
+    if (JsonEquals(*mine, value)) continue;
+    JsonValue merged = *mine;
+    if (keyword == "minimum" || keyword == "exclusiveMinimum" || keyword == "maximum" ||
+        keyword == "exclusiveMaximum") {
+      if (!mine->is_number() || !value.is_number()) Invalid("keyword '" + keyword + "'" + where + " must be a number");
+      merged = TighterBound(*mine, value, keyword == "minimum" || keyword == "exclusiveMinimum");
+    } else if (keyword == "minLength" || keyword == "minItems" || keyword == "minProperties" ||
+               keyword == "minContains") {
+      merged = mine->number_value() >= value.number_value() ? *mine : value;
+    } else if (keyword == "maxLength" || keyword == "maxItems" || keyword == "maxProperties" ||
+               keyword == "maxContains") {
+      merged = mine->number_value() <= value.number_value() ? *mine : value;
+    } else if (keyword == "required") {
+      std::vector<JsonValue> names = mine->is_array() ? mine->array_items() : std::vector<JsonValue>{};
+      for (const JsonValue& name : value.is_array() ? value.array_items() : std::vector<JsonValue>{}) {
+        bool known = std::any_of(names.begin(), names.end(), [&](const JsonValue& n) { return JsonEquals(n, name); });
+        if (!known) names.push_back(name);
+      }
+      merged = JsonValue::Array(std::move(names));
+    } else if (keyword == "enum") {
+      std::vector<JsonValue> kept;
+      for (const JsonValue& x : mine->is_array() ? mine->array_items() : std::vector<JsonValue>{}) {
+        for (const JsonValue& y : value.is_array() ? value.array_items() : std::vector<JsonValue>{}) {
+          if (JsonEquals(x, y)) {
+            kept.push_back(x);
+            break;
+          }
+        }
+      }
+      merged = JsonValue::Array(std::move(kept));
+    } else if (keyword == "const") {
+      Set(&out, "enum", JsonValue::Array({}));  // two different constants: nothing matches
+      continue;
+    } else if (keyword == "uniqueItems") {
+      merged = JsonValue::Bool(mine->is_bool() && value.is_bool() && (mine->bool_value() || value.bool_value()));
+    } else if (keyword == "multipleOf") {
+      std::optional<Decimal> x = ParseDecimal(mine->number_lexeme()), y = ParseDecimal(value.number_lexeme());
+      if (!mine->is_number() || !value.is_number() || !x || !y || x->is_zero() || y->is_zero()) {
+        refuse(keyword, "bad divisors");
+        continue;
+      }
+      if (Divides(*y, *x)) {
+        merged = *mine;
+      } else if (Divides(*x, *y)) {
+        merged = value;
+      } else {
+        // Both must divide the value: kept as a conjunction the number generator reads.
+        refuse(keyword, "divisors " + mine->number_lexeme() + " and " + value.number_lexeme() +
+                            " do not divide one another");
+        continue;
+      }
+    } else if (keyword == "not") {
+      merged = JsonValue::Object({{"anyOf", JsonValue::Array({*mine, value})}});
+    } else if (keyword == "propertyNames" || keyword == "contains" || keyword == "if" ||
+               keyword == "then" || keyword == "else") {
+      if (keyword == "propertyNames") {
+        merged = AllOf({*mine, value});
+      } else {
+        refuse(keyword, "two different '" + keyword + "' schemas");
+        continue;
+      }
+    } else if (keyword == "dependentRequired" || keyword == "dependentSchemas" || keyword == "dependencies") {
+      refuse(keyword, "two different '" + keyword + "' maps");
+      continue;
+    } else if (keyword == "pattern" || keyword == "format") {
+      refuse(keyword, "'" + mine->string_value() + "' and '" +
+                          (value.is_string() ? value.string_value() : std::string("?")) + "'");
+      continue;
+    } else {
+      continue;  // keywords without validation meaning: the first value is kept
+    }
+    Set(&out, keyword, std::move(merged));
+  }
+  MergeObjectKeywords(a, b, pointer, &out);
+  MergeArrayKeywords(a, b, &out);
+  return JsonValue::Object(std::move(out));
+}
+
+// properties / additionalProperties / patternProperties of a ∩ b: a name declared on one
+// side only must also satisfy what the other side says about undeclared names.
+void SchemaConverter::MergeObjectKeywords(const JsonValue& a, const JsonValue& b,
+                                          const std::string& pointer, Members* out) {
+  const JsonValue* props_a = a.Find("properties");
+  const JsonValue* props_b = b.Find("properties");
+  const JsonValue* add_a = a.Find("additionalProperties");
+  const JsonValue* add_b = b.Find("additionalProperties");
+  const JsonValue* pat_a = a.Find("patternProperties");
+  const JsonValue* pat_b = b.Find("patternProperties");
+  if (props_b == nullptr && add_b == nullptr && pat_b == nullptr) return;
+  if (props_a == nullptr && add_a == nullptr && pat_a == nullptr) {
+    for (const char* keyword : {"properties", "additionalProperties", "patternProperties"}) {
+      if (const JsonValue* value = b.Find(keyword)) Set(out, keyword, *value);
+    }
+    return;
+  }
+  std::string where = " at " + ShowPointer(pointer);
+  bool patterns_a = pat_a != nullptr && pat_a->is_object() && !pat_a->object_members().empty();
+  bool patterns_b = pat_b != nullptr && pat_b->is_object() && !pat_b->object_members().empty();
+  // Patterns cannot be matched against the other side's names here, so they merge only
+  // with a side that declares no names and allows any undeclared member.
+  if (patterns_a || patterns_b) {
+    const JsonValue* other_props = patterns_a ? props_b : props_a;
+    const JsonValue* other_add = patterns_a ? add_b : add_a;
+    bool other_declares = other_props != nullptr && other_props->is_object() &&
+                          !other_props->object_members().empty();
+    if ((patterns_a && patterns_b) || other_declares || !IsTrueSchema(other_add)) {
+      Unsupported("cannot intersect 'patternProperties' with other object keywords" + where);
+      return;
+    }
+  }
+  Members merged;
+  auto add_side = [&](const JsonValue* props, const JsonValue* other_props, const JsonValue* other_add,
+                      bool first_side) {
+    if (props == nullptr || !props->is_object()) return;
+    for (const auto& [name, schema] : props->object_members()) {
+      const JsonValue* other = other_props != nullptr ? other_props->Find(name) : nullptr;
+      if (!first_side && other != nullptr) continue;  // merged on the first side
+      std::vector<JsonValue> conjuncts = {schema};
+      if (other != nullptr) {
+        conjuncts.push_back(*other);
+      } else if (!IsTrueSchema(other_add)) {
+        conjuncts.push_back(*other_add);
+      }
+      if (!first_side) std::reverse(conjuncts.begin(), conjuncts.end());
+      merged.emplace_back(name, AllOf(std::move(conjuncts)));
+    }
+  };
+  add_side(props_a, props_b, add_b, true);
+  add_side(props_b, props_a, add_a, false);
+  Erase(out, "properties");
+  Erase(out, "additionalProperties");
+  Erase(out, "patternProperties");
+  if (props_a != nullptr || props_b != nullptr) Set(out, "properties", JsonValue::Object(std::move(merged)));
+  if (patterns_a) Set(out, "patternProperties", *pat_a);
+  if (patterns_b && !patterns_a) Set(out, "patternProperties", *pat_b);
+  if (add_a != nullptr && add_b != nullptr) {
+    Set(out, "additionalProperties", AllOf({*add_a, *add_b}));
+  } else if (add_a != nullptr || add_b != nullptr) {
+    Set(out, "additionalProperties", add_a != nullptr ? *add_a : *add_b);
+  }
+}
+
+// Array keywords of a ∩ b, position by position: item i must satisfy both sides' schema
+// for position i (tuple entry, else the schema of later items).
+void SchemaConverter::MergeArrayKeywords(const JsonValue& a, const JsonValue& b, Members* out) {
+  struct ArrayForm {
+    std::vector<JsonValue> tuple;
+    std::optional<JsonValue> rest;
+  };
+  auto form_of = [](const JsonValue& schema) {
+    ArrayForm form;
+    const JsonValue* prefix = schema.Find("prefixItems");
+    const JsonValue* items = schema.Find("items");
+    if (prefix != nullptr && prefix->is_array()) {
+      form.tuple = prefix->array_items();
+      if (items != nullptr) form.rest = *items;
+    } else if (items != nullptr && items->is_array()) {
+      form.tuple = items->array_items();
+      if (const JsonValue* additional = schema.Find("additionalItems")) form.rest = *additional;
+    } else if (items != nullptr) {
+      form.rest = *items;
+    }
+    return form;
+  };
+  auto has_array = [](const JsonValue& s) { return s.Find("items") != nullptr || s.Find("prefixItems") != nullptr; };
+  if (!has_array(b)) return;
+  if (!has_array(a)) {
+    for (const char* keyword : {"items", "prefixItems", "additionalItems"}) {
+      if (const JsonValue* value = b.Find(keyword)) Set(out, keyword, *value);
+    }
+    return;
+  }
+  ArrayForm x = form_of(a), y = form_of(b);
+  size_t length = std::max(x.tuple.size(), y.tuple.size());
+  std::vector<JsonValue> tuple;
+  auto at = [](const ArrayForm& form, size_t i) -> std::optional<JsonValue> {
+    if (i < form.tuple.size()) return form.tuple[i];
+    return form.rest;
+  };
+  for (size_t i = 0; i < length; ++i) {
+    std::vector<JsonValue> conjuncts;
+    for (const std::optional<JsonValue>& part : {at(x, i), at(y, i)}) {
+      if (part) conjuncts.push_back(*part);
+    }
+    tuple.push_back(conjuncts.empty() ? JsonValue::Bool(true) : AllOf(std::move(conjuncts)));
+  }
+  std::vector<JsonValue> rest;
+  if (x.rest) rest.push_back(*x.rest);
+  if (y.rest) rest.push_back(*y.rest);
+  Erase(out, "items");
+  Erase(out, "prefixItems");
+  Erase(out, "additionalItems");
+  if (!tuple.empty()) Set(out, "prefixItems", JsonValue::Array(std::move(tuple)));
+  if (!rest.empty()) Set(out, "items", AllOf(std::move(rest)));
+}
+
+Fragment SchemaConverter::MergedSchema(const Node& node, int depth) {
+  MergeState state;
+  CollectParts(node.schema, node.pointer, &state);
+  if (state.never) return Fragment::Never();
+  JsonValue base = JsonValue::Object({});
+  for (const auto& [part, part_pointer] : state.parts) base = MergeObjects(base, part, node.pointer);
+  // Distribute the first alternative list; later ones stay as conjuncts of every branch
+  // and are distributed when those branches are converted.
+  JsonValue result = base;
+  if (!state.alternatives.empty()) {
+    size_t combinations = 1;
+    for (const auto& [group, group_pointer] : state.alternatives) {
+      combinations *= group.object_members()[0].second.array_items().size();
+      if (combinations > kMaxDistributedBranches) {
+        Unsupported("'anyOf' / 'oneOf' at " + ShowPointer(node.pointer) + ": more than " +
+                    std::to_string(kMaxDistributedBranches) + " combined branches");
+        break;
+      }
+    }
+    std::vector<JsonValue> rest = {base};
+    for (size_t i = 1; i < state.alternatives.size(); ++i) rest.push_back(state.alternatives[i].first);
+    const auto& [keyword, branches] = state.alternatives[0].first.object_members()[0];
+    std::vector<JsonValue> distributed;
+    for (const JsonValue& branch : branches.array_items()) {
+      std::vector<JsonValue> conjuncts = rest;
+      conjuncts.push_back(branch);
+      distributed.push_back(JsonValue::Object({{"allOf", JsonValue::Array(std::move(conjuncts))}}));
+    }
+    result = JsonValue::Object({{keyword, JsonValue::Array(std::move(distributed))}});
+  }
+  synthetic_.push_back(std::move(result));
+  const JsonValue& merged = synthetic_.back();
+  size_t pushed = state.targets.size();
+  merge_targets_.insert(merge_targets_.end(), state.targets.begin(), state.targets.end());
+  Fragment fragment = SchemaObject(Node{merged, node.pointer}, depth);
+  merge_targets_.resize(merge_targets_.size() - pushed);
+  return fragment;
+}
+
+// ---------------------------------------------------------------------------------------
+// oneOf: exactly one branch matches. When no value can match two branches (decided below,
+// never guessed) that is the same language as anyOf.
+
+const JsonValue& SchemaConverter::Dereferenced(const JsonValue& schema, const std::string& pointer) {
+  const JsonValue* at = &schema;
+  for (int hops = 0; hops < 32 && at->is_object() && at->object_members().size() == 1; ++hops) {
+    const JsonValue* ref = at->Find("$ref");
+    if (ref == nullptr || !ref->is_string()) break;
+    std::string target_pointer;
+    at = ResolveReference(ref->string_value(), Node{*at, pointer}, &target_pointer);
+  }
+  return *at;
+}
+
+namespace {
+
+// The JSON types a schema's values can have, from `type`, `const` and `enum` (all types when
+// none says). "number" here means non-integral numbers; integers are "integer".
+std::set<std::string> PossibleTypes(const JsonValue& schema) {
+  std::set<std::string> all = {"null", "boolean", "object", "array", "number", "integer", "string"};
+  if (schema.is_bool()) return schema.bool_value() ? all : std::set<std::string>{};
+  std::set<std::string> types = all;
+  auto keep = [&](const std::set<std::string>& allowed) {
+    std::set<std::string> both;
+    for (const std::string& t : types) {
+      if (allowed.count(t)) both.insert(t);
+    }
+    types = both;
+  };
+  if (const JsonValue* type = schema.Find("type")) {
+    std::set<std::string> named;
+    std::vector<JsonValue> names = type->is_array() ? type->array_items() : std::vector<JsonValue>{*type};
+    for (const JsonValue& name : names) {
+      if (!name.is_string()) return all;
+      named.insert(name.string_value());
+      if (name.string_value() == "number") named.insert("integer");
+    }
+    const JsonValue* nullable = schema.Find("nullable");
+    if (nullable != nullptr && nullable->is_bool() && nullable->bool_value()) named.insert("null");
+    keep(named);
+  }
+  auto value_type = [](const JsonValue& v) -> std::string {
+    switch (v.kind()) {
+      case JsonKind::kNull: return "null";
+      case JsonKind::kBool: return "boolean";
+      case JsonKind::kNumber: return v.is_integral_number() ? "integer" : "number";
+      case JsonKind::kString: return "string";
+      case JsonKind::kArray: return "array";
+      case JsonKind::kObject: return "object";
+    }
+    return "null";
+  };
+  if (const JsonValue* constant = schema.Find("const")) keep({value_type(*constant)});
+  if (const JsonValue* values = schema.Find("enum"); values != nullptr && values->is_array()) {
+    std::set<std::string> listed;
+    for (const JsonValue& v : values->array_items()) listed.insert(value_type(v));
+    keep(listed);
+  }
+  return types;
+}
+
+// The values a schema allows when it lists them (const / enum), else nullopt.
+std::optional<std::vector<JsonValue>> ListedValues(const JsonValue& schema) {
+  if (!schema.is_object()) return std::nullopt;
+  if (const JsonValue* constant = schema.Find("const")) return std::vector<JsonValue>{*constant};
+  const JsonValue* values = schema.Find("enum");
+  if (values != nullptr && values->is_array()) return values->array_items();
+  return std::nullopt;
+}
+
+bool Requires(const JsonValue& schema, const std::string& name) {
+  const JsonValue* required = schema.Find("required");
+  if (required == nullptr || !required->is_array()) return false;
+  for (const JsonValue& n : required->array_items()) {
+    if (n.is_string() && n.string_value() == name) return true;
+  }
+  return false;
+}
+
+// True when `schema` forbids a member named `name` outright.
+bool ForbidsName(const JsonValue& schema, const std::string& name) {
+  const JsonValue* additional = schema.Find("additionalProperties");
+  const JsonValue* properties = schema.Find("properties");
+  if (properties != nullptr && properties->is_object()) {
+    const JsonValue* declared = properties->Find(name);
+    if (declared != nullptr) return declared->is_bool() && !declared->bool_value();
+  }
+  return additional != nullptr && additional->is_bool() && !additional->bool_value() &&
+         schema.Find("patternProperties") == nullptr;
+}
+
+}  // namespace
+
+bool SchemaConverter::Disjoint(const JsonValue& a_in, const JsonValue& b_in, const std::string& pointer,
+                               int budget) {
+  if (budget <= 0) return false;
+  const JsonValue& a = Dereferenced(a_in, pointer);
+  const JsonValue& b = Dereferenced(b_in, pointer);
+  std::set<std::string> ta = PossibleTypes(a), tb = PossibleTypes(b);
+  std::set<std::string> common;
+  for (const std::string& t : ta) {
+    if (tb.count(t)) common.insert(t);
+  }
+  if (common.empty()) return true;
+  std::optional<std::vector<JsonValue>> va = ListedValues(a), vb = ListedValues(b);
+  if (va && vb) {
+    for (const JsonValue& x : *va) {
+      for (const JsonValue& y : *vb) {
+        if (JsonEquals(x, y)) return false;
+      }
+    }
+    return true;
+  }
+  // Past this point only objects can be told apart.
+  if (common != std::set<std::string>{"object"} || !a.is_object() || !b.is_object()) return false;
+  for (const JsonValue* side : {&a, &b}) {
+    const JsonValue& other = side == &a ? b : a;
+    const JsonValue* required = side->Find("required");
+    if (required == nullptr || !required->is_array()) continue;
+    for (const JsonValue& name : required->array_items()) {
+      if (!name.is_string()) continue;
+      if (ForbidsName(other, name.string_value())) return true;
+      if (!Requires(other, name.string_value())) continue;
+      const JsonValue* pa = a.Find("properties");
+      const JsonValue* pb = b.Find("properties");
+      const JsonValue* sa = pa != nullptr ? pa->Find(name.string_value()) : nullptr;
+      const JsonValue* sb = pb != nullptr ? pb->Find(name.string_value()) : nullptr;
+      if (sa != nullptr && sb != nullptr && Disjoint(*sa, *sb, pointer, budget - 1)) return true;
+    }
+  }
+  return false;
+}
+
+Fragment SchemaConverter::OneOf(const Node& node, int depth) {
+  const JsonValue& branches = *node.schema.Find("oneOf");
+  if (!branches.is_array() || branches.array_items().empty()) {
+    Invalid("keyword 'oneOf' at " + ShowPointer(node.pointer) + " must be a non-empty array");
+  }
+  const std::vector<JsonValue>& items = branches.array_items();
+  for (size_t i = 0; i < items.size(); ++i) {
+    for (size_t j = i + 1; j < items.size(); ++j) {
+      if (Disjoint(items[i], items[j], node.pointer, 8)) continue;
+      Unsupported("keyword 'oneOf' at " + ShowPointer(node.pointer) + ": branches " + std::to_string(i) +
+                  " and " + std::to_string(j) + " are not provably disjoint");
+      i = j = items.size();  // reported once; lenient: the branches become anyOf
+    }
+  }
+  std::vector<Fragment> choices;
+  std::string base = ChildPointer(node.pointer, "oneOf");
+  for (size_t i = 0; i < items.size(); ++i) {
+    choices.push_back(Schema(items[i], base + "/" + std::to_string(i), depth));
+  }
+  return rules_.Share(RuleHint(node.pointer), Alt(choices));
+}
+
+}  // namespace schema_internal
+}  // namespace xg2

@@ -1,0 +1,183 @@
+#include "grammar/inline_rules.h"
+
+#include <algorithm>
+#include <functional>
+#include <unordered_map>
+#include <vector>
+
+namespace xg2 {
+
+namespace {
+
+// Rules referenced (directly) by each rule's body and lookahead.
+std::vector<std::vector<RuleId>> RuleReferences(const GrammarAst& ast) {
+  std::vector<std::vector<RuleId>> refs(ast.rules.size());
+  for (RuleId r = 0; r < static_cast<RuleId>(ast.rules.size()); ++r) {
+    std::vector<ExprId> stack;
+    std::vector<uint8_t> seen(ast.nodes.size(), 0);
+    for (ExprId root : {ast.rules[r].body, ast.rules[r].lookahead}) {
+      if (root >= 0) stack.push_back(root);
+    }
+    while (!stack.empty()) {
+      ExprId e = stack.back();
+      stack.pop_back();
+      if (seen[e]) continue;
+      seen[e] = 1;
+      const ExprNode& node = ast.node(e);
+      if (node.kind == ExprKind::kRuleRef) refs[r].push_back(node.rule_id);
+      for (ExprId child : node.children) stack.push_back(child);
+    }
+  }
+  return refs;
+}
+
+// Rules that lie on a reference cycle (Tarjan's strongly connected components).
+std::vector<uint8_t> RecursiveRules(const std::vector<std::vector<RuleId>>& refs) {
+  const int32_t n = static_cast<int32_t>(refs.size());
+  std::vector<int32_t> index(n, -1), low(n, 0);
+  std::vector<uint8_t> on_stack(n, 0), recursive(n, 0);
+  std::vector<RuleId> stack;
+  int32_t counter = 0;
+  // Iterative DFS: (rule, next reference to visit).
+  for (RuleId start = 0; start < n; ++start) {
+    if (index[start] >= 0) continue;
+    std::vector<std::pair<RuleId, size_t>> dfs{{start, 0}};
+    index[start] = low[start] = counter++;
+    stack.push_back(start);
+    on_stack[start] = 1;
+    while (!dfs.empty()) {
+      auto& [r, next] = dfs.back();
+      if (next < refs[r].size()) {
+        RuleId callee = refs[r][next++];
+        if (callee == r) recursive[r] = 1;
+        if (index[callee] < 0) {
+          index[callee] = low[callee] = counter++;
+          stack.push_back(callee);
+          on_stack[callee] = 1;
+          dfs.emplace_back(callee, 0);
+        } else if (on_stack[callee]) {
+          low[r] = std::min(low[r], index[callee]);
+        }
+        continue;
+      }
+      RuleId done = r;
+      dfs.pop_back();
+      if (!dfs.empty()) low[dfs.back().first] = std::min(low[dfs.back().first], low[done]);
+      if (low[done] == index[done]) {
+        std::vector<RuleId> component;
+        RuleId member;
+        do {
+          member = stack.back();
+          stack.pop_back();
+          on_stack[member] = 0;
+          component.push_back(member);
+        } while (member != done);
+        if (component.size() > 1) {
+          for (RuleId m : component) recursive[m] = 1;
+        }
+      }
+    }
+  }
+  return recursive;
+}
+
+}  // namespace
+
+void InlineSmallRules(GrammarAst* ast, const InlineOptions& options) {
+  const int32_t num_rules = static_cast<int32_t>(ast->rules.size());
+  const std::vector<std::vector<RuleId>> refs = RuleReferences(*ast);
+  const std::vector<uint8_t> recursive = RecursiveRules(refs);
+
+  // Expanded size of each rule, callees first (memoised; recursion is cut at recursive rules,
+  // which are never inlined and count as one node).
+  std::vector<int64_t> rule_size(num_rules, -1);
+  std::vector<uint8_t> inlinable(num_rules, 0);
+  std::function<int64_t(ExprId)> expr_size;
+  std::function<int64_t(RuleId)> size_of_rule = [&](RuleId r) -> int64_t {
+    if (rule_size[r] >= 0) return rule_size[r];
+    rule_size[r] = 1;  // provisional, for recursive rules
+    if (recursive[r]) return 1;
+    int64_t size = expr_size(ast->rules[r].body);
+    rule_size[r] = size;
+    inlinable[r] = r != ast->root_rule && ast->rules[r].lookahead < 0 &&
+                   size <= options.max_inlined_size;
+    return size;
+  };
+  expr_size = [&](ExprId e) -> int64_t {
+    const ExprNode& node = ast->node(e);
+    if (node.kind == ExprKind::kRuleRef) {
+      int64_t callee = size_of_rule(node.rule_id);
+      return inlinable[node.rule_id] ? callee : 1;
+    }
+    int64_t size = 1;
+    for (ExprId child : node.children) size = std::min<int64_t>(size + expr_size(child), 1 << 30);
+    if (node.kind == ExprKind::kRepeat) {
+      // The FSM holds one copy of the body per bounded repetition.
+      int64_t copies = std::max<int64_t>(1, node.max_repeat < 0 ? node.min_repeat + 1 : node.max_repeat);
+      size = std::min<int64_t>(1 + (size - 1) * copies, 1 << 30);
+    }
+    return size;
+  };
+  for (RuleId r = 0; r < num_rules; ++r) size_of_rule(r);
+
+  // A reference inside a bounded repetition is copied once per repetition; it stays a call
+  // when inlining it there would add more than this many nodes. Below the bound, inlining pays:
+  // the copies of a long repetition look alike within one token's reach and share one cache
+  // entry (matcher/token_mask_cache.h).
+  constexpr int64_t kMaxInlinedCopiesSize = 120000;
+  std::vector<uint8_t> keep_call(ast->nodes.size(), 0);
+  std::function<void(ExprId, int64_t)> mark = [&](ExprId e, int64_t copies) {
+    const ExprNode& node = ast->node(e);
+    if (copies > 1 && node.kind == ExprKind::kRuleRef && inlinable[node.rule_id] &&
+        copies * rule_size[node.rule_id] > kMaxInlinedCopiesSize) {
+      keep_call[e] = 1;
+    }
+    int64_t inner = copies;
+    if (node.kind == ExprKind::kRepeat) {
+      inner = copies * std::max<int64_t>(1, node.max_repeat < 0 ? node.min_repeat + 1 : node.max_repeat);
+      inner = std::min<int64_t>(inner, 1 << 20);
+    }
+    for (ExprId child : node.children) mark(child, inner);
+  };
+  for (const RuleDef& rule : ast->rules) mark(rule.body, 1);
+
+  // Replace each remaining reference to an inlinable rule by the rule's body root. Children are
+  // shared, not copied: the FSM builder lowers every occurrence of a node separately.
+  for (ExprId e = 0; e < static_cast<ExprId>(ast->nodes.size()); ++e) {
+    if (keep_call[e]) continue;
+    while (ast->node(e).kind == ExprKind::kRuleRef && inlinable[ast->node(e).rule_id]) {
+      ExprNode body = ast->node(ast->rules[ast->node(e).rule_id].body);
+      ast->node(e) = std::move(body);
+    }
+  }
+
+  // Keep only rules reachable from the root, renumbered in order.
+  const std::vector<std::vector<RuleId>> live_refs = RuleReferences(*ast);
+  std::vector<uint8_t> reachable(num_rules, 0);
+  std::vector<RuleId> stack{ast->root_rule};
+  reachable[ast->root_rule] = 1;
+  while (!stack.empty()) {
+    RuleId r = stack.back();
+    stack.pop_back();
+    for (RuleId callee : live_refs[r]) {
+      if (!reachable[callee]) {
+        reachable[callee] = 1;
+        stack.push_back(callee);
+      }
+    }
+  }
+  std::vector<RuleId> new_id(num_rules, -1);
+  std::vector<RuleDef> kept;
+  for (RuleId r = 0; r < num_rules; ++r) {
+    if (!reachable[r]) continue;
+    new_id[r] = static_cast<RuleId>(kept.size());
+    kept.push_back(std::move(ast->rules[r]));
+  }
+  for (ExprNode& node : ast->nodes) {
+    if (node.kind == ExprKind::kRuleRef && new_id[node.rule_id] >= 0) node.rule_id = new_id[node.rule_id];
+  }
+  ast->root_rule = new_id[ast->root_rule];
+  ast->rules = std::move(kept);
+}
+
+}  // namespace xg2

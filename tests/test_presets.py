@@ -1,0 +1,147 @@
+"""Model presets on BFCL tool sets: calls in each family's rendered format are accepted token by
+token with the real tokenizer; malformed calls are rejected."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import xg2_plugin as xg
+from xg2_plugin.presets import get_model_structural_tag
+
+from xg2_test_support import encode_continuation, hf_compiler, hf_tokenizer, require_data
+
+_BFCL_TYPES = {"dict": "object", "float": "number", "tuple": "array", "any": None}
+
+
+def bfcl_to_json_schema(schema):
+    """BFCL's dialect to JSON Schema: dict -> object, float -> number, tuple -> array, any -> {}."""
+    if isinstance(schema, list):
+        return [bfcl_to_json_schema(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {}
+    for key, value in schema.items():
+        if key == "type" and isinstance(value, str):
+            mapped = _BFCL_TYPES.get(value, value)
+            if mapped is not None:
+                out["type"] = mapped
+        elif key in ("properties",):
+            out[key] = {k: bfcl_to_json_schema(v) for k, v in value.items()}
+        elif key in ("items", "additionalProperties"):
+            out[key] = bfcl_to_json_schema(value)
+        elif key in ("description", "optional", "default", "format"):
+            continue
+        else:
+            out[key] = value
+    return out
+
+
+def bfcl_cases(count=3):
+    path = require_data("bfcl_v3/question/BFCL_v3_simple.json")
+    answers = require_data("bfcl_v3/possible_answer/BFCL_v3_simple.json")
+    questions = [json.loads(line) for line in path.read_text().splitlines()[:count]]
+    truth = {a["id"]: a for a in (json.loads(line) for line in answers.read_text().splitlines()[:count])}
+    cases = []
+    for q in questions:
+        tools = [{"type": "function", "function": {"name": f["name"], "parameters": bfcl_to_json_schema(f["parameters"])}}
+                 for f in q["function"]]
+        (name, params), = truth[q["id"]]["ground_truth"][0].items()
+        args = {k: v[0] for k, v in params.items() if v and v[0] != ""}
+        cases.append((tools, name, args))
+    return cases
+
+
+def accepted_token_by_token(compiler_name, tag, text, ids=None):
+    grammar = hf_compiler(compiler_name).compile_structural_tag(tag)
+    matcher = xg.GrammarMatcher(grammar)
+    ids = ids if ids is not None else encode_continuation(compiler_name, text)
+    return all(matcher.accept_token(t) for t in ids) and matcher.is_completed()
+
+
+@pytest.mark.parametrize("tools,name,args", bfcl_cases())
+def test_llama3_json(tools, name, args):
+    tag = get_model_structural_tag("llama3_json", tools, "required")
+    # meta-llama-Llama-3.1-8B-Instruct.jinja renders {"name": "...", "parameters": <tojson>}.
+    call = '{"name": "' + name + '", "parameters": ' + json.dumps(args) + "}"
+    assert accepted_token_by_token("llama3.1", tag, call)
+    assert not accepted_token_by_token("llama3.1", tag, call.replace(name, name + "x"))
+    assert not accepted_token_by_token("llama3.1", tag, "Sure. " + call)
+    auto = get_model_structural_tag("llama3_json", tools, "auto")
+    assert accepted_token_by_token("llama3.1", auto, "I can't call a tool for that.")
+
+
+@pytest.mark.parametrize("tools,name,args", bfcl_cases())
+def test_llama3_function_tag(tools, name, args):
+    tag = get_model_structural_tag("llama3_function", tools, "auto")
+    call = f"<function={name}>{json.dumps(args)}</function>"
+    assert accepted_token_by_token("llama3.1", tag, "Let me check. " + call + " Done.")
+    assert not accepted_token_by_token("llama3.1", tag, f"<function={name}>{{\"bogus\": 1}}</function>")
+    assert not accepted_token_by_token("llama3.1", tag, f"<function={name}>{json.dumps(args)}")
+
+
+@pytest.mark.parametrize("tools,name,args", bfcl_cases(2))
+def test_qwen3_tool_call_with_reasoning(tools, name, args):
+    # Qwen-Qwen3-0.6B.jinja: <tool_call>\n{"name": ..., "arguments": ...}\n</tool_call>
+    call = '<tool_call>\n{"name": "' + name + '", "arguments": ' + json.dumps(args) + "}\n</tool_call>"
+    enabled = get_model_structural_tag("qwen", tools, "auto", reasoning="enabled")
+    assert accepted_token_by_token("qwen3", enabled, "<think>\nThe user wants " + name + ".\n</think>\n\n" + call)
+    assert not accepted_token_by_token("qwen3", enabled, call)  # the think block is required
+    disabled = get_model_structural_tag("qwen", tools, "auto", reasoning="disabled")
+    assert accepted_token_by_token("qwen3", disabled, call)
+    assert not accepted_token_by_token("qwen3", disabled, "<think>x</think>" + call)
+    assert not accepted_token_by_token("qwen2.5", disabled, call.replace("</tool_call>", ""))
+
+
+@pytest.mark.parametrize("tools,name,args", bfcl_cases(2))
+def test_harmony_special_tokens_are_tokens(tools, name, args):
+    tok = hf_tokenizer("gpt-oss")
+    # openai-gpt-oss-120b.jinja: analysis, then commentary to=functions.NAME <|constrain|>json.
+    text = ("<|channel|>analysis<|message|>Need " + name + ".<|end|><|start|>assistant"
+            "<|channel|>commentary to=functions." + name + " <|constrain|>json<|message|>"
+            + json.dumps(args) + "<|call|>")
+    ids = tok.encode(text, add_special_tokens=False).ids
+    assert 200012 in ids and 200003 in ids  # <|call|>, <|constrain|> as special tokens
+    tag = get_model_structural_tag("harmony", tools, "auto", reasoning="enabled")
+    assert accepted_token_by_token("gpt-oss", tag, text, ids=ids)
+    final = "<|channel|>analysis<|message|>ok<|end|><|start|>assistant<|channel|>final<|message|>Hi!<|return|>"
+    assert accepted_token_by_token("gpt-oss", tag, final, ids=tok.encode(final, add_special_tokens=False).ids)
+    # The same markers spelled by ordinary tokens are not the special tokens.
+    grammar = hf_compiler("gpt-oss").compile_structural_tag(tag)
+    assert not xg.GrammarMatcher(grammar).accept_string("<|channel|>analysis")
+    required = get_model_structural_tag("harmony", tools, "required", reasoning="disabled")
+    assert not accepted_token_by_token("gpt-oss", required, final[final.index("<|channel|>final"):],
+                                       ids=tok.encode(final[final.index("<|channel|>final"):], add_special_tokens=False).ids)
+
+
+def test_errors():
+    with pytest.raises(ValueError, match="unknown model family"):
+        get_model_structural_tag("nope")
+    with pytest.raises(ValueError, match="not among the tools"):
+        get_model_structural_tag("qwen", [], {"type": "function", "function": {"name": "f"}})
+
+
+def test_cached_masks_equal_reference_masks_on_dispatch_and_token_literals():
+    """The mask cache (issue 5) over TagDispatch machines and derived vocabularies agrees
+    with the reference vocabulary walk at every step of a Harmony tool call."""
+    import numpy as np
+
+    (tools, name, args), = bfcl_cases(1)
+    tok = hf_tokenizer("gpt-oss")
+    text = ("<|channel|>analysis<|message|>Need it.<|end|><|start|>assistant<|channel|>commentary to=functions."
+            + name + " <|constrain|>json<|message|>" + json.dumps(args) + "<|call|>")
+    ids = tok.encode(text, add_special_tokens=False).ids
+    grammar = hf_compiler("gpt-oss").compile_structural_tag(
+        get_model_structural_tag("harmony", tools, "auto", reasoning="auto"))
+    info = grammar.tokenizer_info
+    matcher = xg.GrammarMatcher(grammar)
+    cached = np.zeros(xg.get_bitmask_shape(1, info.vocab_size), dtype=np.int32)
+    reference = np.zeros_like(cached)
+    for step, token in enumerate(ids):
+        # Dense free-text steps are slow on the reference walk: check a few of them.
+        if step < 3 or step % 4 == 0 or step >= len(ids) - 3:
+            assert matcher.fill_next_token_bitmask(cached) == matcher._fill_next_token_bitmask_reference(reference)
+            assert np.array_equal(cached, reference), step
+        assert matcher.accept_token(token)
+    assert matcher.is_completed()

@@ -1,0 +1,637 @@
+"""Structural tags: the JSON format vLLM's tool parsers and SGLang send to grammar backends.
+
+``{"type": "structural_tag", "format": {...}}`` describes an output as a tree of formats
+(constant strings, JSON Schema, regex, EBNF, free text, sequences, alternatives, tags, triggered
+tags, dispatch...). :func:`parse_structural_tag` validates it with pydantic models (errors name
+the JSON path of the problem); :func:`structural_tag_to_ebnf` lowers it to one EBNF grammar whose
+free-text regions are ``TagDispatch`` rules (docs/ebnf.md).
+
+Special tokens. A string in the format that contains the text of one of the tokenizer's special
+tokens (``<|channel|>``, ``<|call|>``...) matches that token there, and only that token (it
+becomes ``Token(id)``); free text never contains special tokens. xgrammar 0.2.8 also lets
+ordinary tokens spell such text; serving parsers read the special token, so xg2 does not.
+
+What xg2 cannot express exactly raises ``UnsupportedSchemaError`` instead of approximating:
+the token-level forms that constrain ordinary tokens or count tokens (``exclude_token``,
+``any_tokens``, ``token_triggered_tags``, ``token_dispatch``, ``any_text.max_tokens``,
+``token`` naming an ordinary text token), JSON-schema styles other than ``json``, and
+``any_text`` with both ``excludes`` and ``max_chars``.
+"""
+
+from __future__ import annotations
+
+import json
+import weakref
+from typing import Annotated, Any, Dict, List, Literal, Optional, Tuple, Union
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from . import _native
+from .exceptions import SchemaError, UnsupportedSchemaError
+
+__all__ = [
+    "StructuralTagError",
+    "StructuralTag",
+    "Format",
+    "ConstStringFormat",
+    "JSONSchemaFormat",
+    "GrammarFormat",
+    "RegexFormat",
+    "AnyTextFormat",
+    "SequenceFormat",
+    "OrFormat",
+    "OptionalFormat",
+    "PlusFormat",
+    "StarFormat",
+    "RepeatFormat",
+    "TagFormat",
+    "TriggeredTagsFormat",
+    "TagsWithSeparatorFormat",
+    "DispatchFormat",
+    "TokenFormat",
+    "ExcludeTokenFormat",
+    "AnyTokensFormat",
+    "TokenTriggeredTagsFormat",
+    "TokenDispatchFormat",
+    "parse_structural_tag",
+    "structural_tag_to_ebnf",
+]
+
+
+class StructuralTagError(SchemaError):
+    """A structural tag that does not follow the format (the message names the JSON path)."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+TokenRef = Union[int, str]
+
+
+class ConstStringFormat(_Model):
+    """Exactly ``value``."""
+
+    type: Literal["const_string"] = "const_string"
+    value: str
+
+
+JsonSchemaStyle = Literal[
+    "json", "qwen_xml", "minimax_xml", "minimax_m3_xml", "deepseek_xml", "glm_xml",
+    "cohere_xml", "kimi_k3_xml", "deepseek_v4_1_xml",
+]
+
+
+class JSONSchemaFormat(_Model):
+    """A JSON value (``style="json"``) valid under ``json_schema``."""
+
+    type: Literal["json_schema"] = "json_schema"
+    json_schema: Union[bool, Dict[str, Any]]
+    style: JsonSchemaStyle = "json"
+    any_order: bool = False
+    max_whitespace_cnt: Optional[int] = Field(default=None, ge=0)
+    excludes: List[str] = []
+
+
+class QwenXMLParameterFormat(_Model):
+    """Deprecated spelling of ``JSONSchemaFormat(style="qwen_xml")``."""
+
+    type: Literal["qwen_xml_parameter"] = "qwen_xml_parameter"
+    json_schema: Union[bool, Dict[str, Any]]
+
+
+class GrammarFormat(_Model):
+    """Text of an EBNF grammar whose root rule is ``root``."""
+
+    type: Literal["grammar"] = "grammar"
+    grammar: str
+
+
+class RegexFormat(_Model):
+    """Text matching ``pattern`` as a whole."""
+
+    type: Literal["regex"] = "regex"
+    pattern: str
+
+
+class AnyTextFormat(_Model):
+    """Free text (any UTF-8, no special tokens) without the ``excludes`` substrings."""
+
+    type: Literal["any_text"] = "any_text"
+    excludes: List[str] = []
+    max_tokens: Optional[int] = Field(default=None, ge=0, le=2_147_483_647)
+    max_chars: Optional[int] = Field(default=None, ge=0, le=2_147_483_647)
+
+
+class TokenFormat(_Model):
+    """Exactly one token, by id or by its text."""
+
+    type: Literal["token"] = "token"
+    token: TokenRef
+
+
+class ExcludeTokenFormat(_Model):
+    """One token not in ``exclude_tokens`` (token-level; unsupported)."""
+
+    type: Literal["exclude_token"] = "exclude_token"
+    exclude_tokens: List[TokenRef] = []
+
+
+class AnyTokensFormat(_Model):
+    """Any tokens except ``exclude_tokens`` (token-level; unsupported)."""
+
+    type: Literal["any_tokens"] = "any_tokens"
+    exclude_tokens: List[TokenRef] = []
+    max_tokens: Optional[int] = Field(default=None, ge=0, le=2_147_483_647)
+
+
+class SequenceFormat(_Model):
+    """The elements one after another."""
+
+    type: Literal["sequence"] = "sequence"
+    elements: List["Format"]
+
+
+class OrFormat(_Model):
+    """Any one of the elements."""
+
+    type: Literal["or"] = "or"
+    elements: List["Format"]
+
+
+class OptionalFormat(_Model):
+    type: Literal["optional"] = "optional"
+    content: "Format"
+
+
+class PlusFormat(_Model):
+    type: Literal["plus"] = "plus"
+    content: "Format"
+
+
+class StarFormat(_Model):
+    type: Literal["star"] = "star"
+    content: "Format"
+
+
+class RepeatFormat(_Model):
+    """``content`` repeated ``min`` to ``max`` times (``max=-1``: unbounded)."""
+
+    type: Literal["repeat"] = "repeat"
+    min: int = Field(ge=0)
+    max: int = Field(ge=-1)
+    content: "Format"
+
+
+class TagFormat(_Model):
+    """``begin``, then ``content``, then ``end`` (or any one of several ends).
+
+    When the content is ``any_text``, the end strings cannot occur inside it.
+    """
+
+    type: Literal["tag"] = "tag"
+    begin: Union[str, TokenFormat]
+    content: "Format"
+    end: Union[str, List[str], TokenFormat]
+
+
+class TriggeredTagsFormat(_Model):
+    """Free text in which a trigger (a prefix of some tags' ``begin``) starts one of those tags.
+
+    ``at_least_one``: the output starts with a tag. ``stop_after_first``: the output ends after
+    the first tag. ``excludes``: strings that never occur in the free text.
+    """
+
+    type: Literal["triggered_tags"] = "triggered_tags"
+    triggers: List[str]
+    tags: List[TagFormat]
+    at_least_one: bool = False
+    stop_after_first: bool = False
+    excludes: List[str] = []
+
+
+class TokenTriggeredTagsFormat(_Model):
+    type: Literal["token_triggered_tags"] = "token_triggered_tags"
+    trigger_tokens: List[TokenRef]
+    tags: List[TagFormat]
+    exclude_tokens: List[TokenRef] = []
+    at_least_one: bool = False
+    stop_after_first: bool = False
+
+
+class TagsWithSeparatorFormat(_Model):
+    """Tags separated by ``separator`` and nothing else (zero or more, or per the flags)."""
+
+    type: Literal["tags_with_separator"] = "tags_with_separator"
+    tags: List[TagFormat]
+    separator: str
+    at_least_one: bool = False
+    stop_after_first: bool = False
+
+
+class DispatchFormat(_Model):
+    """Free text in which each ``(pattern, format)`` rule's pattern hands over to its format."""
+
+    type: Literal["dispatch"] = "dispatch"
+    rules: List[Tuple[str, "Format"]]
+    loop: bool = True
+    excludes: List[str] = []
+
+
+class TokenDispatchFormat(_Model):
+    type: Literal["token_dispatch"] = "token_dispatch"
+    rules: List[Tuple[TokenRef, "Format"]]
+    loop: bool = True
+    exclude_tokens: List[TokenRef] = []
+
+
+# Discriminated by "type", so a validation error names the one format it is about.
+Format = Annotated[
+    Union[
+        ConstStringFormat, JSONSchemaFormat, QwenXMLParameterFormat, GrammarFormat, RegexFormat,
+        AnyTextFormat, TokenFormat, ExcludeTokenFormat, AnyTokensFormat, SequenceFormat, OrFormat,
+        OptionalFormat, PlusFormat, StarFormat, RepeatFormat, TagFormat, TriggeredTagsFormat,
+        TokenTriggeredTagsFormat, TagsWithSeparatorFormat, DispatchFormat, TokenDispatchFormat,
+    ],
+    Field(discriminator="type"),
+]
+
+for _model in (SequenceFormat, OrFormat, OptionalFormat, PlusFormat, StarFormat, RepeatFormat,
+               TagFormat, TriggeredTagsFormat, TokenTriggeredTagsFormat, TagsWithSeparatorFormat,
+               DispatchFormat, TokenDispatchFormat):
+    _model.model_rebuild()
+
+
+class StructuralTag(_Model):
+    """The top level: ``{"type": "structural_tag", "format": {...}}``."""
+
+    type: Literal["structural_tag"] = "structural_tag"
+    format: Format
+
+
+class _LegacyStructure(_Model):
+    begin: str
+    schema_: Union[Dict[str, Any], bool, str] = Field(alias="schema")
+    end: str
+
+
+class _LegacyStructuralTag(_Model):
+    structures: List[_LegacyStructure]
+    triggers: List[str]
+
+
+def _legacy_to_format(legacy: _LegacyStructuralTag) -> TriggeredTagsFormat:
+    tags = []
+    for item in legacy.structures:
+        schema = json.loads(item.schema_) if isinstance(item.schema_, str) else item.schema_
+        tags.append(TagFormat(begin=item.begin, content=JSONSchemaFormat(json_schema=schema), end=item.end))
+    return TriggeredTagsFormat(triggers=legacy.triggers, tags=tags)
+
+
+def parse_structural_tag(value: Union[str, bytes, Dict[str, Any], StructuralTag]) -> StructuralTag:
+    """Validates a structural tag (JSON text, dict or model), including the legacy
+    ``{"structures": [...], "triggers": [...]}`` form; raises ``StructuralTagError``."""
+    if isinstance(value, StructuralTag):
+        return value
+    if isinstance(value, (str, bytes)):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as error:
+            raise StructuralTagError(f"structural tag is not valid JSON: {error}") from None
+    if not isinstance(value, dict):
+        raise StructuralTagError(f"structural tag must be a JSON object, got {type(value).__name__}")
+    try:
+        if "structures" in value and "format" not in value:
+            return StructuralTag(format=_legacy_to_format(_LegacyStructuralTag.model_validate(value)))
+        return StructuralTag.model_validate(value)
+    except ValidationError as error:
+        raise StructuralTagError(f"invalid structural tag: {_describe(error)}") from None
+
+
+def _describe(error: ValidationError) -> str:
+    parts = []
+    for item in error.errors()[:5]:
+        path = "/".join(str(p) for p in item["loc"])
+        parts.append(f"at /{path}: {item['msg']}")
+    more = len(error.errors()) - 5
+    return "; ".join(parts) + (f" (and {more} more)" if more > 0 else "")
+
+
+# ---- lowering to EBNF --------------------------------------------------------------------
+
+
+def _literal(text: str) -> str:
+    out = ['"']
+    for ch in text:
+        code = ord(ch)
+        if ch == '"':
+            out.append('\\"')
+        elif ch == "\\":
+            out.append("\\\\")
+        elif code < 0x20 or code == 0x7F:
+            out.append(f"\\x{code:02x}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+class _SpecialTokens:
+    """Special tokens of a vocabulary whose text names exactly one id."""
+
+    def __init__(self, tokenizer_info: Any) -> None:
+        self.by_text: Dict[str, int] = {}
+        self.by_id: Dict[int, str] = {}
+        self._lengths = {}
+        if tokenizer_info is None:
+            return
+        vocab = tokenizer_info.decoded_vocab
+        counts: Dict[str, int] = {}
+        for tid in tokenizer_info.special_token_ids:
+            if 0 <= tid < len(vocab) and vocab[tid]:
+                text = vocab[tid].decode("utf-8", errors="replace")
+                counts[text] = counts.get(text, 0) + 1
+                self.by_text[text] = tid
+        self.by_text = {t: i for t, i in self.by_text.items() if counts[t] == 1}
+        self.by_id = {i: t for t, i in self.by_text.items()}
+        # Lengths to try, longest first (a special token containing another wins), per first
+        # character: a few dict probes per position instead of one per special token.
+        self._lengths: Dict[str, List[int]] = {}
+        for text in self.by_text:
+            self._lengths.setdefault(text[0], []).append(len(text))
+        self._lengths = {c: sorted(set(ls), reverse=True) for c, ls in self._lengths.items()}
+
+    _cache: "weakref.WeakKeyDictionary[Any, _SpecialTokens]" = weakref.WeakKeyDictionary()
+
+    @classmethod
+    def of(cls, tokenizer_info: Any) -> "_SpecialTokens":
+        """Built once per tokenizer (reading the vocabulary is the expensive part)."""
+        if tokenizer_info is None:
+            return cls(None)
+        found = cls._cache.get(tokenizer_info)
+        if found is None:
+            found = cls._cache[tokenizer_info] = cls(tokenizer_info)
+        return found
+
+    def split(self, text: str) -> List[Union[str, int]]:
+        """`text` as pieces: plain strings and special-token ids, in order."""
+        pieces: List[Union[str, int]] = []
+        start = i = 0
+        while i < len(text):
+            hit = next((text[i:i + n] for n in self._lengths.get(text[i], ()) if text[i:i + n] in self.by_text), None)
+            if hit is None:
+                i += 1
+                continue
+            if i > start:
+                pieces.append(text[start:i])
+            pieces.append(self.by_text[hit])
+            i += len(hit)
+            start = i
+        if start < len(text):
+            pieces.append(text[start:])
+        return pieces
+
+    def resolve(self, token: TokenRef, tokenizer_info: Any, where: str) -> int:
+        """The special token `token` names; ordinary tokens are token-level constraints."""
+        if isinstance(token, str):
+            if token in self.by_text:
+                return self.by_text[token]
+            raise UnsupportedSchemaError(
+                f"{where}: {token!r} is not the text of a special token of this tokenizer; "
+                "token-level constraints on ordinary tokens are not supported by the byte-level "
+                "matcher"
+            )
+        if token in self.by_id:
+            return token
+        if tokenizer_info is None or not 0 <= token < tokenizer_info.vocab_size:
+            raise StructuralTagError(f"{where}: token id {token} is outside the vocabulary")
+        raise UnsupportedSchemaError(
+            f"{where}: token {token} is an ordinary text token; token-level constraints on "
+            "ordinary tokens are not supported by the byte-level matcher"
+        )
+
+
+class _Lowering:
+    def __init__(self, tokenizer_info: Any) -> None:
+        self._info = tokenizer_info
+        self._specials = _SpecialTokens.of(tokenizer_info)
+        self._rules: List[str] = []
+        self._counter = 0
+
+    def grammar(self, tag: StructuralTag) -> str:
+        root = self.lower(tag.format, "format")
+        return "\n".join([f"root ::= {root}"] + self._rules) + "\n"
+
+    def _rule(self, body: str, hint: str) -> str:
+        self._counter += 1
+        name = f"st_{hint}_{self._counter}"
+        self._rules.append(f"{name} ::= {body}")
+        return name
+
+    def pieces(self, value: str) -> str:
+        """`value` as juxtaposed literals and Token(id) terms (special-token text becomes the
+        token), the form TagDispatch strings take."""
+        if value == "":
+            return '""'
+        return " ".join(f"Token({p})" if isinstance(p, int) else _literal(p) for p in self._specials.split(value))
+
+    def text(self, value: str) -> str:
+        """EBNF expression for the text `value` (one unit: parenthesised when several pieces)."""
+        pieces = self.pieces(value)
+        return pieces if len(self._specials.split(value)) <= 1 else f"({pieces})"
+
+    def _string_tuple(self, values: List[str], where: str) -> str:
+        for v in values:
+            if v == "":
+                raise StructuralTagError(f"{where}: strings must not be empty")
+        inner = ", ".join(self.pieces(v) for v in values)
+        return "(" + inner + ("," if len(values) == 1 else "") + ")"
+
+    def _token_text(self, token: TokenFormat, where: str) -> str:
+        return f"Token({self._specials.resolve(token.token, self._info, where)})"
+
+    def _begin_end_text(self, value: Union[str, TokenFormat], where: str) -> str:
+        return self._token_text(value, where) if isinstance(value, TokenFormat) else self.text(value)
+
+    def lower(self, fmt: Any, where: str) -> str:
+        method = getattr(self, "_lower_" + fmt.type)
+        return method(fmt, where)
+
+    # -- leaves
+
+    def _lower_const_string(self, fmt: ConstStringFormat, where: str) -> str:
+        return self.text(fmt.value)
+
+    def _lower_json_schema(self, fmt: JSONSchemaFormat, where: str) -> str:
+        if fmt.style != "json":
+            raise UnsupportedSchemaError(f"{where}: json_schema style {fmt.style!r} is not supported (only 'json')")
+        if fmt.any_order or fmt.excludes:
+            raise UnsupportedSchemaError(f"{where}: json_schema any_order / excludes are not supported")
+        schema = fmt.json_schema
+        if schema is True:
+            schema = {}
+        if schema is False:
+            raise StructuralTagError(f"{where}: the JSON schema `false` matches nothing")
+        ebnf, _ = _native._json_schema_to_ebnf(
+            json.dumps(schema), any_whitespace=True, indent=None, separators=None, strict_mode=True,
+            max_whitespace=fmt.max_whitespace_cnt, lenient=False,
+        )
+        return self._embed(ebnf, "json")
+
+    def _lower_qwen_xml_parameter(self, fmt: QwenXMLParameterFormat, where: str) -> str:
+        raise UnsupportedSchemaError(f"{where}: qwen_xml_parameter is not supported")
+
+    def _lower_grammar(self, fmt: GrammarFormat, where: str) -> str:
+        return self._embed(fmt.grammar, "grammar")
+
+    def _embed(self, ebnf: str, hint: str) -> str:
+        self._counter += 1
+        prefix = f"st_{hint}_{self._counter}_"
+        self._rules.append(_native._ebnf_prefix_rules(ebnf, "root", prefix).rstrip("\n"))
+        return prefix + "root"
+
+    def _lower_regex(self, fmt: RegexFormat, where: str) -> str:
+        return self._rule(_native._regex_to_ebnf(fmt.pattern), "regex")
+
+    def _lower_any_text(self, fmt: AnyTextFormat, where: str, ends: Tuple[str, ...] = ()) -> str:
+        if fmt.max_tokens is not None:
+            raise UnsupportedSchemaError(f"{where}: any_text.max_tokens counts tokens, which the byte-level matcher cannot")
+        excludes = list(ends) + [e for e in fmt.excludes if e not in ends]
+        if fmt.max_chars is not None:
+            if excludes:
+                raise UnsupportedSchemaError(f"{where}: any_text with both max_chars and excluded strings is not supported")
+            return self._rule(f".{{0,{fmt.max_chars}}}", "text") if fmt.max_chars else '""'
+        return self._rule(f"TagDispatch(excludes={self._string_tuple(excludes, where)})", "text")
+
+    def _lower_token(self, fmt: TokenFormat, where: str) -> str:
+        return self._token_text(fmt, where)
+
+    def _unsupported_token_level(self, fmt: Any, where: str) -> str:
+        raise UnsupportedSchemaError(
+            f"{where}: {fmt.type} constrains ordinary tokens by id, which the byte-level matcher "
+            "cannot express exactly"
+        )
+
+    _lower_exclude_token = _unsupported_token_level
+    _lower_any_tokens = _unsupported_token_level
+    _lower_token_triggered_tags = _unsupported_token_level
+    _lower_token_dispatch = _unsupported_token_level
+
+    # -- combinators
+
+    def _lower_sequence(self, fmt: SequenceFormat, where: str) -> str:
+        if not fmt.elements:
+            raise StructuralTagError(f"{where}/elements: a sequence needs at least one element")
+        parts = [self.lower(e, f"{where}/elements/{i}") for i, e in enumerate(fmt.elements)]
+        return self._rule(" ".join(parts), "seq")
+
+    def _lower_or(self, fmt: OrFormat, where: str) -> str:
+        if not fmt.elements:
+            raise StructuralTagError(f"{where}/elements: an or needs at least one element")
+        parts = [self.lower(e, f"{where}/elements/{i}") for i, e in enumerate(fmt.elements)]
+        return self._rule(" | ".join(parts), "or")
+
+    def _lower_optional(self, fmt: OptionalFormat, where: str) -> str:
+        return self._rule(f"({self.lower(fmt.content, where + '/content')})?", "opt")
+
+    def _lower_plus(self, fmt: PlusFormat, where: str) -> str:
+        return self._rule(f"({self.lower(fmt.content, where + '/content')})+", "plus")
+
+    def _lower_star(self, fmt: StarFormat, where: str) -> str:
+        return self._rule(f"({self.lower(fmt.content, where + '/content')})*", "star")
+
+    def _lower_repeat(self, fmt: RepeatFormat, where: str) -> str:
+        if fmt.max != -1 and fmt.max < fmt.min:
+            raise StructuralTagError(f"{where}: repeat max {fmt.max} is below min {fmt.min}")
+        bound = f"{{{fmt.min},}}" if fmt.max == -1 else f"{{{fmt.min},{fmt.max}}}"
+        return self._rule(f"({self.lower(fmt.content, where + '/content')}){bound}", "repeat")
+
+    def _ends(self, tag: TagFormat, where: str) -> List[str]:
+        if isinstance(tag.end, TokenFormat):
+            return []
+        ends = [tag.end] if isinstance(tag.end, str) else list(tag.end)
+        if not ends:
+            raise StructuralTagError(f"{where}/end: a tag needs at least one end string")
+        return ends
+
+    def _lower_tag(self, tag: TagFormat, where: str, begin_override: Optional[str] = None) -> str:
+        begin = begin_override if begin_override is not None else self._begin_end_text(tag.begin, where + "/begin")
+        ends = self._ends(tag, where)
+        if isinstance(tag.end, TokenFormat):
+            end = self._token_text(tag.end, where + "/end")
+            end_texts: Tuple[str, ...] = ()  # a special token never occurs in free text anyway
+        else:
+            end = " | ".join(self.text(e) for e in ends)
+            end_texts = tuple(e for e in ends if e)
+        if isinstance(tag.content, AnyTextFormat):
+            content = self._lower_any_text(tag.content, where + "/content", ends=end_texts)
+        else:
+            content = self.lower(tag.content, where + "/content")
+        return self._rule(f"{begin} {content} ({end})", "tag")
+
+    def _lower_triggered_tags(self, fmt: TriggeredTagsFormat, where: str) -> str:
+        if not fmt.triggers:
+            raise StructuralTagError(f"{where}/triggers: at least one trigger is required")
+        if not fmt.tags:
+            raise StructuralTagError(f"{where}/tags: at least one tag is required")
+        by_trigger: Dict[str, List[str]] = {t: [] for t in fmt.triggers}
+        for i, tag in enumerate(fmt.tags):
+            if not isinstance(tag.begin, str):
+                raise StructuralTagError(f"{where}/tags/{i}/begin: triggered tags need string begins")
+            matching = [t for t in fmt.triggers if tag.begin.startswith(t)]
+            if len(matching) != 1:
+                raise StructuralTagError(
+                    f"{where}/tags/{i}: begin {tag.begin!r} must start with exactly one trigger, "
+                    f"found {len(matching)}"
+                )
+            trigger = matching[0]
+            rest = tag.begin[len(trigger):]
+            rest_text = self.text(rest) if rest else '""'
+            by_trigger[trigger].append(self._lower_tag(tag, f"{where}/tags/{i}", begin_override=rest_text))
+        pairs = []
+        for trigger, alternatives in by_trigger.items():
+            if not alternatives:
+                continue
+            rule = self._rule(" | ".join(alternatives), "trigger")
+            pairs.append(f"({self.pieces(trigger)}, {rule})")
+        loop = "false" if fmt.stop_after_first else "true"
+        dispatch = self._rule(
+            f"TagDispatch({', '.join(pairs)}, loop_after_dispatch={loop}, "
+            f"excludes={self._string_tuple(fmt.excludes, where)})",
+            "dispatch",
+        )
+        if not fmt.at_least_one:
+            return dispatch
+        first = self._rule(
+            " | ".join(self._lower_tag(tag, f"{where}/tags/{i}") for i, tag in enumerate(fmt.tags)), "first"
+        )
+        return first if fmt.stop_after_first else self._rule(f"{first} {dispatch}", "triggered")
+
+    def _lower_tags_with_separator(self, fmt: TagsWithSeparatorFormat, where: str) -> str:
+        if not fmt.tags:
+            raise StructuralTagError(f"{where}/tags: at least one tag is required")
+        one = self._rule(" | ".join(self._lower_tag(t, f"{where}/tags/{i}") for i, t in enumerate(fmt.tags)), "one")
+        if fmt.stop_after_first:
+            body = one if fmt.at_least_one else f"{one}?"
+        else:
+            sep = self.text(fmt.separator)
+            body = f"{one} ({sep} {one})*" if fmt.at_least_one else f"({one} ({sep} {one})*)?"
+        return self._rule(body, "tags")
+
+    def _lower_dispatch(self, fmt: DispatchFormat, where: str) -> str:
+        pairs = []
+        for i, (pattern, content) in enumerate(fmt.rules):
+            if pattern == "":
+                raise StructuralTagError(f"{where}/rules/{i}: the pattern must not be empty")
+            rule = self._rule(self.lower(content, f"{where}/rules/{i}/1"), "dispatched")
+            pairs.append(f"({self.pieces(pattern)}, {rule})")
+        loop = "true" if fmt.loop else "false"
+        args = pairs + [f"loop_after_dispatch={loop}", f"excludes={self._string_tuple(fmt.excludes, where)}"]
+        return self._rule(f"TagDispatch({', '.join(args)})", "dispatch")
+
+
+def structural_tag_to_ebnf(value: Union[str, bytes, Dict[str, Any], StructuralTag], tokenizer_info: Any = None) -> str:
+    """EBNF text for a structural tag (root rule ``root``). With ``tokenizer_info``, special
+    token text in the format's strings becomes ``Token(id)``."""
+    tag = parse_structural_tag(value)
+    return _Lowering(tokenizer_info).grammar(tag)
