@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite, from nothing: creates .venv, installs the package (building the
-# native engine) with its test dependencies, and runs pytest. Extra arguments go to pytest.
+# native engine) with its test dependencies, and runs pytest (extra arguments go to this run).
+# Then the vLLM and SGLang adapter tests run in their own CPU venvs (scripts/setup_vllm_env.sh,
+# .venv-vllm; scripts/setup_sglang_env.sh, .venv-sglang); XG2_SKIP_VLLM_TESTS=1 and
+# XG2_SKIP_SGLANG_TESTS=1 leave them out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -15,13 +18,16 @@ fi
 "$VENV/bin/python" -m pip install -q ".[test]"
 # Run from outside the source tree so the installed package (not the sources) is imported.
 export XG2_DATA_DIR=${XG2_DATA_DIR:-$(cd .. && pwd)/shared/data}
-cd tests
+(cd tests && "../$VENV/bin/python" -m pytest -q -p no:cacheprovider "$@" .)
 status=0
-"../$VENV/bin/python" -m pytest -q -p no:cacheprovider "$@" . || status=$?
-# The SGLang adapter runs against a real SGLang, in its own venv (scripts/setup_sglang_env.sh);
-# XG2_SGLANG_TESTS=0 skips it.
-if [ "${XG2_SGLANG_TESTS:-1}" != 0 ]; then
-  sglang_python=$(bash ../scripts/setup_sglang_env.sh | tail -n 1)
-  "$sglang_python" -m pytest -q -p no:cacheprovider adapters/test_sglang_*.py || status=$?
+if [ "${XG2_SKIP_VLLM_TESTS:-0}" != 1 ]; then
+  bash scripts/setup_vllm_env.sh
+  VLLM_VENV=${XG2_VLLM_VENV:-.venv-vllm}
+  case "$VLLM_VENV" in /*) ;; *) VLLM_VENV="$PWD/$VLLM_VENV" ;; esac
+  (cd tests && "$VLLM_VENV/bin/python" -m pytest -q -p no:cacheprovider --durations=5 adapters) || status=$?
+fi
+if [ "${XG2_SKIP_SGLANG_TESTS:-0}" != 1 ]; then
+  SGLANG_PYTHON=$(bash scripts/setup_sglang_env.sh | tail -n 1)
+  (cd tests && "$SGLANG_PYTHON" -m pytest -q -p no:cacheprovider --durations=5 adapters/test_sglang_*.py) || status=$?
 fi
 exit "$status"

@@ -106,25 +106,25 @@ def build_tiny_llama(path: Path, tokenizer_dir: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def tiny_llama(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def sglang_tiny_llama(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny random-weights Llama with the real Llama-3.1 tokenizer (session-wide)."""
     return build_tiny_llama(tmp_path_factory.mktemp("tiny-llama"), data_dir / "tokenizers" / "hf" / "llama3.1")
 
 
 @pytest.fixture(scope="session")
-def llama_tokenizer(tiny_llama: Path) -> Any:
+def llama_tokenizer(sglang_tiny_llama: Path) -> Any:
     """The model's Hugging Face tokenizer, loaded as SGLang loads it."""
     from sglang.srt.utils.hf_transformers.tokenizer import get_tokenizer
 
-    return get_tokenizer(str(tiny_llama))
+    return get_tokenizer(str(sglang_tiny_llama))
 
 
 @pytest.fixture(scope="module")
-def sglang_engine(tiny_llama: Path) -> Iterator[Any]:
+def sglang_engine(sglang_tiny_llama: Path) -> Iterator[Any]:
     """``sgl.Engine`` on the CPU with ``grammar_backend="xg2"`` (shut down after the module)."""
     import sglang as sgl
 
-    engine = sgl.Engine(model_path=str(tiny_llama), **ENGINE_ARGS)
+    engine = sgl.Engine(model_path=str(sglang_tiny_llama), **ENGINE_ARGS)
     try:
         yield engine
     finally:

@@ -19,7 +19,7 @@ import pytest
 pytest.importorskip("sglang")
 
 import torch  # noqa: E402
-from sglang_fixtures import LLAMA3_EOS_IDS, llama_tokenizer, tiny_llama  # noqa: E402,F401
+from sglang_fixtures import LLAMA3_EOS_IDS, llama_tokenizer, sglang_tiny_llama  # noqa: E402,F401
 
 # Padded beyond the tokenizer's 128,256 ids, as model vocabularies often are.
 LLAMA_VOCAB = 128_320
@@ -58,14 +58,14 @@ def registered() -> None:
 
 
 @pytest.fixture()
-def make_backend(registered: None, tiny_llama: Path) -> Iterator[Any]:  # noqa: F811
+def make_backend(registered: None, sglang_tiny_llama: Path) -> Iterator[Any]:  # noqa: F811
     """Builds backends through SGLang's ``create_grammar_backend`` under published server args."""
     from sglang.srt.constrained.base_grammar_backend import create_grammar_backend
     from sglang.srt.runtime_context import SpawnRanks, publish, reset_context
     from sglang.srt.server_args import ServerArgs
 
     def make(tokenizer: Any, vocab_size: int, eos_ids: set[int], **fields: Any) -> Any:
-        args = ServerArgs(model_path=str(tiny_llama), grammar_backend="xg2", device="cpu", **fields)
+        args = ServerArgs(model_path=str(sglang_tiny_llama), grammar_backend="xg2", device="cpu", **fields)
         reset_context()
         publish(args, role="test", ranks=SpawnRanks(world_rank=0, dp_rank=None))
         return create_grammar_backend(args, tokenizer, vocab_size, eos_ids)
@@ -192,11 +192,24 @@ def test_structural_tag(backend: Any, llama_tokenizer: Any) -> None:  # noqa: F8
     mask = walk(grammar, llama_tokenizer.encode(text, add_special_tokens=False), LLAMA_VOCAB)
     assert allowed(mask, 0, LLAMA3_EOS_IDS[0])
 
-    # The legacy form, with a tool whose schema SGLang sends as null (no parameters).
+    # SGLang sends a null schema for a tool without parameters: any JSON value.
+    tag["format"]["content"]["json_schema"] = None
+    grammar = get_grammar(backend, ("structural_tag", json.dumps(tag)))
+    mask = walk(grammar, llama_tokenizer.encode('<f>{"x": [1]}</f>', add_special_tokens=False), LLAMA_VOCAB)
+    assert allowed(mask, 0, LLAMA3_EOS_IDS[0])
+
+
+@pytest.mark.xfail(
+    run=False,
+    reason="engine bug on main: filling the mask of a legacy triggered structural tag over the "
+    "Llama-3.1 vocabulary corrupts the heap (free(): invalid next size) and rejects '>{\"' after "
+    "the trigger; not run in-process until fixed",
+)
+def test_legacy_structural_tag_with_null_schema(backend: Any, llama_tokenizer: Any) -> None:  # noqa: F811
     legacy = {
         "structures": [
             {"begin": "<f>", "schema": SCHEMA, "end": "</f>"},
-            {"begin": "<g>", "schema": None, "end": "</g>"},
+            {"begin": "<g>", "schema": None, "end": "</g>"},  # SGLang sends null for no parameters
         ],
         "triggers": ["<f>", "<g>"],
     }

@@ -16,7 +16,7 @@ import pytest
 
 pytest.importorskip("sglang")
 
-from sglang_fixtures import LLAMA3_EOS_IDS, sglang_engine, tiny_llama  # noqa: E402,F401
+from sglang_fixtures import LLAMA3_EOS_IDS, sglang_engine, sglang_tiny_llama  # noqa: E402,F401
 
 from xg2_plugin import GrammarCompiler  # noqa: E402
 from xg2_plugin.testing import ebnf_accepts  # noqa: E402

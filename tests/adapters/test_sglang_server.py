@@ -22,7 +22,7 @@ import pytest
 pytest.importorskip("sglang")
 requests = pytest.importorskip("requests")
 
-from sglang_fixtures import ENGINE_ARGS, free_port, tiny_llama  # noqa: E402,F401
+from sglang_fixtures import ENGINE_ARGS, free_port, sglang_tiny_llama  # noqa: E402,F401
 
 STARTUP_TIMEOUT_S = 420
 REQUEST_TIMEOUT_S = 120
@@ -47,11 +47,11 @@ def cli_flags(args: dict[str, Any]) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def server(tiny_llama: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:  # noqa: F811
+def server(sglang_tiny_llama: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:  # noqa: F811
     """Base URL of a running ``sglang serve`` with the xg2 backend."""
     port = free_port()
     command = [
-        str(Path(sys.executable).parent / "sglang"), "serve", "--model-path", str(tiny_llama),
+        str(Path(sys.executable).parent / "sglang"), "serve", "--model-path", str(sglang_tiny_llama),
         "--host", "127.0.0.1", "--port", str(port), *cli_flags(ENGINE_ARGS),
     ]
     log_path = tmp_path_factory.mktemp("sglang-serve") / "server.log"

@@ -1,0 +1,164 @@
+"""The only place that changes vLLM: registers a structured-output backend name.
+
+vLLM 0.32/0.33 have no backend registry (the backend name is a ``Literal`` and the engine
+core picks the backend with an if/elif), so three functions are wrapped, each passing every
+other backend straight through:
+
+1. config: ``StructuredOutputsConfig.backend`` accepts the name, and its validator allows
+   ``disable_any_whitespace`` / ``disable_additional_properties`` with it;
+2. frontend: ``SamplingParams._validate_structured_outputs`` validates our requests (400 errors)
+   instead of vLLM's fallback to ``auto``;
+3. engine core: ``StructuredOutputManager.grammar_init`` constructs :class:`XG2Backend`.
+
+Workers need nothing: the bitmask has vLLM's layout. Any other vLLM version is refused with a
+clear error, since these are private details that change between releases.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Literal, get_args
+
+SUPPORTED_VLLM_VERSIONS = ((0, 32), (0, 33))
+"""vLLM major.minor releases whose internals this module was checked against."""
+
+_lock = threading.Lock()
+_installed: set[str] = set()
+
+
+class UnsupportedVLLMError(RuntimeError):
+    """The installed vLLM is not a version the xg2 adapter knows how to hook into."""
+
+
+def vllm_version() -> tuple[str, tuple[int, int]]:
+    """The installed vLLM version string and its (major, minor)."""
+    import vllm
+    from packaging.version import InvalidVersion, Version
+
+    text = str(getattr(vllm, "__version__", "unknown"))
+    try:
+        release = Version(text).release
+    except InvalidVersion:
+        return text, (-1, -1)
+    return text, (release + (0, 0))[:2]
+
+
+def install(name: str) -> None:
+    """Registers backend ``name`` with vLLM in this process (idempotent, thread-safe).
+
+    Args:
+        name: the backend name users pass as ``structured_outputs_config.backend``.
+
+    Raises:
+        UnsupportedVLLMError: vLLM is not 0.32 or 0.33, or lacks an internal this module patches.
+    """
+    with _lock:
+        if name in _installed:
+            return
+        text, major_minor = vllm_version()
+        supported = ", ".join(f"{a}.{b}" for a, b in SUPPORTED_VLLM_VERSIONS)
+        if major_minor not in SUPPORTED_VLLM_VERSIONS:
+            raise UnsupportedVLLMError(
+                f"xg2_plugin's vLLM adapter supports vLLM {supported}, but vLLM {text} is installed; "
+                f"install a supported vLLM or uninstall xg2_plugin from this environment"
+            )
+        try:
+            _patch_config(name)
+            _patch_frontend(name)
+            _patch_engine_core(name)
+        except (AttributeError, KeyError, ImportError, TypeError) as error:
+            raise UnsupportedVLLMError(
+                f"vLLM {text} does not have the internals the xg2 adapter expects for vLLM "
+                f"{supported} ({type(error).__name__}: {error})"
+            ) from error
+        _installed.add(name)
+
+
+def _patch_config(name: str) -> None:
+    from pydantic.dataclasses import rebuild_dataclass
+    from vllm.config import VllmConfig
+    from vllm.config import structured_outputs as so_module
+
+    config_cls = so_module.StructuredOutputsConfig
+    names = get_args(so_module.StructuredOutputsBackend)
+    if name in names:
+        return
+    extended: Any = Literal[(*names, name)]
+    so_module.StructuredOutputsBackend = extended
+    config_cls.__annotations__["backend"] = extended
+    config_cls.__dataclass_fields__["backend"].type = extended
+
+    decorator = config_cls.__pydantic_decorators__.model_validators["_validate_structured_output_config"]
+    vllm_validator = decorator.func
+
+    def validate_config(self: Any) -> Any:
+        # Both whitespace and additionalProperties options apply to this backend.
+        if self.backend == name:
+            return self
+        return vllm_validator(self)
+
+    decorator.func = validate_config
+    rebuild_dataclass(config_cls, force=True)
+    rebuild_dataclass(VllmConfig, force=True)
+
+
+def _patch_frontend(name: str) -> None:
+    from vllm.exceptions import VLLMValidationError
+    from vllm.sampling_params import SamplingParams, check_json_nesting
+
+    from . import backend
+
+    vllm_validate = SamplingParams._validate_structured_outputs
+
+    def validate_structured_outputs(
+        self: SamplingParams, model_config: Any, structured_outputs_config: Any, tokenizer: Any
+    ) -> None:
+        params = self.structured_outputs
+        if params is None or structured_outputs_config is None or structured_outputs_config.backend != name:
+            return vllm_validate(self, model_config, structured_outputs_config, tokenizer)
+        if getattr(model_config, "is_diffusion", False):
+            raise VLLMValidationError("the xg2 backend constrains left-to-right decoding, not diffusion models")
+        if tokenizer is None:
+            raise VLLMValidationError("structured outputs need a tokenizer (not available with skip_tokenizer_init)")
+        if params._backend not in (None, name):
+            raise VLLMValidationError(
+                f"this server uses the '{name}' structured output backend; the request asked for "
+                f"'{params._backend}' (remove '_backend' from the request)"
+            )
+        check_json_nesting(params.json)
+        check_json_nesting(params.structural_tag, structural_tag=True)
+        try:
+            backend.check_request(params, any_whitespace=not structured_outputs_config.disable_any_whitespace)
+        except (ValueError, TypeError) as error:
+            raise VLLMValidationError(f"invalid structured output request for the {name} backend: {error}") from error
+        params._backend = name
+
+    SamplingParams._validate_structured_outputs = validate_structured_outputs  # type: ignore[method-assign]
+
+
+def _patch_engine_core(name: str) -> None:
+    from vllm.v1.structured_output import StructuredOutputManager
+
+    from .backend import XG2Backend
+
+    vllm_grammar_init = StructuredOutputManager.grammar_init
+
+    def grammar_init(self: StructuredOutputManager, request: Any) -> None:
+        params = request.sampling_params
+        if (
+            self.backend is None
+            and request.structured_output_request is not None
+            and params is not None
+            and params.structured_outputs is not None
+            and params.structured_outputs._backend == name
+        ):
+            self.backend = XG2Backend(
+                self.vllm_config,
+                tokenizer=self.tokenizer,
+                vocab_size=self.vllm_config.model_config.get_vocab_size(),
+            )
+            if hasattr(self, "backend_name"):  # vLLM 0.33 records which backend the engine runs
+                self.backend_name = name
+        vllm_grammar_init(self, request)
+
+    StructuredOutputManager.grammar_init = grammar_init  # type: ignore[method-assign]

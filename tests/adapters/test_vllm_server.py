@@ -1,0 +1,141 @@
+"""The OpenAI-compatible server started as users start it, with ``--structured-outputs-config.backend xg2``.
+
+The server runs as a subprocess on a free loopback port; every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("vllm")
+openai = pytest.importorskip("openai")
+
+import jsonschema  # noqa: E402
+
+
+STARTUP_TIMEOUT_S = 420
+REQUEST_TIMEOUT_S = 120
+CITY = {
+    "type": "object",
+    "properties": {"city": {"type": "string", "maxLength": 12}, "population": {"type": "integer", "minimum": 0, "maximum": 10**7}},
+    "required": ["city", "population"],
+}
+WEATHER_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Current weather in a city",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string", "maxLength": 12}, "unit": {"enum": ["celsius", "fahrenheit"]}},
+            "required": ["city", "unit"],
+        },
+    },
+}
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_healthy(url: str, process: subprocess.Popen, log: Path) -> None:
+    deadline = time.monotonic() + STARTUP_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"vLLM server exited with {process.returncode}:\n{log.read_text()[-4000:]}")
+        try:
+            with urllib.request.urlopen(url + "/health", timeout=5) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(2)
+    pytest.fail(f"vLLM server not healthy after {STARTUP_TIMEOUT_S} s:\n{log.read_text()[-4000:]}")
+
+
+@pytest.fixture(scope="module")
+def client(tiny_llama: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    port = free_port()
+    log = tmp_path_factory.mktemp("server") / "vllm-server.log"
+    env = dict(os.environ)
+    env.pop("VLLM_ENABLE_V1_MULTIPROCESSING", None)  # the server runs its engine core in its own process
+    command = [
+        sys.executable, "-m", "vllm.entrypoints.openai.api_server",
+        "--model", str(tiny_llama), "--served-model-name", "tiny",
+        "--dtype", "float32", "--max-model-len", "512", "--max-num-seqs", "8", "--enforce-eager",
+        "--distributed-executor-backend", "uni",
+        "--host", "127.0.0.1", "--port", str(port),
+        "--structured-outputs-config.backend", "xg2",
+        "--structured-outputs-config.disable_any_whitespace", "true",
+        "--enable-auto-tool-choice", "--tool-call-parser", "pythonic",
+    ]
+    with open(log, "wb") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)
+    try:
+        wait_healthy(f"http://127.0.0.1:{port}", process, log)
+        yield openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="unused", timeout=REQUEST_TIMEOUT_S, max_retries=0)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=30)
+
+
+def chat(client: Any, **kwargs: Any) -> Any:
+    return client.chat.completions.create(
+        model="tiny", messages=[{"role": "user", "content": "Answer."}], temperature=1.0, **kwargs
+    ).choices[0]
+
+
+def test_response_format_json_schema(client: Any) -> None:
+    choice = chat(client, max_tokens=48, response_format={"type": "json_schema", "json_schema": {"name": "city", "schema": CITY}})
+    assert choice.finish_reason == "stop"
+    jsonschema.validate(json.loads(choice.message.content), CITY)
+
+
+def test_regex_and_choice(client: Any) -> None:
+    pattern = r"[0-9]{3}-[a-z]{2,5}"
+    completion = client.completions.create(
+        model="tiny", prompt="Code:", max_tokens=16, extra_body={"structured_outputs": {"regex": pattern}}
+    )
+    assert re.fullmatch(pattern, completion.choices[0].text)
+    choice = chat(client, max_tokens=8, extra_body={"structured_outputs": {"choice": ["yes", "no"]}})
+    assert choice.message.content in ("yes", "no")
+
+
+def test_tool_choice_required(client: Any) -> None:
+    # vLLM turns this into a JSON schema: an array of {"name", "parameters"} objects under
+    # 'anyOf' with 'type' beside it.
+    choice = chat(client, max_tokens=96, tools=[WEATHER_TOOL], tool_choice="required", parallel_tool_calls=False)
+    (call,) = choice.message.tool_calls
+    assert call.function.name == "get_weather"
+    jsonschema.validate(json.loads(call.function.arguments), WEATHER_TOOL["function"]["parameters"])
+
+
+def test_invalid_schema_fails_only_its_request(client: Any) -> None:
+    bad = {"type": "object", "properties": {"code": {"type": "string", "pattern": "(?<=x)y"}}}
+    with ThreadPoolExecutor(3) as pool:
+        good = [pool.submit(chat, client, max_tokens=8, extra_body={"structured_outputs": {"choice": ["up", "down"]}}) for _ in range(2)]
+        failing = pool.submit(
+            chat, client, max_tokens=8, response_format={"type": "json_schema", "json_schema": {"name": "bad", "schema": bad}}
+        )
+        with pytest.raises(openai.BadRequestError, match="xg2 backend"):
+            failing.result(timeout=REQUEST_TIMEOUT_S)
+        assert [f.result(timeout=REQUEST_TIMEOUT_S).message.content in ("up", "down") for f in good] == [True, True]
