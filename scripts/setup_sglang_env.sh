@@ -3,8 +3,8 @@
 # torch 2.13.0+cpu from the local wheel, sglang==0.5.23 without its CUDA dependencies, the
 # pure-Python packages SGLang imports, import stubs for the native modules that have no CPU
 # build on PyPI (sgl_kernel, torchvision, torchaudio), and this package itself.
-# Idempotent: a complete environment (marker file) is left as it is unless the package
-# sources changed, in which case only the package is reinstalled.
+# Idempotent: the heavy installs run again only when the requirement list below changes
+# (recorded in a marker file); this package is reinstalled every time (incremental build).
 # Usage: scripts/setup_sglang_env.sh [VENV]    (prints the venv's python on the last line)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,24 +20,26 @@ if [ ! -x "$VENV/bin/python" ]; then
   echo '*' >"$VENV/.gitignore"
 fi
 
-if [ ! -f "$MARKER" ]; then
+# SGLang's imports on the CPU path (versions as sglang pins them where it pins). xgrammar and
+# apache-tvm-ffi have CPU wheels and are imported unconditionally (the detokenizer's
+# function-call parser, the communication ops); xgrammar is not used as the grammar backend.
+REQUIREMENTS=(
+  "transformers==5.19.0" "tokenizers==0.23.2" "openai==2.8.0" "sentencepiece==0.2.1"
+  "compressed-tensors==0.18.0" "soundfile==0.13.1" "outlines==0.1.11" "xgrammar==0.2.7"
+  "apache-tvm-ffi==0.1.11" triton psutil pybase64 requests packaging pillow starlette msgspec
+  pydantic pyzmq tqdm IPython aiohttp partial_json_parser dill gguf einops uvloop uvicorn fastapi
+  setproctitle jsonschema python-multipart interegular orjson regex prometheus-client xxhash
+  safetensors scipy numpy pytest
+)
+wanted="torch==$TORCH_VERSION sglang==$SGLANG_VERSION ${REQUIREMENTS[*]}"
+if [ "$(cat "$MARKER" 2>/dev/null)" != "$wanted" ]; then
   "${PIP[@]}" --upgrade pip
   # Every later install is held to the CPU torch, so no resolver step can pull a CUDA build.
-  constraints="$VENV/constraints.txt"
-  echo "torch==$TORCH_VERSION" >"$constraints"
+  echo "torch==$TORCH_VERSION" >"$VENV/constraints.txt"
   "${PIP[@]}" "torch==$TORCH_VERSION"
   "${PIP[@]}" --no-deps "sglang==$SGLANG_VERSION"
-  # SGLang's imports on the CPU path (versions as sglang pins them where it pins). xgrammar
-  # and apache-tvm-ffi have CPU wheels and are imported unconditionally (the detokenizer's
-  # function-call parser, the communication ops); xgrammar is not used as the grammar backend.
-  "${PIP[@]}" -c "$constraints" \
-    "transformers==5.19.0" "tokenizers==0.23.2" "openai==2.8.0" "sentencepiece==0.2.1" \
-    "compressed-tensors==0.18.0" "soundfile==0.13.1" "outlines==0.1.11" \
-    triton psutil pybase64 requests packaging pillow starlette msgspec pydantic pyzmq tqdm \
-    IPython aiohttp partial_json_parser dill gguf einops uvloop uvicorn fastapi setproctitle \
-    jsonschema python-multipart interegular orjson regex prometheus-client xxhash safetensors \
-    scipy numpy pytest "apache-tvm-ffi==0.1.11" "xgrammar==0.2.7"
-  touch "$MARKER"
+  "${PIP[@]}" -c "$VENV/constraints.txt" "${REQUIREMENTS[@]}"
+  echo "$wanted" >"$MARKER"
 fi
 
 # Import stubs for sgl_kernel, torchvision and torchaudio, active in every process of this
