@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite, from nothing: creates .venv, installs the package (building the
 # native engine) with its test dependencies, and runs pytest (extra arguments go to this run).
-# Then the vLLM adapter tests run in their own vLLM CPU venv (scripts/setup_vllm_env.sh,
-# .venv-vllm); XG2_SKIP_VLLM_TESTS=1 leaves them out.
+# Then the vLLM and SGLang adapter tests run in their own CPU venvs (scripts/setup_vllm_env.sh,
+# .venv-vllm; scripts/setup_sglang_env.sh, .venv-sglang); XG2_SKIP_VLLM_TESTS=1 and
+# XG2_SKIP_SGLANG_TESTS=1 leave them out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -18,11 +19,15 @@ fi
 # Run from outside the source tree so the installed package (not the sources) is imported.
 export XG2_DATA_DIR=${XG2_DATA_DIR:-$(cd .. && pwd)/shared/data}
 (cd tests && "../$VENV/bin/python" -m pytest -q -p no:cacheprovider "$@" .)
-if [ "${XG2_SKIP_VLLM_TESTS:-0}" = 1 ]; then
-  exit 0
+status=0
+if [ "${XG2_SKIP_VLLM_TESTS:-0}" != 1 ]; then
+  bash scripts/setup_vllm_env.sh
+  VLLM_VENV=${XG2_VLLM_VENV:-.venv-vllm}
+  case "$VLLM_VENV" in /*) ;; *) VLLM_VENV="$PWD/$VLLM_VENV" ;; esac
+  (cd tests && "$VLLM_VENV/bin/python" -m pytest -q -p no:cacheprovider --durations=5 adapters) || status=$?
 fi
-bash scripts/setup_vllm_env.sh
-VLLM_VENV=${XG2_VLLM_VENV:-.venv-vllm}
-case "$VLLM_VENV" in /*) ;; *) VLLM_VENV="$PWD/$VLLM_VENV" ;; esac
-cd tests
-exec "$VLLM_VENV/bin/python" -m pytest -q -p no:cacheprovider --durations=5 adapters
+if [ "${XG2_SKIP_SGLANG_TESTS:-0}" != 1 ]; then
+  SGLANG_PYTHON=$(bash scripts/setup_sglang_env.sh | tail -n 1)
+  (cd tests && "$SGLANG_PYTHON" -m pytest -q -p no:cacheprovider --durations=5 adapters/test_sglang_*.py) || status=$?
+fi
+exit "$status"

@@ -1,0 +1,326 @@
+"""The ``xg2`` grammar backend for SGLang: per-request grammar objects and the backend.
+
+SGLang drives a backend through ``BaseGrammarBackend`` (compile a request's grammar on its
+executor, cache it, hand out copies) and ``BaseGrammarObject`` (one per request: token
+masks, token acceptance, rollback). This module maps those calls onto the engine's
+:class:`~xg2_plugin.GrammarCompiler` and :class:`~xg2_plugin.GrammarMatcher`; mask
+application reuses SGLang's own kernels on accelerators and the engine's torch path on CPU.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+from typing import Any, Callable, Iterable, List, Optional
+
+import torch
+from sglang.srt.constrained.base_grammar_backend import (
+    BaseGrammarBackend,
+    BaseGrammarObject,
+    GrammarRow,
+    GrammarStats,
+    InvalidGrammarObject,
+)
+from sglang.srt.server_args import ServerArgs
+
+import xg2_plugin
+from xg2_plugin import CompiledGrammar, GrammarCompiler, GrammarMatcher, TokenizerInfo, XG2Error
+
+__all__ = ["XG2Grammar", "XG2GrammarBackend", "create_xg2_backend"]
+
+logger = logging.getLogger(__name__)
+
+# SGLang's key for "any JSON value" (response_format json_object without a schema).
+_ANY_JSON_KEY = "$$ANY$$"
+# Errors that mean "this request's grammar is bad" rather than a bug: the engine's typed
+# errors, and ValueError for malformed JSON / structural-tag validation.
+_GRAMMAR_ERRORS = (XG2Error, ValueError)
+
+
+class XG2Grammar(BaseGrammarObject):
+    """One request's grammar state: a matcher over a shared compiled grammar.
+
+    Args:
+        compiled: the compiled grammar (shared by every copy); its tokenizer's stop ids are
+            the model's EOS ids, allowed only where the grammar can end.
+        key_string: the request's grammar text, kept for error messages.
+        grammar_stats: SGLang's per-request grammar metrics.
+    """
+
+    def __init__(
+        self,
+        compiled: CompiledGrammar,
+        key_string: str,
+        grammar_stats: Optional[GrammarStats] = None,
+    ) -> None:
+        super().__init__()
+        self.compiled = compiled
+        self.key_string = key_string
+        self.grammar_stats = grammar_stats
+        self.matcher = GrammarMatcher(compiled)
+
+    def accept_token(self, token: int) -> None:
+        """Consumes ``token``; a token the grammar rejects raises ``ValueError``.
+
+        Tokens after termination are ignored (SGLang may report one more token for a
+        request that is finishing).
+        """
+        if self.matcher.is_terminated():
+            return
+        self.current_token = token
+        if not self.matcher.accept_token(token):
+            raise ValueError(
+                f"xg2: token {token} is not allowed by the grammar "
+                f"(after {self.matcher.num_accepted_steps} accepted tokens); grammar: {self.key_string!r}"
+            )
+
+    def rollback(self, k: int) -> None:
+        """Undoes the last ``k`` accepted tokens."""
+        self.matcher.rollback(k)
+
+    def is_terminated(self) -> bool:
+        """True once a stop token was accepted."""
+        return self.matcher.is_terminated()
+
+    def allocate_vocab_mask(self, vocab_size: int, batch_size: int, device: Any) -> torch.Tensor:
+        """An all-allowed CPU bitmask of ``batch_size`` rows (filled on the CPU, then moved)."""
+        return XG2GrammarBackend.allocate_vocab_mask(vocab_size, batch_size, device)
+
+    def fill_vocab_mask(self, vocab_mask: torch.Tensor, idx: int) -> None:
+        """Writes this request's allowed tokens into row ``idx`` of ``vocab_mask``."""
+        self.matcher.fill_next_token_bitmask(vocab_mask, idx)
+
+    @staticmethod
+    def fill_vocab_mask_batched(entries: List[GrammarRow], vocab_mask: torch.Tensor) -> None:
+        """Fills every listed row in parallel, without the GIL; unlisted rows stay untouched."""
+        ours = [entry for entry in entries if isinstance(entry.grammar, XG2Grammar)]
+        if ours:
+            xg2_plugin.batch_fill_next_token_bitmask(
+                [entry.grammar.matcher for entry in ours], vocab_mask, indices=[entry.row for entry in ours]
+            )
+        for entry in entries:
+            if not isinstance(entry.grammar, XG2Grammar):
+                entry.grammar.fill_vocab_mask(vocab_mask, entry.row)
+
+    @staticmethod
+    def reset_vocab_mask(vocab_mask: torch.Tensor) -> None:
+        """Restores every row to all-allowed."""
+        vocab_mask.fill_(-1)
+
+    @staticmethod
+    def move_vocab_mask(vocab_mask: torch.Tensor, device: Any) -> torch.Tensor:
+        """Copies the filled mask to the logits' device."""
+        return XG2GrammarBackend.move_vocab_mask(vocab_mask, device)
+
+    @staticmethod
+    def apply_vocab_mask(logits: torch.Tensor, vocab_mask: torch.Tensor) -> None:
+        """Sets the logits of disallowed tokens to ``-inf`` in place."""
+        XG2GrammarBackend.apply_vocab_mask(logits, vocab_mask)
+
+    def copy(self) -> "XG2Grammar":
+        """A fresh matcher (initial state) over the same compiled grammar."""
+        stats = self.grammar_stats
+        if stats is not None:
+            stats = dataclasses.replace(stats, is_cache_hit=True, tree_traversal_time=[])
+        return XG2Grammar(self.compiled, self.key_string, stats)
+
+    def try_jump_forward(self, tokenizer: Any) -> None:
+        """Jump-forward decoding is not used by SGLang 0.5.23; never offers a jump."""
+        return None
+
+    def __repr__(self) -> str:
+        return f"XG2Grammar(key_string={self.key_string!r}, accepted={self.matcher.num_accepted_steps})"
+
+
+class XG2GrammarBackend(BaseGrammarBackend):
+    """Compiles SGLang's grammar requests with the engine (on SGLang's executor).
+
+    Args:
+        tokenizer: the model's Hugging Face tokenizer.
+        vocab_size: the model's (possibly padded) vocabulary size; masks cover all of it and
+            padding ids are never allowed.
+        eos_token_ids: the model's EOS ids (several for some models); None uses the
+            tokenizer's.
+        any_whitespace: JSON output may use any whitespace between tokens (else compact).
+        max_whitespace: cap on consecutive JSON whitespace characters, None for no cap.
+    """
+
+    def __init__(
+        self,
+        tokenizer: Any,
+        vocab_size: int,
+        eos_token_ids: Optional[Iterable[int]] = None,
+        *,
+        any_whitespace: bool = True,
+        max_whitespace: Optional[int] = None,
+    ) -> None:
+        super().__init__()
+        self.tokenizer_info = TokenizerInfo.from_huggingface(
+            tokenizer, vocab_size=vocab_size, stop_token_ids=sorted(eos_token_ids) if eos_token_ids else None
+        )
+        self.vocab_size = vocab_size
+        self.any_whitespace = any_whitespace
+        self.max_whitespace = max_whitespace
+        self.compiler = GrammarCompiler(self.tokenizer_info)
+
+    def _compile(
+        self, kind: str, key_string: str, compile_fn: Callable[[], CompiledGrammar]
+    ) -> BaseGrammarObject:
+        try:
+            compiled = compile_fn()
+        except _GRAMMAR_ERRORS as error:
+            logger.warning("xg2: invalid %s grammar %r: %s", kind, key_string, error)
+            return InvalidGrammarObject(f"{type(error).__name__}: {error}")
+        return XG2Grammar(compiled, key_string, GrammarStats(dispatch_type=kind))
+
+    def dispatch_json(self, key_string: str) -> BaseGrammarObject:
+        """A JSON Schema request (``$$ANY$$`` means any JSON value)."""
+        if key_string == _ANY_JSON_KEY:
+            return self._compile("json", key_string, self.compiler.compile_builtin_json_grammar)
+        return self._compile(
+            "json",
+            key_string,
+            lambda: self.compiler.compile_json_schema(
+                key_string, any_whitespace=self.any_whitespace, max_whitespace=self.max_whitespace
+            ),
+        )
+
+    def dispatch_regex(self, key_string: str) -> BaseGrammarObject:
+        """A regex request; the whole output must match."""
+        return self._compile("regex", key_string, lambda: self.compiler.compile_regex(key_string))
+
+    def dispatch_ebnf(self, key_string: str) -> BaseGrammarObject:
+        """An EBNF request (also SGLang's ``full_assistant_ebnf``), root rule ``root``."""
+        return self._compile("ebnf", key_string, lambda: self.compiler.compile_grammar(key_string))
+
+    def dispatch_structural_tag(self, key_string: str) -> BaseGrammarObject:
+        """A structural tag, in xgrammar's format or the legacy ``structures``/``triggers`` one."""
+        compile_structural_tag = getattr(self.compiler, "compile_structural_tag", None)
+        if compile_structural_tag is None:
+            return InvalidGrammarObject(
+                f"structural tags are not supported by xg2_plugin {xg2_plugin.__version__} "
+                "(GrammarCompiler.compile_structural_tag is missing)"
+            )
+
+        def compile_tag() -> CompiledGrammar:
+            tag = json.loads(key_string)
+            _fill_missing_schemas(tag)
+            return compile_structural_tag(tag)
+
+        return self._compile("structural_tag", key_string, compile_tag)
+
+    def reset(self) -> None:
+        """Drops SGLang's cache and the engine's compiled-grammar cache."""
+        super().reset()
+        self.compiler.clear_cache()
+
+    # Mask handling, also used by SGLang's reasoning wrapper for requests without a grammar.
+
+    @staticmethod
+    def allocate_vocab_mask(vocab_size: int, batch_size: int, device: Any) -> torch.Tensor:
+        """An all-allowed int32 CPU bitmask ``[batch_size, ceil(vocab_size / 32)]``."""
+        from sglang.srt.utils.common import is_pin_memory_available
+
+        return torch.full(
+            xg2_plugin.get_bitmask_shape(batch_size, vocab_size),
+            -1,
+            dtype=torch.int32,
+            pin_memory=is_pin_memory_available(),
+        )
+
+    @staticmethod
+    def move_vocab_mask(vocab_mask: torch.Tensor, device: Any) -> torch.Tensor:
+        """Copies the mask to ``device`` (asynchronously where the source is pinned)."""
+        return vocab_mask.to(device, non_blocking=True)
+
+    @staticmethod
+    def apply_vocab_mask(logits: torch.Tensor, vocab_mask: torch.Tensor) -> None:
+        """Masks ``logits`` in place with SGLang's kernel for the device (torch on CPU)."""
+        device_type = logits.device.type
+        if device_type == "cpu":
+            xg2_plugin.apply_token_bitmask_inplace(logits, vocab_mask)
+        elif device_type in ("cuda", "xpu", "musa"):
+            if torch.version.hip is not None:
+                from sgl_kernel import apply_token_bitmask_inplace_cuda
+
+                apply_token_bitmask_inplace_cuda(logits, vocab_mask)
+            else:
+                from sglang.kernels.ops.grammar.bitmask_ops import apply_token_bitmask_inplace_triton
+
+                apply_token_bitmask_inplace_triton(logits, vocab_mask)
+        elif device_type == "npu":
+            import sgl_kernel_npu  # noqa: F401  (registers torch.ops.npu.apply_token_bitmask)
+
+            torch.ops.npu.apply_token_bitmask(logits, vocab_mask)
+        else:
+            raise RuntimeError(f"xg2: no token-bitmask kernel for device {device_type!r}")
+
+    # Token filtering (strict thinking under SGLang's reasoning wrapper).
+
+    @property
+    def is_support_token_filter(self) -> bool:
+        """The mask layout is SGLang's, so its token-filter kernels apply."""
+        return True
+
+    @staticmethod
+    def set_token_filter(
+        vocab_mask: torch.Tensor,
+        token_ids: List[int],
+        batch_idx: int,
+        is_allowed: bool = True,
+        reset_vocab_mask: bool = True,
+    ) -> None:
+        """Allows (or forbids) exactly ``token_ids`` in row ``batch_idx``, via SGLang's kernels."""
+        if vocab_mask.device.type == "cuda" and torch.version.hip is None:
+            from sglang.kernels.ops.grammar.token_filter_ops import set_token_filter_triton as set_filter
+        else:
+            from sglang.srt.constrained.torch_ops.token_filter_torch_ops import (
+                set_token_filter_torch as set_filter,
+            )
+        set_filter(vocab_mask, token_ids, batch_idx, is_allowed=is_allowed, reset_vocab_mask=reset_vocab_mask)
+
+
+def _fill_missing_schemas(node: Any) -> None:
+    """Replaces absent tool schemas with ``{}`` (SGLang sends ``None`` for tools without parameters)."""
+    if isinstance(node, dict):
+        if node.get("type") in ("json_schema", "qwen_xml_parameter") and node.get("json_schema") is None:
+            node["json_schema"] = {}
+        if "begin" in node and "end" in node and "schema" in node and node["schema"] is None:
+            node["schema"] = {}
+        for value in node.values():
+            _fill_missing_schemas(value)
+    elif isinstance(node, list):
+        for value in node:
+            _fill_missing_schemas(value)
+
+
+def create_xg2_backend(
+    server_args: ServerArgs,
+    tokenizer: Any,
+    vocab_size: int,
+    eos_token_ids: Optional[Iterable[int]] = None,
+) -> BaseGrammarBackend:
+    """SGLang's factory hook for ``--grammar-backend xg2``.
+
+    Called as ``init_func(server_args, tokenizer, vocab_size, eos_token_ids)``. With
+    ``--reasoning-parser``, the backend is wrapped in SGLang's ``ReasonerGrammarBackend`` (as
+    SGLang does for its built-in backends), so the grammar applies after the reasoning block
+    and ``--enable-strict-thinking`` filters tokens while thinking.
+    """
+    backend: BaseGrammarBackend = XG2GrammarBackend(
+        tokenizer,
+        vocab_size,
+        eos_token_ids,
+        any_whitespace=not server_args.constrained_json_disable_any_whitespace,
+        max_whitespace=server_args.constrained_json_max_whitespace_cnt,
+    )
+    if server_args.reasoning_parser:
+        from sglang.srt.constrained.reasoner_grammar_backend import ReasonerGrammarBackend
+        from sglang.srt.parser.reasoning_parser import ReasoningParser
+
+        parser = ReasoningParser(model_type=server_args.reasoning_parser, stream_reasoning=False, tokenizer=tokenizer)
+        backend = ReasonerGrammarBackend(
+            backend, parser, tokenizer, enable_strict_thinking=server_args.enable_strict_thinking
+        )
+    return backend

@@ -1,0 +1,339 @@
+"""The xg2 SGLang backend driven through SGLang's own code paths (no engine, no mocks).
+
+Registration goes through the real entry point and ``load_plugins``; backends come from
+SGLang's ``create_grammar_backend``; grammars from its cache/future path; masks are applied
+with its ``GrammarMask``; spec decoding uses its ``generate_token_bitmask`` /
+``traverse_tree``; reasoning uses its ``ReasonerGrammarBackend``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from array import array
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+pytest.importorskip("sglang")
+
+import torch  # noqa: E402
+from sglang_fixtures import LLAMA3_EOS_IDS, llama_tokenizer, sglang_tiny_llama  # noqa: E402,F401
+
+# Padded beyond the tokenizer's 128,256 ids, as model vocabularies often are.
+LLAMA_VOCAB = 128_320
+QWEN3_VOCAB = 151_936
+SCHEMA = {
+    "type": "object",
+    "properties": {"name": {"type": "string", "enum": ["ada", "bob"]}, "age": {"type": "integer"}},
+    "required": ["name", "age"],
+    "additionalProperties": False,
+}
+
+
+def allowed(mask: torch.Tensor, row: int, token: int) -> bool:
+    return bool((int(mask[row, token // 32]) >> (token % 32)) & 1)
+
+
+def allowed_ids(mask: torch.Tensor, row: int, vocab_size: int) -> list[int]:
+    bits = (mask[row].unsqueeze(-1) >> torch.arange(32, dtype=torch.int32)) & 1
+    return torch.nonzero(bits.reshape(-1)[:vocab_size]).flatten().tolist()
+
+
+def get_grammar(backend: Any, key: tuple[str, str], reasoning: bool = False) -> Any:
+    """A request's grammar object, obtained the way SGLang's GrammarManager does."""
+    value, cache_hit = backend.get_cached_or_future_value(key, reasoning)
+    if not cache_hit:
+        value = value.result(timeout=120)
+        backend.set_cache(key, value.copy())
+    return value
+
+
+@pytest.fixture(scope="module")
+def registered() -> None:
+    from sglang.srt.plugins import load_plugins
+
+    load_plugins()
+
+
+@pytest.fixture()
+def make_backend(registered: None, sglang_tiny_llama: Path) -> Iterator[Any]:  # noqa: F811
+    """Builds backends through SGLang's ``create_grammar_backend`` under published server args."""
+    from sglang.srt.constrained.base_grammar_backend import create_grammar_backend
+    from sglang.srt.runtime_context import SpawnRanks, publish, reset_context
+    from sglang.srt.server_args import ServerArgs
+
+    def make(tokenizer: Any, vocab_size: int, eos_ids: set[int], **fields: Any) -> Any:
+        args = ServerArgs(model_path=str(sglang_tiny_llama), grammar_backend="xg2", device="cpu", **fields)
+        reset_context()
+        publish(args, role="test", ranks=SpawnRanks(world_rank=0, dp_rank=None))
+        return create_grammar_backend(args, tokenizer, vocab_size, eos_ids)
+
+    yield make
+    reset_context()
+
+
+@pytest.fixture()
+def backend(make_backend: Any, llama_tokenizer: Any) -> Any:  # noqa: F811
+    return make_backend(llama_tokenizer, LLAMA_VOCAB, set(LLAMA3_EOS_IDS))
+
+
+@pytest.fixture(scope="module")
+def qwen3_tokenizer(data_dir: Path) -> Any:
+    from sglang.srt.utils.hf_transformers.tokenizer import get_tokenizer
+
+    return get_tokenizer(str(data_dir / "tokenizers" / "hf" / "qwen3"))
+
+
+def walk(grammar: Any, tokens: list[int], vocab_size: int) -> torch.Tensor:
+    """Checks that every token is allowed by the mask before it, accepts it; returns the last mask."""
+    mask = grammar.allocate_vocab_mask(vocab_size, 1, "cpu")
+    for token in tokens:
+        grammar.fill_vocab_mask(mask, 0)
+        assert allowed(mask, 0, token), token
+        grammar.accept_token(token)
+    grammar.fill_vocab_mask(mask, 0)
+    return mask
+
+
+def test_entry_point_registers_backend_and_cli_choice(registered: None) -> None:
+    from sglang.srt.constrained.base_grammar_backend import GRAMMAR_BACKEND_REGISTRY
+    from sglang.srt.plugins import load_plugins_by_group
+    from sglang.srt.server_args import GRAMMAR_BACKEND_CHOICES, ServerArgs
+
+    from xg2_plugin.adapters.sglang import register
+    from xg2_plugin.adapters.sglang.backend import create_xg2_backend
+
+    plugins = load_plugins_by_group("sglang.srt.plugins")
+    assert plugins["xg2"][0] is register
+    register()  # idempotent
+    assert GRAMMAR_BACKEND_CHOICES.count("xg2") == 1
+    assert GRAMMAR_BACKEND_REGISTRY["xg2"] is create_xg2_backend
+    parser = argparse.ArgumentParser()
+    ServerArgs.add_cli_args(parser)
+    args = parser.parse_args(["--model-path", "m", "--grammar-backend", "xg2"])
+    assert args.grammar_backend == "xg2"
+
+
+def test_json_schema_walk_padding_and_every_eos(backend: Any, llama_tokenizer: Any) -> None:  # noqa: F811
+    from xg2_plugin.adapters.sglang.backend import XG2Grammar, XG2GrammarBackend
+
+    assert isinstance(backend, XG2GrammarBackend)
+    grammar = get_grammar(backend, ("json", json.dumps(SCHEMA)))
+    assert isinstance(grammar, XG2Grammar) and grammar
+    mask = grammar.allocate_vocab_mask(LLAMA_VOCAB, 3, "cpu")
+    assert mask.shape == (3, (LLAMA_VOCAB + 31) // 32) and mask.dtype == torch.int32
+    assert bool((mask == -1).all())
+
+    text = '{"name": "ada", "age": 42}'
+    mask = walk(grammar, llama_tokenizer.encode(text, add_special_tokens=False), LLAMA_VOCAB)
+    assert all(allowed(mask, 0, eos) for eos in LLAMA3_EOS_IDS)
+    assert not any(allowed(mask, 0, t) for t in range(128_256, LLAMA_VOCAB))
+    assert not grammar.is_terminated()
+    grammar.accept_token(LLAMA3_EOS_IDS[1])
+    assert grammar.is_terminated()
+    grammar.accept_token(LLAMA3_EOS_IDS[0])  # after termination: ignored, as SGLang expects
+    grammar.rollback(1)
+    assert not grammar.is_terminated()
+
+
+def test_rejected_token_raises_value_error(backend: Any, llama_tokenizer: Any) -> None:  # noqa: F811
+    grammar = get_grammar(backend, ("regex", "[0-9]+"))
+    with pytest.raises(ValueError, match="not allowed"):
+        grammar.accept_token(llama_tokenizer.encode("abc", add_special_tokens=False)[0])
+    with pytest.raises(ValueError):
+        grammar.accept_token(LLAMA3_EOS_IDS[0])  # nothing generated yet
+
+
+def test_cache_hit_is_a_fresh_copy(backend: Any, llama_tokenizer: Any) -> None:  # noqa: F811
+    key = ("ebnf", 'root ::= "a" [0-9] "z"')
+    first = get_grammar(backend, key)
+    first.accept_token(llama_tokenizer.encode("a", add_special_tokens=False)[0])
+    second, cache_hit = backend.get_cached_or_future_value(key, False)
+    assert cache_hit and second is not first
+    assert second.grammar_stats.is_cache_hit
+    assert second.matcher.num_accepted_steps == 0 and first.matcher.num_accepted_steps == 1
+
+
+@pytest.mark.parametrize(
+    ("key", "message"),
+    [
+        (("json", '{"type": "object"'), "JSON"),
+        (("json", json.dumps({"type": "strng"})), "SchemaError: keyword 'type'"),
+        (("regex", "(ab"), "missing ')'"),
+        (("ebnf", "root ::= ("), "line 1"),
+        (("full_assistant_ebnf", "root ::= undefined_rule"), "undefined_rule"),
+    ],
+)
+def test_invalid_grammar_returns_sglang_invalid_object(backend: Any, key: tuple[str, str], message: str) -> None:
+    from sglang.srt.constrained.base_grammar_backend import InvalidGrammarObject
+
+    grammar = get_grammar(backend, key)
+    assert isinstance(grammar, InvalidGrammarObject)
+    assert message.lower() in grammar.error_message.lower()
+
+
+def test_structural_tag(backend: Any, llama_tokenizer: Any) -> None:  # noqa: F811
+    from sglang.srt.constrained.base_grammar_backend import InvalidGrammarObject
+
+    from xg2_plugin import GrammarCompiler
+
+    tag = {
+        "type": "structural_tag",
+        "format": {"type": "tag", "begin": "<f>", "content": {"type": "json_schema", "json_schema": SCHEMA}, "end": "</f>"},
+    }
+    grammar = get_grammar(backend, ("structural_tag", json.dumps(tag)))
+    if not hasattr(GrammarCompiler, "compile_structural_tag"):
+        assert isinstance(grammar, InvalidGrammarObject)
+        assert "compile_structural_tag" in grammar.error_message
+        return
+    text = '<f>{"name": "bob", "age": 7}</f>'
+    mask = walk(grammar, llama_tokenizer.encode(text, add_special_tokens=False), LLAMA_VOCAB)
+    assert allowed(mask, 0, LLAMA3_EOS_IDS[0])
+
+    # SGLang sends a null schema for a tool without parameters: any JSON value.
+    tag["format"]["content"]["json_schema"] = None
+    grammar = get_grammar(backend, ("structural_tag", json.dumps(tag)))
+    mask = walk(grammar, llama_tokenizer.encode('<f>{"x": [1]}</f>', add_special_tokens=False), LLAMA_VOCAB)
+    assert allowed(mask, 0, LLAMA3_EOS_IDS[0])
+
+
+@pytest.mark.xfail(
+    run=False,
+    reason="engine bug on main: filling the mask of a legacy triggered structural tag over the "
+    "Llama-3.1 vocabulary corrupts the heap (free(): invalid next size) and rejects '>{\"' after "
+    "the trigger; not run in-process until fixed",
+)
+def test_legacy_structural_tag_with_null_schema(backend: Any, llama_tokenizer: Any) -> None:  # noqa: F811
+    legacy = {
+        "structures": [
+            {"begin": "<f>", "schema": SCHEMA, "end": "</f>"},
+            {"begin": "<g>", "schema": None, "end": "</g>"},  # SGLang sends null for no parameters
+        ],
+        "triggers": ["<f>", "<g>"],
+    }
+    grammar = get_grammar(backend, ("structural_tag", json.dumps(legacy)))
+    text = 'Sure. <g>{}</g> and <f>{"name": "ada", "age": 3}</f>'
+    mask = walk(grammar, llama_tokenizer.encode(text, add_special_tokens=False), LLAMA_VOCAB)
+    assert allowed(mask, 0, LLAMA3_EOS_IDS[0])
+    with pytest.raises(ValueError):
+        for token in llama_tokenizer.encode('<f>{"name": "eve"', add_special_tokens=False):
+            grammar.accept_token(token)
+
+
+def test_batched_fill_matches_single_fills_and_skips_unlisted_rows(backend: Any, llama_tokenizer: Any) -> None:  # noqa: F811
+    from sglang.srt.constrained.base_grammar_backend import GrammarMask, GrammarRow
+
+    grammars = [get_grammar(backend, ("regex", r"[a-c]{3}")) for _ in range(2)]
+    grammars.append(get_grammar(backend, ("json", json.dumps(SCHEMA))))
+    grammars[1].accept_token(llama_tokenizer.encode("a", add_special_tokens=False)[0])
+    rows = [0, 2, 3]
+    batched = grammars[0].allocate_vocab_mask(LLAMA_VOCAB, 4, "cpu")
+    type(grammars[0]).fill_vocab_mask_batched([GrammarRow(r, g) for r, g in zip(rows, grammars)], batched)
+    single = grammars[0].allocate_vocab_mask(LLAMA_VOCAB, 4, "cpu")
+    for row, grammar in zip(rows, grammars):
+        grammar.fill_vocab_mask(single, row)
+    assert torch.equal(batched, single)
+    assert bool((batched[1] == -1).all())
+
+    logits = torch.randn(4, LLAMA_VOCAB)
+    GrammarMask(grammars[0], grammars[0].move_vocab_mask(batched, "cpu")).apply(logits)
+    finite = torch.isfinite(logits)
+    assert bool(finite[1].all())
+    for row in rows:
+        assert torch.nonzero(finite[row]).flatten().tolist() == allowed_ids(batched, row, LLAMA_VOCAB)
+
+
+def test_spec_decode_tree_traversal_restores_state(backend: Any, llama_tokenizer: Any) -> None:  # noqa: F811
+    from sglang.srt.managers.schedule_batch import Req
+    from sglang.srt.sampling.sampling_params import SamplingParams
+    from sglang.srt.speculative.spec_utils import generate_token_bitmask
+
+    def token(text: str) -> int:
+        ids = llama_tokenizer.encode(text, add_special_tokens=False)
+        assert len(ids) == 1, (text, ids)
+        return ids[0]
+
+    grammar = get_grammar(backend, ("regex", "(cat|dog)s?"))
+    # Draft tree: node 0 (last verified token) -> cat -> s ; siblings cat, dog, xyz.
+    draft = [0, token("cat"), token("dog"), token("xyz"), token("s")]
+    next_token = [1, 4, -1, -1, -1]
+    next_sibling = [-1, 2, 3, -1, -1]
+    reqs = []
+    for rid, req_grammar in (("constrained", grammar), ("free", None)):
+        req = Req(rid, "", array("i", [1]), SamplingParams())
+        req.grammar = req_grammar
+        reqs.append(req)
+    as_batch = lambda values: torch.tensor([values, values], dtype=torch.int64)  # noqa: E731
+    mask, mask_grammar = generate_token_bitmask(
+        reqs, as_batch(next_token), as_batch(next_sibling), as_batch(draft), LLAMA_VOCAB
+    )
+    assert mask_grammar is grammar and mask.shape[0] == 2 * len(draft)
+
+    expected = grammar.allocate_vocab_mask(LLAMA_VOCAB, 1, "cpu")
+    for node, path in ((0, []), (1, ["cat"]), (2, ["dog"]), (4, ["cat", "s"])):
+        fresh = grammar.copy()
+        for piece in path:
+            fresh.accept_token(token(piece))
+        fresh.fill_vocab_mask(expected, 0)
+        assert torch.equal(mask[node], expected[0]), node
+    assert bool((mask[3] == -1).all())  # "xyz" is rejected: its row is never filled
+    assert bool((mask[len(draft):] == -1).all())  # the unconstrained request's rows
+    assert allowed(mask, 4, LLAMA3_EOS_IDS[0]) and not allowed(mask, 4, token("s"))
+
+    assert grammar.matcher.num_accepted_steps == 0
+    after = grammar.allocate_vocab_mask(LLAMA_VOCAB, 1, "cpu")
+    grammar.fill_vocab_mask(after, 0)
+    assert torch.equal(after[0], mask[0])
+    for piece in ("cat", "s"):
+        grammar.accept_token(token(piece))
+    grammar.accept_token(LLAMA3_EOS_IDS[2])
+    assert grammar.is_terminated()
+
+
+def test_reasoning_wrapper_applies_grammar_after_think(make_backend: Any, qwen3_tokenizer: Any) -> None:
+    from sglang.srt.constrained.reasoner_grammar_backend import ReasonerGrammarBackend, ReasonerGrammarObject
+
+    eos = qwen3_tokenizer.convert_tokens_to_ids("<|im_end|>")
+    think_end = qwen3_tokenizer.convert_tokens_to_ids("</think>")
+    backend = make_backend(qwen3_tokenizer, QWEN3_VOCAB, {eos}, reasoning_parser="qwen3")
+    assert isinstance(backend, ReasonerGrammarBackend)
+    grammar = get_grammar(backend, ("json", json.dumps(SCHEMA)), reasoning=True)
+    assert isinstance(grammar, ReasonerGrammarObject)
+
+    mask = grammar.allocate_vocab_mask(QWEN3_VOCAB, 1, "cpu")
+    for piece in qwen3_tokenizer.encode("Let me think.", add_special_tokens=False):
+        grammar.fill_vocab_mask(mask, 0)
+        assert bool((mask == -1).all())  # free text while thinking
+        grammar.accept_token(piece)
+    grammar.accept_token(think_end)
+    grammar.fill_vocab_mask(mask, 0)
+    assert not allowed(mask, 0, qwen3_tokenizer.encode("Let", add_special_tokens=False)[0])
+    answer = qwen3_tokenizer.encode('{"name": "bob", "age": 1}', add_special_tokens=False)
+    mask = walk(grammar, answer, QWEN3_VOCAB)
+    assert allowed(mask, 0, eos)
+    grammar.accept_token(eos)
+    assert grammar.is_terminated()
+
+    logits = torch.zeros(1, QWEN3_VOCAB)
+    grammar.apply_vocab_mask(logits=logits, vocab_mask=mask)
+    assert torch.isfinite(logits[0, eos]) and int(torch.isfinite(logits).sum()) < 10
+
+
+def test_strict_thinking_uses_token_filter(
+    make_backend: Any, qwen3_tokenizer: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SGLANG_MAX_THINK_TOKENS", "2")
+    eos = qwen3_tokenizer.convert_tokens_to_ids("<|im_end|>")
+    think_end = qwen3_tokenizer.convert_tokens_to_ids("</think>")
+    backend = make_backend(
+        qwen3_tokenizer, QWEN3_VOCAB, {eos}, reasoning_parser="qwen3", enable_strict_thinking=True
+    )
+    assert backend.enable_strict_thinking
+    grammar = get_grammar(backend, ("regex", "[0-9]"), reasoning=True)
+    mask = grammar.allocate_vocab_mask(QWEN3_VOCAB, 1, "cpu")
+    for piece in qwen3_tokenizer.encode("Hmm ok", add_special_tokens=False)[:2]:
+        grammar.accept_token(piece)
+    grammar.fill_vocab_mask(mask, 0)
+    assert allowed_ids(mask, 0, QWEN3_VOCAB) == [think_end]  # budget spent: only the end of thinking

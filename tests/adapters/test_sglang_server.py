@@ -1,0 +1,134 @@
+"""``sglang serve --grammar-backend xg2`` as a subprocess on a loopback port.
+
+The CLI must accept the name (the plugin adds it to the argparse choices), and the native
+``/generate`` endpoint and the OpenAI endpoints must return constrained output. Every wait
+is bounded; the server's process group is terminated afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+pytest.importorskip("sglang")
+requests = pytest.importorskip("requests")
+
+from sglang_fixtures import ENGINE_ARGS, free_port, sglang_tiny_llama  # noqa: E402,F401
+
+STARTUP_TIMEOUT_S = 420
+REQUEST_TIMEOUT_S = 120
+SCHEMA = {
+    "type": "object",
+    "properties": {"color": {"type": "string", "enum": ["red", "blue"]}, "n": {"type": "integer", "minimum": 1, "maximum": 9}},
+    "required": ["color", "n"],
+    "additionalProperties": False,
+}
+REGEX = r"(yes|no), [0-9]"
+
+
+def cli_flags(args: dict[str, Any]) -> list[str]:
+    flags = []
+    for name, value in args.items():
+        flag = "--" + name.replace("_", "-")
+        if value is True:
+            flags.append(flag)
+        elif value is not False:
+            flags += [flag, str(value)]
+    return flags
+
+
+@pytest.fixture(scope="module")
+def server(sglang_tiny_llama: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:  # noqa: F811
+    """Base URL of a running ``sglang serve`` with the xg2 backend."""
+    port = free_port()
+    command = [
+        str(Path(sys.executable).parent / "sglang"), "serve", "--model-path", str(sglang_tiny_llama),
+        "--host", "127.0.0.1", "--port", str(port), *cli_flags(ENGINE_ARGS),
+    ]
+    log_path = tmp_path_factory.mktemp("sglang-serve") / "server.log"
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=os.environ.copy())
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while True:
+            if process.poll() is not None:
+                pytest.fail(f"sglang serve exited with {process.returncode}:\n{log_path.read_text()[-4000:]}")
+            try:
+                if requests.get(base + "/health", timeout=5).status_code == 200:
+                    break
+            except requests.RequestException:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"sglang serve not healthy after {STARTUP_TIMEOUT_S}s:\n{log_path.read_text()[-4000:]}")
+            time.sleep(2)
+        yield base
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+            try:
+                process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(timeout=30)
+
+
+def test_cli_selects_xg2(server: str) -> None:
+    info = requests.get(server + "/get_server_info", timeout=REQUEST_TIMEOUT_S).json()
+    assert info["grammar_backend"] == "xg2"
+
+
+def test_generate_endpoint_is_constrained(server: str) -> None:
+    response = requests.post(
+        server + "/generate",
+        json={"text": "Answer:", "sampling_params": {"max_new_tokens": 16, "temperature": 0, "regex": REGEX}},
+        timeout=REQUEST_TIMEOUT_S,
+    )
+    assert response.status_code == 200, response.text
+    assert re.fullmatch(REGEX, response.json()["text"]), response.json()
+
+
+def test_generate_endpoint_reports_an_invalid_grammar(server: str) -> None:
+    response = requests.post(
+        server + "/generate",
+        json={"text": "x", "sampling_params": {"max_new_tokens": 8, "ebnf": "root ::= ("}},
+        timeout=REQUEST_TIMEOUT_S,
+    )
+    assert response.status_code == 400, response.text
+    assert "GrammarSyntaxError" in response.text
+
+
+def test_openai_chat_json_schema(server: str) -> None:
+    response = requests.post(
+        server + "/v1/chat/completions",
+        json={
+            "model": "default",
+            "messages": [{"role": "user", "content": "Pick a color."}],
+            "max_tokens": 32,
+            "temperature": 0,
+            "response_format": {"type": "json_schema", "json_schema": {"name": "pick", "schema": SCHEMA}},
+        },
+        timeout=REQUEST_TIMEOUT_S,
+    )
+    assert response.status_code == 200, response.text
+    value = json.loads(response.json()["choices"][0]["message"]["content"])
+    assert value["color"] in ("red", "blue") and 1 <= value["n"] <= 9 and set(value) == {"color", "n"}
+
+
+def test_openai_completions_regex(server: str) -> None:
+    response = requests.post(
+        server + "/v1/completions",
+        json={"model": "default", "prompt": "Answer:", "max_tokens": 16, "temperature": 0, "regex": REGEX},
+        timeout=REQUEST_TIMEOUT_S,
+    )
+    assert response.status_code == 200, response.text
+    assert re.fullmatch(REGEX, response.json()["choices"][0]["text"]), response.json()
