@@ -199,12 +199,6 @@ def test_structural_tag(backend: Any, llama_tokenizer: Any) -> None:  # noqa: F8
     assert allowed(mask, 0, LLAMA3_EOS_IDS[0])
 
 
-@pytest.mark.xfail(
-    run=False,
-    reason="engine bug on main: filling the mask of a legacy triggered structural tag over the "
-    "Llama-3.1 vocabulary corrupts the heap (free(): invalid next size) and rejects '>{\"' after "
-    "the trigger; not run in-process until fixed",
-)
 def test_legacy_structural_tag_with_null_schema(backend: Any, llama_tokenizer: Any) -> None:  # noqa: F811
     legacy = {
         "structures": [
