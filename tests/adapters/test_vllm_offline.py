@@ -57,7 +57,9 @@ STRUCTURAL_TAG = {
     "format": {
         "type": "tag",
         "begin": "<function=get_weather>",
-        "content": {"type": "json_schema", "json_schema": WEATHER_ARGS},
+        # A bounded content format: random weights under a JSON-schema content (whose layout
+        # the structural tag leaves flexible) can pad with whitespace past max_tokens.
+        "content": {"type": "regex", "pattern": r'\{"city": "[a-z]{1,12}", "unit": "(celsius|fahrenheit)"\}'},
         "end": "</function>",
     },
 }
