@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import random
-import time
 
 import pytest
 
@@ -39,11 +38,10 @@ def test_string_acceptance(grammar: str, accepted: list[str], rejected: list[str
 
 
 def test_ambiguity_is_polynomial() -> None:
-    # Exponentially many parses; an Earley parser handles it in polynomial time.
+    # Exponentially many parses; an Earley parser handles it in polynomial time (a backtracking
+    # parser would not finish). Its cost is measured in bench/, not asserted here.
     grammar = 'root ::= s\ns ::= s s s | s s | "a" | ""'
-    start = time.perf_counter()
     assert ebnf_accepts(grammar, "a" * 60)
-    assert time.perf_counter() - start < 30  # a hang guard, not a speed assertion
 
 
 def test_lookahead_is_enforced() -> None:

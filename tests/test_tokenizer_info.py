@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -476,31 +475,3 @@ def test_raw_constructor() -> None:
 def test_bad_input_is_a_clear_error(call: Callable[[], object], error: type[Exception]) -> None:
     with pytest.raises(error):
         call()
-
-
-# ---------------------------------------------------------------------------------------------
-# Speed: best CPU time of several runs, so that other work on a busy machine does not make the
-# checks flaky.
-
-
-def _best_time(function: Callable[[], object], runs: int) -> float:
-    best = float("inf")
-    for _ in range(runs):
-        start = time.process_time()
-        function()
-        best = min(best, time.process_time() - start)
-    return best
-
-
-def test_decoding_200k_tokens_is_fast(data_dir: Path) -> None:
-    tokenizer = load(data_dir, "hf-tokenizers:gpt-oss").source
-    encoded = [token for token, _ in sorted(tokenizer.get_vocab().items(), key=lambda item: item[1])]
-    assert len(encoded) > 200_000
-    assert _best_time(lambda: _native.decode_vocabulary(encoded, 2), runs=5) < 0.1
-
-
-def test_construction_from_200k_vocab_is_fast(data_dir: Path) -> None:
-    tokenizer = load(data_dir, "hf-tokenizers:gpt-oss").source
-    assert _best_time(lambda: TokenizerInfo.from_huggingface(tokenizer), runs=3) < 1.0
-    encoding = load(data_dir, "tiktoken:o200k_harmony").source
-    assert _best_time(lambda: TokenizerInfo.from_tiktoken(encoding), runs=3) < 1.0

@@ -27,6 +27,7 @@ from typing import Annotated, Any, Dict, List, Literal, Optional, Tuple, Union
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from . import _native
+from .compiler import ebnf_string_literal
 from .exceptions import SchemaError, UnsupportedSchemaError
 
 __all__ = [
@@ -320,20 +321,7 @@ def _describe(error: ValidationError) -> str:
 # ---- lowering to EBNF --------------------------------------------------------------------
 
 
-def _literal(text: str) -> str:
-    out = ['"']
-    for ch in text:
-        code = ord(ch)
-        if ch == '"':
-            out.append('\\"')
-        elif ch == "\\":
-            out.append("\\\\")
-        elif code < 0x20 or code == 0x7F:
-            out.append(f"\\x{code:02x}")
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
+_literal = ebnf_string_literal
 
 
 class _SpecialTokens:
