@@ -189,30 +189,29 @@ bool GrammarMatcher::FillNextTokenBitmask(uint32_t* words, int64_t num_words) {
   std::sort(fill_nodes_.begin(), fill_nodes_.end());
   fill_nodes_.erase(std::unique(fill_nodes_.begin(), fill_nodes_.end()), fill_nodes_.end());
 
-  fill_uncertain_.clear();
   const int64_t vocab_words = BitmaskWords(tokenizer_->vocab_size());
-  const TokenClassification* only_uncertain = nullptr;  // the single contributor, if one
-  int contributors = 0;
+  fill_contributors_.clear();  // entries with uncertain tokens
   for (NodeId node : fill_nodes_) {
     const TokenClassification& entry = cache.Get(node);
-    if (!entry.uncertain_positions.empty()) {
-      only_uncertain = &entry;
-      ++contributors;
-    }
+    if (!entry.uncertain_positions.empty()) fill_contributors_.push_back(&entry);
     if (entry.accepted_as_bits()) {
       for (int64_t w = 0; w < vocab_words; ++w) words[w] |= entry.accepted_bits[w];
     } else {
       for (int32_t id : entry.accepted_ids) words[id >> 5] |= 1u << (id & 31);
     }
-    fill_uncertain_.insert(fill_uncertain_.end(), entry.uncertain_positions.begin(),
-                           entry.uncertain_positions.end());
   }
-  if (contributors == 1) {
+  if (fill_contributors_.size() == 1) {
     // One list, already sorted and with its prefix lengths: walk it as stored (tokens that
     // another node accepts are walked too; their bit is simply set again).
-    WalkTokens(only_uncertain->uncertain_positions.data(), only_uncertain->uncertain_lcp.data(),
-               only_uncertain->uncertain_positions.size(), words);
-  } else if (contributors > 1) {
+    const TokenClassification& only = *fill_contributors_[0];
+    WalkTokens(only.uncertain_positions.data(), only.uncertain_lcp.data(),
+               only.uncertain_positions.size(), words);
+  } else if (fill_contributors_.size() > 1) {
+    fill_uncertain_.clear();
+    for (const TokenClassification* entry : fill_contributors_) {
+      fill_uncertain_.insert(fill_uncertain_.end(), entry->uncertain_positions.begin(),
+                             entry->uncertain_positions.end());
+    }
     std::sort(fill_uncertain_.begin(), fill_uncertain_.end());
     fill_uncertain_.erase(std::unique(fill_uncertain_.begin(), fill_uncertain_.end()),
                           fill_uncertain_.end());

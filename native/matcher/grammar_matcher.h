@@ -78,6 +78,7 @@ class GrammarMatcher {
   // Scratch for the cached fill (kept to avoid allocation per token).
   std::vector<NodeId> fill_nodes_;
   std::vector<int32_t> fill_uncertain_;
+  std::vector<const TokenClassification*> fill_contributors_;
 };
 
 }  // namespace xg2
