@@ -94,6 +94,11 @@ class GrammarCompiler:
         precompute_nodes: partial JIT: after compiling, classify this many of the most
             expensive parser states on a background thread (0: build every state lazily,
             when a matcher first needs it; -1: build all of them during compilation).
+        repetition_compression_threshold: repetition state compression (XGrammar 2, section
+            3.5): a repetition such as ``x{0,65536}`` whose expansion would hold more than this
+            many copies of ``x`` is lowered as a counted loop plus a short explicit tail, so its
+            compile time, FSM size and mask cost do not grow with the bound (the language stays
+            exact). 0 or a negative value turns compression off (ablation).
     """
 
     def __init__(
@@ -107,6 +112,7 @@ class GrammarCompiler:
         mask_cache: bool = True,
         cross_grammar_cache: bool = True,
         precompute_nodes: int = 8,
+        repetition_compression_threshold: int = 256,
     ) -> None:
         if not isinstance(tokenizer_info, TokenizerInfo):
             raise TypeError(f"tokenizer_info must be a TokenizerInfo, got {type(tokenizer_info).__name__}")
@@ -124,6 +130,7 @@ class GrammarCompiler:
         self._mask_cache = mask_cache
         self._cross_grammar_cache = cross_grammar_cache
         self._precompute_nodes = precompute_nodes
+        self._repetition_compression_threshold = int(repetition_compression_threshold)
         # Vocabularies derived for grammars that name tokens with Token(id), keyed by the ids
         # (native/tokenizer/token_literals.h); filled by the native compile under the GIL.
         self._token_literal_vocabs: dict = {}
@@ -298,6 +305,7 @@ class GrammarCompiler:
         handle = _native.compile_ebnf_with_token_literals(
             self._tokenizer_info._handle, ebnf, root_rule_name, self._token_literal_vocabs,
             self._mask_pool, self._mask_cache, self._cross_grammar_cache, self._precompute_nodes,
+            self._repetition_compression_threshold,
         )
         return CompiledGrammar(handle, self._tokenizer_info, kind)
 

@@ -46,32 +46,38 @@ void BindMatcher(py::module_& m) {
       "compile_ebnf",
       [](std::shared_ptr<TokenizerInfo> tokenizer, const std::string& ebnf,
          const std::string& root_rule_name, std::shared_ptr<MaskCachePool> pool, bool mask_cache,
-         bool cross_grammar_cache, int32_t precompute_nodes) {
+         bool cross_grammar_cache, int32_t precompute_nodes, int32_t repetition_compression_threshold) {
         py::gil_scoped_release release;
         MaskCacheOptions options;
         options.enabled = mask_cache;
         options.cross_grammar = cross_grammar_cache;
         options.precompute = precompute_nodes;
-        return std::const_pointer_cast<CompiledGrammar>(
-            CompileEbnf(ebnf, root_rule_name, tokenizer, std::move(pool), options));
+        return std::const_pointer_cast<CompiledGrammar>(CompileEbnf(
+            ebnf, root_rule_name, tokenizer, std::move(pool), options, repetition_compression_threshold));
       },
       py::arg("tokenizer_info"), py::arg("ebnf"), py::arg("root_rule_name") = "root",
       py::arg("pool") = nullptr, py::arg("mask_cache") = true, py::arg("cross_grammar_cache") = true,
-      py::arg("precompute_nodes") = 8);
+      py::arg("precompute_nodes") = 8,
+      py::arg("repetition_compression_threshold") = kDefaultRepetitionCompressionThreshold);
 
   // String-level acceptance without a tokenizer: the test oracle for frontends.
   m.def(
       "ebnf_accepts",
-      [](const std::string& ebnf, const py::bytes& text, const std::string& root_rule_name) {
+      [](const std::string& ebnf, const py::bytes& text, const std::string& root_rule_name,
+         int32_t repetition_compression_threshold, int32_t max_token_bytes) {
         std::string bytes = text;
         py::gil_scoped_release release;
-        auto fsm = std::make_shared<const GrammarFsm>(BuildGrammarFsm(ParseEbnf(ebnf, root_rule_name)));
+        FsmBuildLimits limits;
+        limits.repetition_compression_threshold = repetition_compression_threshold;
+        limits.max_token_bytes = max_token_bytes;
+        auto fsm = std::make_shared<const GrammarFsm>(BuildGrammarFsm(ParseEbnf(ebnf, root_rule_name), limits));
         EarleyParser parser(fsm);
         return parser.AdvanceString(bytes.data(), static_cast<int32_t>(bytes.size())) ==
                    static_cast<int32_t>(bytes.size()) &&
                parser.CanEnd();
       },
-      py::arg("ebnf"), py::arg("text"), py::arg("root_rule_name") = "root");
+      py::arg("ebnf"), py::arg("text"), py::arg("root_rule_name") = "root",
+      py::arg("repetition_compression_threshold") = 0, py::arg("max_token_bytes") = 0);
 
   py::class_<GrammarMatcher>(m, "GrammarMatcher")
       .def(py::init([](std::shared_ptr<CompiledGrammar> grammar,

@@ -22,7 +22,8 @@ namespace {
 std::shared_ptr<CompiledGrammar> CompileWithTokenLiterals(
     std::shared_ptr<TokenizerInfo> tokenizer, const std::string& ebnf,
     const std::string& root_rule_name, py::dict vocab_cache, std::shared_ptr<MaskCachePool> pool,
-    bool mask_cache, bool cross_grammar_cache, int32_t precompute_nodes) {
+    bool mask_cache, bool cross_grammar_cache, int32_t precompute_nodes,
+    int32_t repetition_compression_threshold) {
   MaskCacheOptions options;
   options.enabled = mask_cache;
   options.cross_grammar = cross_grammar_cache;
@@ -49,7 +50,7 @@ std::shared_ptr<CompiledGrammar> CompileWithTokenLiterals(
   }
   py::gil_scoped_release release;
   return std::const_pointer_cast<CompiledGrammar>(
-      CompileEbnf(ebnf, root_rule_name, vocab, std::move(pool), options));
+      CompileEbnf(ebnf, root_rule_name, vocab, std::move(pool), options, repetition_compression_threshold));
 }
 
 void BindTokenLiterals(py::module_& m) {
@@ -57,6 +58,7 @@ void BindTokenLiterals(py::module_& m) {
         py::arg("ebnf"), py::arg("root_rule_name"), py::arg("vocab_cache"),
         py::arg("pool") = nullptr, py::arg("mask_cache") = true,
         py::arg("cross_grammar_cache") = true, py::arg("precompute_nodes") = 8,
+        py::arg("repetition_compression_threshold") = kDefaultRepetitionCompressionThreshold,
         "Like compile_ebnf; a grammar that names tokens with Token(id) is matched against a "
         "derived vocabulary (cached in vocab_cache) in which those tokens are its terminals.");
   m.def("_token_literal_bytes",

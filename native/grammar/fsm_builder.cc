@@ -3,8 +3,15 @@
 //   2. Subset construction: epsilon-NFA -> DFA, splitting byte ranges into disjoint pieces.
 //   3. Partition refinement (Moore) for machines small enough that it is cheap.
 //   4. Nullability fixpoint over rules, and flattening into GrammarFsm's CSR tables.
+// Long repetitions are compressed on the way (grammar_fsm.h, "Repetition state compression"):
+// step 1 lowers them as a counted loop copy plus an explicit tail, step 2 checks that every
+// DFA state carries at most one counter consistently, and where it does not, the repetition
+// is lifted into a synthetic rule of its own and the rule is lowered again.
 #include <algorithm>
+#include <climits>
 #include <map>
+#include <set>
+#include <tuple>
 #include <sstream>
 #include <unordered_map>
 
@@ -25,19 +32,186 @@ struct NfaEdge {
 };
 constexpr int kByteRange = -2;
 
+// A counted loop as lowered into the NFA (grammar_fsm.h): `members` are h and the nodes of
+// the loop copy (its final node is the gate).
+struct NfaLoop {
+  int32_t head;
+  int32_t gate;
+  int32_t limit;
+  std::vector<int32_t> members;
+  ExprId expr;  // the repetition, for lifting it on a conflict
+};
+
 struct Nfa {
   std::vector<std::vector<NfaEdge>> edges;
   int32_t start = 0;
   int32_t accept = 0;
+  std::vector<NfaLoop> loops;
   int32_t AddNode() {
     edges.emplace_back();
     return static_cast<int32_t>(edges.size() - 1);
   }
 };
 
+// A DFA for one rule, before flattening. Node 0 is the start.
+struct Dfa {
+  struct Node {
+    std::vector<ByteEdge> byte_edges;  // sorted, disjoint
+    std::vector<RuleEdge> rule_edges;  // sorted by rule
+    bool accepting = false;
+    int32_t loop = -1;       // counted loop whose counter items here carry
+    int32_t gate_loop = -1;  // counted loop whose gate this is
+  };
+  std::vector<Node> nodes;
+  std::vector<CountedLoop> loops;  // head/gate are node indices of this DFA
+};
+
+// Thrown while lowering a rule when a DFA state would need two counters, or a counter that
+// is both carried and fresh: the repetition `expr` is then lifted into a rule of its own.
+struct CounterConflict {
+  ExprId expr;
+};
+
+// The repeated expression of a compressed repetition, as a DFA that is a prefix code.
+struct RepetitionBody {
+  Dfa dfa;
+  int32_t min_bytes = INT_MAX;  // fewest bytes of one iteration by byte edges alone
+};
+
+// Shared by every rule lowered for one grammar: compression settings, AST-level nullability
+// and the synthetic rules created for lifted repetitions and bodies.
+class LoweringContext {
+ public:
+  LoweringContext(const GrammarAst& ast, const FsmBuildLimits& limits)
+      : ast_(ast), threshold_(limits.repetition_compression_threshold),
+        max_token_bytes_(std::max(limits.max_token_bytes, 1)) {
+    rule_nullable_.assign(ast.rules.size(), 0);
+    for (bool changed = true; changed;) {
+      changed = false;
+      std::vector<int8_t> memo(ast.nodes.size(), -1);
+      for (size_t r = 0; r < ast.rules.size(); ++r) {
+        if (!rule_nullable_[r] && ExprNullable(ast.rules[r].body, &memo)) {
+          rule_nullable_[r] = 1;
+          changed = true;
+        }
+      }
+    }
+    std::vector<int8_t> memo(ast.nodes.size(), -1);
+    for (ExprId e = 0; e < static_cast<ExprId>(ast.nodes.size()); ++e) ExprNullable(e, &memo);
+    expr_nullable_ = std::move(memo);
+    contains_compressible_.assign(ast.nodes.size(), -1);
+  }
+
+  struct Synthetic {
+    ExprId body;
+    ExprId exempt;  // the body itself: never lifted again inside its own rule
+    std::string name;
+  };
+
+  bool enabled() const { return threshold_ > 0; }
+  int32_t max_token_bytes() const { return max_token_bytes_; }
+  RuleId first_synthetic_rule() const { return static_cast<RuleId>(ast_.rules.size()); }
+  std::vector<Synthetic>& synthetic() { return synthetic_; }
+  bool IsLifted(ExprId e) const { return lifted_.count(e) > 0; }
+
+  // Whether the repetition `e` is lowered compressed (with the counter).
+  bool Compressible(ExprId e) const {
+    const ExprNode& node = ast_.node(e);
+    if (!enabled() || node.kind != ExprKind::kRepeat || explicit_.count(e)) return false;
+    bool long_bound = node.max_repeat < 0 ? node.min_repeat > threshold_ : node.max_repeat > threshold_;
+    // A nullable body could make the counter run through empty iterations; kept explicit.
+    return long_bound && !expr_nullable_[node.children[0]];
+  }
+
+  bool ContainsCompressible(ExprId e) {
+    if (contains_compressible_[e] >= 0) return contains_compressible_[e];
+    bool found = Compressible(e);
+    for (ExprId child : ast_.node(e).children) found = ContainsCompressible(child) || found;
+    contains_compressible_[e] = found;
+    return found;
+  }
+
+  void OnConflict(ExprId expr, ExprId exempt) {
+    if (expr == exempt || lifted_.count(expr)) {
+      explicit_.insert(expr);
+      std::fill(contains_compressible_.begin(), contains_compressible_.end(), -1);
+    } else {
+      lifted_.insert(expr);
+    }
+  }
+
+  // The synthetic rule whose body is `expr` (one per expression).
+  RuleId SyntheticRule(ExprId expr, const std::string& owner) {
+    auto it = synthetic_of_.find(expr);
+    if (it != synthetic_of_.end()) return it->second;
+    RuleId id = first_synthetic_rule() + static_cast<RuleId>(synthetic_.size());
+    synthetic_.push_back({expr, expr, owner + "#rep" + std::to_string(synthetic_.size())});
+    synthetic_of_.emplace(expr, id);
+    return id;
+  }
+
+  const RepetitionBody* FindBody(ExprId e) const {
+    auto it = bodies_.find(e);
+    return it == bodies_.end() ? nullptr : &it->second;
+  }
+  const RepetitionBody& StoreBody(ExprId e, RepetitionBody body) {
+    return bodies_.emplace(e, std::move(body)).first->second;
+  }
+
+ private:
+  bool ExprNullable(ExprId e, std::vector<int8_t>* memo) {
+    if ((*memo)[e] >= 0) return (*memo)[e];
+    const ExprNode& node = ast_.node(e);
+    bool nullable = false;
+    switch (node.kind) {
+      case ExprKind::kEmpty:
+      case ExprKind::kTagDispatch:  // may end at once; conservative either way
+        nullable = true;
+        break;
+      case ExprKind::kBytes:
+      case ExprKind::kCharClass:
+        nullable = false;
+        break;
+      case ExprKind::kRuleRef:
+        nullable = rule_nullable_[node.rule_id];
+        break;
+      case ExprKind::kSequence:
+        nullable = true;
+        for (ExprId c : node.children) nullable = ExprNullable(c, memo) && nullable;
+        break;
+      case ExprKind::kChoice:
+        for (ExprId c : node.children) nullable = ExprNullable(c, memo) || nullable;
+        break;
+      case ExprKind::kRepeat:
+        nullable = ExprNullable(node.children[0], memo) || node.min_repeat == 0;
+        break;
+    }
+    (*memo)[e] = nullable;
+    return nullable;
+  }
+
+  const GrammarAst& ast_;
+  int32_t threshold_;
+  int32_t max_token_bytes_;
+  std::vector<uint8_t> rule_nullable_;
+  std::vector<int8_t> expr_nullable_;
+  std::vector<int8_t> contains_compressible_;
+  std::set<ExprId> lifted_;    // lowered as a call of a synthetic rule
+  std::set<ExprId> explicit_;  // never compressed (conflicts even alone)
+  std::map<ExprId, RuleId> synthetic_of_;
+  std::vector<Synthetic> synthetic_;
+  std::map<ExprId, RepetitionBody> bodies_;
+};
+
+Dfa BuildRuleDfa(const GrammarAst& ast, ExprId body, int64_t* budget, LoweringContext* ctx,
+                 ExprId exempt, const std::string& owner);
+
 class NfaBuilder {
  public:
-  NfaBuilder(const GrammarAst& ast, Nfa* nfa, int64_t* budget) : ast_(ast), nfa_(nfa), budget_(budget) {}
+  // `ctx` null: no compression (lookahead assertions, bodies of compressed repetitions).
+  NfaBuilder(const GrammarAst& ast, Nfa* nfa, int64_t* budget, LoweringContext* ctx = nullptr,
+             ExprId exempt = -1, std::string owner = {})
+      : ast_(ast), nfa_(nfa), budget_(budget), ctx_(ctx), exempt_(exempt), owner_(std::move(owner)) {}
 
   // Adds states so that the language from `from` to the returned node is `expr`.
   int32_t Lower(ExprId expr, int32_t from) {
@@ -82,6 +256,14 @@ class NfaBuilder {
         throw GrammarSyntaxError("TagDispatch must be a whole rule body and cannot be part of a "
                                  "lookahead assertion");
       case ExprKind::kRepeat: {
+        if (ctx_ && ctx_->Compressible(expr)) {
+          if (expr != exempt_ && ctx_->IsLifted(expr)) {
+            int32_t to = NewNode();
+            nfa_->edges[from].push_back({ctx_->SyntheticRule(expr, owner_), 0, 0, to});
+            return to;
+          }
+          return LowerCompressed(expr, from);
+        }
         ExprId child = node.children[0];
         int32_t cur = from;
         for (int32_t i = 0; i < node.min_repeat; ++i) cur = LowerIsolated(child, cur);
@@ -106,6 +288,131 @@ class NfaBuilder {
   }
 
  private:
+  // The body of a compressed repetition as a prefix-code DFA: its own DFA when it is one and
+  // holds no compressible repetition itself (one counter per item), else a call of a
+  // synthetic rule whose body it is (a single rule edge is a prefix code).
+  const RepetitionBody& Body(ExprId child) {
+    if (const RepetitionBody* known = ctx_->FindBody(child)) return *known;
+    RepetitionBody body;
+    bool lift = ctx_->ContainsCompressible(child);
+    if (!lift) {
+      body.dfa = BuildRuleDfa(ast_, child, budget_, nullptr, -1, owner_);
+      bool prefix_code = !body.dfa.nodes[0].accepting;
+      for (const Dfa::Node& n : body.dfa.nodes) {
+        if (n.accepting && (!n.byte_edges.empty() || !n.rule_edges.empty())) prefix_code = false;
+      }
+      lift = !prefix_code;
+    }
+    if (lift) {
+      body.dfa = Dfa();
+      body.dfa.nodes.resize(2);
+      body.dfa.nodes[0].rule_edges.push_back({ctx_->SyntheticRule(child, owner_), 1});
+      body.dfa.nodes[1].accepting = true;
+    } else {
+      // Breadth-first over byte edges: the shortest iteration a token can cross.
+      std::vector<int32_t> dist(body.dfa.nodes.size(), -1);
+      std::vector<int32_t> queue{0};
+      dist[0] = 0;
+      for (size_t k = 0; k < queue.size(); ++k) {
+        const Dfa::Node& n = body.dfa.nodes[queue[k]];
+        if (n.accepting) {
+          body.min_bytes = dist[queue[k]];
+          break;
+        }
+        for (const ByteEdge& e : n.byte_edges) {
+          if (dist[e.target] < 0) {
+            dist[e.target] = dist[queue[k]] + 1;
+            queue.push_back(e.target);
+          }
+        }
+      }
+    }
+    return ctx_->StoreBody(child, std::move(body));
+  }
+
+  // Algorithm 3 of the paper, with the folded part as a counted loop (grammar_fsm.h).
+  int32_t LowerCompressed(ExprId expr, int32_t from) {
+    const ExprNode& node = ast_.node(expr);
+    const int32_t lo = node.min_repeat, hi = node.max_repeat;
+    const RepetitionBody& body = Body(node.children[0]);
+    // Explicit copies after the loop copy: more than a token can cross (grammar_fsm.h).
+    const int64_t chain =
+        body.min_bytes == INT_MAX ? 2 : static_cast<int64_t>(ctx_->max_token_bytes()) / body.min_bytes + 2;
+    int32_t cur = from;
+    if (lo - chain >= 2) {
+      cur = EmitCountedLoop(body, lo, static_cast<int32_t>(chain), /*optional=*/false, cur, expr);
+    } else {
+      for (int32_t i = 0; i < lo; ++i) cur = EmitCopy(body, cur);
+    }
+    if (hi < 0) {
+      int32_t loop = NewNode();
+      AddEpsilon(cur, loop);
+      AddEpsilon(EmitCopy(body, loop), loop);
+      return loop;
+    }
+    const int64_t optional = static_cast<int64_t>(hi) - lo;
+    if (optional - chain >= 2) {
+      return EmitCountedLoop(body, static_cast<int32_t>(optional), static_cast<int32_t>(chain),
+                             /*optional=*/true, cur, expr);
+    }
+    int32_t to = NewNode();
+    AddEpsilon(cur, to);
+    for (int64_t i = 0; i < optional; ++i) {
+      cur = EmitCopy(body, cur);
+      AddEpsilon(cur, to);
+    }
+    return to;
+  }
+
+  // h, the loop copy, then `chain - 1` explicit copies; `count` iterations in all, all of
+  // them optional or all mandatory.
+  int32_t EmitCountedLoop(const RepetitionBody& body, int32_t count, int32_t chain, bool optional,
+                          int32_t entry, ExprId expr) {
+    NfaLoop loop;
+    loop.expr = expr;
+    loop.limit = count - chain;
+    loop.head = NewNode();
+    loop.members.push_back(loop.head);
+    AddEpsilon(entry, loop.head);
+    int32_t exit = optional ? NewNode() : -1;
+    if (optional) AddEpsilon(loop.head, exit);
+    loop.gate = NewNode();
+    EmitCopyInto(body, loop.head, loop.gate, &loop.members);
+    int32_t cur = loop.gate;
+    for (int32_t j = 1; j < chain; ++j) {
+      if (optional) AddEpsilon(cur, exit);
+      int32_t next = NewNode();
+      EmitCopyInto(body, cur, next, nullptr);
+      cur = next;
+    }
+    nfa_->loops.push_back(std::move(loop));
+    if (!optional) return cur;
+    AddEpsilon(cur, exit);
+    return exit;
+  }
+
+  int32_t EmitCopy(const RepetitionBody& body, int32_t entry) {
+    int32_t exit = NewNode();
+    EmitCopyInto(body, entry, exit, nullptr);
+    return exit;
+  }
+
+  // One copy of the body between `entry` (epsilon into its start) and `exit` (its accepting
+  // nodes, which have no out-edges, become `exit` itself).
+  void EmitCopyInto(const RepetitionBody& body, int32_t entry, int32_t exit, std::vector<int32_t>* members) {
+    const std::vector<Dfa::Node>& nodes = body.dfa.nodes;
+    std::vector<int32_t> map(nodes.size());
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      map[i] = nodes[i].accepting ? exit : NewNode();
+      if (members && !nodes[i].accepting) members->push_back(map[i]);
+    }
+    AddEpsilon(entry, map[0]);
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      for (const ByteEdge& e : nodes[i].byte_edges) AddByte(map[i], e.lo, e.hi, map[e.target]);
+      for (const RuleEdge& e : nodes[i].rule_edges) nfa_->edges[map[i]].push_back({e.rule, 0, 0, map[e.target]});
+    }
+  }
+
   // Lowers `expr` between fresh entry and exit nodes joined by epsilon edges, so loops
   // built around it cannot leak into neighbouring constructs.
   int32_t LowerIsolated(ExprId expr, int32_t from) {
@@ -148,27 +455,44 @@ class NfaBuilder {
   const GrammarAst& ast_;
   Nfa* nfa_;
   int64_t* budget_;
-};
-
-// A DFA for one rule, before flattening. Node 0 is the start.
-struct Dfa {
-  struct Node {
-    std::vector<ByteEdge> byte_edges;  // sorted, disjoint
-    std::vector<RuleEdge> rule_edges;  // sorted by rule
-    bool accepting = false;
-  };
-  std::vector<Node> nodes;
+  LoweringContext* ctx_;
+  ExprId exempt_;
+  std::string owner_;
 };
 
 class SubsetConstruction {
  public:
-  SubsetConstruction(const Nfa& nfa, int64_t* budget) : nfa_(nfa), budget_(budget) {}
+  SubsetConstruction(const Nfa& nfa, int64_t* budget) : nfa_(nfa), budget_(budget) {
+    if (nfa.loops.empty()) return;
+    member_of_.assign(nfa.edges.size(), -1);
+    gate_of_.assign(nfa.edges.size(), -1);
+    for (size_t k = 0; k < nfa.loops.size(); ++k) {
+      for (int32_t n : nfa.loops[k].members) member_of_[n] = static_cast<int32_t>(k);
+      gate_of_[nfa.loops[k].gate] = static_cast<int32_t>(k);
+    }
+  }
 
+  // Throws CounterConflict (see the file comment) when a counted loop cannot be kept.
   Dfa Run() {
     Dfa dfa;
     std::vector<int32_t> start = Closure({nfa_.start});
     Intern(start, &dfa);
+    std::vector<std::vector<int32_t>> heads;
+    for (size_t k = 0; k < nfa_.loops.size(); ++k) {
+      gate_closures_.push_back(Closure({nfa_.loops[k].gate}));
+      // The gate holds no counter: a redirected item continues with the count it carries.
+      for (int32_t n : gate_closures_.back()) {
+        if (member_of_[n] >= 0) throw CounterConflict{nfa_.loops[member_of_[n]].expr};
+      }
+      heads.push_back(Closure({nfa_.loops[k].head}));
+    }
+    // Redirect targets exist even when no byte step reaches exactly h's state.
+    for (const auto& head : heads) Intern(head, &dfa);
     for (size_t i = 0; i < worklist_.size(); ++i) Expand(static_cast<int32_t>(i), &dfa);
+    for (size_t k = 0; k < nfa_.loops.size(); ++k) {
+      auto gate = ids_.find(gate_closures_[k]);
+      dfa.loops.push_back({ids_.at(heads[k]), gate == ids_.end() ? -1 : gate->second, nfa_.loops[k].limit});
+    }
     return dfa;
   }
 
@@ -206,13 +530,47 @@ class SubsetConstruction {
     int32_t id = static_cast<int32_t>(dfa->nodes.size());
     dfa->nodes.emplace_back();
     dfa->nodes.back().accepting = std::binary_search(set.begin(), set.end(), nfa_.accept);
+    if (!member_of_.empty()) {
+      Dfa::Node& node = dfa->nodes.back();
+      for (int32_t n : set) {
+        int32_t k = member_of_[n];
+        if (k >= 0) {
+          if (node.loop >= 0 && node.loop != k) throw CounterConflict{nfa_.loops[k].expr};
+          node.loop = k;
+        }
+        k = gate_of_[n];
+        if (k >= 0) {
+          if (set != gate_closures_[k]) throw CounterConflict{nfa_.loops[k].expr};
+          node.gate_loop = k;
+        }
+      }
+    }
     ids_.emplace(set, id);
     worklist_.push_back(set);
     return id;
   }
 
+  // From a state that carries a counter, a step may not enter a counted loop afresh: the
+  // fresh entry would need count 0 while the item keeps its count.
+  void CheckNoFreshEntry(const std::vector<int32_t>& set, bool carries_counter, int kind, int lo, int hi) {
+    if (!carries_counter) return;
+    std::vector<int32_t> fresh;
+    for (int32_t n : set) {
+      if (member_of_[n] >= 0) continue;
+      for (const NfaEdge& e : nfa_.edges[n]) {
+        bool match = kind == kByteRange ? (e.kind == kByteRange && e.lo <= lo && hi <= e.hi) : e.kind == kind;
+        if (match) fresh.push_back(e.target);
+      }
+    }
+    if (fresh.empty()) return;
+    for (int32_t n : Closure(std::move(fresh))) {
+      if (member_of_[n] >= 0) throw CounterConflict{nfa_.loops[member_of_[n]].expr};
+    }
+  }
+
   void Expand(int32_t id, Dfa* dfa) {
     const std::vector<int32_t> set = worklist_[id];
+    const bool carries_counter = dfa->nodes[id].loop >= 0;
     // Byte edges: cut [0, 255] at every range boundary, then gather targets per piece.
     std::vector<int> cuts;
     std::map<int32_t, std::vector<int32_t>> rule_targets;
@@ -238,6 +596,7 @@ class SubsetConstruction {
         }
       }
       if (targets.empty()) continue;
+      CheckNoFreshEntry(set, carries_counter, kByteRange, lo, hi);
       int32_t target = Intern(Closure(std::move(targets)), dfa);
       if (!byte_edges.empty() && byte_edges.back().target == target && byte_edges.back().hi + 1 == lo) {
         byte_edges.back().hi = static_cast<uint8_t>(hi);
@@ -247,6 +606,7 @@ class SubsetConstruction {
     }
     std::vector<RuleEdge> rule_edges;
     for (auto& [rule, targets] : rule_targets) {
+      CheckNoFreshEntry(set, carries_counter, rule, 0, 0);
       rule_edges.push_back({rule, Intern(Closure(std::move(targets)), dfa)});
     }
     dfa->nodes[id].byte_edges = std::move(byte_edges);
@@ -259,6 +619,9 @@ class SubsetConstruction {
   uint32_t generation_ = 0;
   std::map<std::vector<int32_t>, int32_t> ids_;
   std::vector<std::vector<int32_t>> worklist_;
+  std::vector<int32_t> member_of_;  // NFA node -> counted loop it belongs to; empty: no loops
+  std::vector<int32_t> gate_of_;
+  std::vector<std::vector<int32_t>> gate_closures_;
 };
 
 // Moore partition refinement; also drops states that cannot reach an accepting state.
@@ -293,8 +656,14 @@ Dfa Minimize(const Dfa& dfa) {
     }
   }
 
+  // Initial partition: acceptance and the counter roles, which merging must preserve.
   std::vector<int32_t> cls(n);
-  for (size_t i = 0; i < n; ++i) cls[i] = !live[i] ? -1 : (dfa.nodes[i].accepting ? 1 : 0);
+  std::map<std::tuple<bool, int32_t, int32_t>, int32_t> initial;
+  for (size_t i = 0; i < n; ++i) {
+    const Dfa::Node& node = dfa.nodes[i];
+    auto key = std::make_tuple(node.accepting, node.loop, node.gate_loop);
+    cls[i] = !live[i] ? -1 : initial.emplace(key, static_cast<int32_t>(initial.size())).first->second;
+  }
   if (n <= kMaxMinimizeNodes) {
     size_t num_classes = 0;
     for (;;) {
@@ -340,10 +709,19 @@ Dfa Minimize(const Dfa& dfa) {
     return out;
   }
   id_of(0);
+  // Loop heads are reached by the parser's redirect, not necessarily by an edge.
+  std::vector<uint8_t> loop_alive;
+  for (const CountedLoop& loop : dfa.loops) {
+    bool alive = cls[loop.head] >= 0 && loop.gate >= 0 && cls[loop.gate] >= 0;
+    loop_alive.push_back(alive);
+    if (alive) id_of(loop.head);
+  }
   for (size_t k = 0; k < representative.size(); ++k) {
     const Dfa::Node& src = dfa.nodes[representative[k]];
     Dfa::Node node;
     node.accepting = src.accepting;
+    if (src.loop >= 0 && loop_alive[src.loop]) node.loop = src.loop;
+    if (src.gate_loop >= 0 && loop_alive[src.gate_loop]) node.gate_loop = src.gate_loop;
     for (const auto& e : src.byte_edges) {
       if (cls[e.target] < 0) continue;
       int32_t t = id_of(e.target);
@@ -360,18 +738,35 @@ Dfa Minimize(const Dfa& dfa) {
     }
     out.nodes.push_back(std::move(node));
   }
+  for (size_t k = 0; k < dfa.loops.size(); ++k) {
+    const CountedLoop& loop = dfa.loops[k];
+    // A dead loop keeps its slot (nodes name loops by index) but is never entered.
+    out.loops.push_back(loop_alive[k] ? CountedLoop{new_id.at(cls[loop.head]), new_id.at(cls[loop.gate]), loop.limit}
+                                      : CountedLoop{-1, -1, loop.limit});
+  }
   return out;
 }
 
-Dfa BuildRuleDfa(const GrammarAst& ast, ExprId body, int64_t* budget) {
-  Nfa nfa;
-  nfa.start = nfa.AddNode();
-  NfaBuilder builder(ast, &nfa, budget);
-  nfa.accept = builder.Lower(body, nfa.start);
-  SubsetConstruction subsets(nfa, budget);
-  Dfa dfa = Minimize(subsets.Run());
-  *budget += static_cast<int64_t>(nfa.edges.size());  // the NFA is freed; only DFA nodes stay
-  return dfa;
+Dfa BuildRuleDfa(const GrammarAst& ast, ExprId body, int64_t* budget, LoweringContext* ctx,
+                 ExprId exempt, const std::string& owner) {
+  for (;;) {
+    const int64_t saved_budget = *budget;
+    try {
+      Nfa nfa;
+      nfa.start = nfa.AddNode();
+      NfaBuilder builder(ast, &nfa, budget, ctx, exempt, owner);
+      nfa.accept = builder.Lower(body, nfa.start);
+      SubsetConstruction subsets(nfa, budget);
+      Dfa dfa = Minimize(subsets.Run());
+      *budget += static_cast<int64_t>(nfa.edges.size());  // the NFA is freed; only DFA nodes stay
+      return dfa;
+    } catch (const CounterConflict& conflict) {
+      // Lift the repetition into a rule of its own (or, if it conflicts even there, expand
+      // it explicitly) and lower the rule again.
+      *budget = saved_budget;
+      ctx->OnConflict(conflict.expr, exempt);
+    }
+  }
 }
 
 // A rule whose body is a TagDispatch is lowered directly to its (deterministic) machine.
@@ -406,29 +801,39 @@ ExprId InlineRuleRefs(GrammarAst* ast, ExprId expr, const std::string& owner, in
 
 GrammarFsm BuildGrammarFsm(const GrammarAst& ast, const FsmBuildLimits& limits) {
   GrammarFsm fsm;
-  int32_t num_rules = static_cast<int32_t>(ast.rules.size());
-  if (ast.root_rule < 0 || ast.root_rule >= num_rules) {
+  const int32_t num_ast_rules = static_cast<int32_t>(ast.rules.size());
+  if (ast.root_rule < 0 || ast.root_rule >= num_ast_rules) {
     throw GrammarSyntaxError("grammar has no root rule");
   }
   fsm.root_rule = ast.root_rule;
   int64_t budget = limits.max_nodes;
+  LoweringContext ctx(ast, limits);
   std::vector<Dfa> dfas;
-  dfas.reserve(num_rules);
+  std::vector<std::string> names;
   for (const RuleDef& rule : ast.rules) {
     dfas.push_back(ast.node(rule.body).kind == ExprKind::kTagDispatch
                        ? BuildTagDispatchDfa(ast, rule, &budget)
-                       : BuildRuleDfa(ast, rule.body, &budget));
+                       : BuildRuleDfa(ast, rule.body, &budget, &ctx, -1, rule.name));
+    names.push_back(rule.name);
   }
+  // Synthetic rules (lifted repetitions and repetition bodies); lowering one may add more.
+  for (size_t s = 0; s < ctx.synthetic().size(); ++s) {
+    const LoweringContext::Synthetic synthetic = ctx.synthetic()[s];
+    dfas.push_back(BuildRuleDfa(ast, synthetic.body, &budget, &ctx, synthetic.exempt, synthetic.name));
+    names.push_back(synthetic.name);
+  }
+  const int32_t num_rules = static_cast<int32_t>(dfas.size());
   // Lookahead DFAs: rule references inside an assertion are inlined (the assertion must be
   // regular), then lowered like a rule body.
   std::vector<int32_t> lookahead_dfa(num_rules, -1);
   std::vector<Dfa> lookahead_dfas;
   GrammarAst inlined;  // copied from `ast` on first use
-  for (int32_t r = 0; r < num_rules; ++r) {
+  for (int32_t r = 0; r < num_ast_rules; ++r) {
     if (ast.rules[r].lookahead < 0) continue;
     if (inlined.rules.empty()) inlined = ast;
     ExprId body = InlineRuleRefs(&inlined, ast.rules[r].lookahead, ast.rules[r].name, 0);
-    Dfa dfa = BuildRuleDfa(inlined, body, &budget);
+    // Guards step byte-only DFAs without counters: assertions are never compressed.
+    Dfa dfa = BuildRuleDfa(inlined, body, &budget, nullptr, -1, ast.rules[r].name);
     if (dfa.nodes[0].accepting) continue;  // matches the empty string: always true
     lookahead_dfa[r] = static_cast<int32_t>(lookahead_dfas.size());
     lookahead_dfas.push_back(std::move(dfa));
@@ -437,16 +842,23 @@ GrammarFsm BuildGrammarFsm(const GrammarAst& ast, const FsmBuildLimits& limits) 
   // Flatten into the global node space.
   fsm.rule_first_node.push_back(0);
   for (int32_t r = 0; r < num_rules; ++r) {
-    fsm.rule_names.push_back(ast.rules[r].name);
+    fsm.rule_names.push_back(names[r]);
     NodeId base = fsm.rule_first_node.back();
     fsm.rule_start.push_back(base);
     fsm.rule_first_node.push_back(base + static_cast<NodeId>(dfas[r].nodes.size()));
   }
   fsm.byte_edge_begin.push_back(0);
   fsm.rule_edge_begin.push_back(0);
-  auto append_dfa = [&fsm](const Dfa& dfa, RuleId owner) {
+  std::vector<int32_t> node_loop, node_gate_loop;
+  auto append_dfa = [&fsm, &node_loop, &node_gate_loop](const Dfa& dfa, RuleId owner) {
     NodeId base = static_cast<NodeId>(fsm.node_rule.size());
+    const int32_t loop_base = static_cast<int32_t>(fsm.counted_loops.size());
+    for (const CountedLoop& loop : dfa.loops) {
+      fsm.counted_loops.push_back(loop.head < 0 ? loop : CountedLoop{base + loop.head, base + loop.gate, loop.limit});
+    }
     for (const Dfa::Node& node : dfa.nodes) {
+      node_loop.push_back(node.loop < 0 ? -1 : loop_base + node.loop);
+      node_gate_loop.push_back(node.gate_loop < 0 ? -1 : loop_base + node.gate_loop);
       fsm.node_rule.push_back(owner);
       fsm.node_accepting.push_back(node.accepting);
       for (const ByteEdge& e : node.byte_edges) fsm.byte_edges.push_back({e.lo, e.hi, base + e.target});
@@ -465,11 +877,15 @@ GrammarFsm BuildGrammarFsm(const GrammarAst& ast, const FsmBuildLimits& limits) 
   };
   for (int32_t r = 0; r < num_rules; ++r) append_dfa(dfas[r], r);
   fsm.rule_lookahead.assign(num_rules, -1);
-  for (int32_t r = 0; r < num_rules; ++r) {
+  for (int32_t r = 0; r < num_ast_rules; ++r) {
     if (lookahead_dfa[r] >= 0) {
       fsm.rule_lookahead[r] = append_dfa(lookahead_dfas[lookahead_dfa[r]], -1);
       fsm.has_lookahead = true;
     }
+  }
+  if (!fsm.counted_loops.empty()) {
+    fsm.node_loop = std::move(node_loop);
+    fsm.node_gate_loop = std::move(node_gate_loop);
   }
 
   // Nullability: a rule is nullable iff an accepting node is reachable from its start
@@ -515,7 +931,9 @@ size_t GrammarFsm::MemoryBytes() const {
   return sizeof(*this) + rule_start.capacity() * 4 + rule_first_node.capacity() * 4 +
          rule_nullable.capacity() + node_rule.capacity() * 4 + node_accepting.capacity() +
          byte_edge_begin.capacity() * 4 + byte_edges.capacity() * sizeof(ByteEdge) +
-         rule_edge_begin.capacity() * 4 + rule_edges.capacity() * sizeof(RuleEdge);
+         rule_edge_begin.capacity() * 4 + rule_edges.capacity() * sizeof(RuleEdge) +
+         counted_loops.capacity() * sizeof(CountedLoop) + node_loop.capacity() * 4 +
+         node_gate_loop.capacity() * 4;
 }
 
 std::string GrammarFsm::ToString() const {
@@ -525,6 +943,12 @@ std::string GrammarFsm::ToString() const {
        << rule_start[r] << "\n";
     for (NodeId n = rule_first_node[r]; n < rule_first_node[r + 1]; ++n) {
       os << "  " << n << (node_accepting[n] ? "*" : "") << ":";
+      if (!node_loop.empty() && node_loop[n] >= 0) os << " (loop " << node_loop[n] << ")";
+      if (!node_gate_loop.empty() && node_gate_loop[n] >= 0) {
+        const CountedLoop& loop = counted_loops[node_gate_loop[n]];
+        os << " (gate of loop " << node_gate_loop[n] << ": back to " << loop.head << " up to "
+           << loop.limit << " times)";
+      }
       for (const ByteEdge* e = byte_edges_begin(n); e != byte_edges_end(n); ++e) {
         os << " [" << int(e->lo) << "-" << int(e->hi) << "]->" << e->target;
       }

@@ -12,6 +12,37 @@
 //    an extra block after the rules, owned by no rule: node_rule == -1) for the rule's
 //    lookahead assertion. A rule with a lookahead is never nullable, and its lookahead does
 //    not accept the empty string (such an assertion is trivially true and is dropped).
+//  * Rules past the grammar's own (index >= the AST's rule count) are synthetic: bodies of
+//    compressed repetitions lifted into a rule of their own (see below).
+//
+// Repetition state compression (XGrammar 2, section 3.5 and Algorithm 3). A repetition
+// x{lo,hi} whose explicit expansion would exceed a threshold is lowered as
+//     h --x--> R[T-1] --x--> ... --x--> R[0]
+// where the copy of x out of h (the "loop copy") stands for all the folded iterations: an
+// Earley item inside the loop copy or at h carries a counter `count` (iterations folded so
+// far), and when it completes the copy it lands on the gate R[T-1], which the parser
+// redirects back to h with count + 1 while count < limit (CountedLoop). So the FSM holds
+// T + 1 copies of x whatever hi is, and the language stays exact: the counter enforces the
+// bound. For the optional part x{0,m}, every R[j] and h may exit; for a mandatory part x{n}
+// only R[0] exits. limit = (iterations of the part) - T.
+//
+// Invariants:
+//  * x is a prefix code over bytes and rule ids (no accepting node has out-edges, the empty
+//    string is not in x), so the iteration count is a function of the text; other bodies
+//    are first lifted into a synthetic rule (a single rule edge is a prefix code).
+//  * node_loop[n] = k for the loop copy's nodes and h (every item there carries loop k's
+//    counter), -1 elsewhere; items at other nodes always have count 0. A DFA node holds the
+//    counter of at most one loop; a step between two nodes of loop k keeps the count, any
+//    other step starts at 0 (the builder checks that no step enters a loop afresh from
+//    inside one, and lifts the repetition into a rule of its own otherwise).
+//  * node_gate_loop[n] = k only for loop k's gate, whose state set is exactly R[T-1]'s.
+//  * Token-mask exactness: the FSM as stored is the count == limit case (no back edge); a
+//    token starting in the loop copy differs from the real language only after crossing all
+//    T copies, which the builder rules out by T > max_token_bytes / (fewest bytes of one
+//    iteration by byte edges alone) + 1. So per-node token classifications stay exact for
+//    every count, and all the folded states share one cache entry (h's).
+// History (rollback = truncation, fork = copy) needs nothing more: the count is part of the
+// item, stored in the per-position chart like the rest of it.
 #ifndef XG2_GRAMMAR_GRAMMAR_FSM_H_
 #define XG2_GRAMMAR_GRAMMAR_FSM_H_
 
@@ -36,6 +67,13 @@ struct RuleEdge {
   NodeId target;
 };
 
+// A compressed repetition's counter (see the file comment).
+struct CountedLoop {
+  NodeId head;    // h: where a redirected item continues, with count + 1
+  NodeId gate;    // R[T-1]: reached when the loop copy completes
+  int32_t limit;  // the most iterations folded into h
+};
+
 struct GrammarFsm {
   RuleId root_rule = -1;
   std::vector<std::string> rule_names;
@@ -51,6 +89,11 @@ struct GrammarFsm {
   std::vector<ByteEdge> byte_edges;
   std::vector<int32_t> rule_edge_begin;  // size num_nodes + 1 (CSR)
   std::vector<RuleEdge> rule_edges;
+
+  // Empty when the grammar has no compressed repetition; otherwise one entry per node.
+  std::vector<CountedLoop> counted_loops;
+  std::vector<int32_t> node_loop;
+  std::vector<int32_t> node_gate_loop;
 
   int32_t num_rules() const { return static_cast<int32_t>(rule_start.size()); }
 
@@ -78,7 +121,16 @@ struct GrammarFsm {
 struct FsmBuildLimits {
   // Upper bound on NFA plus DFA nodes created while lowering one grammar.
   int64_t max_nodes = 4'000'000;
+  // Repetition state compression: a repetition is compressed when its explicit expansion
+  // would hold more than this many copies of its body; <= 0 turns compression off.
+  int32_t repetition_compression_threshold = 0;
+  // The longest token of the vocabulary the grammar is matched against, in bytes; sets the
+  // number of explicit copies kept after a compressed loop (token-mask exactness).
+  int32_t max_token_bytes = 0;
 };
+
+// Default threshold of the compiler (in iterations of the repeated expression).
+constexpr int32_t kDefaultRepetitionCompressionThreshold = 256;
 
 // Lowers every rule of `ast` into a minimal-ish DFA (subset construction, then partition
 // refinement for small machines). Throws ResourceLimitError when limits are exceeded and

@@ -84,6 +84,13 @@ std::vector<uint8_t> RecursiveRules(const std::vector<std::vector<RuleId>>& refs
   return recursive;
 }
 
+// Copies of a repetition's body in the FSM.
+int64_t RepeatCopies(const ExprNode& node, const InlineOptions& options) {
+  int64_t copies = std::max<int64_t>(1, node.max_repeat < 0 ? node.min_repeat + 1 : node.max_repeat);
+  if (options.repetition_copies_cap > 0) copies = std::min(copies, options.repetition_copies_cap);
+  return copies;
+}
+
 }  // namespace
 
 void InlineSmallRules(GrammarAst* ast, const InlineOptions& options) {
@@ -118,8 +125,7 @@ void InlineSmallRules(GrammarAst* ast, const InlineOptions& options) {
     for (ExprId child : node.children) size = std::min<int64_t>(size + expr_size(child), 1 << 30);
     if (node.kind == ExprKind::kRepeat) {
       // The FSM holds one copy of the body per bounded repetition.
-      int64_t copies = std::max<int64_t>(1, node.max_repeat < 0 ? node.min_repeat + 1 : node.max_repeat);
-      size = std::min<int64_t>(1 + (size - 1) * copies, 1 << 30);
+      size = std::min<int64_t>(1 + (size - 1) * RepeatCopies(node, options), 1 << 30);
     }
     return size;
   };
@@ -139,7 +145,7 @@ void InlineSmallRules(GrammarAst* ast, const InlineOptions& options) {
     }
     int64_t inner = copies;
     if (node.kind == ExprKind::kRepeat) {
-      inner = copies * std::max<int64_t>(1, node.max_repeat < 0 ? node.min_repeat + 1 : node.max_repeat);
+      inner = copies * RepeatCopies(node, options);
       inner = std::min<int64_t>(inner, 1 << 20);
     }
     for (ExprId child : node.children) mark(child, inner);

@@ -19,6 +19,9 @@ struct InlineOptions {
   // A rule is inlined when it is not recursive, is not the root, has no lookahead assertion,
   // is not a TagDispatch, and its body, with its own inlinable callees expanded, has at most this many nodes.
   int32_t max_inlined_size = 96;
+  // With repetition compression (grammar/grammar_fsm.h), the FSM holds at most about this
+  // many copies of a repeated body however large the bound; <= 0: no cap (every copy counts).
+  int64_t repetition_copies_cap = 0;
 };
 
 // Rewrites `ast` in place. The language of the root rule is unchanged.

@@ -9,11 +9,20 @@ std::shared_ptr<const CompiledGrammar> CompileEbnf(const std::string& ebnf,
                                                    const std::string& root_rule_name,
                                                    std::shared_ptr<const TokenizerInfo> tokenizer,
                                                    std::shared_ptr<MaskCachePool> pool,
-                                                   MaskCacheOptions cache_options) {
+                                                   MaskCacheOptions cache_options,
+                                                   int32_t repetition_compression_threshold) {
   GrammarAst ast = ParseEbnf(ebnf, root_rule_name);
-  InlineSmallRules(&ast);
+  FsmBuildLimits limits;
+  limits.repetition_compression_threshold = repetition_compression_threshold;
+  limits.max_token_bytes = tokenizer->max_token_bytes();
+  InlineOptions inline_options;
+  if (repetition_compression_threshold > 0) {
+    // A compressed repetition holds about threshold + one token's reach of copies at most.
+    inline_options.repetition_copies_cap = repetition_compression_threshold + limits.max_token_bytes + 2;
+  }
+  InlineSmallRules(&ast, inline_options);
   auto compiled = std::make_shared<CompiledGrammar>();
-  compiled->fsm = std::make_shared<const GrammarFsm>(BuildGrammarFsm(ast));
+  compiled->fsm = std::make_shared<const GrammarFsm>(BuildGrammarFsm(ast, limits));
   compiled->tokenizer = std::move(tokenizer);
   compiled->ebnf = ebnf;
   compiled->mask_cache = std::make_shared<GrammarMaskCache>(compiled->fsm, compiled->tokenizer,

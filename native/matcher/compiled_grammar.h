@@ -27,11 +27,12 @@ struct CompiledGrammar {
 
 // Parses EBNF text and lowers it (the shared tail of every frontend). `pool` (may be null)
 // shares token classifications with other grammars of the same tokenizer.
-std::shared_ptr<const CompiledGrammar> CompileEbnf(const std::string& ebnf,
-                                                   const std::string& root_rule_name,
-                                                   std::shared_ptr<const TokenizerInfo> tokenizer,
-                                                   std::shared_ptr<MaskCachePool> pool = nullptr,
-                                                   MaskCacheOptions cache_options = {});
+// `repetition_compression_threshold`: see FsmBuildLimits (<= 0 turns compression off).
+std::shared_ptr<const CompiledGrammar> CompileEbnf(
+    const std::string& ebnf, const std::string& root_rule_name,
+    std::shared_ptr<const TokenizerInfo> tokenizer, std::shared_ptr<MaskCachePool> pool = nullptr,
+    MaskCacheOptions cache_options = {},
+    int32_t repetition_compression_threshold = kDefaultRepetitionCompressionThreshold);
 
 }  // namespace xg2
 

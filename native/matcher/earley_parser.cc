@@ -11,7 +11,8 @@ inline size_t HashItem(const EarleyItem& item) {
   uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(item.node)) << 32) ^
                  static_cast<uint32_t>(item.origin);
   key ^= (static_cast<uint64_t>(static_cast<uint32_t>(item.guard)) << 47) ^
-         (static_cast<uint64_t>(static_cast<uint32_t>(item.guard_in)) << 17);
+         (static_cast<uint64_t>(static_cast<uint32_t>(item.guard_in)) << 17) ^
+         (static_cast<uint64_t>(static_cast<uint32_t>(item.count)) * 0x9e3779b97f4a7c15ULL);
   key ^= key >> 33;
   key *= 0xff51afd7ed558ccdULL;
   key ^= key >> 33;
@@ -112,7 +113,7 @@ void EarleyParser::Reset() {
   scannable_begin_.assign(1, 0);
   waiters_begin_.assign(1, 0);
   BeginSet();
-  AddItem({fsm_->rule_start[fsm_->root_rule], 0, LookaheadGuards::kNone, LookaheadGuards::kNone});
+  AddItem({fsm_->rule_start[fsm_->root_rule], 0, LookaheadGuards::kNone, LookaheadGuards::kNone, 0});
   CloseSet();
 }
 
@@ -121,7 +122,19 @@ void EarleyParser::BeginSet() {
   seen_.Clear();
 }
 
-void EarleyParser::AddItem(const EarleyItem& item) {
+void EarleyParser::AddItem(const EarleyItem& added) {
+  EarleyItem item = added;
+  const GrammarFsm& g = *fsm_;
+  if (!g.counted_loops.empty()) {
+    // The gate redirect and the reset outside loops (see the header).
+    const int32_t gate = g.node_gate_loop[item.node];
+    if (gate >= 0 && item.count < g.counted_loops[gate].limit) {
+      item.node = g.counted_loops[gate].head;
+      ++item.count;
+    } else if (gate >= 0 || g.node_loop[item.node] < 0) {
+      item.count = 0;
+    }
+  }
   if (seen_.Insert(item)) pending_.push_back(item);
 }
 
@@ -139,10 +152,10 @@ void EarleyParser::CloseSet() {
     const EarleyItem item = pending_[i];
     // Predict.
     for (const RuleEdge* e = g.rule_edges_begin(item.node); e != g.rule_edges_end(item.node); ++e) {
-      waiters_.push_back({e->rule, e->target, item.origin, item.guard_in, item.guard});
-      AddItem({g.rule_start[e->rule], here, item.guard, item.guard});
+      waiters_.push_back({e->rule, e->target, item.origin, item.guard_in, item.guard, item.count});
+      AddItem({g.rule_start[e->rule], here, item.guard, item.guard, 0});
       // Nullable rules carry no assertion (checked at build time), so the guard is unchanged.
-      if (g.rule_nullable[e->rule]) AddItem({e->target, item.origin, item.guard_in, item.guard});
+      if (g.rule_nullable[e->rule]) AddItem({e->target, item.origin, item.guard_in, item.guard, item.count});
     }
     // Complete.
     if (g.node_accepting[item.node]) {
@@ -159,7 +172,7 @@ void EarleyParser::CloseSet() {
             begin, end, rule, [](const EarleyWaiter& a, RuleId r) { return a.rule < r; });
         for (; w != end && w->rule == rule; ++w) {
           if (w->guard_at_call == item.guard_in) {
-            AddItem({w->target, w->origin, w->caller_guard_in, after});
+            AddItem({w->target, w->origin, w->caller_guard_in, after, w->count});
           }
         }
       }
@@ -184,7 +197,7 @@ bool EarleyParser::Advance(uint8_t byte) {
     NodeId next = g.StepByte(item.node, byte);
     if (next < 0) continue;
     GuardId guard = guards_.Step(item.guard, byte, g);
-    if (guard != LookaheadGuards::kDead) AddItem({next, item.origin, item.guard_in, guard});
+    if (guard != LookaheadGuards::kDead) AddItem({next, item.origin, item.guard_in, guard, item.count});
   }
   if (pending_.empty()) return false;
   CloseSet();

@@ -19,6 +19,14 @@
 // a guarded item inherit its guard (the callee's text is what follows), and remember the
 // guard they started with (`guard_in`) so their completion resumes only the callers that
 // predicted them under that guard. Grammars without assertions only ever see guard 0.
+//
+// Compressed repetitions (grammar/grammar_fsm.h) add a counter to the item: `count` is the
+// number of iterations folded into the loop head so far, meaningful only at the loop's nodes
+// (0 everywhere else). Every item is normalised when it is added (AddItem): an item on
+// a loop's gate goes back to the head with count + 1 while count < limit, and an item outside
+// every loop has count 0. Waiters keep the caller's count, so a rule called from inside the
+// loop copy resumes it with the right count. The count lives in the chart like the rest of
+// the item, so rollback (truncation) and fork (copy) stay exact.
 #ifndef XG2_MATCHER_EARLEY_PARSER_H_
 #define XG2_MATCHER_EARLEY_PARSER_H_
 
@@ -40,8 +48,10 @@ struct EarleyItem {
   int32_t origin;
   GuardId guard_in;  // guard in force when the item's rule was predicted
   GuardId guard;     // guard in force now
+  int32_t count = 0;  // compressed-repetition counter (see the file comment)
   bool operator==(const EarleyItem& o) const {
-    return node == o.node && origin == o.origin && guard_in == o.guard_in && guard == o.guard;
+    return node == o.node && origin == o.origin && guard_in == o.guard_in && guard == o.guard &&
+           count == o.count;
   }
 };
 
@@ -51,6 +61,7 @@ struct EarleyWaiter {
   int32_t origin;
   GuardId caller_guard_in;  // the calling item's guard_in, kept when it resumes
   GuardId guard_at_call;    // the guard the callee was predicted under
+  int32_t count;            // the calling item's repetition counter
 };
 
 // Interned sets of pending lookahead-DFA nodes, with a memo of byte steps.
