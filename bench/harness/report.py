@@ -344,7 +344,7 @@ def _ablation_section(table: dict[str, dict[str, Result]], engines: list[str]) -
     rows = []
     for engine in group:
         s = summaries[engine]
-        label = "all mechanisms on" if engine == BASELINE else ENGINES[engine].ablation
+        label = "all mechanisms on (+repetition compression)" if engine == BASELINE else ENGINES[engine].ablation
         rows.append([f"`{engine}`", label] + [fmt(get(s)) for _, get, fmt in SPEED_FIGURES] +
                     [_x(ratio(percentile(s.fill_ns, 50), percentile(summaries[BASELINE].fill_ns, 50)))])
     return _table(["variant", "what differs"] + [name for name, _, _ in SPEED_FIGURES] + ["fill p50 ÷ ours"], rows)

@@ -75,8 +75,10 @@ register(XGrammarEngine)
 register(LLGuidanceEngine)
 
 # ---- ablation variants of our engine (the paper's Table 1, on our mechanisms) -------------------
-# Repetition compression has no switch: it is a property of the cross-grammar key (nodes of a
-# long repetition that look alike within one token's reach share one classification).
+# The paper's incremental series: baseline (ours-aot) -> +JIT (ours-jit) -> +cross-grammar
+# (ours-no-rep) -> +repetition compression (ours, every mechanism on). The first three switch
+# repetition compression off (compiler option repetition_compression_threshold=0).
+NO_REPETITION_COMPRESSION = {"repetition_compression_threshold": 0}
 
 
 class OursNoMaskCache(OursEngine):
@@ -91,16 +93,25 @@ class OursAheadOfTime(OursEngine):
     (the paper's baseline: no JIT, no cross-grammar cache)."""
 
     name = "ours-aot"
-    compiler_options = {"precompute_nodes": -1, "cross_grammar_cache": False}
+    compiler_options = {"precompute_nodes": -1, "cross_grammar_cache": False, **NO_REPETITION_COMPRESSION}
 
 
 class OursJitOnly(OursEngine):
     """JIT (lazy, with background precompute) but no cross-grammar sharing."""
 
     name = "ours-jit"
-    compiler_options = {"cross_grammar_cache": False}
+    compiler_options = {"cross_grammar_cache": False, **NO_REPETITION_COMPRESSION}
+
+
+class OursNoRepetitionCompression(OursEngine):
+    """JIT and cross-grammar sharing, but long repetitions expanded copy by copy (no
+    repetition state compression); `ours` adds compression on top of this."""
+
+    name = "ours-no-rep"
+    compiler_options = dict(NO_REPETITION_COMPRESSION)
 
 
 register(OursNoMaskCache, ablation="no mask cache (reference walk)")
 register(OursAheadOfTime, ablation="baseline: ahead-of-time cache, no cross-grammar sharing")
-register(OursJitOnly, ablation="+JIT (no cross-grammar sharing)")
+register(OursJitOnly, ablation="+JIT (no cross-grammar sharing, no repetition compression)")
+register(OursNoRepetitionCompression, ablation="+cross-grammar (no repetition compression)")
