@@ -102,6 +102,17 @@ def test_nullable_bodies() -> None:
     assert not accepts(ebnf, "x" + "a" * 3001 + ".")
 
 
+def test_lookahead_with_long_repetitions() -> None:
+    # The rule's body is compressed (its items carry guards and counts); the assertion itself
+    # is a byte-only DFA for the guards and stays expanded.
+    ebnf = 'root ::= a [a-z0-9]*\na ::= [a-z]{0,3000} "." (= [a-z]{0,300} "0")'
+    assert accepts(ebnf, "q" * 3000 + "." + "b" * 300 + "0")
+    assert not accepts(ebnf, "q" * 3001 + "." + "0")
+    assert not accepts(ebnf, "q" * 10 + "." + "b" * 301 + "0")
+    assert not accepts(ebnf, "q" * 10 + "." + "b" * 20)
+    assert accepts(ebnf, "." + "0" + "zz")
+
+
 def _random_expr(rng: random.Random, depth: int) -> str:
     atoms = ['"a"', '"ab"', '("a" | "ab")', "[a-c]", '"a"? "b"', "item", '"é"', '("b" | "")']
     if depth == 0 or rng.random() < 0.3:
