@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <unordered_map>
 
 #include "frontends/json_schema/integer_range.h"
+#include "frontends/json_schema/regular_language.h"
 #include "frontends/json_schema/schema_converter_internal.h"
 #include "frontends/json_schema/string_formats.h"
 #include "frontends/regex/regex_converter.h"
@@ -52,7 +54,8 @@ std::optional<Role> RoleOf(const std::string& keyword) {
 std::string TypeOfKeyword(const std::string& keyword) {
   static const auto* types = new std::unordered_map<std::string, std::string>{
       {"properties", "object"}, {"required", "object"}, {"additionalProperties", "object"},
-      {"minProperties", "object"}, {"items", "array"}, {"prefixItems", "array"},
+      {"minProperties", "object"}, {"maxProperties", "object"},
+      {"patternProperties", "object"}, {"propertyNames", "object"}, {"items", "array"}, {"prefixItems", "array"},
       {"additionalItems", "array"}, {"minItems", "array"}, {"maxItems", "array"},
       {"uniqueItems", "array"}, {"minContains", "array"}, {"maxContains", "array"},
       {"pattern", "string"}, {"minLength", "string"}, {"maxLength", "string"},
@@ -101,6 +104,36 @@ Fragment NumberMagnitude() {
 }
 
 }  // namespace
+
+// One character of a string body. \u escapes are either a non-surrogate code unit or a
+// surrogate pair (lone surrogates are left out: they have no UTF-8 encoding), so each
+// match is exactly one code point, as minLength/maxLength count.
+Fragment JsonCharFragment() {
+  Fragment hex = Fragment::Atom("[0-9a-fA-F]");
+  Fragment non_surrogate = Alt({Seq({Fragment::Atom("[0-9a-cA-Ce-fE-F]"), Repeat(hex, 3, 3)}),
+                                Seq({Fragment::Atom("[dD]"), Fragment::Atom("[0-7]"),
+                                     Repeat(hex, 2, 2)})});
+  Fragment pair = Seq({Fragment::Atom("[dD]"), Fragment::Atom("[89abAB]"), Repeat(hex, 2, 2),
+                       Fragment::Literal("\\u"), Fragment::Atom("[dD]"),
+                       Fragment::Atom("[c-fC-F]"), Repeat(hex, 2, 2)});
+  Fragment escape = Seq({Fragment::Literal("\\"),
+                         Alt({Fragment::Atom("[\"\\\\/bfnrt]"),
+                              Seq({Fragment::Literal("u"), Alt({non_surrogate, pair})})})});
+  return Alt({Fragment::Atom("[^\"\\\\\\x00-\\x1F]"), escape});
+}
+
+// Format names that no JSON Schema draft defines (e.g. "path", "byte", "int64"): they have
+// no validation meaning (jsonschema's FormatChecker accepts every string for them), so
+// the converter treats them as annotations.
+bool IsUnknownFormat(const std::string& format) {
+  static const std::set<std::string> kDefinedFormats = {
+      "date-time", "date", "time", "duration", "email", "idn-email", "hostname",
+      "idn-hostname", "ipv4", "ipv6", "uri", "uri-reference", "iri", "iri-reference", "uuid",
+      "uri-template", "json-pointer", "relative-json-pointer", "regex",
+      // draft-03 names
+      "utc-millisec", "color", "style", "phone", "ip-address", "host-name"};
+  return kDefinedFormats.count(format) == 0;
+}
 
 bool IsPassiveKeyword(const std::string& keyword) {
   std::optional<Role> role = RoleOf(keyword);
@@ -286,24 +319,11 @@ std::string SchemaConverter::RuleHint(const std::string& pointer) const {
 
 Fragment SchemaConverter::CommonRule(const std::string& name) {
   if (rules_.IsDefined(name)) return Fragment::Atom(name);
-  Fragment hex = Fragment::Atom("[0-9a-fA-F]");
   Fragment natural = Alt({Fragment::Literal("0"),
                           Seq({Fragment::Atom("[1-9]"), Repeat(Fragment::Atom("[0-9]"), 0, -1)})});
   Fragment body = Fragment::Never();
   if (name == "json_char") {
-    // One character of a string body. \u escapes are either a non-surrogate code unit or
-    // a surrogate pair (lone surrogates are left out: they have no UTF-8 encoding), so
-    // each match is exactly one code point, as minLength/maxLength count.
-    Fragment non_surrogate = Alt({Seq({Fragment::Atom("[0-9a-cA-Ce-fE-F]"), Repeat(hex, 3, 3)}),
-                                  Seq({Fragment::Atom("[dD]"), Fragment::Atom("[0-7]"),
-                                       Repeat(hex, 2, 2)})});
-    Fragment pair = Seq({Fragment::Atom("[dD]"), Fragment::Atom("[89abAB]"), Repeat(hex, 2, 2),
-                         Fragment::Literal("\\u"), Fragment::Atom("[dD]"),
-                         Fragment::Atom("[c-fC-F]"), Repeat(hex, 2, 2)});
-    Fragment escape = Seq({Fragment::Literal("\\"),
-                           Alt({Fragment::Atom("[\"\\\\/bfnrt]"),
-                                Seq({Fragment::Literal("u"), Alt({non_surrogate, pair})})})});
-    body = Alt({Fragment::Atom("[^\"\\\\\\x00-\\x1F]"), escape});
+    body = JsonCharFragment();
   } else if (name == "json_key_char") {
     // Characters of undeclared property names: raw characters and short escapes only
     // (no \u escapes), so that each name has one spelling up to "\/" and can be compared
@@ -805,17 +825,20 @@ Fragment SchemaConverter::StringValue(const Node& node) {
   std::optional<long long> max_length = CountKeyword(node, "maxLength");
   if (min_length == 0) min_length.reset();
   if (min_length && max_length && *min_length > *max_length) return Fragment::Never();
-  if (pattern != nullptr && format != nullptr) {
-    Unsupported("unsupported keyword 'format' alongside 'pattern'" + where);
-    ignored_keywords_.insert({node.pointer, "format"});
-    format = nullptr;
-  }
-  std::optional<Fragment> body;
-  if (format != nullptr) {
-    body = StringFormatBody(format->string_value(), &rules_);
-    if (!body) {
+  // The languages to intersect (string bodies, JSON-escaped): a single one is written as
+  // is; several are combined by the product construction (regular_language.h).
+  std::vector<std::pair<std::string, std::string>> languages;  // (keyword, EBNF grammar)
+  std::optional<Fragment> body, format_fragment;
+  if (format != nullptr && !IsUnknownFormat(format->string_value())) {
+    RuleSet format_rules(kMaxGrammarBytes);
+    std::optional<Fragment> format_body = StringFormatBody(format->string_value(), &format_rules);
+    if (!format_body) {
       Unsupported("unsupported format '" + format->string_value() + "'" + where);
       ignored_keywords_.insert({node.pointer, "format"});
+    } else {
+      format_fragment = body = format_body;  // its rules are copied to rules_ when it is used
+      languages.emplace_back("format", format_rules.Print() + "xg2_language_root ::= " +
+                                           (format_body->epsilon() ? std::string("\"\"") : format_body->text()) + "\n");
     }
   }
   if (pattern != nullptr) {
@@ -825,18 +848,41 @@ Fragment SchemaConverter::StringValue(const Node& node) {
       regex_options.json_string_body = true;
       std::string expression = RegexToEbnf(pattern->string_value(), regex_options);
       body = expression.empty() ? Fragment::Epsilon() : Fragment::Atom("(" + expression + ")");
+      languages.emplace_back("pattern", "xg2_language_root ::= " + (expression.empty() ? std::string("\"\"") : expression) + "\n");
     } catch (const RegexError& e) {
       Unsupported("unsupported pattern" + where + ": " + e.what());
       ignored_keywords_.insert({node.pointer, "pattern"});
     }
   }
-  if (body && (min_length || max_length)) {
-    const char* keyword = min_length ? "minLength" : "maxLength";
-    Unsupported("unsupported keyword " + Quoted(keyword) + " alongside " +
-                (pattern != nullptr ? "'pattern'" : "'format'") + where);
+  if (!languages.empty() && (min_length || max_length)) {
+    Fragment length = Repeat(Fragment::Atom("xg2_char"), static_cast<int>(min_length.value_or(0)),
+                             max_length ? static_cast<int>(*max_length) : -1);
+    languages.emplace_back(min_length ? "minLength" : "maxLength",
+                           "xg2_char ::= " + JsonCharFragment().text() + "\nxg2_language_root ::= " +
+                               (length.epsilon() ? std::string("\"\"") : length.text()) + "\n");
+  }
+  if (languages.size() > 1) {
+    try {
+      CodepointDfa language = DfaFromEbnf(languages[0].second, "xg2_language_root");
+      for (size_t i = 1; i < languages.size(); ++i) {
+        language = Product(language, DfaFromEbnf(languages[i].second, "xg2_language_root"),
+                           ProductKind::kIntersection);
+      }
+      Fragment intersected = DfaToFragment(language, &rules_, RuleHint(node.pointer) + "_chars");
+      if (intersected.never()) return Fragment::Never();
+      return rules_.Share(RuleHint(node.pointer) + "_string",
+                          Seq({Fragment::Literal("\""), intersected, Fragment::Literal("\"")}));
+    } catch (const Error& e) {
+      // Too many automaton states (or a grammar that is not regular): keep the first.
+      Unsupported("unsupported keyword '" + languages[1].first + "' alongside '" +
+                  languages[0].first + "'" + where + ": " + e.what());
+      for (size_t i = 1; i < languages.size(); ++i) ignored_keywords_.insert({node.pointer, languages[i].first});
+      if (languages[0].first == "format") body = StringFormatBody(format->string_value(), &rules_);
+    }
     min_length.reset();
     max_length.reset();
   }
+  if (body && format_fragment && languages.size() == 1) body = StringFormatBody(format->string_value(), &rules_);
   if (!body) {
     if (!min_length && !max_length) return JsonStringFragment();
     body = Repeat(CommonRule("json_char"), static_cast<int>(min_length.value_or(0)),

@@ -19,6 +19,7 @@
 
 #include "frontends/json_schema/ebnf_builder.h"
 #include "frontends/json_schema/json_schema_converter.h"
+#include "frontends/json_schema/regular_language.h"
 #include "support/json.h"
 
 namespace xg2 {
@@ -73,6 +74,18 @@ struct MergeState {
   bool never = false;
 };
 
+// Member-name languages of one object schema (patternProperties / propertyNames), over
+// quoted keys in their canonical JSON spelling (raw characters, short escapes, \u00XX for
+// other control characters), so that each name has exactly one spelling and complements
+// are exact.
+struct NameLanguages {
+  bool active = false;                 // patternProperties or propertyNames is present
+  std::optional<CodepointDfa> names;   // propertyNames (nullopt: any name)
+  std::vector<CodepointDfa> patterns;  // the names each pattern matches
+  std::vector<const JsonValue*> pattern_schemas;
+  std::vector<std::string> pattern_pointers;
+};
+
 class SchemaConverter {
  public:
   SchemaConverter(const JsonValue& document, const JsonSchemaOptions& options);
@@ -117,6 +130,14 @@ class SchemaConverter {
   Fragment ObjectValue(const Node& node, int depth);
   Fragment ArrayValue(const Node& node, int depth);
   Fragment KeyNotIn(const std::vector<std::string>& names);
+  NameLanguages NameLanguagesOf(const Node& node);
+  // Members whose names are none of `names`: one alternative per region of the name space
+  // that the patterns split it into.
+  Fragment UndeclaredMembers(const Node& node, const NameLanguages& languages,
+                             const std::vector<std::string>& names, const Fragment& additional_value,
+                             int depth);
+  // The grammar (EBNF text, root "root") of `schema` on its own; "" when it accepts nothing.
+  std::string SubschemaGrammar(const JsonValue& schema, const std::string& pointer);
   Fragment MembersInOrder(const std::vector<Fragment>& members, const std::vector<bool>& required,
                           const Fragment& extra_member, const std::string& hint, int depth);
 
@@ -163,6 +184,10 @@ class SchemaConverter {
 std::string ChildPointer(const std::string& pointer, const std::string& token);
 // Keywords without validation meaning (annotations, unknown keywords).
 bool IsPassiveKeyword(const std::string& keyword);
+// Format names no draft defines: annotations.
+bool IsUnknownFormat(const std::string& format);
+// One JSON string character (an escape counts as one character).
+Fragment JsonCharFragment();
 // The pointer as shown in messages ("/" for the root).
 std::string ShowPointer(const std::string& pointer);
 
