@@ -8,7 +8,9 @@
 #include <set>
 #include <unordered_map>
 
+#include "frontends/json_schema/decimal.h"
 #include "frontends/json_schema/integer_range.h"
+#include "frontends/json_schema/number_bounds.h"
 #include "frontends/json_schema/regular_language.h"
 #include "frontends/json_schema/schema_converter_internal.h"
 #include "frontends/json_schema/string_formats.h"
@@ -60,7 +62,7 @@ std::string TypeOfKeyword(const std::string& keyword) {
       {"uniqueItems", "array"}, {"minContains", "array"}, {"maxContains", "array"},
       {"pattern", "string"}, {"minLength", "string"}, {"maxLength", "string"},
       {"format", "string"}, {"minimum", "number"}, {"maximum", "number"},
-      {"exclusiveMinimum", "number"}, {"exclusiveMaximum", "number"},
+      {"exclusiveMinimum", "number"}, {"exclusiveMaximum", "number"}, {"multipleOf", "number"},
   };
   auto found = types->find(keyword);
   return found == types->end() ? "" : found->second;
@@ -606,6 +608,10 @@ bool SchemaConverter::EnumValueAllowed(const JsonValue& value, const Node& node)
       bool is_lower = keyword == "minimum" || keyword == "exclusiveMinimum";
       bool ok = is_lower ? (exclusive ? x > bound : x >= bound) : (exclusive ? x < bound : x <= bound);
       if (!ok) return false;
+    } else if (keyword == "multipleOf") {
+      std::optional<Decimal> divisor = MultipleOf(node);
+      std::optional<Decimal> x = ParseDecimal(value.number_lexeme());
+      if (divisor && x && !Divides(*divisor, *x)) return false;
     } else {
       Unsupported("unsupported keyword " + Quoted(keyword) + " alongside 'enum'/'const' at " +
                   ShowPointer(node.pointer));
@@ -783,36 +789,117 @@ Fragment SchemaConverter::IntegerValue(const Node& node) {
     if (exclusive) *bound = is_lower ? Increment(*bound) : Decrement(*bound);
     tighten(is_lower ? &lower : &upper, *bound, is_lower);
   }
+  std::string hint = RuleHint(node.pointer) + "_range";
+  if (node.schema.Find("multipleOf") != nullptr && !IsIgnored(node, "multipleOf")) {
+    Fragment range = IntegerRangeFragment(lower, upper);
+    if (range.never()) return range;
+    return NumberIntersection(node, {range}, hint);
+  }
   if (!lower && !upper) return CommonRule("json_integer");
-  return rules_.Share(RuleHint(node.pointer) + "_range", IntegerRangeFragment(lower, upper));
+  return rules_.Share(hint, IntegerRangeFragment(lower, upper));
+}
+
+// The multipleOf divisor, or nullopt (absent or ignored).
+std::optional<Decimal> SchemaConverter::MultipleOf(const Node& node) {
+  const JsonValue* value = node.schema.Find("multipleOf");
+  if (value == nullptr || IsIgnored(node, "multipleOf")) return std::nullopt;
+  std::optional<Decimal> divisor;
+  if (value->is_number()) divisor = ParseDecimal(value->number_lexeme());
+  if (!value->is_number() || (divisor && (divisor->negative || divisor->is_zero()))) {
+    Invalid("keyword 'multipleOf' at " + ShowPointer(node.pointer) + " must be a number > 0");
+  }
+  if (!divisor) {
+    Unsupported("keyword 'multipleOf' at " + ShowPointer(node.pointer) + ": divisor " +
+                value->number_lexeme() + " is out of range");
+    ignored_keywords_.insert({node.pointer, "multipleOf"});
+  }
+  return divisor;
+}
+
+// The intersection of number grammars (rule-free fragments) and, when the node has
+// multipleOf, the multiples of its divisor. A single fragment is returned as it is.
+Fragment SchemaConverter::NumberIntersection(const Node& node, const std::vector<Fragment>& parts,
+                                             const std::string& hint) {
+  std::optional<Decimal> divisor = MultipleOf(node);
+  for (const Fragment& part : parts) {
+    if (part.never()) return Fragment::Never();
+  }
+  if (!divisor && parts.size() == 1) return rules_.Share(hint, parts[0]);
+  std::string where = " at " + ShowPointer(node.pointer);
+  try {
+    std::optional<CodepointDfa> language;
+    if (divisor) {
+      language = MultipleOfDfa(*divisor, kMaxMultipleOfDivisor);
+      if (!language) {
+        Unsupported("unsupported keyword 'multipleOf'" + where + ": the divisor scaled to an integer exceeds " +
+                    std::to_string(kMaxMultipleOfDivisor));
+        ignored_keywords_.insert({node.pointer, "multipleOf"});
+        if (parts.size() == 1) return rules_.Share(hint, parts[0]);
+      }
+    }
+    if (!language && parts.empty()) return CommonRule("json_number");
+    for (const Fragment& part : parts) {
+      CodepointDfa dfa = DfaFromExpression(part.text());
+      language = language ? Product(*language, dfa, ProductKind::kIntersection) : dfa;
+    }
+    return DfaToFragment(*language, &rules_, hint);
+  } catch (const ResourceLimitError& e) {
+    const char* keyword = divisor ? "multipleOf" : "maximum";
+    Unsupported("unsupported keyword '" + std::string(keyword) + "'" + where + ": " + e.what());
+    ignored_keywords_.insert({node.pointer, keyword});
+    return rules_.Share(hint, parts[0]);
+  }
 }
 
 Fragment SchemaConverter::NumberValue(const Node& node) {
-  std::vector<std::string> bounds;
+  std::string where = " at " + ShowPointer(node.pointer);
+  // The tightest lower and upper bounds (value, exclusive).
+  std::optional<std::pair<Decimal, bool>> lower, upper;
   for (const char* keyword : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}) {
     const JsonValue* value = node.schema.Find(keyword);
-    if (value == nullptr || IsIgnored(node, keyword)) continue;
-    if (value->is_bool()) {
-      if (value->bool_value()) bounds.push_back(keyword);
+    if (value == nullptr || IsIgnored(node, keyword) || value->is_bool()) continue;
+    if (!value->is_number()) Invalid("keyword " + Quoted(keyword) + where + " must be a number");
+    std::string name = keyword;
+    bool is_lower = name == "minimum" || name == "exclusiveMinimum";
+    // Draft 4 spells exclusivity as a boolean next to the bound.
+    const JsonValue* flag = node.schema.Find(is_lower ? "exclusiveMinimum" : "exclusiveMaximum");
+    bool exclusive = name.rfind("exclusive", 0) == 0 || (flag != nullptr && flag->is_bool() && flag->bool_value());
+    std::optional<Decimal> bound = ParseDecimal(value->number_lexeme());
+    if (!bound) {
+      Unsupported("keyword " + Quoted(keyword) + where + ": bound " + value->number_lexeme() + " is too large");
+      ignored_keywords_.insert({node.pointer, keyword});
       continue;
     }
-    if (!value->is_number()) {
-      Invalid("keyword " + Quoted(keyword) + " at " + ShowPointer(node.pointer) + " must be a number");
+    auto& side = is_lower ? lower : upper;
+    int order = side ? CompareDecimal(*bound, side->first) : 0;
+    if (!side || (is_lower ? order > 0 : order < 0) || (order == 0 && exclusive)) side = std::make_pair(*bound, exclusive);
+  }
+  std::string hint = RuleHint(node.pointer) + "_number";
+  if (!lower && !upper) {
+    if (!MultipleOf(node)) return CommonRule("json_number");
+    return NumberIntersection(node, {}, hint);
+  }
+  if (lower && upper) {
+    int order = CompareDecimal(lower->first, upper->first);
+    if (order > 0 || (order == 0 && (lower->second || upper->second))) return Fragment::Never();
+  }
+  std::vector<Fragment> parts;
+  for (const auto* side : {&lower, &upper}) {
+    if (!*side) continue;
+    std::optional<Fragment> part = side == &lower
+                                       ? NumberAtLeast((*side)->first, (*side)->second, kMaxBoundDigits)
+                                       : NumberAtMost((*side)->first, (*side)->second, kMaxBoundDigits);
+    if (!part) {
+      const char* keyword = side == &lower ? "minimum" : "maximum";
+      Unsupported("keyword '" + std::string(keyword) + "'" + where + ": the bound has more than " +
+                  std::to_string(kMaxBoundDigits) + " digits");
+      ignored_keywords_.insert({node.pointer, keyword});
+      continue;
     }
-    bounds.push_back(keyword);
+    parts.push_back(*part);
   }
-  if (bounds.empty()) return CommonRule("json_number");
-  // The one bound that is exact without decimal arithmetic: minimum 0 (no minus sign).
-  const JsonValue* minimum = node.schema.Find("minimum");
-  if (bounds.size() == 1 && bounds[0] == "minimum" && minimum->number_value() == 0) {
-    return rules_.Share("non_negative_number", NumberMagnitude());
-  }
-  for (const std::string& keyword : bounds) {
-    Unsupported("unsupported keyword " + Quoted(keyword) + " on a non-integer number at " +
-                ShowPointer(node.pointer));
-    ignored_keywords_.insert({node.pointer, keyword});
-  }
-  return CommonRule("json_number");
+  if (parts.empty()) return CommonRule("json_number");
+  return NumberIntersection(node, parts, hint);
 }
 
 Fragment SchemaConverter::StringValue(const Node& node) {

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "frontends/json_schema/decimal.h"
 #include "frontends/json_schema/ebnf_builder.h"
 #include "frontends/json_schema/json_schema_converter.h"
 #include "frontends/json_schema/regular_language.h"
@@ -35,6 +36,9 @@ constexpr int kMaxConversionDepth = 2000;
 constexpr size_t kMaxBoundDigits = 200;
 // Length and item-count bounds above this are refused (they would unroll huge grammars).
 constexpr long long kMaxRepetitionBound = 100000;
+// multipleOf divisors scaled to an integer (0.05 -> 5) above this are refused: the
+// remainder automaton has about divisor x (fraction digits + 2) states.
+constexpr long long kMaxMultipleOfDivisor = 1000;
 
 // Whitespace and separators between JSON tokens, as the options say.
 class Layout {
@@ -110,6 +114,8 @@ class SchemaConverter {
   std::vector<std::string> AllowedTypes(const Node& node);
   Fragment IntegerValue(const Node& node);
   Fragment NumberValue(const Node& node);
+  std::optional<Decimal> MultipleOf(const Node& node);
+  Fragment NumberIntersection(const Node& node, const std::vector<Fragment>& parts, const std::string& hint);
   Fragment StringValue(const Node& node);
   Fragment ConstValue(const JsonValue& value, int depth);
   void CheckKeywords(const Node& node);
