@@ -250,6 +250,14 @@ JsonSchemaConversion SchemaConverter::Convert() {
   std::map<std::pair<const JsonValue*, int>, std::string> empty_targets;
   while (true) {
     StartOutput();
+    // A meta-schema that is not a published draft may declare other vocabularies (e.g. no
+    // validation vocabulary), which would change what every keyword means.
+    const JsonValue* dialect = document_.is_object() ? document_.Find("$schema") : nullptr;
+    if (dialect != nullptr && dialect->is_string() &&
+        dialect->string_value().find("json-schema.org/") == std::string::npos) {
+      Unsupported("unsupported keyword '$schema' at /: meta-schema '" + dialect->string_value() +
+                  "' is not a published draft, so its vocabularies are unknown");
+    }
     reference_rules_ = empty_targets;
     rules_.ReserveNamed("root");
     Fragment root = Schema(document_, "", 0);
@@ -408,8 +416,6 @@ void SchemaConverter::CheckKeywords(const Node& node) {
     if (keyword == "uniqueItems") {
       if (!value.is_bool()) Invalid("keyword 'uniqueItems' at " + ShowPointer(node.pointer) + " must be a boolean");
       unsupported = value.bool_value();
-    } else if (keyword == "minProperties") {
-      unsupported = !(value.is_number() && value.number_value() == 0);
     } else if (keyword == "allOf") {
       unsupported = false;  // merged before this point
     } else if (keyword == "if") {
@@ -588,7 +594,12 @@ bool SchemaConverter::EnumValueAllowed(const JsonValue& value, const Node& node)
                 (value_type == "integer" &&
                  std::find(allowed.begin(), allowed.end(), "number") != allowed.end());
       if (!ok) return false;
-    } else if (!applies || keyword == "uniqueItems" || keyword == "minProperties" ||
+    } else if (applies && (keyword == "minProperties" || keyword == "maxProperties")) {
+      std::optional<long long> bound = CountKeyword(node, keyword.c_str());
+      if (!bound) continue;
+      long long size = static_cast<long long>(value.object_members().size());
+      if (keyword == "minProperties" ? size < *bound : size > *bound) return false;
+    } else if (!applies || keyword == "uniqueItems" ||
                keyword == "if" || keyword == "then" || keyword == "else" ||
                keyword == "minContains" || keyword == "maxContains") {
       continue;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -326,6 +327,60 @@ Fragment SchemaConverter::MembersInOrder(const std::vector<Fragment>& members,
   return Alt({layout_.EmptyContainer('{', '}'), nonempty});
 }
 
+// As MembersInOrder, with between `min_count` and `max_count` (< 0: unbounded) members in
+// all. rest(j, c) is members j.. (each after a separator) given c members so far; the
+// count saturates at the largest value that still matters, so there are at most
+// members x (bound + 2) distinct tails (shared as rules).
+Fragment SchemaConverter::MembersInOrderCounted(const std::vector<Fragment>& members,
+                                                const std::vector<bool>& required,
+                                                const Fragment& extra_member, long long min_count,
+                                                long long max_count, const std::string& hint,
+                                                int depth) {
+  int layout_depth = LayoutDepth(depth);
+  size_t count = members.size();
+  long long saturate = max_count >= 0 ? max_count + 1 : min_count;
+  Fragment separator = layout_.ItemSeparator(layout_depth);
+  std::map<std::pair<size_t, long long>, Fragment> memo;
+  auto extras = [&](long long so_far) {
+    if (max_count >= 0 && so_far > max_count) return Fragment::Never();
+    long long low = std::max(0LL, min_count - so_far);
+    if (low > 0 && extra_member.never()) return Fragment::Never();
+    long long high = max_count < 0 ? -1 : max_count - so_far;
+    if (extra_member.never()) return Fragment::Epsilon();
+    return Repeat(Seq({separator, extra_member}), static_cast<int>(low), static_cast<int>(high));
+  };
+  std::function<Fragment(size_t, long long)> rest = [&](size_t j, long long so_far) -> Fragment {
+    so_far = std::min(so_far, saturate);
+    if (max_count >= 0 && so_far > max_count) return Fragment::Never();
+    if (j == count) return extras(so_far);
+    auto found = memo.find({j, so_far});
+    if (found != memo.end()) return found->second;
+    Fragment present = Seq({separator, members[j], rest(j + 1, so_far + 1)});
+    Fragment tail = required[j] ? present : Alt({present, rest(j + 1, so_far)});
+    tail = rules_.Share(hint + "_rest", tail);
+    memo.emplace(std::make_pair(j, so_far), tail);
+    return tail;
+  };
+  size_t first_required = std::find(required.begin(), required.end(), true) - required.begin();
+  std::vector<Fragment> first_choices;
+  for (size_t i = 0; i < count && i <= first_required; ++i) {
+    first_choices.push_back(Seq({members[i], rest(i + 1, 1)}));
+  }
+  bool no_members = first_required == count;
+  if (no_members && !extra_member.never()) {
+    // The first member is an undeclared one: no declared member follows.
+    Fragment more = max_count >= 0 && max_count < 1 ? Fragment::Never() : extras(1);
+    first_choices.push_back(Seq({extra_member, more}));
+  }
+  std::vector<Fragment> choices;
+  if (no_members && min_count == 0) choices.push_back(layout_.EmptyContainer('{', '}'));
+  Fragment content = Alt(first_choices);
+  if (!content.never()) {
+    choices.push_back(Seq({layout_.Open('{', layout_depth), content, layout_.Close('}', layout_depth)}));
+  }
+  return Alt(choices);
+}
+
 Fragment SchemaConverter::ObjectValue(const Node& node, int depth) {
   if (!ContainersAllowed(depth)) return Fragment::Never();
   std::string where = " at " + ShowPointer(node.pointer);
@@ -431,7 +486,29 @@ Fragment SchemaConverter::ObjectValue(const Node& node, int depth) {
     extra_member = UndeclaredMembers(node, languages, names, additional_value, depth);
   }
   std::string hint = RuleHint(node.pointer) + "_object";
-  return rules_.Share(hint, MembersInOrder(members, member_required, extra_member, hint, depth));
+  long long min_count = CountKeyword(node, "minProperties").value_or(0);
+  long long max_count = CountKeyword(node, "maxProperties").value_or(-1);
+  if (min_count >= 2 && !extra_member.never()) {
+    // Undeclared members may repeat a key, and a repeated key counts once in the instance:
+    // counting them up to a minimum above 1 would accept objects with too few members.
+    Unsupported("unsupported keyword 'minProperties' at " + ShowPointer(node.pointer) +
+                ": a minimum above 1 next to undeclared members (repeated keys cannot be excluded)");
+    ignored_keywords_.insert({node.pointer, "minProperties"});
+    min_count = 0;
+  }
+  long long counted_states = static_cast<long long>(members.size() + 1) *
+                             (std::max(min_count, max_count) + 2);
+  if ((min_count > 0 || max_count >= 0) && counted_states > 20000) {
+    Unsupported("unsupported keyword '" + std::string(max_count >= 0 ? "maxProperties" : "minProperties") +
+                "' at " + ShowPointer(node.pointer) + ": too many member-count states");
+    min_count = 0;
+    max_count = -1;
+  }
+  if (min_count == 0 && max_count < 0) {
+    return rules_.Share(hint, MembersInOrder(members, member_required, extra_member, hint, depth));
+  }
+  return rules_.Share(hint, MembersInOrderCounted(members, member_required, extra_member, min_count,
+                                                  max_count, hint, depth));
 }
 
 Fragment SchemaConverter::ArrayValue(const Node& node, int depth) {

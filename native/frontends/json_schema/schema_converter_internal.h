@@ -136,6 +136,9 @@ class SchemaConverter {
   Fragment ObjectValue(const Node& node, int depth);
   Fragment ArrayValue(const Node& node, int depth);
   Fragment KeyNotIn(const std::vector<std::string>& names);
+  Fragment MembersInOrderCounted(const std::vector<Fragment>& members, const std::vector<bool>& required,
+                                 const Fragment& extra_member, long long min_count, long long max_count,
+                                 const std::string& hint, int depth);
   NameLanguages NameLanguagesOf(const Node& node);
   // Members whose names are none of `names`: one alternative per region of the name space
   // that the patterns split it into.
