@@ -238,6 +238,7 @@ void SchemaConverter::StartOutput() {
   reference_rules_.clear();
   references_in_progress_.clear();
   any_value_rules_.clear();
+  string_languages_.clear();
   active_depth_ = 0;
   merge_targets_.clear();
 }
@@ -952,24 +953,30 @@ Fragment SchemaConverter::StringValue(const Node& node) {
       ignored_keywords_.insert({node.pointer, "pattern"});
     }
   }
-  if (!languages.empty() && (min_length || max_length)) {
-    Fragment length = Repeat(Fragment::Atom("xg2_char"), static_cast<int>(min_length.value_or(0)),
-                             max_length ? static_cast<int>(*max_length) : -1);
-    languages.emplace_back(min_length ? "minLength" : "maxLength",
-                           "xg2_char ::= " + JsonCharFragment().text() + "\nxg2_language_root ::= " +
-                               (length.epsilon() ? std::string("\"\"") : length.text()) + "\n");
-  }
+  bool with_length = !languages.empty() && (min_length || max_length);
+  if (with_length) languages.emplace_back(min_length ? "minLength" : "maxLength", "");
   if (languages.size() > 1) {
+    // Identical keyword sets (common in generated schemas) share one automaton.
+    std::string cache_key = std::to_string(min_length.value_or(0)) + "," + std::to_string(max_length.value_or(-1));
+    for (const auto& language : languages) cache_key += "\n" + language.first + "\n" + language.second;
+    auto cached = string_languages_.find(cache_key);
+    if (cached != string_languages_.end()) return cached->second;
     try {
       CodepointDfa language = DfaFromEbnf(languages[0].second, "xg2_language_root");
       for (size_t i = 1; i < languages.size(); ++i) {
-        language = Product(language, DfaFromEbnf(languages[i].second, "xg2_language_root"),
-                           ProductKind::kIntersection);
+        CodepointDfa next = languages[i].second.empty()
+                                ? Repeated(DfaFromExpression(JsonCharFragment().text()), min_length.value_or(0),
+                                           max_length.value_or(-1))
+                                : DfaFromEbnf(languages[i].second, "xg2_language_root");
+        language = Product(language, next, ProductKind::kIntersection);
       }
       Fragment intersected = DfaToFragment(language, &rules_, RuleHint(node.pointer) + "_chars");
-      if (intersected.never()) return Fragment::Never();
-      return rules_.Share(RuleHint(node.pointer) + "_string",
-                          Seq({Fragment::Literal("\""), intersected, Fragment::Literal("\"")}));
+      Fragment result = intersected.never()
+                            ? Fragment::Never()
+                            : rules_.Share(RuleHint(node.pointer) + "_string",
+                                           Seq({Fragment::Literal("\""), intersected, Fragment::Literal("\"")}));
+      string_languages_.emplace(cache_key, result);
+      return result;
     } catch (const Error& e) {
       // Too many automaton states (or a grammar that is not regular): keep the first.
       Unsupported("unsupported keyword '" + languages[1].first + "' alongside '" +

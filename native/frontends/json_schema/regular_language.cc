@@ -17,6 +17,7 @@ namespace xg2 {
 namespace {
 
 constexpr int kMaxInlineDepth = 64;
+constexpr size_t kMaxMooreStates = 600;
 
 struct NfaEdge {
   uint32_t lo, hi;  // lo > hi: an epsilon edge
@@ -299,6 +300,41 @@ CodepointDfa Product(const CodepointDfa& a, const CodepointDfa& b, ProductKind k
   return Minimized(out);
 }
 
+CodepointDfa Repeated(const CodepointDfa& unit, long long min_count, long long max_count) {
+  // Copies of `unit` (prefix-free: its accepting states have no edges) per count; an edge
+  // into an accepting state of copy c goes to the start of copy c + 1 instead.
+  long long copies = (max_count < 0 ? min_count : max_count) + 1;
+  size_t per_copy = unit.states.size();
+  if (static_cast<size_t>(copies) * per_copy > kMaxAutomatonStates) {
+    throw ResourceLimitError("regular language too large (more than " +
+                             std::to_string(kMaxAutomatonStates) + " automaton states)");
+  }
+  CodepointDfa out;
+  out.states.resize(static_cast<size_t>(copies) * per_copy);
+  for (long long c = 0; c < copies; ++c) {
+    for (size_t s = 0; s < per_copy; ++s) {
+      CodepointDfa::State& state = out.states[static_cast<size_t>(c) * per_copy + s];
+      if (s == 0) state.accepting = c >= min_count;
+      for (const CodepointDfa::Edge& e : unit.states[s].edges) {
+        long long copy = c;
+        size_t target = static_cast<size_t>(e.target);
+        if (unit.states[target].accepting) {
+          // One more unit done; beyond max there is no state, and an unbounded repetition
+          // loops on the last copy.
+          if (c + 1 < copies) {
+            copy = c + 1;
+          } else if (max_count >= 0) {
+            continue;
+          }
+          target = 0;
+        }
+        state.edges.push_back({e.lo, e.hi, static_cast<int32_t>(static_cast<size_t>(copy) * per_copy + target)});
+      }
+    }
+  }
+  return Minimized(out);
+}
+
 CodepointDfa Minimized(const CodepointDfa& dfa) {
   size_t n = dfa.states.size();
   std::vector<std::vector<int32_t>> reverse(n);
@@ -331,8 +367,13 @@ CodepointDfa Minimized(const CodepointDfa& dfa) {
   // Moore refinement: states with equal signatures (acceptance, edges to classes) merge.
   std::vector<int32_t> cls(n);
   for (size_t i = 0; i < n; ++i) cls[i] = !live[i] ? -1 : (dfa.states[i].accepting ? 1 : 0);
+  // Moore refinement needs up to n rounds (long chains, as bounded lengths make), so it
+  // runs on small machines only; larger ones are only trimmed (correct, maybe not minimal).
   size_t num_classes = 0;
-  for (;;) {
+  if (n > kMaxMooreStates) {
+    for (size_t i = 0; i < n; ++i) cls[i] = live[i] ? static_cast<int32_t>(i) : -1;
+  }
+  for (; n <= kMaxMooreStates;) {
     std::map<std::vector<int64_t>, int32_t> signatures;
     std::vector<int32_t> next(n, -1);
     for (size_t i = 0; i < n; ++i) {

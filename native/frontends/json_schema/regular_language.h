@@ -51,15 +51,19 @@ enum class ProductKind { kIntersection, kDifference };
 // a ∩ b, or a \ b. Trimmed and minimised.
 CodepointDfa Product(const CodepointDfa& a, const CodepointDfa& b, ProductKind kind);
 
-// The minimal equivalent automaton without dead states (a lone non-accepting start when the
-// language is empty).
+// `unit` repeated min_count..max_count times (max_count < 0: unbounded). `unit` must be
+// prefix-free (no edges leave its accepting states), e.g. one JSON string character.
+CodepointDfa Repeated(const CodepointDfa& unit, long long min_count, long long max_count);
+
+// The equivalent automaton without dead states (a lone non-accepting start when the
+// language is empty), minimal when it is small (up to 600 states).
 CodepointDfa Minimized(const CodepointDfa& dfa);
 
 // Writes `dfa` as right-linear rules in `rules` (names derived from `hint`) and returns a
 // fragment for its language (never when empty). Throws ResourceLimitError above
 // `max_states` states.
 Fragment DfaToFragment(const CodepointDfa& dfa, RuleSet* rules, const std::string& hint,
-                       size_t max_states = 4000);
+                       size_t max_states = 2000);
 
 // UTF-32 decoding of valid UTF-8.
 std::u32string DecodeUtf8ToU32(std::string_view utf8);

@@ -181,6 +181,8 @@ class SchemaConverter {
   std::unordered_map<std::string, std::pair<const JsonValue*, std::string>> identifiers_;
   std::string base_uri_;
   std::map<int, std::string> any_value_rules_;
+  // Intersected string languages already written (keyword set -> fragment).
+  std::map<std::string, Fragment> string_languages_;
   int active_depth_ = 0;
   // Draft 7 and older ($schema says so): keywords next to $ref are ignored.
   bool legacy_ref_ = false;
