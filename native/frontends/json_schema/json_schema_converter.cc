@@ -5,9 +5,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <unordered_map>
 
+#include "frontends/json_schema/decimal.h"
 #include "frontends/json_schema/integer_range.h"
+#include "frontends/json_schema/number_bounds.h"
+#include "frontends/json_schema/regular_language.h"
 #include "frontends/json_schema/schema_converter_internal.h"
 #include "frontends/json_schema/string_formats.h"
 #include "frontends/regex/regex_converter.h"
@@ -52,12 +56,13 @@ std::optional<Role> RoleOf(const std::string& keyword) {
 std::string TypeOfKeyword(const std::string& keyword) {
   static const auto* types = new std::unordered_map<std::string, std::string>{
       {"properties", "object"}, {"required", "object"}, {"additionalProperties", "object"},
-      {"minProperties", "object"}, {"items", "array"}, {"prefixItems", "array"},
+      {"minProperties", "object"}, {"maxProperties", "object"},
+      {"patternProperties", "object"}, {"propertyNames", "object"}, {"items", "array"}, {"prefixItems", "array"},
       {"additionalItems", "array"}, {"minItems", "array"}, {"maxItems", "array"},
       {"uniqueItems", "array"}, {"minContains", "array"}, {"maxContains", "array"},
       {"pattern", "string"}, {"minLength", "string"}, {"maxLength", "string"},
       {"format", "string"}, {"minimum", "number"}, {"maximum", "number"},
-      {"exclusiveMinimum", "number"}, {"exclusiveMaximum", "number"},
+      {"exclusiveMinimum", "number"}, {"exclusiveMaximum", "number"}, {"multipleOf", "number"},
   };
   auto found = types->find(keyword);
   return found == types->end() ? "" : found->second;
@@ -101,6 +106,36 @@ Fragment NumberMagnitude() {
 }
 
 }  // namespace
+
+// One character of a string body. \u escapes are either a non-surrogate code unit or a
+// surrogate pair (lone surrogates are left out: they have no UTF-8 encoding), so each
+// match is exactly one code point, as minLength/maxLength count.
+Fragment JsonCharFragment() {
+  Fragment hex = Fragment::Atom("[0-9a-fA-F]");
+  Fragment non_surrogate = Alt({Seq({Fragment::Atom("[0-9a-cA-Ce-fE-F]"), Repeat(hex, 3, 3)}),
+                                Seq({Fragment::Atom("[dD]"), Fragment::Atom("[0-7]"),
+                                     Repeat(hex, 2, 2)})});
+  Fragment pair = Seq({Fragment::Atom("[dD]"), Fragment::Atom("[89abAB]"), Repeat(hex, 2, 2),
+                       Fragment::Literal("\\u"), Fragment::Atom("[dD]"),
+                       Fragment::Atom("[c-fC-F]"), Repeat(hex, 2, 2)});
+  Fragment escape = Seq({Fragment::Literal("\\"),
+                         Alt({Fragment::Atom("[\"\\\\/bfnrt]"),
+                              Seq({Fragment::Literal("u"), Alt({non_surrogate, pair})})})});
+  return Alt({Fragment::Atom("[^\"\\\\\\x00-\\x1F]"), escape});
+}
+
+// Format names that no JSON Schema draft defines (e.g. "path", "byte", "int64"): they have
+// no validation meaning (jsonschema's FormatChecker accepts every string for them), so
+// the converter treats them as annotations.
+bool IsUnknownFormat(const std::string& format) {
+  static const std::set<std::string> kDefinedFormats = {
+      "date-time", "date", "time", "duration", "email", "idn-email", "hostname",
+      "idn-hostname", "ipv4", "ipv6", "uri", "uri-reference", "iri", "iri-reference", "uuid",
+      "uri-template", "json-pointer", "relative-json-pointer", "regex",
+      // draft-03 names
+      "utc-millisec", "color", "style", "phone", "ip-address", "host-name"};
+  return kDefinedFormats.count(format) == 0;
+}
 
 bool IsPassiveKeyword(const std::string& keyword) {
   std::optional<Role> role = RoleOf(keyword);
@@ -203,6 +238,7 @@ void SchemaConverter::StartOutput() {
   reference_rules_.clear();
   references_in_progress_.clear();
   any_value_rules_.clear();
+  string_languages_.clear();
   active_depth_ = 0;
   merge_targets_.clear();
 }
@@ -215,6 +251,14 @@ JsonSchemaConversion SchemaConverter::Convert() {
   std::map<std::pair<const JsonValue*, int>, std::string> empty_targets;
   while (true) {
     StartOutput();
+    // A meta-schema that is not a published draft may declare other vocabularies (e.g. no
+    // validation vocabulary), which would change what every keyword means.
+    const JsonValue* dialect = document_.is_object() ? document_.Find("$schema") : nullptr;
+    if (dialect != nullptr && dialect->is_string() &&
+        dialect->string_value().find("json-schema.org/") == std::string::npos) {
+      Unsupported("unsupported keyword '$schema' at /: meta-schema '" + dialect->string_value() +
+                  "' is not a published draft, so its vocabularies are unknown");
+    }
     reference_rules_ = empty_targets;
     rules_.ReserveNamed("root");
     Fragment root = Schema(document_, "", 0);
@@ -286,24 +330,11 @@ std::string SchemaConverter::RuleHint(const std::string& pointer) const {
 
 Fragment SchemaConverter::CommonRule(const std::string& name) {
   if (rules_.IsDefined(name)) return Fragment::Atom(name);
-  Fragment hex = Fragment::Atom("[0-9a-fA-F]");
   Fragment natural = Alt({Fragment::Literal("0"),
                           Seq({Fragment::Atom("[1-9]"), Repeat(Fragment::Atom("[0-9]"), 0, -1)})});
   Fragment body = Fragment::Never();
   if (name == "json_char") {
-    // One character of a string body. \u escapes are either a non-surrogate code unit or
-    // a surrogate pair (lone surrogates are left out: they have no UTF-8 encoding), so
-    // each match is exactly one code point, as minLength/maxLength count.
-    Fragment non_surrogate = Alt({Seq({Fragment::Atom("[0-9a-cA-Ce-fE-F]"), Repeat(hex, 3, 3)}),
-                                  Seq({Fragment::Atom("[dD]"), Fragment::Atom("[0-7]"),
-                                       Repeat(hex, 2, 2)})});
-    Fragment pair = Seq({Fragment::Atom("[dD]"), Fragment::Atom("[89abAB]"), Repeat(hex, 2, 2),
-                         Fragment::Literal("\\u"), Fragment::Atom("[dD]"),
-                         Fragment::Atom("[c-fC-F]"), Repeat(hex, 2, 2)});
-    Fragment escape = Seq({Fragment::Literal("\\"),
-                           Alt({Fragment::Atom("[\"\\\\/bfnrt]"),
-                                Seq({Fragment::Literal("u"), Alt({non_surrogate, pair})})})});
-    body = Alt({Fragment::Atom("[^\"\\\\\\x00-\\x1F]"), escape});
+    body = JsonCharFragment();
   } else if (name == "json_key_char") {
     // Characters of undeclared property names: raw characters and short escapes only
     // (no \u escapes), so that each name has one spelling up to "\/" and can be compared
@@ -386,8 +417,6 @@ void SchemaConverter::CheckKeywords(const Node& node) {
     if (keyword == "uniqueItems") {
       if (!value.is_bool()) Invalid("keyword 'uniqueItems' at " + ShowPointer(node.pointer) + " must be a boolean");
       unsupported = value.bool_value();
-    } else if (keyword == "minProperties") {
-      unsupported = !(value.is_number() && value.number_value() == 0);
     } else if (keyword == "allOf") {
       unsupported = false;  // merged before this point
     } else if (keyword == "if") {
@@ -566,7 +595,12 @@ bool SchemaConverter::EnumValueAllowed(const JsonValue& value, const Node& node)
                 (value_type == "integer" &&
                  std::find(allowed.begin(), allowed.end(), "number") != allowed.end());
       if (!ok) return false;
-    } else if (!applies || keyword == "uniqueItems" || keyword == "minProperties" ||
+    } else if (applies && (keyword == "minProperties" || keyword == "maxProperties")) {
+      std::optional<long long> bound = CountKeyword(node, keyword.c_str());
+      if (!bound) continue;
+      long long size = static_cast<long long>(value.object_members().size());
+      if (keyword == "minProperties" ? size < *bound : size > *bound) return false;
+    } else if (!applies || keyword == "uniqueItems" ||
                keyword == "if" || keyword == "then" || keyword == "else" ||
                keyword == "minContains" || keyword == "maxContains") {
       continue;
@@ -586,6 +620,10 @@ bool SchemaConverter::EnumValueAllowed(const JsonValue& value, const Node& node)
       bool is_lower = keyword == "minimum" || keyword == "exclusiveMinimum";
       bool ok = is_lower ? (exclusive ? x > bound : x >= bound) : (exclusive ? x < bound : x <= bound);
       if (!ok) return false;
+    } else if (keyword == "multipleOf") {
+      std::optional<Decimal> divisor = MultipleOf(node);
+      std::optional<Decimal> x = ParseDecimal(value.number_lexeme());
+      if (divisor && x && !Divides(*divisor, *x)) return false;
     } else {
       Unsupported("unsupported keyword " + Quoted(keyword) + " alongside 'enum'/'const' at " +
                   ShowPointer(node.pointer));
@@ -763,36 +801,117 @@ Fragment SchemaConverter::IntegerValue(const Node& node) {
     if (exclusive) *bound = is_lower ? Increment(*bound) : Decrement(*bound);
     tighten(is_lower ? &lower : &upper, *bound, is_lower);
   }
+  std::string hint = RuleHint(node.pointer) + "_range";
+  if (node.schema.Find("multipleOf") != nullptr && !IsIgnored(node, "multipleOf")) {
+    Fragment range = IntegerRangeFragment(lower, upper);
+    if (range.never()) return range;
+    return NumberIntersection(node, {range}, hint);
+  }
   if (!lower && !upper) return CommonRule("json_integer");
-  return rules_.Share(RuleHint(node.pointer) + "_range", IntegerRangeFragment(lower, upper));
+  return rules_.Share(hint, IntegerRangeFragment(lower, upper));
+}
+
+// The multipleOf divisor, or nullopt (absent or ignored).
+std::optional<Decimal> SchemaConverter::MultipleOf(const Node& node) {
+  const JsonValue* value = node.schema.Find("multipleOf");
+  if (value == nullptr || IsIgnored(node, "multipleOf")) return std::nullopt;
+  std::optional<Decimal> divisor;
+  if (value->is_number()) divisor = ParseDecimal(value->number_lexeme());
+  if (!value->is_number() || (divisor && (divisor->negative || divisor->is_zero()))) {
+    Invalid("keyword 'multipleOf' at " + ShowPointer(node.pointer) + " must be a number > 0");
+  }
+  if (!divisor) {
+    Unsupported("keyword 'multipleOf' at " + ShowPointer(node.pointer) + ": divisor " +
+                value->number_lexeme() + " is out of range");
+    ignored_keywords_.insert({node.pointer, "multipleOf"});
+  }
+  return divisor;
+}
+
+// The intersection of number grammars (rule-free fragments) and, when the node has
+// multipleOf, the multiples of its divisor. A single fragment is returned as it is.
+Fragment SchemaConverter::NumberIntersection(const Node& node, const std::vector<Fragment>& parts,
+                                             const std::string& hint) {
+  std::optional<Decimal> divisor = MultipleOf(node);
+  for (const Fragment& part : parts) {
+    if (part.never()) return Fragment::Never();
+  }
+  if (!divisor && parts.size() == 1) return rules_.Share(hint, parts[0]);
+  std::string where = " at " + ShowPointer(node.pointer);
+  try {
+    std::optional<CodepointDfa> language;
+    if (divisor) {
+      language = MultipleOfDfa(*divisor, kMaxMultipleOfDivisor);
+      if (!language) {
+        Unsupported("unsupported keyword 'multipleOf'" + where + ": the divisor scaled to an integer exceeds " +
+                    std::to_string(kMaxMultipleOfDivisor));
+        ignored_keywords_.insert({node.pointer, "multipleOf"});
+        if (parts.size() == 1) return rules_.Share(hint, parts[0]);
+      }
+    }
+    if (!language && parts.empty()) return CommonRule("json_number");
+    for (const Fragment& part : parts) {
+      CodepointDfa dfa = DfaFromExpression(part.text());
+      language = language ? Product(*language, dfa, ProductKind::kIntersection) : dfa;
+    }
+    return DfaToFragment(*language, &rules_, hint);
+  } catch (const ResourceLimitError& e) {
+    const char* keyword = divisor ? "multipleOf" : "maximum";
+    Unsupported("unsupported keyword '" + std::string(keyword) + "'" + where + ": " + e.what());
+    ignored_keywords_.insert({node.pointer, keyword});
+    return rules_.Share(hint, parts[0]);
+  }
 }
 
 Fragment SchemaConverter::NumberValue(const Node& node) {
-  std::vector<std::string> bounds;
+  std::string where = " at " + ShowPointer(node.pointer);
+  // The tightest lower and upper bounds (value, exclusive).
+  std::optional<std::pair<Decimal, bool>> lower, upper;
   for (const char* keyword : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}) {
     const JsonValue* value = node.schema.Find(keyword);
-    if (value == nullptr || IsIgnored(node, keyword)) continue;
-    if (value->is_bool()) {
-      if (value->bool_value()) bounds.push_back(keyword);
+    if (value == nullptr || IsIgnored(node, keyword) || value->is_bool()) continue;
+    if (!value->is_number()) Invalid("keyword " + Quoted(keyword) + where + " must be a number");
+    std::string name = keyword;
+    bool is_lower = name == "minimum" || name == "exclusiveMinimum";
+    // Draft 4 spells exclusivity as a boolean next to the bound.
+    const JsonValue* flag = node.schema.Find(is_lower ? "exclusiveMinimum" : "exclusiveMaximum");
+    bool exclusive = name.rfind("exclusive", 0) == 0 || (flag != nullptr && flag->is_bool() && flag->bool_value());
+    std::optional<Decimal> bound = ParseDecimal(value->number_lexeme());
+    if (!bound) {
+      Unsupported("keyword " + Quoted(keyword) + where + ": bound " + value->number_lexeme() + " is too large");
+      ignored_keywords_.insert({node.pointer, keyword});
       continue;
     }
-    if (!value->is_number()) {
-      Invalid("keyword " + Quoted(keyword) + " at " + ShowPointer(node.pointer) + " must be a number");
+    auto& side = is_lower ? lower : upper;
+    int order = side ? CompareDecimal(*bound, side->first) : 0;
+    if (!side || (is_lower ? order > 0 : order < 0) || (order == 0 && exclusive)) side = std::make_pair(*bound, exclusive);
+  }
+  std::string hint = RuleHint(node.pointer) + "_number";
+  if (!lower && !upper) {
+    if (!MultipleOf(node)) return CommonRule("json_number");
+    return NumberIntersection(node, {}, hint);
+  }
+  if (lower && upper) {
+    int order = CompareDecimal(lower->first, upper->first);
+    if (order > 0 || (order == 0 && (lower->second || upper->second))) return Fragment::Never();
+  }
+  std::vector<Fragment> parts;
+  for (const auto* side : {&lower, &upper}) {
+    if (!*side) continue;
+    std::optional<Fragment> part = side == &lower
+                                       ? NumberAtLeast((*side)->first, (*side)->second, kMaxBoundDigits)
+                                       : NumberAtMost((*side)->first, (*side)->second, kMaxBoundDigits);
+    if (!part) {
+      const char* keyword = side == &lower ? "minimum" : "maximum";
+      Unsupported("keyword '" + std::string(keyword) + "'" + where + ": the bound has more than " +
+                  std::to_string(kMaxBoundDigits) + " digits");
+      ignored_keywords_.insert({node.pointer, keyword});
+      continue;
     }
-    bounds.push_back(keyword);
+    parts.push_back(*part);
   }
-  if (bounds.empty()) return CommonRule("json_number");
-  // The one bound that is exact without decimal arithmetic: minimum 0 (no minus sign).
-  const JsonValue* minimum = node.schema.Find("minimum");
-  if (bounds.size() == 1 && bounds[0] == "minimum" && minimum->number_value() == 0) {
-    return rules_.Share("non_negative_number", NumberMagnitude());
-  }
-  for (const std::string& keyword : bounds) {
-    Unsupported("unsupported keyword " + Quoted(keyword) + " on a non-integer number at " +
-                ShowPointer(node.pointer));
-    ignored_keywords_.insert({node.pointer, keyword});
-  }
-  return CommonRule("json_number");
+  if (parts.empty()) return CommonRule("json_number");
+  return NumberIntersection(node, parts, hint);
 }
 
 Fragment SchemaConverter::StringValue(const Node& node) {
@@ -805,17 +924,20 @@ Fragment SchemaConverter::StringValue(const Node& node) {
   std::optional<long long> max_length = CountKeyword(node, "maxLength");
   if (min_length == 0) min_length.reset();
   if (min_length && max_length && *min_length > *max_length) return Fragment::Never();
-  if (pattern != nullptr && format != nullptr) {
-    Unsupported("unsupported keyword 'format' alongside 'pattern'" + where);
-    ignored_keywords_.insert({node.pointer, "format"});
-    format = nullptr;
-  }
-  std::optional<Fragment> body;
-  if (format != nullptr) {
-    body = StringFormatBody(format->string_value(), &rules_);
-    if (!body) {
+  // The languages to intersect (string bodies, JSON-escaped): a single one is written as
+  // is; several are combined by the product construction (regular_language.h).
+  std::vector<std::pair<std::string, std::string>> languages;  // (keyword, EBNF grammar)
+  std::optional<Fragment> body, format_fragment;
+  if (format != nullptr && !IsUnknownFormat(format->string_value())) {
+    RuleSet format_rules(kMaxGrammarBytes);
+    std::optional<Fragment> format_body = StringFormatBody(format->string_value(), &format_rules);
+    if (!format_body) {
       Unsupported("unsupported format '" + format->string_value() + "'" + where);
       ignored_keywords_.insert({node.pointer, "format"});
+    } else {
+      format_fragment = body = format_body;  // its rules are copied to rules_ when it is used
+      languages.emplace_back("format", format_rules.Print() + "xg2_language_root ::= " +
+                                           (format_body->epsilon() ? std::string("\"\"") : format_body->text()) + "\n");
     }
   }
   if (pattern != nullptr) {
@@ -825,18 +947,47 @@ Fragment SchemaConverter::StringValue(const Node& node) {
       regex_options.json_string_body = true;
       std::string expression = RegexToEbnf(pattern->string_value(), regex_options);
       body = expression.empty() ? Fragment::Epsilon() : Fragment::Atom("(" + expression + ")");
+      languages.emplace_back("pattern", "xg2_language_root ::= " + (expression.empty() ? std::string("\"\"") : expression) + "\n");
     } catch (const RegexError& e) {
       Unsupported("unsupported pattern" + where + ": " + e.what());
       ignored_keywords_.insert({node.pointer, "pattern"});
     }
   }
-  if (body && (min_length || max_length)) {
-    const char* keyword = min_length ? "minLength" : "maxLength";
-    Unsupported("unsupported keyword " + Quoted(keyword) + " alongside " +
-                (pattern != nullptr ? "'pattern'" : "'format'") + where);
+  bool with_length = !languages.empty() && (min_length || max_length);
+  if (with_length) languages.emplace_back(min_length ? "minLength" : "maxLength", "");
+  if (languages.size() > 1) {
+    // Identical keyword sets (common in generated schemas) share one automaton.
+    std::string cache_key = std::to_string(min_length.value_or(0)) + "," + std::to_string(max_length.value_or(-1));
+    for (const auto& language : languages) cache_key += "\n" + language.first + "\n" + language.second;
+    auto cached = string_languages_.find(cache_key);
+    if (cached != string_languages_.end()) return cached->second;
+    try {
+      CodepointDfa language = DfaFromEbnf(languages[0].second, "xg2_language_root");
+      for (size_t i = 1; i < languages.size(); ++i) {
+        CodepointDfa next = languages[i].second.empty()
+                                ? Repeated(DfaFromExpression(JsonCharFragment().text()), min_length.value_or(0),
+                                           max_length.value_or(-1))
+                                : DfaFromEbnf(languages[i].second, "xg2_language_root");
+        language = Product(language, next, ProductKind::kIntersection);
+      }
+      Fragment intersected = DfaToFragment(language, &rules_, RuleHint(node.pointer) + "_chars");
+      Fragment result = intersected.never()
+                            ? Fragment::Never()
+                            : rules_.Share(RuleHint(node.pointer) + "_string",
+                                           Seq({Fragment::Literal("\""), intersected, Fragment::Literal("\"")}));
+      string_languages_.emplace(cache_key, result);
+      return result;
+    } catch (const Error& e) {
+      // Too many automaton states (or a grammar that is not regular): keep the first.
+      Unsupported("unsupported keyword '" + languages[1].first + "' alongside '" +
+                  languages[0].first + "'" + where + ": " + e.what());
+      for (size_t i = 1; i < languages.size(); ++i) ignored_keywords_.insert({node.pointer, languages[i].first});
+      if (languages[0].first == "format") body = StringFormatBody(format->string_value(), &rules_);
+    }
     min_length.reset();
     max_length.reset();
   }
+  if (body && format_fragment && languages.size() == 1) body = StringFormatBody(format->string_value(), &rules_);
   if (!body) {
     if (!min_length && !max_length) return JsonStringFragment();
     body = Repeat(CommonRule("json_char"), static_cast<int>(min_length.value_or(0)),

@@ -3,10 +3,14 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <set>
 
+#include "frontends/json_schema/regular_language.h"
 #include "frontends/json_schema/schema_converter_internal.h"
+#include "frontends/regex/regex_converter.h"
+#include "support/json.h"
 #include "support/error.h"
 
 namespace xg2 {
@@ -137,6 +141,158 @@ Fragment SchemaConverter::KeyNotIn(const std::vector<std::string>& names) {
                       Seq({Fragment::Literal("\""), fragment_of[0], Fragment::Literal("\"")}));
 }
 
+namespace {
+
+// Quoted member names in canonical spelling (see NameLanguages).
+const CodepointDfa& QuotedNameUniverse() {
+  static const CodepointDfa* universe = new CodepointDfa(DfaFromExpression(
+      R"("\"" ([^"\\\x00-\x1F] | "\\" ["\\bfnrt] | "\\u00" ("0" [0-7bBeEfF] | "1" [0-9a-fA-F]))* "\"")"));
+  return *universe;
+}
+
+}  // namespace
+
+std::string SchemaConverter::SubschemaGrammar(const JsonValue& schema, const std::string& pointer) {
+  SchemaConverter sub(document_, options_);
+  sub.identifiers_ = identifiers_;
+  sub.base_uri_ = base_uri_;
+  sub.rules_.ReserveNamed("root");
+  Fragment body = sub.Schema(schema, pointer, 0);
+  for (const std::string& warning : sub.warnings_) {
+    if (warned_.insert(warning).second) warnings_.push_back(warning);
+  }
+  if (body.never()) return "";
+  sub.rules_.Define("root", body);
+  return sub.rules_.Print();
+}
+
+NameLanguages SchemaConverter::NameLanguagesOf(const Node& node) {
+  NameLanguages languages;
+  const JsonValue* patterns =
+      IsIgnored(node, "patternProperties") ? nullptr : node.schema.Find("patternProperties");
+  const JsonValue* property_names =
+      IsIgnored(node, "propertyNames") ? nullptr : node.schema.Find("propertyNames");
+  if (patterns == nullptr && property_names == nullptr) return languages;
+  std::string where = " at " + ShowPointer(node.pointer);
+  if (patterns != nullptr && !patterns->is_object()) {
+    Invalid("keyword 'patternProperties'" + where + " must be an object");
+  }
+  const char* keyword = "patternProperties";
+  try {
+    std::string base = ChildPointer(node.pointer, "patternProperties");
+    for (size_t i = 0; patterns != nullptr && i < patterns->object_members().size(); ++i) {
+      const auto& [pattern, schema] = patterns->object_members()[i];
+      RegexOptions regex_options;
+      regex_options.search = true;
+      regex_options.json_string_body = true;
+      std::string expression = RegexToEbnf(pattern, regex_options);
+      languages.patterns.push_back(Product(
+          DfaFromExpression("\"\\\"\" " + (expression.empty() ? std::string() : "(" + expression + ") ") + "\"\\\"\""),
+          QuotedNameUniverse(), ProductKind::kIntersection));
+      languages.pattern_schemas.push_back(&schema);
+      languages.pattern_pointers.push_back(ChildPointer(base, pattern));
+    }
+    keyword = "propertyNames";
+    if (property_names != nullptr && !(property_names->is_bool() && property_names->bool_value())) {
+      std::string pointer = ChildPointer(node.pointer, "propertyNames");
+      std::string grammar;
+      if (!property_names->is_bool()) {
+        synthetic_.push_back(JsonValue::Object({{"allOf", JsonValue::Array({*property_names,
+            JsonValue::Object({{"type", JsonValue::String("string")}})})}}));
+        grammar = SubschemaGrammar(synthetic_.back(), pointer);
+      }
+      CodepointDfa none;
+      none.states.emplace_back();
+      languages.names = grammar.empty() ? none
+                                        : Product(DfaFromEbnf(grammar), QuotedNameUniverse(),
+                                                  ProductKind::kIntersection);
+    }
+  } catch (const GrammarSyntaxError& e) {  // regex errors, recursive name schemas
+    Unsupported("unsupported keyword '" + std::string(keyword) + "'" + where + ": " + e.what());
+    ignored_keywords_.insert({node.pointer, keyword});
+    return NameLanguagesOf(node);
+  } catch (const ResourceLimitError& e) {
+    Unsupported("unsupported keyword '" + std::string(keyword) + "'" + where + ": " + e.what());
+    ignored_keywords_.insert({node.pointer, keyword});
+    return NameLanguagesOf(node);
+  }
+  languages.active = true;
+  return languages;
+}
+
+Fragment SchemaConverter::UndeclaredMembers(const Node& node, const NameLanguages& languages,
+                                            const std::vector<std::string>& names,
+                                            const Fragment& additional_value, int depth) {
+  std::string where = " at " + ShowPointer(node.pointer);
+  Fragment key_separator = layout_.KeySeparator();
+  std::vector<Fragment> choices;
+  try {
+    CodepointDfa base = QuotedNameUniverse();
+    if (languages.names) base = Product(base, *languages.names, ProductKind::kIntersection);
+    if (!names.empty()) {
+      std::vector<Fragment> literals;
+      for (const std::string& name : names) literals.push_back(Fragment::Literal(DumpJsonString(name)));
+      base = Product(base, DfaFromExpression(Alt(literals).text()), ProductKind::kDifference);
+    }
+    const std::vector<CodepointDfa>& patterns = languages.patterns;
+    size_t count = patterns.size();
+    auto add_region = [&](const CodepointDfa& region, const std::vector<size_t>& which) {
+      if (region.Empty()) return;
+      Fragment value = additional_value;
+      if (which.size() == 1) {
+        value = Schema(*languages.pattern_schemas[which[0]], languages.pattern_pointers[which[0]], depth + 1);
+      } else if (!which.empty()) {
+        std::vector<JsonValue> conjuncts;
+        for (size_t i : which) conjuncts.push_back(*languages.pattern_schemas[i]);
+        synthetic_.push_back(JsonValue::Object({{"allOf", JsonValue::Array(std::move(conjuncts))}}));
+        value = Schema(synthetic_.back(), ChildPointer(node.pointer, "patternProperties"), depth + 1);
+      }
+      if (value.never()) return;
+      Fragment key = DfaToFragment(region, &rules_, RuleHint(node.pointer) + "_key");
+      choices.push_back(Seq({key, key_separator, value}));
+    };
+    bool disjoint = true;
+    for (size_t i = 0; i < count && disjoint; ++i) {
+      for (size_t j = i + 1; j < count && disjoint; ++j) {
+        disjoint = Product(patterns[i], patterns[j], ProductKind::kIntersection).Empty();
+      }
+    }
+    // Names matched by several patterns take all their schemas: the name space is split
+    // into one region per set of matching patterns (2^count regions).
+    constexpr size_t kMaxOverlappingPatterns = 4;
+    if (!disjoint && count > kMaxOverlappingPatterns) {
+      Unsupported("unsupported keyword 'patternProperties'" + where + ": more than " +
+                  std::to_string(kMaxOverlappingPatterns) + " overlapping patterns");
+      disjoint = true;  // lenient: each pattern's own schema only
+    }
+    if (disjoint) {
+      for (size_t i = 0; i < count; ++i) {
+        add_region(Product(base, patterns[i], ProductKind::kIntersection), {i});
+      }
+    } else {
+      for (size_t mask = 1; mask < (size_t{1} << count); ++mask) {
+        CodepointDfa region = base;
+        std::vector<size_t> which;
+        for (size_t i = 0; i < count && !region.Empty(); ++i) {
+          bool in = (mask >> i) & 1;
+          if (in) which.push_back(i);
+          region = Product(region, patterns[i], in ? ProductKind::kIntersection : ProductKind::kDifference);
+        }
+        add_region(region, which);
+      }
+    }
+    if (!additional_value.never()) {
+      CodepointDfa rest = base;
+      for (const CodepointDfa& pattern : patterns) rest = Product(rest, pattern, ProductKind::kDifference);
+      add_region(rest, {});
+    }
+  } catch (const ResourceLimitError& e) {
+    Unsupported("unsupported keyword 'patternProperties'" + where + ": " + e.what());
+    return Fragment::Never();
+  }
+  return Alt(choices);
+}
+
 // The object grammar for `members` in order (members[i] is "key: value"), where required[i]
 // says whether member i must appear, followed by any number of `extra_member`s (never:
 // none). Built from the end: rest[j] is members j.. each preceded by a separator. The first
@@ -169,6 +325,60 @@ Fragment SchemaConverter::MembersInOrder(const std::vector<Fragment>& members,
                            layout_.Close('}', layout_depth)});
   if (!may_be_empty) return nonempty;
   return Alt({layout_.EmptyContainer('{', '}'), nonempty});
+}
+
+// As MembersInOrder, with between `min_count` and `max_count` (< 0: unbounded) members in
+// all. rest(j, c) is members j.. (each after a separator) given c members so far; the
+// count saturates at the largest value that still matters, so there are at most
+// members x (bound + 2) distinct tails (shared as rules).
+Fragment SchemaConverter::MembersInOrderCounted(const std::vector<Fragment>& members,
+                                                const std::vector<bool>& required,
+                                                const Fragment& extra_member, long long min_count,
+                                                long long max_count, const std::string& hint,
+                                                int depth) {
+  int layout_depth = LayoutDepth(depth);
+  size_t count = members.size();
+  long long saturate = max_count >= 0 ? max_count + 1 : min_count;
+  Fragment separator = layout_.ItemSeparator(layout_depth);
+  std::map<std::pair<size_t, long long>, Fragment> memo;
+  auto extras = [&](long long so_far) {
+    if (max_count >= 0 && so_far > max_count) return Fragment::Never();
+    long long low = std::max(0LL, min_count - so_far);
+    if (low > 0 && extra_member.never()) return Fragment::Never();
+    long long high = max_count < 0 ? -1 : max_count - so_far;
+    if (extra_member.never()) return Fragment::Epsilon();
+    return Repeat(Seq({separator, extra_member}), static_cast<int>(low), static_cast<int>(high));
+  };
+  std::function<Fragment(size_t, long long)> rest = [&](size_t j, long long so_far) -> Fragment {
+    so_far = std::min(so_far, saturate);
+    if (max_count >= 0 && so_far > max_count) return Fragment::Never();
+    if (j == count) return extras(so_far);
+    auto found = memo.find({j, so_far});
+    if (found != memo.end()) return found->second;
+    Fragment present = Seq({separator, members[j], rest(j + 1, so_far + 1)});
+    Fragment tail = required[j] ? present : Alt({present, rest(j + 1, so_far)});
+    tail = rules_.Share(hint + "_rest", tail);
+    memo.emplace(std::make_pair(j, so_far), tail);
+    return tail;
+  };
+  size_t first_required = std::find(required.begin(), required.end(), true) - required.begin();
+  std::vector<Fragment> first_choices;
+  for (size_t i = 0; i < count && i <= first_required; ++i) {
+    first_choices.push_back(Seq({members[i], rest(i + 1, 1)}));
+  }
+  bool no_members = first_required == count;
+  if (no_members && !extra_member.never()) {
+    // The first member is an undeclared one: no declared member follows.
+    Fragment more = max_count >= 0 && max_count < 1 ? Fragment::Never() : extras(1);
+    first_choices.push_back(Seq({extra_member, more}));
+  }
+  std::vector<Fragment> choices;
+  if (no_members && min_count == 0) choices.push_back(layout_.EmptyContainer('{', '}'));
+  Fragment content = Alt(first_choices);
+  if (!content.never()) {
+    choices.push_back(Seq({layout_.Open('{', layout_depth), content, layout_.Close('}', layout_depth)}));
+  }
+  return Alt(choices);
 }
 
 Fragment SchemaConverter::ObjectValue(const Node& node, int depth) {
@@ -212,14 +422,39 @@ Fragment SchemaConverter::ObjectValue(const Node& node, int depth) {
     additional_value = Schema(*additional, ChildPointer(node.pointer, "additionalProperties"), depth + 1);
   }
 
+  // patternProperties / propertyNames: member names are sorted into disjoint regular
+  // languages (regular_language.h), each with the conjunction of the schemas that apply.
+  NameLanguages languages = NameLanguagesOf(node);
+
   std::vector<std::string> names;
   std::vector<Fragment> members;
   std::vector<bool> member_required;
   std::string properties_pointer = ChildPointer(node.pointer, "properties");
+  // The schemas a listed name's value must satisfy besides its own: the patterns it matches.
+  auto with_patterns = [&](const std::string& name, const JsonValue* own, const std::string& pointer,
+                           bool* allowed) -> Fragment {
+    std::u32string quoted = DecodeUtf8ToU32(DumpJsonString(name));
+    *allowed = !languages.names || languages.names->Accepts(quoted);
+    std::vector<JsonValue> conjuncts;
+    if (own != nullptr) conjuncts.push_back(*own);
+    for (size_t i = 0; i < languages.patterns.size(); ++i) {
+      if (languages.patterns[i].Accepts(quoted)) conjuncts.push_back(*languages.pattern_schemas[i]);
+    }
+    if (!*allowed) return Fragment::Never();
+    if (own != nullptr && conjuncts.size() == 1) return Schema(*own, pointer, depth + 1);
+    if (conjuncts.empty()) return additional != nullptr ? additional_value : AnyValue(depth + 1);
+    if (conjuncts.size() == 1) {
+      synthetic_.push_back(conjuncts[0]);
+    } else {
+      synthetic_.push_back(JsonValue::Object({{"allOf", JsonValue::Array(std::move(conjuncts))}}));
+    }
+    return Schema(synthetic_.back(), pointer, depth + 1);
+  };
   for (size_t i = 0; properties != nullptr && i < properties->object_members().size(); ++i) {
     const auto& [name, subschema] = properties->object_members()[i];
     names.push_back(name);
-    Fragment value = Schema(subschema, ChildPointer(properties_pointer, name), depth + 1);
+    bool allowed = true;
+    Fragment value = with_patterns(name, &subschema, ChildPointer(properties_pointer, name), &allowed);
     if (value.never()) {
       if (is_required(name)) return Fragment::Never();
       continue;  // the property can never be present
@@ -228,22 +463,52 @@ Fragment SchemaConverter::ObjectValue(const Node& node, int depth) {
     member_required.push_back(is_required(name));
   }
   // Required but undeclared names come after the declared ones, in `required` order. Their
-  // values follow additionalProperties; without it (strict mode) any value is accepted.
+  // values follow the patterns they match, else additionalProperties; without it (strict
+  // mode) any value is accepted.
   for (const std::string& name : required_names) {
     if (std::find(names.begin(), names.end(), name) != names.end()) continue;
-    if (additional_forbidden_explicitly) return Fragment::Never();
-    Fragment value = additional != nullptr ? additional_value : AnyValue(depth + 1);
+    bool allowed = true;
+    Fragment value = with_patterns(name, nullptr, ChildPointer(node.pointer, "required"), &allowed);
+    bool matches_pattern = false;
+    for (const CodepointDfa& pattern : languages.patterns) {
+      matches_pattern = matches_pattern || pattern.Accepts(DecodeUtf8ToU32(DumpJsonString(name)));
+    }
+    if (!allowed || (additional_forbidden_explicitly && !matches_pattern)) return Fragment::Never();
     if (value.never()) return Fragment::Never();
     names.push_back(name);
     members.push_back(Seq({Fragment::Literal(DumpJsonString(name)), key_separator, value}));
     member_required.push_back(true);
   }
   Fragment extra_member = Fragment::Never();
-  if (!additional_value.never()) {
-    extra_member = Seq({KeyNotIn(names), key_separator, additional_value});
+  if (!languages.active) {
+    if (!additional_value.never()) extra_member = Seq({KeyNotIn(names), key_separator, additional_value});
+  } else {
+    extra_member = UndeclaredMembers(node, languages, names, additional_value, depth);
   }
   std::string hint = RuleHint(node.pointer) + "_object";
-  return rules_.Share(hint, MembersInOrder(members, member_required, extra_member, hint, depth));
+  long long min_count = CountKeyword(node, "minProperties").value_or(0);
+  long long max_count = CountKeyword(node, "maxProperties").value_or(-1);
+  if (min_count >= 2 && !extra_member.never()) {
+    // Undeclared members may repeat a key, and a repeated key counts once in the instance:
+    // counting them up to a minimum above 1 would accept objects with too few members.
+    Unsupported("unsupported keyword 'minProperties' at " + ShowPointer(node.pointer) +
+                ": a minimum above 1 next to undeclared members (repeated keys cannot be excluded)");
+    ignored_keywords_.insert({node.pointer, "minProperties"});
+    min_count = 0;
+  }
+  long long counted_states = static_cast<long long>(members.size() + 1) *
+                             (std::max(min_count, max_count) + 2);
+  if ((min_count > 0 || max_count >= 0) && counted_states > 20000) {
+    Unsupported("unsupported keyword '" + std::string(max_count >= 0 ? "maxProperties" : "minProperties") +
+                "' at " + ShowPointer(node.pointer) + ": too many member-count states");
+    min_count = 0;
+    max_count = -1;
+  }
+  if (min_count == 0 && max_count < 0) {
+    return rules_.Share(hint, MembersInOrder(members, member_required, extra_member, hint, depth));
+  }
+  return rules_.Share(hint, MembersInOrderCounted(members, member_required, extra_member, min_count,
+                                                  max_count, hint, depth));
 }
 
 Fragment SchemaConverter::ArrayValue(const Node& node, int depth) {

@@ -17,8 +17,10 @@
 #include <utility>
 #include <vector>
 
+#include "frontends/json_schema/decimal.h"
 #include "frontends/json_schema/ebnf_builder.h"
 #include "frontends/json_schema/json_schema_converter.h"
+#include "frontends/json_schema/regular_language.h"
 #include "support/json.h"
 
 namespace xg2 {
@@ -34,6 +36,9 @@ constexpr int kMaxConversionDepth = 2000;
 constexpr size_t kMaxBoundDigits = 200;
 // Length and item-count bounds above this are refused (they would unroll huge grammars).
 constexpr long long kMaxRepetitionBound = 100000;
+// multipleOf divisors scaled to an integer (0.05 -> 5) above this are refused: the
+// remainder automaton has about divisor x (fraction digits + 2) states.
+constexpr long long kMaxMultipleOfDivisor = 1000;
 
 // Whitespace and separators between JSON tokens, as the options say.
 class Layout {
@@ -73,6 +78,18 @@ struct MergeState {
   bool never = false;
 };
 
+// Member-name languages of one object schema (patternProperties / propertyNames), over
+// quoted keys in their canonical JSON spelling (raw characters, short escapes, \u00XX for
+// other control characters), so that each name has exactly one spelling and complements
+// are exact.
+struct NameLanguages {
+  bool active = false;                 // patternProperties or propertyNames is present
+  std::optional<CodepointDfa> names;   // propertyNames (nullopt: any name)
+  std::vector<CodepointDfa> patterns;  // the names each pattern matches
+  std::vector<const JsonValue*> pattern_schemas;
+  std::vector<std::string> pattern_pointers;
+};
+
 class SchemaConverter {
  public:
   SchemaConverter(const JsonValue& document, const JsonSchemaOptions& options);
@@ -97,6 +114,8 @@ class SchemaConverter {
   std::vector<std::string> AllowedTypes(const Node& node);
   Fragment IntegerValue(const Node& node);
   Fragment NumberValue(const Node& node);
+  std::optional<Decimal> MultipleOf(const Node& node);
+  Fragment NumberIntersection(const Node& node, const std::vector<Fragment>& parts, const std::string& hint);
   Fragment StringValue(const Node& node);
   Fragment ConstValue(const JsonValue& value, int depth);
   void CheckKeywords(const Node& node);
@@ -117,6 +136,17 @@ class SchemaConverter {
   Fragment ObjectValue(const Node& node, int depth);
   Fragment ArrayValue(const Node& node, int depth);
   Fragment KeyNotIn(const std::vector<std::string>& names);
+  Fragment MembersInOrderCounted(const std::vector<Fragment>& members, const std::vector<bool>& required,
+                                 const Fragment& extra_member, long long min_count, long long max_count,
+                                 const std::string& hint, int depth);
+  NameLanguages NameLanguagesOf(const Node& node);
+  // Members whose names are none of `names`: one alternative per region of the name space
+  // that the patterns split it into.
+  Fragment UndeclaredMembers(const Node& node, const NameLanguages& languages,
+                             const std::vector<std::string>& names, const Fragment& additional_value,
+                             int depth);
+  // The grammar (EBNF text, root "root") of `schema` on its own; "" when it accepts nothing.
+  std::string SubschemaGrammar(const JsonValue& schema, const std::string& pointer);
   Fragment MembersInOrder(const std::vector<Fragment>& members, const std::vector<bool>& required,
                           const Fragment& extra_member, const std::string& hint, int depth);
 
@@ -151,6 +181,8 @@ class SchemaConverter {
   std::unordered_map<std::string, std::pair<const JsonValue*, std::string>> identifiers_;
   std::string base_uri_;
   std::map<int, std::string> any_value_rules_;
+  // Intersected string languages already written (keyword set -> fragment).
+  std::map<std::string, Fragment> string_languages_;
   int active_depth_ = 0;
   // Draft 7 and older ($schema says so): keywords next to $ref are ignored.
   bool legacy_ref_ = false;
@@ -163,6 +195,10 @@ class SchemaConverter {
 std::string ChildPointer(const std::string& pointer, const std::string& token);
 // Keywords without validation meaning (annotations, unknown keywords).
 bool IsPassiveKeyword(const std::string& keyword);
+// Format names no draft defines: annotations.
+bool IsUnknownFormat(const std::string& format);
+// One JSON string character (an escape counts as one character).
+Fragment JsonCharFragment();
 // The pointer as shown in messages ("/" for the root).
 std::string ShowPointer(const std::string& pointer);
 

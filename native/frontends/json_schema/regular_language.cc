@@ -1,0 +1,457 @@
+// Code-point automata: Thompson construction from the grammar AST, subset construction
+// over code-point intervals, product, Moore minimisation, and right-linear EBNF output.
+#include "frontends/json_schema/regular_language.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <set>
+
+#include "frontends/ebnf/ebnf_parser.h"
+#include "grammar/grammar_ast.h"
+#include "support/error.h"
+#include "support/utf8.h"
+
+namespace xg2 {
+
+namespace {
+
+constexpr int kMaxInlineDepth = 64;
+constexpr size_t kMaxMooreStates = 600;
+
+struct NfaEdge {
+  uint32_t lo, hi;  // lo > hi: an epsilon edge
+  int32_t target;
+};
+
+class NfaBuilder {
+ public:
+  explicit NfaBuilder(const GrammarAst& ast) : ast_(ast) {}
+
+  std::vector<std::vector<NfaEdge>> nodes;
+
+  int32_t NewNode() {
+    if (nodes.size() >= kMaxAutomatonStates) {
+      throw ResourceLimitError("regular language too large (more than " +
+                               std::to_string(kMaxAutomatonStates) + " automaton states)");
+    }
+    nodes.emplace_back();
+    return static_cast<int32_t>(nodes.size() - 1);
+  }
+  void Epsilon(int32_t from, int32_t to) { nodes[from].push_back({1, 0, to}); }
+
+  // Adds nodes so that the language from `from` to the returned node is `expr`.
+  int32_t Lower(ExprId expr, int32_t from, int depth) {
+    const ExprNode& node = ast_.node(expr);
+    switch (node.kind) {
+      case ExprKind::kEmpty:
+        return from;
+      case ExprKind::kBytes: {
+        int32_t at = from;
+        for (char32_t cp : DecodeUtf8ToU32(node.bytes)) {
+          int32_t next = NewNode();
+          nodes[at].push_back({static_cast<uint32_t>(cp), static_cast<uint32_t>(cp), next});
+          at = next;
+        }
+        return at;
+      }
+      case ExprKind::kCharClass: {
+        int32_t to = NewNode();
+        for (const CodepointRange& r : node.ranges) nodes[from].push_back({r.first, r.last, to});
+        return to;
+      }
+      case ExprKind::kRuleRef: {
+        if (depth > kMaxInlineDepth) {
+          throw GrammarSyntaxError("rule '" + ast_.rules[node.rule_id].name +
+                                   "' is recursive: not a regular language");
+        }
+        return Lower(ast_.rules[node.rule_id].body, from, depth + 1);
+      }
+      case ExprKind::kSequence: {
+        int32_t at = from;
+        for (ExprId child : node.children) at = Lower(child, at, depth);
+        return at;
+      }
+      case ExprKind::kChoice: {
+        int32_t end = NewNode();
+        for (ExprId child : node.children) Epsilon(Fresh(child, from, depth), end);
+        return end;
+      }
+      case ExprKind::kRepeat: {
+        ExprId child = node.children[0];
+        int32_t at = from;
+        for (int32_t i = 0; i < node.min_repeat; ++i) at = Fresh(child, at, depth);
+        if (node.max_repeat < 0) {
+          int32_t loop = NewNode();
+          Epsilon(at, loop);
+          Epsilon(Fresh(child, loop, depth), loop);
+          return loop;
+        }
+        int32_t end = NewNode();
+        Epsilon(at, end);
+        for (int32_t i = node.min_repeat; i < node.max_repeat; ++i) {
+          at = Fresh(child, at, depth);
+          Epsilon(at, end);
+        }
+        return end;
+      }
+      case ExprKind::kTagDispatch:
+        break;
+    }
+    throw GrammarSyntaxError("a TagDispatch is not a regular expression");
+  }
+
+ private:
+  // `expr` lowered from a fresh node reached from `from` by an epsilon edge, so that loops
+  // inside it cannot mix with other paths leaving `from`.
+  int32_t Fresh(ExprId expr, int32_t from, int depth) {
+    int32_t start = NewNode();
+    Epsilon(from, start);
+    return Lower(expr, start, depth);
+  }
+
+  const GrammarAst& ast_;
+};
+
+void Closure(const std::vector<std::vector<NfaEdge>>& nfa, std::vector<int32_t>* set) {
+  std::set<int32_t> seen(set->begin(), set->end());
+  std::vector<int32_t> stack(set->begin(), set->end());
+  while (!stack.empty()) {
+    int32_t s = stack.back();
+    stack.pop_back();
+    for (const NfaEdge& e : nfa[s]) {
+      if (e.lo > e.hi && seen.insert(e.target).second) stack.push_back(e.target);
+    }
+  }
+  set->assign(seen.begin(), seen.end());
+}
+
+CodepointDfa Determinize(const std::vector<std::vector<NfaEdge>>& nfa, int32_t start,
+                         int32_t accept) {
+  CodepointDfa dfa;
+  std::map<std::vector<int32_t>, int32_t> ids;
+  std::vector<std::vector<int32_t>> sets;
+  auto id_of = [&](std::vector<int32_t> set) {
+    Closure(nfa, &set);
+    auto [it, inserted] = ids.emplace(set, static_cast<int32_t>(sets.size()));
+    if (inserted) {
+      if (sets.size() >= kMaxAutomatonStates) {
+        throw ResourceLimitError("regular language too large (more than " +
+                                 std::to_string(kMaxAutomatonStates) + " automaton states)");
+      }
+      sets.push_back(set);
+      dfa.states.emplace_back();
+      dfa.states.back().accepting = std::binary_search(set.begin(), set.end(), accept);
+    }
+    return it->second;
+  };
+  id_of({start});
+  for (size_t k = 0; k < sets.size(); ++k) {
+    std::vector<NfaEdge> edges;
+    std::vector<uint32_t> cuts;
+    for (int32_t s : sets[k]) {
+      for (const NfaEdge& e : nfa[s]) {
+        if (e.lo > e.hi) continue;
+        edges.push_back(e);
+        cuts.push_back(e.lo);
+        cuts.push_back(e.hi + 1);
+      }
+    }
+    std::sort(cuts.begin(), cuts.end());
+    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+    std::vector<CodepointDfa::Edge> out;
+    for (size_t i = 0; i + 1 < cuts.size(); ++i) {
+      uint32_t lo = cuts[i], hi = cuts[i + 1] - 1;
+      std::vector<int32_t> targets;
+      for (const NfaEdge& e : edges) {
+        if (e.lo <= lo && hi <= e.hi) targets.push_back(e.target);
+      }
+      if (targets.empty()) continue;
+      std::sort(targets.begin(), targets.end());
+      targets.erase(std::unique(targets.begin(), targets.end()), targets.end());
+      int32_t target = id_of(targets);
+      if (!out.empty() && out.back().target == target && out.back().hi + 1 == lo) {
+        out.back().hi = hi;
+      } else {
+        out.push_back({lo, hi, target});
+      }
+    }
+    dfa.states[k].edges = std::move(out);
+  }
+  return dfa;
+}
+
+std::string ClassMember(uint32_t cp) {
+  if (cp == '\\' || cp == ']' || cp == '[' || cp == '^' || cp == '-' || cp == '"') {
+    return std::string("\\") + static_cast<char>(cp);
+  }
+  if (cp < 0x20 || cp == 0x7F) {
+    char escaped[8];
+    std::snprintf(escaped, sizeof(escaped), "\\x%02X", cp);
+    return escaped;
+  }
+  std::string out;
+  AppendUtf8(cp, &out);
+  return out;
+}
+
+}  // namespace
+
+std::u32string DecodeUtf8ToU32(std::string_view text) {
+  std::u32string out;
+  for (size_t i = 0; i < text.size();) {
+    unsigned char lead = static_cast<unsigned char>(text[i]);
+    int length = lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
+    uint32_t cp = length == 1 ? lead : lead & (0x7F >> length);
+    for (int k = 1; k < length && i + k < text.size(); ++k) {
+      cp = (cp << 6) | (static_cast<unsigned char>(text[i + k]) & 0x3F);
+    }
+    out.push_back(static_cast<char32_t>(cp));
+    i += static_cast<size_t>(length);
+  }
+  return out;
+}
+
+bool CodepointDfa::Accepts(std::u32string_view text) const {
+  int32_t at = 0;
+  for (char32_t c : text) {
+    int32_t next = -1;
+    for (const Edge& e : states[at].edges) {
+      if (e.lo <= c && c <= e.hi) next = e.target;
+    }
+    if (next < 0) return false;
+    at = next;
+  }
+  return states[at].accepting;
+}
+
+bool CodepointDfa::Empty() const {
+  std::vector<uint8_t> seen(states.size(), 0);
+  std::vector<int32_t> stack = {0};
+  seen[0] = 1;
+  while (!stack.empty()) {
+    int32_t s = stack.back();
+    stack.pop_back();
+    if (states[s].accepting) return false;
+    for (const Edge& e : states[s].edges) {
+      if (!seen[e.target]) {
+        seen[e.target] = 1;
+        stack.push_back(e.target);
+      }
+    }
+  }
+  return true;
+}
+
+CodepointDfa DfaFromEbnf(std::string_view grammar, std::string_view root) {
+  GrammarAst ast = ParseEbnf(grammar, root);
+  NfaBuilder builder(ast);
+  int32_t start = builder.NewNode();
+  int32_t accept = builder.Lower(ast.rules[ast.root_rule].body, start, 0);
+  return Minimized(Determinize(builder.nodes, start, accept));
+}
+
+CodepointDfa DfaFromExpression(std::string_view expression) {
+  return DfaFromEbnf("root ::= " + std::string(expression.empty() ? "\"\"" : expression) + "\n");
+}
+
+CodepointDfa Product(const CodepointDfa& a, const CodepointDfa& b, ProductKind kind) {
+  CodepointDfa out;
+  std::map<std::pair<int32_t, int32_t>, int32_t> ids;
+  std::vector<std::pair<int32_t, int32_t>> pairs;
+  auto id_of = [&](int32_t x, int32_t y) {
+    auto [it, inserted] = ids.emplace(std::make_pair(x, y), static_cast<int32_t>(pairs.size()));
+    if (inserted) {
+      if (pairs.size() >= kMaxAutomatonStates) {
+        throw ResourceLimitError("regular language too large (more than " +
+                                 std::to_string(kMaxAutomatonStates) + " automaton states)");
+      }
+      pairs.emplace_back(x, y);
+      bool in_b = y >= 0 && b.states[y].accepting;
+      out.states.emplace_back();
+      out.states.back().accepting =
+          a.states[x].accepting && (kind == ProductKind::kIntersection ? in_b : !in_b);
+    }
+    return it->second;
+  };
+  id_of(0, 0);
+  for (size_t k = 0; k < pairs.size(); ++k) {
+    auto [x, y] = pairs[k];
+    std::vector<CodepointDfa::Edge> edges;
+    for (const CodepointDfa::Edge& ea : a.states[x].edges) {
+      uint32_t next = ea.lo;  // the part of ea below `next` is handled
+      if (y >= 0) {
+        for (const CodepointDfa::Edge& eb : b.states[y].edges) {
+          if (eb.hi < ea.lo || eb.lo > ea.hi) continue;
+          uint32_t lo = std::max(ea.lo, eb.lo), hi = std::min(ea.hi, eb.hi);
+          if (kind == ProductKind::kDifference && next < lo) {
+            edges.push_back({next, lo - 1, id_of(ea.target, -1)});
+          }
+          edges.push_back({lo, hi, id_of(ea.target, eb.target)});
+          next = hi + 1;
+        }
+      }
+      if (kind == ProductKind::kDifference && next <= ea.hi) {
+        edges.push_back({next, ea.hi, id_of(ea.target, -1)});
+      }
+    }
+    out.states[k].edges = std::move(edges);
+  }
+  return Minimized(out);
+}
+
+CodepointDfa Repeated(const CodepointDfa& unit, long long min_count, long long max_count) {
+  // Copies of `unit` (prefix-free: its accepting states have no edges) per count; an edge
+  // into an accepting state of copy c goes to the start of copy c + 1 instead.
+  long long copies = (max_count < 0 ? min_count : max_count) + 1;
+  size_t per_copy = unit.states.size();
+  if (static_cast<size_t>(copies) * per_copy > kMaxAutomatonStates) {
+    throw ResourceLimitError("regular language too large (more than " +
+                             std::to_string(kMaxAutomatonStates) + " automaton states)");
+  }
+  CodepointDfa out;
+  out.states.resize(static_cast<size_t>(copies) * per_copy);
+  for (long long c = 0; c < copies; ++c) {
+    for (size_t s = 0; s < per_copy; ++s) {
+      CodepointDfa::State& state = out.states[static_cast<size_t>(c) * per_copy + s];
+      if (s == 0) state.accepting = c >= min_count;
+      for (const CodepointDfa::Edge& e : unit.states[s].edges) {
+        long long copy = c;
+        size_t target = static_cast<size_t>(e.target);
+        if (unit.states[target].accepting) {
+          // One more unit done; beyond max there is no state, and an unbounded repetition
+          // loops on the last copy.
+          if (c + 1 < copies) {
+            copy = c + 1;
+          } else if (max_count >= 0) {
+            continue;
+          }
+          target = 0;
+        }
+        state.edges.push_back({e.lo, e.hi, static_cast<int32_t>(static_cast<size_t>(copy) * per_copy + target)});
+      }
+    }
+  }
+  return Minimized(out);
+}
+
+CodepointDfa Minimized(const CodepointDfa& dfa) {
+  size_t n = dfa.states.size();
+  std::vector<std::vector<int32_t>> reverse(n);
+  for (size_t i = 0; i < n; ++i) {
+    for (const auto& e : dfa.states[i].edges) reverse[e.target].push_back(static_cast<int32_t>(i));
+  }
+  std::vector<uint8_t> live(n, 0);
+  std::vector<int32_t> stack;
+  for (size_t i = 0; i < n; ++i) {
+    if (dfa.states[i].accepting) {
+      live[i] = 1;
+      stack.push_back(static_cast<int32_t>(i));
+    }
+  }
+  while (!stack.empty()) {
+    int32_t s = stack.back();
+    stack.pop_back();
+    for (int32_t p : reverse[s]) {
+      if (!live[p]) {
+        live[p] = 1;
+        stack.push_back(p);
+      }
+    }
+  }
+  CodepointDfa out;
+  if (!live[0]) {
+    out.states.emplace_back();
+    return out;
+  }
+  // Moore refinement: states with equal signatures (acceptance, edges to classes) merge.
+  std::vector<int32_t> cls(n);
+  for (size_t i = 0; i < n; ++i) cls[i] = !live[i] ? -1 : (dfa.states[i].accepting ? 1 : 0);
+  // Moore refinement needs up to n rounds (long chains, as bounded lengths make), so it
+  // runs on small machines only; larger ones are only trimmed (correct, maybe not minimal).
+  size_t num_classes = 0;
+  if (n > kMaxMooreStates) {
+    for (size_t i = 0; i < n; ++i) cls[i] = live[i] ? static_cast<int32_t>(i) : -1;
+  }
+  for (; n <= kMaxMooreStates;) {
+    std::map<std::vector<int64_t>, int32_t> signatures;
+    std::vector<int32_t> next(n, -1);
+    for (size_t i = 0; i < n; ++i) {
+      if (cls[i] < 0) continue;
+      std::vector<int64_t> sig = {cls[i]};
+      for (const auto& e : dfa.states[i].edges) {
+        if (cls[e.target] < 0) continue;
+        if (sig.size() > 1 && sig.back() == cls[e.target] && sig[sig.size() - 2] + 1 == e.lo) {
+          sig[sig.size() - 2] = e.hi;  // adjacent interval to the same class
+          continue;
+        }
+        sig.push_back(e.lo);
+        sig.push_back(e.hi);
+        sig.push_back(cls[e.target]);
+      }
+      next[i] = signatures.emplace(std::move(sig), static_cast<int32_t>(signatures.size())).first->second;
+    }
+    cls.swap(next);
+    if (signatures.size() == num_classes) break;
+    num_classes = signatures.size();
+  }
+  std::map<int32_t, int32_t> new_id;
+  std::vector<int32_t> representative;
+  auto id_of = [&](int32_t state) {
+    auto [it, inserted] = new_id.emplace(cls[state], static_cast<int32_t>(representative.size()));
+    if (inserted) representative.push_back(state);
+    return it->second;
+  };
+  id_of(0);
+  for (size_t k = 0; k < representative.size(); ++k) {
+    const CodepointDfa::State& src = dfa.states[representative[k]];
+    CodepointDfa::State state;
+    state.accepting = src.accepting;
+    for (const auto& e : src.edges) {
+      if (cls[e.target] < 0) continue;
+      int32_t t = id_of(e.target);
+      if (!state.edges.empty() && state.edges.back().target == t && state.edges.back().hi + 1 == e.lo) {
+        state.edges.back().hi = e.hi;
+      } else {
+        state.edges.push_back({e.lo, e.hi, t});
+      }
+    }
+    out.states.push_back(std::move(state));
+  }
+  return out;
+}
+
+Fragment DfaToFragment(const CodepointDfa& input, RuleSet* rules, const std::string& hint,
+                       size_t max_states) {
+  CodepointDfa dfa = Minimized(input);
+  if (dfa.Empty()) return Fragment::Never();
+  if (dfa.states.size() > max_states) {
+    throw ResourceLimitError("regular language too large (" + std::to_string(dfa.states.size()) +
+                             " states, limit " + std::to_string(max_states) + ")");
+  }
+  // A state with no edges (after trimming: an accepting end) is the empty string; every
+  // other state is a rule `state ::= "" | [class] next | ...`.
+  std::vector<std::string> names(dfa.states.size());
+  for (size_t i = 0; i < dfa.states.size(); ++i) {
+    if (!dfa.states[i].edges.empty()) names[i] = rules->Reserve(hint);
+  }
+  for (size_t i = 0; i < dfa.states.size(); ++i) {
+    if (names[i].empty()) continue;
+    std::map<int32_t, std::string> classes;  // target -> class members
+    for (const auto& e : dfa.states[i].edges) {
+      std::string& members = classes[e.target];
+      members += ClassMember(e.lo);
+      if (e.hi > e.lo) members += (e.hi > e.lo + 1 ? "-" : "") + ClassMember(e.hi);
+    }
+    std::vector<Fragment> choices;
+    if (dfa.states[i].accepting) choices.push_back(Fragment::Epsilon());
+    for (const auto& [target, members] : classes) {
+      Fragment next = names[target].empty() ? Fragment::Epsilon() : Fragment::Atom(names[target]);
+      choices.push_back(Seq({Fragment::Atom("[" + members + "]"), next}));
+    }
+    rules->Define(names[i], Alt(choices));
+  }
+  return names[0].empty() ? Fragment::Epsilon() : Fragment::Atom(names[0]);
+}
+
+}  // namespace xg2

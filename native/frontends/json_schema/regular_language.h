@@ -1,0 +1,73 @@
+// Regular languages over Unicode code points as deterministic automata, for the schema
+// keywords whose languages must be intersected or complemented before they can be written
+// as a grammar: pattern next to min/maxLength or format, patternProperties next to
+// properties and additionalProperties, propertyNames, bounded and multipleOf numbers.
+//
+// Automata are built from regular EBNF (the regex frontend's output or a converter
+// fragment), combined by the product construction, and written back as right-linear EBNF
+// rules (one rule per state).
+#ifndef XG2_FRONTENDS_JSON_SCHEMA_REGULAR_LANGUAGE_H_
+#define XG2_FRONTENDS_JSON_SCHEMA_REGULAR_LANGUAGE_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "frontends/json_schema/ebnf_builder.h"
+
+namespace xg2 {
+
+// States are numbered from 0 (the start). Invariant: the edges of a state are sorted by
+// `lo`, pairwise disjoint, and never cover a surrogate code point.
+struct CodepointDfa {
+  struct Edge {
+    uint32_t lo;
+    uint32_t hi;
+    int32_t target;
+  };
+  struct State {
+    bool accepting = false;
+    std::vector<Edge> edges;
+  };
+  std::vector<State> states;
+
+  bool Accepts(std::u32string_view text) const;
+  // True when no string is accepted.
+  bool Empty() const;
+};
+
+// Upper bound on automaton states built by one operation (NFA nodes included); beyond it
+// the operation throws ResourceLimitError.
+constexpr size_t kMaxAutomatonStates = 20000;
+
+// The language of rule `root` of `grammar` (EBNF text). Rule references are inlined, so the
+// rules involved must not be recursive (GrammarSyntaxError otherwise).
+CodepointDfa DfaFromEbnf(std::string_view grammar, std::string_view root = "root");
+// The language of one rule-free EBNF expression.
+CodepointDfa DfaFromExpression(std::string_view expression);
+
+enum class ProductKind { kIntersection, kDifference };
+// a ∩ b, or a \ b. Trimmed and minimised.
+CodepointDfa Product(const CodepointDfa& a, const CodepointDfa& b, ProductKind kind);
+
+// `unit` repeated min_count..max_count times (max_count < 0: unbounded). `unit` must be
+// prefix-free (no edges leave its accepting states), e.g. one JSON string character.
+CodepointDfa Repeated(const CodepointDfa& unit, long long min_count, long long max_count);
+
+// The equivalent automaton without dead states (a lone non-accepting start when the
+// language is empty), minimal when it is small (up to 600 states).
+CodepointDfa Minimized(const CodepointDfa& dfa);
+
+// Writes `dfa` as right-linear rules in `rules` (names derived from `hint`) and returns a
+// fragment for its language (never when empty). Throws ResourceLimitError above
+// `max_states` states.
+Fragment DfaToFragment(const CodepointDfa& dfa, RuleSet* rules, const std::string& hint,
+                       size_t max_states = 2000);
+
+// UTF-32 decoding of valid UTF-8.
+std::u32string DecodeUtf8ToU32(std::string_view utf8);
+
+}  // namespace xg2
+
+#endif  // XG2_FRONTENDS_JSON_SCHEMA_REGULAR_LANGUAGE_H_
