@@ -10,6 +10,7 @@
 
 #include "grammar/grammar_fsm.h"
 #include "grammar/tag_dispatch.h"
+#include "support/cancellation.h"
 #include "support/error.h"
 #include "support/utf8.h"
 
@@ -117,6 +118,7 @@ class NfaBuilder {
   }
 
   int32_t NewNode() {
+    ThrowIfCancelled();
     if (--*budget_ < 0) {
       throw ResourceLimitError("grammar too large: more than the node limit of the FSM builder "
                                "(reduce repetition bounds or grammar size)");
@@ -168,7 +170,10 @@ class SubsetConstruction {
     Dfa dfa;
     std::vector<int32_t> start = Closure({nfa_.start});
     Intern(start, &dfa);
-    for (size_t i = 0; i < worklist_.size(); ++i) Expand(static_cast<int32_t>(i), &dfa);
+    for (size_t i = 0; i < worklist_.size(); ++i) {
+      ThrowIfCancelled();
+      Expand(static_cast<int32_t>(i), &dfa);
+    }
     return dfa;
   }
 

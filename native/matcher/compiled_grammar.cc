@@ -2,6 +2,7 @@
 
 #include "frontends/ebnf/ebnf_parser.h"
 #include "grammar/inline_rules.h"
+#include "support/compile_limits.h"
 
 namespace xg2 {
 
@@ -13,7 +14,9 @@ std::shared_ptr<const CompiledGrammar> CompileEbnf(const std::string& ebnf,
   GrammarAst ast = ParseEbnf(ebnf, root_rule_name);
   InlineSmallRules(&ast);
   auto compiled = std::make_shared<CompiledGrammar>();
-  compiled->fsm = std::make_shared<const GrammarFsm>(BuildGrammarFsm(ast));
+  const CompileLimits& limits = CurrentCompileLimits();
+  compiled->fsm = std::make_shared<const GrammarFsm>(BuildGrammarFsm(ast, {limits.max_fsm_nodes}));
+  compiled->earley_limits.max_items_per_step = limits.max_earley_items_per_step;
   compiled->tokenizer = std::move(tokenizer);
   compiled->ebnf = ebnf;
   compiled->mask_cache = std::make_shared<GrammarMaskCache>(compiled->fsm, compiled->tokenizer,
