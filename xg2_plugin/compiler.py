@@ -252,7 +252,9 @@ class GrammarCompiler:
         tokenizer_info: the model's vocabulary.
         max_threads: threads used for asynchronous compilation.
         cache_enabled: keep compiled grammars for reuse by identical requests.
-        cache_limit_bytes: LRU bound on cached grammars; -1 means unbounded.
+        cache_limit_bytes: LRU bound on cached grammars (1 GiB by default); -1 means unbounded.
+            A grammar is measured when it is stored: parser states its matchers classify
+            later are not re-measured (see scripts/soak.py memory for the RSS this gives).
         mask_cache_limit_bytes: LRU bound on the token-classification pool shared by every
             grammar of this compiler (the cross-grammar mask cache); -1 means unbounded.
         mask_cache: use the adaptive token-mask cache (False: every mask is computed by the
@@ -271,7 +273,7 @@ class GrammarCompiler:
         *,
         max_threads: int = 8,
         cache_enabled: bool = True,
-        cache_limit_bytes: int = -1,
+        cache_limit_bytes: int = 1 << 30,
         mask_cache_limit_bytes: int = 512 << 20,
         mask_cache: bool = True,
         cross_grammar_cache: bool = True,
