@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
+import pytest
 
 import xg2_plugin as xg
 from xg2_test_support import hf_tokenizer, hf_tokenizer_info
@@ -30,3 +35,27 @@ def test_triggered_structural_tag_survives_rule_inlining() -> None:
         matcher._fill_next_token_bitmask_reference(reference)
         assert np.array_equal(cached, reference)
         assert matcher.accept_token(token), info.decoded_vocab[token]
+
+
+# ---- fuzzing inputs: seeds and every saved finding, replayed through their harness ----
+
+FUZZ_DIR = Path(__file__).resolve().parents[1] / "fuzz"
+FUZZ_HARNESSES = ["fuzz_ebnf", "fuzz_regex", "fuzz_json_schema", "fuzz_structural_tag", "fuzz_matcher"]
+
+
+@pytest.mark.parametrize("harness", FUZZ_HARNESSES)
+def test_fuzz_inputs_replay(harness: str) -> None:
+    """Each input under fuzz/seeds/<harness>/ and fuzz/regressions/<harness>/ runs through
+    the harness in a child process (a crash fails this test, not the whole run)."""
+    pytest.importorskip("atheris")
+    inputs = sorted(p for sub in ("seeds", "regressions") for p in (FUZZ_DIR / sub / harness).glob("*") if p.is_file())
+    assert inputs, f"no inputs for {harness}"
+    code = (
+        "import sys, pathlib; sys.path.insert(0, sys.argv[1]); import importlib; "
+        "h = importlib.import_module(sys.argv[2]); "
+        "[h.test_one_input(pathlib.Path(p).read_bytes()) for p in sys.argv[3:]]"
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    proc = subprocess.run([sys.executable, "-c", code, str(FUZZ_DIR), harness, *map(str, inputs)],
+                          capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 0, f"{harness} failed on its saved inputs:\n{proc.stderr[-3000:]}"

@@ -17,8 +17,10 @@ from .bitmask import (
     get_bitmask_shape,
     reset_token_bitmask,
 )
-from .compiler import CompiledGrammar, GrammarCompiler
+from .compiler import CompiledGrammar, CompileLimits, GrammarCompiler
 from .exceptions import (
+    CompilationCancelledError,
+    CompilationTimeoutError,
     GrammarSyntaxError,
     InvalidArgumentError,
     RegexError,
@@ -37,6 +39,7 @@ __all__ = [
     "VocabType",
     "GrammarCompiler",
     "CompiledGrammar",
+    "CompileLimits",
     "GrammarMatcher",
     "batch_fill_next_token_bitmask",
     "allocate_token_bitmask",
@@ -50,4 +53,6 @@ __all__ = [
     "UnsupportedSchemaError",
     "ResourceLimitError",
     "InvalidArgumentError",
+    "CompilationCancelledError",
+    "CompilationTimeoutError",
 ]

@@ -3,23 +3,119 @@
 A ``GrammarCompiler`` belongs to one tokenizer. It caches compiled grammars (LRU, bounded in
 bytes) and shares one in-flight compilation between identical concurrent requests. All native
 work runs with the GIL released, so the async variants compile in parallel.
+
+Hostile input is bounded by ``CompileLimits`` (sizes, depths, repetition bounds, automaton
+nodes, Earley items) and by a per-compile timeout; a cancelled or timed-out compile stops at
+its next safe point and frees its partial work.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import threading
 import warnings
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence, Union
 
 from . import _native
 from .tokenizer_info import TokenizerInfo
 
-__all__ = ["CompiledGrammar", "GrammarCompiler", "ebnf_string_literal"]
+__all__ = ["CompiledGrammar", "CompileLimits", "GrammarCompiler", "ebnf_string_literal"]
 
 SchemaLike = Union[str, dict, type]
+
+_INT32_MAX = 2 ** 31 - 1
+_INT64_MAX = 2 ** 63 - 1
+# The JSON Schema converter recurses once per nesting level: deeper limits than this could
+# exhaust the native stack of a worker thread, so the limit can only be lowered.
+_SCHEMA_DEPTH_CAP = 2000
+
+
+@dataclass(frozen=True)
+class CompileLimits:
+    """Resource limits for compiling (and matching) one grammar; exceeding one raises
+    ``ResourceLimitError`` naming the limit, or ``CompilationTimeoutError`` for the timeout.
+
+    The defaults accept every JSONSchemaBench schema the engine supports while keeping a
+    hostile input from exhausting memory or time. Matching is bounded too: each byte step of
+    a matcher creates at most ``max_earley_items_per_step`` items, so ``accept_token`` and
+    ``fill_next_token_bitmask`` do bounded work per vocabulary token.
+
+    Attributes:
+        max_input_bytes: size of the grammar, schema, regex or choice list text (UTF-8).
+        max_schema_depth: JSON Schema nesting plus ``$ref`` chain depth (at most 2000).
+        max_generated_grammar_bytes: EBNF a JSON Schema may expand into (bounds ``$ref`` and
+            ``allOf`` explosions).
+        max_repetition_bound: largest ``n`` in an EBNF ``{m,n}`` repetition. JSON Schema
+            length / item bounds and regex repetitions have their own fixed cap of 100000.
+        max_fsm_nodes: automaton nodes built while lowering the grammar (grammar size after
+            repetitions are unrolled, and determinisation blow-up).
+        max_earley_items_per_step: Earley items one byte step may create in a matcher of the
+            grammar (pathological ambiguity fails the step instead of running unboundedly).
+        timeout_s: default wall-clock limit of one compilation, counted from when it starts
+            running (``None``: no limit); ``compile_*(timeout=...)`` overrides it.
+    """
+
+    max_input_bytes: int = 16 << 20
+    max_schema_depth: int = _SCHEMA_DEPTH_CAP
+    max_generated_grammar_bytes: int = 64 << 20
+    max_repetition_bound: int = 1_000_000
+    max_fsm_nodes: int = 4_000_000
+    max_earley_items_per_step: int = 1 << 20
+    timeout_s: Optional[float] = None
+
+    def __post_init__(self) -> None:
+        caps = {
+            "max_input_bytes": _INT64_MAX, "max_schema_depth": _SCHEMA_DEPTH_CAP,
+            "max_generated_grammar_bytes": _INT64_MAX, "max_repetition_bound": _INT32_MAX,
+            "max_fsm_nodes": _INT64_MAX, "max_earley_items_per_step": _INT32_MAX,
+        }
+        for name, cap in caps.items():
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"CompileLimits.{name} must be an int, got {type(value).__name__}")
+            if not 1 <= value <= cap:
+                raise ValueError(f"CompileLimits.{name} must be in [1, {cap}], got {value}")
+        _check_timeout(self.timeout_s, "CompileLimits.timeout_s")
+
+    def _to_native(self) -> Any:
+        native = _native.CompileLimits()
+        native.max_schema_depth = self.max_schema_depth
+        native.max_generated_grammar_bytes = self.max_generated_grammar_bytes
+        native.max_repetition_bound = self.max_repetition_bound
+        native.max_fsm_nodes = self.max_fsm_nodes
+        native.max_earley_items_per_step = self.max_earley_items_per_step
+        return native
+
+
+def _check_timeout(timeout: Optional[float], what: str) -> None:
+    if timeout is None:
+        return
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise TypeError(f"{what} must be a number of seconds or None, got {type(timeout).__name__}")
+    if not (timeout > 0 and math.isfinite(timeout)):
+        raise ValueError(f"{what} must be a positive finite number of seconds, got {timeout}")
+
+
+class _CompileFuture(Future):
+    """A compile's future: ``cancel()`` also stops a compile that is already running.
+
+    A running compile cannot become "cancelled" in the ``concurrent.futures`` sense, so for
+    it ``cancel()`` returns False as usual, but it also asks the native compile to stop at
+    its next safe point; the future then fails with ``CompilationCancelledError``. Identical
+    concurrent requests share one future, so cancelling it cancels it for every waiter.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._token = _native.CancellationToken()
+
+    def cancel(self) -> bool:
+        self._token.cancel()
+        return super().cancel()
 
 
 class CompiledGrammar:
@@ -66,13 +162,84 @@ def ebnf_string_literal(text: str) -> str:
     return "".join(out)
 
 
-def _schema_to_text(schema: SchemaLike) -> str:
+def _check_text(text: Any, what: str, max_bytes: int) -> str:
+    """Checks that ``text`` is a str of valid Unicode within the input size limit."""
+    if not isinstance(text, str):
+        raise TypeError(f"{what} must be a str, got {type(text).__name__}")
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError as error:
+        raise _native.InvalidArgumentError(
+            f"{what} is not valid Unicode: {error.reason} at character {error.start}"
+        ) from None
+    if size > max_bytes:
+        raise _native.ResourceLimitError(
+            f"{what} is {size} bytes, above the limit of {max_bytes} (CompileLimits.max_input_bytes)"
+        )
+    return text
+
+
+# Nesting deeper than the native JSON parser accepts (support/json.cc) is refused before
+# serialising, without recursion.
+_MAX_JSON_NESTING = 512
+
+
+def _json_text_size(value: Any, max_bytes: int) -> int:
+    """About how many bytes ``json.dumps(value)`` produces, computed iteratively with one
+    visit per distinct container: a dict that shares sub-objects can stand for a document
+    exponentially larger than itself, which a plain dump would try to build. Raises
+    ``SchemaError`` for a cycle and ``ResourceLimitError`` past the nesting or size limit."""
+    sizes: dict[int, int] = {}
+    on_path: set[int] = set()
+    stack: list[tuple[Any, int, bool]] = [(value, 0, False)]
+
+    def leaf(item: Any) -> int:
+        return len(item) + 2 if isinstance(item, str) else 8
+
+    while stack:
+        obj, depth, finished = stack.pop()
+        key = id(obj)
+        children = list(obj.values()) if isinstance(obj, dict) else obj
+        if finished:
+            on_path.discard(key)
+            size = 2 + sum(sizes[id(c)] if isinstance(c, (dict, list, tuple)) else leaf(c) for c in children)
+            size += 2 * max(0, len(children) - 1)
+            if isinstance(obj, dict):
+                size += sum(leaf(k) + 2 for k in obj)
+            sizes[key] = size
+            if size > max_bytes:
+                raise _native.ResourceLimitError(
+                    f"JSON Schema serialises to more than {max_bytes} bytes (CompileLimits.max_input_bytes)"
+                )
+            continue
+        if key in sizes:
+            continue
+        if key in on_path:
+            raise _native.SchemaError("JSON Schema cannot be serialised as JSON: it contains a cycle")
+        if depth >= _MAX_JSON_NESTING:
+            raise _native.ResourceLimitError(f"JSON Schema nests deeper than {_MAX_JSON_NESTING} levels")
+        on_path.add(key)
+        stack.append((obj, depth, True))
+        stack.extend((c, depth + 1, False) for c in children if isinstance(c, (dict, list, tuple)))
+    return sizes[id(value)] if isinstance(value, (dict, list, tuple)) else leaf(value)
+
+
+def _dump_json_bounded(value: Any, max_bytes: int) -> str:
+    """``json.dumps`` after checking nesting, cycles and size (see ``_json_text_size``)."""
+    _json_text_size(value, max_bytes)
+    try:
+        return json.dumps(value, allow_nan=False)
+    except ValueError as error:  # NaN / infinity
+        raise _native.SchemaError(f"JSON Schema cannot be serialised as JSON: {error}") from None
+
+
+def _schema_to_text(schema: SchemaLike, max_bytes: int = _INT64_MAX) -> str:
     if isinstance(schema, str):
-        return schema
+        return _check_text(schema, "JSON Schema text", max_bytes)
     if isinstance(schema, dict):
-        return json.dumps(schema)
+        return _dump_json_bounded(schema, max_bytes)
     if isinstance(schema, type) and hasattr(schema, "model_json_schema"):
-        return json.dumps(schema.model_json_schema())
+        return _dump_json_bounded(schema.model_json_schema(), max_bytes)
     raise TypeError(
         f"schema must be a JSON string, a dict or a pydantic model class, got {type(schema).__name__}"
     )
@@ -85,7 +252,9 @@ class GrammarCompiler:
         tokenizer_info: the model's vocabulary.
         max_threads: threads used for asynchronous compilation.
         cache_enabled: keep compiled grammars for reuse by identical requests.
-        cache_limit_bytes: LRU bound on cached grammars; -1 means unbounded.
+        cache_limit_bytes: LRU bound on cached grammars (1 GiB by default); -1 means unbounded.
+            A grammar is measured when it is stored: parser states its matchers classify
+            later are not re-measured (see scripts/soak.py memory for the RSS this gives).
         mask_cache_limit_bytes: LRU bound on the token-classification pool shared by every
             grammar of this compiler (the cross-grammar mask cache); -1 means unbounded.
         mask_cache: use the adaptive token-mask cache (False: every mask is computed by the
@@ -99,6 +268,8 @@ class GrammarCompiler:
             many copies of ``x`` is lowered as a counted loop plus a short explicit tail, so its
             compile time, FSM size and mask cost do not grow with the bound (the language stays
             exact). 0 or a negative value turns compression off (ablation).
+        limits: resource limits and default timeout of every compilation (``CompileLimits()``
+            defaults when None).
     """
 
     def __init__(
@@ -107,15 +278,22 @@ class GrammarCompiler:
         *,
         max_threads: int = 8,
         cache_enabled: bool = True,
-        cache_limit_bytes: int = -1,
+        cache_limit_bytes: int = 1 << 30,
         mask_cache_limit_bytes: int = 512 << 20,
         mask_cache: bool = True,
         cross_grammar_cache: bool = True,
         precompute_nodes: int = 8,
         repetition_compression_threshold: int = 256,
+        limits: Optional[CompileLimits] = None,
     ) -> None:
         if not isinstance(tokenizer_info, TokenizerInfo):
             raise TypeError(f"tokenizer_info must be a TokenizerInfo, got {type(tokenizer_info).__name__}")
+        if limits is None:
+            limits = CompileLimits()
+        if not isinstance(limits, CompileLimits):
+            raise TypeError(f"limits must be a CompileLimits, got {type(limits).__name__}")
+        self._limits = limits
+        self._native_limits = limits._to_native()
         if max_threads < 1:
             raise ValueError(f"max_threads must be >= 1, got {max_threads}")
         self._tokenizer_info = tokenizer_info
@@ -139,6 +317,11 @@ class GrammarCompiler:
     def tokenizer_info(self) -> TokenizerInfo:
         return self._tokenizer_info
 
+    @property
+    def limits(self) -> CompileLimits:
+        """The resource limits every compilation of this compiler runs under."""
+        return self._limits
+
     # ---- synchronous API -------------------------------------------------------------
 
     def compile_json_schema(
@@ -151,6 +334,7 @@ class GrammarCompiler:
         strict_mode: bool = True,
         max_whitespace: Optional[int] = None,
         lenient: bool = False,
+        timeout: Optional[float] = None,
     ) -> CompiledGrammar:
         """Compiles a JSON Schema (JSON text, dict, or pydantic model class).
 
@@ -159,34 +343,40 @@ class GrammarCompiler:
         ``strict_mode`` forbids undeclared properties unless ``additionalProperties`` allows
         them. ``indent`` / ``separators`` fix the formatting as ``json.dumps`` would;
         ``max_whitespace`` caps each whitespace gap when formatting is flexible.
+        ``timeout`` (seconds) overrides ``limits.timeout_s``; past it the compile stops with
+        ``CompilationTimeoutError``.
         """
         return self.compile_json_schema_async(
             schema, any_whitespace=any_whitespace, indent=indent, separators=separators,
             strict_mode=strict_mode, max_whitespace=max_whitespace, lenient=lenient,
-            _run_inline=True,
+            timeout=timeout, _run_inline=True,
         ).result()
 
-    def compile_builtin_json_grammar(self) -> CompiledGrammar:
+    def compile_builtin_json_grammar(self, *, timeout: Optional[float] = None) -> CompiledGrammar:
         """Compiles the grammar of any JSON value."""
-        return self.compile_builtin_json_grammar_async(_run_inline=True).result()
+        return self.compile_builtin_json_grammar_async(timeout=timeout, _run_inline=True).result()
 
-    def compile_grammar(self, ebnf: str, root_rule_name: str = "root") -> CompiledGrammar:
-        """Compiles an EBNF grammar (GBNF / xgrammar dialect, see docs/ebnf.md)."""
-        return self.compile_grammar_async(ebnf, root_rule_name, _run_inline=True).result()
+    def compile_grammar(
+        self, ebnf: str, root_rule_name: str = "root", *, timeout: Optional[float] = None
+    ) -> CompiledGrammar:
+        """Compiles an EBNF grammar (GBNF / xgrammar dialect, see docs/ebnf.md).
+        ``timeout`` (seconds) overrides ``limits.timeout_s``."""
+        return self.compile_grammar_async(ebnf, root_rule_name, timeout=timeout, _run_inline=True).result()
 
-    def compile_regex(self, pattern: str) -> CompiledGrammar:
-        """Compiles a regex; the whole output must match it."""
-        return self.compile_regex_async(pattern, _run_inline=True).result()
+    def compile_regex(self, pattern: str, *, timeout: Optional[float] = None) -> CompiledGrammar:
+        """Compiles a regex; the whole output must match it. ``timeout`` as for compile_grammar."""
+        return self.compile_regex_async(pattern, timeout=timeout, _run_inline=True).result()
 
-    def compile_structural_tag(self, structural_tag: Any) -> CompiledGrammar:
+    def compile_structural_tag(self, structural_tag: Any, *, timeout: Optional[float] = None) -> CompiledGrammar:
         """Compiles a structural tag (xgrammar's format: JSON text, dict or
         ``structural_tag.StructuralTag``; also the legacy ``{"structures", "triggers"}`` form).
-        See ``xg2_plugin.structural_tag`` for the formats and what is unsupported."""
-        return self.compile_structural_tag_async(structural_tag, _run_inline=True).result()
+        See ``xg2_plugin.structural_tag`` for the formats and what is unsupported.
+        ``timeout`` bounds the final grammar compilation (the tag's schemas convert eagerly)."""
+        return self.compile_structural_tag_async(structural_tag, timeout=timeout, _run_inline=True).result()
 
-    def compile_choice(self, choices: Sequence[str]) -> CompiledGrammar:
+    def compile_choice(self, choices: Sequence[str], *, timeout: Optional[float] = None) -> CompiledGrammar:
         """Compiles a grammar whose output is exactly one of ``choices``."""
-        return self.compile_choice_async(choices, _run_inline=True).result()
+        return self.compile_choice_async(choices, timeout=timeout, _run_inline=True).result()
 
     # ---- asynchronous API ------------------------------------------------------------
 
@@ -200,56 +390,66 @@ class GrammarCompiler:
         strict_mode: bool = True,
         max_whitespace: Optional[int] = None,
         lenient: bool = False,
+        timeout: Optional[float] = None,
         _run_inline: bool = False,
     ) -> "Future[CompiledGrammar]":
-        """Like :meth:`compile_json_schema`, returning a ``concurrent.futures.Future``."""
-        text = _schema_to_text(schema)
+        """Like :meth:`compile_json_schema`, returning a ``concurrent.futures.Future``
+        (``cancel()`` stops the compile even once it runs; see ``_CompileFuture``)."""
+        text = _schema_to_text(schema, self._limits.max_input_bytes)
         if separators is not None:
             separators = (str(separators[0]), str(separators[1]))
         key = ("json_schema", text, any_whitespace, indent, separators, strict_mode, max_whitespace, lenient)
 
-        def build() -> CompiledGrammar:
+        def build(token: Any) -> CompiledGrammar:
             ebnf, warns = _native._json_schema_to_ebnf(
                 text, any_whitespace=any_whitespace, indent=indent, separators=separators,
                 strict_mode=strict_mode, max_whitespace=max_whitespace, lenient=lenient,
+                limits=self._native_limits, cancel=token,
             )
             for message in warns:
                 warnings.warn(f"JSON Schema keyword ignored (lenient): {message}", UserWarning, stacklevel=4)
-            return self._compile_ebnf_now(ebnf, "root", "json_schema")
+            return self._compile_ebnf_now(ebnf, "root", "json_schema", token)
 
-        return self._submit(key, build, _run_inline)
+        return self._submit(key, build, _run_inline, timeout)
 
-    def compile_builtin_json_grammar_async(self, *, _run_inline: bool = False) -> "Future[CompiledGrammar]":
+    def compile_builtin_json_grammar_async(
+        self, *, timeout: Optional[float] = None, _run_inline: bool = False
+    ) -> "Future[CompiledGrammar]":
         """Like :meth:`compile_builtin_json_grammar`, returning a future."""
         return self._submit(
             ("builtin_json",),
-            lambda: self._compile_ebnf_now(_native._builtin_json_ebnf(), "root", "builtin_json"),
-            _run_inline,
+            lambda token: self._compile_ebnf_now(_native._builtin_json_ebnf(), "root", "builtin_json", token),
+            _run_inline, timeout,
         )
 
     def compile_grammar_async(
-        self, ebnf: str, root_rule_name: str = "root", *, _run_inline: bool = False
+        self, ebnf: str, root_rule_name: str = "root", *, timeout: Optional[float] = None,
+        _run_inline: bool = False,
     ) -> "Future[CompiledGrammar]":
         """Like :meth:`compile_grammar`, returning a future."""
-        if not isinstance(ebnf, str):
-            raise TypeError(f"ebnf must be a str, got {type(ebnf).__name__}")
+        _check_text(ebnf, "ebnf", self._limits.max_input_bytes)
+        _check_text(root_rule_name, "root_rule_name", self._limits.max_input_bytes)
         return self._submit(
             ("ebnf", ebnf, root_rule_name),
-            lambda: self._compile_ebnf_now(ebnf, root_rule_name, "ebnf"),
-            _run_inline,
+            lambda token: self._compile_ebnf_now(ebnf, root_rule_name, "ebnf", token),
+            _run_inline, timeout,
         )
 
-    def compile_regex_async(self, pattern: str, *, _run_inline: bool = False) -> "Future[CompiledGrammar]":
+    def compile_regex_async(
+        self, pattern: str, *, timeout: Optional[float] = None, _run_inline: bool = False
+    ) -> "Future[CompiledGrammar]":
         """Like :meth:`compile_regex`, returning a future."""
-        if not isinstance(pattern, str):
-            raise TypeError(f"pattern must be a str, got {type(pattern).__name__}")
+        _check_text(pattern, "pattern", self._limits.max_input_bytes)
         return self._submit(
             ("regex", pattern),
-            lambda: self._compile_ebnf_now("root ::= " + _native._regex_to_ebnf(pattern), "root", "regex"),
-            _run_inline,
+            lambda token: self._compile_ebnf_now(
+                "root ::= " + _native._regex_to_ebnf(pattern, cancel=token), "root", "regex", token),
+            _run_inline, timeout,
         )
 
-    def compile_structural_tag_async(self, structural_tag: Any, *, _run_inline: bool = False) -> "Future[CompiledGrammar]":
+    def compile_structural_tag_async(
+        self, structural_tag: Any, *, timeout: Optional[float] = None, _run_inline: bool = False
+    ) -> "Future[CompiledGrammar]":
         """Like :meth:`compile_structural_tag`, returning a future. Validation errors
         (``StructuralTagError``, ``UnsupportedSchemaError``) are raised here, not deferred."""
         from .structural_tag import parse_structural_tag, structural_tag_to_ebnf
@@ -258,21 +458,24 @@ class GrammarCompiler:
         ebnf = structural_tag_to_ebnf(tag, self._tokenizer_info)
         return self._submit(
             ("ebnf", ebnf, "root"),
-            lambda: self._compile_ebnf_now(ebnf, "root", "structural_tag"),
-            _run_inline,
+            lambda token: self._compile_ebnf_now(ebnf, "root", "structural_tag", token),
+            _run_inline, timeout,
         )
 
-    def compile_choice_async(self, choices: Sequence[str], *, _run_inline: bool = False) -> "Future[CompiledGrammar]":
+    def compile_choice_async(
+        self, choices: Sequence[str], *, timeout: Optional[float] = None, _run_inline: bool = False
+    ) -> "Future[CompiledGrammar]":
         """Like :meth:`compile_choice`, returning a future."""
         if isinstance(choices, str) or not all(isinstance(c, str) for c in choices):
             raise TypeError("choices must be a sequence of str")
         if len(choices) == 0:
             raise ValueError("choices must not be empty")
         body = " | ".join(ebnf_string_literal(c) for c in choices)
+        _check_text(body, "choices", self._limits.max_input_bytes)
         return self._submit(
             ("choice", tuple(choices)),
-            lambda: self._compile_ebnf_now("root ::= " + body, "root", "choice"),
-            _run_inline,
+            lambda token: self._compile_ebnf_now("root ::= " + body, "root", "choice", token),
+            _run_inline, timeout,
         )
 
     # ---- cache -------------------------------------------------------------------------
@@ -301,15 +504,21 @@ class GrammarCompiler:
             self._cache_bytes = 0
         self._mask_pool.clear()
 
-    def _compile_ebnf_now(self, ebnf: str, root_rule_name: str, kind: str) -> CompiledGrammar:
+    def _compile_ebnf_now(self, ebnf: str, root_rule_name: str, kind: str, token: Any = None) -> CompiledGrammar:
         handle = _native.compile_ebnf_with_token_literals(
             self._tokenizer_info._handle, ebnf, root_rule_name, self._token_literal_vocabs,
             self._mask_pool, self._mask_cache, self._cross_grammar_cache, self._precompute_nodes,
             self._repetition_compression_threshold,
+            limits=self._native_limits, cancel=token,
         )
         return CompiledGrammar(handle, self._tokenizer_info, kind)
 
-    def _submit(self, key: tuple, build: Callable[[], CompiledGrammar], run_inline: bool) -> "Future[CompiledGrammar]":
+    def _submit(
+        self, key: tuple, build: Callable[[Any], CompiledGrammar], run_inline: bool, timeout: Optional[float]
+    ) -> "Future[CompiledGrammar]":
+        _check_timeout(timeout, "timeout")
+        if timeout is None:
+            timeout = self._limits.timeout_s
         with self._lock:
             if self._cache_enabled and key in self._cache:
                 self._cache.move_to_end(key)
@@ -319,7 +528,7 @@ class GrammarCompiler:
             in_flight = self._in_flight.get(key)
             if in_flight is not None:
                 return in_flight
-            future: Future = Future()
+            future = _CompileFuture()
             self._in_flight[key] = future
 
         def run() -> None:
@@ -327,7 +536,9 @@ class GrammarCompiler:
                 self._forget(key)
                 return
             try:
-                result = build()
+                if timeout is not None:
+                    future._token.set_timeout(timeout)
+                result = build(future._token)
             except BaseException as error:  # delivered to every waiter of the future
                 self._forget(key)
                 future.set_exception(error)

@@ -11,9 +11,13 @@ C++ errors cross the boundary with their type intact.
 * ``UnsupportedSchemaError`` (a ``SchemaError``) -- a keyword the engine cannot enforce exactly.
 * ``ResourceLimitError`` -- a configured limit (size, depth, repetition, items) was exceeded.
 * ``InvalidArgumentError`` (also ``ValueError``) -- e.g. a token id outside the vocabulary.
+* ``CompilationCancelledError`` -- a compile stopped by ``Future.cancel()``.
+* ``CompilationTimeoutError`` (a ``CompilationCancelledError``) -- a compile past its timeout.
 """
 
 from ._native import (
+    CompilationCancelledError,
+    CompilationTimeoutError,
     GrammarSyntaxError,
     InvalidArgumentError,
     RegexError,
@@ -31,4 +35,6 @@ __all__ = [
     "UnsupportedSchemaError",
     "ResourceLimitError",
     "InvalidArgumentError",
+    "CompilationCancelledError",
+    "CompilationTimeoutError",
 ]

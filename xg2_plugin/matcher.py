@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 import os
 from typing import Any, Optional, Sequence, Union
 
@@ -10,6 +11,26 @@ from .bitmask import view_bitmask
 from .compiler import CompiledGrammar
 
 __all__ = ["GrammarMatcher", "batch_fill_next_token_bitmask"]
+
+_INT32_MIN, _INT32_MAX = -(2 ** 31), 2 ** 31 - 1
+
+
+def _token_id(value: Any, vocab_size: int) -> int:
+    """An int token id (TypeError for other types). Ids beyond int32 are reported here with
+    the native message, since they cannot cross into the engine to be rejected there."""
+    token = operator.index(value)
+    if not _INT32_MIN <= token <= _INT32_MAX:
+        raise _native.InvalidArgumentError(f"token id {token} is outside the vocabulary [0, {vocab_size})")
+    return token
+
+
+def _row_index(value: Any, rows: int) -> int:
+    if isinstance(value, bool):
+        raise TypeError("bitmask index must be an int, got bool")
+    index = operator.index(value)
+    if not 0 <= index < rows:
+        raise ValueError(f"bitmask index {index} is out of range for {rows} rows")
+    return index
 
 
 class GrammarMatcher:
@@ -74,8 +95,7 @@ class GrammarMatcher:
 
     def _row(self, bitmask: Any, index: int) -> tuple[int, int]:
         view = view_bitmask(bitmask)
-        if not isinstance(index, int) or not 0 <= index < view.rows:
-            raise ValueError(f"bitmask index {index} is out of range for {view.rows} rows")
+        index = _row_index(index, view.rows)
         needed = (self.vocab_size + 31) // 32
         if view.num_words < needed:
             raise ValueError(
@@ -86,7 +106,7 @@ class GrammarMatcher:
 
     def accept_token(self, token_id: int) -> bool:
         """Consumes one token; returns False (state unchanged) if the grammar forbids it."""
-        return bool(self._handle.accept_token(int(token_id)))
+        return bool(self._handle.accept_token(_token_id(token_id, self.vocab_size)))
 
     def accept_string(self, text: Union[str, bytes]) -> bool:
         """Consumes raw text as one step (undone by ``rollback(1)``); False if not allowed."""
@@ -95,11 +115,15 @@ class GrammarMatcher:
 
     def validate_tokens(self, token_ids: Sequence[int]) -> int:
         """Length of the longest prefix of ``token_ids`` the grammar accepts; state unchanged."""
-        return int(self._handle.validate_tokens([int(t) for t in token_ids]))
+        return int(self._handle.validate_tokens([_token_id(t, self.vocab_size) for t in token_ids]))
 
     def rollback(self, num_tokens: int = 1) -> None:
         """Undoes the last ``num_tokens`` accepted steps (any depth since the last reset)."""
-        self._handle.rollback(int(num_tokens))
+        count = operator.index(num_tokens)
+        if not 0 <= count <= _INT32_MAX:
+            raise _native.InvalidArgumentError(
+                f"cannot roll back {count} tokens: only {self.num_accepted_steps} accepted since the last reset")
+        self._handle.rollback(count)
 
     def fork(self) -> "GrammarMatcher":
         """An independent copy of this matcher in its current state."""
@@ -139,7 +163,7 @@ def batch_fill_next_token_bitmask(
     distinct objects. Returns, per matcher, whether its mask needs applying.
     """
     view = view_bitmask(bitmask)
-    rows = list(range(len(matchers))) if indices is None else [int(i) for i in indices]
+    rows = list(range(len(matchers))) if indices is None else [_row_index(i, view.rows) for i in indices]
     if len(rows) != len(matchers):
         raise ValueError(f"{len(matchers)} matchers but {len(rows)} indices")
     for r in rows:

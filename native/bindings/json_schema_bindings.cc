@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "bindings/compile_scope.h"
 #include "bindings/registry.h"
 #include "frontends/json_schema/json_schema_converter.h"
 
@@ -32,7 +33,7 @@ void BindJsonSchema(py::module_& m) {
       "_json_schema_to_ebnf",
       [](const std::string& schema, bool any_whitespace, std::optional<int> indent,
          Separators separators, bool strict_mode, std::optional<int> max_whitespace,
-         bool lenient) {
+         bool lenient, const CompileLimits* limits, const CancellationToken* cancel) {
         JsonSchemaOptions options =
             MakeOptions(any_whitespace, indent, std::move(separators), max_whitespace);
         options.strict_mode = strict_mode;
@@ -40,6 +41,7 @@ void BindJsonSchema(py::module_& m) {
         JsonSchemaConversion result;
         {
           py::gil_scoped_release release;
+          CompileScope scope(limits, cancel);
           result = JsonSchemaToEbnf(schema, options);
         }
         return py::make_tuple(result.ebnf, result.warnings);
@@ -47,6 +49,7 @@ void BindJsonSchema(py::module_& m) {
       py::arg("schema"), py::arg("any_whitespace") = true, py::arg("indent") = py::none(),
       py::arg("separators") = py::none(), py::arg("strict_mode") = true,
       py::arg("max_whitespace") = py::none(), py::arg("lenient") = false,
+      py::arg("limits") = nullptr, py::arg("cancel") = nullptr,
       "JSON Schema text -> (EBNF text with root rule 'root', warnings).");
   m.def(
       "_json_schema_keyword_table",

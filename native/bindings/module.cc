@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "bindings/registry.h"
+#include "support/cancellation.h"
 #include "support/error.h"
 
 namespace py = pybind11;
@@ -30,6 +31,10 @@ void BindExceptions(py::module_& m) {
   static py::exception<ResourceLimitError> limit_error(m, "ResourceLimitError", error.ptr());
   static py::exception<InvalidArgumentError> argument_error(m, "InvalidArgumentError",
                                                             PyExc_ValueError);
+  static py::exception<CompilationCancelledError> cancelled_error(m, "CompilationCancelledError",
+                                                                  error.ptr());
+  static py::exception<CompilationTimeoutError> timeout_error(m, "CompilationTimeoutError",
+                                                              cancelled_error.ptr());
   // GrammarSyntaxError, SchemaError and InvalidArgumentError derive from ValueError; make
   // them XG2Errors too so one `except XG2Error` catches everything the engine raises.
   for (PyObject* cls : {syntax_error.ptr(), schema_error.ptr(), argument_error.ptr()}) {
@@ -51,6 +56,10 @@ void BindExceptions(py::module_& m) {
       PyErr_SetString(limit_error.ptr(), e.what());
     } catch (const InvalidArgumentError& e) {
       PyErr_SetString(argument_error.ptr(), e.what());
+    } catch (const CompilationTimeoutError& e) {
+      PyErr_SetString(timeout_error.ptr(), e.what());
+    } catch (const CompilationCancelledError& e) {
+      PyErr_SetString(cancelled_error.ptr(), e.what());
     } catch (const Error& e) {
       PyErr_SetString(error.ptr(), e.what());
     }

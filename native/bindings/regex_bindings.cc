@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "bindings/compile_scope.h"
 #include "bindings/registry.h"
 #include "frontends/regex/regex_converter.h"
 
@@ -14,13 +15,16 @@ namespace {
 void BindRegex(py::module_& m) {
   m.def(
       "_regex_to_ebnf",
-      [](const std::string& pattern, bool search, bool json_string_body) {
+      [](const std::string& pattern, bool search, bool json_string_body,
+         const CancellationToken* cancel) {
+        CompileScope scope(nullptr, cancel);
         RegexOptions options;
         options.search = search;
         options.json_string_body = json_string_body;
         return RegexToEbnf(pattern, options);
       },
       py::arg("pattern"), py::arg("search") = false, py::arg("json_string_body") = false,
+      py::arg("cancel") = nullptr,
       "Translates a regex into an EBNF expression (the body of a rule). search=True: the "
       "pattern may match anywhere unless anchored (JSON Schema `pattern`). "
       "json_string_body=True: the language is the JSON string encoding of matching strings, "

@@ -4,6 +4,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "bindings/compile_scope.h"
 #include "bindings/registry.h"
 #include "frontends/ebnf/ebnf_parser.h"
 #include "matcher/compiled_grammar.h"
@@ -23,7 +24,11 @@ std::shared_ptr<CompiledGrammar> CompileWithTokenLiterals(
     std::shared_ptr<TokenizerInfo> tokenizer, const std::string& ebnf,
     const std::string& root_rule_name, py::dict vocab_cache, std::shared_ptr<MaskCachePool> pool,
     bool mask_cache, bool cross_grammar_cache, int32_t precompute_nodes,
-    int32_t repetition_compression_threshold) {
+    int32_t repetition_compression_threshold, const CompileLimits* limits,
+    const CancellationToken* cancel) {
+  // Installed while the GIL is held and again after each release: the scope is per thread,
+  // and every step below runs on this thread.
+  CompileScope scope(limits, cancel);
   MaskCacheOptions options;
   options.enabled = mask_cache;
   options.cross_grammar = cross_grammar_cache;
@@ -59,6 +64,7 @@ void BindTokenLiterals(py::module_& m) {
         py::arg("pool") = nullptr, py::arg("mask_cache") = true,
         py::arg("cross_grammar_cache") = true, py::arg("precompute_nodes") = 8,
         py::arg("repetition_compression_threshold") = kDefaultRepetitionCompressionThreshold,
+        py::arg("limits") = nullptr, py::arg("cancel") = nullptr,
         "Like compile_ebnf; a grammar that names tokens with Token(id) is matched against a "
         "derived vocabulary (cached in vocab_cache) in which those tokens are its terminals.");
   m.def("_token_literal_bytes",

@@ -17,6 +17,7 @@
 
 #include "grammar/grammar_fsm.h"
 #include "grammar/tag_dispatch.h"
+#include "support/cancellation.h"
 #include "support/error.h"
 #include "support/utf8.h"
 
@@ -424,6 +425,7 @@ class NfaBuilder {
   }
 
   int32_t NewNode() {
+    ThrowIfCancelled();
     if (--*budget_ < 0) {
       throw ResourceLimitError("grammar too large: more than the node limit of the FSM builder "
                                "(reduce repetition bounds or grammar size)");
@@ -488,7 +490,10 @@ class SubsetConstruction {
     }
     // Redirect targets exist even when no byte step reaches exactly h's state.
     for (const auto& head : heads) Intern(head, &dfa);
-    for (size_t i = 0; i < worklist_.size(); ++i) Expand(static_cast<int32_t>(i), &dfa);
+    for (size_t i = 0; i < worklist_.size(); ++i) {
+      ThrowIfCancelled();
+      Expand(static_cast<int32_t>(i), &dfa);
+    }
     for (size_t k = 0; k < nfa_.loops.size(); ++k) {
       auto gate = ids_.find(gate_closures_[k]);
       dfa.loops.push_back({ids_.at(heads[k]), gate == ids_.end() ? -1 : gate->second, nfa_.loops[k].limit});

@@ -2,6 +2,7 @@
 
 #include "frontends/ebnf/ebnf_parser.h"
 #include "grammar/inline_rules.h"
+#include "support/compile_limits.h"
 
 namespace xg2 {
 
@@ -22,7 +23,10 @@ std::shared_ptr<const CompiledGrammar> CompileEbnf(const std::string& ebnf,
   }
   InlineSmallRules(&ast, inline_options);
   auto compiled = std::make_shared<CompiledGrammar>();
+  const CompileLimits& compile_limits = CurrentCompileLimits();
+  limits.max_nodes = compile_limits.max_fsm_nodes;
   compiled->fsm = std::make_shared<const GrammarFsm>(BuildGrammarFsm(ast, limits));
+  compiled->earley_limits.max_items_per_step = compile_limits.max_earley_items_per_step;
   compiled->tokenizer = std::move(tokenizer);
   compiled->ebnf = ebnf;
   compiled->mask_cache = std::make_shared<GrammarMaskCache>(compiled->fsm, compiled->tokenizer,

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "grammar/grammar_fsm.h"
+#include "matcher/earley_parser.h"
 #include "matcher/token_mask_cache.h"
 #include "tokenizer/tokenizer_info.h"
 
@@ -19,6 +20,8 @@ struct CompiledGrammar {
   std::string ebnf;
   // Token classifications per node, filled on demand by matchers (thread-safe).
   std::shared_ptr<GrammarMaskCache> mask_cache;
+  // Limits of every matcher's parser (from the compile's CompileLimits).
+  EarleyLimits earley_limits;
 
   size_t MemoryBytes() const {
     return sizeof(*this) + fsm->MemoryBytes() + ebnf.capacity() + mask_cache->MemoryBytes();

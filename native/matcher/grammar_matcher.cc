@@ -13,7 +13,7 @@ GrammarMatcher::GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar,
     : grammar_(std::move(grammar)),
       tokenizer_(grammar_->tokenizer.get()),
       terminate_without_stop_token_(terminate_without_stop_token),
-      parser_(grammar_->fsm) {
+      parser_(grammar_->fsm, grammar_->earley_limits) {
   stop_token_ids_ = stop_token_ids ? *stop_token_ids : tokenizer_->stop_token_ids();
   is_stop_.assign(tokenizer_->vocab_size(), 0);
   for (int32_t id : stop_token_ids_) {

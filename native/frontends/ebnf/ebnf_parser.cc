@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "grammar/token_literal.h"
+#include "support/cancellation.h"
+#include "support/compile_limits.h"
 #include "support/error.h"
 #include "support/utf8.h"
 
@@ -25,8 +27,6 @@ constexpr int kMaxNestingDepth = 1000;
 // Expression trees taller than this are refused, so that every later recursive walk of
 // the tree (printing, lowering) has a bounded depth.
 constexpr int kMaxExpressionHeight = 2 * kMaxNestingDepth;
-// Largest bound accepted in `{m,n}`.
-constexpr int32_t kMaxRepeatBound = 1000000;
 
 constexpr uint32_t kSurrogateFirst = 0xD800;
 constexpr uint32_t kSurrogateLast = 0xDFFF;
@@ -306,15 +306,16 @@ class Lexer {
     while (source_.At(pos_) == ' ' || source_.At(pos_) == '\t') ++pos_;
   }
 
-  // Decimal digits at pos_ (at least one); refuses values above kMaxRepeatBound.
+  // Decimal digits at pos_ (at least one); refuses values above the configured bound.
   int32_t LexBound() {
+    const int64_t max_bound = CurrentCompileLimits().max_repetition_bound;
     size_t start = pos_;
     int64_t value = 0;
     while (IsDigit(source_.At(pos_))) {
       value = value * 10 + (source_.At(pos_) - '0');
-      if (value > kMaxRepeatBound) {
+      if (value > max_bound) {
         source_.FailLimit(start, "repetition bound exceeds the limit of " +
-                                     std::to_string(kMaxRepeatBound));
+                                     std::to_string(max_bound));
       }
       ++pos_;
     }
@@ -413,7 +414,10 @@ class Parser {
       : source_(text), lexer_(source_), root_rule_name_(root_rule_name) {}
 
   GrammarAst Parse() {
-    while (Peek().kind != TokenKind::kEnd) ParseRule();
+    while (Peek().kind != TokenKind::kEnd) {
+      ThrowIfCancelled();
+      ParseRule();
+    }
     ResolveRuleRefs();
     auto root = rule_ids_.find(root_rule_name_);
     if (root == rule_ids_.end()) {
@@ -538,6 +542,7 @@ class Parser {
     size_t offset = Peek().offset;
     std::vector<ExprId> elements;
     while (AtElementStart() && !AtRuleStart() && !AtLookahead()) {
+      ThrowIfCancelled();
       elements.push_back(ParsePostfix(depth));
     }
     if (elements.empty()) return AddEmpty();

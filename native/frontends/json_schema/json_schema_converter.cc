@@ -15,6 +15,8 @@
 #include "frontends/json_schema/schema_converter_internal.h"
 #include "frontends/json_schema/string_formats.h"
 #include "frontends/regex/regex_converter.h"
+#include "support/cancellation.h"
+#include "support/compile_limits.h"
 #include "support/error.h"
 
 namespace xg2 {
@@ -218,7 +220,8 @@ const char* const kCommonRules[] = {"root",        "json_value", "json_string", 
 }  // namespace
 
 SchemaConverter::SchemaConverter(const JsonValue& document, const JsonSchemaOptions& options)
-    : document_(document), options_(options), layout_(options), rules_(kMaxGrammarBytes) {
+    : document_(document), options_(options), layout_(options),
+      rules_(static_cast<size_t>(CurrentCompileLimits().max_generated_grammar_bytes)) {
   const JsonValue* dialect = document.Find("$schema");
   if (dialect != nullptr && dialect->is_string()) {
     const std::string& uri = dialect->string_value();
@@ -230,7 +233,7 @@ SchemaConverter::SchemaConverter(const JsonValue& document, const JsonSchemaOpti
 }
 
 void SchemaConverter::StartOutput() {
-  rules_ = RuleSet(kMaxGrammarBytes);
+  rules_ = RuleSet(static_cast<size_t>(CurrentCompileLimits().max_generated_grammar_bytes));
   for (const char* name : kCommonRules) rules_.Claim(name);
   warnings_.clear();
   warned_.clear();
@@ -399,9 +402,11 @@ Fragment SchemaConverter::Schema(const JsonValue& schema, const std::string& poi
   if (!schema.is_object()) {
     Invalid("schema at " + ShowPointer(pointer) + " must be an object or a boolean");
   }
-  if (++active_depth_ > kMaxConversionDepth) {
+  ThrowIfCancelled();
+  if (++active_depth_ > CurrentCompileLimits().max_schema_depth) {
     throw ResourceLimitError("schema nesting or $ref chain deeper than " +
-                             std::to_string(kMaxConversionDepth) + " at " + ShowPointer(pointer));
+                             std::to_string(CurrentCompileLimits().max_schema_depth) + " at " +
+                             ShowPointer(pointer));
   }
   Fragment result = SchemaObject(Node{schema, pointer}, depth);
   --active_depth_;

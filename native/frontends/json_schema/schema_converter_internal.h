@@ -29,9 +29,8 @@ namespace schema_internal {
 // With `indent`, containers nested deeper than this are not generated (the grammar needs
 // one copy of each rule per depth).
 constexpr int kMaxIndentedNesting = 32;
-constexpr size_t kMaxGrammarBytes = size_t{64} << 20;
-// Nested schema nodes / $ref expansions in progress at once.
-constexpr int kMaxConversionDepth = 2000;
+// The generated grammar size and the nesting / $ref depth are bounded by the configurable
+// CompileLimits (support/compile_limits.h).
 // Integer bounds with more digits than this are refused.
 constexpr size_t kMaxBoundDigits = 200;
 // Length and item-count bounds above this are refused (they would unroll huge grammars).

@@ -1,0 +1,99 @@
+// Cooperative cancellation of a compilation (timeouts and Future.cancel()).
+//
+// The caller creates a CancellationToken and installs it on the compiling thread with a
+// ScopedCancellation for the duration of the native compile. The long loops of the compile
+// (EBNF parse, JSON Schema expansion, FSM construction) call ThrowIfCancelled() at safe points:
+// places where throwing leaves nothing half-built that outlives the exception, so unwinding
+// frees the partial work. The check is one thread-local load when no token is installed and
+// reads the clock only every kClockStride calls.
+#ifndef XG2_SUPPORT_CANCELLATION_H_
+#define XG2_SUPPORT_CANCELLATION_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "support/error.h"
+
+namespace xg2 {
+
+// Raised when a compilation stops because its token was cancelled.
+class CompilationCancelledError : public Error {
+ public:
+  using Error::Error;
+};
+
+// Raised when a compilation stops because its deadline passed.
+class CompilationTimeoutError : public CompilationCancelledError {
+ public:
+  using CompilationCancelledError::CompilationCancelledError;
+};
+
+// Shared between the thread that requests cancellation and the compiling thread.
+class CancellationToken {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  void Cancel() { cancelled_.store(true, std::memory_order_relaxed); }
+  bool cancelled() const { return cancelled_.load(std::memory_order_relaxed); }
+
+  // A deadline `seconds` from now; a non-positive value means the deadline has passed.
+  void SetTimeout(double seconds) {
+    timeout_seconds_ = seconds;
+    deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                   std::chrono::duration<double>(seconds));
+    has_deadline_ = true;
+  }
+
+  // Throws if cancelled, or (when `check_clock`) if the deadline has passed.
+  void Check(bool check_clock) const {
+    if (cancelled()) throw CompilationCancelledError("compilation cancelled");
+    if (check_clock && has_deadline_ && Clock::now() >= deadline_) {
+      throw CompilationTimeoutError("compilation timed out after " +
+                                    std::to_string(timeout_seconds_) + " s");
+    }
+  }
+
+ private:
+  std::atomic<bool> cancelled_{false};
+  bool has_deadline_ = false;
+  double timeout_seconds_ = 0;
+  Clock::time_point deadline_{};
+};
+
+namespace cancellation_detail {
+inline thread_local const CancellationToken* current_token = nullptr;
+inline thread_local uint32_t calls_since_clock = 0;
+constexpr uint32_t kClockStride = 256;
+}  // namespace cancellation_detail
+
+// Installs `token` (may be null) as the current thread's token until destroyed.
+class ScopedCancellation {
+ public:
+  explicit ScopedCancellation(const CancellationToken* token)
+      : previous_(cancellation_detail::current_token) {
+    // Check before installing: a throwing constructor runs no destructor to restore.
+    if (token) token->Check(true);
+    cancellation_detail::current_token = token;
+  }
+  ~ScopedCancellation() { cancellation_detail::current_token = previous_; }
+  ScopedCancellation(const ScopedCancellation&) = delete;
+  ScopedCancellation& operator=(const ScopedCancellation&) = delete;
+
+ private:
+  const CancellationToken* previous_;
+};
+
+// The safe-point check for long compile loops; a no-op outside a cancellable compile.
+inline void ThrowIfCancelled() {
+  const CancellationToken* token = cancellation_detail::current_token;
+  if (token == nullptr) return;
+  bool check_clock = ++cancellation_detail::calls_since_clock >= cancellation_detail::kClockStride;
+  if (check_clock) cancellation_detail::calls_since_clock = 0;
+  token->Check(check_clock);
+}
+
+}  // namespace xg2
+
+#endif  // XG2_SUPPORT_CANCELLATION_H_

@@ -1,0 +1,146 @@
+"""Many threads on one shared compiler produce exactly the single-thread masks.
+
+One GrammarCompiler (shared grammar cache, cross-grammar mask pool, in-flight sharing) is
+used by several threads at once, each compiling (sync and async), filling masks (single and
+batch), accepting, rolling back and forking over corpus schemas. Every mask is compared with
+the one recorded by a single thread on a separate compiler. Native calls release the GIL, so
+this runs the engine truly in parallel; scripts/sanitize.sh tsan runs it under
+ThreadSanitizer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+import xg2_plugin as xg
+from xg2_plugin.bitmask import bitmask_to_bool_array
+from xg2_test_support import data_dir, hf_tokenizer_info
+
+TOKENIZER = "gpt2"
+NUM_SCHEMAS = 6
+STEPS = 24
+THREADS = 6
+
+
+def _digest(bitmask: np.ndarray) -> str:
+    return hashlib.sha1(bitmask.tobytes()).hexdigest()
+
+
+def _schemas() -> list[str]:
+    corpus = data_dir() / "jsonschemabench"
+    if not corpus.is_dir():
+        pytest.skip("JSONSchemaBench not available")
+    probe = xg.GrammarCompiler(hf_tokenizer_info(TOKENIZER))
+    chosen: list[str] = []
+    for path in sorted(corpus.glob("Github_easy---*.json"))[::25]:
+        text = json.dumps(json.loads(path.read_text())["schema"])
+        try:
+            probe.compile_json_schema(text)
+        except xg.XG2Error:
+            continue
+        chosen.append(text)
+        if len(chosen) == NUM_SCHEMAS:
+            break
+    return chosen
+
+
+def _reference_walk(grammar: xg.CompiledGrammar, seed: int) -> tuple[list[int], list[str]]:
+    """A random walk through allowed tokens and the digest of the mask before each step."""
+    rng = random.Random(seed)
+    info = grammar.tokenizer_info
+    stops = set(info.stop_token_ids)
+    matcher = xg.GrammarMatcher(grammar)
+    bitmask = np.zeros(xg.get_bitmask_shape(1, info.vocab_size), dtype=np.int32)
+    tokens: list[int] = []
+    digests: list[str] = []
+    for _ in range(STEPS):
+        matcher.fill_next_token_bitmask(bitmask)
+        digests.append(_digest(bitmask))
+        allowed = [t for t in np.flatnonzero(bitmask_to_bool_array(bitmask[0], info.vocab_size)) if t not in stops]
+        if not allowed:
+            break
+        token = int(rng.choice(allowed))
+        assert matcher.accept_token(token)
+        tokens.append(token)
+    return tokens, digests
+
+
+@pytest.fixture(scope="module")
+def reference() -> list[tuple[str, list[int], list[str]]]:
+    compiler = xg.GrammarCompiler(hf_tokenizer_info(TOKENIZER), cache_enabled=False)
+    out = []
+    for i, text in enumerate(_schemas()):
+        tokens, digests = _reference_walk(compiler.compile_json_schema(text), seed=i)
+        out.append((text, tokens, digests))
+    return out
+
+
+def _worker(compiler: xg.GrammarCompiler, reference: list, thread_index: int, barrier: threading.Barrier) -> int:
+    rng = random.Random(1000 + thread_index)
+    order = list(range(len(reference)))
+    rng.shuffle(order)
+    barrier.wait()
+    checked = 0
+    info = compiler.tokenizer_info
+    bitmask = np.zeros(xg.get_bitmask_shape(1, info.vocab_size), dtype=np.int32)
+    for index in order:
+        text, tokens, digests = reference[index]
+        if rng.random() < 0.5:
+            grammar = compiler.compile_json_schema_async(text).result()
+        else:
+            grammar = compiler.compile_json_schema(text)
+        matcher = xg.GrammarMatcher(grammar)
+        step = 0
+        while step < len(digests):
+            matcher.fill_next_token_bitmask(bitmask)
+            assert _digest(bitmask) == digests[step], f"thread {thread_index}, schema {index}, step {step}"
+            checked += 1
+            if step == len(tokens):
+                break
+            assert matcher.accept_token(tokens[step])
+            step += 1
+            roll = rng.random()
+            if roll < 0.2 and step >= 2:
+                matcher.rollback(2)
+                step -= 2
+            elif roll < 0.3:
+                matcher = matcher.fork()
+            elif roll < 0.35:
+                assert matcher.validate_tokens(tokens[step:]) == len(tokens) - step
+    return checked
+
+
+def test_threads_share_one_compiler_and_match_single_thread(reference: list) -> None:
+    compiler = xg.GrammarCompiler(hf_tokenizer_info(TOKENIZER), max_threads=4, mask_cache_limit_bytes=8 << 20)
+    barrier = threading.Barrier(THREADS)
+    with ThreadPoolExecutor(THREADS) as pool:
+        checked = list(pool.map(lambda i: _worker(compiler, reference, i, barrier), range(THREADS)))
+    assert all(c > 0 for c in checked)
+
+
+def test_batch_fill_from_threads_matches_single_thread(reference: list) -> None:
+    """Several threads each batch-fill rows for a group of matchers at the same states."""
+    compiler = xg.GrammarCompiler(hf_tokenizer_info(TOKENIZER))
+    grammars = [compiler.compile_json_schema(text) for text, _, _ in reference]
+    vocab = compiler.tokenizer_info.vocab_size
+
+    def run(thread_index: int) -> None:
+        matchers = [xg.GrammarMatcher(g) for g in grammars]
+        bitmask = np.zeros(xg.get_bitmask_shape(len(matchers), vocab), dtype=np.int32)
+        for step in range(STEPS):
+            xg.batch_fill_next_token_bitmask(matchers, bitmask, max_threads=2)
+            for row, (_, tokens, digests) in enumerate(reference):
+                if step < len(digests):
+                    assert _digest(bitmask[row: row + 1]) == digests[step], f"thread {thread_index} row {row} step {step}"
+                if step < len(tokens):
+                    assert matchers[row].accept_token(tokens[step])
+
+    with ThreadPoolExecutor(3) as pool:
+        list(pool.map(run, range(3)))
