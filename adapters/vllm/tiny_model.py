@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 from typing import Union
 
-__all__ = ["build_tiny_llama", "build_tiny_mistral"]
+__all__ = ["build_tiny_llama", "build_tiny_mistral", "build_tiny_tiktoken"]
 
 _TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
 
@@ -110,6 +110,52 @@ def build_tiny_mistral(
     _save_random_llama(out_dir, vocab_size=vocab_size, bos_token_id=1, eos_token_id=2,
                        hidden_size=hidden_size, num_layers=num_layers, seed=seed)
     shutil.copy(tokenizer_file, out_dir / name)
+    stamp.write_text(json.dumps(settings))
+    return out_dir
+
+
+def build_tiny_tiktoken(
+    tiktoken_file: Union[str, Path],
+    special_tokens: dict[str, int],
+    out_dir: Union[str, Path],
+    *,
+    eos_token: str,
+    hidden_size: int = 64,
+    num_layers: int = 2,
+    seed: int = 0,
+) -> Path:
+    """Saves a random-weights Llama next to a tiktoken vocabulary, for vLLM's tiktoken tokenizer.
+
+    vLLM 0.32's ``tokenizer_mode="kimi_audio"`` loads ``tiktoken.model`` (base64 token, rank
+    per line) plus the special tokens listed in ``tokenizer_config.json``.
+
+    Args:
+        tiktoken_file: a ``.tiktoken`` ranks file.
+        special_tokens: special token text -> id.
+        out_dir: where to write the model folder.
+        eos_token: the special token that ends generation.
+        hidden_size: model width.
+        num_layers: decoder layers.
+        seed: torch seed for the weights.
+
+    Returns:
+        ``out_dir``, loadable by ``vllm.LLM(model=str(out_dir), tokenizer_mode="kimi_audio")``.
+    """
+    tiktoken_file, out_dir = Path(tiktoken_file), Path(out_dir)
+    settings = {"tokenizer": str(tiktoken_file.resolve()), "specials": special_tokens, "eos": eos_token,
+                "hidden": hidden_size, "layers": num_layers, "seed": seed}
+    stamp = out_dir / "xg2_tiny_model.json"
+    if stamp.exists() and json.loads(stamp.read_text()) == settings:
+        return out_dir
+    with open(tiktoken_file, encoding="utf-8") as ranks:
+        num_ranks = sum(1 for line in ranks if line.strip())
+    vocab_size = max(num_ranks, max(special_tokens.values()) + 1)
+    _save_random_llama(out_dir, vocab_size=vocab_size, bos_token_id=special_tokens[eos_token],
+                       eos_token_id=special_tokens[eos_token], hidden_size=hidden_size,
+                       num_layers=num_layers, seed=seed)
+    shutil.copy(tiktoken_file, out_dir / "tiktoken.model")
+    decoder = {str(i): {"content": text, "special": True} for text, i in special_tokens.items()}
+    (out_dir / "tokenizer_config.json").write_text(json.dumps({"added_tokens_decoder": decoder, "eos_token": eos_token}))
     stamp.write_text(json.dumps(settings))
     return out_dir
 

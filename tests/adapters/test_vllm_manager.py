@@ -13,6 +13,9 @@ This module needs no CPU kernels, so it also runs against vLLM 0.33's Python sou
 
 from __future__ import annotations
 
+import json
+import os
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -22,6 +25,7 @@ import pytest
 pytest.importorskip("vllm")
 
 import numpy as np  # noqa: E402
+from jsonschema import validate as jsonschema_validate  # noqa: E402
 import torch  # noqa: E402
 import vllm  # noqa: E402
 from vllm import SamplingParams  # noqa: E402
@@ -31,12 +35,19 @@ from vllm.v1.request import Request  # noqa: E402
 from vllm.v1.structured_output import StructuredOutputManager  # noqa: E402
 
 from xg2_plugin.adapters.vllm.backend import XG2Backend, XG2Grammar  # noqa: E402
+from xg2_plugin.testing import ebnf_accepts  # noqa: E402
+
+from vllm_helpers import offline_llm  # noqa: E402
 
 MAX_NUM_SEQS = 160
 NUM_REQUESTS = 150  # above vLLM's threshold of 128, below max_num_seqs
 SCHEMA = {
     "type": "object",
-    "properties": {"id": {"type": "integer"}, "tag": {"enum": ["red", "green"]}, "note": {"type": "string"}},
+    "properties": {
+        "id": {"type": "integer", "minimum": 0, "maximum": 999},
+        "tag": {"enum": ["red", "green"]},
+        "note": {"type": "string", "maxLength": 4},
+    },
     "required": ["id", "tag", "note"],
     "additionalProperties": False,
 }
@@ -46,7 +57,7 @@ CONSTRAINTS: list[tuple[dict[str, Any], str]] = [
     ({"json": SCHEMA}, '{"id":42,"tag":"green","note":"a b"}'),
     ({"regex": r"[a-z]{2,6}@[a-z]{2,5}\.(com|org)"}, "alice@host.org"),
     ({"choice": ["yes", "no", "not sure"]}, "not sure"),
-    ({"grammar": 'root ::= "(" [0-9]+ ("+" [0-9]+)* ")"'}, "(12+345+6)"),
+    ({"grammar": 'root ::= "(" [0-9]{1,3} ("+" [0-9]{1,3}){0,2} ")"'}, "(12+345+6)"),
 ]
 
 
@@ -169,3 +180,57 @@ def test_vllm_version_is_supported() -> None:
 
     text, major_minor = vllm_version()
     assert text == vllm.__version__ and major_minor in SUPPORTED_VLLM_VERSIONS
+    # Set by test_vllm_overlay.py, which runs this suite on another vLLM's sources.
+    expected = os.environ.get("XG2_EXPECT_VLLM_VERSION")
+    if expected:
+        assert text == expected
+
+
+def test_offline_engine_batch_above_the_parallel_threshold(tiny_llama: Path, xg2_registered: None) -> None:
+    # A real engine step with more than 128 structured requests: every time vLLM fills the
+    # batch in its thread pool, the same batch is filled again serially and must match.
+    config = {"backend": "xg2", "disable_any_whitespace": True}
+    with offline_llm(tiny_llama, max_num_seqs=MAX_NUM_SEQS, structured_outputs_config=config) as engine:
+        manager = engine.llm_engine.engine_core.engine_core.scheduler.structured_output_manager
+        vllm_fill = manager.grammar_bitmask
+        parallel_steps: list[tuple[int, bool]] = []
+
+        def fill_and_compare(requests: dict[str, Any], ids: list[str], spec: dict[str, list[int]]) -> Any:
+            mask = vllm_fill(requests, ids, spec)
+            if len(ids) > manager.fill_bitmask_parallel_threshold:
+                parallel = np.array(mask, copy=True)
+                threshold = manager.fill_bitmask_parallel_threshold
+                manager.fill_bitmask_parallel_threshold = len(ids)
+                try:
+                    serial = np.array(vllm_fill(requests, ids, spec), copy=True)
+                finally:
+                    manager.fill_bitmask_parallel_threshold = threshold
+                parallel_steps.append((len(ids), bool(np.array_equal(parallel, serial))))
+            return mask
+
+        manager.grammar_bitmask = fill_and_compare
+        params = [
+            SamplingParams(
+                temperature=1.0,
+                max_tokens=40,
+                seed=i,
+                structured_outputs=StructuredOutputsParams(**CONSTRAINTS[i % len(CONSTRAINTS)][0]),
+            )
+            for i in range(NUM_REQUESTS)
+        ]
+        outputs = engine.generate([f"Item {i}:" for i in range(NUM_REQUESTS)], params, use_tqdm=False)
+    assert parallel_steps, "no engine step had more than 128 structured requests"
+    assert all(same for _, same in parallel_steps), parallel_steps
+    assert max(size for size, _ in parallel_steps) >= 129
+    for i, output in enumerate(outputs):
+        completion = output.outputs[0]
+        constraint = CONSTRAINTS[i % len(CONSTRAINTS)][0]
+        assert completion.finish_reason == "stop", (constraint, completion.text)
+        if "json" in constraint:
+            jsonschema_validate(json.loads(completion.text), SCHEMA)
+        elif "regex" in constraint:
+            assert re.fullmatch(constraint["regex"], completion.text), completion.text
+        elif "choice" in constraint:
+            assert completion.text in constraint["choice"], completion.text
+        else:
+            assert ebnf_accepts(constraint["grammar"], completion.text), completion.text
