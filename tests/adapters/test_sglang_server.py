@@ -190,7 +190,7 @@ def test_openai_tool_call(server: str, tool_choice: Any) -> None:
     )
     assert response.status_code == 200, response.text
     message = response.json()["choices"][0]["message"]
-    assert message["tool_calls"], message
+    assert message.get("tool_calls"), response.json()
     schemas = {tool["function"]["name"]: tool["function"]["parameters"] for tool in TOOLS}
     for call in message["tool_calls"]:
         name = call["function"]["name"]
