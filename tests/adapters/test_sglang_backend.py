@@ -331,3 +331,154 @@ def test_strict_thinking_uses_token_filter(
         grammar.accept_token(piece)
     grammar.fill_vocab_mask(mask, 0)
     assert allowed_ids(mask, 0, QWEN3_VOCAB) == [think_end]  # budget spent: only the end of thinking
+
+
+# Response-template framing: for reasoning formats whose answer is a native message (SGLang
+# 0.5.23's Inkling format), SGLang's reasoning wrapper reserves the frame's control tokens and
+# asks the backend to compile the answer grammar embedded in a frame structural tag.
+INKLING_END_OF_TEXT, INKLING_MESSAGE_MODEL, INKLING_CONTENT_TEXT, INKLING_END_MESSAGE = 199999, 200001, 200004, 200010
+GPT_OSS_VOCAB = 201_088
+FREE_TEXT_SCHEMA = {
+    "type": "object",
+    "properties": {"note": {"type": "string", "maxLength": 40}},
+    "required": ["note"],
+    "additionalProperties": False,
+}
+
+
+@pytest.fixture(scope="module")
+def gpt_oss_tokenizer(data_dir: Path) -> Any:
+    # The o200k vocabulary: the only tokenizer here whose ids cover Inkling's control tokens.
+    from sglang.srt.utils.hf_transformers.tokenizer import get_tokenizer
+
+    return get_tokenizer(str(data_dir / "tokenizers" / "hf" / "gpt-oss"))
+
+
+def test_inkling_answer_frame_through_sglang_reasoner(make_backend: Any, gpt_oss_tokenizer: Any) -> None:
+    from sglang.srt.constrained.base_grammar_backend import InvalidGrammarObject
+    from sglang.srt.constrained.reasoner_grammar_backend import ReasonerGrammarBackend
+
+    backend = make_backend(gpt_oss_tokenizer, GPT_OSS_VOCAB, {INKLING_END_OF_TEXT}, reasoning_parser="inkling")
+    assert isinstance(backend, ReasonerGrammarBackend)
+    key = ("json", json.dumps(FREE_TEXT_SCHEMA))
+
+    # The prompt already opened the answer message: SGLang picks the open-answer variant, and
+    # the grammar is answer content, then <|end_message|>, then the end of text.
+    prompt = gpt_oss_tokenizer.encode("hi", add_special_tokens=False)
+    prompt += [INKLING_END_MESSAGE, INKLING_MESSAGE_MODEL, INKLING_CONTENT_TEXT]
+    variant = backend.get_request_grammar_key(key, input_ids=prompt, thinking_budget=None)
+    assert variant != key
+    grammar = get_grammar(backend, variant, reasoning=True)
+    assert not isinstance(grammar, InvalidGrammarObject), getattr(grammar, "error_message", "")
+    answer = gpt_oss_tokenizer.encode('{"note": "see <|end_message|> here"}', add_special_tokens=False)
+    mask = grammar.allocate_vocab_mask(GPT_OSS_VOCAB, 1, "cpu")
+    for token in answer:
+        grammar.fill_vocab_mask(mask, 0)
+        assert allowed(mask, 0, token), token
+        # Inside the answer (a JSON string included) the frame token is never text.
+        assert not allowed(mask, 0, INKLING_END_MESSAGE)
+        assert not allowed(mask, 0, INKLING_END_OF_TEXT)
+        grammar.accept_token(token)
+    grammar.fill_vocab_mask(mask, 0)
+    assert allowed_ids(mask, 0, GPT_OSS_VOCAB) == [INKLING_END_MESSAGE]
+    grammar.accept_token(INKLING_END_MESSAGE)
+    grammar.fill_vocab_mask(mask, 0)
+    assert allowed_ids(mask, 0, GPT_OSS_VOCAB) == [INKLING_END_OF_TEXT]
+    grammar.accept_token(INKLING_END_OF_TEXT)
+    assert grammar.is_terminated()
+
+    # Without an open answer message the frame starts with an optional thinking message of
+    # `any_tokens`, a token-level form the byte-level engine does not enforce: the request
+    # fails with that reason instead of running under a weaker grammar.
+    plain = backend.get_request_grammar_key(key, input_ids=prompt[:-3], thinking_budget=None)
+    assert plain == key
+    failed = get_grammar(backend, plain, reasoning=True)
+    assert isinstance(failed, InvalidGrammarObject)
+    assert "any_tokens" in failed.error_message
+
+
+def test_reserved_framing_tokens_match_only_as_frame_tokens(backend: Any, llama_tokenizer: Any) -> None:  # noqa: F811
+    # The hooks SGLang's reasoning wrapper calls, here with an ordinary token as the frame
+    # token, which is where reserving makes a difference.
+    (marker,) = llama_tokenizer.encode("@@", add_special_tokens=False)
+    plain = get_grammar(backend, ("json", json.dumps(FREE_TEXT_SCHEMA)))
+    backend.reserve_framing_tokens([marker])
+
+    def frame(content: dict) -> dict:
+        elements = [{"type": "token", "token": marker}, content, {"type": "token", "token": marker}]
+        return {"type": "structural_tag", "format": {"type": "sequence", "elements": elements}}
+
+    framed = backend.compile_framed_grammar(plain, frame)
+    assert framed.grammar_stats.dispatch_type == "structural_tag"
+    mask = framed.allocate_vocab_mask(LLAMA_VOCAB, 1, "cpu")
+    framed.fill_vocab_mask(mask, 0)
+    assert allowed_ids(mask, 0, LLAMA_VOCAB) == [marker]
+    framed.accept_token(marker)
+    body = llama_tokenizer.encode('{"note": "x', add_special_tokens=False)
+    walk(framed, body, LLAMA_VOCAB)
+    framed.fill_vocab_mask(mask, 0)
+    assert not allowed(mask, 0, marker)  # not text inside the JSON string any more
+    plain.fill_vocab_mask(mask, 0)
+    for token in body:
+        plain.accept_token(token)
+    plain.fill_vocab_mask(mask, 0)
+    assert allowed(mask, 0, marker)  # ...while the unframed grammar still allows it there
+    for token in llama_tokenizer.encode('"}', add_special_tokens=False) + [marker, LLAMA3_EOS_IDS[0]]:
+        framed.accept_token(token)
+    assert framed.is_terminated()
+    # A grammar object that is not the backend's own cannot be embedded.
+    from sglang.srt.constrained.base_grammar_backend import InvalidGrammarObject
+
+    assert backend.compile_framed_grammar(InvalidGrammarObject("x"), frame) is None
+
+
+WEATHER_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "strict": True,
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"enum": ["Paris", "Oslo"]}, "days": {"type": "integer", "minimum": 1, "maximum": 7}},
+            "required": ["city", "days"],
+            "additionalProperties": False,
+        },
+    },
+}
+
+
+@pytest.mark.parametrize("tool_choice", ["required", {"type": "function", "function": {"name": "get_weather"}}])
+def test_tool_choice_constraint_built_by_sglang(backend: Any, llama_tokenizer: Any, tool_choice: Any) -> None:  # noqa: F811
+    # The constraint SGLang's OpenAI layer builds for `--tool-call-parser llama3`: the Llama
+    # detector has no model-native structural tag, so SGLang sends its legacy form with
+    # at_least_one (the output must start with a tool call).
+    from sglang.srt.entrypoints.openai.protocol import Tool, ToolChoice
+    from sglang.srt.function_call.function_call_parser import FunctionCallParser
+
+    choice = tool_choice if isinstance(tool_choice, str) else ToolChoice.model_validate(tool_choice)
+    parser = FunctionCallParser([Tool.model_validate(WEATHER_TOOL)], "llama3")
+    kind, constraint = parser.get_structure_constraint(choice)
+    assert kind == "structural_tag"
+    key_string = constraint if isinstance(constraint, str) else constraint.model_dump_json(by_alias=True)
+    assert json.loads(key_string)["at_least_one"] is True
+    grammar = get_grammar(backend, ("structural_tag", key_string))
+
+    # This Llama-3.1 tokenizer (converted from the tiktoken release) names id 128010
+    # <|reserved_special_token_5|>, so the trigger "<|python_tag|>" is plain text here.
+    mask = grammar.allocate_vocab_mask(LLAMA_VOCAB, 1, "cpu")
+    grammar.fill_vocab_mask(mask, 0)
+    begin = '<|python_tag|>{"name":"get_weather", "arguments":'
+    first = allowed_ids(mask, 0, LLAMA_VOCAB)
+    assert first and all(begin.startswith(llama_tokenizer.decode([t])) for t in first)  # a call, no free text
+    call = '{"name":"get_weather", "arguments":{"city": "Oslo", "days": 3}}'
+    walk(grammar, llama_tokenizer.encode("<|python_tag|>" + call, add_special_tokens=False), LLAMA_VOCAB)
+    grammar.accept_token(LLAMA3_EOS_IDS[2])
+    assert grammar.is_terminated()
+    # SGLang's own parser reads the call back.
+    result = parser.detector.detect_and_parse("<|python_tag|>" + call, parser.tools)
+    assert [(c.name, json.loads(c.parameters)) for c in result.calls] == [("get_weather", {"city": "Oslo", "days": 3})]
+
+    bad = get_grammar(backend, ("structural_tag", key_string))
+    with pytest.raises(ValueError):
+        for token in llama_tokenizer.encode('<|python_tag|>{"name":"get_weather", "arguments":{"city": "Rome"', add_special_tokens=False):
+            bad.accept_token(token)

@@ -21,6 +21,7 @@ import pytest
 
 pytest.importorskip("sglang")
 requests = pytest.importorskip("requests")
+jsonschema = pytest.importorskip("jsonschema")
 
 from sglang_fixtures import ENGINE_ARGS, free_port, sglang_tiny_llama  # noqa: E402,F401
 
@@ -33,6 +34,40 @@ SCHEMA = {
     "additionalProperties": False,
 }
 REGEX = r"(yes|no), [0-9]"
+LLAMA3_EOT = 128009  # <|eot_id|>, one of the model's EOS ids
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Weather forecast for a city.",
+            "strict": True,
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "city": {"type": "string", "enum": ["Paris", "Oslo"]},
+                    "days": {"type": "integer", "minimum": 1, "maximum": 7},
+                },
+                "required": ["city", "days"],
+                "additionalProperties": False,
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "get_time",
+            "description": "Local time in a time zone.",
+            "strict": True,
+            "parameters": {
+                "type": "object",
+                "properties": {"zone": {"type": "string", "enum": ["UTC", "CET"]}},
+                "required": ["zone"],
+                "additionalProperties": False,
+            },
+        },
+    },
+]
 
 
 def cli_flags(args: dict[str, Any]) -> list[str]:
@@ -52,7 +87,7 @@ def server(sglang_tiny_llama: Path, tmp_path_factory: pytest.TempPathFactory) ->
     port = free_port()
     command = [
         str(Path(sys.executable).parent / "sglang"), "serve", "--model-path", str(sglang_tiny_llama),
-        "--host", "127.0.0.1", "--port", str(port), *cli_flags(ENGINE_ARGS),
+        "--host", "127.0.0.1", "--port", str(port), "--tool-call-parser", "llama3", *cli_flags(ENGINE_ARGS),
     ]
     log_path = tmp_path_factory.mktemp("sglang-serve") / "server.log"
     with open(log_path, "wb") as log:
@@ -132,3 +167,32 @@ def test_openai_completions_regex(server: str) -> None:
     )
     assert response.status_code == 200, response.text
     assert re.fullmatch(REGEX, response.json()["choices"][0]["text"]), response.json()
+
+
+@pytest.mark.parametrize("tool_choice", ["required", {"type": "function", "function": {"name": "get_time"}}])
+def test_openai_tool_call(server: str, tool_choice: Any) -> None:
+    # With --tool-call-parser llama3, SGLang constrains tool_choice "required" and a named
+    # function with its legacy structural tag (at_least_one; strict tools carry their schema).
+    # A bias on <|eot_id|> makes the random model end right after the call, where the grammar
+    # first allows it.
+    response = requests.post(
+        server + "/v1/chat/completions",
+        json={
+            "model": "default",
+            "messages": [{"role": "user", "content": "What is the weather in Oslo?"}],
+            "tools": TOOLS,
+            "tool_choice": tool_choice,
+            "max_tokens": 48,
+            "temperature": 0,
+            "logit_bias": {str(LLAMA3_EOT): 100},
+        },
+        timeout=REQUEST_TIMEOUT_S,
+    )
+    assert response.status_code == 200, response.text
+    message = response.json()["choices"][0]["message"]
+    assert message.get("tool_calls"), response.json()
+    schemas = {tool["function"]["name"]: tool["function"]["parameters"] for tool in TOOLS}
+    for call in message["tool_calls"]:
+        name = call["function"]["name"]
+        assert name in schemas, call
+        jsonschema.validate(json.loads(call["function"]["arguments"]), schemas[name])

@@ -20,15 +20,9 @@ def offline_llm(model: Path, **kwargs: Any) -> Iterator[Any]:
     import vllm
     from vllm.distributed import cleanup_dist_env_and_memory
 
-    llm = vllm.LLM(
-        model=str(model),
-        dtype="float32",
-        max_model_len=512,
-        max_num_seqs=16,
-        enforce_eager=True,
-        seed=0,
-        **kwargs,
-    )
+    settings: dict[str, Any] = {"dtype": "float32", "max_model_len": 512, "max_num_seqs": 16, "enforce_eager": True, "seed": 0}
+    settings.update(kwargs)
+    llm = vllm.LLM(model=str(model), **settings)
     try:
         yield llm
     finally:
