@@ -194,10 +194,12 @@ bool GrammarMatcher::FillNextTokenBitmask(uint32_t* words, int64_t num_words) {
   for (NodeId node : fill_nodes_) {
     const TokenClassification& entry = cache.Get(node);
     if (!entry.uncertain_positions.empty()) fill_contributors_.push_back(&entry);
-    if (entry.accepted_as_bits()) {
-      for (int64_t w = 0; w < vocab_words; ++w) words[w] |= entry.accepted_bits[w];
+    const AcceptedTokens& accepted = *entry.accepted;
+    if (accepted.as_bits()) {
+      const uint32_t* bits = accepted.bits.data();
+      for (int64_t w = 0; w < vocab_words; ++w) words[w] |= bits[w];
     } else {
-      for (int32_t id : entry.accepted_ids) words[id >> 5] |= 1u << (id & 31);
+      for (int32_t id : accepted.ids) words[id >> 5] |= 1u << (id & 31);
     }
   }
   if (fill_contributors_.size() == 1) {
