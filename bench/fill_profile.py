@@ -121,9 +121,10 @@ def main() -> None:
     parser.add_argument("--per-category", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--skip-classification", action="store_true")
+    parser.add_argument("--exclude", nargs="*", default=[], help="schema file names to leave out")
     args = parser.parse_args()
     info = hf_tokenizer_info(args.tokenizer)
-    items = workload(args.tokenizer, args.per_category, args.seed)
+    items = [item for item in workload(args.tokenizer, args.per_category, args.seed) if item[0] not in args.exclude]
     print(f"{len(items)} schemas with a valid instance, tokenizer {args.tokenizer}, module {xg._native.__file__}")
     if not args.skip_classification:
         classification_pass(info, items)

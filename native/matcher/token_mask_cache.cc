@@ -441,17 +441,20 @@ void GrammarMaskCache::StartPrecompute(const std::shared_ptr<GrammarMaskCache>& 
   const GrammarFsm& fsm = *cache->fsm_;
   // Estimated cost of classifying a node: how many tokens start with a byte it accepts
   // (the trie walk skips the others at the root).
-  std::vector<int64_t> first_byte_tokens(256, 0);
+  // tokens_below[b]: tokens whose first byte is below b (a prefix sum, so a byte range
+  // costs O(1)).
+  std::vector<int64_t> tokens_below(257, 0);
   const std::vector<TokenTrieNode>& trie = cache->tokenizer_->trie();
   for (size_t i = 0; i < trie.size(); i = trie[i].subtree_end) {  // the root's children
-    first_byte_tokens[trie[i].byte] = trie[i].token_end - trie[i].token_begin;
+    tokens_below[trie[i].byte + 1] = trie[i].token_end - trie[i].token_begin;
   }
+  for (int b = 0; b < 256; ++b) tokens_below[b + 1] += tokens_below[b];
   std::vector<std::pair<int64_t, NodeId>> costs;
   for (NodeId n = 0; n < fsm.num_nodes(); ++n) {
     if (fsm.node_rule[n] < 0) continue;  // lookahead DFA nodes are never items
     int64_t cost = 0;
     for (const ByteEdge* e = fsm.byte_edges_begin(n); e != fsm.byte_edges_end(n); ++e) {
-      for (int b = e->lo; b <= e->hi; ++b) cost += first_byte_tokens[b];
+      cost += tokens_below[e->hi + 1] - tokens_below[e->lo];
     }
     if (cost > 0) costs.emplace_back(cost, n);
   }
