@@ -105,3 +105,124 @@ def test_lookahead_grammar_masks_match_reference() -> None:
         'root ::= item ("," item)* ";"\nitem ::= [a-z]+ (= [,;])'
     )
     compare_along(grammar, encode_continuation("llama3.1", "abc,de,fgh;"))
+
+
+# One rule FSM (`item`, recursive so it is never inlined) under two lookaheads: what may follow
+# it is ")" in one grammar and "]" in the other.
+SHARED_RULE = 'item ::= [a-z]+ "-" item | [a-z]+ | [0-9]+ "." item'
+LOOKAHEAD_GRAMMARS = {
+    "paren": 'root ::= "(" item ")" | "(" item "," item ")"\n' + SHARED_RULE,
+    "bracket": 'root ::= "[" item "]" ";"?\n' + SHARED_RULE,
+}
+LOOKAHEAD_TEXTS = {
+    "paren": ["(ab-cd-ef)", "(x1.y,zz)", "(hello-world-again)"],
+    "bracket": ["[ab-cd]", "[12.ab-c];", "[hello-world]"],
+}
+
+
+@pytest.mark.parametrize("order", [("paren", "bracket"), ("bracket", "paren")])
+def test_partial_hits_match_reference(order: tuple[str, str]) -> None:
+    """The second grammar finds the first one's FSM-only entries (partial hits), re-checks only
+    their uncertain tokens against its own lookahead, and its masks still equal the reference."""
+    info = hf_tokenizer_info("llama3.1")
+    compiler = xg.GrammarCompiler(info, precompute_nodes=0, cache_enabled=False)
+    first, second = order
+    stats_between = None
+    for name in order:
+        grammar = compiler.compile_grammar(LOOKAHEAD_GRAMMARS[name])
+        for text in LOOKAHEAD_TEXTS[name]:
+            compare_along(grammar, encode_continuation("llama3.1", text))
+        if name == first:
+            stats_between = compiler.mask_cache_stats
+    stats = compiler.mask_cache_stats
+    assert stats_between is not None and stats_between["partial_hits"] == 0
+    assert stats["partial_hits"] > 0, stats
+    assert stats["hits"] == stats["perfect_hits"] + stats["partial_hits"]
+
+    # A third grammar equal to the second: every lookup of the nodes filled above is a
+    # perfect hit now, and the masks are unchanged.
+    before = compiler.mask_cache_stats
+    again = compiler.compile_grammar(LOOKAHEAD_GRAMMARS[second])
+    for text in LOOKAHEAD_TEXTS[second]:
+        compare_along(again, encode_continuation("llama3.1", text))
+    after = compiler.mask_cache_stats
+    assert after["perfect_hits"] > before["perfect_hits"]
+    assert after["misses"] == before["misses"]
+
+
+def test_pool_is_byte_limited_and_observable() -> None:
+    info = hf_tokenizer_info("llama3.1")
+    limit = 200_000
+    compiler = xg.GrammarCompiler(info, mask_cache_limit_bytes=limit, precompute_nodes=0, cache_enabled=False)
+    for name in LOOKAHEAD_GRAMMARS:
+        grammar = compiler.compile_grammar(LOOKAHEAD_GRAMMARS[name])
+        for text in LOOKAHEAD_TEXTS[name]:
+            compare_along(grammar, encode_continuation("llama3.1", text))
+    stats = compiler.mask_cache_stats
+    assert 0 < stats["bytes"] <= limit
+    assert stats["entries"] > 0 and stats["misses"] > 0
+    compiler.clear_cache()
+    assert compiler.mask_cache_stats["bytes"] == 0 and compiler.mask_cache_stats["entries"] == 0
+
+
+# The classification walk on every tokenizer (byte-level BPE, tiktoken-style, phi-3's
+# sentencepiece byte fallback), with each mechanism on and off.
+MECHANISMS = {
+    "all": {},
+    "no_cross_grammar": {"cross_grammar_cache": False},
+    "pure_jit": {"precompute_nodes": 0},
+    "ahead_of_time": {"precompute_nodes": -1, "cross_grammar_cache": False},
+}
+TOKENIZER_GRAMMARS = ["json.gbnf", "arithmetic.gbnf"]
+
+
+# Every mechanism on llama3.1 and phi-3 (byte fallback); the default and ahead-of-time
+# classification of every node on the others.
+TOKENIZER_CASES = [(t, m) for t in ["llama3.1", "phi-3"] for m in sorted(MECHANISMS)] + [
+    (t, m) for t in ["qwen2.5", "qwen3", "gpt-oss", "gpt2"] for m in ["all", "ahead_of_time"]
+]
+
+
+@pytest.mark.parametrize(("tokenizer", "mechanism"), TOKENIZER_CASES)
+def test_every_tokenizer_masks_match_reference(tokenizer: str, mechanism: str) -> None:
+    pytest.importorskip("jsonschema")
+    corpus = data_dir() / "jsonschemabench"
+    if not corpus.is_dir():
+        pytest.skip("JSONSchemaBench not available")
+    info = hf_tokenizer_info(tokenizer)
+    compiler = xg.GrammarCompiler(info, **MECHANISMS[mechanism])
+    rng = random.Random(5)
+    bitmask = np.zeros(xg.get_bitmask_shape(1, info.vocab_size), dtype=np.int32)
+    checked = 0
+    grammars = []
+    for path in stratified_sample(corpus, 1, seed=23)[:4]:
+        data = json.loads(path.read_text())
+        try:
+            grammars.append(compiler.compile_json_schema(data["schema"], strict_mode=False))
+        except (xg.SchemaError, xg.ResourceLimitError):
+            continue
+        valid = [t["data"] for t in data.get("tests", []) if t.get("valid")]
+        if valid:
+            text = dumps(ordered_like_schema(valid[0], data["schema"]))
+            checked += compare_along(grammars[-1], encode_continuation(tokenizer, text)[:25])
+    for name in TOKENIZER_GRAMMARS:
+        grammars.append(compiler.compile_grammar(require_data(f"grammars/{name}").read_text()))
+    for grammar in grammars:
+        checked += compare_along(grammar, sampled_ids(grammar, rng, bitmask, 20))
+    assert checked > 20
+
+
+def sampled_ids(grammar: xg.CompiledGrammar, rng: random.Random, bitmask: np.ndarray, steps: int) -> list[int]:
+    """Token ids drawn uniformly from the mask (without stop tokens) for up to `steps` steps."""
+    info = grammar.tokenizer_info
+    matcher = xg.GrammarMatcher(grammar)
+    ids: list[int] = []
+    for _ in range(steps):
+        matcher.fill_next_token_bitmask(bitmask)
+        allowed = np.flatnonzero(np.unpackbits(bitmask[0].view(np.uint8), bitorder="little")[: info.vocab_size])
+        allowed = [int(t) for t in allowed if t not in info.stop_token_ids]
+        if not allowed:
+            break
+        ids.append(rng.choice(allowed))
+        assert matcher.accept_token(ids[-1])
+    return ids

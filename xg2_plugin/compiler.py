@@ -493,9 +493,23 @@ class GrammarCompiler:
 
     @property
     def mask_cache_stats(self) -> dict[str, int]:
-        """Entries, bytes, hits and misses of the cross-grammar pool."""
+        """Entries, bytes and node lookups of the cross-grammar pool.
+
+        ``perfect_hits``: same FSM and same lookahead (reused as is); ``partial_hits``: same FSM,
+        other lookahead (decided tokens reused, uncertain ones re-checked); ``hits`` is their
+        sum; ``misses``: classified from scratch. ``entries`` counts keys (an entry is stored
+        under an FSM-only and an FSM-plus-lookahead key, in two key schemes); ``bytes`` counts
+        each stored object once.
+        """
         pool = self._mask_pool
-        return {"entries": len(pool), "bytes": int(pool.bytes), "hits": int(pool.hits), "misses": int(pool.misses)}
+        return {
+            "entries": len(pool),
+            "bytes": int(pool.bytes),
+            "hits": int(pool.hits),
+            "perfect_hits": int(pool.perfect_hits),
+            "partial_hits": int(pool.partial_hits),
+            "misses": int(pool.misses),
+        }
 
     def clear_cache(self) -> None:
         """Drops every cached grammar and the shared token classifications."""

@@ -32,12 +32,16 @@ void BindMatcher(py::module_& m) {
       .def_property_readonly("num_nodes", [](const CompiledGrammar& g) { return g.fsm->num_nodes(); })
       .def_property_readonly("cached_nodes",
                              [](const CompiledGrammar& g) { return g.mask_cache->built_nodes(); })
+      .def_property_readonly("mask_build_ns",
+                             [](const CompiledGrammar& g) { return g.mask_cache->build_nanoseconds(); })
       .def("fsm_dump", [](const CompiledGrammar& g) { return g.fsm->ToString(); });
 
   py::class_<MaskCachePool, std::shared_ptr<MaskCachePool>>(m, "MaskCachePool")
       .def(py::init<int64_t>(), py::arg("limit_bytes") = -1)
       .def_property_readonly("bytes", &MaskCachePool::bytes)
       .def_property_readonly("hits", &MaskCachePool::hits)
+      .def_property_readonly("perfect_hits", &MaskCachePool::perfect_hits)
+      .def_property_readonly("partial_hits", &MaskCachePool::partial_hits)
       .def_property_readonly("misses", &MaskCachePool::misses)
       .def("__len__", &MaskCachePool::size)
       .def("clear", &MaskCachePool::Clear);

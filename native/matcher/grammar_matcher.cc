@@ -194,10 +194,12 @@ bool GrammarMatcher::FillNextTokenBitmask(uint32_t* words, int64_t num_words) {
   for (NodeId node : fill_nodes_) {
     const TokenClassification& entry = cache.Get(node);
     if (!entry.uncertain_positions.empty()) fill_contributors_.push_back(&entry);
-    if (entry.accepted_as_bits()) {
-      for (int64_t w = 0; w < vocab_words; ++w) words[w] |= entry.accepted_bits[w];
+    const AcceptedTokens& accepted = *entry.accepted;
+    if (accepted.as_bits()) {
+      const uint32_t* bits = accepted.bits.data();
+      for (int64_t w = 0; w < vocab_words; ++w) words[w] |= bits[w];
     } else {
-      for (int32_t id : entry.accepted_ids) words[id >> 5] |= 1u << (id & 31);
+      for (int32_t id : accepted.ids) words[id >> 5] |= 1u << (id & 31);
     }
   }
   if (fill_contributors_.size() == 1) {
@@ -207,22 +209,23 @@ bool GrammarMatcher::FillNextTokenBitmask(uint32_t* words, int64_t num_words) {
     WalkTokens(only.uncertain_positions.data(), only.uncertain_lcp.data(),
                only.uncertain_positions.size(), words);
   } else if (fill_contributors_.size() > 1) {
-    fill_uncertain_.clear();
-    for (const TokenClassification* entry : fill_contributors_) {
-      fill_uncertain_.insert(fill_uncertain_.end(), entry->uncertain_positions.begin(),
-                             entry->uncertain_positions.end());
-    }
-    std::sort(fill_uncertain_.begin(), fill_uncertain_.end());
-    fill_uncertain_.erase(std::unique(fill_uncertain_.begin(), fill_uncertain_.end()),
-                          fill_uncertain_.end());
-    // Tokens another node already accepts need no parser run.
+    // Union of the sorted lists as a bitset over sorted positions (linear, no sort), then
+    // the positions in order, without tokens another node already accepts.
     const std::vector<int32_t>& sorted = tokenizer_->sorted_text_tokens();
-    size_t kept = 0;
-    for (int32_t pos : fill_uncertain_) {
-      int32_t id = sorted[pos];
-      if (!(words[id >> 5] & (1u << (id & 31)))) fill_uncertain_[kept++] = pos;
+    const size_t position_words = (sorted.size() + 63) / 64;
+    fill_position_bits_.assign(position_words, 0);
+    for (const TokenClassification* entry : fill_contributors_) {
+      for (int32_t pos : entry->uncertain_positions) fill_position_bits_[pos >> 6] |= uint64_t{1} << (pos & 63);
     }
-    WalkTokens(fill_uncertain_.data(), nullptr, kept, words);
+    fill_uncertain_.clear();
+    for (size_t w = 0; w < position_words; ++w) {
+      for (uint64_t bits = fill_position_bits_[w]; bits; bits &= bits - 1) {
+        const int32_t pos = static_cast<int32_t>(w * 64 + __builtin_ctzll(bits));
+        const int32_t id = sorted[pos];
+        if (!(words[id >> 5] & (1u << (id & 31)))) fill_uncertain_.push_back(pos);
+      }
+    }
+    WalkTokens(fill_uncertain_.data(), nullptr, fill_uncertain_.size(), words);
   }
   return FinishFill(words);
 }

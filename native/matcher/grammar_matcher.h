@@ -79,6 +79,7 @@ class GrammarMatcher {
   std::vector<NodeId> fill_nodes_;
   std::vector<int32_t> fill_uncertain_;
   std::vector<const TokenClassification*> fill_contributors_;
+  std::vector<uint64_t> fill_position_bits_;
 };
 
 }  // namespace xg2

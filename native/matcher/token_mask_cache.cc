@@ -1,146 +1,315 @@
 #include "matcher/token_mask_cache.h"
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <thread>
 
 namespace xg2 {
 
-TokenClassification ClassifyTokens(const GrammarFsm& fsm, const std::vector<ByteSet>& leave,
-                                   NodeId node, const TokenizerInfo& tokenizer) {
+namespace {
+
+// Per-thread scratch of the classification walks, reused across calls so the per-token
+// work allocates nothing.
+struct ClassifyScratch {
+  std::vector<NodeId> path;
+  std::vector<uint8_t> left_fsm;
+  std::vector<uint8_t> left_lookahead;
+  std::vector<uint32_t> accepted_bits;
+  // Dense transition rows for the DFA nodes this walk steps from: row_of[node] indexes
+  // `rows` (256 targets each), built on first use; `touched` lists the nodes to reset.
+  std::vector<int32_t> row_of;
+  std::vector<NodeId> rows;
+  std::vector<NodeId> touched;
+};
+
+ClassifyScratch& Scratch() {
+  thread_local ClassifyScratch scratch;
+  return scratch;
+}
+
+// One step of the rule DFA through a dense row (linear edge scans cost more than the row
+// build once a node is stepped from a few dozen times, which every trie walk does).
+class DenseStepper {
+ public:
+  DenseStepper(const GrammarFsm& fsm, ClassifyScratch& s) : fsm_(fsm), s_(s) {
+    if (s_.row_of.size() < static_cast<size_t>(fsm.num_nodes())) s_.row_of.resize(fsm.num_nodes(), -1);
+  }
+  ~DenseStepper() {
+    for (NodeId n : s_.touched) s_.row_of[n] = -1;
+    s_.touched.clear();
+  }
+  const NodeId* Row(NodeId n) {
+    int32_t r = s_.row_of[n];
+    if (r < 0) {
+      r = static_cast<int32_t>(s_.touched.size());
+      s_.row_of[n] = r;
+      s_.touched.push_back(n);
+      if (s_.rows.size() < s_.touched.size() * 256) s_.rows.resize(s_.touched.size() * 256 * 2);
+      NodeId* row = s_.rows.data() + static_cast<size_t>(r) * 256;
+      std::fill(row, row + 256, -1);
+      for (const ByteEdge* e = fsm_.byte_edges_begin(n); e != fsm_.byte_edges_end(n); ++e) {
+        std::fill(row + e->lo, row + e->hi + 1, e->target);
+      }
+    }
+    return s_.rows.data() + static_cast<size_t>(r) * 256;
+  }
+
+ private:
+  const GrammarFsm& fsm_;
+  ClassifyScratch& s_;
+};
+
+// Appends the sorted positions [begin, end) to an uncertain list. `shared_before` is the
+// common prefix length of `begin`'s token with the list's previous entry; inside the range
+// the vocabulary's own LCP table applies.
+inline void AppendUncertainRange(TokenClassification* out, int32_t begin, int32_t end, int32_t shared_before,
+                                 const std::vector<int32_t>& lcp) {
+  out->uncertain_positions.push_back(begin);
+  out->uncertain_lcp.push_back(out->uncertain_positions.size() == 1 ? 0 : shared_before);
+  for (int32_t p = begin + 1; p < end; ++p) {
+    out->uncertain_positions.push_back(p);
+    out->uncertain_lcp.push_back(lcp[p]);
+  }
+}
+
+std::shared_ptr<const AcceptedTokens> PackAccepted(const std::vector<uint32_t>& bits, size_t words, int64_t count) {
+  auto accepted = std::make_shared<AcceptedTokens>();
+  if (count > static_cast<int64_t>(words)) {
+    accepted->bits.assign(bits.begin(), bits.begin() + words);
+  } else {
+    accepted->ids.reserve(count);
+    for (size_t w = 0; w < words; ++w) {
+      for (uint32_t word = bits[w]; word; word &= word - 1) {
+        accepted->ids.push_back(static_cast<int32_t>(w * 32 + __builtin_ctz(word)));
+      }
+    }
+  }
+  return accepted;
+}
+
+void Shrink(TokenClassification* c) {
+  c->uncertain_positions.shrink_to_fit();
+  c->uncertain_lcp.shrink_to_fit();
+}
+
+}  // namespace
+
+ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const std::vector<ByteSet>& leave,
+                                  const std::vector<uint8_t>& leavable, NodeId node,
+                                  const TokenizerInfo& tokenizer, bool want_fsm_only) {
+  const std::vector<TokenTrieNode>& trie = tokenizer.trie();
   const std::vector<int32_t>& sorted = tokenizer.sorted_text_tokens();
   const std::vector<int32_t>& lcp = tokenizer.lcp();
-  const std::vector<std::string>& decoded = tokenizer.decoded_tokens();
-  const int32_t max_bytes = tokenizer.max_token_bytes();
+  ClassifyScratch& s = Scratch();
+  const size_t depth_slots = static_cast<size_t>(tokenizer.max_token_bytes()) + 1;
+  if (s.path.size() < depth_slots) {
+    s.path.resize(depth_slots);
+    s.left_fsm.resize(depth_slots);
+    s.left_lookahead.resize(depth_slots);
+  }
+  const size_t words = (static_cast<size_t>(tokenizer.vocab_size()) + 31) / 32;
+  s.accepted_bits.assign(words, 0);
+  DenseStepper stepper(fsm, s);
 
-  // path[d]: the DFA node after d bytes of the current token. left[d]: whether the parser
-  // could have left the rule before byte d with that byte next (at some node path[j],
-  // 1 <= j < d, with byte j in leave[path[j]]). Leaving at path[0] needs no check: the
-  // parser's closure has already put the resulting items (resumed callers, predicted
-  // callees) into the same set, where they are classified in their own right.
-  // Invariant: `depth` bytes of the previous token were consumed; if it was longer, its next
-  // byte had no edge, and `previous_uncertain` records how that failure was classified.
-  std::vector<NodeId> path(max_bytes + 1);
-  std::vector<uint8_t> left(max_bytes + 1);
-  path[0] = node;
-  left[0] = 0;
+  // path[d]: the DFA node after the d bytes of the current trie node's prefix. left_*[d]:
+  // whether the parser could have left the rule before byte d with that byte next (at some
+  // node path[j], 1 <= j < d). Leaving at path[0] needs no check: the parser's closure has
+  // already put the resulting items (resumed callers, predicted callees) into the same set,
+  // where they are classified in their own right.
+  s.path[0] = node;
+  s.left_fsm[0] = 0;
+  s.left_lookahead[0] = 0;
+  ClassificationPair out;
+  int64_t accepted_count = 0;
+  // Common prefix of the next uncertain token with the list's last one: the minimum over
+  // the trie nodes passed since of (depth - 1), the depth of their parent.
+  int32_t shared_fsm = INT32_MAX;
+  int32_t shared_lookahead = INT32_MAX;
+  const int32_t num_trie_nodes = static_cast<int32_t>(trie.size());
+  for (int32_t i = 0; i < num_trie_nodes;) {
+    const TokenTrieNode& t = trie[i];
+    const int32_t d = t.depth;
+    const NodeId from = s.path[d - 1];
+    shared_fsm = std::min(shared_fsm, d - 1);
+    shared_lookahead = std::min(shared_lookahead, d - 1);
+    const NodeId next = stepper.Row(from)[t.byte];
+    const bool inner = d > 1;
+    const bool left_lookahead = s.left_lookahead[d - 1] || (inner && leave[from].test(t.byte));
+    const bool left_fsm = s.left_fsm[d - 1] || (inner && leavable[from]);
+    if (next < 0) {
+      // Every token below shares the failing byte: one decision for the whole subtree.
+      if (left_lookahead) {
+        AppendUncertainRange(&out.with_lookahead, t.token_begin, t.token_end, shared_lookahead, lcp);
+        shared_lookahead = INT32_MAX;
+      }
+      if (want_fsm_only && left_fsm) {
+        AppendUncertainRange(&out.fsm_only, t.token_begin, t.token_end, shared_fsm, lcp);
+        shared_fsm = INT32_MAX;
+      }
+      i = t.subtree_end;
+      continue;
+    }
+    s.path[d] = next;
+    s.left_lookahead[d] = left_lookahead;
+    s.left_fsm[d] = left_fsm;
+    for (int32_t p = t.token_begin; p < t.exact_end; ++p) {
+      const int32_t id = sorted[p];
+      s.accepted_bits[id >> 5] |= 1u << (id & 31);
+      ++accepted_count;
+    }
+    ++i;
+  }
+  out.with_lookahead.accepted = PackAccepted(s.accepted_bits, words, accepted_count);
+  out.fsm_only.accepted = out.with_lookahead.accepted;
+  Shrink(&out.with_lookahead);
+  Shrink(&out.fsm_only);
+  return out;
+}
+
+TokenClassification RefineWithLookahead(const TokenClassification& fsm_only, const GrammarFsm& fsm,
+                                        const std::vector<ByteSet>& leave, NodeId node,
+                                        const TokenizerInfo& tokenizer) {
+  const std::vector<int32_t>& sorted = tokenizer.sorted_text_tokens();
+  const std::vector<std::string>& decoded = tokenizer.decoded_tokens();
+  ClassifyScratch& s = Scratch();
+  const size_t depth_slots = static_cast<size_t>(tokenizer.max_token_bytes()) + 1;
+  if (s.path.size() < depth_slots) {
+    s.path.resize(depth_slots);
+    s.left_fsm.resize(depth_slots);
+    s.left_lookahead.resize(depth_slots);
+  }
+  DenseStepper stepper(fsm, s);
+  TokenClassification out;
+  out.accepted = fsm_only.accepted;
+  // Same walk as ClassifyTokens, over the listed tokens only (none of them is accepted: each
+  // fails at some byte). Invariant: `depth` bytes of the previous token were consumed and
+  // its byte at `depth` failed, with `previous_uncertain` its verdict.
+  s.path[0] = node;
+  s.left_lookahead[0] = 0;
   int32_t depth = 0;
   bool previous_uncertain = false;
-
-  TokenClassification result;
-  std::vector<int32_t> accepted;
-  for (size_t i = 0; i < sorted.size(); ++i) {
-    const std::string& bytes = decoded[sorted[i]];
-    const int32_t size = static_cast<int32_t>(bytes.size());
-    bool uncertain = previous_uncertain;  // used when the token shares the failing byte
-    if (lcp[i] <= depth) {
-      depth = lcp[i];
+  int32_t shared = INT32_MAX;  // common prefix with the last kept token
+  const size_t count = fsm_only.uncertain_positions.size();
+  for (size_t k = 0; k < count; ++k) {
+    const int32_t pos = fsm_only.uncertain_positions[k];
+    const int32_t with_previous = fsm_only.uncertain_lcp[k];
+    shared = std::min(shared, with_previous);
+    bool uncertain = previous_uncertain;
+    if (with_previous <= depth) {
+      const std::string& bytes = decoded[sorted[pos]];
+      const int32_t size = static_cast<int32_t>(bytes.size());
+      depth = with_previous;
       uncertain = false;
       while (depth < size) {
         const uint8_t byte = static_cast<uint8_t>(bytes[depth]);
-        const bool can_leave = depth > 0 && leave[path[depth]].test(byte);
-        NodeId next = fsm.StepByte(path[depth], byte);
+        const NodeId from = s.path[depth];
+        const bool can_leave = depth > 0 && leave[from].test(byte);
+        const NodeId next = stepper.Row(from)[byte];
         if (next < 0) {
-          uncertain = left[depth] || can_leave;
+          uncertain = s.left_lookahead[depth] || can_leave;
           break;
         }
-        path[depth + 1] = next;
-        left[depth + 1] = left[depth] || can_leave;
+        s.path[depth + 1] = next;
+        s.left_lookahead[depth + 1] = s.left_lookahead[depth] || can_leave;
         ++depth;
       }
     }
     previous_uncertain = uncertain;
-    if (depth == size) {
-      accepted.push_back(sorted[i]);
-    } else if (uncertain) {
-      result.uncertain_positions.push_back(static_cast<int32_t>(i));
+    if (uncertain) {
+      out.uncertain_positions.push_back(pos);
+      out.uncertain_lcp.push_back(out.uncertain_positions.size() == 1 ? 0 : shared);
+      shared = INT32_MAX;
     }
   }
-
-  const size_t words = (static_cast<size_t>(tokenizer.vocab_size()) + 31) / 32;
-  if (accepted.size() > words) {
-    result.accepted_bits.assign(words, 0);
-    for (int32_t id : accepted) result.accepted_bits[id >> 5] |= 1u << (id & 31);
-  } else {
-    std::sort(accepted.begin(), accepted.end());
-    result.accepted_ids = std::move(accepted);
-  }
-  result.uncertain_lcp.assign(result.uncertain_positions.size(), 0);
-  for (size_t k = 1; k < result.uncertain_positions.size(); ++k) {
-    int32_t shared = INT32_MAX;
-    for (int32_t j = result.uncertain_positions[k - 1] + 1; j <= result.uncertain_positions[k]; ++j) {
-      shared = std::min(shared, lcp[j]);
-    }
-    result.uncertain_lcp[k] = shared;
-  }
-  result.accepted_bits.shrink_to_fit();
-  result.accepted_ids.shrink_to_fit();
-  result.uncertain_positions.shrink_to_fit();
-  return result;
+  Shrink(&out);
+  return out;
 }
 
-std::string CanonicalSubFsmKey(const GrammarFsm& fsm, const std::vector<ByteSet>& leave,
-                               NodeId node, int32_t depth) {
+NodeCacheKeys CanonicalSubFsmKeys(const GrammarFsm& fsm, const std::vector<ByteSet>& leave,
+                                  const std::vector<uint8_t>& leavable, NodeId node, int32_t depth) {
   // Breadth-first numbering from `node`; nodes first seen beyond `depth` bytes are written
   // as a single "beyond" marker: a token never reaches them, so their details do not matter.
   std::unordered_map<NodeId, int32_t> ids;
   std::vector<NodeId> order{node};
   std::vector<int32_t> node_depth{0};
   ids.emplace(node, 0);
-  std::string key;
-  auto put = [&key](int32_t v) { key.append(reinterpret_cast<const char*>(&v), sizeof v); };
+  NodeCacheKeys keys;
+  std::string& key = keys.fsm_only;
+  std::string leave_part;
+  key.push_back('T');
+  auto put = [](std::string* out, int32_t v) { out->append(reinterpret_cast<const char*>(&v), sizeof v); };
   for (size_t k = 0; k < order.size(); ++k) {
     NodeId n = order[k];
-    // Written for the start node too: a cycle can bring the walk back to it, and then its
-    // leave set is consulted like any other.
+    // Written for the start node too: a cycle can bring the walk back to it, and then it is
+    // consulted like any other.
+    put(&key, leavable[n] ? -3 : -4);
     if (leave[n].any()) {
-      put(-3);
+      put(&leave_part, static_cast<int32_t>(k));
       for (int w = 0; w < 256; w += 32) {
         uint32_t bits = 0;
         for (int b = 0; b < 32; ++b) bits |= static_cast<uint32_t>(leave[n].test(w + b)) << b;
-        put(static_cast<int32_t>(bits));
+        put(&leave_part, static_cast<int32_t>(bits));
       }
     }
     if (node_depth[k] >= depth) {
-      put(-2);  // edges out of a node at the horizon are never taken
+      put(&key, -2);  // edges out of a node at the horizon are never taken
       continue;
     }
-    put(fsm.byte_edge_begin[n + 1] - fsm.byte_edge_begin[n]);
+    put(&key, fsm.byte_edge_begin[n + 1] - fsm.byte_edge_begin[n]);
     for (const ByteEdge* e = fsm.byte_edges_begin(n); e != fsm.byte_edges_end(n); ++e) {
       auto [it, inserted] = ids.emplace(e->target, static_cast<int32_t>(order.size()));
       if (inserted) {
         order.push_back(e->target);
         node_depth.push_back(node_depth[k] + 1);
       }
-      put((e->lo << 8) | e->hi);
-      put(it->second);
+      put(&key, (e->lo << 8) | e->hi);
+      put(&key, it->second);
     }
   }
-  return key;
+  keys.with_lookahead = key;
+  keys.with_lookahead.push_back('L');
+  keys.with_lookahead += leave_part;
+  return keys;
 }
 
 std::shared_ptr<const TokenClassification> MaskCachePool::Find(const std::string& key) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = index_.find(key);
-  if (it == index_.end()) {
-    misses_.fetch_add(1);
-    return nullptr;
-  }
-  hits_.fetch_add(1);
+  if (it == index_.end()) return nullptr;
   lru_.splice(lru_.begin(), lru_, it->second);
   return it->second->entry;
 }
 
+void MaskCachePool::AddRef(const void* object, int64_t bytes) {
+  if (refs_[object]++ == 0) bytes_ += bytes;
+}
+
+void MaskCachePool::Release(const void* object, int64_t bytes) {
+  auto it = refs_.find(object);
+  if (--it->second == 0) {
+    bytes_ -= bytes;
+    refs_.erase(it);
+  }
+}
+
 void MaskCachePool::Insert(const std::string& key, std::shared_ptr<const TokenClassification> entry) {
-  int64_t size = static_cast<int64_t>(entry->MemoryBytes() + key.capacity() + sizeof(Slot));
+  const int64_t own = static_cast<int64_t>(entry->OwnBytes());
+  const int64_t accepted = static_cast<int64_t>(entry->accepted->MemoryBytes());
+  const int64_t slot = static_cast<int64_t>(key.capacity() + sizeof(Slot) + 4 * sizeof(void*));
   std::lock_guard<std::mutex> lock(mutex_);
-  if (index_.count(key) || (limit_bytes_ >= 0 && size > limit_bytes_)) return;
-  lru_.push_front({key, std::move(entry), size});
+  if (index_.count(key) || (limit_bytes_ >= 0 && own + accepted + slot > limit_bytes_)) return;
+  lru_.push_front({key, std::move(entry)});
   index_.emplace(key, lru_.begin());
-  bytes_ += size;
+  bytes_ += slot;
+  AddRef(lru_.front().entry.get(), own);
+  AddRef(lru_.front().entry->accepted.get(), accepted);
   while (limit_bytes_ >= 0 && bytes_ > limit_bytes_ && !lru_.empty()) {
-    bytes_ -= lru_.back().bytes;
-    index_.erase(lru_.back().key);
+    const Slot& victim = lru_.back();
+    bytes_ -= static_cast<int64_t>(victim.key.capacity() + sizeof(Slot) + 4 * sizeof(void*));
+    Release(victim.entry.get(), static_cast<int64_t>(victim.entry->OwnBytes()));
+    Release(victim.entry->accepted.get(), static_cast<int64_t>(victim.entry->accepted->MemoryBytes()));
+    index_.erase(victim.key);
     lru_.pop_back();
   }
 }
@@ -159,6 +328,7 @@ void MaskCachePool::Clear() {
   std::lock_guard<std::mutex> lock(mutex_);
   lru_.clear();
   index_.clear();
+  refs_.clear();
   bytes_ = 0;
 }
 
@@ -171,23 +341,92 @@ GrammarMaskCache::GrammarMaskCache(std::shared_ptr<const GrammarFsm> fsm,
       options_(options),
       leave_(ComputeLeaveBytes(*fsm_)),
       slots_(new std::atomic<const TokenClassification*>[fsm_->num_nodes()]) {
-  for (int32_t i = 0; i < fsm_->num_nodes(); ++i) slots_[i].store(nullptr, std::memory_order_relaxed);
+  const GrammarFsm& g = *fsm_;
+  leavable_.assign(g.num_nodes(), 0);
+  for (NodeId n = 0; n < g.num_nodes(); ++n) {
+    leavable_[n] = g.node_accepting[n] || g.rule_edge_begin[n] != g.rule_edge_begin[n + 1];
+    slots_[n].store(nullptr, std::memory_order_relaxed);
+  }
 }
 
-const TokenClassification& GrammarMaskCache::Get(NodeId node) {
-  if (const TokenClassification* hit = slots_[node].load(std::memory_order_acquire)) return *hit;
+bool GrammarMaskCache::HierarchicalKeys(NodeId node, NodeCacheKeys* keys) {
+  std::call_once(hashes_once_, [this]() {
+    hashes_ = ComputeFsmHashes(*fsm_);
+    lookahead_keys_.assign(fsm_->num_rules(), std::string());
+    lookahead_key_done_.assign(fsm_->num_rules(), 0);
+  });
+  const RuleId rule = fsm_->node_rule[node];
+  if (rule < 0 || hashes_.node_number[node] < 0) return false;
+  keys->fsm_only.push_back('H');
+  hashes_.rule_hash[rule].AppendTo(&keys->fsm_only);
+  const int32_t number = hashes_.node_number[node];
+  keys->fsm_only.append(reinterpret_cast<const char*>(&number), sizeof number);
+  keys->with_lookahead = keys->fsm_only;
+  keys->with_lookahead.push_back('L');
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!lookahead_key_done_[rule]) {
+    // The lookahead is what the classification reads beyond the FSM: the leave sets of the
+    // rule's nodes, in the stable numbering.
+    Hash128 h;
+    for (int32_t k = hashes_.rule_order_begin[rule]; k < hashes_.rule_order_begin[rule + 1]; ++k) {
+      const ByteSet& set = leave_[hashes_.rule_order[k]];
+      for (int w = 0; w < 4; ++w) {
+        uint64_t word = 0;
+        for (int b = 0; b < 64; ++b) word |= static_cast<uint64_t>(set.test(w * 64 + b)) << b;
+        h.Combine(word);
+      }
+    }
+    h.AppendTo(&lookahead_keys_[rule]);
+    lookahead_key_done_[rule] = 1;
+  }
+  keys->with_lookahead += lookahead_keys_[rule];
+  return true;
+}
+
+const TokenClassification& GrammarMaskCache::Build(NodeId node) {
   // Built outside the lock: two threads may race to build the same node; the first to
   // publish wins and both results are identical.
+  const auto start = std::chrono::steady_clock::now();
   std::shared_ptr<const TokenClassification> entry;
-  std::string key;
   if (pool_ && options_.cross_grammar) {
-    key = CanonicalSubFsmKey(*fsm_, leave_, node, tokenizer_->max_token_bytes());
-    entry = pool_->Find(key);
+    MaskCachePool& pool = *pool_;
+    NodeCacheKeys hierarchical;
+    const bool has_hierarchical = HierarchicalKeys(node, &hierarchical);
+    if (has_hierarchical) entry = pool.Find(hierarchical.with_lookahead);
+    if (entry) {
+      pool.RecordPerfectHit();
+    } else {
+      const NodeCacheKeys truncated =
+          CanonicalSubFsmKeys(*fsm_, leave_, leavable_, node, tokenizer_->max_token_bytes());
+      entry = pool.Find(truncated.with_lookahead);
+      if (entry) {
+        pool.RecordPerfectHit();
+      } else {
+        std::shared_ptr<const TokenClassification> fsm_only;
+        if (has_hierarchical) fsm_only = pool.Find(hierarchical.fsm_only);
+        if (!fsm_only) fsm_only = pool.Find(truncated.fsm_only);
+        if (fsm_only) {
+          pool.RecordPartialHit();
+          entry = std::make_shared<const TokenClassification>(
+              RefineWithLookahead(*fsm_only, *fsm_, leave_, node, *tokenizer_));
+        } else {
+          pool.RecordMiss();
+          ClassificationPair pair = ClassifyTokens(*fsm_, leave_, leavable_, node, *tokenizer_, true);
+          entry = std::make_shared<const TokenClassification>(std::move(pair.with_lookahead));
+          fsm_only = std::make_shared<const TokenClassification>(std::move(pair.fsm_only));
+        }
+        pool.Insert(truncated.fsm_only, fsm_only);
+        if (has_hierarchical) pool.Insert(hierarchical.fsm_only, fsm_only);
+      }
+      pool.Insert(truncated.with_lookahead, entry);
+    }
+    if (has_hierarchical) pool.Insert(hierarchical.with_lookahead, entry);
+  } else {
+    entry = std::make_shared<const TokenClassification>(
+        std::move(ClassifyTokens(*fsm_, leave_, leavable_, node, *tokenizer_, false).with_lookahead));
   }
-  if (!entry) {
-    entry = std::make_shared<const TokenClassification>(ClassifyTokens(*fsm_, leave_, node, *tokenizer_));
-    if (pool_ && options_.cross_grammar) pool_->Insert(key, entry);
-  }
+  build_ns_.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count(),
+                      std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(mutex_);
   if (const TokenClassification* raced = slots_[node].load(std::memory_order_acquire)) return *raced;
   owned_.push_back(entry);
@@ -201,17 +440,21 @@ void GrammarMaskCache::StartPrecompute(const std::shared_ptr<GrammarMaskCache>& 
   if (!options.enabled || options.precompute == 0) return;
   const GrammarFsm& fsm = *cache->fsm_;
   // Estimated cost of classifying a node: how many tokens start with a byte it accepts
-  // (the others fail on their first byte at no cost).
-  std::vector<int64_t> first_byte_tokens(256, 0);
-  for (int32_t id : cache->tokenizer_->sorted_text_tokens()) {
-    ++first_byte_tokens[static_cast<uint8_t>(cache->tokenizer_->decoded_tokens()[id][0])];
+  // (the trie walk skips the others at the root).
+  // tokens_below[b]: tokens whose first byte is below b (a prefix sum, so a byte range
+  // costs O(1)).
+  std::vector<int64_t> tokens_below(257, 0);
+  const std::vector<TokenTrieNode>& trie = cache->tokenizer_->trie();
+  for (size_t i = 0; i < trie.size(); i = trie[i].subtree_end) {  // the root's children
+    tokens_below[trie[i].byte + 1] = trie[i].token_end - trie[i].token_begin;
   }
+  for (int b = 0; b < 256; ++b) tokens_below[b + 1] += tokens_below[b];
   std::vector<std::pair<int64_t, NodeId>> costs;
   for (NodeId n = 0; n < fsm.num_nodes(); ++n) {
     if (fsm.node_rule[n] < 0) continue;  // lookahead DFA nodes are never items
     int64_t cost = 0;
     for (const ByteEdge* e = fsm.byte_edges_begin(n); e != fsm.byte_edges_end(n); ++e) {
-      for (int b = e->lo; b <= e->hi; ++b) cost += first_byte_tokens[b];
+      cost += tokens_below[e->hi + 1] - tokens_below[e->lo];
     }
     if (cost > 0) costs.emplace_back(cost, n);
   }

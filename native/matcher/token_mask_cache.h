@@ -1,25 +1,48 @@
 // Adaptive token-mask cache (paper section 3.4, appendix B) with JIT construction (3.2) and a
-// cross-grammar pool keyed by FSM structure (3.3).
+// cross-grammar pool with perfect and partial hits (3.3).
 //
-// For a scannable node n of rule R, every token is classified using only R's own DFA:
+// For a scannable node n of rule R, every token is classified using R's own DFA:
 //  * accepted  - its bytes can all be consumed along R's byte edges from n. Any Earley item
 //                (n, origin) with no pending lookahead then accepts the token, whatever the
 //                context, so the token is in the mask.
 //  * rejected  - the byte walk fails, and at no node after n on the way could the parser
-//                leave R (complete it, or call a rule) with the token's next byte in the
-//                node's leave set (grammar/follow_sets.h): no derivation through the item
-//                consumes the token. (What n itself completes or calls is already in the
-//                same Earley set and classified there.)
+//                leave R (complete it, or call a rule) in a way that consumes the token's
+//                next byte: no derivation through the item consumes the token. (What n
+//                itself completes or calls is already in the same Earley set and classified
+//                there.)
 //  * uncertain - otherwise; only the full parser, with its context, can decide.
+// "Could leave" has two strengths, giving the two versions the paper stores (section 3.3):
+//  * FSM-only: the node has a rule edge or is accepting (R's FSM alone says leaving is
+//    possible; the byte that follows is unknown).
+//  * FSM + lookahead (context expansion): additionally the byte is in the node's leave set
+//    (grammar/follow_sets.h: first bytes of callees and what can follow R in this grammar).
+// Both share the accepted set; uncertain(lookahead) is a subset of uncertain(FSM-only).
 // The mask at a parser position is the union of the accepted sets of its scannable nodes,
-// plus the uncertain tokens that the full parser accepts (checked by the reference walk
-// restricted to them).
+// plus the uncertain (lookahead version) tokens that the full parser accepts.
 //
-// Classification depends only on the DFA reachable from n within `max_token_bytes` steps and
-// on the leave sets of those nodes; that truncated sub-DFA, written in canonical
-// breadth-first numbering, is the pool key. Equal keys mean equal classifications, across
-// rules and grammars (and across the copies of a long repetition, whose nodes far from its
-// end all look alike within one token's reach: repetition compression in cache space).
+// Pool keys (cross-grammar cache). Classification depends only on the DFA reachable from n
+// and on the leave sets of those nodes, so an FSM-only entry is keyed by "the same FSM, the
+// same node" and a lookahead entry by that plus the leave sets. Two key kinds are used, both
+// in both versions, each with its own tag so they never collide:
+//  * Hierarchical FSM hashes (paper Algorithms 1 and 2, matcher/fsm_hash.h): rule FSMs are
+//    hashed bottom-up over the reference graph (leaf FSMs, acyclic references in topological
+//    order, simple reference cycles); the breadth-first numbering the hash walks is stable,
+//    so (rule hash, node number) names the same node in every equal FSM. The lookahead key
+//    adds a hash of the rule's leave sets in that numbering. O(1) per lookup after one pass
+//    per grammar; looked up first.
+//  * The truncated canonical sub-DFA key: the DFA reachable from n within one token's reach
+//    (max_token_bytes), in canonical breadth-first numbering, with each node's leavable flag
+//    (FSM-only) or leave set (lookahead). Kept because it is strictly better at sharing:
+//    whenever two nodes have equal hierarchical keys they have equal truncated keys (the
+//    truncated sub-DFA is a function of the rule FSM and the node), but not conversely. It
+//    ignores what classification never reads: callee structure, the rule's parts beyond one
+//    token's reach (a string body inlined into two different object rules, the copies of a
+//    long repetition), and it exists for rules the hierarchical hash cannot name (reference
+//    cycles that are not simple, and every rule above one: the JSON `value` rule of any
+//    recursive schema). On 26 JSONSchemaBench schemas (bench/fill_profile.py) hierarchical
+//    keys alone gave 24 pool hits in 1519 lookups; the truncated key 284. Its cost is a walk
+//    of that sub-DFA per lookup, paid only when the hierarchical key misses.
+// A hit on either kind is stored under the other kind too.
 #ifndef XG2_MATCHER_TOKEN_MASK_CACHE_H_
 #define XG2_MATCHER_TOKEN_MASK_CACHE_H_
 
@@ -34,47 +57,86 @@
 
 #include "grammar/follow_sets.h"
 #include "grammar/grammar_fsm.h"
+#include "matcher/fsm_hash.h"
 #include "tokenizer/tokenizer_info.h"
 
 namespace xg2 {
 
-// The classification of the vocabulary at one node. Accepted tokens are stored either as a
-// bitset over token ids or as an id list, whichever is smaller; uncertain tokens as positions
-// in TokenizerInfo::sorted_text_tokens() (ascending), the order the walk needs.
+// Accepted tokens of one node, as a bitset over token ids or as an ascending id list,
+// whichever is smaller. Shared by the FSM-only and the lookahead version of a node.
+struct AcceptedTokens {
+  std::vector<uint32_t> bits;
+  std::vector<int32_t> ids;
+
+  bool as_bits() const { return !bits.empty(); }
+  size_t MemoryBytes() const { return sizeof(*this) + bits.capacity() * 4 + ids.capacity() * 4; }
+};
+
+// The classification of the vocabulary at one node. Uncertain tokens are positions in
+// TokenizerInfo::sorted_text_tokens() (ascending), the order the parser walk needs.
 struct TokenClassification {
-  std::vector<uint32_t> accepted_bits;
-  std::vector<int32_t> accepted_ids;
+  std::shared_ptr<const AcceptedTokens> accepted;
   std::vector<int32_t> uncertain_positions;
   // uncertain_lcp[k]: common prefix length of uncertain tokens k-1 and k (0 for k == 0), so
   // a walk over this list alone needs no scan of the vocabulary's LCP table.
   std::vector<int32_t> uncertain_lcp;
 
-  bool accepted_as_bits() const { return !accepted_bits.empty(); }
-  size_t MemoryBytes() const {
-    return sizeof(*this) + accepted_bits.capacity() * 4 + accepted_ids.capacity() * 4 +
-           uncertain_positions.capacity() * 4 + uncertain_lcp.capacity() * 4;
+  // Without the (possibly shared) accepted set.
+  size_t OwnBytes() const {
+    return sizeof(*this) + uncertain_positions.capacity() * 4 + uncertain_lcp.capacity() * 4;
   }
+  size_t MemoryBytes() const { return OwnBytes() + accepted->MemoryBytes(); }
 };
 
-// Classifies the vocabulary at `node` (see the file comment).
-TokenClassification ClassifyTokens(const GrammarFsm& fsm, const std::vector<ByteSet>& leave,
-                                   NodeId node, const TokenizerInfo& tokenizer);
+// Both versions of a node's classification (see the file comment).
+struct ClassificationPair {
+  TokenClassification fsm_only;
+  TokenClassification with_lookahead;
+};
 
-// Canonical description of the DFA reachable from `node` within `depth` bytes, with the
-// leave sets of its nodes.
-std::string CanonicalSubFsmKey(const GrammarFsm& fsm, const std::vector<ByteSet>& leave,
-                               NodeId node, int32_t depth);
+// Classifies the vocabulary at `node` in one walk of the token trie, sharing the work of
+// common prefixes and skipping whole subtrees once their prefix is decided. `leavable[n]`:
+// n has a rule edge or is accepting. With `want_fsm_only` false, the FSM-only uncertain list
+// is left empty (the walk is the same).
+ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const std::vector<ByteSet>& leave,
+                                  const std::vector<uint8_t>& leavable, NodeId node,
+                                  const TokenizerInfo& tokenizer, bool want_fsm_only);
 
-// Thread-safe LRU pool of classifications shared by every grammar of one tokenizer.
+// Partial hit: the lookahead version of a node from its FSM-only version, re-checking only
+// the FSM-only uncertain tokens against `leave` (the accepted set is shared).
+TokenClassification RefineWithLookahead(const TokenClassification& fsm_only, const GrammarFsm& fsm,
+                                        const std::vector<ByteSet>& leave, NodeId node,
+                                        const TokenizerInfo& tokenizer);
+
+// Truncated canonical sub-DFA keys of `node` (see the file comment): the FSM-only key and
+// the lookahead key (FSM-only key plus leave sets).
+struct NodeCacheKeys {
+  std::string fsm_only;
+  std::string with_lookahead;
+};
+NodeCacheKeys CanonicalSubFsmKeys(const GrammarFsm& fsm, const std::vector<ByteSet>& leave,
+                                  const std::vector<uint8_t>& leavable, NodeId node, int32_t depth);
+
+// Thread-safe, byte-limited LRU pool of classifications shared by every grammar of one
+// compiler (one tokenizer). One entry may sit under several keys and one accepted set may
+// be shared by several entries; each is counted once in bytes(). Counters say how node
+// lookups ended.
 class MaskCachePool {
  public:
   explicit MaskCachePool(int64_t limit_bytes) : limit_bytes_(limit_bytes) {}
 
+  // Looks up without counting (the caller records the outcome).
   std::shared_ptr<const TokenClassification> Find(const std::string& key);
   void Insert(const std::string& key, std::shared_ptr<const TokenClassification> entry);
 
+  void RecordPerfectHit() { perfect_hits_.fetch_add(1, std::memory_order_relaxed); }
+  void RecordPartialHit() { partial_hits_.fetch_add(1, std::memory_order_relaxed); }
+  void RecordMiss() { misses_.fetch_add(1, std::memory_order_relaxed); }
+
   int64_t bytes() const;
-  int64_t hits() const { return hits_.load(); }
+  int64_t perfect_hits() const { return perfect_hits_.load(); }
+  int64_t partial_hits() const { return partial_hits_.load(); }
+  int64_t hits() const { return perfect_hits() + partial_hits(); }
   int64_t misses() const { return misses_.load(); }
   size_t size() const;
   void Clear();
@@ -83,14 +145,18 @@ class MaskCachePool {
   struct Slot {
     std::string key;
     std::shared_ptr<const TokenClassification> entry;
-    int64_t bytes;
   };
+  void AddRef(const void* object, int64_t bytes);
+  void Release(const void* object, int64_t bytes);
   mutable std::mutex mutex_;
   std::list<Slot> lru_;  // most recent first
   std::unordered_map<std::string, std::list<Slot>::iterator> index_;
+  // Slots referring to each entry / accepted set (counted in bytes_ while non-zero).
+  std::unordered_map<const void*, int32_t> refs_;
   int64_t bytes_ = 0;
   int64_t limit_bytes_;
-  std::atomic<int64_t> hits_{0};
+  std::atomic<int64_t> perfect_hits_{0};
+  std::atomic<int64_t> partial_hits_{0};
   std::atomic<int64_t> misses_{0};
 };
 
@@ -103,32 +169,48 @@ struct MaskCacheOptions {
   int32_t precompute = 8;
 };
 
-// Per compiled grammar: node -> classification, built the first time a matcher needs it
-// (JIT) and shared by every matcher of the grammar. Thread-safe; lookups of built entries
-// take no lock.
+// Per compiled grammar: node -> classification (lookahead version), built the first time a
+// matcher needs it (JIT) and shared by every matcher of the grammar. Thread-safe; lookups of
+// built entries take no lock.
 class GrammarMaskCache {
  public:
   GrammarMaskCache(std::shared_ptr<const GrammarFsm> fsm, std::shared_ptr<const TokenizerInfo> tokenizer,
                    std::shared_ptr<MaskCachePool> pool, MaskCacheOptions options);
 
-  const TokenClassification& Get(NodeId node);
+  const TokenClassification& Get(NodeId node) {
+    if (const TokenClassification* hit = slots_[node].load(std::memory_order_acquire)) return *hit;
+    return Build(node);
+  }
   // Starts the partial-JIT work described by options().precompute. Matchers never wait for
   // it: a node they need that is not built yet is built on their own thread.
   static void StartPrecompute(const std::shared_ptr<GrammarMaskCache>& cache);
   const MaskCacheOptions& options() const { return options_; }
   int64_t built_nodes() const { return built_.load(); }
+  // Nanoseconds spent building entries (classifying, refining or looking up the pool).
+  int64_t build_nanoseconds() const { return build_ns_.load(); }
   size_t MemoryBytes() const;
 
  private:
+  const TokenClassification& Build(NodeId node);
+  // Hierarchical keys of `node`; false where its rule has no hierarchical hash.
+  bool HierarchicalKeys(NodeId node, NodeCacheKeys* keys);
+
   std::shared_ptr<const GrammarFsm> fsm_;
   std::shared_ptr<const TokenizerInfo> tokenizer_;
   std::shared_ptr<MaskCachePool> pool_;
   MaskCacheOptions options_;
   std::vector<ByteSet> leave_;
+  std::vector<uint8_t> leavable_;
   std::unique_ptr<std::atomic<const TokenClassification*>[]> slots_;
+  // Hierarchical FSM hashes, computed on the first pool lookup.
+  std::once_flag hashes_once_;
+  FsmHashes hashes_;
+  std::vector<std::string> lookahead_keys_;  // per rule, filled under mutex_
+  std::vector<uint8_t> lookahead_key_done_;
   mutable std::mutex mutex_;
   std::vector<std::shared_ptr<const TokenClassification>> owned_;
   std::atomic<int64_t> built_{0};
+  std::atomic<int64_t> build_ns_{0};
 };
 
 }  // namespace xg2

@@ -59,6 +59,39 @@ TokenizerInfo::TokenizerInfo(std::vector<std::string> decoded_tokens, VocabType 
     while (k < n && prev[k] == cur[k]) ++k;
     lcp_[i] = static_cast<int32_t>(k);
   }
+  if (max_token_bytes_ > UINT16_MAX) {
+    throw InvalidArgumentError("a token is longer than " + std::to_string(UINT16_MAX) + " bytes");
+  }
+  BuildTrie();
+}
+
+void TokenizerInfo::BuildTrie() {
+  // open[d - 1]: the node of depth d on the path to the current token. A token with common
+  // prefix `shared` with the previous one closes the open nodes deeper than `shared` and
+  // opens one node per remaining byte.
+  std::vector<int32_t> open;
+  const int32_t count = static_cast<int32_t>(sorted_text_tokens_.size());
+  auto close_deeper_than = [&](size_t depth, int32_t position) {
+    while (open.size() > depth) {
+      TokenTrieNode& node = trie_[open.back()];
+      node.subtree_end = static_cast<int32_t>(trie_.size());
+      node.token_end = position;
+      open.pop_back();
+    }
+  };
+  for (int32_t pos = 0; pos < count; ++pos) {
+    const std::string& bytes = decoded_tokens_[sorted_text_tokens_[pos]];
+    close_deeper_than(static_cast<size_t>(lcp_[pos]), pos);
+    for (size_t d = open.size(); d < bytes.size(); ++d) {
+      open.push_back(static_cast<int32_t>(trie_.size()));
+      trie_.push_back({-1, pos, pos, -1, static_cast<uint16_t>(d + 1), static_cast<uint8_t>(bytes[d])});
+    }
+    // Sorted order puts a token before every longer token it prefixes, and duplicates next
+    // to each other, so the exact range of the deepest open node grows by one here.
+    trie_[open.back()].exact_end = pos + 1;
+  }
+  close_deeper_than(0, count);
+  trie_.shrink_to_fit();
 }
 
 bool TokenizerInfo::IsStopToken(int32_t id) const {
@@ -71,6 +104,7 @@ size_t TokenizerInfo::MemoryBytes() const {
   bytes += decoded_tokens_.capacity() * sizeof(std::string);
   bytes += (is_text_.capacity() + is_stop_.capacity());
   bytes += (sorted_text_tokens_.capacity() + lcp_.capacity()) * sizeof(int32_t);
+  bytes += trie_.capacity() * sizeof(TokenTrieNode);
   return bytes;
 }
 

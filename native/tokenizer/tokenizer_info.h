@@ -10,6 +10,20 @@
 
 namespace xg2 {
 
+// The text tokens as a byte trie, flattened in depth-first pre-order (children by byte), the
+// layout llguidance uses for its vocabulary walks: a walk visits nodes in index order and
+// skips a whole subtree by jumping to `subtree_end`. Because children are ordered by byte,
+// pre-order visits tokens in TokenizerInfo::sorted_text_tokens() order, so every subtree's
+// tokens are one contiguous range of sorted positions.
+struct TokenTrieNode {
+  int32_t subtree_end;  // index of the first node after this node's subtree
+  int32_t token_begin;  // first sorted position whose token starts with this prefix
+  int32_t exact_end;    // [token_begin, exact_end): tokens equal to this prefix (duplicates)
+  int32_t token_end;    // [token_begin, token_end): every token in the subtree
+  uint16_t depth;       // prefix length in bytes (>= 1; the root is implicit)
+  uint8_t byte;         // the prefix's last byte
+};
+
 // How a tokenizer's vocabulary strings encode bytes (same numbering as xgrammar's).
 enum class VocabType : int32_t {
   kRaw = 0,           // strings are the bytes themselves (tiktoken, tekken)
@@ -47,6 +61,8 @@ class TokenizerInfo {
 
   const std::vector<int32_t>& sorted_text_tokens() const { return sorted_text_tokens_; }
   const std::vector<int32_t>& lcp() const { return lcp_; }
+  // The same tokens as a flat byte trie (see TokenTrieNode).
+  const std::vector<TokenTrieNode>& trie() const { return trie_; }
   // Length in bytes of the longest text token.
   int32_t max_token_bytes() const { return max_token_bytes_; }
 
@@ -58,6 +74,8 @@ class TokenizerInfo {
   size_t MemoryBytes() const;
 
  private:
+  void BuildTrie();
+
   std::vector<std::string> decoded_tokens_;
   VocabType vocab_type_;
   int32_t vocab_size_;
@@ -68,6 +86,7 @@ class TokenizerInfo {
   std::vector<uint8_t> is_stop_;
   std::vector<int32_t> sorted_text_tokens_;
   std::vector<int32_t> lcp_;
+  std::vector<TokenTrieNode> trie_;
   int32_t max_token_bytes_ = 0;
 };
 
