@@ -1,6 +1,8 @@
 // Compilation of EBNF that may name tokens (Token(id)): the grammar is matched against the
 // derived vocabulary of tokenizer/token_literals.h. Derived vocabularies are cached in a
 // Python dict owned by the caller (one per GrammarCompiler), keyed by the tuple of ids.
+#include <algorithm>
+
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -48,8 +50,14 @@ std::shared_ptr<CompiledGrammar> CompileWithTokenLiterals(
     options.cross_grammar = false;
   }
   py::gil_scoped_release release;
-  return std::const_pointer_cast<CompiledGrammar>(
+  auto compiled = std::const_pointer_cast<CompiledGrammar>(
       CompileEbnf(ebnf, root_rule_name, vocab, std::move(pool), options));
+  compiled->token_literal_ids = ids;
+  for (int32_t id : tokenizer->stop_token_ids()) {
+    if (std::binary_search(ids.begin(), ids.end(), id)) compiled->stop_terminal_ids.push_back(id);
+  }
+  std::sort(compiled->stop_terminal_ids.begin(), compiled->stop_terminal_ids.end());
+  return compiled;
 }
 
 void BindTokenLiterals(py::module_& m) {
