@@ -171,11 +171,13 @@ class GrammarCompiler:
         """Compiles a regex; the whole output must match it."""
         return self.compile_regex_async(pattern, _run_inline=True).result()
 
-    def compile_structural_tag(self, structural_tag: Any) -> CompiledGrammar:
+    def compile_structural_tag(self, structural_tag: Any, *, any_whitespace: bool = True) -> CompiledGrammar:
         """Compiles a structural tag (xgrammar's format: JSON text, dict or
         ``structural_tag.StructuralTag``; also the legacy ``{"structures", "triggers"}`` form).
-        See ``xg2_plugin.structural_tag`` for the formats and what is unsupported."""
-        return self.compile_structural_tag_async(structural_tag, _run_inline=True).result()
+        See ``xg2_plugin.structural_tag`` for the formats and what is unsupported.
+        ``any_whitespace=False`` applies to the JSON of every ``json_schema`` format, as in
+        ``compile_json_schema`` (vLLM's ``disable_any_whitespace``)."""
+        return self.compile_structural_tag_async(structural_tag, any_whitespace=any_whitespace, _run_inline=True).result()
 
     def compile_choice(self, choices: Sequence[str]) -> CompiledGrammar:
         """Compiles a grammar whose output is exactly one of ``choices``."""
@@ -242,13 +244,15 @@ class GrammarCompiler:
             _run_inline,
         )
 
-    def compile_structural_tag_async(self, structural_tag: Any, *, _run_inline: bool = False) -> "Future[CompiledGrammar]":
+    def compile_structural_tag_async(
+        self, structural_tag: Any, *, any_whitespace: bool = True, _run_inline: bool = False
+    ) -> "Future[CompiledGrammar]":
         """Like :meth:`compile_structural_tag`, returning a future. Validation errors
         (``StructuralTagError``, ``UnsupportedSchemaError``) are raised here, not deferred."""
         from .structural_tag import parse_structural_tag, structural_tag_to_ebnf
 
         tag = parse_structural_tag(structural_tag)
-        ebnf = structural_tag_to_ebnf(tag, self._tokenizer_info)
+        ebnf = structural_tag_to_ebnf(tag, self._tokenizer_info, any_whitespace=any_whitespace)
         return self._submit(
             ("ebnf", ebnf, "root"),
             lambda: self._compile_ebnf_now(ebnf, "root", "structural_tag"),
