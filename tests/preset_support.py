@@ -276,6 +276,14 @@ def accepts(tok: Tok, grammar: xg.CompiledGrammar, text: str) -> bool:
     return matcher.is_completed()
 
 
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+        return True
+    except UnicodeDecodeError:
+        return False
+
+
 def random_walk(tok: Tok, grammar: xg.CompiledGrammar, seed: int, closers: Sequence[str],
                 uniform_steps: int = 60, max_steps: int = 600) -> Tuple[Optional[str], int]:
     """A seeded walk: tokens drawn uniformly from the mask for `uniform_steps` steps, then, to
@@ -300,7 +308,10 @@ def random_walk(tok: Tok, grammar: xg.CompiledGrammar, seed: int, closers: Seque
         if len(ids) >= uniform_steps:
             if any(int(t) in stops for t in allowed):
                 return tok.decode(ids), len(ids)
-            forced = [matcher.find_jump_forward_string()] if matcher.find_jump_forward_string() else []
+            # (Read as bytes: in the middle of a character the forced bytes are not valid UTF-8
+            # on their own, and GrammarMatcher.find_jump_forward_string cannot return them.)
+            jump = matcher._handle.find_jump_forward_string()
+            forced = [jump.decode("utf-8")] if jump and _is_utf8(jump) else []
             spelled = None
             for text in forced + list(closers):
                 tokens = tok.encode(text)

@@ -141,3 +141,16 @@ def test_required_call_cannot_end_without_a_call():
     matcher = harmony_matcher("required")
     ids = ids_of(FINAL_TEXT)
     assert not all(matcher.accept_token(t) for t in ids)
+
+
+def test_jump_forward_stops_before_a_special_token():
+    # After "<|channel|>final" the grammar forces <|message|>: a special token, not text to
+    # jump over, so the jump-forward string ends before it.
+    matcher = harmony_matcher()
+    for token in ids_of("<|channel|>final"):
+        assert matcher.accept_token(token)
+    assert matcher.find_jump_forward_string() == ""
+    matcher = harmony_matcher()
+    for token in ids_of("<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"ci"):
+        assert matcher.accept_token(token)
+    assert matcher.find_jump_forward_string() == 'ty"'  # then optional whitespace

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "grammar/token_literal.h"
 #include "support/error.h"
 
 namespace xg2 {
@@ -260,7 +261,11 @@ std::string GrammarMatcher::FindJumpForwardString() {
       }
       only = b;
     }
-    if (only < 0 || !parser_.Advance(static_cast<uint8_t>(only))) break;
+    // A token literal (grammar/token_literal.h) is a special token, not text to jump over.
+    if (only < 0 || IsTokenLiteralByte(static_cast<uint8_t>(only)) ||
+        !parser_.Advance(static_cast<uint8_t>(only))) {
+      break;
+    }
     forced.push_back(static_cast<char>(only));
   }
   parser_.PopTo(base);
