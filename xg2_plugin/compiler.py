@@ -297,6 +297,9 @@ class GrammarCompiler:
             self._cache.clear()
             self._cache_bytes = 0
         self._mask_pool.clear()
+        for _vocab, pool in list(self._token_literal_vocabs.values()):  # derived vocabularies' pools
+            if pool is not None:
+                pool.clear()
 
     def _compile_ebnf_now(self, ebnf: str, root_rule_name: str, kind: str) -> CompiledGrammar:
         handle = _native.compile_ebnf_with_token_literals(

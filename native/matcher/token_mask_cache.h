@@ -74,6 +74,7 @@ class MaskCachePool {
   void Insert(const std::string& key, std::shared_ptr<const TokenClassification> entry);
 
   int64_t bytes() const;
+  int64_t limit_bytes() const { return limit_bytes_; }
   int64_t hits() const { return hits_.load(); }
   int64_t misses() const { return misses_.load(); }
   size_t size() const;
