@@ -58,6 +58,8 @@ def reply(family: str, name: str, args: Dict[str, Any]) -> str:
 
 
 class Engine:
+    precompute_nodes = 8  # xg2's default partial JIT (--xg2-precompute)
+
     def __init__(self, name: str, tokenizer_name: str) -> None:
         import transformers
 
@@ -68,7 +70,8 @@ class Engine:
             import xg2_plugin as lib
 
             self.info = lib.TokenizerInfo.from_huggingface(self.hf)
-            self.compiler = lib.GrammarCompiler(self.info, max_threads=1, cache_enabled=False)
+            self.compiler = lib.GrammarCompiler(self.info, max_threads=1, cache_enabled=False,
+                                                precompute_nodes=Engine.precompute_nodes)
             self.bitmask = lib.allocate_token_bitmask(1, self.info.vocab_size)
         else:
             import xgrammar as lib
@@ -192,8 +195,11 @@ def main() -> None:
     parser.add_argument("--engines", default="xg2,xgrammar", help="comma-separated: xg2, xgrammar")
     parser.add_argument("--tool-sets", type=int, default=40, help="BFCL tool sets (half 'multiple', half 'simple')")
     parser.add_argument("--tags-scaling", default="1,10,100,300", help="tag counts for the dispatching-mode table ('' to skip)")
+    parser.add_argument("--xg2-precompute", type=int, default=8,
+                        help="xg2 precompute_nodes (parser states classified on a background thread after compile)")
     parser.add_argument("--output", type=Path, help="also write the Markdown tables here")
     args = parser.parse_args()
+    Engine.precompute_nodes = args.xg2_precompute
     engines = [e for e in args.engines.split(",") if e]
     lines: List[str] = []
 
@@ -202,7 +208,8 @@ def main() -> None:
         lines.append(line)
 
     load = os.getloadavg()
-    out(f"Load average at start: {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}; engines: {', '.join(engines)}\n")
+    out(f"Load average at start: {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}; engines: {', '.join(engines)}; "
+        f"xg2 precompute_nodes={args.xg2_precompute}\n")
     if args.tool_sets:
         bench_tool_sets(engines, args.tool_sets, out)
     if args.tags_scaling:

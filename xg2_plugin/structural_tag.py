@@ -427,6 +427,9 @@ class _Lowering:
         self._specials = _SpecialTokens.of(tokenizer_info)
         self._rules: List[str] = []
         self._counter = 0
+        # Identical JSON schemas (one tool under several tag spellings, as Harmony has) share
+        # one embedded grammar: keyed by the schema text and the whitespace bound.
+        self._json_rules: Dict[Tuple[str, Optional[int]], str] = {}
 
     def grammar(self, tag: StructuralTag) -> str:
         root = self.lower(tag.format, "format")
@@ -490,12 +493,16 @@ class _Lowering:
         return self._json_value(schema, fmt.max_whitespace_cnt)
 
     def _json_value(self, schema: Dict[str, Any], max_whitespace: Optional[int]) -> str:
-        ebnf, _ = _native._json_schema_to_ebnf(
-            json.dumps(schema), any_whitespace=self._any_whitespace, indent=None,
-            separators=None, strict_mode=True,
-            max_whitespace=max_whitespace, lenient=False,
-        )
-        return self._embed(ebnf, "json")
+        text = json.dumps(schema)  # key order matters: members follow the schema order
+        key = (text, max_whitespace)
+        if key not in self._json_rules:
+            ebnf, _ = _native._json_schema_to_ebnf(
+                text, any_whitespace=self._any_whitespace, indent=None,
+                separators=None, strict_mode=True,
+                max_whitespace=max_whitespace, lenient=False,
+            )
+            self._json_rules[key] = self._embed(ebnf, "json")
+        return self._json_rules[key]
 
     def _xml_arguments(self, schema: Dict[str, Any], style: Tuple[str, Tuple[str, ...], str, str],
                        max_whitespace: Optional[int], where: str) -> str:
