@@ -19,7 +19,7 @@ import pytest
 import xg2_plugin as xg
 from xg2_plugin.bitmask import bitmask_to_bool_array
 
-from xg2_test_support import data_dir, hf_compiler, hf_tokenizer, require_data
+from xg2_test_support import hf_compiler, hf_tokenizer, require_data
 
 # ---- BFCL ------------------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""Model presets: the structural tag of a model family's tool-call and reasoning format.
+r"""Model presets: the structural tag of a model family's tool-call and reasoning format.
 
 :func:`get_model_structural_tag` builds it from OpenAI-style ``tools`` and ``tool_choice``
 (``"auto"``, ``"none"``, ``"required"`` or ``{"type": "function", "function": {"name": ...}}``)
@@ -38,7 +38,7 @@ with a call; a named function: exactly that one call.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Literal, Optional, Sequence, Union
+from typing import Any, Dict, List, Literal, Sequence, Union
 
 from .structural_tag import StructuralTag, parse_structural_tag
 

@@ -1,4 +1,4 @@
-"""Structural tags: the JSON format vLLM's tool parsers and SGLang send to grammar backends.
+r"""Structural tags: the JSON format vLLM's tool parsers and SGLang send to grammar backends.
 
 ``{"type": "structural_tag", "format": {...}}`` describes an output as a tree of formats
 (constant strings, JSON Schema, regex, EBNF, free text, sequences, alternatives, tags, triggered
