@@ -10,7 +10,7 @@ import pytest
 import xg2_plugin as xg
 from xg2_plugin.presets import get_model_structural_tag
 
-from xg2_test_support import encode_continuation, hf_compiler, hf_tokenizer, require_data
+from xg2_test_support import encode_continuation, hf_compiler, hf_tokenizer, hf_tokenizer_info, require_data
 
 _BFCL_TYPES = {"dict": "object", "float": "number", "tuple": "array", "any": None}
 
@@ -145,3 +145,30 @@ def test_cached_masks_equal_reference_masks_on_dispatch_and_token_literals():
             assert np.array_equal(cached, reference), step
         assert matcher.accept_token(token)
     assert matcher.is_completed()
+
+
+def test_harmony_grammars_share_a_pool_and_stay_exact():
+    """Grammars that name the same special tokens share the derived vocabulary's cross-grammar
+    pool (native/bindings/token_literal_bindings.cc); masks built from pooled classifications
+    equal the reference walk on a second tool set."""
+    import numpy as np
+
+    compiler = xg.GrammarCompiler(hf_tokenizer_info("gpt-oss"))
+    tok = hf_tokenizer("gpt-oss")
+    cases = bfcl_cases(3)
+    for index, (tools, name, args) in enumerate(cases[:2]):
+        grammar = compiler.compile_structural_tag(get_model_structural_tag("harmony", tools, "auto", reasoning="auto"))
+        text = ("<|channel|>analysis<|message|>Ok.<|end|><|start|>assistant<|channel|>commentary to=functions."
+                + name + " <|constrain|>json<|message|>" + json.dumps(args) + "<|call|>")
+        matcher = xg.GrammarMatcher(grammar)
+        cached = np.zeros(xg.get_bitmask_shape(1, grammar.tokenizer_info.vocab_size), dtype=np.int32)
+        reference = np.zeros_like(cached)
+        for step, token in enumerate(tok.encode(text, add_special_tokens=False).ids):
+            if index == 1 and (step < 6 or step % 3 == 0):
+                matcher.fill_next_token_bitmask(cached)
+                matcher._fill_next_token_bitmask_reference(reference)
+                assert np.array_equal(cached, reference), step
+            assert matcher.accept_token(token)
+        assert matcher.is_terminated()
+    (vocab, pool), = compiler._token_literal_vocabs.values()
+    assert pool.hits > 0

@@ -116,9 +116,13 @@ def test_token_literal_only_matches_its_token():
     for token in ids:
         assert matcher.accept_token(token), token
     assert matcher.is_completed()
-    # <|call|> is a stop token of the tokenizer but a terminal here: the others still stop.
+    # <|call|> is a stop token of the tokenizer and a terminal here: accepted as the terminal
+    # that completes the grammar, it terminates the matcher; rollback undoes that.
     assert call not in matcher.stop_token_ids
-    assert matcher.accept_token(matcher.stop_token_ids[0]) and matcher.is_terminated()
+    assert matcher.is_terminated()
+    matcher.rollback(1)
+    assert not matcher.is_terminated() and not matcher.is_completed()
+    assert matcher.accept_token(call) and matcher.is_terminated()
 
     matcher = xg.GrammarMatcher(grammar)
     assert not matcher.accept_token(message)  # a special token alone is never free text

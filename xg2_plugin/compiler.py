@@ -367,12 +367,18 @@ class GrammarCompiler:
         """Compiles a regex; the whole output must match it. ``timeout`` as for compile_grammar."""
         return self.compile_regex_async(pattern, timeout=timeout, _run_inline=True).result()
 
-    def compile_structural_tag(self, structural_tag: Any, *, timeout: Optional[float] = None) -> CompiledGrammar:
+    def compile_structural_tag(
+        self, structural_tag: Any, *, any_whitespace: bool = True, timeout: Optional[float] = None
+    ) -> CompiledGrammar:
         """Compiles a structural tag (xgrammar's format: JSON text, dict or
         ``structural_tag.StructuralTag``; also the legacy ``{"structures", "triggers"}`` form).
         See ``xg2_plugin.structural_tag`` for the formats and what is unsupported.
-        ``timeout`` bounds the final grammar compilation (the tag's schemas convert eagerly)."""
-        return self.compile_structural_tag_async(structural_tag, timeout=timeout, _run_inline=True).result()
+        ``any_whitespace=False`` applies to the JSON of every ``json_schema`` format, as in
+        ``compile_json_schema`` (vLLM's ``disable_any_whitespace``). ``timeout`` bounds the final
+        grammar compilation (the tag's schemas convert eagerly)."""
+        return self.compile_structural_tag_async(
+            structural_tag, any_whitespace=any_whitespace, timeout=timeout, _run_inline=True
+        ).result()
 
     def compile_choice(self, choices: Sequence[str], *, timeout: Optional[float] = None) -> CompiledGrammar:
         """Compiles a grammar whose output is exactly one of ``choices``."""
@@ -448,14 +454,19 @@ class GrammarCompiler:
         )
 
     def compile_structural_tag_async(
-        self, structural_tag: Any, *, timeout: Optional[float] = None, _run_inline: bool = False
+        self,
+        structural_tag: Any,
+        *,
+        any_whitespace: bool = True,
+        timeout: Optional[float] = None,
+        _run_inline: bool = False,
     ) -> "Future[CompiledGrammar]":
         """Like :meth:`compile_structural_tag`, returning a future. Validation errors
         (``StructuralTagError``, ``UnsupportedSchemaError``) are raised here, not deferred."""
         from .structural_tag import parse_structural_tag, structural_tag_to_ebnf
 
         tag = parse_structural_tag(structural_tag)
-        ebnf = structural_tag_to_ebnf(tag, self._tokenizer_info)
+        ebnf = structural_tag_to_ebnf(tag, self._tokenizer_info, any_whitespace=any_whitespace)
         return self._submit(
             ("ebnf", ebnf, "root"),
             lambda token: self._compile_ebnf_now(ebnf, "root", "structural_tag", token),
@@ -517,6 +528,9 @@ class GrammarCompiler:
             self._cache.clear()
             self._cache_bytes = 0
         self._mask_pool.clear()
+        for _vocab, pool in list(self._token_literal_vocabs.values()):  # derived vocabularies' pools
+            if pool is not None:
+                pool.clear()
 
     def _compile_ebnf_now(self, ebnf: str, root_rule_name: str, kind: str, token: Any = None) -> CompiledGrammar:
         handle = _native.compile_ebnf_with_token_literals(

@@ -1,4 +1,4 @@
-"""Structural tags: the JSON format vLLM's tool parsers and SGLang send to grammar backends.
+r"""Structural tags: the JSON format vLLM's tool parsers and SGLang send to grammar backends.
 
 ``{"type": "structural_tag", "format": {...}}`` describes an output as a tree of formats
 (constant strings, JSON Schema, regex, EBNF, free text, sequences, alternatives, tags, triggered
@@ -14,8 +14,21 @@ ordinary tokens spell such text; serving parsers read the special token, so xg2 
 What xg2 cannot express exactly raises ``UnsupportedSchemaError`` instead of approximating:
 the token-level forms that constrain ordinary tokens or count tokens (``exclude_token``,
 ``any_tokens``, ``token_triggered_tags``, ``token_dispatch``, ``any_text.max_tokens``,
-``token`` naming an ordinary text token), JSON-schema styles other than ``json``, and
-``any_text`` with both ``excludes`` and ``max_chars``.
+``token`` naming an ordinary text token), JSON-schema styles other than ``json``, ``qwen_xml``
+and ``glm_xml``, and ``any_text`` with both ``excludes`` and ``max_chars``.
+
+XML-style arguments. ``json_schema`` with ``style="qwen_xml"`` (Qwen3-Coder) spells an object's
+members as ``<parameter=NAME>\nVALUE\n</parameter>\n``, ``style="glm_xml"`` (GLM 4.5-4.7) as
+``<arg_key>NAME</arg_key>\n<arg_value>VALUE</arg_value>\n`` (both line breaks optional: GLM 4.7
+writes none), as the chat templates render them:
+members in schema order (optional ones may be left out), a string member's value is its raw
+text (no quotes or escapes; ``enum``/``const``/``pattern`` apply to that text), any other
+member's value is JSON valid under the member's schema. The schema must be an object schema;
+an object without declared properties takes any members with raw-text values.
+
+Whitespace. ``any_whitespace=False`` (vLLM's ``disable_any_whitespace``) makes the JSON of
+every ``json_schema`` format use fixed separators and no other whitespace, as
+``compile_json_schema(any_whitespace=False)`` does.
 """
 
 from __future__ import annotations
@@ -323,6 +336,14 @@ def _describe(error: ValidationError) -> str:
 
 _literal = ebnf_string_literal
 
+# XML-style argument formats of json_schema: (before the name, between name and value, the
+# string that ends a value, optional text after it). Each line break of a GLM member is
+# optional: GLM 4.5/4.6 templates write them, GLM 4.7 does not.
+_XML_STYLES: Dict[str, Tuple[str, Tuple[str, ...], str, str]] = {
+    "qwen_xml": ("<parameter=", (">\n",), "\n</parameter>\n", ""),
+    "glm_xml": ("<arg_key>", ("</arg_key>", "\n?", "<arg_value>"), "</arg_value>", "\n"),
+}
+
 
 class _SpecialTokens:
     """Special tokens of a vocabulary whose text names exactly one id."""
@@ -400,11 +421,15 @@ class _SpecialTokens:
 
 
 class _Lowering:
-    def __init__(self, tokenizer_info: Any) -> None:
+    def __init__(self, tokenizer_info: Any, any_whitespace: bool = True) -> None:
         self._info = tokenizer_info
+        self._any_whitespace = any_whitespace
         self._specials = _SpecialTokens.of(tokenizer_info)
         self._rules: List[str] = []
         self._counter = 0
+        # Identical JSON schemas (one tool under several tag spellings, as Harmony has) share
+        # one embedded grammar: keyed by the schema text and the whitespace bound.
+        self._json_rules: Dict[Tuple[str, Optional[int]], str] = {}
 
     def grammar(self, tag: StructuralTag) -> str:
         root = self.lower(tag.format, "format")
@@ -451,8 +476,11 @@ class _Lowering:
         return self.text(fmt.value)
 
     def _lower_json_schema(self, fmt: JSONSchemaFormat, where: str) -> str:
-        if fmt.style != "json":
-            raise UnsupportedSchemaError(f"{where}: json_schema style {fmt.style!r} is not supported (only 'json')")
+        if fmt.style not in _XML_STYLES and fmt.style != "json":
+            raise UnsupportedSchemaError(
+                f"{where}: json_schema style {fmt.style!r} is not supported "
+                f"(supported: 'json', {', '.join(repr(s) for s in _XML_STYLES)})"
+            )
         if fmt.any_order or fmt.excludes:
             raise UnsupportedSchemaError(f"{where}: json_schema any_order / excludes are not supported")
         schema = fmt.json_schema
@@ -460,14 +488,88 @@ class _Lowering:
             schema = {}
         if schema is False:
             raise StructuralTagError(f"{where}: the JSON schema `false` matches nothing")
-        ebnf, _ = _native._json_schema_to_ebnf(
-            json.dumps(schema), any_whitespace=True, indent=None, separators=None, strict_mode=True,
-            max_whitespace=fmt.max_whitespace_cnt, lenient=False,
-        )
-        return self._embed(ebnf, "json")
+        if fmt.style in _XML_STYLES:
+            return self._xml_arguments(schema, _XML_STYLES[fmt.style], fmt.max_whitespace_cnt, where)
+        return self._json_value(schema, fmt.max_whitespace_cnt)
+
+    def _json_value(self, schema: Dict[str, Any], max_whitespace: Optional[int]) -> str:
+        text = json.dumps(schema)  # key order matters: members follow the schema order
+        key = (text, max_whitespace)
+        if key not in self._json_rules:
+            ebnf, _ = _native._json_schema_to_ebnf(
+                text, any_whitespace=self._any_whitespace, indent=None,
+                separators=None, strict_mode=True,
+                max_whitespace=max_whitespace, lenient=False,
+            )
+            self._json_rules[key] = self._embed(ebnf, "json")
+        return self._json_rules[key]
+
+    def _xml_arguments(self, schema: Dict[str, Any], style: Tuple[str, Tuple[str, ...], str, str],
+                       max_whitespace: Optional[int], where: str) -> str:
+        """An object's members in an XML-style argument format (module docstring)."""
+        name_open, between, value_close, trailer = style
+        # "x?" in `between` is an optional "x"
+        name_close = " ".join(f"({self.text(p[:-1])})?" if p.endswith("?") else self.text(p) for p in between)
+        after = f" ({self.text(trailer)})?" if trailer else ""
+        if schema.get("type", "object") != "object":
+            raise UnsupportedSchemaError(f"{where}: XML-style arguments need an object schema, got type {schema.get('type')!r}")
+        unsupported = sorted(set(schema) & {"patternProperties", "minProperties", "maxProperties", "propertyNames",
+                                            "dependentRequired", "dependentSchemas", "allOf", "anyOf", "oneOf",
+                                            "not", "if", "$ref"})
+        if unsupported:
+            raise UnsupportedSchemaError(f"{where}: XML-style arguments do not support {', '.join(unsupported)} on the object")
+        properties = schema.get("properties") or {}
+        required = set(schema.get("required") or [])
+        missing = sorted(required - set(properties))
+        if missing:
+            raise UnsupportedSchemaError(f"{where}: required members {missing} have no schema in properties")
+        definitions = {k: schema[k] for k in ("$defs", "definitions") if k in schema}
+        if not properties:
+            # Any members, raw-text values (an object schema without declared properties).
+            name = self._rule(r'[^<>\n]+', "xml_name")
+            value = self._rule(f"TagDispatch(stop_eos=false, stop_str=({self.pieces(value_close)},))", "xml_text")
+            return self._rule(f"({self.text(name_open)} {name} {name_close} {value}{after})*", "xml_args")
+        items = []
+        for key, member in properties.items():
+            member_where = f"{where}/json_schema/properties/{key}"
+            head = f"{self.text(name_open + key)} {name_close}"
+            value = self._xml_value(member, definitions, value_close, max_whitespace, member_where)
+            items.append((self._rule(f"{head} {value}{after}", "xml_member"), key in required))
+        # Members in schema order; optional ones may be left out.
+        body = " ".join(item if needed else f"({item})?" for item, needed in items)
+        return self._rule(body, "xml_args")
+
+    def _xml_value(self, member: Any, definitions: Dict[str, Any], close: str, max_whitespace: Optional[int],
+                   where: str) -> str:
+        """A member's value followed by `close`: raw text for strings, JSON otherwise."""
+        if member is True:
+            member = {}
+        if member is False:
+            raise StructuralTagError(f"{where}: the JSON schema `false` matches nothing")
+        if isinstance(member, dict) and member.get("type") == "string":
+            limits = sorted(set(member) & {"minLength", "maxLength", "format", "contentEncoding", "$ref",
+                                           "allOf", "anyOf", "oneOf", "not"})
+            if limits:
+                raise UnsupportedSchemaError(f"{where}: a raw-text XML value cannot enforce {', '.join(limits)}")
+            closing = self.text(close)
+            if "const" in member or "enum" in member:
+                values = [member["const"]] if "const" in member else member["enum"]
+                texts = [v for v in values if isinstance(v, str)]
+                if not texts:
+                    raise StructuralTagError(f"{where}: enum/const has no string value")
+                return self._rule(f"({' | '.join(self.text(v) if v else chr(34) * 2 for v in texts)}) {closing}", "xml_enum")
+            if "pattern" in member:
+                return self._rule(f"{_native._regex_to_ebnf(member['pattern'])} {closing}", "xml_pattern")
+            # Free text up to the first occurrence of the closing string (a stop string, so the
+            # value can never contain it, even overlapping the close).
+            return self._rule(f"TagDispatch(stop_eos=false, stop_str=({self.pieces(close)},))", "xml_text")
+        sub = dict(member) if isinstance(member, dict) else member
+        if definitions and isinstance(sub, dict):
+            sub = {**definitions, **sub}
+        return self._rule(f"{self._json_value(sub, max_whitespace)} {self.text(close)}", "xml_json")
 
     def _lower_qwen_xml_parameter(self, fmt: QwenXMLParameterFormat, where: str) -> str:
-        raise UnsupportedSchemaError(f"{where}: qwen_xml_parameter is not supported")
+        return self._lower_json_schema(JSONSchemaFormat(json_schema=fmt.json_schema, style="qwen_xml"), where)
 
     def _lower_grammar(self, fmt: GrammarFormat, where: str) -> str:
         return self._embed(fmt.grammar, "grammar")
@@ -551,8 +653,20 @@ class _Lowering:
         else:
             end = " | ".join(self.text(e) for e in ends)
             end_texts = tuple(e for e in ends if e)
-        if isinstance(tag.content, AnyTextFormat):
-            content = self._lower_any_text(tag.content, where + "/content", ends=end_texts)
+        text = tag.content if isinstance(tag.content, AnyTextFormat) else None
+        if (text is not None and end_texts and len(end_texts) == len(ends) and text.max_chars is None
+                and text.max_tokens is None):
+            # Free text up to the first occurrence of an end string: the ends are stop strings,
+            # exact even where an end overlaps itself ("\n</p>\n" after text ending in "\n</p>").
+            excludes = [e for e in text.excludes if e not in end_texts]
+            dispatch = self._rule(
+                f"TagDispatch(stop_eos=false, stop_str={self._string_tuple(list(end_texts), where + '/end')}, "
+                f"excludes={self._string_tuple(excludes, where + '/content')})",
+                "text",
+            )
+            return self._rule(f"{begin} {dispatch}", "tag")
+        if text is not None:
+            content = self._lower_any_text(text, where + "/content", ends=end_texts)
         else:
             content = self.lower(tag.content, where + "/content")
         return self._rule(f"{begin} {content} ({end})", "tag")
@@ -618,8 +732,10 @@ class _Lowering:
         return self._rule(f"TagDispatch({', '.join(args)})", "dispatch")
 
 
-def structural_tag_to_ebnf(value: Union[str, bytes, Dict[str, Any], StructuralTag], tokenizer_info: Any = None) -> str:
+def structural_tag_to_ebnf(value: Union[str, bytes, Dict[str, Any], StructuralTag], tokenizer_info: Any = None,
+                           *, any_whitespace: bool = True) -> str:
     """EBNF text for a structural tag (root rule ``root``). With ``tokenizer_info``, special
-    token text in the format's strings becomes ``Token(id)``."""
+    token text in the format's strings becomes ``Token(id)``. ``any_whitespace=False`` makes
+    the JSON of ``json_schema`` formats compact (vLLM's ``disable_any_whitespace``)."""
     tag = parse_structural_tag(value)
-    return _Lowering(tokenizer_info).grammar(tag)
+    return _Lowering(tokenizer_info, any_whitespace).grammar(tag)

@@ -1,8 +1,12 @@
 // Compilation of EBNF that may name tokens (Token(id)): the grammar is matched against the
 // derived vocabulary of tokenizer/token_literals.h. Derived vocabularies are cached in a
 // Python dict owned by the caller (one per GrammarCompiler), keyed by the tuple of ids.
+#include <algorithm>
+
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+
+#include <utility>
 
 #include "bindings/compile_scope.h"
 #include "bindings/registry.h"
@@ -18,8 +22,10 @@ namespace xg2 {
 namespace {
 
 // Grammars without Token(...) compile exactly as compile_ebnf does. A grammar naming tokens
-// gets the derived vocabulary and no cross-grammar pool: the pool's classifications belong
-// to the base vocabulary.
+// gets the derived vocabulary and that vocabulary's own cross-grammar pool (the base pool's
+// classifications belong to the base vocabulary; grammars naming the same tokens, such as
+// every Harmony tool set, share the derived one). Both are cached in `vocab_cache` under the
+// tuple of ids, as (vocabulary, pool).
 std::shared_ptr<CompiledGrammar> CompileWithTokenLiterals(
     std::shared_ptr<TokenizerInfo> tokenizer, const std::string& ebnf,
     const std::string& root_rule_name, py::dict vocab_cache, std::shared_ptr<MaskCachePool> pool,
@@ -41,21 +47,33 @@ std::shared_ptr<CompiledGrammar> CompileWithTokenLiterals(
   std::shared_ptr<const TokenizerInfo> vocab = tokenizer;
   if (!ids.empty()) {
     py::tuple key = py::cast(ids);
+    std::shared_ptr<MaskCachePool> derived_pool;
     if (vocab_cache.contains(key)) {
-      vocab = vocab_cache[key].cast<std::shared_ptr<TokenizerInfo>>();
+      auto cached = vocab_cache[key].cast<std::pair<std::shared_ptr<TokenizerInfo>,
+                                                    std::shared_ptr<MaskCachePool>>>();
+      vocab = cached.first;
+      derived_pool = cached.second;
     } else {
       {
         py::gil_scoped_release release;
         vocab = WithTokenLiterals(*tokenizer, ids);
       }
-      vocab_cache[key] = std::const_pointer_cast<TokenizerInfo>(vocab);
+      if (pool) derived_pool = std::make_shared<MaskCachePool>(pool->limit_bytes());
+      vocab_cache[key] = py::make_tuple(std::const_pointer_cast<TokenizerInfo>(vocab), derived_pool);
     }
-    pool = nullptr;
-    options.cross_grammar = false;
+    pool = derived_pool;
+    if (!pool) options.cross_grammar = false;
   }
   py::gil_scoped_release release;
-  return std::const_pointer_cast<CompiledGrammar>(
-      CompileEbnf(ebnf, root_rule_name, vocab, std::move(pool), options, repetition_compression_threshold));
+  auto compiled = std::const_pointer_cast<CompiledGrammar>(
+      CompileEbnf(ebnf, root_rule_name, vocab, std::move(pool), options,
+                  repetition_compression_threshold));
+  compiled->token_literal_ids = ids;
+  for (int32_t id : tokenizer->stop_token_ids()) {
+    if (std::binary_search(ids.begin(), ids.end(), id)) compiled->stop_terminal_ids.push_back(id);
+  }
+  std::sort(compiled->stop_terminal_ids.begin(), compiled->stop_terminal_ids.end());
+  return compiled;
 }
 
 void BindTokenLiterals(py::module_& m) {

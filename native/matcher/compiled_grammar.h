@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "grammar/grammar_fsm.h"
 #include "matcher/earley_parser.h"
@@ -22,6 +23,11 @@ struct CompiledGrammar {
   std::shared_ptr<GrammarMaskCache> mask_cache;
   // Limits of every matcher's parser (from the compile's CompileLimits).
   EarleyLimits earley_limits;
+  // Sorted ids the grammar names with Token(id) (tokenizer/token_literals.h), and those of them
+  // that are stop tokens of the base vocabulary (Harmony `<|call|>`, `<|return|>`): accepting
+  // one as a terminal that completes the grammar terminates the matcher.
+  std::vector<int32_t> token_literal_ids;
+  std::vector<int32_t> stop_terminal_ids;
 
   size_t MemoryBytes() const {
     return sizeof(*this) + fsm->MemoryBytes() + ebnf.capacity() + mask_cache->MemoryBytes();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "grammar/token_literal.h"
 #include "support/error.h"
 
 namespace xg2 {
@@ -14,16 +15,26 @@ GrammarMatcher::GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar,
       tokenizer_(grammar_->tokenizer.get()),
       terminate_without_stop_token_(terminate_without_stop_token),
       parser_(grammar_->fsm, grammar_->earley_limits) {
-  stop_token_ids_ = stop_token_ids ? *stop_token_ids : tokenizer_->stop_token_ids();
+  // Stop tokens the grammar names as terminals end generation through the grammar (see
+  // AcceptToken); the others are plain stops, allowed where the grammar is complete.
+  const std::vector<int32_t>& literals = grammar_->token_literal_ids;
+  std::vector<int32_t> requested = stop_token_ids ? *stop_token_ids : tokenizer_->stop_token_ids();
+  if (!stop_token_ids) stop_terminal_ids_ = grammar_->stop_terminal_ids;
   is_stop_.assign(tokenizer_->vocab_size(), 0);
-  for (int32_t id : stop_token_ids_) {
+  for (int32_t id : requested) {
     if (id < 0 || id >= tokenizer_->vocab_size()) {
       throw InvalidArgumentError("stop token id " + std::to_string(id) +
                                  " is outside the vocabulary [0, " +
                                  std::to_string(tokenizer_->vocab_size()) + ")");
     }
-    is_stop_[id] = 1;
+    if (std::binary_search(literals.begin(), literals.end(), id)) {
+      stop_terminal_ids_.push_back(id);
+    } else {
+      stop_token_ids_.push_back(id);
+      is_stop_[id] = 1;
+    }
   }
+  std::sort(stop_terminal_ids_.begin(), stop_terminal_ids_.end());
 }
 
 bool GrammarMatcher::IsStop(int32_t token_id) const { return is_stop_[token_id] != 0; }
@@ -56,6 +67,12 @@ bool GrammarMatcher::AcceptToken(int32_t token_id) {
     return false;
   }
   step_start_.push_back(start);
+  // A stop token accepted as a grammar terminal (Harmony `<|call|>`) that leaves the root
+  // complete ends generation, as any stop token does; Rollback undoes it with the step.
+  if (parser_.CanEnd() &&
+      std::binary_search(stop_terminal_ids_.begin(), stop_terminal_ids_.end(), token_id)) {
+    terminated_ = true;
+  }
   return true;
 }
 
@@ -247,7 +264,11 @@ std::string GrammarMatcher::FindJumpForwardString() {
       }
       only = b;
     }
-    if (only < 0 || !parser_.Advance(static_cast<uint8_t>(only))) break;
+    // A token literal (grammar/token_literal.h) is a special token, not text to jump over.
+    if (only < 0 || IsTokenLiteralByte(static_cast<uint8_t>(only)) ||
+        !parser_.Advance(static_cast<uint8_t>(only))) {
+      break;
+    }
     forced.push_back(static_cast<char>(only));
   }
   parser_.PopTo(base);

@@ -19,7 +19,9 @@ inline int64_t BitmaskWords(int64_t vocab_size) { return (vocab_size + 31) / 32;
 
 class GrammarMatcher {
  public:
-  // `stop_token_ids` overrides the tokenizer's stop tokens when given.
+  // `stop_token_ids` overrides the tokenizer's stop tokens when given. Stop tokens that the
+  // grammar names as terminals (CompiledGrammar::token_literal_ids) are not plain stops: they
+  // are accepted where the grammar allows them and terminate the matcher when it completes.
   GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar,
                  std::optional<std::vector<int32_t>> stop_token_ids,
                  bool terminate_without_stop_token);
@@ -69,6 +71,9 @@ class GrammarMatcher {
   std::shared_ptr<const CompiledGrammar> grammar_;
   const TokenizerInfo* tokenizer_;
   std::vector<int32_t> stop_token_ids_;
+  // Sorted stop tokens that the grammar names with Token(id): accepted only as terminals, and
+  // accepting one that completes the grammar terminates the matcher.
+  std::vector<int32_t> stop_terminal_ids_;
   std::vector<uint8_t> is_stop_;
   bool terminate_without_stop_token_;
   EarleyParser parser_;

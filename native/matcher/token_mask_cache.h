@@ -134,6 +134,7 @@ class MaskCachePool {
   void RecordMiss() { misses_.fetch_add(1, std::memory_order_relaxed); }
 
   int64_t bytes() const;
+  int64_t limit_bytes() const { return limit_bytes_; }
   int64_t perfect_hits() const { return perfect_hits_.load(); }
   int64_t partial_hits() const { return partial_hits_.load(); }
   int64_t hits() const { return perfect_hits() + partial_hits(); }

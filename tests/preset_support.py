@@ -1,0 +1,332 @@
+"""Shared by the preset tests: BFCL tool sets as OpenAI tools, each family's chat template
+rendered with transformers' own renderer, the tokenizer each family is tested with, and a
+parser per family that reads tool calls back out of an output (as the serving tool parsers do).
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import json
+import random
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+import pytest
+
+import xg2_plugin as xg
+from xg2_plugin.bitmask import bitmask_to_bool_array
+
+from xg2_test_support import hf_compiler, hf_tokenizer, require_data
+
+# ---- BFCL ------------------------------------------------------------------------------
+
+_BFCL_TYPES = {"dict": "object", "float": "number", "tuple": "array", "any": None}
+
+
+def bfcl_to_json_schema(schema: Any) -> Any:
+    """BFCL's dialect to JSON Schema: dict -> object, float -> number, tuple -> array, any -> {}."""
+    if isinstance(schema, list):
+        return [bfcl_to_json_schema(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {}
+    for key, value in schema.items():
+        if key == "type" and isinstance(value, str):
+            mapped = _BFCL_TYPES.get(value, value)
+            if mapped is not None:
+                out["type"] = mapped
+        elif key == "properties":
+            out[key] = {k: bfcl_to_json_schema(v) for k, v in value.items()}
+        elif key in ("items", "additionalProperties"):
+            out[key] = bfcl_to_json_schema(value)
+        elif key in ("description", "optional", "default", "format"):
+            continue
+        else:
+            out[key] = value
+    return out
+
+
+def _normalise(value: Any, schema: Dict[str, Any]) -> Any:
+    """Ground-truth values as a model would write them for the schema (3.0 for an integer is 3)."""
+    if schema.get("type") == "integer" and isinstance(value, float) and value.is_integer():
+        return int(value)
+    if schema.get("type") == "object" and isinstance(value, dict):
+        props = schema.get("properties", {})
+        return {k: _normalise(v, props.get(k, {})) for k, v in value.items()}
+    return value
+
+
+@dataclass
+class BfclCase:
+    id: str
+    tools: List[Dict[str, Any]]
+    calls: List[Tuple[str, Dict[str, Any]]]
+
+
+def bfcl_cases(category: str, count: int) -> List[BfclCase]:
+    """The first `count` cases of a category whose ground truth validates against its schemas
+    (arguments in schema order, as the grammars expect)."""
+    import jsonschema
+
+    questions = require_data(f"bfcl_v3/question/BFCL_v3_{category}.json").read_text().splitlines()
+    answers = require_data(f"bfcl_v3/possible_answer/BFCL_v3_{category}.json").read_text().splitlines()
+    truth = {a["id"]: a for a in map(json.loads, answers)}
+    cases = []
+    for line in questions:
+        q = json.loads(line)
+        tools = [{"type": "function", "function": {"name": f["name"], "description": f.get("description", ""),
+                                                   "parameters": bfcl_to_json_schema(f["parameters"])}}
+                 for f in q["function"]]
+        schemas = {t["function"]["name"]: t["function"]["parameters"] for t in tools}
+        calls = []
+        for call in truth[q["id"]]["ground_truth"]:
+            (name, params), = call.items()
+            schema = schemas[name]
+            args = {k: params[k][0] for k in schema.get("properties", {})
+                    if k in params and params[k] and params[k][0] != ""}
+            calls.append((name, _normalise(args, schema)))
+        if all(jsonschema.Draft202012Validator(schemas[n]).is_valid(a) for n, a in calls):
+            cases.append(BfclCase(q["id"], tools, calls))
+        if len(cases) == count:
+            break
+    return cases
+
+
+# ---- tokenizers ------------------------------------------------------------------------
+
+
+@dataclass
+class Tok:
+    name: str
+    info: xg.TokenizerInfo
+    compiler: xg.GrammarCompiler
+    encode: Callable[[str], List[int]]
+
+    def decode(self, ids: Sequence[int]) -> str:
+        vocab = self.info.decoded_vocab
+        return b"".join(vocab[i] for i in ids).decode("utf-8", errors="replace")
+
+
+@functools.lru_cache(maxsize=None)
+def tokenizer(name: str) -> Tok:
+    if name == "tekken":
+        return _tekken()
+    tok = hf_tokenizer(name)
+    compiler = hf_compiler(name)
+    # Special-token text in the output is encoded as the special token, as a model emits it.
+    return Tok(name, compiler._tokenizer_info, compiler, lambda text: tok.encode(text, add_special_tokens=False).ids)
+
+
+def _tekken() -> Tok:
+    """Mistral's tekken vocabulary (tokenizers/mistral), encoded with tiktoken over its ranks."""
+    tiktoken = pytest.importorskip("tiktoken")
+    path = require_data("tokenizers/mistral/tekken_240718.json")
+    data = json.loads(path.read_text())
+    config = data["config"]
+    num_special = config["default_num_special_tokens"]
+    ranks = {base64.b64decode(e["token_bytes"]): e["rank"] for e in data["vocab"]
+             if e["rank"] < config["default_vocab_size"] - num_special}
+    encoding = tiktoken.Encoding("tekken", pat_str=config["pattern"], mergeable_ranks=ranks, special_tokens={})
+    info = xg.TokenizerInfo.from_mistral_tekken(path)
+    return Tok("tekken", info, xg.GrammarCompiler(info),
+               lambda text: [num_special + i for i in encoding.encode(text, disallowed_special=())])
+
+
+# ---- chat templates --------------------------------------------------------------------
+
+
+def render_reply(template: str, case: BfclCase, content: str = "", reasoning: Optional[str] = None,
+                 **kwargs: Any) -> str:
+    """The assistant reply the chat template renders for `case`'s calls: the conversation with
+    the reply, minus the same conversation rendered up to the generation prompt."""
+    from transformers.utils.chat_template_utils import render_jinja_template
+
+    source = require_data(f"chat_templates/{template}").read_text()
+    user = {"role": "user", "content": "Please help."}
+    reply: Dict[str, Any] = {"role": "assistant", "content": content, "tool_calls": [
+        {"type": "function", "id": f"call{i:05d}", "function": {"name": n, "arguments": a}}
+        for i, (n, a) in enumerate(case.calls)]}
+    if reasoning is not None:
+        reply["reasoning_content"] = reasoning
+        reply["thinking"] = reasoning
+    full = _render(source, [user, reply], case.tools, False, kwargs)
+    prompt = _render(source, [user], case.tools, True, kwargs)
+    # Some templates open the reasoning block in the generation prompt but not in history
+    # (DeepSeek R1 distills: "<｜Assistant｜><think>\n"): the reply starts after the prompt
+    # without that opener.
+    for opener in ("", "<think>\n", "<think>", "<think>\n</think>", "</think>"):
+        if prompt.endswith(opener) and full.startswith(prompt[:len(prompt) - len(opener)]):
+            return full[len(prompt) - len(opener):]
+    raise AssertionError(f"{template}: the generation prompt is not a prefix of the rendered reply")
+
+
+def _render(source: str, messages: List[Dict[str, Any]], tools: Any, add_generation_prompt: bool,
+            kwargs: Dict[str, Any]) -> str:
+    import jinja2
+    from jinja2.sandbox import SecurityError
+    from transformers.utils.chat_template_utils import render_jinja_template
+
+    try:
+        return render_jinja_template([messages], tools=tools, chat_template=source,
+                                     add_generation_prompt=add_generation_prompt, **kwargs)[0][0]
+    except SecurityError:
+        # Kimi-K2-Instruct/-Thinking call list.append, which transformers' sandbox refuses;
+        # render those with plain jinja2 and the same tojson.
+        env = jinja2.Environment(trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"])
+        env.filters["tojson"] = lambda v, ensure_ascii=False, indent=None, separators=None, sort_keys=False: json.dumps(
+            v, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
+        return env.from_string(source).render(messages=messages, tools=tools, add_generation_prompt=add_generation_prompt,
+                                              **kwargs)
+
+
+def cut(reply: str, end: Optional[str]) -> str:
+    """The reply up to its end-of-turn marker (first occurrence), which is the stop token."""
+    if end is None:
+        return reply
+    assert end in reply, (end, reply[-100:])
+    return reply[:reply.index(end)]
+
+
+# ---- parsers (what a serving tool parser reads back) -----------------------------------
+
+
+def _json_args(text: str) -> Any:
+    return json.loads(text)
+
+
+def _xml_args(pairs: Sequence[Tuple[str, str]], schema: Dict[str, Any]) -> Dict[str, Any]:
+    props = schema.get("properties", {})
+    out = {}
+    for key, raw in pairs:
+        member = props.get(key, {})
+        out[key] = raw if member.get("type") == "string" or not props else json.loads(raw)
+    return out
+
+
+def parse_calls(family: str, text: str, schemas: Dict[str, Dict[str, Any]]) -> List[Tuple[str, Any]]:
+    """Tool calls in `text` for `family`, as (name, arguments)."""
+    S = re.DOTALL
+    if family == "llama3_json":
+        if not text.startswith('{"name": '):
+            return []
+        value = json.loads(text)
+        return [(value["name"], value["parameters"])]
+    if family == "llama3_function":
+        return [(n, _json_args(a)) for n, a in re.findall(r"<function=([^>]+)>(.*?)</function>", text, S)]
+    if family == "qwen":
+        out = []
+        for body in re.findall(r"<tool_call>\n(.*?)\n</tool_call>", text, S):
+            value = json.loads(body)
+            out.append((value["name"], value["arguments"]))
+        return out
+    if family == "qwen3_coder":
+        out = []
+        for name, body in re.findall(r"<tool_call>\n<function=([^>\n]+)>\n(.*?)</function>\n</tool_call>", text, S):
+            pairs = re.findall(r"<parameter=([^>\n]+)>\n(.*?)\n</parameter>\n", body, S)
+            out.append((name, _xml_args(pairs, schemas.get(name, {}))))
+        return out
+    if family in ("glm4", "glm4_7"):
+        out = []
+        for name, body in re.findall(r"<tool_call>([^\n<]+)\n?(.*?)</tool_call>", text, S):
+            pairs = re.findall(r"<arg_key>(.*?)</arg_key>\n?<arg_value>(.*?)</arg_value>\n?", body, S)
+            out.append((name, _xml_args(pairs, schemas.get(name, {}))))
+        return out
+    if family == "deepseek_v3":
+        pattern = r"<｜tool▁call▁begin｜>function<｜tool▁sep｜>([^\n]+)\n```json\n(.*?)\n```<｜tool▁call▁end｜>"
+        return [(n, _json_args(a)) for n, a in re.findall(pattern, text, S)]
+    if family == "deepseek_v3_1":
+        pattern = r"<｜tool▁call▁begin｜>(.*?)<｜tool▁sep｜>(.*?)<｜tool▁call▁end｜>"
+        return [(n, _json_args(a)) for n, a in re.findall(pattern, text, S)]
+    if family == "kimi_k2":
+        pattern = r"<\|tool_call_begin\|>functions\.(.+?):\d+<\|tool_call_argument_begin\|>(.*?)<\|tool_call_end\|>"
+        return [(n, _json_args(a)) for n, a in re.findall(pattern, text, S)]
+    if family == "harmony":
+        pattern = r"to=functions\.([^<\s]+)\s*<\|channel\|>commentary (?:<\|constrain\|>)?json<\|message\|>(.*?)<\|call\|>"
+        pattern2 = r"<\|channel\|>commentary to=functions\.([^<\s]+) <\|constrain\|>json<\|message\|>(.*?)<\|call\|>"
+        return [(n, _json_args(a)) for n, a in re.findall(pattern, text, S) + re.findall(pattern2, text, S)]
+    if family == "mistral":
+        out, decoder, pos = [], json.JSONDecoder(), 0
+        while True:
+            match = re.compile(r"\[TOOL_CALLS\](.+?)\[ARGS\]", S).search(text, pos)
+            if not match:
+                return out
+            value, pos = decoder.raw_decode(text, match.end())
+            out.append((match.group(1), value))
+    raise ValueError(family)
+
+
+# ---- matching ---------------------------------------------------------------------------
+
+
+def accepts(tok: Tok, grammar: xg.CompiledGrammar, text: str) -> bool:
+    """Every token of `text` accepted one by one (each also in the mask), and the grammar then
+    complete (ended, for a stop token that is a terminal)."""
+    matcher = xg.GrammarMatcher(grammar)
+    bitmask = xg.allocate_token_bitmask(1, tok.info.vocab_size)
+    for token in tok.encode(text):
+        matcher.fill_next_token_bitmask(bitmask)
+        in_mask = bool(bitmask_to_bool_array(np.asarray(bitmask)[0], tok.info.vocab_size)[token])
+        accepted = matcher.accept_token(token)
+        assert in_mask == accepted, (token, in_mask, accepted)
+        if not accepted:
+            return False
+    return matcher.is_completed()
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+        return True
+    except UnicodeDecodeError:
+        return False
+
+
+def random_walk(tok: Tok, grammar: xg.CompiledGrammar, seed: int, closers: Sequence[str],
+                uniform_steps: int = 60, max_steps: int = 600) -> Tuple[Optional[str], int]:
+    """A seeded walk: tokens drawn uniformly from the mask for `uniform_steps` steps, then, to
+    bring the output to an end within `max_steps`, the jump-forward string or one of `closers`
+    (spelled by tokens, each checked against the mask) when the grammar allows one, else a
+    uniform draw. Returns (text, steps), text None when the walk did not end."""
+    rng = random.Random(seed)
+    matcher = xg.GrammarMatcher(grammar)
+    bitmask = xg.allocate_token_bitmask(1, tok.info.vocab_size)
+    stops = set(matcher.stop_token_ids)
+    ids: List[int] = []
+
+    def mask() -> np.ndarray:
+        matcher.fill_next_token_bitmask(bitmask)
+        return np.flatnonzero(bitmask_to_bool_array(np.asarray(bitmask)[0], tok.info.vocab_size))
+
+    while len(ids) < max_steps:
+        if matcher.is_terminated():
+            return tok.decode(ids), len(ids)
+        allowed = mask()
+        assert len(allowed) > 0, tok.decode(ids)
+        if len(ids) >= uniform_steps:
+            if any(int(t) in stops for t in allowed):
+                return tok.decode(ids), len(ids)
+            # (Read as bytes: in the middle of a character the forced bytes are not valid UTF-8
+            # on their own, and GrammarMatcher.find_jump_forward_string cannot return them.)
+            jump = matcher._handle.find_jump_forward_string()
+            forced = [jump.decode("utf-8")] if jump and _is_utf8(jump) else []
+            spelled = None
+            for text in forced + list(closers):
+                tokens = tok.encode(text)
+                if tokens and matcher.validate_tokens(tokens) == len(tokens):
+                    spelled = tokens
+                    break
+            if spelled is not None:
+                for token in spelled:
+                    assert token in mask()
+                    assert matcher.accept_token(token)
+                    ids.append(token)
+                continue
+        token = int(rng.choice(allowed))
+        if token in stops:
+            return tok.decode(ids), len(ids)
+        assert matcher.accept_token(token)
+        ids.append(token)
+    return None, len(ids)
