@@ -934,7 +934,7 @@ Fragment SchemaConverter::StringValue(const Node& node) {
   std::vector<std::pair<std::string, std::string>> languages;  // (keyword, EBNF grammar)
   std::optional<Fragment> body, format_fragment;
   if (format != nullptr && !IsUnknownFormat(format->string_value())) {
-    RuleSet format_rules(kMaxGrammarBytes);
+    RuleSet format_rules(static_cast<size_t>(CurrentCompileLimits().max_generated_grammar_bytes));
     std::optional<Fragment> format_body = StringFormatBody(format->string_value(), &format_rules);
     if (!format_body) {
       Unsupported("unsupported format '" + format->string_value() + "'" + where);
