@@ -20,6 +20,7 @@ struct ClassifyScratch {
   // `rows` (256 targets each), built on first use; `touched` lists the nodes to reset.
   std::vector<int32_t> row_of;
   std::vector<NodeId> rows;
+  std::vector<ByteMask> loops;  // per row: the bytes on which the node steps to itself
   std::vector<NodeId> touched;
 };
 
@@ -48,12 +49,20 @@ class DenseStepper {
       if (s_.rows.size() < s_.touched.size() * 256) s_.rows.resize(s_.touched.size() * 256 * 2);
       NodeId* row = s_.rows.data() + static_cast<size_t>(r) * 256;
       std::fill(row, row + 256, -1);
+      if (s_.loops.size() < s_.touched.size()) s_.loops.resize(s_.touched.size() * 2);
+      ByteMask& loop = s_.loops[r];
+      loop = ByteMask();
       for (const ByteEdge* e = fsm_.byte_edges_begin(n); e != fsm_.byte_edges_end(n); ++e) {
         std::fill(row + e->lo, row + e->hi + 1, e->target);
+        if (e->target == n) {
+          for (int b = e->lo; b <= e->hi; ++b) loop.Set(static_cast<uint8_t>(b));
+        }
       }
     }
     return s_.rows.data() + static_cast<size_t>(r) * 256;
   }
+  // Bytes on which `n` steps to itself (its row must have been built).
+  const ByteMask& Loop(NodeId n) const { return s_.loops[s_.row_of[n]]; }
 
  private:
   const GrammarFsm& fsm_;
@@ -99,6 +108,7 @@ ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const std::vector<ByteS
                                   const std::vector<uint8_t>& leavable, NodeId node,
                                   const TokenizerInfo& tokenizer, bool want_fsm_only) {
   const std::vector<TokenTrieNode>& trie = tokenizer.trie();
+  const std::vector<ByteMask>& suffix_bytes = tokenizer.trie_suffix_bytes();
   const std::vector<int32_t>& sorted = tokenizer.sorted_text_tokens();
   const std::vector<int32_t>& lcp = tokenizer.lcp();
   ClassifyScratch& s = Scratch();
@@ -149,6 +159,20 @@ ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const std::vector<ByteS
       }
       i = t.subtree_end;
       continue;
+    }
+    if (t.suffix_bytes >= 0) {
+      // Dense shortcut: if `next` loops on every byte that follows in the subtree, each token
+      // below stays at `next` to its end: all accepted, no need to visit them.
+      stepper.Row(next);
+      if (suffix_bytes[t.suffix_bytes].SubsetOf(stepper.Loop(next))) {
+        for (int32_t p = t.token_begin; p < t.token_end; ++p) {
+          const int32_t id = sorted[p];
+          s.accepted_bits[id >> 5] |= 1u << (id & 31);
+        }
+        accepted_count += t.token_end - t.token_begin;
+        i = t.subtree_end;
+        continue;
+      }
     }
     s.path[d] = next;
     s.left_lookahead[d] = left_lookahead;

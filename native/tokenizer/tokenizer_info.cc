@@ -66,17 +66,26 @@ TokenizerInfo::TokenizerInfo(std::vector<std::string> decoded_tokens, VocabType 
 }
 
 void TokenizerInfo::BuildTrie() {
-  // open[d - 1]: the node of depth d on the path to the current token. A token with common
-  // prefix `shared` with the previous one closes the open nodes deeper than `shared` and
-  // opens one node per remaining byte.
+  // open[d - 1]: the node of depth d on the path to the current token, with below[d - 1] the
+  // bytes seen below it so far. A token with common prefix `shared` with the previous one
+  // closes the open nodes deeper than `shared` and opens one node per remaining byte.
   std::vector<int32_t> open;
+  std::vector<ByteMask> below;
   const int32_t count = static_cast<int32_t>(sorted_text_tokens_.size());
   auto close_deeper_than = [&](size_t depth, int32_t position) {
     while (open.size() > depth) {
       TokenTrieNode& node = trie_[open.back()];
       node.subtree_end = static_cast<int32_t>(trie_.size());
       node.token_end = position;
+      if (node.token_end - node.token_begin >= kTrieSuffixBytesMinTokens) {
+        node.suffix_bytes = static_cast<int32_t>(trie_suffix_bytes_.size());
+        trie_suffix_bytes_.push_back(below.back());
+      }
+      ByteMask mine = below.back();
+      mine.Set(node.byte);
       open.pop_back();
+      below.pop_back();
+      if (!below.empty()) below.back() |= mine;
     }
   };
   for (int32_t pos = 0; pos < count; ++pos) {
@@ -84,7 +93,8 @@ void TokenizerInfo::BuildTrie() {
     close_deeper_than(static_cast<size_t>(lcp_[pos]), pos);
     for (size_t d = open.size(); d < bytes.size(); ++d) {
       open.push_back(static_cast<int32_t>(trie_.size()));
-      trie_.push_back({-1, pos, pos, -1, static_cast<uint16_t>(d + 1), static_cast<uint8_t>(bytes[d])});
+      below.emplace_back();
+      trie_.push_back({-1, pos, pos, -1, -1, static_cast<uint16_t>(d + 1), static_cast<uint8_t>(bytes[d])});
     }
     // Sorted order puts a token before every longer token it prefixes, and duplicates next
     // to each other, so the exact range of the deepest open node grows by one here.
@@ -92,6 +102,7 @@ void TokenizerInfo::BuildTrie() {
   }
   close_deeper_than(0, count);
   trie_.shrink_to_fit();
+  trie_suffix_bytes_.shrink_to_fit();
 }
 
 bool TokenizerInfo::IsStopToken(int32_t id) const {
@@ -104,7 +115,7 @@ size_t TokenizerInfo::MemoryBytes() const {
   bytes += decoded_tokens_.capacity() * sizeof(std::string);
   bytes += (is_text_.capacity() + is_stop_.capacity());
   bytes += (sorted_text_tokens_.capacity() + lcp_.capacity()) * sizeof(int32_t);
-  bytes += trie_.capacity() * sizeof(TokenTrieNode);
+  bytes += trie_.capacity() * sizeof(TokenTrieNode) + trie_suffix_bytes_.capacity() * sizeof(ByteMask);
   return bytes;
 }
 

@@ -20,9 +20,31 @@ struct TokenTrieNode {
   int32_t token_begin;  // first sorted position whose token starts with this prefix
   int32_t exact_end;    // [token_begin, exact_end): tokens equal to this prefix (duplicates)
   int32_t token_end;    // [token_begin, token_end): every token in the subtree
+  // Index into TokenizerInfo::trie_suffix_bytes() of the set of bytes that follow this
+  // prefix anywhere in the subtree, or -1 (kept only for subtrees of at least
+  // kTrieSuffixBytesMinTokens tokens). A walk whose DFA node loops on all of them accepts
+  // the whole subtree without visiting it.
+  int32_t suffix_bytes;
   uint16_t depth;       // prefix length in bytes (>= 1; the root is implicit)
   uint8_t byte;         // the prefix's last byte
 };
+
+// A set of byte values as four 64-bit words.
+struct ByteMask {
+  uint64_t words[4] = {0, 0, 0, 0};
+  void Set(uint8_t b) { words[b >> 6] |= uint64_t{1} << (b & 63); }
+  ByteMask& operator|=(const ByteMask& o) {
+    for (int i = 0; i < 4; ++i) words[i] |= o.words[i];
+    return *this;
+  }
+  // True when every byte of this set is in `other`.
+  bool SubsetOf(const ByteMask& other) const {
+    return !((words[0] & ~other.words[0]) | (words[1] & ~other.words[1]) | (words[2] & ~other.words[2]) |
+             (words[3] & ~other.words[3]));
+  }
+};
+
+constexpr int32_t kTrieSuffixBytesMinTokens = 8;
 
 // How a tokenizer's vocabulary strings encode bytes (same numbering as xgrammar's).
 enum class VocabType : int32_t {
@@ -63,6 +85,7 @@ class TokenizerInfo {
   const std::vector<int32_t>& lcp() const { return lcp_; }
   // The same tokens as a flat byte trie (see TokenTrieNode).
   const std::vector<TokenTrieNode>& trie() const { return trie_; }
+  const std::vector<ByteMask>& trie_suffix_bytes() const { return trie_suffix_bytes_; }
   // Length in bytes of the longest text token.
   int32_t max_token_bytes() const { return max_token_bytes_; }
 
@@ -87,6 +110,7 @@ class TokenizerInfo {
   std::vector<int32_t> sorted_text_tokens_;
   std::vector<int32_t> lcp_;
   std::vector<TokenTrieNode> trie_;
+  std::vector<ByteMask> trie_suffix_bytes_;
   int32_t max_token_bytes_ = 0;
 };
 
