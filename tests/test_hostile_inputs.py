@@ -521,7 +521,8 @@ def test_cancellation_hooks_reach_every_stage() -> None:
 
 
 def test_future_cancel_stops_a_running_compile() -> None:
-    compiler = xg.GrammarCompiler(hf_tokenizer_info(TOKENIZER), max_threads=1, cache_enabled=False)
+    compiler = xg.GrammarCompiler(hf_tokenizer_info(TOKENIZER), max_threads=1, cache_enabled=False,
+                                  repetition_compression_threshold=0)
     running = compiler.compile_grammar_async(SLOW_GRAMMAR)
     queued = compiler.compile_grammar_async('root ::= "queued"')
     assert queued.cancel() and queued.cancelled()
