@@ -10,6 +10,7 @@ import json
 import os
 import pathlib
 import random
+import re
 import urllib.parse
 
 import jsonschema
@@ -264,6 +265,19 @@ CASES = {
     "min_properties_with_patterns": ({"type": "object", "patternProperties": {"^x": {"type": "integer"}},
                                       "minProperties": 1, "additionalProperties": False}, [{"xa": 1}], [{}, {"y": 1}]),
     "min_properties_enum_filter": ({"enum": [{"a": 1}, {}], "minProperties": 1}, [{"a": 1}], [{}]),
+    # dependencies: `name absent` or `name present and the dependency holds`
+    "dependent_required": ({"type": "object", "properties": {"a": {}, "b": {}, "c": {}}, "dependentRequired": {"a": ["b"]}},
+                           [{}, {"b": 1}, {"a": 1, "b": 2}, {"c": 1}], [{"a": 1}, {"a": 1, "c": 1}]),
+    "dependent_required_open_object": ({"type": "object", "properties": {"a": {}, "b": {}}, "dependentRequired": {"a": ["b"]}},
+                                       [{}, {"x": 1}, {"a": 1, "b": 1}], [{"a": 1}, {"a": 1, "x": 1}]),
+    "dependent_schemas": ({"type": "object", "properties": {"a": {}, "b": {"type": "integer"}},
+                           "dependentSchemas": {"a": {"properties": {"b": {"minimum": 5}}, "required": ["b"]}}},
+                          [{}, {"b": 1}, {"a": 1, "b": 5}], [{"a": 1}, {"a": 1, "b": 4}]),
+    "dependencies_draft7": ({"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
+                             "properties": {"a": {}, "b": {}, "c": {}}, "dependencies": {"a": ["b"], "c": {"required": ["a"]}}},
+                            [{}, {"a": 1, "b": 1}, {"a": 1, "b": 1, "c": 1}], [{"a": 1}, {"c": 1}, {"b": 1, "c": 1}]),
+    "dependencies_ignore_non_objects": ({"properties": {"a": {}, "b": {}}, "dependentRequired": {"a": ["b"]}},
+                                        [1, "x", [1], {"b": 1}], [{"a": 1}]),
 }
 
 
@@ -637,8 +651,20 @@ class _Reorderer:
             if extras:
                 self.has_undeclared = True
             additional = schema.get("additionalProperties", True)
-            return {k: self.order(value[k], props[k] if k in props else additional, depth + 1)
-                    for k in keys + extras}
+            patterns = schema.get("patternProperties") if isinstance(schema.get("patternProperties"), dict) else {}
+
+            def member_schema(key):
+                if key in props:
+                    return props[key]
+                for pattern, sub in patterns.items():
+                    try:
+                        if re.search(pattern, key):
+                            return sub  # the first matching pattern decides the key order inside
+                    except re.error:
+                        pass
+                return additional
+
+            return {k: self.order(value[k], member_schema(k), depth + 1) for k in keys + extras}
         if isinstance(value, list):
             prefix = schema.get("prefixItems")
             items = schema.get("items")

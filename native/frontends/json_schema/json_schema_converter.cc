@@ -427,7 +427,7 @@ void SchemaConverter::CheckKeywords(const Node& node) {
       unsupported = false;  // without 'contains' they do nothing; with it 'contains' is reported
     } else if (keyword == "dependencies" || keyword == "dependentRequired" ||
                keyword == "dependentSchemas") {
-      unsupported = !(value.is_object() && value.object_members().empty());
+      unsupported = false;  // rewritten into allOf before this point (or empty)
     } else if (keyword == "required" && value.is_bool()) {
       unsupported = value.bool_value();  // draft-3 form
       if (!unsupported) ignored_keywords_.insert({node.pointer, keyword});
@@ -441,6 +441,10 @@ void SchemaConverter::CheckKeywords(const Node& node) {
 Fragment SchemaConverter::SchemaObject(const Node& node, int depth) {
   const JsonValue& schema = node.schema;
   if (schema.Find("$ref") != nullptr && legacy_ref_) return Reference(node, depth);
+  if (HasDependencies(node)) {
+    const JsonValue& rewritten = WithoutDependencies(node);
+    return Schema(rewritten, node.pointer, depth);
+  }
   if (NeedsMerge(node)) return MergedSchema(node, depth);
   CheckKeywords(node);
   // Invariant: past NeedsMerge, an applicator has no sibling assertions.
@@ -454,6 +458,86 @@ Fragment SchemaConverter::SchemaObject(const Node& node, int depth) {
     return EnumOrConst(node, depth);
   }
   return TypedValue(node, depth);
+}
+
+bool SchemaConverter::HasDependencies(const Node& node) const {
+  for (const char* keyword : {"dependentRequired", "dependentSchemas", "dependencies"}) {
+    const JsonValue* value = node.schema.Find(keyword);
+    if (value != nullptr && value->is_object() && !value->object_members().empty() &&
+        !IsIgnored(node, keyword)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// dependentRequired / dependentSchemas / draft-7 dependencies as intersections: each
+// dependency on name n is `n absent` or `n present and the dependency holds`, i.e.
+// {"anyOf": [{"properties": {n: false}}, {"required": [n, ...]} or {"allOf": [S, {"required": [n]}]}]},
+// added to the schema's allOf (which the merge distributes).
+const JsonValue& SchemaConverter::WithoutDependencies(const Node& node) {
+  constexpr size_t kMaxDependencies = 6;
+  std::vector<JsonValue::Member> members;
+  std::vector<JsonValue> conjuncts;
+  bool declares = node.schema.Find("properties") != nullptr || node.schema.Find("patternProperties") != nullptr ||
+                  node.schema.Find("additionalProperties") != nullptr;
+  size_t count = 0;
+  for (const auto& [keyword, value] : node.schema.object_members()) {
+    bool dependency_keyword = keyword == "dependentRequired" || keyword == "dependentSchemas" || keyword == "dependencies";
+    if (keyword == "allOf" && value.is_array()) {
+      for (const JsonValue& item : value.array_items()) conjuncts.push_back(item);
+      continue;
+    }
+    if (!dependency_keyword) {
+      members.emplace_back(keyword, value);
+      continue;
+    }
+    std::string where = " at " + ShowPointer(node.pointer);
+    if (!value.is_object()) Invalid("keyword " + Quoted(keyword) + where + " must be an object");
+    for (const auto& [name, dependency] : value.object_members()) {
+      if (++count > kMaxDependencies) {
+        Unsupported("unsupported keyword " + Quoted(keyword) + where + ": more than " +
+                    std::to_string(kMaxDependencies) + " dependencies (each doubles the object grammar)");
+        break;
+      }
+      // Without declared members, a strict-mode object accepts any; `properties: {n: false}`
+      // must not change that.
+      std::vector<JsonValue::Member> absent = {{"properties", JsonValue::Object({{name, JsonValue::Bool(false)}})}};
+      if (!declares) absent.emplace_back("additionalProperties", JsonValue::Bool(true));
+      JsonValue present;
+      bool required_form = keyword == "dependentRequired" || (keyword == "dependencies" && dependency.is_array());
+      if (required_form) {
+        if (!dependency.is_array()) Invalid("keyword " + Quoted(keyword) + where + " must map names to arrays of names");
+        std::vector<JsonValue> names = {JsonValue::String(name)};
+        for (const JsonValue& other : dependency.array_items()) {
+          if (!other.is_string()) Invalid("keyword " + Quoted(keyword) + where + " must map names to arrays of names");
+          names.push_back(other);
+        }
+        // Members are generated in declared order; undeclared names that become required
+        // only through a dependency would get an arbitrary fixed order instead.
+        const JsonValue* properties = node.schema.Find("properties");
+        for (const JsonValue& required_name : names) {
+          if (properties == nullptr || !properties->is_object() ||
+              properties->Find(required_name.string_value()) == nullptr) {
+            Unsupported("unsupported keyword " + Quoted(keyword) + where + ": name '" +
+                        required_name.string_value() + "' is not declared in 'properties' (its position among the members would be arbitrary)");
+            break;
+          }
+        }
+        present = JsonValue::Object({{"required", JsonValue::Array(std::move(names))}});
+      } else {
+        if (!dependency.is_object() && !dependency.is_bool()) {
+          Invalid("keyword " + Quoted(keyword) + where + " must map names to schemas");
+        }
+        present = JsonValue::Object({{"allOf", JsonValue::Array({dependency,
+            JsonValue::Object({{"required", JsonValue::Array({JsonValue::String(name)})}})})}});
+      }
+      conjuncts.push_back(JsonValue::Object({{"anyOf", JsonValue::Array({JsonValue::Object(std::move(absent)), present})}}));
+    }
+  }
+  members.emplace_back("allOf", JsonValue::Array(std::move(conjuncts)));
+  synthetic_.push_back(JsonValue::Object(std::move(members)));
+  return synthetic_.back();
 }
 
 // ---------------------------------------------------------------------------------------

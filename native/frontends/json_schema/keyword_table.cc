@@ -45,6 +45,9 @@ const std::vector<KeywordSupport>& JsonSchemaKeywordTable() {
       {"exclusiveMaximum", "limited", "as maximum; draft-04 boolean form"},
       {"multipleOf", "limited", "integers and decimals (no exponent notation): a remainder automaton intersected with the bounds; divisors that scale to an integer above 1000 (e.g. 0.0001 -> 1 is fine, 1001 is not) are the policy error"},
       {"uniqueItems", "limited", "false only"},
+      {"dependentRequired", "limited", "each dependency becomes `name absent` or `name present with the dependency`, intersected with the schema (allOf); names not declared in `properties` (no fixed member position) and more than 6 dependencies are the policy error"},
+      {"dependentSchemas", "limited", "as dependentRequired, the schema intersected with the object"},
+      {"dependencies", "limited", "draft-04/07: array values as dependentRequired, schema values as dependentSchemas"},
       {"minProperties", "limited", "members are counted in the object grammar (optional and undeclared ones included); a minimum above 1 next to possible undeclared members is the policy error (a repeated undeclared key would count twice)"},
       {"maxProperties", "supported", "members are counted in the object grammar"},
       {"if", "limited", "without then/else only"},
@@ -54,8 +57,7 @@ const std::vector<KeywordSupport>& JsonSchemaKeywordTable() {
       // Not enforced (yet): always the policy error.
       {"not", "error", ""},
       {"contains", "error", ""}, 
-      {"dependentRequired", "error", "empty map only"}, {"dependentSchemas", "error", "empty map only"},
-      {"dependencies", "error", "empty map only"},
+
       {"unevaluatedProperties", "error", ""}, {"unevaluatedItems", "error", ""},
       {"$recursiveRef", "error", ""}, {"$dynamicRef", "error", ""},
       {"extends", "error", "draft-03"}, {"disallow", "error", "draft-03"}, {"divisibleBy", "error", "draft-03"},

@@ -119,6 +119,8 @@ class SchemaConverter {
   Fragment StringValue(const Node& node);
   Fragment ConstValue(const JsonValue& value, int depth);
   void CheckKeywords(const Node& node);
+  bool HasDependencies(const Node& node) const;
+  const JsonValue& WithoutDependencies(const Node& node);
 
   // --- schema_merge.cc: allOf, $ref with siblings, applicators next to other keywords ---
   bool NeedsMerge(const Node& node) const;
