@@ -251,6 +251,10 @@ CASES = {
                                           "additionalProperties": {"type": "integer"}},
                                          [{"ab_1": None, "a\"b": 1, "a\nb": 2, "": 3}],
                                          [{"ab": 1}, {"a-b": None}]),
+    "pattern_properties_one_spelling_per_name": (
+        {"type": "object", "properties": {"\x1f": {"type": "string"}}, "patternProperties": {"x": {}},
+         "additionalProperties": {"type": "integer"}},
+        [{"\x1f": "s"}, {"y": 1}, {"x\x1e": None}], [Raw('{"\\u001F": 1}'), Raw('{"\\u001f": 1}')]),
     "property_names_length": ({"type": "object", "propertyNames": {"maxLength": 2}}, [{}, {"ab": 1}], [{"abc": 1}]),
     "property_names_enum": ({"type": "object", "propertyNames": {"enum": ["a", "b"]}, "properties": {"c": {}}},
                             [{"a": 1, "b": []}], [{"c": 1}, {"d": 1}]),

@@ -79,7 +79,7 @@ struct MergeState {
 };
 
 // Member-name languages of one object schema (patternProperties / propertyNames), over
-// quoted keys in their canonical JSON spelling (raw characters, short escapes, \u00XX for
+// quoted keys in their canonical JSON spelling (raw characters, short escapes, \u00xx for
 // other control characters), so that each name has exactly one spelling and complements
 // are exact.
 struct NameLanguages {
