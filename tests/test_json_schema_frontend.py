@@ -269,6 +269,18 @@ CASES = {
     "min_properties_with_patterns": ({"type": "object", "patternProperties": {"^x": {"type": "integer"}},
                                       "minProperties": 1, "additionalProperties": False}, [{"xa": 1}], [{}, {"y": 1}]),
     "min_properties_enum_filter": ({"enum": [{"a": 1}, {}], "minProperties": 1}, [{"a": 1}], [{}]),
+    # not: the forms whose complement is a schema
+    "not_always_true": ({"type": "object", "properties": {"a": {"not": {}}, "b": {}}}, [{}, {"b": 1}], [{"a": 1}]),
+    "not_false": ({"type": "integer", "not": False}, [1], ["x"]),
+    "not_required": ({"type": "object", "properties": {"a": {}, "b": {}}, "not": {"required": ["a", "b"]}},
+                     [{}, {"a": 1}, {"b": 1}], [{"a": 1, "b": 1}]),
+    "not_required_rejects_non_objects": ({"not": {"required": ["a"]}}, [{}, {"b": 1}], [{"a": 1}, 1, "x", None]),
+    "not_anyof_required": ({"type": "object", "properties": {"a": {}, "b": {}, "c": {}},
+                            "not": {"anyOf": [{"required": ["a"]}, {"required": ["b"]}]}}, [{}, {"c": 1}], [{"a": 1}, {"b": 1}]),
+    "not_allof_required": ({"type": "object", "properties": {"a": {}, "b": {}},
+                            "not": {"allOf": [{"required": ["a"]}, {"required": ["b"]}]}}, [{"a": 1}, {"b": 1}], [{"a": 1, "b": 1}]),
+    "not_type": ({"not": {"type": ["array", "object", "null"]}}, [1, 1.5, "x", True], [None, [], {}]),
+    "not_type_with_enum": ({"enum": ["a", 1, None], "not": {"type": "string"}}, [1, None], ["a"]),
     # dependencies: `name absent` or `name present and the dependency holds`
     "dependent_required": ({"type": "object", "properties": {"a": {}, "b": {}, "c": {}}, "dependentRequired": {"a": ["b"]}},
                            [{}, {"b": 1}, {"a": 1, "b": 2}, {"c": 1}], [{"a": 1}, {"a": 1, "c": 1}]),
@@ -449,7 +461,8 @@ def test_integer_range_random_big_bounds():
 
 @pytest.mark.parametrize("schema,keyword,pointer", [
     ({"oneOf": [{"type": "string"}, {"maxLength": 2}]}, "oneOf", "/"),
-    ({"type": "object", "properties": {"a": {"not": {"type": "string"}}}}, "not", "/properties/a"),
+    ({"type": "object", "properties": {"a": {"not": {"pattern": "^x"}}}}, "not", "/properties/a"),
+    ({"not": {"type": "integer"}}, "not", "/"),
     ({"allOf": [{"type": "string", "format": "date"}, {"format": "email"}]}, "format", "/"),
     ({"if": {"type": "string"}, "then": {"maxLength": 1}}, "if", "/"),
     ({"type": "object", "patternProperties": {f"{c}": {"maxLength": i} for i, c in enumerate("abcde")}},

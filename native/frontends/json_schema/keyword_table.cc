@@ -54,8 +54,8 @@ const std::vector<KeywordSupport>& JsonSchemaKeywordTable() {
       {"then", "supported", "no-op without if"}, {"else", "supported", "no-op without if"},
       {"minContains", "supported", "no-op without contains"},
       {"maxContains", "supported", "no-op without contains"},
+      {"not", "limited", "complemented where the complement is a schema: always-true schemas (`{}`, `true`), `false`, `required` names (one of them absent), anyOf / allOf of `required`, type names (not `integer` without `number`); other forms are the policy error"},
       // Not enforced (yet): always the policy error.
-      {"not", "error", ""},
       {"contains", "error", ""}, 
 
       {"unevaluatedProperties", "error", ""}, {"unevaluatedItems", "error", ""},

@@ -120,6 +120,7 @@ class SchemaConverter {
   Fragment ConstValue(const JsonValue& value, int depth);
   void CheckKeywords(const Node& node);
   bool HasDependencies(const Node& node) const;
+  std::optional<JsonValue> WithoutNot(const Node& node, const JsonValue& negated);
   const JsonValue& WithoutDependencies(const Node& node);
 
   // --- schema_merge.cc: allOf, $ref with siblings, applicators next to other keywords ---
