@@ -10,6 +10,7 @@ import json
 import os
 import pathlib
 import random
+import re
 import urllib.parse
 
 import jsonschema
@@ -250,6 +251,10 @@ CASES = {
                                           "additionalProperties": {"type": "integer"}},
                                          [{"ab_1": None, "a\"b": 1, "a\nb": 2, "": 3}],
                                          [{"ab": 1}, {"a-b": None}]),
+    "pattern_properties_one_spelling_per_name": (
+        {"type": "object", "properties": {"\x1f": {"type": "string"}}, "patternProperties": {"x": {}},
+         "additionalProperties": {"type": "integer"}},
+        [{"\x1f": "s"}, {"y": 1}, {"x\x1e": None}], [Raw('{"\\u001F": 1}'), Raw('{"\\u001f": 1}')]),
     "property_names_length": ({"type": "object", "propertyNames": {"maxLength": 2}}, [{}, {"ab": 1}], [{"abc": 1}]),
     "property_names_enum": ({"type": "object", "propertyNames": {"enum": ["a", "b"]}, "properties": {"c": {}}},
                             [{"a": 1, "b": []}], [{"c": 1}, {"d": 1}]),
@@ -264,6 +269,31 @@ CASES = {
     "min_properties_with_patterns": ({"type": "object", "patternProperties": {"^x": {"type": "integer"}},
                                       "minProperties": 1, "additionalProperties": False}, [{"xa": 1}], [{}, {"y": 1}]),
     "min_properties_enum_filter": ({"enum": [{"a": 1}, {}], "minProperties": 1}, [{"a": 1}], [{}]),
+    # not: the forms whose complement is a schema
+    "not_always_true": ({"type": "object", "properties": {"a": {"not": {}}, "b": {}}}, [{}, {"b": 1}], [{"a": 1}]),
+    "not_false": ({"type": "integer", "not": False}, [1], ["x"]),
+    "not_required": ({"type": "object", "properties": {"a": {}, "b": {}}, "not": {"required": ["a", "b"]}},
+                     [{}, {"a": 1}, {"b": 1}], [{"a": 1, "b": 1}]),
+    "not_required_rejects_non_objects": ({"not": {"required": ["a"]}}, [{}, {"b": 1}], [{"a": 1}, 1, "x", None]),
+    "not_anyof_required": ({"type": "object", "properties": {"a": {}, "b": {}, "c": {}},
+                            "not": {"anyOf": [{"required": ["a"]}, {"required": ["b"]}]}}, [{}, {"c": 1}], [{"a": 1}, {"b": 1}]),
+    "not_allof_required": ({"type": "object", "properties": {"a": {}, "b": {}},
+                            "not": {"allOf": [{"required": ["a"]}, {"required": ["b"]}]}}, [{"a": 1}, {"b": 1}], [{"a": 1, "b": 1}]),
+    "not_type": ({"not": {"type": ["array", "object", "null"]}}, [1, 1.5, "x", True], [None, [], {}]),
+    "not_type_with_enum": ({"enum": ["a", 1, None], "not": {"type": "string"}}, [1, None], ["a"]),
+    # dependencies: `name absent` or `name present and the dependency holds`
+    "dependent_required": ({"type": "object", "properties": {"a": {}, "b": {}, "c": {}}, "dependentRequired": {"a": ["b"]}},
+                           [{}, {"b": 1}, {"a": 1, "b": 2}, {"c": 1}], [{"a": 1}, {"a": 1, "c": 1}]),
+    "dependent_required_open_object": ({"type": "object", "properties": {"a": {}, "b": {}}, "dependentRequired": {"a": ["b"]}},
+                                       [{}, {"x": 1}, {"a": 1, "b": 1}], [{"a": 1}, {"a": 1, "x": 1}]),
+    "dependent_schemas": ({"type": "object", "properties": {"a": {}, "b": {"type": "integer"}},
+                           "dependentSchemas": {"a": {"properties": {"b": {"minimum": 5}}, "required": ["b"]}}},
+                          [{}, {"b": 1}, {"a": 1, "b": 5}], [{"a": 1}, {"a": 1, "b": 4}]),
+    "dependencies_draft7": ({"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
+                             "properties": {"a": {}, "b": {}, "c": {}}, "dependencies": {"a": ["b"], "c": {"required": ["a"]}}},
+                            [{}, {"a": 1, "b": 1}, {"a": 1, "b": 1, "c": 1}], [{"a": 1}, {"c": 1}, {"b": 1, "c": 1}]),
+    "dependencies_ignore_non_objects": ({"properties": {"a": {}, "b": {}}, "dependentRequired": {"a": ["b"]}},
+                                        [1, "x", [1], {"b": 1}], [{"a": 1}]),
 }
 
 
@@ -431,7 +461,8 @@ def test_integer_range_random_big_bounds():
 
 @pytest.mark.parametrize("schema,keyword,pointer", [
     ({"oneOf": [{"type": "string"}, {"maxLength": 2}]}, "oneOf", "/"),
-    ({"type": "object", "properties": {"a": {"not": {"type": "string"}}}}, "not", "/properties/a"),
+    ({"type": "object", "properties": {"a": {"not": {"pattern": "^x"}}}}, "not", "/properties/a"),
+    ({"not": {"type": "integer"}}, "not", "/"),
     ({"allOf": [{"type": "string", "format": "date"}, {"format": "email"}]}, "format", "/"),
     ({"if": {"type": "string"}, "then": {"maxLength": 1}}, "if", "/"),
     ({"type": "object", "patternProperties": {f"{c}": {"maxLength": i} for i, c in enumerate("abcde")}},
@@ -637,8 +668,20 @@ class _Reorderer:
             if extras:
                 self.has_undeclared = True
             additional = schema.get("additionalProperties", True)
-            return {k: self.order(value[k], props[k] if k in props else additional, depth + 1)
-                    for k in keys + extras}
+            patterns = schema.get("patternProperties") if isinstance(schema.get("patternProperties"), dict) else {}
+
+            def member_schema(key):
+                if key in props:
+                    return props[key]
+                for pattern, sub in patterns.items():
+                    try:
+                        if re.search(pattern, key):
+                            return sub  # the first matching pattern decides the key order inside
+                    except re.error:
+                        pass
+                return additional
+
+            return {k: self.order(value[k], member_schema(k), depth + 1) for k in keys + extras}
         if isinstance(value, list):
             prefix = schema.get("prefixItems")
             items = schema.get("items")

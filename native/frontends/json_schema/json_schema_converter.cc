@@ -422,6 +422,8 @@ void SchemaConverter::CheckKeywords(const Node& node) {
     if (keyword == "uniqueItems") {
       if (!value.is_bool()) Invalid("keyword 'uniqueItems' at " + ShowPointer(node.pointer) + " must be a boolean");
       unsupported = value.bool_value();
+    } else if (keyword == "not") {
+      unsupported = true;  // the forms with a complement were rewritten before this point
     } else if (keyword == "allOf") {
       unsupported = false;  // merged before this point
     } else if (keyword == "if") {
@@ -432,7 +434,7 @@ void SchemaConverter::CheckKeywords(const Node& node) {
       unsupported = false;  // without 'contains' they do nothing; with it 'contains' is reported
     } else if (keyword == "dependencies" || keyword == "dependentRequired" ||
                keyword == "dependentSchemas") {
-      unsupported = !(value.is_object() && value.object_members().empty());
+      unsupported = false;  // rewritten into allOf before this point (or empty)
     } else if (keyword == "required" && value.is_bool()) {
       unsupported = value.bool_value();  // draft-3 form
       if (!unsupported) ignored_keywords_.insert({node.pointer, keyword});
@@ -446,6 +448,18 @@ void SchemaConverter::CheckKeywords(const Node& node) {
 Fragment SchemaConverter::SchemaObject(const Node& node, int depth) {
   const JsonValue& schema = node.schema;
   if (schema.Find("$ref") != nullptr && legacy_ref_) return Reference(node, depth);
+  if (const JsonValue* negated = schema.Find("not"); negated != nullptr && !IsIgnored(node, "not")) {
+    std::optional<JsonValue> rewritten = WithoutNot(node, *negated);
+    if (rewritten) {
+      if (rewritten->is_bool()) return rewritten->bool_value() ? AnyValue(depth) : Fragment::Never();
+      synthetic_.push_back(std::move(*rewritten));
+      return Schema(synthetic_.back(), node.pointer, depth);
+    }
+  }
+  if (HasDependencies(node)) {
+    const JsonValue& rewritten = WithoutDependencies(node);
+    return Schema(rewritten, node.pointer, depth);
+  }
   if (NeedsMerge(node)) return MergedSchema(node, depth);
   CheckKeywords(node);
   // Invariant: past NeedsMerge, an applicator has no sibling assertions.
@@ -459,6 +473,183 @@ Fragment SchemaConverter::SchemaObject(const Node& node, int depth) {
     return EnumOrConst(node, depth);
   }
   return TypedValue(node, depth);
+}
+
+// `not` in the forms whose complement is a schema again: an always-true schema (nothing
+// validates), `false` (no-op), `required` names (some of them absent), anyOf / allOf of
+// those, and type names (the other types). The result replaces the node: the schema
+// without `not`, with the complement added to its allOf; nullopt leaves `not` to the
+// policy error.
+std::optional<JsonValue> SchemaConverter::WithoutNot(const Node& node, const JsonValue& negated) {
+  bool declares = node.schema.Find("properties") != nullptr || node.schema.Find("patternProperties") != nullptr ||
+                  node.schema.Find("additionalProperties") != nullptr;
+  auto absent = [&](const JsonValue& name) {
+    std::vector<JsonValue::Member> members = {{"properties", JsonValue::Object({{name.string_value(), JsonValue::Bool(false)}})}};
+    if (!declares) members.emplace_back("additionalProperties", JsonValue::Bool(true));
+    return JsonValue::Object(std::move(members));
+  };
+  auto only = [](const JsonValue& schema, const char* keyword) {
+    if (!schema.is_object() || schema.Find(keyword) == nullptr) return false;
+    for (const auto& member : schema.object_members()) {
+      if (member.first != keyword && !IsPassiveKeyword(member.first)) return false;
+    }
+    return true;
+  };
+  auto required_names = [&](const JsonValue& schema, std::vector<JsonValue>* names) {
+    if (!only(schema, "required") || !schema.Find("required")->is_array()) return false;
+    for (const JsonValue& name : schema.Find("required")->array_items()) {
+      if (!name.is_string()) return false;
+      names->push_back(name);
+    }
+    return true;
+  };
+  // The complement of "all of `names` present": an object with one of them absent
+  // (`required` holds for every non-object, so its complement has no non-objects).
+  auto some_absent = [&](const std::vector<JsonValue>& names) -> std::optional<JsonValue> {
+    if (names.empty()) return std::nullopt;  // nothing can be absent: caller yields never
+    std::vector<JsonValue> branches;
+    for (const JsonValue& name : names) branches.push_back(absent(name));
+    return JsonValue::Object({{"type", JsonValue::String("object")}, {"anyOf", JsonValue::Array(std::move(branches))}});
+  };
+  std::optional<JsonValue> complement;
+  bool always_true = negated.is_bool() ? negated.bool_value() : negated.is_object();
+  if (negated.is_object()) {
+    for (const auto& member : negated.object_members()) always_true = always_true && IsPassiveKeyword(member.first);
+  }
+  std::vector<JsonValue> names;
+  if (always_true) return JsonValue::Bool(false);
+  if (negated.is_bool()) {
+    complement = JsonValue::Bool(true);
+  } else if (required_names(negated, &names)) {
+    complement = some_absent(names);
+    if (!complement) return JsonValue::Bool(false);
+  } else if (only(negated, "allOf") && negated.Find("allOf")->is_array()) {
+    for (const JsonValue& item : negated.Find("allOf")->array_items()) {
+      if (!required_names(item, &names)) return std::nullopt;
+    }
+    complement = some_absent(names);
+    if (!complement) return JsonValue::Bool(false);
+  } else if (only(negated, "anyOf") && negated.Find("anyOf")->is_array()) {
+    std::vector<JsonValue> conjuncts;
+    for (const JsonValue& item : negated.Find("anyOf")->array_items()) {
+      std::vector<JsonValue> item_names;
+      if (!required_names(item, &item_names)) return std::nullopt;
+      std::optional<JsonValue> item_complement = some_absent(item_names);
+      if (!item_complement) return JsonValue::Bool(false);
+      conjuncts.push_back(*item_complement);
+    }
+    complement = JsonValue::Object({{"allOf", JsonValue::Array(std::move(conjuncts))}});
+  } else if (only(negated, "type")) {
+    const JsonValue& type = *negated.Find("type");
+    std::set<std::string> excluded;
+    for (const JsonValue& name : type.is_array() ? type.array_items() : std::vector<JsonValue>{type}) {
+      if (!name.is_string() || !IsTypeName(name.string_value())) return std::nullopt;
+      excluded.insert(name.string_value());
+    }
+    // "integer" alone excludes integral numbers only, which no type name says.
+    if (excluded.count("integer") > 0 && excluded.count("number") == 0) return std::nullopt;
+    std::vector<JsonValue> kept;
+    for (const char* name : kAllTypes) {
+      if (excluded.count(name) == 0) kept.push_back(JsonValue::String(name));
+    }
+    if (kept.empty()) return JsonValue::Bool(false);
+    complement = JsonValue::Object({{"type", JsonValue::Array(std::move(kept))}});
+  } else {
+    return std::nullopt;
+  }
+  std::vector<JsonValue::Member> members;
+  std::vector<JsonValue> conjuncts;
+  for (const auto& [keyword, value] : node.schema.object_members()) {
+    if (keyword == "not") continue;
+    if (keyword == "allOf" && value.is_array()) {
+      for (const JsonValue& item : value.array_items()) conjuncts.push_back(item);
+      continue;
+    }
+    members.emplace_back(keyword, value);
+  }
+  conjuncts.push_back(*complement);
+  members.emplace_back("allOf", JsonValue::Array(std::move(conjuncts)));
+  return JsonValue::Object(std::move(members));
+}
+
+bool SchemaConverter::HasDependencies(const Node& node) const {
+  for (const char* keyword : {"dependentRequired", "dependentSchemas", "dependencies"}) {
+    const JsonValue* value = node.schema.Find(keyword);
+    if (value != nullptr && value->is_object() && !value->object_members().empty() &&
+        !IsIgnored(node, keyword)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// dependentRequired / dependentSchemas / draft-7 dependencies as intersections: each
+// dependency on name n is `n absent` or `n present and the dependency holds`, i.e.
+// {"anyOf": [{"properties": {n: false}}, {"required": [n, ...]} or {"allOf": [S, {"required": [n]}]}]},
+// added to the schema's allOf (which the merge distributes).
+const JsonValue& SchemaConverter::WithoutDependencies(const Node& node) {
+  constexpr size_t kMaxDependencies = 6;
+  std::vector<JsonValue::Member> members;
+  std::vector<JsonValue> conjuncts;
+  bool declares = node.schema.Find("properties") != nullptr || node.schema.Find("patternProperties") != nullptr ||
+                  node.schema.Find("additionalProperties") != nullptr;
+  size_t count = 0;
+  for (const auto& [keyword, value] : node.schema.object_members()) {
+    bool dependency_keyword = keyword == "dependentRequired" || keyword == "dependentSchemas" || keyword == "dependencies";
+    if (keyword == "allOf" && value.is_array()) {
+      for (const JsonValue& item : value.array_items()) conjuncts.push_back(item);
+      continue;
+    }
+    if (!dependency_keyword) {
+      members.emplace_back(keyword, value);
+      continue;
+    }
+    std::string where = " at " + ShowPointer(node.pointer);
+    if (!value.is_object()) Invalid("keyword " + Quoted(keyword) + where + " must be an object");
+    for (const auto& [name, dependency] : value.object_members()) {
+      if (++count > kMaxDependencies) {
+        Unsupported("unsupported keyword " + Quoted(keyword) + where + ": more than " +
+                    std::to_string(kMaxDependencies) + " dependencies (each doubles the object grammar)");
+        break;
+      }
+      // Without declared members, a strict-mode object accepts any; `properties: {n: false}`
+      // must not change that.
+      std::vector<JsonValue::Member> absent = {{"properties", JsonValue::Object({{name, JsonValue::Bool(false)}})}};
+      if (!declares) absent.emplace_back("additionalProperties", JsonValue::Bool(true));
+      JsonValue present;
+      bool required_form = keyword == "dependentRequired" || (keyword == "dependencies" && dependency.is_array());
+      if (required_form) {
+        if (!dependency.is_array()) Invalid("keyword " + Quoted(keyword) + where + " must map names to arrays of names");
+        std::vector<JsonValue> names = {JsonValue::String(name)};
+        for (const JsonValue& other : dependency.array_items()) {
+          if (!other.is_string()) Invalid("keyword " + Quoted(keyword) + where + " must map names to arrays of names");
+          names.push_back(other);
+        }
+        // Members are generated in declared order; undeclared names that become required
+        // only through a dependency would get an arbitrary fixed order instead.
+        const JsonValue* properties = node.schema.Find("properties");
+        for (const JsonValue& required_name : names) {
+          if (properties == nullptr || !properties->is_object() ||
+              properties->Find(required_name.string_value()) == nullptr) {
+            Unsupported("unsupported keyword " + Quoted(keyword) + where + ": name '" +
+                        required_name.string_value() + "' is not declared in 'properties' (its position among the members would be arbitrary)");
+            break;
+          }
+        }
+        present = JsonValue::Object({{"required", JsonValue::Array(std::move(names))}});
+      } else {
+        if (!dependency.is_object() && !dependency.is_bool()) {
+          Invalid("keyword " + Quoted(keyword) + where + " must map names to schemas");
+        }
+        present = JsonValue::Object({{"allOf", JsonValue::Array({dependency,
+            JsonValue::Object({{"required", JsonValue::Array({JsonValue::String(name)})}})})}});
+      }
+      conjuncts.push_back(JsonValue::Object({{"anyOf", JsonValue::Array({JsonValue::Object(std::move(absent)), present})}}));
+    }
+  }
+  members.emplace_back("allOf", JsonValue::Array(std::move(conjuncts)));
+  synthetic_.push_back(JsonValue::Object(std::move(members)));
+  return synthetic_.back();
 }
 
 // ---------------------------------------------------------------------------------------

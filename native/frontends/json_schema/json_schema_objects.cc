@@ -143,10 +143,11 @@ Fragment SchemaConverter::KeyNotIn(const std::vector<std::string>& names) {
 
 namespace {
 
-// Quoted member names in canonical spelling (see NameLanguages).
+// Quoted member names in canonical spelling (see NameLanguages): lower-case hex digits, as
+// DumpJsonString writes declared names, so no name has a second spelling.
 const CodepointDfa& QuotedNameUniverse() {
   static const CodepointDfa* universe = new CodepointDfa(DfaFromExpression(
-      R"("\"" ([^"\\\x00-\x1F] | "\\" ["\\bfnrt] | "\\u00" ("0" [0-7bBeEfF] | "1" [0-9a-fA-F]))* "\"")"));
+      R"("\"" ([^"\\\x00-\x1F] | "\\" ["\\bfnrt] | "\\u00" ("0" [0-7bef] | "1" [0-9a-f]))* "\"")"));
   return *universe;
 }
 

@@ -78,7 +78,7 @@ struct MergeState {
 };
 
 // Member-name languages of one object schema (patternProperties / propertyNames), over
-// quoted keys in their canonical JSON spelling (raw characters, short escapes, \u00XX for
+// quoted keys in their canonical JSON spelling (raw characters, short escapes, \u00xx for
 // other control characters), so that each name has exactly one spelling and complements
 // are exact.
 struct NameLanguages {
@@ -118,6 +118,9 @@ class SchemaConverter {
   Fragment StringValue(const Node& node);
   Fragment ConstValue(const JsonValue& value, int depth);
   void CheckKeywords(const Node& node);
+  bool HasDependencies(const Node& node) const;
+  std::optional<JsonValue> WithoutNot(const Node& node, const JsonValue& negated);
+  const JsonValue& WithoutDependencies(const Node& node);
 
   // --- schema_merge.cc: allOf, $ref with siblings, applicators next to other keywords ---
   bool NeedsMerge(const Node& node) const;
