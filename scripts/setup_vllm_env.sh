@@ -64,6 +64,9 @@ for library in installed.glob("*.so"):
     shutil.copy(library, overlay / "vllm" / library.name)
 PYUNPACK
     rm -rf "$download"
+    # The one pure-Python requirement of vLLM 0.33's CPU path that 0.32 lacks (its OpenAI
+    # server imports it); installed into the overlay so the 0.32 venv is unchanged.
+    pip_quiet install --no-deps --target "$OVERLAY" "orjson>=3.11.6"
     touch "$OVERLAY/.xg2-complete"
   fi
 fi

@@ -57,3 +57,12 @@ def xg2_registered() -> None:
     import vllm.plugins
 
     vllm.plugins.load_general_plugins()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Runs vLLM's ngram speculation test after every other test of the session.
+
+    Its proposer imports numba, after which vLLM 0.32's CPU kernel registration fails for any
+    further engine started in the same process (whichever module that engine's test is in).
+    """
+    items.sort(key=lambda item: item.name == "test_ngram_speculative_decoding")

@@ -169,12 +169,25 @@ def test_openai_completions_regex(server: str) -> None:
     assert re.fullmatch(REGEX, response.json()["choices"][0]["text"]), response.json()
 
 
+@pytest.fixture(scope="module")
+def whitespace_token_ids(sglang_tiny_llama: Path) -> list[int]:  # noqa: F811
+    """Ids of the tokens that are only whitespace."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(sglang_tiny_llama))
+    texts = tokenizer.batch_decode([[i] for i in range(len(tokenizer))])
+    return [i for i, text in enumerate(texts) if text and text.isspace()]
+
+
 @pytest.mark.parametrize("tool_choice", ["required", {"type": "function", "function": {"name": "get_time"}}])
-def test_openai_tool_call(server: str, tool_choice: Any) -> None:
+def test_openai_tool_call(server: str, whitespace_token_ids: list[int], tool_choice: Any) -> None:
     # With --tool-call-parser llama3, SGLang constrains tool_choice "required" and a named
     # function with its legacy structural tag (at_least_one; strict tools carry their schema).
-    # A bias on <|eot_id|> makes the random model end right after the call, where the grammar
-    # first allows it.
+    # Biases steer the random model without loosening the grammar: <|eot_id|> up, so it ends
+    # right after the call where the grammar first allows it; whitespace-only tokens down,
+    # since structural-tag JSON keeps flexible whitespace and a random model pads with it.
+    bias = {str(i): -100 for i in whitespace_token_ids}
+    bias[str(LLAMA3_EOT)] = 100
     response = requests.post(
         server + "/v1/chat/completions",
         json={
@@ -184,7 +197,7 @@ def test_openai_tool_call(server: str, tool_choice: Any) -> None:
             "tool_choice": tool_choice,
             "max_tokens": 48,
             "temperature": 0,
-            "logit_bias": {str(LLAMA3_EOT): 100},
+            "logit_bias": bias,
         },
         timeout=REQUEST_TIMEOUT_S,
     )

@@ -213,7 +213,7 @@ class _ValidateRecorder:
 
 
 def test_ngram_speculative_decoding(tiny_llama: Path, xg2_registered: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    # Last in this module on purpose: the ngram proposer imports numba, after which vLLM 0.32's
+    # Run last in the session (conftest.py): the ngram proposer imports numba, after which vLLM 0.32's
     # CPU kernel registration fails for any further engine started in the same process.
     recorder = _ValidateRecorder()
     monkeypatch.setattr(xg2_backend.XG2Grammar, "validate_tokens", lambda self, tokens: recorder(self, tokens))

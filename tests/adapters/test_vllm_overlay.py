@@ -37,7 +37,7 @@ def test_adapter_suite_on_vllm_overlay() -> None:
     env["VLLM_TARGET_DEVICE"] = "cpu"
     env["XG2_EXPECT_VLLM_VERSION"] = OVERLAY_VERSION
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", *SUITE],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfEs", *SUITE],
         cwd=HERE.parent,
         env=env,
         capture_output=True,
