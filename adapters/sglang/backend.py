@@ -199,17 +199,10 @@ class XG2GrammarBackend(BaseGrammarBackend):
 
     def dispatch_structural_tag(self, key_string: str) -> BaseGrammarObject:
         """A structural tag, in xgrammar's format or the legacy ``structures``/``triggers`` one."""
-        compile_structural_tag = getattr(self.compiler, "compile_structural_tag", None)
-        if compile_structural_tag is None:
-            return InvalidGrammarObject(
-                f"structural tags are not supported by xg2_plugin {xg2_plugin.__version__} "
-                "(GrammarCompiler.compile_structural_tag is missing)"
-            )
-
         def compile_tag() -> CompiledGrammar:
             tag = json.loads(key_string)
             _fill_missing_schemas(tag)
-            return compile_structural_tag(_from_legacy(tag))
+            return self.compiler.compile_structural_tag(_from_legacy(tag), any_whitespace=self.any_whitespace)
 
         return self._compile("structural_tag", key_string, compile_tag)
 
@@ -255,7 +248,11 @@ class XG2GrammarBackend(BaseGrammarBackend):
             return None
         tag = frame({"type": "grammar", "grammar": grammar.compiled.ebnf})
         key_string = json.dumps(tag)
-        return self._compile("structural_tag", key_string, lambda: self._framing_compiler.compile_structural_tag(tag))
+        return self._compile(
+            "structural_tag",
+            key_string,
+            lambda: self._framing_compiler.compile_structural_tag(tag, any_whitespace=self.any_whitespace),
+        )
 
     # Mask handling, also used by SGLang's reasoning wrapper for requests without a grammar.
 

@@ -87,17 +87,6 @@ def _tiktoken_encoding(tokenizer: Any) -> Any:
     return None
 
 
-class StructuralTagUnavailableError(ValueError):
-    """Raised for a structural-tag request when this xg2_plugin has no structural-tag compiler."""
-
-    def __init__(self) -> None:
-        super().__init__(
-            "the xg2 backend cannot serve structural-tag requests with this xg2_plugin version "
-            "(GrammarCompiler.compile_structural_tag is not available); use a JSON schema, regex, "
-            "choice or EBNF grammar instead, or upgrade xg2_plugin"
-        )
-
-
 def compile_spec(
     compiler: GrammarCompiler,
     request_type: StructuredOutputOptions,
@@ -148,10 +137,8 @@ def compile_spec(
             )
         return compiler.compile_grammar(grammar_spec)
     if request_type == StructuredOutputOptions.STRUCTURAL_TAG:
-        compile_structural_tag = getattr(compiler, "compile_structural_tag", None)
-        if compile_structural_tag is None:
-            raise StructuralTagUnavailableError()
-        return compile_structural_tag(grammar_spec)
+        # disable_any_whitespace reaches the JSON of every json_schema format inside the tag.
+        return compiler.compile_structural_tag(grammar_spec, any_whitespace=any_whitespace)
     raise ValueError(f"unknown structured output request type {request_type!r}")
 
 

@@ -159,6 +159,22 @@ def test_compact_json_when_whitespace_disabled(make_backend: Any, backend: XG2Ba
     assert space not in allowed(bitmask, 0) and space in allowed(bitmask, 1)
 
 
+def test_structural_tag_json_honours_whitespace_setting(make_backend: Any, backend: XG2Backend) -> None:
+    tag = json.dumps({
+        "type": "structural_tag",
+        "format": {"type": "tag", "begin": "<call>", "content": {"type": "json_schema", "json_schema": SCHEMA},
+                   "end": "</call>"},
+    })
+    space = encode(backend, " ")[0]
+    strict, relaxed = backend, make_backend(disable_any_whitespace=False)
+    bitmask = strict.allocate_token_bitmask(2)
+    for row, engine in enumerate((strict, relaxed)):
+        grammar = engine.compile_grammar(StructuredOutputOptions.STRUCTURAL_TAG, tag)
+        assert grammar.accept_tokens("req", encode(engine, "<call>{"))
+        grammar.fill_bitmask(bitmask, row)
+    assert space not in allowed(bitmask, 0) and space in allowed(bitmask, 1)
+
+
 def test_validate_rollback_and_atomic_accept(backend: XG2Backend, eos: int) -> None:
     grammar = backend.compile_grammar(StructuredOutputOptions.JSON, json.dumps(SCHEMA), stop_token_ids={eos})
     tokens = encode(backend, '{"id":7,"ok":false}') + [eos]
