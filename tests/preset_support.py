@@ -309,8 +309,8 @@ def random_walk(tok: Tok, grammar: xg.CompiledGrammar, seed: int, closers: Seque
             if any(int(t) in stops for t in allowed):
                 return tok.decode(ids), len(ids)
             # (Read as bytes: in the middle of a character the forced bytes are not valid UTF-8
-            # on their own, and GrammarMatcher.find_jump_forward_string cannot return them.)
-            jump = matcher._handle.find_jump_forward_string()
+            # on their own.)
+            jump = matcher.find_jump_forward_bytes()
             forced = [jump.decode("utf-8")] if jump and _is_utf8(jump) else []
             spelled = None
             for text in forced + list(closers):

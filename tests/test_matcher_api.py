@@ -102,6 +102,20 @@ def test_fork_is_independent(compiler: xg.GrammarCompiler, info: xg.TokenizerInf
     assert m.num_accepted_steps == 1 and f.num_accepted_steps == 2
 
 
+def test_jump_forward_inside_a_character(compiler: xg.GrammarCompiler) -> None:
+    m = xg.GrammarMatcher(compiler.compile_grammar('root ::= "a" ("\u00e9" | "\u00e8") "z"'))
+    # The forced bytes stop before a character they only begin.
+    assert m.find_jump_forward_bytes() == b"a"
+    assert m.find_jump_forward_string() == "a"
+    assert m.accept_string(b"a\xc3\xa9")
+    assert m.find_jump_forward_string() == "z"
+    m = xg.GrammarMatcher(compiler.compile_grammar('root ::= "\u00e9x"'))
+    assert m.accept_string(b"\xc3")
+    # Inside a character the continuation cannot be written as text.
+    assert m.find_jump_forward_bytes() == b"\xa9x"
+    assert m.find_jump_forward_string() == ""
+
+
 def test_validate_tokens_keeps_state(compiler: xg.GrammarCompiler) -> None:
     g = compiler.compile_grammar('root ::= "ab" "c"')
     m = xg.GrammarMatcher(g)

@@ -141,9 +141,22 @@ class GrammarMatcher:
         """True when the output so far is a complete sentence of the grammar."""
         return bool(self._handle.is_completed())
 
+    def find_jump_forward_bytes(self) -> bytes:
+        """The bytes every valid continuation must start with (empty when there is a choice).
+
+        Never ends inside a character, but begins inside one when the matcher stands inside a
+        multi-byte UTF-8 character (a token may end mid-character)."""
+        return bytes(self._handle.find_jump_forward_string())
+
     def find_jump_forward_string(self) -> str:
-        """The text every valid continuation must start with (empty when there is a choice)."""
-        return self._handle.find_jump_forward_string().decode("utf-8")
+        """The text every valid continuation must start with (empty when there is a choice).
+
+        Inside a multi-byte character the forced continuation cannot be written as text, and
+        the result is empty; ``find_jump_forward_bytes`` gives the exact bytes."""
+        forced = self.find_jump_forward_bytes()
+        if forced and 0x80 <= forced[0] < 0xC0:  # a continuation byte: mid-character
+            return ""
+        return forced.decode("utf-8")
 
     @property
     def num_accepted_steps(self) -> int:
