@@ -53,7 +53,9 @@ rm -f "$STAGE"/xg2_plugin/_native*.so
 cp "$BUILD_DIR"/_native*.so "$STAGE/xg2_plugin/"
 if [ -d adapters ]; then cp -r adapters "$STAGE/xg2_plugin/adapters"; fi
 
-export LD_PRELOAD="$RUNTIME"
+# libstdc++ too: Python does not link it, and the sanitizer's __cxa_throw interceptor must
+# find the real one when the runtime initialises (otherwise the first C++ throw aborts).
+export LD_PRELOAD="$RUNTIME $(gcc -print-file-name=libstdc++.so)"
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 if [ "$MODE" = leaks ]; then
