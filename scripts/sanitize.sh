@@ -59,10 +59,12 @@ export LD_PRELOAD="$RUNTIME $(gcc -print-file-name=libstdc++.so)"
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 if [ "$MODE" = leaks ]; then
-  # Report only leaks allocated by the engine (frames in _native); Python's are suppressed.
+  # Report only leaks allocated by the engine: stacks are cut to the 4 innermost frames, so a
+  # suppression matches only where the allocation itself happened (the interpreter, numpy,
+  # torch, OpenSSL), never an engine allocation merely called from Python.
   SUPPRESSIONS="$STAGE/lsan.supp"
-  printf 'leak:libpython\nleak:python3\nleak:_PyObject\nleak:PyMem\nleak:numpy\nleak:torch\n' > "$SUPPRESSIONS"
-  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+  printf 'leak:libpython\nleak:python3\nleak:_PyObject\nleak:PyMem\nleak:numpy\nleak:torch\nleak:libcrypto\nleak:libssl\n' > "$SUPPRESSIONS"
+  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:malloc_context_size=4
   export LSAN_OPTIONS="suppressions=$SUPPRESSIONS:print_suppressions=0"
 else
   export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:detect_stack_use_after_return=0

@@ -242,7 +242,9 @@ def _child(group: str) -> None:
 
 
 def _run_group_in_child(group: str) -> dict[str, tuple[str, str]]:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE), str(HERE.parent), os.environ.get("PYTHONPATH", "")]))
+    # The child imports the same engine as this process (the installed package, the working
+    # tree or a sanitizer stage): it inherits this interpreter's search path.
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE)] + [os.path.abspath(p) for p in sys.path if p]))
     code = f"import sys; sys.setrecursionlimit(10000); import test_hostile_inputs as t; t._child({group!r})"
     try:
         proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
