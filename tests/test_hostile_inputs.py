@@ -158,7 +158,7 @@ def ebnf_cases() -> list[Case]:
         ("ebnf_deep_parens", lambda: c().compile_grammar("root ::= " + "(" * 100000 + '"a"' + ")" * 100000), SYNTAX_ERRORS),
         ("ebnf_unclosed_parens", lambda: c().compile_grammar("root ::= " + "(" * 100000), SYNTAX_ERRORS),
         ("ebnf_deep_rule_chain", lambda: c().compile_grammar(
-            "root ::= r0\n" + "".join(f"r{i} ::= r{i + 1}\n" for i in range(20000)) + 'r20000 ::= "a"\n'), None),
+            "root ::= r0\n" + "".join(f"r{i} ::= r{i + 1}\n" for i in range(200000)) + 'r200000 ::= "a"\n'), None),
         ("ebnf_huge_alternation", lambda: c().compile_grammar(alternation), None),
         ("ebnf_nul_in_literal", lambda: c().compile_grammar('root ::= "a\x00b"'), None),
         ("ebnf_nul_outside_literal", lambda: c().compile_grammar('root ::= "a"\x00'), SYNTAX_ERRORS),
