@@ -56,3 +56,30 @@ def main(test_one_input: Callable[[bytes], None]) -> None:
     compiler()  # load the tokenizer before fuzzing starts
     atheris.Setup(sys.argv, test_one_input)
     atheris.Fuzz()
+
+
+@functools.lru_cache(maxsize=None)
+def seeds(harness: str) -> tuple[bytes, ...]:
+    directory = HERE / "seeds" / harness
+    return tuple(p.read_bytes() for p in sorted(directory.glob("*")) if p.is_file())
+
+
+def splice_into_seed(harness: str, data: bytes) -> bytes:
+    """Turns fuzz bytes into an edit of a seed input. The native engine is not coverage-
+    instrumented, so libFuzzer alone would mutate tiny inputs that fail at the first byte;
+    editing real grammars / schemas keeps every run deep inside the frontends.
+
+    data[0]: which seed (or, when it is 255, the raw remaining bytes); data[1:3]: position;
+    data[3]: insert, overwrite or delete; data[4:]: the bytes inserted / written / the count."""
+    pool = seeds(harness)
+    if len(data) < 4 or not pool or data[0] == 255:
+        return data[1:] if data[:1] == b"\xff" else data
+    seed = pool[data[0] % len(pool)]
+    position = int.from_bytes(data[1:3], "little") % (len(seed) + 1)
+    payload = data[4:]
+    mode = data[3] % 3
+    if mode == 0:
+        return seed[:position] + payload + seed[position:]
+    if mode == 1:
+        return seed[:position] + payload + seed[position + len(payload):]
+    return seed[:position] + seed[position + 1 + (payload[0] if payload else 0):]

@@ -10,6 +10,7 @@ with atheris.instrument_imports():
 
 
 def test_one_input(data: bytes) -> None:
+    data = common.splice_into_seed("fuzz_ebnf", data)
     text = data.decode("utf-8", errors="replace")
     grammar = common.expect_typed(lambda: common.compiler().compile_grammar(text))
     if grammar is not None:

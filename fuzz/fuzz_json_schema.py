@@ -9,6 +9,7 @@ with atheris.instrument_imports():
 
 
 def test_one_input(data: bytes) -> None:
+    data = common.splice_into_seed("fuzz_json_schema", data)
     text = data.decode("utf-8", errors="replace")
     lenient = bool(data[:1]) and data[0] & 1 == 1
     common.expect_typed(lambda: common.compiler().compile_json_schema(text, lenient=lenient))

@@ -10,6 +10,7 @@ with atheris.instrument_imports():
 
 
 def test_one_input(data: bytes) -> None:
+    data = common.splice_into_seed("fuzz_regex", data)
     pattern = data.decode("utf-8", errors="replace")
     grammar = common.expect_typed(lambda: common.compiler().compile_regex(pattern))
     if grammar is not None:

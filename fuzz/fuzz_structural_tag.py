@@ -11,6 +11,7 @@ with atheris.instrument_imports():
 
 
 def test_one_input(data: bytes) -> None:
+    data = common.splice_into_seed("fuzz_structural_tag", data)
     text = data.decode("utf-8", errors="replace")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

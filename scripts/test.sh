@@ -3,7 +3,11 @@
 # native engine) with its test dependencies, and runs pytest (extra arguments go to this run).
 # Then the vLLM and SGLang adapter tests run in their own CPU venvs (scripts/setup_vllm_env.sh,
 # .venv-vllm; scripts/setup_sglang_env.sh, .venv-sglang); XG2_SKIP_VLLM_TESTS=1 and
-# XG2_SKIP_SGLANG_TESTS=1 leave them out.
+# XG2_SKIP_SGLANG_TESTS=1 leave them out. Then the sanitizer stage (scripts/sanitize.sh):
+# an ASan+UBSan build runs the hostile-input, property, matcher and regression tests and
+# every fuzz harness for XG2_FUZZ_SECONDS (default 20) each; XG2_SKIP_SANITIZERS=1 leaves
+# it out. The ThreadSanitizer pass (scripts/sanitize.sh tsan) is not part of CI (it needs
+# its own build; run it by hand).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -15,7 +19,7 @@ fi
 # torch is optional for the engine; the tests use it to check tensor buffers. 2.13.0 CPU is
 # the build this machine kind provides locally.
 "$VENV/bin/python" -m pip install -q "torch==2.13.0" || echo "torch not available; torch tests will be skipped"
-"$VENV/bin/python" -m pip install -q ".[test]"
+"$VENV/bin/python" -m pip install -q ".[test,fuzz,sanitize]"
 # Run from outside the source tree so the installed package (not the sources) is imported.
 export XG2_DATA_DIR=${XG2_DATA_DIR:-$(cd .. && pwd)/shared/data}
 (cd tests && "../$VENV/bin/python" -m pytest -q -p no:cacheprovider "$@" .)
@@ -29,5 +33,9 @@ fi
 if [ "${XG2_SKIP_SGLANG_TESTS:-0}" != 1 ]; then
   SGLANG_PYTHON=$(bash scripts/setup_sglang_env.sh | tail -n 1)
   (cd tests && "$SGLANG_PYTHON" -m pytest -q -p no:cacheprovider --durations=5 adapters/test_sglang_*.py) || status=$?
+fi
+if [ "${XG2_SKIP_SANITIZERS:-0}" != 1 ]; then
+  PYTHON="$PWD/$VENV/bin/python" bash scripts/sanitize.sh asan || status=$?
+  PYTHON="$PWD/$VENV/bin/python" bash scripts/sanitize.sh fuzz "${XG2_FUZZ_SECONDS:-20}" || status=$?
 fi
 exit "$status"

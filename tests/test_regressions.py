@@ -55,7 +55,7 @@ def test_fuzz_inputs_replay(harness: str) -> None:
         "h = importlib.import_module(sys.argv[2]); "
         "[h.test_one_input(pathlib.Path(p).read_bytes()) for p in sys.argv[3:]]"
     )
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(os.path.abspath(p) for p in sys.path if p))
     proc = subprocess.run([sys.executable, "-c", code, str(FUZZ_DIR), harness, *map(str, inputs)],
                           capture_output=True, text=True, timeout=600, env=env)
     assert proc.returncode == 0, f"{harness} failed on its saved inputs:\n{proc.stderr[-3000:]}"

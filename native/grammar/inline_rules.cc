@@ -103,11 +103,18 @@ void InlineSmallRules(GrammarAst* ast, const InlineOptions& options) {
   std::vector<int64_t> rule_size(num_rules, -1);
   std::vector<uint8_t> inlinable(num_rules, 0);
   std::function<int64_t(ExprId)> expr_size;
+  // The walk recurses once per chained rule reference; a chain deeper than this is cut (the
+  // rule there stays a call, its callees are sized from the loop below), so that a long
+  // chain `a ::= b`, `b ::= c`, ... cannot exhaust the native stack.
+  constexpr int kMaxChainDepth = 1000;
+  int chain_depth = 0;
   std::function<int64_t(RuleId)> size_of_rule = [&](RuleId r) -> int64_t {
     if (rule_size[r] >= 0) return rule_size[r];
     rule_size[r] = 1;  // provisional, for recursive rules
-    if (recursive[r]) return 1;
+    if (recursive[r] || chain_depth >= kMaxChainDepth) return 1;
+    ++chain_depth;
     int64_t size = expr_size(ast->rules[r].body);
+    --chain_depth;
     rule_size[r] = size;
     // A TagDispatch must stay a whole rule body (grammar/tag_dispatch.h).
     inlinable[r] = r != ast->root_rule && ast->rules[r].lookahead < 0 &&

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Runs native-facing tests against a sanitizer build of the engine.
+#
+#   bash scripts/sanitize.sh [asan|tsan|leaks|fuzz] [pytest args... | fuzz seconds]
+#
+# asan (default): AddressSanitizer + UndefinedBehaviorSanitizer (CMake option XG2_SANITIZE)
+#   over the hostile-input, property, matcher and regression tests and the fuzz-corpus replay.
+# tsan: ThreadSanitizer over tests/test_concurrency.py.
+# fuzz: every atheris harness (fuzz/run_all.sh) for N seconds each (default 20) on the asan build.
+# The sanitized module is built into build/<mode> and staged, with the Python sources, in
+# build/<mode>/stage, which goes first on PYTHONPATH. The sanitizer runtime is preloaded
+# because the Python interpreter itself is not instrumented. Leak detection is off under
+# Python (the interpreter's own arenas and interned objects are reported as leaks); run
+# scripts/sanitize.sh leaks for a LeakSanitizer pass that reports only leaks whose stack
+# passes through the engine. Needs cmake, ninja and pybind11 (pip install '.[sanitize]').
+set -euo pipefail
+cd "$(dirname "$0")/.."
+MODE=${1:-asan}
+shift || true
+PYTHON=${PYTHON:-python3}
+# cmake, ninja and pybind11 come from the interpreter's environment (the sanitize extra).
+PATH="$(dirname "$(command -v "$PYTHON")"):$PATH"
+export PATH
+case "$MODE" in
+  asan|leaks|fuzz)
+    BUILD_DIR=build/asan
+    CMAKE_FLAGS=(-DXG2_SANITIZE=ON)
+    RUNTIME=$(gcc -print-file-name=libasan.so)
+    TESTS=(test_hostile_inputs.py test_properties.py test_matcher_api.py test_regressions.py
+           test_tag_dispatch.py)
+    ;;
+  tsan)
+    BUILD_DIR=build/tsan
+    CMAKE_FLAGS=(-DCMAKE_CXX_FLAGS=-fsanitize=thread -DCMAKE_MODULE_LINKER_FLAGS=-fsanitize=thread)
+    RUNTIME=$(gcc -print-file-name=libtsan.so)
+    TESTS=(test_concurrency.py)
+    ;;
+  *) echo "usage: $0 [asan|tsan|leaks|fuzz] [pytest args...]" >&2; exit 2 ;;
+esac
+if [ ! -f "$BUILD_DIR/build.ninja" ]; then
+  # -O1 with line tables: usable stack traces, a fraction of the -O2 -g build time.
+  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" \
+    -DPython_EXECUTABLE="$(command -v "$PYTHON")" \
+    -Dpybind11_DIR="$("$PYTHON" -m pybind11 --cmakedir)" "${CMAKE_FLAGS[@]}" >/dev/null
+fi
+ninja -j "${XG2_BUILD_JOBS:-2}" -C "$BUILD_DIR" >/dev/null
+STAGE="$PWD/$BUILD_DIR/stage"
+rm -rf "$STAGE"
+mkdir -p "$STAGE"
+cp -r xg2_plugin "$STAGE/"
+rm -f "$STAGE"/xg2_plugin/_native*.so
+cp "$BUILD_DIR"/_native*.so "$STAGE/xg2_plugin/"
+if [ -d adapters ]; then cp -r adapters "$STAGE/xg2_plugin/adapters"; fi
+
+# libstdc++ too: Python does not link it, and the sanitizer's __cxa_throw interceptor must
+# find the real one when the runtime initialises (otherwise the first C++ throw aborts).
+export LD_PRELOAD="$RUNTIME $(gcc -print-file-name=libstdc++.so)"
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+if [ "$MODE" = leaks ]; then
+  # Report only leaks allocated by the engine: stacks are cut to the 4 innermost frames, so a
+  # suppression matches only where the allocation itself happened (the interpreter, numpy,
+  # torch, OpenSSL), never an engine allocation merely called from Python.
+  SUPPRESSIONS="$STAGE/lsan.supp"
+  printf 'leak:libpython\nleak:python3\nleak:_PyObject\nleak:PyMem\nleak:numpy\nleak:torch\nleak:libcrypto\nleak:libssl\n' > "$SUPPRESSIONS"
+  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:malloc_context_size=4
+  export LSAN_OPTIONS="suppressions=$SUPPRESSIONS:print_suppressions=0"
+else
+  export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:detect_stack_use_after_return=0
+fi
+export XG2_DATA_DIR=${XG2_DATA_DIR:-$(cd .. && pwd)/shared/data}
+if [ "$MODE" = fuzz ]; then
+  # libFuzzer's own allocation hooks and ASan's leak check do not mix under Python.
+  PYTHONPATH="$STAGE" PYTHON="$PYTHON" exec bash fuzz/run_all.sh "${1:-20}"
+fi
+cd tests
+PYTHONPATH="$STAGE" "$PYTHON" -m pytest -q -p no:cacheprovider "$@" "${TESTS[@]}"
