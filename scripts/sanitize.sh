@@ -56,23 +56,39 @@ if [ -d adapters ]; then cp -r adapters "$STAGE/xg2_plugin/adapters"; fi
 # libstdc++ too: Python does not link it, and the sanitizer's __cxa_throw interceptor must
 # find the real one when the runtime initialises (otherwise the first C++ throw aborts).
 export LD_PRELOAD="$RUNTIME $(gcc -print-file-name=libstdc++.so)"
-export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
-export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+# Reports go to files (pytest captures stderr, and a halted process never prints it); they are
+# shown and fail the run at the end. glibc frees an exited detached thread's TLS block when a
+# later thread reuses its stack (_dl_deallocate_tls), outside TSan's view of synchronisation:
+# those reports are about libc, not the engine, and are suppressed.
+REPORTS="$STAGE/reports"
+mkdir -p "$REPORTS"
+printf 'race:_dl_deallocate_tls\n' > "$STAGE/tsan.supp"
+export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$REPORTS/ubsan"
+export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:log_path=$REPORTS/tsan:suppressions=$STAGE/tsan.supp"
 if [ "$MODE" = leaks ]; then
   # Report only leaks allocated by the engine: stacks are cut to the 4 innermost frames, so a
   # suppression matches only where the allocation itself happened (the interpreter, numpy,
   # torch, OpenSSL), never an engine allocation merely called from Python.
   SUPPRESSIONS="$STAGE/lsan.supp"
   printf 'leak:libpython\nleak:python3\nleak:_PyObject\nleak:PyMem\nleak:numpy\nleak:torch\nleak:libcrypto\nleak:libssl\n' > "$SUPPRESSIONS"
-  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:malloc_context_size=4
+  export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:malloc_context_size=4:log_path=$REPORTS/asan"
   export LSAN_OPTIONS="suppressions=$SUPPRESSIONS:print_suppressions=0"
 else
-  export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:detect_stack_use_after_return=0
+  export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:detect_stack_use_after_return=0:log_path=$REPORTS/asan"
 fi
 export XG2_DATA_DIR=${XG2_DATA_DIR:-$(cd .. && pwd)/shared/data}
 if [ "$MODE" = fuzz ]; then
-  # libFuzzer's own allocation hooks and ASan's leak check do not mix under Python.
+  # libFuzzer's own allocation hooks and ASan's leak check do not mix under Python. Crash
+  # reports go to the terminal here, where the harness prints its crashing input.
+  export ASAN_OPTIONS="${ASAN_OPTIONS%%:log_path=*}" UBSAN_OPTIONS="${UBSAN_OPTIONS%%:log_path=*}"
   PYTHONPATH="$STAGE" PYTHON="$PYTHON" exec bash fuzz/run_all.sh "${1:-20}"
 fi
 cd tests
-PYTHONPATH="$STAGE" "$PYTHON" -m pytest -q -p no:cacheprovider "$@" "${TESTS[@]}"
+status=0
+PYTHONPATH="$STAGE" "$PYTHON" -m pytest -q -p no:cacheprovider "$@" "${TESTS[@]}" || status=$?
+if compgen -G "$REPORTS/*" >/dev/null; then
+  cat "$REPORTS"/* >&2
+  echo "sanitizer reports above ($MODE)" >&2
+  exit 1
+fi
+exit "$status"

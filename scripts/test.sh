@@ -5,9 +5,8 @@
 # .venv-vllm; scripts/setup_sglang_env.sh, .venv-sglang); XG2_SKIP_VLLM_TESTS=1 and
 # XG2_SKIP_SGLANG_TESTS=1 leave them out. Then the sanitizer stage (scripts/sanitize.sh):
 # an ASan+UBSan build runs the hostile-input, property, matcher and regression tests and
-# every fuzz harness for XG2_FUZZ_SECONDS (default 20) each; XG2_SKIP_SANITIZERS=1 leaves
-# it out. The ThreadSanitizer pass (scripts/sanitize.sh tsan) is not part of CI (it needs
-# its own build; run it by hand).
+# every fuzz harness for XG2_FUZZ_SECONDS (default 20) each, and a ThreadSanitizer build runs
+# the concurrency tests; XG2_SKIP_SANITIZERS=1 leaves the stage out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -37,5 +36,6 @@ fi
 if [ "${XG2_SKIP_SANITIZERS:-0}" != 1 ]; then
   PYTHON="$PWD/$VENV/bin/python" bash scripts/sanitize.sh asan || status=$?
   PYTHON="$PWD/$VENV/bin/python" bash scripts/sanitize.sh fuzz "${XG2_FUZZ_SECONDS:-20}" || status=$?
+  PYTHON="$PWD/$VENV/bin/python" bash scripts/sanitize.sh tsan || status=$?
 fi
 exit "$status"
