@@ -194,6 +194,8 @@ def test_bitmask_validation_edge_cases(compiler: xg.GrammarCompiler, info: xg.To
         m.fill_next_token_bitmask(np.zeros((2, words), dtype=np.int32), index=1.0)
     with pytest.raises(TypeError, match="numpy array or a torch tensor"):
         m.fill_next_token_bitmask("not a buffer")
+    with pytest.raises(TypeError, match="numpy array or a torch tensor"):
+        m.fill_next_token_bitmask(bytearray(4 * words))  # a writable buffer, but not a bitmask
     torch = pytest.importorskip("torch")
     t_one_d = torch.zeros(words, dtype=torch.int32)
     assert m.fill_next_token_bitmask(t_one_d)

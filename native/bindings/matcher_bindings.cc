@@ -84,9 +84,28 @@ bool TorchTypes(PyObject** tensor_type, PyObject** int32_dtype) {
   return true;
 }
 
+// numpy.ndarray once numpy is imported (the Python layer imports it). Borrowed forever.
+PyObject* NumpyArrayType() {
+  static PyObject* cached = nullptr;
+  if (!cached) {
+    PyObject* numpy = PyImport_GetModule(py::str("numpy").ptr());
+    if (!numpy) {
+      PyErr_Clear();
+      return nullptr;
+    }
+    py::object module = py::reinterpret_steal<py::object>(numpy);
+    if (!py::hasattr(module, "ndarray")) return nullptr;
+    cached = py::object(module.attr("ndarray")).release().ptr();
+  }
+  return cached;
+}
+
 BitmaskLayout ViewBitmask(py::handle bitmask) {
   PyObject* object = bitmask.ptr();
-  if (PyObject_CheckBuffer(object)) {
+  // Only numpy arrays go through the buffer protocol: other buffers (bytes, bytearray) are
+  // not bitmasks and get the TypeError below, as in xg2_plugin/bitmask.py.
+  PyObject* ndarray = NumpyArrayType();
+  if (ndarray && PyObject_IsInstance(object, ndarray) == 1) {
     Py_buffer view;
     if (PyObject_GetBuffer(object, &view, PyBUF_STRIDES | PyBUF_FORMAT) != 0) throw py::error_already_set();
     std::unique_ptr<Py_buffer, void (*)(Py_buffer*)> release(&view, PyBuffer_Release);
