@@ -61,8 +61,9 @@ def compile_or_none(compiler: xg.GrammarCompiler, schema: dict) -> "xg.CompiledG
         return None
 
 
-def classification_pass(info: xg.TokenizerInfo, items: list) -> None:
-    compiler = xg.GrammarCompiler(info, cross_grammar_cache=False, precompute_nodes=0, cache_enabled=False)
+def classification_pass(info: xg.TokenizerInfo, items: list, compiler_options: dict) -> None:
+    compiler = xg.GrammarCompiler(info, cross_grammar_cache=False, precompute_nodes=0, cache_enabled=False,
+                                  **compiler_options)
     bitmask = xg.allocate_token_bitmask(1, info.vocab_size)
     per_node_us: list[float] = []
     for name, schema, ids in items:
@@ -86,8 +87,8 @@ def classification_pass(info: xg.TokenizerInfo, items: list) -> None:
           f"mean={np.mean(per_node_us) if per_node_us else 0:.1f}")
 
 
-def serving_pass(info: xg.TokenizerInfo, items: list) -> None:
-    compiler = xg.GrammarCompiler(info, cache_enabled=False)
+def serving_pass(info: xg.TokenizerInfo, items: list, compiler_options: dict) -> None:
+    compiler = xg.GrammarCompiler(info, cache_enabled=False, **compiler_options)
     bitmask = xg.allocate_token_bitmask(1, info.vocab_size)
     compile_us, first_us, fill_us, accept_us = [], [], [], []
     for name, schema, ids in items:
@@ -122,13 +123,20 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--skip-classification", action="store_true")
     parser.add_argument("--exclude", nargs="*", default=[], help="schema file names to leave out")
+    parser.add_argument("--only", nargs="*", default=[], help="keep only these schema file names")
+    parser.add_argument("--repetition-compression-threshold", type=int, default=None,
+                        help="compiler option (0 turns repetition compression off)")
     args = parser.parse_args()
     info = hf_tokenizer_info(args.tokenizer)
-    items = [item for item in workload(args.tokenizer, args.per_category, args.seed) if item[0] not in args.exclude]
+    items = [item for item in workload(args.tokenizer, args.per_category, args.seed)
+             if item[0] not in args.exclude and (not args.only or item[0] in args.only)]
+    options = {}
+    if args.repetition_compression_threshold is not None:
+        options["repetition_compression_threshold"] = args.repetition_compression_threshold
     print(f"{len(items)} schemas with a valid instance, tokenizer {args.tokenizer}, module {xg._native.__file__}")
     if not args.skip_classification:
-        classification_pass(info, items)
-    serving_pass(info, items)
+        classification_pass(info, items, options)
+    serving_pass(info, items, options)
 
 
 if __name__ == "__main__":

@@ -226,3 +226,34 @@ def sampled_ids(grammar: xg.CompiledGrammar, rng: random.Random, bitmask: np.nda
         ids.append(rng.choice(allowed))
         assert matcher.accept_token(ids[-1])
     return ids
+
+
+# Bounded repetitions are chains of DFA copies rather than self-loops; the classification
+# accepts whole token subtrees along such chains (matcher/token_mask_cache.cc,
+# ChainConsumes). Texts end at, near and inside the bound, with escapes and multi-byte
+# characters, so chains are entered at every copy and left by each kind of byte.
+BOUNDED_CASES = [
+    ({"type": "string", "maxLength": 16}, ["abcdefghijklmnop", "short", "é€😀 mixed", "a\\\"b\\u00e9c", ""]),
+    ({"type": "string", "minLength": 3, "maxLength": 40}, ["The quick brown fox jumps over the dog", "xyz"]),
+    (
+        {"type": "object", "properties": {"name": {"type": "string", "maxLength": 24},
+                                          "tag": {"type": "string", "maxLength": 4}},
+         "required": ["name", "tag"], "additionalProperties": False},
+        ['{"name": "Grace Hopper, admiral", "tag": "ab"}', '{"name": "", "tag": "wxyz"}'],
+    ),
+]
+
+
+@pytest.mark.parametrize("tokenizer", ["llama3.1", "phi-3"])
+@pytest.mark.parametrize("mechanism", ["all", "ahead_of_time"])
+def test_bounded_string_masks_match_reference(tokenizer: str, mechanism: str) -> None:
+    info = hf_tokenizer_info(tokenizer)
+    compiler = xg.GrammarCompiler(info, **MECHANISMS[mechanism])
+    for schema, texts in BOUNDED_CASES:
+        grammar = compiler.compile_json_schema(schema)
+        for text in texts:
+            document = text if text.startswith("{") else json.dumps(text, ensure_ascii=False)
+            assert compare_along(grammar, encode_continuation(tokenizer, document)) > 1
+    ebnf = compiler.compile_grammar('root ::= [a-z ]{0,20} "." [a-z]{2,6} ";"')
+    for text in ["hello world is here.abc;", ".ab;", "abcdefghij klmnopqrs.abcdef;"]:
+        compare_along(ebnf, encode_continuation(tokenizer, text))

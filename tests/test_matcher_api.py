@@ -179,6 +179,54 @@ def test_bitmask_validation(compiler: xg.GrammarCompiler, info: xg.TokenizerInfo
         m.accept_token(-1)
 
 
+def test_bitmask_validation_edge_cases(compiler: xg.GrammarCompiler, info: xg.TokenizerInfo) -> None:
+    """The engine validates the buffer itself: every layout the Python checks accepted still
+    works, and every one they rejected is still a typed error."""
+    m = xg.GrammarMatcher(compiler.compile_grammar('root ::= "a" | "b"'))
+    words = (info.vocab_size + 31) // 32
+    expected = xg.allocate_token_bitmask(1, info.vocab_size)
+    m._fill_next_token_bitmask_reference(expected)
+    expected_row = np.asarray(expected[0])
+    one_d = np.zeros(words, dtype=np.int32)  # a 1-D buffer is one row
+    assert m.fill_next_token_bitmask(one_d)
+    assert np.array_equal(one_d, expected_row)
+    wide = np.zeros((3, words + 5), dtype=np.int32)  # wider rows, row index as a numpy int
+    assert m.fill_next_token_bitmask(wide, index=np.int64(2))
+    assert np.array_equal(wide[2, :words], expected_row) and not wide[:2].any()
+    strided_rows = np.zeros((4, words), dtype=np.int32)[::2]  # rows apart, each contiguous
+    assert m.fill_next_token_bitmask(strided_rows, index=1)
+    assert np.array_equal(strided_rows[1], expected_row)
+    readonly = np.zeros((1, words), dtype=np.int32)
+    readonly.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        m.fill_next_token_bitmask(readonly)
+    with pytest.raises(ValueError, match="int32"):
+        m.fill_next_token_bitmask(np.zeros((1, words), dtype=">i4"))
+    with pytest.raises(TypeError, match="bool"):
+        m.fill_next_token_bitmask(np.zeros((2, words), dtype=np.int32), index=True)
+    with pytest.raises(TypeError):
+        m.fill_next_token_bitmask(np.zeros((2, words), dtype=np.int32), index=1.0)
+    with pytest.raises(TypeError, match="numpy array or a torch tensor"):
+        m.fill_next_token_bitmask("not a buffer")
+    with pytest.raises(TypeError, match="numpy array or a torch tensor"):
+        m.fill_next_token_bitmask(bytearray(4 * words))  # a writable buffer, but not a bitmask
+    torch = pytest.importorskip("torch")
+    t_one_d = torch.zeros(words, dtype=torch.int32)
+    assert m.fill_next_token_bitmask(t_one_d)
+    assert np.array_equal(t_one_d.numpy(), expected_row)
+    t_rows = torch.zeros(4, words, dtype=torch.int32)[1::2]  # offset view: data_ptr is not the storage's
+    assert m._fill_next_token_bitmask_reference(t_rows, index=1)
+    assert np.array_equal(t_rows[1].numpy(), expected_row) and not t_rows[0].any()
+    with pytest.raises(ValueError, match="contiguous"):
+        m.fill_next_token_bitmask(torch.zeros(1, words * 2, dtype=torch.int32)[:, ::2])
+    with pytest.raises(ValueError, match="CPU"):
+        m.fill_next_token_bitmask(torch.zeros(1, words, dtype=torch.int32, device="meta"))
+    with pytest.raises(ValueError, match="1-D or 2-D"):
+        m.fill_next_token_bitmask(torch.zeros(1, 1, words, dtype=torch.int32))
+    with pytest.raises(ValueError, match="needs"):
+        m.fill_next_token_bitmask(torch.zeros(1, words - 1, dtype=torch.int32))
+
+
 def test_torch_bitmask_and_apply(compiler: xg.GrammarCompiler, info: xg.TokenizerInfo) -> None:
     torch = pytest.importorskip("torch")
     m = xg.GrammarMatcher(compiler.compile_grammar('root ::= "a" | "b"'))

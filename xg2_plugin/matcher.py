@@ -85,24 +85,15 @@ class GrammarMatcher:
     def fill_next_token_bitmask(self, bitmask: Any, index: int = 0) -> bool:
         """Writes the allowed tokens into row ``index`` of ``bitmask`` (numpy or torch CPU int32).
 
-        Returns False iff every token is allowed (the mask need not be applied).
+        Returns False iff every token is allowed (the mask need not be applied). The buffer is
+        validated in the engine (dtype, shape, strides, device, row and vocabulary width), with
+        the errors of :func:`xg2_plugin.bitmask.view_bitmask`.
         """
-        return bool(self._handle.fill_next_token_bitmask(*self._row(bitmask, index)))
+        return self._handle.fill_next_token_bitmask(bitmask, index)
 
     def _fill_next_token_bitmask_reference(self, bitmask: Any, index: int = 0) -> bool:
         """The same mask by the uncached reference walk (the oracle of the differential tests)."""
-        return bool(self._handle.fill_next_token_bitmask_reference(*self._row(bitmask, index)))
-
-    def _row(self, bitmask: Any, index: int) -> tuple[int, int]:
-        view = view_bitmask(bitmask)
-        index = _row_index(index, view.rows)
-        needed = (self.vocab_size + 31) // 32
-        if view.num_words < needed:
-            raise ValueError(
-                f"bitmask rows have {view.num_words} words but the vocabulary of {self.vocab_size} "
-                f"tokens needs {needed}"
-            )
-        return view.address + 4 * index * view.row_stride_words, view.num_words
+        return self._handle.fill_next_token_bitmask_reference(bitmask, index)
 
     def accept_token(self, token_id: int) -> bool:
         """Consumes one token; returns False (state unchanged) if the grammar forbids it."""

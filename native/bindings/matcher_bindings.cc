@@ -1,8 +1,13 @@
-// Python surface of the compiled grammar and the matcher. Buffers (bitmasks) arrive as raw
-// addresses plus sizes that the Python layer has already validated (xg2_plugin/bitmask.py);
-// every long-running call releases the GIL.
+// Python surface of the compiled grammar and the matcher. Single-row fills take the bitmask
+// object itself and validate it here (numpy through the buffer protocol, torch through its
+// attributes): a fill is a few microseconds, and the same checks in Python cost more than
+// the fill. The batch fill takes raw addresses that xg2_plugin/bitmask.py validated. Every
+// long-running call releases the GIL.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+
+#include <cstring>
+#include <memory>
 
 #include "bindings/registry.h"
 #include "frontends/ebnf/ebnf_parser.h"
@@ -18,6 +23,148 @@ namespace {
 
 uint32_t* RowPointer(uintptr_t address, int64_t row_stride_words, int64_t row) {
   return reinterpret_cast<uint32_t*>(address) + row * row_stride_words;
+}
+
+// A validated bitmask buffer: base address, rows, row stride and row width in 32-bit words.
+// The checks and messages are those of xg2_plugin/bitmask.py view_bitmask.
+struct BitmaskLayout {
+  uintptr_t address = 0;
+  int64_t rows = 0;
+  int64_t row_stride_words = 0;
+  int64_t num_words = 0;
+};
+
+std::string ShapeText(const std::vector<int64_t>& shape) {
+  std::string text = "(";
+  for (size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + (shape.size() == 1 ? ",)" : ")");
+}
+
+// Rows and strides (in items) of a 1-D or 2-D buffer; a 1-D buffer is one row.
+BitmaskLayout LayoutFromShape(uintptr_t address, const std::vector<int64_t>& shape,
+                              const std::vector<int64_t>& strides, int64_t item_stride_unit,
+                              const char* stride_note) {
+  if (shape.size() != 1 && shape.size() != 2) {
+    throw InvalidArgumentError("bitmask must be 1-D or 2-D, got shape " + ShapeText(shape));
+  }
+  BitmaskLayout layout;
+  layout.address = address;
+  const bool two_d = shape.size() == 2;
+  layout.rows = two_d ? shape[0] : 1;
+  layout.num_words = two_d ? shape[1] : shape[0];
+  const int64_t row_stride = two_d ? strides[0] : strides[0] * shape[0];
+  const int64_t col_stride = two_d ? strides[1] : strides[0];
+  const bool empty = layout.rows == 0 || layout.num_words == 0;
+  if (!empty && (col_stride != item_stride_unit || row_stride % item_stride_unit != 0 || row_stride < 0)) {
+    throw InvalidArgumentError(std::string("bitmask rows must be contiguous int32 words, got strides ") +
+                               ShapeText(strides) + stride_note);
+  }
+  layout.row_stride_words = layout.rows > 1 ? row_stride / item_stride_unit : layout.num_words;
+  return layout;
+}
+
+// torch.Tensor and torch.int32 once torch is imported (a tensor cannot exist before).
+// Borrowed forever: the torch module is never unloaded.
+bool TorchTypes(PyObject** tensor_type, PyObject** int32_dtype) {
+  static PyObject* cached_tensor = nullptr;
+  static PyObject* cached_int32 = nullptr;
+  if (!cached_tensor) {
+    PyObject* torch = PyImport_GetModule(py::str("torch").ptr());  // new ref or null, no import
+    if (!torch) {
+      PyErr_Clear();
+      return false;
+    }
+    py::object module = py::reinterpret_steal<py::object>(torch);
+    if (!py::hasattr(module, "Tensor") || !py::hasattr(module, "int32")) return false;
+    cached_int32 = py::object(module.attr("int32")).release().ptr();
+    cached_tensor = py::object(module.attr("Tensor")).release().ptr();
+  }
+  *tensor_type = cached_tensor;
+  *int32_dtype = cached_int32;
+  return true;
+}
+
+// numpy.ndarray once numpy is imported (the Python layer imports it). Borrowed forever.
+PyObject* NumpyArrayType() {
+  static PyObject* cached = nullptr;
+  if (!cached) {
+    PyObject* numpy = PyImport_GetModule(py::str("numpy").ptr());
+    if (!numpy) {
+      PyErr_Clear();
+      return nullptr;
+    }
+    py::object module = py::reinterpret_steal<py::object>(numpy);
+    if (!py::hasattr(module, "ndarray")) return nullptr;
+    cached = py::object(module.attr("ndarray")).release().ptr();
+  }
+  return cached;
+}
+
+BitmaskLayout ViewBitmask(py::handle bitmask) {
+  PyObject* object = bitmask.ptr();
+  // Only numpy arrays go through the buffer protocol: other buffers (bytes, bytearray) are
+  // not bitmasks and get the TypeError below, as in xg2_plugin/bitmask.py.
+  PyObject* ndarray = NumpyArrayType();
+  if (ndarray && PyObject_IsInstance(object, ndarray) == 1) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(object, &view, PyBUF_STRIDES | PyBUF_FORMAT) != 0) throw py::error_already_set();
+    std::unique_ptr<Py_buffer, void (*)(Py_buffer*)> release(&view, PyBuffer_Release);
+    const char* format = view.format ? view.format : "B";
+    if (*format == '@' || *format == '=' || *format == '<') ++format;
+    if (view.itemsize != 4 || std::strcmp(format, "i") != 0) {
+      std::string dtype = py::hasattr(bitmask, "dtype") ? py::str(bitmask.attr("dtype")).cast<std::string>()
+                                                        : "buffer format '" + std::string(view.format ? view.format : "B") + "'";
+      throw InvalidArgumentError("bitmask must have dtype int32, got " + dtype);
+    }
+    std::vector<int64_t> shape(view.shape, view.shape + view.ndim);
+    std::vector<int64_t> strides(view.strides, view.strides + view.ndim);
+    if (view.ndim != 1 && view.ndim != 2) LayoutFromShape(0, shape, strides, 4, "");  // throws
+    if (view.readonly) throw InvalidArgumentError("bitmask array is read-only");
+    return LayoutFromShape(reinterpret_cast<uintptr_t>(view.buf), shape, strides, 4, " (bytes)");
+  }
+  PyObject* tensor_type = nullptr;
+  PyObject* int32_dtype = nullptr;
+  if (TorchTypes(&tensor_type, &int32_dtype) && PyObject_IsInstance(object, tensor_type) == 1) {
+    py::object dtype = bitmask.attr("dtype");
+    if (!dtype.is(py::handle(int32_dtype))) {
+      throw InvalidArgumentError("bitmask must have dtype torch.int32, got " + py::str(dtype).cast<std::string>());
+    }
+    if (!bitmask.attr("is_cpu").cast<bool>()) {
+      throw InvalidArgumentError("bitmask must be on the CPU to be filled, got device " +
+                                 py::str(bitmask.attr("device")).cast<std::string>() +
+                                 "; fill a CPU tensor and copy it to the accelerator");
+    }
+    std::vector<int64_t> shape = bitmask.attr("shape").cast<std::vector<int64_t>>();
+    std::vector<int64_t> strides = bitmask.attr("stride")().cast<std::vector<int64_t>>();
+    const uintptr_t address = bitmask.attr("data_ptr")().cast<uintptr_t>();
+    return LayoutFromShape(address, shape, strides, 1, "");
+  }
+  throw py::type_error(std::string("bitmask must be a numpy array or a torch tensor, got ") +
+                       Py_TYPE(object)->tp_name);
+}
+
+// Row `index` of a validated bitmask, checked against the vocabulary of `matcher`.
+uint32_t* BitmaskRow(const GrammarMatcher& matcher, py::handle bitmask, py::handle index, int64_t* num_words) {
+  BitmaskLayout layout = ViewBitmask(bitmask);
+  if (PyBool_Check(index.ptr())) throw py::type_error("bitmask index must be an int, got bool");
+  PyObject* as_int = PyNumber_Index(index.ptr());
+  if (!as_int) throw py::error_already_set();
+  const long long row = PyLong_AsLongLong(as_int);
+  Py_DECREF(as_int);
+  if (row == -1 && PyErr_Occurred()) throw py::error_already_set();
+  if (row < 0 || row >= layout.rows) {
+    throw InvalidArgumentError("bitmask index " + std::to_string(row) + " is out of range for " +
+                               std::to_string(layout.rows) + " rows");
+  }
+  const int64_t vocab_size = matcher.grammar().tokenizer->vocab_size();
+  const int64_t needed = (vocab_size + 31) / 32;
+  if (layout.num_words < needed) {
+    throw InvalidArgumentError("bitmask rows have " + std::to_string(layout.num_words) +
+                               " words but the vocabulary of " + std::to_string(vocab_size) +
+                               " tokens needs " + std::to_string(needed));
+  }
+  *num_words = layout.num_words;
+  return RowPointer(layout.address, layout.row_stride_words, row);
 }
 
 void BindMatcher(py::module_& m) {
@@ -107,18 +254,22 @@ void BindMatcher(py::module_& m) {
       .def("reset", &GrammarMatcher::Reset)
       .def(
           "fill_next_token_bitmask",
-          [](GrammarMatcher& self, uintptr_t address, int64_t num_words) {
+          [](GrammarMatcher& self, py::handle bitmask, py::handle index) {
+            int64_t num_words = 0;
+            uint32_t* row = BitmaskRow(self, bitmask, index, &num_words);
             py::gil_scoped_release release;
-            return self.FillNextTokenBitmask(reinterpret_cast<uint32_t*>(address), num_words);
+            return self.FillNextTokenBitmask(row, num_words);
           },
-          py::arg("address"), py::arg("num_words"))
+          py::arg("bitmask"), py::arg("index") = 0)
       .def(
           "fill_next_token_bitmask_reference",
-          [](GrammarMatcher& self, uintptr_t address, int64_t num_words) {
+          [](GrammarMatcher& self, py::handle bitmask, py::handle index) {
+            int64_t num_words = 0;
+            uint32_t* row = BitmaskRow(self, bitmask, index, &num_words);
             py::gil_scoped_release release;
-            return self.FillNextTokenBitmaskReference(reinterpret_cast<uint32_t*>(address), num_words);
+            return self.FillNextTokenBitmaskReference(row, num_words);
           },
-          py::arg("address"), py::arg("num_words"))
+          py::arg("bitmask"), py::arg("index") = 0)
       .def("is_terminated", &GrammarMatcher::IsTerminated)
       .def("is_completed", &GrammarMatcher::IsCompleted)
       .def("find_jump_forward_string",

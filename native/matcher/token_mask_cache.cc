@@ -21,6 +21,9 @@ struct ClassifyScratch {
   std::vector<int32_t> row_of;
   std::vector<NodeId> rows;
   std::vector<ByteMask> loops;  // per row: the bytes on which the node steps to itself
+  // Per row: the target reached on the most bytes, and those bytes (the "major" step).
+  std::vector<NodeId> major_targets;
+  std::vector<ByteMask> majors;
   std::vector<NodeId> touched;
 };
 
@@ -52,17 +55,52 @@ class DenseStepper {
       if (s_.loops.size() < s_.touched.size()) s_.loops.resize(s_.touched.size() * 2);
       ByteMask& loop = s_.loops[r];
       loop = ByteMask();
+      NodeId major = -1;
+      int32_t major_bytes = 0;
       for (const ByteEdge* e = fsm_.byte_edges_begin(n); e != fsm_.byte_edges_end(n); ++e) {
         std::fill(row + e->lo, row + e->hi + 1, e->target);
         if (e->target == n) {
           for (int b = e->lo; b <= e->hi; ++b) loop.Set(static_cast<uint8_t>(b));
         }
+        int32_t bytes = 0;  // bytes of all edges to this target (edges are few)
+        for (const ByteEdge* f = fsm_.byte_edges_begin(n); f != fsm_.byte_edges_end(n); ++f) {
+          if (f->target == e->target) bytes += f->hi - f->lo + 1;
+        }
+        if (bytes > major_bytes) {
+          major_bytes = bytes;
+          major = e->target;
+        }
       }
+      if (s_.majors.size() < s_.touched.size()) {
+        s_.majors.resize(s_.touched.size() * 2);
+        s_.major_targets.resize(s_.touched.size() * 2);
+      }
+      ByteMask& major_mask = s_.majors[r];
+      major_mask = ByteMask();
+      for (int b = 0; b < 256; ++b) {
+        if (major >= 0 && row[b] == major) major_mask.Set(static_cast<uint8_t>(b));
+      }
+      s_.major_targets[r] = major;
     }
     return s_.rows.data() + static_cast<size_t>(r) * 256;
   }
   // Bytes on which `n` steps to itself (its row must have been built).
   const ByteMask& Loop(NodeId n) const { return s_.loops[s_.row_of[n]]; }
+  // True when every string of at most `steps` bytes from `bytes` is consumed from `n`: each
+  // node on the way sends all of `bytes` to one same next node (a self-loop ends the check).
+  // This is the shape of a bounded repetition such as json_char{0,16} (a chain of copies)
+  // that the self-loop test above does not see.
+  bool ChainConsumes(NodeId n, const ByteMask& bytes, int32_t steps) {
+    for (int32_t k = 0; k < steps; ++k) {
+      Row(n);
+      const int32_t r = s_.row_of[n];
+      if (!bytes.SubsetOf(s_.majors[r])) return false;
+      const NodeId next = s_.major_targets[r];
+      if (next == n) return true;
+      n = next;
+    }
+    return true;
+  }
 
  private:
   const GrammarFsm& fsm_;
@@ -109,6 +147,7 @@ ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const std::vector<ByteS
                                   const TokenizerInfo& tokenizer, bool want_fsm_only) {
   const std::vector<TokenTrieNode>& trie = tokenizer.trie();
   const std::vector<ByteMask>& suffix_bytes = tokenizer.trie_suffix_bytes();
+  const std::vector<uint16_t>& suffix_max_length = tokenizer.trie_suffix_max_length();
   const std::vector<int32_t>& sorted = tokenizer.sorted_text_tokens();
   const std::vector<int32_t>& lcp = tokenizer.lcp();
   ClassifyScratch& s = Scratch();
@@ -164,7 +203,9 @@ ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const std::vector<ByteS
       // Dense shortcut: if `next` loops on every byte that follows in the subtree, each token
       // below stays at `next` to its end: all accepted, no need to visit them.
       stepper.Row(next);
-      if (suffix_bytes[t.suffix_bytes].SubsetOf(stepper.Loop(next))) {
+      const ByteMask& below = suffix_bytes[t.suffix_bytes];
+      if (below.SubsetOf(stepper.Loop(next)) ||
+          stepper.ChainConsumes(next, below, suffix_max_length[t.suffix_bytes] - d)) {
         for (int32_t p = t.token_begin; p < t.token_end; ++p) {
           const int32_t id = sorted[p];
           s.accepted_bits[id >> 5] |= 1u << (id & 31);

@@ -71,6 +71,7 @@ void TokenizerInfo::BuildTrie() {
   // closes the open nodes deeper than `shared` and opens one node per remaining byte.
   std::vector<int32_t> open;
   std::vector<ByteMask> below;
+  std::vector<uint16_t> longest;  // longest[d - 1]: longest token seen so far below open[d - 1]
   const int32_t count = static_cast<int32_t>(sorted_text_tokens_.size());
   auto close_deeper_than = [&](size_t depth, int32_t position) {
     while (open.size() > depth) {
@@ -80,12 +81,18 @@ void TokenizerInfo::BuildTrie() {
       if (node.token_end - node.token_begin >= kTrieSuffixBytesMinTokens) {
         node.suffix_bytes = static_cast<int32_t>(trie_suffix_bytes_.size());
         trie_suffix_bytes_.push_back(below.back());
+        trie_suffix_max_length_.push_back(longest.back());
       }
       ByteMask mine = below.back();
       mine.Set(node.byte);
+      const uint16_t my_longest = longest.back();
       open.pop_back();
       below.pop_back();
-      if (!below.empty()) below.back() |= mine;
+      longest.pop_back();
+      if (!below.empty()) {
+        below.back() |= mine;
+        longest.back() = std::max(longest.back(), my_longest);
+      }
     }
   };
   for (int32_t pos = 0; pos < count; ++pos) {
@@ -94,15 +101,18 @@ void TokenizerInfo::BuildTrie() {
     for (size_t d = open.size(); d < bytes.size(); ++d) {
       open.push_back(static_cast<int32_t>(trie_.size()));
       below.emplace_back();
+      longest.push_back(0);
       trie_.push_back({-1, pos, pos, -1, -1, static_cast<uint16_t>(d + 1), static_cast<uint8_t>(bytes[d])});
     }
     // Sorted order puts a token before every longer token it prefixes, and duplicates next
     // to each other, so the exact range of the deepest open node grows by one here.
     trie_[open.back()].exact_end = pos + 1;
+    longest.back() = std::max(longest.back(), static_cast<uint16_t>(bytes.size()));
   }
   close_deeper_than(0, count);
   trie_.shrink_to_fit();
   trie_suffix_bytes_.shrink_to_fit();
+  trie_suffix_max_length_.shrink_to_fit();
 }
 
 bool TokenizerInfo::IsStopToken(int32_t id) const {
@@ -115,7 +125,8 @@ size_t TokenizerInfo::MemoryBytes() const {
   bytes += decoded_tokens_.capacity() * sizeof(std::string);
   bytes += (is_text_.capacity() + is_stop_.capacity());
   bytes += (sorted_text_tokens_.capacity() + lcp_.capacity()) * sizeof(int32_t);
-  bytes += trie_.capacity() * sizeof(TokenTrieNode) + trie_suffix_bytes_.capacity() * sizeof(ByteMask);
+  bytes += trie_.capacity() * sizeof(TokenTrieNode) + trie_suffix_bytes_.capacity() * sizeof(ByteMask) +
+           trie_suffix_max_length_.capacity() * sizeof(uint16_t);
   return bytes;
 }
 

@@ -86,6 +86,8 @@ class TokenizerInfo {
   // The same tokens as a flat byte trie (see TokenTrieNode).
   const std::vector<TokenTrieNode>& trie() const { return trie_; }
   const std::vector<ByteMask>& trie_suffix_bytes() const { return trie_suffix_bytes_; }
+  // Parallel to trie_suffix_bytes(): the longest token of that subtree, in bytes.
+  const std::vector<uint16_t>& trie_suffix_max_length() const { return trie_suffix_max_length_; }
   // Length in bytes of the longest text token.
   int32_t max_token_bytes() const { return max_token_bytes_; }
 
@@ -111,6 +113,7 @@ class TokenizerInfo {
   std::vector<int32_t> lcp_;
   std::vector<TokenTrieNode> trie_;
   std::vector<ByteMask> trie_suffix_bytes_;
+  std::vector<uint16_t> trie_suffix_max_length_;
   int32_t max_token_bytes_ = 0;
 };
 
