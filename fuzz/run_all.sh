@@ -3,7 +3,8 @@
 # Corpora grow in fuzz/corpus/<harness>/ (seeded from fuzz/seeds/<harness>/, not committed);
 # crashing inputs land in fuzz/crashes/. Copy each into fuzz/regressions/<harness>/ once
 # fixed: tests/test_regressions.py replays that directory.
-# Set PYTHON to the interpreter (the sanitizer stage: see scripts/sanitize.sh fuzz).
+# Set PYTHON to the interpreter (the sanitizer stage: see scripts/sanitize.sh fuzz). The seed is
+# fixed (XG2_FUZZ_SEED, default 1) so a CI run is repeatable; pick other seeds for longer runs.
 set -uo pipefail
 cd "$(dirname "$0")"
 SECONDS_EACH=${1:-20}
@@ -16,7 +17,7 @@ for harness in fuzz_ebnf fuzz_regex fuzz_json_schema fuzz_structural_tag fuzz_ma
   seeds=()
   [ -d "seeds/$harness" ] && seeds=("seeds/$harness")
   echo "== $harness (${SECONDS_EACH}s)"
-  "$PYTHON" "$harness.py" "$corpus" "${seeds[@]}" -max_total_time="$SECONDS_EACH" -timeout=30 \
+  "$PYTHON" "$harness.py" "$corpus" "${seeds[@]}" -max_total_time="$SECONDS_EACH" -seed="${XG2_FUZZ_SEED:-1}" -timeout=30 \
     -rss_limit_mb=4096 -artifact_prefix="crashes/$harness-" -print_final_stats=1 2>&1 \
     | grep -E "^(#[0-9]+.*(DONE|INITED)|stat::number_of_executed_units|stat::peak_rss|==[0-9]+==|.*(Error|ERROR|Traceback|Uncaught))" || true
   test "${PIPESTATUS[0]}" -eq 0 || status=1
