@@ -10,33 +10,8 @@ import pytest
 import xg2_plugin as xg
 from xg2_plugin.presets import get_model_structural_tag
 
+from preset_support import bfcl_to_json_schema
 from xg2_test_support import encode_continuation, hf_compiler, hf_tokenizer, hf_tokenizer_info, require_data
-
-_BFCL_TYPES = {"dict": "object", "float": "number", "tuple": "array", "any": None}
-
-
-def bfcl_to_json_schema(schema):
-    """BFCL's dialect to JSON Schema: dict -> object, float -> number, tuple -> array, any -> {}."""
-    if isinstance(schema, list):
-        return [bfcl_to_json_schema(s) for s in schema]
-    if not isinstance(schema, dict):
-        return schema
-    out = {}
-    for key, value in schema.items():
-        if key == "type" and isinstance(value, str):
-            mapped = _BFCL_TYPES.get(value, value)
-            if mapped is not None:
-                out["type"] = mapped
-        elif key in ("properties",):
-            out[key] = {k: bfcl_to_json_schema(v) for k, v in value.items()}
-        elif key in ("items", "additionalProperties"):
-            out[key] = bfcl_to_json_schema(value)
-        elif key in ("description", "optional", "default", "format"):
-            continue
-        else:
-            out[key] = value
-    return out
-
 
 def bfcl_cases(count=3):
     path = require_data("bfcl_v3/question/BFCL_v3_simple.json")

@@ -19,6 +19,7 @@
 #include "grammar/tag_dispatch.h"
 #include "support/cancellation.h"
 #include "support/error.h"
+#include "support/graph.h"
 #include "support/utf8.h"
 
 namespace xg2 {
@@ -643,23 +644,8 @@ Dfa Minimize(const Dfa& dfa) {
     for (const auto& e : dfa.nodes[i].rule_edges) reverse[e.target].push_back(static_cast<int32_t>(i));
   }
   std::vector<uint8_t> live(n, 0);
-  std::vector<int32_t> stack;
-  for (size_t i = 0; i < n; ++i) {
-    if (dfa.nodes[i].accepting) {
-      live[i] = 1;
-      stack.push_back(static_cast<int32_t>(i));
-    }
-  }
-  while (!stack.empty()) {
-    int32_t s = stack.back();
-    stack.pop_back();
-    for (int32_t p : reverse[s]) {
-      if (!live[p]) {
-        live[p] = 1;
-        stack.push_back(p);
-      }
-    }
-  }
+  for (size_t i = 0; i < n; ++i) live[i] = dfa.nodes[i].accepting ? 1 : 0;
+  MarkCoReachable(reverse, &live);
 
   // Initial partition: acceptance and the counter roles, which merging must preserve.
   std::vector<int32_t> cls(n);

@@ -69,29 +69,16 @@ Fragment SpellKeyCharacter(uint32_t cp) {
   return Alt(spellings);
 }
 
-// A character-class member for `cp`, escaped for the EBNF dialect.
-std::string ClassMember(uint32_t cp) {
-  if (cp == '\\' || cp == ']' || cp == '[' || cp == '^' || cp == '-' || cp == '"') {
-    return std::string("\\") + static_cast<char>(cp);
-  }
-  if (cp < 0x20 || cp == 0x7F) {
-    char escaped[8];
-    std::snprintf(escaped, sizeof(escaped), "\\x%02X", cp);
-    return escaped;
-  }
-  return EncodeUtf8(cp);
-}
-
 // One json_key_char that does not stand for any character in `excluded`.
 Fragment KeyCharacterOutside(const std::set<uint32_t>& excluded) {
   std::string raw = "[^\"\\\\\\x00-\\x1F";
   for (uint32_t cp : excluded) {
-    if (cp >= 0x20 && cp != '"' && cp != '\\') raw += ClassMember(cp);
+    if (cp >= 0x20 && cp != '"' && cp != '\\') raw += EbnfClassMember(cp);
   }
   raw += "]";
   std::string letters;
   for (const auto& [letter, meaning] : kShortEscapes) {
-    if (excluded.count(meaning) == 0) letters += ClassMember(static_cast<unsigned char>(letter));
+    if (excluded.count(meaning) == 0) letters += EbnfClassMember(static_cast<unsigned char>(letter));
   }
   std::vector<Fragment> choices = {Fragment::Atom(raw)};
   if (!letters.empty()) {

@@ -10,6 +10,7 @@
 #include "frontends/ebnf/ebnf_parser.h"
 #include "grammar/grammar_ast.h"
 #include "support/error.h"
+#include "support/graph.h"
 #include "support/utf8.h"
 
 namespace xg2 {
@@ -181,7 +182,9 @@ CodepointDfa Determinize(const std::vector<std::vector<NfaEdge>>& nfa, int32_t s
   return dfa;
 }
 
-std::string ClassMember(uint32_t cp) {
+}  // namespace
+
+std::string EbnfClassMember(uint32_t cp) {
   if (cp == '\\' || cp == ']' || cp == '[' || cp == '^' || cp == '-' || cp == '"') {
     return std::string("\\") + static_cast<char>(cp);
   }
@@ -194,8 +197,6 @@ std::string ClassMember(uint32_t cp) {
   AppendUtf8(cp, &out);
   return out;
 }
-
-}  // namespace
 
 std::u32string DecodeUtf8ToU32(std::string_view text) {
   std::u32string out;
@@ -342,23 +343,8 @@ CodepointDfa Minimized(const CodepointDfa& dfa) {
     for (const auto& e : dfa.states[i].edges) reverse[e.target].push_back(static_cast<int32_t>(i));
   }
   std::vector<uint8_t> live(n, 0);
-  std::vector<int32_t> stack;
-  for (size_t i = 0; i < n; ++i) {
-    if (dfa.states[i].accepting) {
-      live[i] = 1;
-      stack.push_back(static_cast<int32_t>(i));
-    }
-  }
-  while (!stack.empty()) {
-    int32_t s = stack.back();
-    stack.pop_back();
-    for (int32_t p : reverse[s]) {
-      if (!live[p]) {
-        live[p] = 1;
-        stack.push_back(p);
-      }
-    }
-  }
+  for (size_t i = 0; i < n; ++i) live[i] = dfa.states[i].accepting ? 1 : 0;
+  MarkCoReachable(reverse, &live);
   CodepointDfa out;
   if (!live[0]) {
     out.states.emplace_back();
@@ -440,8 +426,8 @@ Fragment DfaToFragment(const CodepointDfa& input, RuleSet* rules, const std::str
     std::map<int32_t, std::string> classes;  // target -> class members
     for (const auto& e : dfa.states[i].edges) {
       std::string& members = classes[e.target];
-      members += ClassMember(e.lo);
-      if (e.hi > e.lo) members += (e.hi > e.lo + 1 ? "-" : "") + ClassMember(e.hi);
+      members += EbnfClassMember(e.lo);
+      if (e.hi > e.lo) members += (e.hi > e.lo + 1 ? "-" : "") + EbnfClassMember(e.hi);
     }
     std::vector<Fragment> choices;
     if (dfa.states[i].accepting) choices.push_back(Fragment::Epsilon());

@@ -65,6 +65,9 @@ CodepointDfa Minimized(const CodepointDfa& dfa);
 Fragment DfaToFragment(const CodepointDfa& dfa, RuleSet* rules, const std::string& hint,
                        size_t max_states = 2000);
 
+// A character-class member for code point `cp`, escaped for the EBNF dialect.
+std::string EbnfClassMember(uint32_t cp);
+
 // UTF-32 decoding of valid UTF-8.
 std::u32string DecodeUtf8ToU32(std::string_view utf8);
 

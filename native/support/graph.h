@@ -1,0 +1,33 @@
+// Small graph helpers shared by the automaton passes (grammar/fsm_builder.cc,
+// frontends/json_schema/regular_language.cc).
+#ifndef XG2_SUPPORT_GRAPH_H_
+#define XG2_SUPPORT_GRAPH_H_
+
+#include <cstdint>
+#include <vector>
+
+namespace xg2 {
+
+// Marks every state from which a marked state is reachable. `reverse[s]` lists the
+// predecessors of state s; `marked` starts as the targets (e.g. the accepting states) and
+// ends as the set of states that can reach one of them ("live" states of an automaton).
+inline void MarkCoReachable(const std::vector<std::vector<int32_t>>& reverse, std::vector<uint8_t>* marked) {
+  std::vector<int32_t> stack;
+  for (size_t i = 0; i < marked->size(); ++i) {
+    if ((*marked)[i]) stack.push_back(static_cast<int32_t>(i));
+  }
+  while (!stack.empty()) {
+    int32_t s = stack.back();
+    stack.pop_back();
+    for (int32_t p : reverse[s]) {
+      if (!(*marked)[p]) {
+        (*marked)[p] = 1;
+        stack.push_back(p);
+      }
+    }
+  }
+}
+
+}  // namespace xg2
+
+#endif  // XG2_SUPPORT_GRAPH_H_
