@@ -71,6 +71,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, default=BENCH_DIR / "out", help="folder for raw results")
     parser.add_argument("--results", type=Path, default=BENCH_DIR / "results", help="folder for the report")
     parser.add_argument("--report-only", type=Path, metavar="RAW_DIR", help="re-render the report of a finished run")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue an interrupted run of the same name: keep its results and skip finished items")
     args = parser.parse_args(argv)
     args.mode = args.mode or "quick"
     for key, value in MODES[args.mode].items():
@@ -141,7 +143,14 @@ def run(args: argparse.Namespace) -> Path:
     raw_dir = args.out / args.name
     raw_dir.mkdir(parents=True, exist_ok=True)
     results_path = raw_dir / "results.jsonl"
-    results_path.unlink(missing_ok=True)
+    meta_path = raw_dir / "meta.json"
+    previous: list[dict[str, Any]] = []
+    previous_meta: dict[str, Any] = {}
+    if args.resume and results_path.exists():
+        previous = [json.loads(line) for line in results_path.read_text().splitlines() if line.strip()]
+        previous_meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+    else:
+        results_path.unlink(missing_ok=True)
     schemas, description = choose_schemas(args)
     grammars = [] if args.no_grammars else list_grammars()
     (raw_dir / "sample.txt").write_text("\n".join(schemas) + "\n")
@@ -152,6 +161,7 @@ def run(args: argparse.Namespace) -> Path:
                          threads=[int(x) for x in args.batch_threads.split(",") if x], rounds=args.batch_rounds)
     engines = args.engine_list
     started = time.time()
+    # A resumed run keeps its first start, commit and machine facts; every continuation is listed.
     meta: dict[str, Any] = {
         "name": args.name, "mode": args.mode, "tokenizer": args.tokenizer, "seed": args.seed, "engines": engines,
         "command": "bash bench/run.sh " + shlex.join(sys.argv[1:]), "timeout_s": args.timeout, "jobs": args.jobs,
@@ -160,6 +170,11 @@ def run(args: argparse.Namespace) -> Path:
         "raw_dir": str(raw_dir.relative_to(BENCH_DIR.parent)) if raw_dir.is_relative_to(BENCH_DIR.parent) else str(raw_dir),
         "sample": {"schemas": len(schemas), "grammars": len(grammars), "description": description, "names": schemas},
     }
+    if previous_meta:
+        for key in ("started", "machine", "command"):
+            meta[key] = previous_meta.get(key, meta[key])
+    meta["sessions"] = previous_meta.get("sessions", []) + [
+        {"started": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "commit": machine_facts()["commit"]}]
     print(f"{len(schemas)} schemas ({description}), {len(grammars)} grammars, engines {engines}, tokenizer {args.tokenizer}")
     pool = WorkerPool(args.tokenizer, args.jobs, raw_dir / "logs")
     options = work.to_dict()
@@ -173,12 +188,18 @@ def run(args: argparse.Namespace) -> Path:
         for engine in engines:
             task_id += 1
             tasks.append(Task(task_id, engine, "grammar", name, args.timeout, {"options": options}))
+    done = {(r["engine"], r["kind"], r["item"]) for r in previous if r.get("kind") in ("schema", "grammar")}
+    tasks = [t for t in tasks if (t.engine, t.kind, t.item) not in done]
+    meta["planned_items"] = task_id
+    meta["complete"] = False
     recorder = Recorder(results_path, len(tasks), "schemas+grammars")
     try:
         pool.run(tasks, recorder)
         recorder.close()
-        all_results = list(recorder.results)
-        if not args.no_batch:
+        all_results = [r for r in previous if r.get("kind") in ("schema", "grammar")] + list(recorder.results)
+        if not args.no_batch and any(r.get("kind") == "batch" for r in previous):
+            print("batch fill already measured in the resumed run")
+        elif not args.no_batch:
             items = batch_items(all_results, [e for e in engines if ENGINES[e].ablation is None], 32)
             if items:
                 batch_tasks = []
@@ -194,12 +215,14 @@ def run(args: argparse.Namespace) -> Path:
                 all_results += recorder.results
             else:
                 print("batch fill skipped: no schema was compiled and accepted by every engine")
+        meta["complete"] = True
     finally:
         pool.close()
-    meta["engine_info"] = pool.engine_info
-    meta["elapsed_s"] = time.time() - started
-    meta["load_average_end"] = machine_facts()["load_average"]
-    (raw_dir / "meta.json").write_text(json.dumps(meta, indent=1))
+        # Written also when the run is interrupted, so that --resume and --report-only can use it.
+        meta["engine_info"] = pool.engine_info or previous_meta.get("engine_info", {})
+        meta["elapsed_s"] = previous_meta.get("elapsed_s", 0.0) + time.time() - started
+        meta["load_average_end"] = machine_facts()["load_average"]
+        meta_path.write_text(json.dumps(meta, indent=1))
     return render(raw_dir, args.results)
 
 

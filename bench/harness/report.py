@@ -129,9 +129,18 @@ def _reproduce_section(meta: dict[str, Any]) -> str:
         for name, info in meta.get("engine_info", {}).items()
     )
     sample = meta["sample"]
+    progress = []
+    if not meta.get("complete", True):
+        progress = [f"- **Partial run**: the run was interrupted; this report covers the items finished so far "
+                    f"(planned: {meta.get('planned_items', '?')} schema and grammar items across the engines)."]
+    sessions = meta.get("sessions", [])
+    if len(sessions) > 1:
+        progress.append("- Resumed run, continued at: " +
+                        "; ".join(f"{s['started']} (commit `{s['commit'][:10]}`)" for s in sessions))
     return "\n".join([
         "## How this was run",
         "",
+        *progress,
         f"- Command: `{meta['command']}`",
         f"- Mode: {meta['mode']}; seed {meta['seed']}; tokenizer `{meta['tokenizer']}`; "
         f"{sample['schemas']} schemas ({sample['description']}), {sample['grammars']} grammars; "
