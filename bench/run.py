@@ -18,6 +18,7 @@ import argparse
 import json
 import random
 import shlex
+import signal
 import sys
 import time
 from collections import Counter
@@ -241,7 +242,15 @@ def render(raw_dir: Path, results_dir: Path) -> Path:
     return path
 
 
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def main(argv: list[str]) -> int:
+    # SIGTERM (and SIGINT, which a shell's background job ignores) end the run through the same
+    # path, so its meta.json is written and --resume can continue it.
+    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, _interrupt)
     args = parse_args(argv)
     if args.report_only:
         render(args.report_only, args.results)
