@@ -247,7 +247,8 @@ class Lowering {
     }
     const JsonValue* type = schema.Find("type");
     if (type && !(type->is_string() && type->string_value() == "object")) {
-      throw UnsupportedSchemaError(Where(where) + "XML-style arguments need an object schema, got type " + Show(type));
+      throw UnsupportedSchemaError(Where(where) + "XML-style arguments need an object schema, got type " +
+                                   Show(type));
     }
     static const char* const kUnsupported[] = {
         "$ref", "allOf", "anyOf", "dependentRequired", "dependentSchemas", "if",
@@ -258,7 +259,8 @@ class Lowering {
       if (schema.Find(key)) unsupported += (unsupported.empty() ? "" : ", ") + std::string(key);
     }
     if (!unsupported.empty()) {
-      throw UnsupportedSchemaError(Where(where) + "XML-style arguments do not support " + unsupported + " on the object");
+      throw UnsupportedSchemaError(Where(where) + "XML-style arguments do not support " + unsupported +
+                                   " on the object");
     }
     static const JsonValue kNoMembers = JsonValue::Object({});
     const JsonValue* properties = schema.Find("properties");
@@ -268,7 +270,9 @@ class Lowering {
     }
     std::set<std::string> required;
     if (const JsonValue* names = schema.Find("required"); names && !names->is_null()) {
-      if (!names->is_array()) throw StructuralTagError(Where(where + "/json_schema/required") + "required must be an array");
+      if (!names->is_array()) {
+        throw StructuralTagError(Where(where + "/json_schema/required") + "required must be an array");
+      }
       for (const JsonValue& name : names->array_items()) {
         if (!name.is_string()) {
           throw StructuralTagError(Where(where + "/json_schema/required") + "required must list strings");
@@ -290,8 +294,10 @@ class Lowering {
     if (properties->object_members().empty()) {
       // Any members, raw-text values (an object schema without declared properties).
       std::string name = Rule("[^<>\\n]+", "xml_name");
-      std::string value = Rule("TagDispatch(stop_eos=false, stop_str=(" + Pieces(style.value_close) + ",))", "xml_text");
-      return Rule("(" + Text(style.name_open) + " " + name + " " + name_close + " " + value + after + ")*", "xml_args");
+      std::string value =
+          Rule("TagDispatch(stop_eos=false, stop_str=(" + Pieces(style.value_close) + ",))", "xml_text");
+      return Rule("(" + Text(style.name_open) + " " + name + " " + name_close + " " + value + after + ")*",
+                  "xml_args");
     }
     std::string body;
     for (const auto& [key, member] : properties->object_members()) {
@@ -381,7 +387,8 @@ class Lowering {
   std::string LowerAnyText(const AnyTextFormat& format, const std::string& where,
                            const std::vector<std::string>& ends = {}) {
     if (format.max_tokens) {
-      throw UnsupportedSchemaError(Where(where) + "any_text.max_tokens counts tokens, which the byte-level matcher cannot");
+      throw UnsupportedSchemaError(Where(where) +
+                                   "any_text.max_tokens counts tokens, which the byte-level matcher cannot");
     }
     std::vector<std::string> excludes = ends;
     for (const std::string& e : format.excludes) {
@@ -389,7 +396,8 @@ class Lowering {
     }
     if (format.max_chars) {
       if (!excludes.empty()) {
-        throw UnsupportedSchemaError(Where(where) + "any_text with both max_chars and excluded strings is not supported");
+        throw UnsupportedSchemaError(Where(where) +
+                                     "any_text with both max_chars and excluded strings is not supported");
       }
       return *format.max_chars ? Rule(".{0," + std::to_string(*format.max_chars) + "}", "text") : "\"\"";
     }
@@ -418,12 +426,16 @@ class Lowering {
   }
 
   std::string LowerBody(const SequenceFormat& format, const std::string& where) {
-    if (format.elements.empty()) throw StructuralTagError(Where(where + "/elements") + "a sequence needs at least one element");
+    if (format.elements.empty()) {
+      throw StructuralTagError(Where(where + "/elements") + "a sequence needs at least one element");
+    }
     return Rule(JoinLowered(format.elements, " "), "seq");
   }
 
   std::string LowerBody(const OrFormat& format, const std::string& where) {
-    if (format.elements.empty()) throw StructuralTagError(Where(where + "/elements") + "an or needs at least one element");
+    if (format.elements.empty()) {
+      throw StructuralTagError(Where(where + "/elements") + "an or needs at least one element");
+    }
     return Rule(JoinLowered(format.elements, " | "), "or");
   }
 
@@ -488,12 +500,15 @@ class Lowering {
   }
 
   std::string LowerBody(const TriggeredTagsFormat& format, const std::string& where) {
-    if (format.triggers.empty()) throw StructuralTagError(Where(where + "/triggers") + "at least one trigger is required");
+    if (format.triggers.empty()) {
+      throw StructuralTagError(Where(where + "/triggers") + "at least one trigger is required");
+    }
     if (format.tags.empty()) throw StructuralTagError(Where(where + "/tags") + "at least one tag is required");
     // Alternatives per distinct trigger, in the triggers' order.
     std::vector<std::pair<std::string, std::vector<std::string>>> by_trigger;
     for (const std::string& trigger : format.triggers) {
-      bool seen = std::any_of(by_trigger.begin(), by_trigger.end(), [&](const auto& p) { return p.first == trigger; });
+      bool seen = std::any_of(by_trigger.begin(), by_trigger.end(),
+                              [&](const auto& entry) { return entry.first == trigger; });
       if (!seen) by_trigger.emplace_back(trigger, std::vector<std::string>{});
     }
     for (size_t i = 0; i < format.tags.size(); ++i) {
