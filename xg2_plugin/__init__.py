@@ -26,6 +26,7 @@ from .exceptions import (
     RegexError,
     ResourceLimitError,
     SchemaError,
+    StructuralTagError,
     UnsupportedSchemaError,
     XG2Error,
 )
@@ -51,6 +52,7 @@ __all__ = [
     "RegexError",
     "SchemaError",
     "UnsupportedSchemaError",
+    "StructuralTagError",
     "ResourceLimitError",
     "InvalidArgumentError",
     "CompilationCancelledError",

@@ -370,8 +370,9 @@ class GrammarCompiler:
     def compile_structural_tag(
         self, structural_tag: Any, *, any_whitespace: bool = True, timeout: Optional[float] = None
     ) -> CompiledGrammar:
-        """Compiles a structural tag (xgrammar's format: JSON text, dict or
+        """Compiles a structural tag (xgrammar's format: JSON text (str or bytes), dict or
         ``structural_tag.StructuralTag``; also the legacy ``{"structures", "triggers"}`` form).
+        JSON text goes to the native frontend as is (no Python-side validation).
         See ``xg2_plugin.structural_tag`` for the formats and what is unsupported.
         ``any_whitespace=False`` applies to the JSON of every ``json_schema`` format, as in
         ``compile_json_schema`` (vLLM's ``disable_any_whitespace``). ``timeout`` bounds the final
@@ -463,10 +464,12 @@ class GrammarCompiler:
     ) -> "Future[CompiledGrammar]":
         """Like :meth:`compile_structural_tag`, returning a future. Validation errors
         (``StructuralTagError``, ``UnsupportedSchemaError``) are raised here, not deferred."""
-        from .structural_tag import parse_structural_tag, structural_tag_to_ebnf
+        from .structural_tag import structural_tag_json
 
-        tag = parse_structural_tag(structural_tag)
-        ebnf = structural_tag_to_ebnf(tag, self._tokenizer_info, any_whitespace=any_whitespace)
+        text = structural_tag_json(structural_tag, self._limits.max_input_bytes)
+        ebnf = _native._structural_tag_to_ebnf(
+            text, self._tokenizer_info._handle, any_whitespace=any_whitespace, limits=self._native_limits
+        )
         return self._submit(
             ("ebnf", ebnf, "root"),
             lambda token: self._compile_ebnf_now(ebnf, "root", "structural_tag", token),

@@ -9,6 +9,7 @@ C++ errors cross the boundary with their type intact.
 * ``RegexError`` (a ``GrammarSyntaxError``) -- malformed or unsupported regex; names the offset.
 * ``SchemaError`` (also ``ValueError``) -- invalid JSON Schema; names the JSON pointer.
 * ``UnsupportedSchemaError`` (a ``SchemaError``) -- a keyword the engine cannot enforce exactly.
+* ``StructuralTagError`` (a ``SchemaError``) -- a malformed structural tag; names the JSON path.
 * ``ResourceLimitError`` -- a configured limit (size, depth, repetition, items) was exceeded.
 * ``InvalidArgumentError`` (also ``ValueError``) -- e.g. a token id outside the vocabulary.
 * ``CompilationCancelledError`` -- a compile stopped by ``Future.cancel()``.
@@ -23,6 +24,7 @@ from ._native import (
     RegexError,
     ResourceLimitError,
     SchemaError,
+    StructuralTagError,
     UnsupportedSchemaError,
     XG2Error,
 )
@@ -33,6 +35,7 @@ __all__ = [
     "RegexError",
     "SchemaError",
     "UnsupportedSchemaError",
+    "StructuralTagError",
     "ResourceLimitError",
     "InvalidArgumentError",
     "CompilationCancelledError",

@@ -28,6 +28,8 @@ void BindExceptions(py::module_& m) {
   static py::exception<SchemaError> schema_error(m, "SchemaError", PyExc_ValueError);
   static py::exception<UnsupportedSchemaError> unsupported(m, "UnsupportedSchemaError",
                                                            schema_error.ptr());
+  static py::exception<StructuralTagError> structural_tag_error(m, "StructuralTagError",
+                                                                schema_error.ptr());
   static py::exception<ResourceLimitError> limit_error(m, "ResourceLimitError", error.ptr());
   static py::exception<InvalidArgumentError> argument_error(m, "InvalidArgumentError",
                                                             PyExc_ValueError);
@@ -50,6 +52,8 @@ void BindExceptions(py::module_& m) {
       PyErr_SetString(syntax_error.ptr(), e.what());
     } catch (const UnsupportedSchemaError& e) {
       PyErr_SetString(unsupported.ptr(), e.what());
+    } catch (const StructuralTagError& e) {
+      PyErr_SetString(structural_tag_error.ptr(), e.what());
     } catch (const SchemaError& e) {
       PyErr_SetString(schema_error.ptr(), e.what());
     } catch (const ResourceLimitError& e) {

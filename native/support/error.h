@@ -42,6 +42,14 @@ class UnsupportedSchemaError : public SchemaError {
   using SchemaError::SchemaError;
 };
 
+// A structural tag (frontends/structural_tag) that does not follow the format: malformed
+// JSON, a wrong field, an empty list where one item is needed. The message names the JSON
+// path. What the format allows but xg2 cannot express is an UnsupportedSchemaError.
+class StructuralTagError : public SchemaError {
+ public:
+  using SchemaError::SchemaError;
+};
+
 // A configured resource limit (grammar size, nesting depth, repetition bound, Earley
 // items, ...) was exceeded.
 class ResourceLimitError : public Error {

@@ -65,6 +65,13 @@ TokenizerInfo::TokenizerInfo(std::vector<std::string> decoded_tokens, VocabType 
   BuildTrie();
 }
 
+const SpecialTokenText& TokenizerInfo::special_token_text() const {
+  std::call_once(special_token_text_once_, [this] {
+    special_token_text_ = std::make_unique<const SpecialTokenText>(decoded_tokens_, special_token_ids_);
+  });
+  return *special_token_text_;
+}
+
 void TokenizerInfo::BuildTrie() {
   // open[d - 1]: the node of depth d on the path to the current token, with below[d - 1] the
   // bytes seen below it so far. A token with common prefix `shared` with the previous one

@@ -5,8 +5,11 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
+
+#include "tokenizer/special_token_text.h"
 
 namespace xg2 {
 
@@ -98,6 +101,9 @@ class TokenizerInfo {
   // Byte size of the tables (for cache accounting).
   size_t MemoryBytes() const;
 
+  // The special tokens' text table, built on first use (thread-safe) and kept.
+  const SpecialTokenText& special_token_text() const;
+
  private:
   void BuildTrie();
 
@@ -115,6 +121,8 @@ class TokenizerInfo {
   std::vector<ByteMask> trie_suffix_bytes_;
   std::vector<uint16_t> trie_suffix_max_length_;
   int32_t max_token_bytes_ = 0;
+  mutable std::once_flag special_token_text_once_;
+  mutable std::unique_ptr<const SpecialTokenText> special_token_text_;
 };
 
 }  // namespace xg2
