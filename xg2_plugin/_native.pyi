@@ -140,6 +140,7 @@ def _json_schema_to_ebnf(
     lenient: bool = False,
     limits: Optional[CompileLimits] = None,
     cancel: Optional[CancellationToken] = None,
+    any_order: bool = False,
 ) -> tuple[str, list[str]]: ...
 def _builtin_json_ebnf(
     any_whitespace: bool = True,

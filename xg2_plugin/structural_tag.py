@@ -481,8 +481,10 @@ class _Lowering:
                 f"{where}: json_schema style {fmt.style!r} is not supported "
                 f"(supported: 'json', {', '.join(repr(s) for s in _XML_STYLES)})"
             )
-        if fmt.any_order or fmt.excludes:
-            raise UnsupportedSchemaError(f"{where}: json_schema any_order / excludes are not supported")
+        if fmt.excludes:
+            raise UnsupportedSchemaError(f"{where}: json_schema excludes are not supported")
+        if fmt.any_order and fmt.style != "json":
+            raise UnsupportedSchemaError(f"{where}: json_schema any_order is supported only with style 'json'")
         schema = fmt.json_schema
         if schema is True:
             schema = {}
@@ -490,16 +492,16 @@ class _Lowering:
             raise StructuralTagError(f"{where}: the JSON schema `false` matches nothing")
         if fmt.style in _XML_STYLES:
             return self._xml_arguments(schema, _XML_STYLES[fmt.style], fmt.max_whitespace_cnt, where)
-        return self._json_value(schema, fmt.max_whitespace_cnt)
+        return self._json_value(schema, fmt.max_whitespace_cnt, fmt.any_order)
 
-    def _json_value(self, schema: Dict[str, Any], max_whitespace: Optional[int]) -> str:
+    def _json_value(self, schema: Dict[str, Any], max_whitespace: Optional[int], any_order: bool = False) -> str:
         text = json.dumps(schema)  # key order matters: members follow the schema order
-        key = (text, max_whitespace)
+        key = (text, max_whitespace, any_order)
         if key not in self._json_rules:
             ebnf, _ = _native._json_schema_to_ebnf(
                 text, any_whitespace=self._any_whitespace, indent=None,
                 separators=None, strict_mode=True,
-                max_whitespace=max_whitespace, lenient=False,
+                max_whitespace=max_whitespace, lenient=False, any_order=any_order,
             )
             self._json_rules[key] = self._embed(ebnf, "json")
         return self._json_rules[key]
