@@ -1,5 +1,5 @@
 """String formats (duration, uri-reference, uri-template, json-pointer, relative-json-pointer,
-regex) with the real engine and the llama3.1 tokenizer.
+and, in lenient mode, the regex subset) with the real engine and the llama3.1 tokenizer.
 
 Each format is checked three ways: the JSON-Schema-Test-Suite's optional/format cases (valid
 strings accepted token by token, invalid ones rejected), random walks over the token mask
@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import random
 import re
+import warnings
 from typing import Any, Callable, Optional
 
 import numpy as np
@@ -36,6 +37,12 @@ CHECKER = jsonschema.Draft202012Validator.FORMAT_CHECKER
 
 
 def compile_schema(schema: dict) -> xg.CompiledGrammar:
+    """Compiles `schema`; format regex only leniently (its grammar is a sound subset, see
+    test_regex_is_the_policy_error_unless_lenient)."""
+    if schema.get("format") == "regex":
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            return hf_compiler(TOKENIZER).compile_json_schema(json.dumps(schema), lenient=True)
     return hf_compiler(TOKENIZER).compile_json_schema(json.dumps(schema))
 
 
@@ -266,3 +273,15 @@ def test_format_minimum_lengths(format_name: str) -> None:
     rng = random.Random(3)
     for _ in range(5):
         assert walk(shorter, rng, 8) == "null"
+
+
+def test_regex_is_the_policy_error_unless_lenient() -> None:
+    # ECMA-262 and Python's re disagree ("[]", "(?<n>x)" are ECMA only), so no grammar is
+    # exact for both the suite and jsonschema's checker: strict mode refuses the format and
+    # lenient mode keeps the subset that both compile, with a warning.
+    schema = {"type": "string", "format": "regex", "title": "lenient regex check"}
+    with pytest.raises(_native.UnsupportedSchemaError, match="regex"):
+        hf_compiler(TOKENIZER).compile_json_schema(json.dumps(schema))
+    with pytest.warns(UserWarning, match="subset"):
+        grammar = hf_compiler(TOKENIZER).compile_json_schema(json.dumps(schema), lenient=True)
+    assert string_accepted(grammar, json.dumps("^a+$")) and not string_accepted(grammar, json.dumps("(?<n>x)"))

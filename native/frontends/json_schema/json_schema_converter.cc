@@ -1127,6 +1127,11 @@ Fragment SchemaConverter::StringValue(const Node& node) {
   if (format != nullptr && !IsUnknownFormat(format->string_value())) {
     RuleSet format_rules(static_cast<size_t>(CurrentCompileLimits().max_generated_grammar_bytes));
     std::optional<Fragment> format_body = StringFormatBody(format->string_value(), &format_rules);
+    if (format_body && !StringFormatIsExact(format->string_value())) {
+      // Lenient: the sound subset is kept (better than ignoring the format).
+      Unsupported("unsupported format '" + format->string_value() + "'" + where +
+                  ": only a subset of its strings can be generated");
+    }
     if (!format_body) {
       Unsupported("unsupported format '" + format->string_value() + "'" + where);
       ignored_keywords_.insert({node.pointer, "format"});

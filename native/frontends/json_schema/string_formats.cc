@@ -293,6 +293,8 @@ std::optional<Fragment> StringFormatBody(std::string_view format, RuleSet* rules
   return std::nullopt;
 }
 
+bool StringFormatIsExact(std::string_view format) { return format != "regex"; }
+
 long long StringFormatMinLength(std::string_view format) {
   // Shortest members: 0001-01-01, 00:00:00Z, 0001-01-01T00:00:00Z, 0.0.0.0, ::, the uuid's
   // 36, a@b.c (the domain is a dotted hostname), a: (scheme ":"), PT0S / P0D ("P0D" is 3),

@@ -14,8 +14,8 @@
 //   json-pointer   exact RFC 6901 ("~" only as ~0 / ~1)
 //   relative-json-pointer  exact (draft-handrews-relative-json-pointer-01)
 //   regex      a documented subset (string_formats.cc) that ECMA-262 and Python's re both
-//              compile; the grammar is recursive (groups nest), so it is not intersected
-//              with pattern or min/maxLength
+//              compile, used only in lenient mode (StringFormatIsExact); the grammar is
+//              recursive (groups nest), so it is not intersected with pattern or lengths
 // hostname, idn-hostname, idn-email, iri and iri-reference have no grammar (the converter
 // refuses them): A-labels must decode as punycode, and IDNA needs Unicode tables.
 #ifndef XG2_FRONTENDS_JSON_SCHEMA_STRING_FORMATS_H_
@@ -31,6 +31,11 @@ namespace xg2 {
 // The string-body grammar of `format` (as rules in `rules`), or nullopt for a format
 // without a grammar.
 std::optional<Fragment> StringFormatBody(std::string_view format, RuleSet* rules);
+
+// False for a format whose grammar is only a sound subset of its strings (regex: ECMA-262
+// and Python's re, which jsonschema checks with, disagree, e.g. on "[]" and "(?<n>x)"); the
+// converter then raises the policy error, or in lenient mode keeps the subset with a warning.
+bool StringFormatIsExact(std::string_view format);
 
 // The fewest characters (code points) a string of `format` has: 0 for formats without a
 // grammar or with the empty string.
