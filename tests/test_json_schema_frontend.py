@@ -17,6 +17,7 @@ import jsonschema
 import pytest
 
 from xg2_plugin import _native
+from xg2_test_support import SchemaOrderer as _Reorderer
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
 DATA_DIR = pathlib.Path(os.environ.get("XG2_DATA_DIR", REPO_ROOT.parent / "shared" / "data"))
@@ -605,92 +606,6 @@ def corpus_sample():
         files = by_category[category]
         sample.extend(rng.sample(files, min(SAMPLE_PER_CATEGORY, len(files))))
     return sample
-
-
-class _Reorderer:
-    """Puts instance keys in the order the grammar enforces: declared properties in schema
-    order, then required-but-undeclared names, then the rest. Records whether any object
-    carries properties its schema does not declare (those need strict_mode=False)."""
-
-    def __init__(self, root):
-        self.root = root
-        cls = jsonschema.validators.validator_for(root, default=jsonschema.Draft202012Validator)
-        self.validator = cls(root)
-        self.has_undeclared = False
-
-    def resolve(self, schema, depth=0):
-        while isinstance(schema, dict) and isinstance(schema.get("$ref"), str) and depth < 50:
-            ref = schema["$ref"]
-            if not ref.startswith("#/") and ref != "#":
-                return schema
-            node = self.root
-            for token in ref[2:].split("/") if ref != "#" else []:
-                token = urllib.parse.unquote(token).replace("~1", "/").replace("~0", "~")
-                if isinstance(node, list) and token.isdigit() and int(token) < len(node):
-                    node = node[int(token)]
-                elif isinstance(node, dict) and token in node:
-                    node = node[token]
-                else:
-                    return schema
-            schema = node
-            depth += 1
-        return schema
-
-    def branch_for(self, schema, value):
-        for key in ("anyOf", "allOf"):
-            branches = schema.get(key) if isinstance(schema, dict) else None
-            if isinstance(branches, list):
-                for branch in branches:
-                    try:
-                        if self.validator.evolve(schema=branch).is_valid(value):
-                            return branch
-                    except Exception:
-                        pass
-                return branches[0] if branches else None
-        return None
-
-    def order(self, value, schema, depth=0):
-        if depth > 60:
-            return value
-        schema = self.resolve(schema)
-        if not isinstance(schema, dict):
-            return value
-        branch = self.branch_for(schema, value)
-        if branch is not None:
-            return self.order(value, branch, depth + 1)
-        if isinstance(value, dict):
-            props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
-            required = [r for r in schema.get("required", []) if isinstance(r, str)] \
-                if isinstance(schema.get("required"), list) else []
-            keys = [k for k in props if k in value]
-            keys += [k for k in required if k in value and k not in keys]
-            extras = [k for k in value if k not in keys]
-            if extras:
-                self.has_undeclared = True
-            additional = schema.get("additionalProperties", True)
-            patterns = schema.get("patternProperties") if isinstance(schema.get("patternProperties"), dict) else {}
-
-            def member_schema(key):
-                if key in props:
-                    return props[key]
-                for pattern, sub in patterns.items():
-                    try:
-                        if re.search(pattern, key):
-                            return sub  # the first matching pattern decides the key order inside
-                    except re.error:
-                        pass
-                return additional
-
-            return {k: self.order(value[k], member_schema(k), depth + 1) for k in keys + extras}
-        if isinstance(value, list):
-            prefix = schema.get("prefixItems")
-            items = schema.get("items")
-            if prefix is None and isinstance(items, list):
-                prefix, items = items, schema.get("additionalItems", True)
-            prefix = prefix if isinstance(prefix, list) else []
-            return [self.order(v, prefix[i] if i < len(prefix) else items, depth + 1)
-                    for i, v in enumerate(value)]
-        return value
 
 
 def _ground_truth(schema, instance, label):

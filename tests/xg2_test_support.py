@@ -5,6 +5,8 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
+import urllib.parse
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
@@ -119,38 +121,118 @@ def _resolve(schema: Any, root: Any, depth: int = 0) -> Any:
     return schema
 
 
-def ordered_like_schema(value: Any, schema: Any, root: Any = None) -> Any:
-    """Reorders object keys to the schema's declared property order (undeclared keys last),
-    the order in which the grammar emits them. Follows local $ref; for anyOf/oneOf uses the
-    first branch that declares every key of the value."""
-    root = schema if root is None else root
-    schema = _resolve(schema, root)
-    if not isinstance(schema, dict):
-        return value
-    for keyword in ("anyOf", "oneOf"):
-        branches = [_resolve(b, root) for b in schema.get(keyword, []) if isinstance(b, (dict, bool))]
+class SchemaOrderer:
+    """Puts instance keys in the order the grammar enforces: declared properties in schema
+    order, then required-but-undeclared names, then the rest. Records whether any object
+    carries properties its schema does not declare (those need strict_mode=False)."""
+
+    def __init__(self, root: Any) -> None:
+        self.root = root
+        import jsonschema
+
+        cls = jsonschema.validators.validator_for(root, default=jsonschema.Draft202012Validator)
+        self.validator = cls(root)
+        self.has_undeclared = False
+
+    def resolve(self, schema, depth=0):
+        while isinstance(schema, dict) and isinstance(schema.get("$ref"), str) and depth < 50:
+            ref = schema["$ref"]
+            if not ref.startswith("#/") and ref != "#":
+                return schema
+            node = self.root
+            for token in ref[2:].split("/") if ref != "#" else []:
+                token = urllib.parse.unquote(token).replace("~1", "/").replace("~0", "~")
+                if isinstance(node, list) and token.isdigit() and int(token) < len(node):
+                    node = node[int(token)]
+                elif isinstance(node, dict) and token in node:
+                    node = node[token]
+                else:
+                    return schema
+            schema = node
+            depth += 1
+        return schema
+
+    def shapes(self, branch: Any, value: Any) -> bool:
+        """Whether `branch` says something about the order of `value`'s members or items (a
+        branch such as {"required": [...]} does not: the enclosing schema's order holds)."""
+        branch = self.resolve(branch)
+        if not isinstance(branch, dict):
+            return False
         if isinstance(value, dict):
-            for branch in branches:
-                if isinstance(branch, dict) and set(value) <= set(branch.get("properties", {})):
-                    return ordered_like_schema(value, branch, root)
+            keys = ("properties", "patternProperties", "additionalProperties", "anyOf", "oneOf", "allOf")
         elif isinstance(value, list):
-            for branch in branches:
-                if isinstance(branch, dict) and ("items" in branch or "prefixItems" in branch):
-                    return ordered_like_schema(value, branch, root)
-    if isinstance(value, dict):
-        props = schema.get("properties", {})
-        props = props if isinstance(props, dict) else {}
-        keys = [k for k in props if k in value] + [k for k in value if k not in props]
-        return {k: ordered_like_schema(value[k], props.get(k, {}), root) for k in keys}
-    if isinstance(value, list):
-        prefix = schema.get("prefixItems", [])
-        items = schema.get("items", {})
-        out = []
-        for i, v in enumerate(value):
-            sub = prefix[i] if i < len(prefix) else (items[i] if isinstance(items, list) and i < len(items) else items)
-            out.append(ordered_like_schema(v, sub if isinstance(sub, dict) else {}, root))
-        return out
-    return value
+            keys = ("items", "prefixItems", "anyOf", "oneOf", "allOf")
+        else:
+            return True
+        return any(k in branch for k in keys)
+
+    def branch_for(self, schema: Any, value: Any) -> Any:
+        """The first branch of anyOf / oneOf / allOf that shapes `value` and validates it (else
+        the first that shapes it); None when no branch shapes it."""
+        for key in ("anyOf", "oneOf", "allOf"):
+            branches = schema.get(key) if isinstance(schema, dict) else None
+            if not isinstance(branches, list):
+                continue
+            shaping = [b for b in branches if self.shapes(b, value)]
+            for branch in shaping:
+                try:
+                    if self.validator.evolve(schema=branch).is_valid(value):
+                        return branch
+                except Exception:  # noqa: BLE001 - an unresolvable branch is just not chosen
+                    pass
+            if shaping:
+                return shaping[0]
+        return None
+
+    def order(self, value, schema, depth=0):
+        if depth > 60:
+            return value
+        schema = self.resolve(schema)
+        if not isinstance(schema, dict):
+            return value
+        branch = self.branch_for(schema, value)
+        if branch is not None:
+            return self.order(value, branch, depth + 1)
+        if isinstance(value, dict):
+            props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+            required = [r for r in schema.get("required", []) if isinstance(r, str)] \
+                if isinstance(schema.get("required"), list) else []
+            keys = [k for k in props if k in value]
+            keys += [k for k in required if k in value and k not in keys]
+            extras = [k for k in value if k not in keys]
+            if extras:
+                self.has_undeclared = True
+            additional = schema.get("additionalProperties", True)
+            patterns = schema.get("patternProperties") if isinstance(schema.get("patternProperties"), dict) else {}
+
+            def member_schema(key):
+                if key in props:
+                    return props[key]
+                for pattern, sub in patterns.items():
+                    try:
+                        if re.search(pattern, key):
+                            return sub  # the first matching pattern decides the key order inside
+                    except re.error:
+                        pass
+                return additional
+
+            return {k: self.order(value[k], member_schema(k), depth + 1) for k in keys + extras}
+        if isinstance(value, list):
+            prefix = schema.get("prefixItems")
+            items = schema.get("items")
+            if prefix is None and isinstance(items, list):
+                prefix, items = items, schema.get("additionalItems", True)
+            prefix = prefix if isinstance(prefix, list) else []
+            return [self.order(v, prefix[i] if i < len(prefix) else items, depth + 1)
+                    for i, v in enumerate(value)]
+        return value
+
+
+
+def ordered_like_schema(value: Any, schema: Any, root: Any = None) -> Any:
+    """`value` with object keys in the order the grammar emits them (SchemaOrderer)."""
+    root = schema if root is None else root
+    return SchemaOrderer(root).order(value, schema)
 
 
 def dumps(value: Any) -> str:

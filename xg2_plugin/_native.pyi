@@ -141,6 +141,7 @@ def _json_schema_to_ebnf(
     lenient: bool = False,
     limits: Optional[CompileLimits] = None,
     cancel: Optional[CancellationToken] = None,
+    any_order: bool = False,
 ) -> tuple[str, list[str]]: ...
 def _structural_tag_to_ebnf(
     tag: str | bytes,

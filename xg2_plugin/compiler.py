@@ -335,6 +335,7 @@ class GrammarCompiler:
         max_whitespace: Optional[int] = None,
         lenient: bool = False,
         timeout: Optional[float] = None,
+        any_order: bool = False,
     ) -> CompiledGrammar:
         """Compiles a JSON Schema (JSON text, dict, or pydantic model class).
 
@@ -345,11 +346,17 @@ class GrammarCompiler:
         ``max_whitespace`` caps each whitespace gap when formatting is flexible.
         ``timeout`` (seconds) overrides ``limits.timeout_s``; past it the compile stops with
         ``CompilationTimeoutError``.
+        ``any_order=True`` lets object members come in any order (by default declared
+        properties follow the schema's order); each declared key still appears at most once
+        and every required one exactly once. The grammar has one rule per subset of an
+        object's declared properties, so an object with more than 8 declared properties
+        raises ``UnsupportedSchemaError`` (with ``lenient=True`` it keeps the schema order and
+        warns), as do min/maxProperties next to undeclared members.
         """
         return self.compile_json_schema_async(
             schema, any_whitespace=any_whitespace, indent=indent, separators=separators,
             strict_mode=strict_mode, max_whitespace=max_whitespace, lenient=lenient,
-            timeout=timeout, _run_inline=True,
+            timeout=timeout, any_order=any_order, _run_inline=True,
         ).result()
 
     def compile_builtin_json_grammar(self, *, timeout: Optional[float] = None) -> CompiledGrammar:
@@ -398,6 +405,7 @@ class GrammarCompiler:
         max_whitespace: Optional[int] = None,
         lenient: bool = False,
         timeout: Optional[float] = None,
+        any_order: bool = False,
         _run_inline: bool = False,
     ) -> "Future[CompiledGrammar]":
         """Like :meth:`compile_json_schema`, returning a ``concurrent.futures.Future``
@@ -405,13 +413,14 @@ class GrammarCompiler:
         text = _schema_to_text(schema, self._limits.max_input_bytes)
         if separators is not None:
             separators = (str(separators[0]), str(separators[1]))
-        key = ("json_schema", text, any_whitespace, indent, separators, strict_mode, max_whitespace, lenient)
+        key = ("json_schema", text, any_whitespace, indent, separators, strict_mode, max_whitespace, lenient,
+               any_order)
 
         def build(token: Any) -> CompiledGrammar:
             ebnf, warns = _native._json_schema_to_ebnf(
                 text, any_whitespace=any_whitespace, indent=indent, separators=separators,
                 strict_mode=strict_mode, max_whitespace=max_whitespace, lenient=lenient,
-                limits=self._native_limits, cancel=token,
+                limits=self._native_limits, cancel=token, any_order=any_order,
             )
             for message in warns:
                 warnings.warn(f"JSON Schema keyword ignored (lenient): {message}", UserWarning, stacklevel=4)

@@ -33,11 +33,12 @@ void BindJsonSchema(py::module_& m) {
       "_json_schema_to_ebnf",
       [](const std::string& schema, bool any_whitespace, std::optional<int> indent,
          Separators separators, bool strict_mode, std::optional<int> max_whitespace,
-         bool lenient, const CompileLimits* limits, const CancellationToken* cancel) {
+         bool lenient, const CompileLimits* limits, const CancellationToken* cancel, bool any_order) {
         JsonSchemaOptions options =
             MakeOptions(any_whitespace, indent, std::move(separators), max_whitespace);
         options.strict_mode = strict_mode;
         options.lenient = lenient;
+        options.any_order = any_order;
         JsonSchemaConversion result;
         {
           py::gil_scoped_release release;
@@ -49,7 +50,7 @@ void BindJsonSchema(py::module_& m) {
       py::arg("schema"), py::arg("any_whitespace") = true, py::arg("indent") = py::none(),
       py::arg("separators") = py::none(), py::arg("strict_mode") = true,
       py::arg("max_whitespace") = py::none(), py::arg("lenient") = false,
-      py::arg("limits") = nullptr, py::arg("cancel") = nullptr,
+      py::arg("limits") = nullptr, py::arg("cancel") = nullptr, py::arg("any_order") = false,
       "JSON Schema text -> (EBNF text with root rule 'root', warnings).");
   m.def(
       "_json_schema_keyword_table",

@@ -1127,6 +1127,11 @@ Fragment SchemaConverter::StringValue(const Node& node) {
   if (format != nullptr && !IsUnknownFormat(format->string_value())) {
     RuleSet format_rules(static_cast<size_t>(CurrentCompileLimits().max_generated_grammar_bytes));
     std::optional<Fragment> format_body = StringFormatBody(format->string_value(), &format_rules);
+    if (format_body && !StringFormatIsExact(format->string_value())) {
+      // Lenient: the sound subset is kept (better than ignoring the format).
+      Unsupported("unsupported format '" + format->string_value() + "'" + where +
+                  ": only a subset of its strings can be generated");
+    }
     if (!format_body) {
       Unsupported("unsupported format '" + format->string_value() + "'" + where);
       ignored_keywords_.insert({node.pointer, "format"});
@@ -1150,6 +1155,28 @@ Fragment SchemaConverter::StringValue(const Node& node) {
     }
   }
   bool with_length = !languages.empty() && (min_length || max_length);
+  if (with_length && pattern == nullptr && format_fragment && max_length == std::nullopt &&
+      *min_length <= StringFormatMinLength(format->string_value())) {
+    // A minimum the format already implies (e.g. minLength 1 next to date-time, whose
+    // automaton is too large to build for the check below).
+    with_length = false;
+    min_length.reset();
+  }
+  if (with_length && languages.size() == 1) {
+    // Lengths the pattern or format already implies (e.g. minLength 1 next to date-time)
+    // are dropped, so that language is written as is rather than as a product automaton.
+    try {
+      if (LengthImplied(DfaFromEbnf(languages[0].second, "xg2_language_root"),
+                        DfaFromExpression(JsonCharFragment().text()), min_length.value_or(0),
+                        max_length.value_or(-1))) {
+        with_length = false;
+        min_length.reset();
+        max_length.reset();
+      }
+    } catch (const Error&) {
+      // Not regular or too large: the product below reports it.
+    }
+  }
   if (with_length) languages.emplace_back(min_length ? "minLength" : "maxLength", "");
   if (languages.size() > 1) {
     // Identical keyword sets (common in generated schemas) share one automaton.
@@ -1160,13 +1187,16 @@ Fragment SchemaConverter::StringValue(const Node& node) {
     try {
       CodepointDfa language = DfaFromEbnf(languages[0].second, "xg2_language_root");
       for (size_t i = 1; i < languages.size(); ++i) {
-        CodepointDfa next = languages[i].second.empty()
-                                ? Repeated(DfaFromExpression(JsonCharFragment().text()), min_length.value_or(0),
-                                           max_length.value_or(-1))
-                                : DfaFromEbnf(languages[i].second, "xg2_language_root");
-        language = Product(language, next, ProductKind::kIntersection);
+        if (languages[i].second.empty()) continue;  // the length: last, below
+        language = Product(language, DfaFromEbnf(languages[i].second, "xg2_language_root"),
+                           ProductKind::kIntersection);
       }
-      Fragment intersected = DfaToFragment(language, &rules_, RuleHint(node.pointer) + "_chars");
+      std::string chars_hint = RuleHint(node.pointer) + "_chars";
+      Fragment intersected =
+          with_length ? LengthBoundedFragment(language, DfaFromExpression(JsonCharFragment().text()),
+                                              CommonRule("json_char"), min_length.value_or(0),
+                                              max_length.value_or(-1), &rules_, chars_hint)
+                      : DfaToFragment(language, &rules_, chars_hint);
       Fragment result = intersected.never()
                             ? Fragment::Never()
                             : rules_.Share(RuleHint(node.pointer) + "_string",

@@ -27,6 +27,10 @@ struct JsonSchemaOptions {
   std::optional<int> max_whitespace;
   // true: unsupported keywords become warnings and are ignored instead of errors.
   bool lenient = false;
+  // true: object members in any order (each declared key at most once, required ones
+  // exactly once); objects with more than kMaxAnyOrderMembers declared properties are the
+  // policy error. false: declared properties in schema order.
+  bool any_order = false;
 };
 
 struct JsonSchemaConversion {

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "frontends/json_schema/regular_language.h"
@@ -369,6 +370,92 @@ Fragment SchemaConverter::MembersInOrderCounted(const std::vector<Fragment>& mem
   return Alt(choices);
 }
 
+// The any_order object grammar: one rule per set S of declared members already present,
+// rest(S) = [end, once every required member is in S]
+//         | separator member_i rest(S + {i})   for each declared i not in S
+//         | separator extra_member rest(S),
+// so each declared key appears at most once, required ones exactly once, and undeclared
+// members anywhere. That is 2^n rules for n declared members, hence the bound. Member counts
+// (min/maxProperties) are |S| when no undeclared member can appear; next to undeclared
+// members they are the policy error. nullopt: refused (the policy error was raised, or
+// lenient: the caller falls back to declared order). Sets from which no object can end
+// (e.g. past maxProperties without a required member) get no rule.
+std::optional<Fragment> SchemaConverter::MembersInAnyOrder(const std::vector<Fragment>& members,
+                                                           const std::vector<bool>& required,
+                                                           const Fragment& extra_member, long long min_count,
+                                                           long long max_count, const Node& node,
+                                                           const std::string& hint, int depth) {
+  size_t count = members.size();
+  std::string where = " at " + ShowPointer(node.pointer);
+  if (count > kMaxAnyOrderMembers) {
+    Unsupported("unsupported option 'any_order'" + where + ": " + std::to_string(count) +
+                " declared properties (limit " + std::to_string(kMaxAnyOrderMembers) + ")");
+    return std::nullopt;
+  }
+  bool counted = min_count > 0 || max_count >= 0;
+  if (counted && !extra_member.never()) {
+    Unsupported("unsupported option 'any_order'" + where +
+                ": min/maxProperties next to undeclared members");
+    return std::nullopt;
+  }
+  int layout_depth = LayoutDepth(depth);
+  Fragment separator = layout_.ItemSeparator(layout_depth);
+  uint32_t required_set = 0;
+  for (size_t i = 0; i < count; ++i) {
+    if (required[i]) required_set |= uint32_t{1} << i;
+  }
+  auto size_of = [](uint32_t set) { return static_cast<long long>(__builtin_popcount(set)); };
+  auto may_end = [&](uint32_t set) {
+    return (set & required_set) == required_set && size_of(set) >= min_count &&
+           (max_count < 0 || size_of(set) <= max_count);
+  };
+  auto may_grow = [&](uint32_t set) { return max_count < 0 || size_of(set) < max_count; };
+  // Each member (after its separator) is one shared rule, referenced from up to 2^(n-1) sets.
+  std::vector<Fragment> later_member;
+  for (size_t i = 0; i < count; ++i) later_member.push_back(rules_.Share(hint + "_member", Seq({separator, members[i]})));
+  Fragment later_extra =
+      extra_member.never() ? extra_member : rules_.Share(hint + "_extra", Seq({separator, extra_member}));
+  uint32_t sets = uint32_t{1} << count;
+  // live[S]: some object ends after S (sets grow, so larger sets are decided first).
+  std::vector<bool> live(sets, false);
+  for (uint32_t set = sets; set-- > 0;) {
+    live[set] = may_end(set);
+    for (size_t i = 0; i < count && !live[set] && may_grow(set); ++i) {
+      uint32_t bit = uint32_t{1} << i;
+      live[set] = (set & bit) == 0 && live[set | bit];
+    }
+  }
+  if (!live[0]) return Fragment::Never();
+  std::vector<std::string> rest(sets);
+  for (uint32_t set = 0; set < sets; ++set) {
+    if (live[set]) rest[set] = rules_.Reserve(hint + "_rest");
+  }
+  for (uint32_t set = 0; set < sets; ++set) {
+    if (!live[set]) continue;
+    std::vector<Fragment> choices;
+    if (may_end(set)) choices.push_back(Fragment::Epsilon());
+    for (size_t i = 0; i < count && may_grow(set); ++i) {
+      uint32_t bit = uint32_t{1} << i;
+      if ((set & bit) == 0 && live[set | bit]) {
+        choices.push_back(Seq({later_member[i], Fragment::Atom(rest[set | bit])}));
+      }
+    }
+    if (!extra_member.never()) choices.push_back(Seq({later_extra, Fragment::Atom(rest[set])}));
+    rules_.Define(rest[set], Alt(choices));
+  }
+  std::vector<Fragment> first;
+  for (size_t i = 0; i < count && may_grow(0); ++i) {
+    if (live[uint32_t{1} << i]) first.push_back(Seq({members[i], Fragment::Atom(rest[uint32_t{1} << i])}));
+  }
+  if (!extra_member.never()) first.push_back(Seq({extra_member, Fragment::Atom(rest[0])}));
+  std::vector<Fragment> choices;
+  if (may_end(0)) choices.push_back(layout_.EmptyContainer('{', '}'));
+  if (!first.empty()) {
+    choices.push_back(Seq({layout_.Open('{', layout_depth), Alt(first), layout_.Close('}', layout_depth)}));
+  }
+  return Alt(choices);
+}
+
 Fragment SchemaConverter::ObjectValue(const Node& node, int depth) {
   if (!ContainersAllowed(depth)) return Fragment::Never();
   std::string where = " at " + ShowPointer(node.pointer);
@@ -491,6 +578,11 @@ Fragment SchemaConverter::ObjectValue(const Node& node, int depth) {
                 "' at " + ShowPointer(node.pointer) + ": too many member-count states");
     min_count = 0;
     max_count = -1;
+  }
+  if (options_.any_order && (members.size() >= 2 || (!members.empty() && !extra_member.never()))) {
+    std::optional<Fragment> any_order = MembersInAnyOrder(members, member_required, extra_member, min_count,
+                                                          max_count, node, hint, depth);
+    if (any_order) return rules_.Share(hint, *any_order);
   }
   if (min_count == 0 && max_count < 0) {
     return rules_.Share(hint, MembersInOrder(members, member_required, extra_member, hint, depth));

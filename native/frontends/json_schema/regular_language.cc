@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "frontends/ebnf/ebnf_parser.h"
+#include "frontends/regex/regex_converter.h"
 #include "grammar/grammar_ast.h"
 #include "support/error.h"
 #include "support/graph.h"
@@ -405,6 +407,128 @@ CodepointDfa Minimized(const CodepointDfa& dfa) {
     out.states.push_back(std::move(state));
   }
   return out;
+}
+
+namespace {
+
+// Longest path (in code points) from the start to an accepting state, or -1 when the
+// trimmed automaton has a cycle (the language is infinite). `skip_self_loop` ignores the
+// self-loop edges of that state.
+long long LongestAcceptedLength(const CodepointDfa& dfa, int32_t skip_self_loop = -1) {
+  size_t count = dfa.states.size();
+  std::vector<int> color(count, 0);  // 0 new, 1 on the stack, 2 done
+  std::vector<long long> longest(count, -1);
+  bool cyclic = false;
+  // Iterative depth-first search: longest[s] = the longest accepted continuation from s.
+  std::vector<std::pair<int32_t, size_t>> stack = {{0, 0}};
+  color[0] = 1;
+  while (!stack.empty() && !cyclic) {
+    auto& [state, next_edge] = stack.back();
+    const auto& edges = dfa.states[state].edges;
+    if (next_edge < edges.size()) {
+      int32_t target = edges[next_edge++].target;
+      if (target == state && state == skip_self_loop) continue;
+      if (color[target] == 1) {
+        cyclic = true;
+      } else if (color[target] == 0) {
+        color[target] = 1;
+        stack.push_back({target, 0});
+      }
+      continue;
+    }
+    long long best = dfa.states[state].accepting ? 0 : -1;
+    for (const auto& e : edges) {
+      if (e.target == state && state == skip_self_loop) continue;
+      if (longest[e.target] >= 0) best = std::max(best, longest[e.target] + 1);
+    }
+    longest[state] = best;
+    color[state] = 2;
+    stack.pop_back();
+  }
+  return cyclic ? -1 : longest[0];
+}
+
+// One JSON string character that is written raw (no escape): one unit per code point.
+bool IsPlainCharacter(uint32_t lo, uint32_t hi) {
+  return lo >= 0x20 && !(lo <= '"' && hi >= '"') && !(lo <= '\\' && hi >= '\\');
+}
+
+// See LengthBoundedFragment: `dfa` (minimised) as prefixes P, a loop state with plain
+// self-loop characters S and no other edges, and strings F that never reach the loop.
+std::optional<Fragment> LoopTailFragment(const CodepointDfa& dfa, const CodepointDfa& unit, long long min_count,
+                                         long long max_count, RuleSet* rules, const std::string& hint) {
+  constexpr long long kMaxPrefixLength = 256;
+  int32_t loop = -1;
+  for (size_t i = 0; i < dfa.states.size(); ++i) {
+    for (const auto& e : dfa.states[i].edges) {
+      if (e.target != static_cast<int32_t>(i)) continue;
+      if (loop >= 0 && loop != static_cast<int32_t>(i)) return std::nullopt;
+      loop = static_cast<int32_t>(i);
+    }
+  }
+  if (loop < 0 || !dfa.states[loop].accepting) return std::nullopt;
+  std::string members;
+  for (const auto& e : dfa.states[loop].edges) {
+    if (e.target != loop || !IsPlainCharacter(e.lo, e.hi)) return std::nullopt;
+    members += EbnfClassMember(e.lo);
+    if (e.hi > e.lo) members += (e.hi > e.lo + 1 ? "-" : "") + EbnfClassMember(e.hi);
+  }
+  CodepointDfa prefixes = dfa, finite = dfa;
+  for (size_t i = 0; i < dfa.states.size(); ++i) prefixes.states[i].accepting = static_cast<int32_t>(i) == loop;
+  prefixes.states[loop].edges.clear();
+  finite.states[loop].accepting = false;
+  finite.states[loop].edges.clear();
+  long long longest_prefix = LongestAcceptedLength(prefixes);
+  if (longest_prefix < 0 || longest_prefix > kMaxPrefixLength) return std::nullopt;  // another loop
+  std::vector<Fragment> choices;
+  Fragment loop_class = Fragment::Atom("[" + members + "]");
+  for (long long k = 0; k <= longest_prefix && (max_count < 0 || k <= max_count); ++k) {
+    CodepointDfa exact = Product(prefixes, Repeated(unit, k, k), ProductKind::kIntersection);
+    if (exact.Empty()) continue;
+    long long low = std::max(0LL, min_count - k);
+    long long high = max_count < 0 ? -1 : max_count - k;
+    choices.push_back(Seq({DfaToFragment(exact, rules, hint), Repeat(loop_class, static_cast<int>(low),
+                                                                       static_cast<int>(high))}));
+  }
+  long long longest_finite = LongestAcceptedLength(Minimized(finite));
+  if (longest_finite >= min_count) {
+    long long high = max_count < 0 ? longest_finite : std::min(max_count, longest_finite);
+    CodepointDfa bounded = Product(finite, Repeated(unit, min_count, high), ProductKind::kIntersection);
+    if (!bounded.Empty()) choices.push_back(DfaToFragment(bounded, rules, hint));
+  }
+  return Alt(choices);
+}
+
+}  // namespace
+
+bool LengthImplied(const CodepointDfa& language, const CodepointDfa& unit, long long min_count,
+                   long long max_count) {
+  if (min_count > 256) return false;
+  if (min_count > 0 &&
+      !Product(language, Repeated(unit, 0, min_count - 1), ProductKind::kIntersection).Empty()) {
+    return false;
+  }
+  if (max_count < 0) return true;
+  long long longest = LongestAcceptedLength(Minimized(language));
+  return longest >= 0 && longest <= max_count;
+}
+
+Fragment LengthBoundedFragment(const CodepointDfa& language, const CodepointDfa& unit, const Fragment& unit_fragment,
+                               long long min_count, long long max_count, RuleSet* rules, const std::string& hint) {
+  // A language of every string (e.g. an unanchored pattern that matches the empty string)
+  // leaves only the length: a counted repetition of one character.
+  static const CodepointDfa* every_string = [] {
+    RegexOptions options;
+    options.json_string_body = true;  // in the canonical spelling the regex frontend writes
+    return new CodepointDfa(DfaFromExpression("(" + RegexToEbnf("[\\s\\S]*", options) + ")"));
+  }();
+  if (Product(*every_string, language, ProductKind::kDifference).Empty()) {
+    return Repeat(unit_fragment, static_cast<int>(min_count), static_cast<int>(max_count));
+  }
+  std::optional<Fragment> loop_form = LoopTailFragment(Minimized(language), unit, min_count, max_count, rules, hint);
+  if (loop_form) return *loop_form;
+  return DfaToFragment(Product(language, Repeated(unit, min_count, max_count), ProductKind::kIntersection),
+                       rules, hint);
 }
 
 Fragment DfaToFragment(const CodepointDfa& input, RuleSet* rules, const std::string& hint,

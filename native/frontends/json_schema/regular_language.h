@@ -65,6 +65,26 @@ CodepointDfa Minimized(const CodepointDfa& dfa);
 Fragment DfaToFragment(const CodepointDfa& dfa, RuleSet* rules, const std::string& hint,
                        size_t max_states = 2000);
 
+// True when every string of `language` already has between min_count and max_count
+// (< 0: unbounded) repetitions of `unit` (one JSON string character), so that a length
+// constraint next to it changes nothing. Sufficient checks only: a minimum above 256 is
+// never reported implied; a maximum is implied when the language is finite and its longest
+// string has at most max_count code points (a unit is at least one code point).
+bool LengthImplied(const CodepointDfa& language, const CodepointDfa& unit, long long min_count,
+                   long long max_count);
+
+// The strings of `language` with between min_count and max_count (< 0: unbounded) units,
+// as rules in `rules`. When the language is a finite part followed by one loop over plain
+// characters (no JSON escape: each character is one unit), such as
+// `^data:image/(png|jpeg);base64,[A-Za-z0-9+/=]*$`, the loop is written as a counted
+// repetition after each prefix length, so a large maxLength costs no automaton states (the
+// grammar compresses counted repetitions); otherwise it is the product automaton, with
+// DfaToFragment's limits.
+// `unit_fragment` is the unit's grammar, for a language of every string (only the length
+// remains).
+Fragment LengthBoundedFragment(const CodepointDfa& language, const CodepointDfa& unit, const Fragment& unit_fragment,
+                               long long min_count, long long max_count, RuleSet* rules, const std::string& hint);
+
 // A character-class member for code point `cp`, escaped for the EBNF dialect.
 std::string EbnfClassMember(uint32_t cp);
 

@@ -38,6 +38,8 @@ constexpr long long kMaxRepetitionBound = 100000;
 // multipleOf divisors scaled to an integer (0.05 -> 5) above this are refused: the
 // remainder automaton has about divisor x (fraction digits + 2) states.
 constexpr long long kMaxMultipleOfDivisor = 1000;
+// any_order objects: the grammar has one rule per subset of the declared properties.
+constexpr size_t kMaxAnyOrderMembers = 8;
 
 // Whitespace and separators between JSON tokens, as the options say.
 class Layout {
@@ -138,6 +140,9 @@ class SchemaConverter {
   Fragment ObjectValue(const Node& node, int depth);
   Fragment ArrayValue(const Node& node, int depth);
   Fragment KeyNotIn(const std::vector<std::string>& names);
+  std::optional<Fragment> MembersInAnyOrder(const std::vector<Fragment>& members, const std::vector<bool>& required,
+                                            const Fragment& extra_member, long long min_count, long long max_count,
+                                            const Node& node, const std::string& hint, int depth);
   Fragment MembersInOrderCounted(const std::vector<Fragment>& members, const std::vector<bool>& required,
                                  const Fragment& extra_member, long long min_count, long long max_count,
                                  const std::string& hint, int depth);

@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "frontends/regex/regex_converter.h"
+
 namespace xg2 {
 
 namespace {
@@ -101,6 +103,61 @@ Fragment Ipv6(RuleSet* rules) {
   return rules->Share("format_ipv6", Alt(forms));
 }
 
+// The JSON string-body language of an anchored regex (each character in its canonical JSON
+// spelling, as for `pattern`).
+Fragment FromRegex(RuleSet* rules, std::string_view name, std::string_view pattern) {
+  RegexOptions options;
+  options.json_string_body = true;
+  std::string expression = RegexToEbnf(pattern, options);
+  return rules->Share(name, expression.empty() ? Fragment::Epsilon() : Fragment::Atom("(" + expression + ")"));
+}
+
+// RFC 3339 Appendix A duration (JSON Schema 2019-09+): the designators in order, each
+// larger unit requiring the next smaller one before a later unit, weeks alone.
+Fragment Duration(RuleSet* rules) {
+  const std::string second = "[0-9]+S";
+  const std::string minute = "[0-9]+M(?:" + second + ")?";
+  const std::string hour = "[0-9]+H(?:" + minute + ")?";
+  const std::string time = "T(?:" + hour + "|" + minute + "|" + second + ")";
+  const std::string day = "[0-9]+D";
+  const std::string month = "[0-9]+M(?:" + day + ")?";
+  const std::string year = "[0-9]+Y(?:" + month + ")?";
+  const std::string date = "(?:" + day + "|" + month + "|" + year + ")(?:" + time + ")?";
+  return FromRegex(rules, "format_duration", "P(?:" + date + "|" + time + "|[0-9]+W)");
+}
+
+// RFC 6901: "/"-separated reference tokens, "~" only as "~0" or "~1".
+const char kJsonPointerRegex[] = "(?:/(?:[^/~]|~[01])*)*";
+
+Fragment JsonPointer(RuleSet* rules) { return FromRegex(rules, "format_json_pointer", kJsonPointerRegex); }
+
+// draft-handrews-relative-json-pointer-01: a non-negative integer without leading zeros,
+// then "#" or a JSON pointer.
+Fragment RelativeJsonPointer(RuleSet* rules) {
+  return FromRegex(rules, "format_relative_json_pointer",
+                   std::string("(?:0|[1-9][0-9]*)(?:#|") + kJsonPointerRegex + ")");
+}
+
+// RFC 6570 URI Template (level 4): literals and expressions "{" [operator] varspec ...
+// "}". The reserved operators = , ! @ | are left out: RFC 6570 section 2.2 reserves them
+// and a processor must reject them.
+Fragment UriTemplate(RuleSet* rules) {
+  // ucschar and iprivate (RFC 3987), as UTF-8 in the pattern.
+  const std::string wide =
+      "\u00A0-\uD7FF\uF900-\uFDCF\uFDF0-\uFFEF"
+      "\U00010000-\U0001FFFD\U00020000-\U0002FFFD\U00030000-\U0003FFFD\U00040000-\U0004FFFD"
+      "\U00050000-\U0005FFFD\U00060000-\U0006FFFD\U00070000-\U0007FFFD\U00080000-\U0008FFFD"
+      "\U00090000-\U0009FFFD\U000A0000-\U000AFFFD\U000B0000-\U000BFFFD\U000C0000-\U000CFFFD"
+      "\U000D0000-\U000DFFFD\U000E1000-\U000EFFFD"
+      "\uE000-\uF8FF\U000F0000-\U000FFFFD\U00100000-\U0010FFFD";
+  const std::string pct = "%[0-9A-Fa-f]{2}";
+  const std::string literal = "[!#$&-;=?-\\[\\]_a-z~" + wide + "]|" + pct;
+  const std::string varchar = "(?:[A-Za-z0-9_]|" + pct + ")";
+  const std::string varspec = varchar + "(?:\\.?" + varchar + ")*(?::[1-9][0-9]{0,3}|\\*)?";
+  const std::string expression = "\\{[+#./;?&]?" + varspec + "(?:," + varspec + ")*\\}";
+  return FromRegex(rules, "format_uri_template", "(?:" + literal + "|" + expression + ")*");
+}
+
 Fragment Uuid(RuleSet* rules) {
   return rules->Share("format_uuid",
                       Seq({Repeat(kHex, 8, 8), L("-"), Repeat(kHex, 4, 4), L("-"),
@@ -123,7 +180,53 @@ Fragment Email(RuleSet* rules) {
   return rules->Share("format_email", Seq({local, L("@"), domain}));
 }
 
-Fragment Uri(RuleSet* rules) {
+// A documented subset of regular expressions that both ECMA-262 (with the u flag) and
+// Python's `re` (jsonschema's checker) compile: literals, ".", the escapes \d \D \w \W \s
+// \S \n \r \t \f \v and escaped syntax characters, classes of single characters, escapes and
+// ascending ranges within digits / lower-case / upper-case letters, (non-capturing) groups,
+// alternation, the anchors ^ $ \b \B (never quantified) and one quantifier per atom
+// (* + ? {n} {n,} {m,n} with m <= n, optionally lazy). Left out, so never generated:
+// look-around, back-references, named groups, flags, Unicode property escapes, { } ] as
+// literals, and characters JSON must escape other than '"'.
+Fragment RegexSubset(RuleSet* rules) {
+  const Fragment backslash = L("\\\\");  // one regex backslash, JSON-escaped
+  Fragment syntax_escape = Seq({backslash, Alt({C("[dDwWsSnrtfv^$.*+?()\\[\\]{}|/]"), backslash})});
+  Fragment literal = Alt({C("[^\"\\\\\\x00-\\x1F\\^$.*+?()\\[\\]{}|]"), L("\\\"")});
+  // Ascending ranges lo-hi within one of 0-9, a-z, A-Z.
+  std::vector<Fragment> ranges;
+  for (const auto& [first, last] : {std::pair<char, char>{'0', '9'}, {'a', 'z'}, {'A', 'Z'}}) {
+    for (char lo = first; lo <= last; ++lo) {
+      ranges.push_back(Seq({L(std::string(1, lo) + "-"), C(std::string("[") + lo + "-" + last + "]")}));
+    }
+  }
+  Fragment class_item = Alt({C("[^\"\\\\\\x00-\\x1F\\]\\[\\^\\-&~|]"), L("\\\""),
+                             Seq({backslash, Alt({C("[dDwWsSnrtfvb^$.*+?()\\[\\]{}|/\\-]"), backslash})}),
+                             rules->Share("format_regex_range", Alt(ranges))});
+  Fragment char_class = Seq({L("["), Optional(L("^")), Repeat(class_item, 1, -1), L("]")});
+  Fragment count = Alt({L("0"), Seq({C("[1-9]"), Repeat(kDigit, 0, 3)})});
+  std::vector<Fragment> small_bounds;  // {m,n} with single digits m <= n
+  for (char lo = '0'; lo <= '9'; ++lo) {
+    small_bounds.push_back(Seq({L(std::string(1, lo) + ","), C(std::string("[") + lo + "-9]")}));
+  }
+  Fragment bounds = Alt({count, Seq({count, L(",")}), Alt(small_bounds),
+                         Seq({kDigit, L(","), C("[1-9]"), Repeat(kDigit, 1, 3)})});
+  Fragment quantifier = Seq({Alt({C("[*+?]"), Seq({L("{"), bounds, L("}")})}), Optional(L("?"))});
+  std::string regex_rule = rules->Reserve("format_regex");
+  Fragment group = Seq({L("("), Optional(L("?:")), Fragment::Atom(regex_rule), L(")")});
+  Fragment atom = Alt({literal, L("."), syntax_escape, char_class, group});
+  Fragment assertion = Alt({C("[\\^$]"), Seq({backslash, C("[bB]")})});
+  Fragment term = Alt({assertion, Seq({atom, Optional(quantifier)})});
+  Fragment alternative = Repeat(term, 0, -1);
+  rules->Define(regex_rule, Seq({alternative, Repeat(Seq({L("|"), alternative}), 0, -1)}));
+  return Fragment::Atom(regex_rule);
+}
+
+// RFC 3986 URI and URI-reference. Both share the authority, path and query grammars.
+struct UriParts {
+  Fragment scheme, authority, more_segments, nonempty_segment, nonempty_segment_no_colon, query, fragment;
+};
+
+UriParts MakeUriParts(RuleSet* rules) {
   Fragment scheme = Seq({C("[a-zA-Z]"), Repeat(C("[a-zA-Z0-9+.\\-]"), 0, -1)});
   Fragment percent_encoded = Seq({L("%"), kHex, kHex});
   // unreserved / sub-delims, then pchar adds ":" and "@".
@@ -131,19 +234,41 @@ Fragment Uri(RuleSet* rules) {
   Fragment host_char = rules->Share("format_uri_host_char", Alt({plain, percent_encoded}));
   Fragment pchar = rules->Share("format_uri_pchar", Alt({plain, percent_encoded, C("[:@]")}));
   Fragment segment = Repeat(pchar, 0, -1);
-  Fragment nonempty_segment = Repeat(pchar, 1, -1);
-  Fragment more_segments = Repeat(Seq({L("/"), segment}), 0, -1);
   Fragment userinfo = Seq({Repeat(Alt({host_char, L(":")}), 0, -1), L("@")});
-  Fragment ip_literal = Seq({L("["), Ipv6(rules), L("]")});
+  // IP-literal = "[" ( IPv6address / IPvFuture ) "]"
+  Fragment ip_future = Seq({C("[vV]"), Repeat(kHex, 1, -1), L("."), Repeat(Alt({plain, L(":")}), 1, -1)});
+  Fragment ip_literal = Seq({L("["), Alt({Ipv6(rules), ip_future}), L("]")});
   Fragment host = Alt({ip_literal, Repeat(host_char, 0, -1)});
   Fragment authority = Seq({Optional(userinfo), host, Optional(Seq({L(":"), Repeat(kDigit, 0, -1)}))});
-  Fragment hier_part = Alt({Seq({L("//"), authority, more_segments}),
-                            Seq({L("/"), Optional(Seq({nonempty_segment, more_segments}))}),
-                            Seq({nonempty_segment, more_segments}), Fragment::Epsilon()});
   Fragment query_char = Alt({pchar, C("[/?]")});
-  Fragment query = Optional(Seq({L("?"), Repeat(query_char, 0, -1)}));
-  Fragment fragment = Optional(Seq({L("#"), Repeat(query_char, 0, -1)}));
-  return rules->Share("format_uri", Seq({scheme, L(":"), hier_part, query, fragment}));
+  return UriParts{
+      scheme,
+      rules->Share("format_uri_authority", authority),
+      rules->Share("format_uri_more_segments", Repeat(Seq({L("/"), segment}), 0, -1)),
+      Repeat(pchar, 1, -1),
+      Repeat(Alt({plain, percent_encoded, L("@")}), 1, -1),
+      Optional(Seq({L("?"), Repeat(query_char, 0, -1)})),
+      Optional(Seq({L("#"), Repeat(query_char, 0, -1)})),
+  };
+}
+
+Fragment Uri(RuleSet* rules) {
+  UriParts p = MakeUriParts(rules);
+  Fragment hier_part = Alt({Seq({L("//"), p.authority, p.more_segments}),
+                            Seq({L("/"), Optional(Seq({p.nonempty_segment, p.more_segments}))}),
+                            Seq({p.nonempty_segment, p.more_segments}), Fragment::Epsilon()});
+  return rules->Share("format_uri", Seq({p.scheme, L(":"), hier_part, p.query, p.fragment}));
+}
+
+// URI-reference = URI / relative-ref, where a relative path's first segment has no ":"
+// (it would read as a scheme).
+Fragment UriReference(RuleSet* rules) {
+  UriParts p = MakeUriParts(rules);
+  Fragment relative_part = Alt({Seq({L("//"), p.authority, p.more_segments}),
+                                Seq({L("/"), Optional(Seq({p.nonempty_segment, p.more_segments}))}),
+                                Seq({p.nonempty_segment_no_colon, p.more_segments}), Fragment::Epsilon()});
+  Fragment relative_ref = Seq({relative_part, p.query, p.fragment});
+  return rules->Share("format_uri_reference", Alt({Uri(rules), relative_ref}));
 }
 
 }  // namespace
@@ -159,7 +284,28 @@ std::optional<Fragment> StringFormatBody(std::string_view format, RuleSet* rules
   if (format == "ipv6") return Ipv6(rules);
   if (format == "email") return Email(rules);
   if (format == "uri") return Uri(rules);
+  if (format == "uri-reference") return UriReference(rules);
+  if (format == "duration") return Duration(rules);
+  if (format == "json-pointer") return JsonPointer(rules);
+  if (format == "relative-json-pointer") return RelativeJsonPointer(rules);
+  if (format == "uri-template") return UriTemplate(rules);
+  if (format == "regex") return RegexSubset(rules);
   return std::nullopt;
+}
+
+bool StringFormatIsExact(std::string_view format) { return format != "regex"; }
+
+long long StringFormatMinLength(std::string_view format) {
+  // Shortest members: 0001-01-01, 00:00:00Z, 0001-01-01T00:00:00Z, 0.0.0.0, ::, the uuid's
+  // 36, a@b.c (the domain is a dotted hostname), a: (scheme ":"), PT0S / P0D ("P0D" is 3),
+  // 0 (relative pointer). tests/test_json_schema_formats.py checks each against the grammar.
+  static const std::pair<std::string_view, long long> kMinLengths[] = {
+      {"date", 10}, {"time", 9}, {"date-time", 20}, {"ipv4", 7}, {"ipv6", 2}, {"uuid", 36},
+      {"email", 5}, {"uri", 2}, {"duration", 3}, {"relative-json-pointer", 1}};
+  for (const auto& [name, length] : kMinLengths) {
+    if (name == format) return length;
+  }
+  return 0;
 }
 
 }  // namespace xg2

@@ -5,10 +5,19 @@
 //   date-time  exact (date "T" time)
 //   ipv4       exact (dotted quad, no leading zeros, as Python's ipaddress)
 //   uuid       exact (8-4-4-4-12 hex digits, either case)
-//   email      a sound subset of RFC 5322 addr-spec: dot-atom "@" dotted hostname
-//   uri        a sound subset of RFC 3986 URI: scheme ":" then an authority-and-path or a
-//              path, optional query and fragment, from unreserved / percent-encoded /
-//              sub-delimiter characters (no IP-literal hosts, no userinfo)
+//   duration   exact (RFC 3339 appendix A: designators in order, weeks alone, integers only)
+//   email      a sound subset of RFC 5322 addr-spec: dot-atom or quoted local part "@" a
+//              dotted hostname or an address literal
+//   uri        exact RFC 3986 URI (IPv6 and IPvFuture literals, userinfo, port)
+//   uri-reference  exact RFC 3986 URI-reference (a URI or a relative reference)
+//   uri-template   exact RFC 6570 (level 4; the reserved operators = , ! @ | excluded)
+//   json-pointer   exact RFC 6901 ("~" only as ~0 / ~1)
+//   relative-json-pointer  exact (draft-handrews-relative-json-pointer-01)
+//   regex      a documented subset (string_formats.cc) that ECMA-262 and Python's re both
+//              compile, used only in lenient mode (StringFormatIsExact); the grammar is
+//              recursive (groups nest), so it is not intersected with pattern or lengths
+// hostname, idn-hostname, idn-email, iri and iri-reference have no grammar (the converter
+// refuses them): A-labels must decode as punycode, and IDNA needs Unicode tables.
 #ifndef XG2_FRONTENDS_JSON_SCHEMA_STRING_FORMATS_H_
 #define XG2_FRONTENDS_JSON_SCHEMA_STRING_FORMATS_H_
 
@@ -22,6 +31,15 @@ namespace xg2 {
 // The string-body grammar of `format` (as rules in `rules`), or nullopt for a format
 // without a grammar.
 std::optional<Fragment> StringFormatBody(std::string_view format, RuleSet* rules);
+
+// False for a format whose grammar is only a sound subset of its strings (regex: ECMA-262
+// and Python's re, which jsonschema checks with, disagree, e.g. on "[]" and "(?<n>x)"); the
+// converter then raises the policy error, or in lenient mode keeps the subset with a warning.
+bool StringFormatIsExact(std::string_view format);
+
+// The fewest characters (code points) a string of `format` has: 0 for formats without a
+// grammar or with the empty string.
+long long StringFormatMinLength(std::string_view format);
 
 }  // namespace xg2
 

@@ -8,6 +8,7 @@
 // and only it, so free text never contains special tokens.
 #include <algorithm>
 #include <map>
+#include <tuple>
 #include <set>
 #include <string>
 #include <utility>
@@ -198,8 +199,11 @@ class Lowering {
       throw UnsupportedSchemaError(Where(where) + "json_schema style " + Repr(format.style) +
                                    " is not supported (supported: 'json', 'qwen_xml', 'glm_xml')");
     }
-    if (format.any_order || !format.excludes.empty()) {
-      throw UnsupportedSchemaError(Where(where) + "json_schema any_order / excludes are not supported");
+    if (!format.excludes.empty()) {
+      throw UnsupportedSchemaError(Where(where) + "json_schema excludes are not supported");
+    }
+    if (format.any_order && xml) {
+      throw UnsupportedSchemaError(Where(where) + "json_schema any_order is supported only with style 'json'");
     }
     const JsonValue* schema = format.schema;
     if (schema->is_bool()) {
@@ -208,20 +212,21 @@ class Lowering {
       schema = &kEmpty;
     }
     if (xml) return XmlArguments(*schema, *xml, format.max_whitespace, where);
-    return JsonValueRule(*schema, format.max_whitespace);
+    return JsonValueRule(*schema, format.max_whitespace, format.any_order);
   }
 
   // Identical schemas (one tool under several tag spellings, as Harmony has) share one
-  // embedded grammar: keyed by the schema text and the whitespace bound.
-  std::string JsonValueRule(const JsonValue& schema, std::optional<int64_t> max_whitespace) {
+  // embedded grammar: keyed by the schema text, the whitespace bound and the member order.
+  std::string JsonValueRule(const JsonValue& schema, std::optional<int64_t> max_whitespace, bool any_order = false) {
     std::string text = DumpJson(schema);
-    auto key = std::make_pair(text, max_whitespace.value_or(-1));
+    auto key = std::make_tuple(text, max_whitespace.value_or(-1), any_order);
     auto found = json_rules_.find(key);
     if (found != json_rules_.end()) return found->second;
     JsonSchemaOptions options;
     options.any_whitespace = options_.any_whitespace;
     options.strict_mode = true;
     options.lenient = false;
+    options.any_order = any_order;
     if (max_whitespace) options.max_whitespace = static_cast<int>(*max_whitespace);
     std::string name = Embed(JsonSchemaToEbnf(text, options).ebnf, "json");
     json_rules_.emplace(std::move(key), name);
@@ -588,7 +593,7 @@ class Lowering {
   const SpecialTokenText* specials_;
   std::vector<std::string> rules_;
   int counter_ = 0;
-  std::map<std::pair<std::string, int64_t>, std::string> json_rules_;
+  std::map<std::tuple<std::string, int64_t, bool>, std::string> json_rules_;
 };
 
 }  // namespace

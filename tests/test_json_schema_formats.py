@@ -1,0 +1,287 @@
+"""String formats (duration, uri-reference, uri-template, json-pointer, relative-json-pointer,
+and, in lenient mode, the regex subset) with the real engine and the llama3.1 tokenizer.
+
+Each format is checked three ways: the JSON-Schema-Test-Suite's optional/format cases (valid
+strings accepted token by token, invalid ones rejected), random walks over the token mask
+whose outputs must pass jsonschema's FormatChecker, and the format intersected with pattern
+and min/maxLength. The checker needs the packages of pyproject's `test` extra (isoduration,
+uri-template, rfc3986-validator, jsonpointer); without one, the walks of that format skip.
+
+Where the checker itself is wrong the walk uses an oracle written from the specification:
+relative-json-pointer's checker rejects any number with an inner zero ("100", "20/a") that
+the draft allows, so those walks check the draft's grammar with a regex and the pointer part
+with jsonpointer.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import warnings
+from typing import Any, Callable, Optional
+
+import numpy as np
+import pytest
+
+import xg2_plugin as xg
+from xg2_plugin import _native
+from xg2_test_support import (allowed_tokens, check_tokens_accepted, encode_continuation, hf_compiler,
+                              require_data, string_accepted)
+
+jsonschema = pytest.importorskip("jsonschema")
+
+TOKENIZER = "llama3.1"
+NEW_FORMATS = ["duration", "uri-reference", "uri-template", "json-pointer", "relative-json-pointer", "regex"]
+CHECKER = jsonschema.Draft202012Validator.FORMAT_CHECKER
+
+
+def compile_schema(schema: dict) -> xg.CompiledGrammar:
+    """Compiles `schema`; format regex only leniently (its grammar is a sound subset, see
+    test_regex_is_the_policy_error_unless_lenient)."""
+    if schema.get("format") == "regex":
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            return hf_compiler(TOKENIZER).compile_json_schema(json.dumps(schema), lenient=True)
+    return hf_compiler(TOKENIZER).compile_json_schema(json.dumps(schema))
+
+
+def suite_strings(format_name: str) -> list:
+    path = require_data(f"json_schema_test_suite/tests/draft2020-12/optional/format/{format_name}.json")
+    cases = []
+    for group in json.loads(path.read_text()):
+        for test in group["tests"]:
+            if isinstance(test["data"], str):
+                cases.append((test["data"], test["valid"], test["description"]))
+    return cases
+
+
+@pytest.mark.parametrize("format_name", NEW_FORMATS)
+def test_suite_cases_token_by_token(format_name: str) -> None:
+    grammar = compile_schema({"type": "string", "format": format_name})
+    cases = suite_strings(format_name)
+    assert cases
+    for data, valid, description in cases:
+        text = json.dumps(data, ensure_ascii=False)
+        if valid:
+            check_tokens_accepted(grammar, encode_continuation(TOKENIZER, text))
+        else:
+            assert not string_accepted(grammar, text), f"{format_name}: accepted invalid {data!r} ({description})"
+
+
+def _relative_json_pointer_by_the_draft(value: str) -> bool:
+    import jsonpointer
+
+    found = re.fullmatch(r"(0|[1-9][0-9]*)(.*)", value, re.DOTALL)
+    if not found:
+        return False
+    rest = found.group(2)
+    if rest == "#":
+        return True
+    try:
+        jsonpointer.JsonPointer(rest)
+    except jsonpointer.JsonPointerException:
+        return False
+    return True
+
+
+def _regex_compiles(value: str) -> bool:
+    try:
+        re.compile(value)
+    except re.error:
+        return False
+    # The ECMA-262 side: the engine's own regex frontend follows ECMAScript syntax, so it
+    # must read the pattern too, unless it refuses a construct it cannot make regular
+    # (anchors inside the pattern), which is a limit of that frontend and not a syntax error.
+    try:
+        _native._regex_to_ebnf(value)
+    except _native.RegexError as error:
+        return "only supported" in str(error)
+    return True
+
+
+def oracle(format_name: str) -> Callable[[str], bool]:
+    packages = {"duration": "isoduration", "uri-template": "uri_template", "uri-reference": "rfc3986_validator",
+                "json-pointer": "jsonpointer", "relative-json-pointer": "jsonpointer"}
+    if format_name in packages:
+        pytest.importorskip(packages[format_name])
+    if format_name == "relative-json-pointer":
+        return _relative_json_pointer_by_the_draft
+    if format_name == "regex":
+        return _regex_compiles
+    return lambda value: CHECKER.conforms(value, format_name)
+
+
+def walk(grammar: xg.CompiledGrammar, rng: random.Random, max_tokens: int) -> Optional[str]:
+    """One random walk: tokens drawn uniformly from the mask, but one time in four from the
+    mask's tokens that contain a quote and about one in three from its one-byte tokens, so
+    that strings end within `max_tokens` and syntax characters are drawn often."""
+    info = grammar.tokenizer_info
+    vocab = info.decoded_vocab
+    bitmask = np.full(xg.get_bitmask_shape(1, info.vocab_size), -1, dtype=np.int32)
+    matcher = xg.GrammarMatcher(grammar)
+    stops = np.array(matcher.stop_token_ids)
+    out = bytearray()
+    for _ in range(max_tokens):
+        allowed = np.flatnonzero(allowed_tokens(matcher, bitmask, info.vocab_size))
+        assert len(allowed) > 0, "empty mask before termination"
+        allowed_stops = allowed[np.isin(allowed, stops)]
+        if len(allowed_stops):  # the string is complete: stop here
+            assert matcher.accept_token(int(allowed_stops[0]))
+            return out.decode("utf-8")
+        pool = allowed
+        draw = rng.random()
+        if draw < 0.25:
+            closing = [t for t in allowed if b'"' in vocab[t]]
+            pool = np.array(closing) if closing else allowed
+        elif draw < 0.6:
+            single = [t for t in allowed if len(vocab[t]) == 1]
+            pool = np.array(single) if single else allowed
+        token = int(pool[rng.randrange(len(pool))])
+        assert matcher.accept_token(token), f"token {token} in the mask but rejected"
+        out += vocab[token]
+    return None
+
+
+@pytest.mark.parametrize("format_name", NEW_FORMATS)
+def test_random_walks_are_valid(format_name: str) -> None:
+    is_valid = oracle(format_name)
+    grammar = compile_schema({"type": "string", "format": format_name})
+    rng = random.Random(7)
+    finished = 0
+    for _ in range(30):
+        text = walk(grammar, rng, 32)
+        if text is None:
+            continue
+        finished += 1
+        value = json.loads(text)
+        assert isinstance(value, str)
+        assert is_valid(value), f"{format_name}: the grammar produced {text}"
+    assert finished >= 10
+
+
+# (schema, accepted values, rejected values) beyond the suite.
+CASES: dict = {
+    "duration": ({"format": "duration"},
+                 ["P1Y", "P1Y2M3DT4H5M6S", "PT0S", "P3W", "P12M31D", "PT100H"],
+                 ["P1.5D", "P1Y2D", "PT1H2S", "P1W2D", "P", "PT", "p1d", "P1DT"]),
+    "json_pointer_escapes": ({"format": "json-pointer"},
+                             ["", "/", "/a~0b~1c", "/\"q\"/\\\\/\n", "/é/😀"],
+                             ["a", "/~", "/~2", "#/a"]),
+    "relative_json_pointer": ({"format": "relative-json-pointer"}, ["0", "1#", "10/a", "100/~0"],
+                              ["00", "-1", "1/~", "#", "1##"]),
+    "uri_template_levels": ({"format": "uri-template"},
+                            ["{var}", "{+path}/here", "x{?a,b*,c:3}", "{.dom*}", "%20{;x}"],
+                            ["{", "}", "{=x}", "{a:0}", "{a:10000}", "%2", "{a b}"]),
+    "uri_reference_relative": ({"format": "uri-reference"},
+                               ["", "a/b:c", "../x?y#z", "//host:80/p", "#", "http://[v1.a:b]/", "//[::1]"],
+                               ["a:b c", ":x", "/%g0", "http://a/b\\c", "//[1::2::3]"]),
+    "regex_subset": ({"format": "regex"},
+                     ["", "a|b", "^[a-z0-9_]+$", "(?:ab)*?c{2,5}", "\\d+\\.\\d*", "[^\\]x]", "\\bword\\b", "(a)(b|)"],
+                     ["(", "a)", "[a", "*a", "a**", "^*", "a{3,2}"]),
+    "duration_with_max_length": ({"format": "duration", "maxLength": 4}, ["P1D", "PT1S", "P12Y"],
+                                 ["P1Y2M", "PT10S"]),
+    "json_pointer_with_pattern": ({"format": "json-pointer", "pattern": "^/items/"}, ["/items/", "/items/0/a"],
+                                  ["/item", "/items", "items/0"]),
+    "uri_reference_with_lengths": ({"format": "uri-reference", "minLength": 2, "maxLength": 6},
+                                   ["a/b", "#frag", "//h"], ["a", "", "abcdefg", "a b"]),
+}
+
+
+def _checker_agrees(format_name: str, value: Any) -> Optional[bool]:
+    """The FormatChecker's verdict where it is a real check (its package is installed)."""
+    if format_name not in CHECKER.checkers:
+        return None
+    return CHECKER.conforms(value, format_name)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_cases(name: str) -> None:
+    schema, accepted, rejected = CASES[name]
+    schema = {"type": "string", **schema}
+    grammar = compile_schema(schema)
+    validator = jsonschema.Draft202012Validator(schema, format_checker=CHECKER)
+    for value in accepted:
+        if schema["format"] not in ("relative-json-pointer",) and _checker_agrees(schema["format"], value) is not None:
+            assert validator.is_valid(value), f"table error: {value!r}"
+        check_tokens_accepted(grammar, encode_continuation(TOKENIZER, json.dumps(value, ensure_ascii=False)))
+    for value in rejected:
+        assert not string_accepted(grammar, json.dumps(value, ensure_ascii=False)), f"{name}: accepted {value!r}"
+
+
+@pytest.mark.parametrize("format_name", ["hostname", "idn-hostname", "iri", "idn-email"])
+def test_formats_without_an_exact_grammar_are_the_policy_error(format_name: str) -> None:
+    # hostname: IDNA A-labels ("xn--...") are valid only when their punycode decodes to a
+    # valid U-label, which no grammar can check; the others need Unicode tables (IDNA 2008).
+    with pytest.raises(_native.UnsupportedSchemaError, match=format_name):
+        compile_schema({"type": "string", "format": format_name})
+
+
+# Lengths next to a pattern or format (regular_language.h LengthImplied / LengthBoundedFragment).
+
+def test_large_max_length_after_a_plain_loop_is_a_counted_repetition() -> None:
+    schema = {"type": "string", "maxLength": 32767,
+              "pattern": "^data:image/(jpg|jpeg|png|svg\\+xml);base64,[0-9a-zA-Z+/=]*$"}
+    grammar = compile_schema(schema)
+    check_tokens_accepted(grammar, encode_continuation(TOKENIZER, json.dumps("data:image/png;base64,iVBORw0K=")))
+    for prefix in ("data:image/png;base64,", "data:image/svg+xml;base64,"):
+        longest = prefix + "A" * (32767 - len(prefix))
+        assert string_accepted(grammar, json.dumps(longest))
+        assert not string_accepted(grammar, json.dumps(longest + "A"))
+    assert not string_accepted(grammar, json.dumps("data:image/gif;base64,AA"))
+    assert not string_accepted(grammar, json.dumps("data:image/png;base64,A-A"))
+
+
+def test_pattern_matching_every_string_leaves_only_the_length() -> None:
+    grammar = compile_schema({"type": "string", "maxLength": 4096, "pattern": "([0-9a-zA-Z]+)?"})
+    assert string_accepted(grammar, json.dumps("é\"\n" * 1365))
+    assert not string_accepted(grammar, json.dumps("x" * 4097))
+    check_tokens_accepted(grammar, encode_continuation(TOKENIZER, json.dumps("any text at all!")))
+
+
+@pytest.mark.parametrize("schema,accepted,rejected", [
+    ({"format": "date-time", "minLength": 1}, ["2024-01-01T00:00:00Z"], ["", "2024-01-01"]),
+    ({"pattern": "^(?:\\S+\\s+){0,99}\\S+$", "minLength": 1}, ["a b c", "x"], ["", " a", "a "]),
+    ({"format": "uuid", "maxLength": 36, "minLength": 36}, ["123e4567-e89b-12d3-a456-426614174000"], ["x"]),
+])
+def test_implied_lengths_are_dropped(schema: dict, accepted: list, rejected: list) -> None:
+    grammar = compile_schema({"type": "string", **schema})
+    for value in accepted:
+        check_tokens_accepted(grammar, encode_continuation(TOKENIZER, json.dumps(value)))
+    for value in rejected:
+        assert not string_accepted(grammar, json.dumps(value))
+
+
+# The shortest strings of each format (string_formats.cc StringFormatMinLength), and that
+# nothing shorter exists where the format's automaton can be built (time and date-time have
+# the leap-second table, too large for it).
+SHORTEST = {"date": "0001-01-01", "time": "00:00:00Z", "date-time": "0001-01-01T00:00:00Z", "ipv4": "0.0.0.0",
+            "ipv6": "::", "uuid": "00000000-0000-0000-0000-000000000000", "email": "a@b.c", "uri": "a:",
+            "duration": "P0D", "relative-json-pointer": "0"}
+
+
+@pytest.mark.parametrize("format_name", sorted(SHORTEST))
+def test_format_minimum_lengths(format_name: str) -> None:
+    shortest = SHORTEST[format_name]
+    grammar = compile_schema({"type": "string", "format": format_name, "minLength": len(shortest)})
+    assert string_accepted(grammar, json.dumps(shortest))
+    if format_name in ("time", "date-time"):
+        return
+    shorter = compile_schema({"anyOf": [{"type": "string", "format": format_name, "maxLength": len(shortest) - 1},
+                                        {"type": "null"}]})
+    assert string_accepted(shorter, "null")
+    rng = random.Random(3)
+    for _ in range(5):
+        assert walk(shorter, rng, 8) == "null"
+
+
+def test_regex_is_the_policy_error_unless_lenient() -> None:
+    # ECMA-262 and Python's re disagree ("[]", "(?<n>x)" are ECMA only), so no grammar is
+    # exact for both the suite and jsonschema's checker: strict mode refuses the format and
+    # lenient mode keeps the subset that both compile, with a warning.
+    schema = {"type": "string", "format": "regex", "title": "lenient regex check"}
+    with pytest.raises(_native.UnsupportedSchemaError, match="regex"):
+        hf_compiler(TOKENIZER).compile_json_schema(json.dumps(schema))
+    with pytest.warns(UserWarning, match="subset"):
+        grammar = hf_compiler(TOKENIZER).compile_json_schema(json.dumps(schema), lenient=True)
+    assert string_accepted(grammar, json.dumps("^a+$")) and not string_accepted(grammar, json.dumps("(?<n>x)"))
