@@ -38,6 +38,11 @@ constexpr long long kMaxRepetitionBound = 100000;
 // multipleOf divisors scaled to an integer (0.05 -> 5) above this are refused: the
 // remainder automaton has about divisor x (fraction digits + 2) states.
 constexpr long long kMaxMultipleOfDivisor = 1000;
+// uniqueItems is enforced over listed item domains up to this many values (one rule per
+// subset of used values: at most 2^8 = 256 rules).
+constexpr size_t kMaxUniqueDomain = 8;
+// contains: at most this many (matches, items) counter rules.
+constexpr double kMaxContainsStates = 2000;
 
 // Whitespace and separators between JSON tokens, as the options say.
 class Layout {
@@ -116,10 +121,23 @@ class SchemaConverter {
   std::optional<Decimal> MultipleOf(const Node& node);
   Fragment NumberIntersection(const Node& node, const std::vector<Fragment>& parts, const std::string& hint);
   Fragment StringValue(const Node& node);
+  bool UniqueItemsTrivial(const Node& node);
+  std::optional<std::vector<JsonValue>> UniqueItemDomain(const Node& node);
+  Fragment UniqueArrayValue(const Node& node, int depth);
+  std::string ContainsRefusal(const Node& node);
+  Fragment ContainsArrayValue(const Node& node, int depth);
   Fragment ConstValue(const JsonValue& value, int depth);
   void CheckKeywords(const Node& node);
   bool HasDependencies(const Node& node) const;
   std::optional<JsonValue> WithoutNot(const Node& node, const JsonValue& negated);
+  std::optional<JsonValue> Complement(const JsonValue& schema, const std::string& pointer, bool declares,
+                                      int budget);
+  bool NotReadByGenerators(const Node& node);
+  // if / then / else as anyOf [allOf [if, then], allOf [complement of if, else]]; nullopt
+  // when the complement of `if` is not a schema (the policy error).
+  std::optional<JsonValue> WithoutConditional(const Node& node);
+  // The string spellings `excluded` rules out (StringValue), or nullopt.
+  std::optional<std::vector<std::string>> ExcludedStrings(const Node& node);
   const JsonValue& WithoutDependencies(const Node& node);
 
   // --- schema_merge.cc: allOf, $ref with siblings, applicators next to other keywords ---
@@ -131,6 +149,9 @@ class SchemaConverter {
                            std::vector<JsonValue::Member>* out);
   const JsonValue& Dereferenced(const JsonValue& schema, const std::string& pointer);
   bool Disjoint(const JsonValue& a, const JsonValue& b, const std::string& pointer, int budget);
+  // `generated`: `a` stands for the values the grammar generates for it (strict mode).
+  bool Excludes(const JsonValue& a, const JsonValue& b, const std::string& pointer, int budget, bool generated);
+  std::optional<JsonValue> FlatBranch(const JsonValue& schema, const std::string& pointer, bool* exact);
   Fragment OneOf(const Node& node, int depth);
   void MergeArrayKeywords(const JsonValue& a, const JsonValue& b, std::vector<JsonValue::Member>* out);
 
