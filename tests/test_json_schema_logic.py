@@ -20,7 +20,7 @@ import pytest
 import xg2_plugin as xg
 from xg2_plugin import _native
 from xg2_plugin.testing import ebnf_accepts
-from xg2_test_support import check_tokens_accepted, encode_continuation, hf_compiler, string_accepted
+from xg2_test_support import allowed_tokens, check_tokens_accepted, encode_continuation, hf_compiler, string_accepted
 
 Unsupported = _native.UnsupportedSchemaError
 
@@ -251,7 +251,8 @@ def test_overlapping_one_of_stays_the_policy_error(schema):
 ENGINE_CASES = [
     (IF_CASES["enum_then_else"], [{"kind": "a", "x": 1}, {"kind": "c", "x": "s"}, {}],
      [{"kind": "a", "x": "s"}, {"kind": "c", "x": 1}]),
-    (CONTAINS_CASES["min_max_contains"], [[1, "a"], [2, 1, 3, "a", 1]], [[1], [1, 1, 1, 1], []]),
+    ({**CONTAINS_CASES["min_max_contains"], "items": {"enum": [1, 2, "a", "b"]}}, [[1, "a"], [2, 1, "b", "a", 1]],
+     [[1], [1, 1, 1, 1], [], [1, 1, 3]]),
     (UNIQUE_CASES["enum"], [[], [1, "a", None], ["a"]], [[1, 1], [None, "a", None]]),
     (DISJOINT_ONE_OF["discriminator_not_required_in_other"], [{"kind": "a", "x": 3}, {"kind": "b", "y": "s"}],
      [{"kind": "b"}, {"kind": "c"}]),
@@ -272,17 +273,40 @@ def test_engine_tokens_and_random_walks(case):
     for value in invalid:
         assert not is_valid(schema, value)
         assert not string_accepted(grammar, json.dumps(value))
-    from xg2_corpus import random_walk
-
     info = grammar.tokenizer_info
+    vocab = info.decoded_vocab
     bitmask = np.full(xg.get_bitmask_shape(1, info.vocab_size), -1, dtype=np.int32)
     rng = random.Random(case)
     finished = 0
-    for _ in range(12):
-        out = random_walk(grammar, rng, bitmask, 120)
-        if out is None:
-            continue
-        finished += 1
-        value = json.loads(out.decode("utf-8"))
-        assert is_valid(schema, value), out
+    for _ in range(3):
+        matcher = xg.GrammarMatcher(grammar)
+        stops = set(matcher.stop_token_ids)
+        out = bytearray()
+        for _ in range(80):
+            allowed = np.flatnonzero(allowed_tokens(matcher, bitmask, info.vocab_size))
+            assert len(allowed) > 0, "empty mask before termination"
+            allowed_stops = [t for t in stops if t in set(allowed.tolist())] if len(allowed) < 64 else \
+                [t for t in stops if allowed_tokens_has(allowed, t)]
+            if allowed_stops and rng.random() < 0.7:
+                assert matcher.accept_token(allowed_stops[0])
+                value = json.loads(out.decode("utf-8"))
+                assert is_valid(schema, value), out
+                finished += 1
+                break
+            # Half of the steps take a one-byte token so that strings end.
+            text = [t for t in allowed.tolist() if t not in stops] if len(allowed) < 4096 else None
+            token = int(rng.choice(text)) if text else int(allowed[rng.randrange(len(allowed))])
+            if token in stops:
+                continue
+            if rng.random() < 0.5:
+                short = [t for t in (text or []) if len(vocab[t]) == 1]
+                if short:
+                    token = rng.choice(short)
+            assert matcher.accept_token(token), f"token {token} in mask but rejected"
+            out += vocab[token]
     assert finished > 0
+
+
+def allowed_tokens_has(allowed, token):
+    index = np.searchsorted(allowed, token)
+    return index < len(allowed) and allowed[index] == token

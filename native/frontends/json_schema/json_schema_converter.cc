@@ -592,9 +592,6 @@ std::optional<JsonValue> SchemaConverter::WithoutNot(const Node& node, const Jso
   return JsonValue::Object(std::move(members));
 }
 
-namespace {
-
-// The values of a const / enum-only schema (annotations aside), else nullopt.
 std::optional<std::vector<JsonValue>> ListedValuesOnly(const JsonValue& schema) {
   if (!schema.is_object()) return std::nullopt;
   std::optional<std::vector<JsonValue>> values;
@@ -615,6 +612,8 @@ std::optional<std::vector<JsonValue>> ListedValuesOnly(const JsonValue& schema) 
   }
   return values;
 }
+
+namespace {
 
 JsonValue TypeSchema(const char* type) { return JsonValue::Object({{"type", JsonValue::String(type)}}); }
 

@@ -222,6 +222,8 @@ bool IsPassiveKeyword(const std::string& keyword);
 bool IsUnknownFormat(const std::string& format);
 // One JSON string character (an escape counts as one character).
 Fragment JsonCharFragment();
+// The values of a const / enum-only schema (annotations aside), else nullopt.
+std::optional<std::vector<JsonValue>> ListedValuesOnly(const JsonValue& schema);
 // The pointer as shown in messages ("/" for the root).
 std::string ShowPointer(const std::string& pointer);
 

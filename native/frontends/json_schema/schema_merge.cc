@@ -138,8 +138,25 @@ void SchemaConverter::CollectParts(const JsonValue& schema, const std::string& p
   const JsonValue* ref = schema.Find("$ref");
   bool ref_only = ref != nullptr && legacy_ref_;  // draft 7: siblings of $ref are ignored
   Members own;
+  // if / then / else act within their own schema object: a decidable condition becomes an
+  // alternative group of its own; `then` / `else` without `if` (and `if` alone) do nothing.
+  bool has_if = schema.Find("if") != nullptr && !ref_only && !IsIgnored(node, "if");
+  bool conditional = has_if && (schema.Find("then") != nullptr || schema.Find("else") != nullptr);
+  if (conditional) {
+    if (std::optional<JsonValue> rewritten = WithoutConditional(node)) {
+      const JsonValue& groups = *rewritten->Find("allOf");
+      state->alternatives.push_back({groups.array_items().back(), ChildPointer(pointer, "if")});
+    } else {
+      conditional = false;  // left in place: the policy error names 'if'
+    }
+  }
   for (const auto& [keyword, value] : schema.object_members()) {
     if (ref_only || IsApplicator(keyword) || IsPassiveKeyword(keyword) || IsIgnored(node, keyword)) continue;
+    bool conditional_keyword = keyword == "if" || keyword == "then" || keyword == "else";
+    if (conditional_keyword && (conditional || !has_if || (schema.Find("then") == nullptr && schema.Find("else") == nullptr))) {
+      continue;
+    }
+    if ((keyword == "minContains" || keyword == "maxContains") && schema.Find("contains") == nullptr) continue;
     own.emplace_back(keyword, value);
   }
   NormalizeExclusiveBounds(&own);
@@ -266,7 +283,16 @@ JsonValue SchemaConverter::MergeObjects(const JsonValue& a, const JsonValue& b, 
         continue;
       }
     } else if (keyword == "not") {
-      merged = JsonValue::Object({{"anyOf", JsonValue::Array({*mine, value})}});
+      std::optional<std::vector<JsonValue>> x = ListedValuesOnly(*mine), y = ListedValuesOnly(value);
+      if (x && y) {
+        // Two excluded lists: one list (keeps the form the generators read).
+        for (const JsonValue& v : *y) {
+          if (std::none_of(x->begin(), x->end(), [&](const JsonValue& u) { return JsonEquals(u, v); })) x->push_back(v);
+        }
+        merged = JsonValue::Object({{"enum", JsonValue::Array(std::move(*x))}});
+      } else {
+        merged = JsonValue::Object({{"anyOf", JsonValue::Array({*mine, value})}});
+      }
     } else if (keyword == "propertyNames" || keyword == "contains" || keyword == "if" ||
                keyword == "then" || keyword == "else") {
       if (keyword == "propertyNames") {
