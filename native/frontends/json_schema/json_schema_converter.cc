@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <map>
 #include <set>
 #include <unordered_map>
 
@@ -61,7 +63,7 @@ std::string TypeOfKeyword(const std::string& keyword) {
       {"minProperties", "object"}, {"maxProperties", "object"},
       {"patternProperties", "object"}, {"propertyNames", "object"}, {"items", "array"}, {"prefixItems", "array"},
       {"additionalItems", "array"}, {"minItems", "array"}, {"maxItems", "array"},
-      {"uniqueItems", "array"}, {"minContains", "array"}, {"maxContains", "array"},
+      {"uniqueItems", "array"}, {"contains", "array"}, {"minContains", "array"}, {"maxContains", "array"},
       {"pattern", "string"}, {"minLength", "string"}, {"maxLength", "string"},
       {"format", "string"}, {"minimum", "number"}, {"maximum", "number"},
       {"exclusiveMinimum", "number"}, {"exclusiveMaximum", "number"}, {"multipleOf", "number"},
@@ -105,6 +107,67 @@ Fragment NumberMagnitude() {
                           Seq({Fragment::Atom("[1-9]"), Repeat(Fragment::Atom("[0-9]"), 0, -1)})});
   return Seq({natural, Optional(Seq({Fragment::Literal("."), digits})),
               Optional(Seq({Fragment::Atom("[eE]"), Optional(Fragment::Atom("[+\\-]")), digits}))});
+}
+
+
+std::string EncodeUtf8(uint32_t cp) {
+  std::string out;
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+  return out;
+}
+
+// "\u" and four hex digits (either case) for one UTF-16 code unit.
+Fragment UnicodeEscape(uint32_t unit) {
+  std::vector<Fragment> parts = {Fragment::Literal("\\u")};
+  for (int shift = 12; shift >= 0; shift -= 4) {
+    uint32_t digit = (unit >> shift) & 0xF;
+    const char* lower = "0123456789abcdef";
+    const char* upper = "0123456789ABCDEF";
+    std::string cls = "[";
+    cls += lower[digit];
+    if (digit >= 10) cls += upper[digit];
+    parts.push_back(Fragment::Atom(cls + "]"));
+  }
+  return Seq(parts);
+}
+
+// Every JSON spelling of the string bodies of `texts` (raw characters, short escapes and
+// \u escapes of any character), as one regular expression.
+Fragment StringSpellings(const std::vector<std::string>& texts) {
+  std::vector<Fragment> alternatives;
+  for (const std::string& text : texts) {
+    std::vector<Fragment> characters;
+    for (char32_t cp : DecodeUtf8ToU32(text)) {
+      std::vector<Fragment> ways;
+      if (cp >= 0x20 && cp != U'"' && cp != U'\\') ways.push_back(Fragment::Literal(EncodeUtf8(cp)));
+      static const std::map<char32_t, const char*> kShort = {{U'"', "\\\""}, {U'\\', "\\\\"}, {U'/', "\\/"},
+          {U'\b', "\\b"}, {U'\f', "\\f"}, {U'\n', "\\n"}, {U'\r', "\\r"}, {U'\t', "\\t"}};
+      if (auto found = kShort.find(cp); found != kShort.end()) ways.push_back(Fragment::Literal(found->second));
+      if (cp < 0x10000) {
+        ways.push_back(UnicodeEscape(cp));
+      } else {
+        uint32_t v = cp - 0x10000;
+        ways.push_back(Seq({UnicodeEscape(0xD800 + (v >> 10)), UnicodeEscape(0xDC00 + (v & 0x3FF))}));
+      }
+      characters.push_back(Alt(ways));
+    }
+    alternatives.push_back(characters.empty() ? Fragment::Epsilon() : Seq(characters));
+  }
+  return Alt(alternatives);
 }
 
 }  // namespace
@@ -421,9 +484,25 @@ void SchemaConverter::CheckKeywords(const Node& node) {
     // Keywords that are no-ops in some of their forms.
     if (keyword == "uniqueItems") {
       if (!value.is_bool()) Invalid("keyword 'uniqueItems' at " + ShowPointer(node.pointer) + " must be a boolean");
-      unsupported = value.bool_value();
+      bool listed = schema.Find("enum") != nullptr || schema.Find("const") != nullptr;  // EnumValueAllowed
+      unsupported = value.bool_value() && !listed && !UniqueItemsTrivial(node) && !UniqueItemDomain(node);
+      if (unsupported) {
+        Unsupported("unsupported keyword 'uniqueItems' at " + ShowPointer(node.pointer) +
+                    ": the items are not a listed domain of at most " + std::to_string(kMaxUniqueDomain) +
+                    " values (enum, const, boolean, null)");
+        ignored_keywords_.insert({node.pointer, keyword});
+        continue;
+      }
+    } else if (keyword == "contains") {
+      std::string why = ContainsRefusal(node);
+      if (!why.empty()) {
+        Unsupported("unsupported keyword 'contains' at " + ShowPointer(node.pointer) + ": " + why);
+        ignored_keywords_.insert({node.pointer, keyword});
+      }
+      continue;
     } else if (keyword == "not") {
-      unsupported = true;  // the forms with a complement were rewritten before this point
+      // The forms with a complement were rewritten before this point.
+      unsupported = !NotReadByGenerators(node);
     } else if (keyword == "allOf") {
       unsupported = false;  // merged before this point
     } else if (keyword == "if") {
@@ -448,10 +527,22 @@ void SchemaConverter::CheckKeywords(const Node& node) {
 Fragment SchemaConverter::SchemaObject(const Node& node, int depth) {
   const JsonValue& schema = node.schema;
   if (schema.Find("$ref") != nullptr && legacy_ref_) return Reference(node, depth);
+  // An empty type list (left by merges) accepts nothing; rewrites below need not run.
+  if (const JsonValue* type = schema.Find("type");
+      type != nullptr && type->is_array() && type->array_items().empty() && !IsIgnored(node, "type")) {
+    return Fragment::Never();
+  }
   if (const JsonValue* negated = schema.Find("not"); negated != nullptr && !IsIgnored(node, "not")) {
     std::optional<JsonValue> rewritten = WithoutNot(node, *negated);
     if (rewritten) {
       if (rewritten->is_bool()) return rewritten->bool_value() ? AnyValue(depth) : Fragment::Never();
+      synthetic_.push_back(std::move(*rewritten));
+      return Schema(synthetic_.back(), node.pointer, depth);
+    }
+  }
+  if (const JsonValue* condition = schema.Find("if"); condition != nullptr && !IsIgnored(node, "if") &&
+      (schema.Find("then") != nullptr || schema.Find("else") != nullptr)) {
+    if (std::optional<JsonValue> rewritten = WithoutConditional(node)) {
       synthetic_.push_back(std::move(*rewritten));
       return Schema(synthetic_.back(), node.pointer, depth);
     }
@@ -475,88 +566,17 @@ Fragment SchemaConverter::SchemaObject(const Node& node, int depth) {
   return TypedValue(node, depth);
 }
 
-// `not` in the forms whose complement is a schema again: an always-true schema (nothing
-// validates), `false` (no-op), `required` names (some of them absent), anyOf / allOf of
-// those, and type names (the other types). The result replaces the node: the schema
-// without `not`, with the complement added to its allOf; nullopt leaves `not` to the
-// policy error.
+// `not` where the complement of the negated schema is a schema again (Complement). The
+// result replaces the node: the schema without `not`, with the complement added to its
+// allOf; nullopt leaves `not` to the policy error, or to the generators that read it
+// directly (a string type excluding listed strings, an enum filtered by the exclusion).
 std::optional<JsonValue> SchemaConverter::WithoutNot(const Node& node, const JsonValue& negated) {
+  if (NotReadByGenerators(node)) return std::nullopt;
   bool declares = node.schema.Find("properties") != nullptr || node.schema.Find("patternProperties") != nullptr ||
                   node.schema.Find("additionalProperties") != nullptr;
-  auto absent = [&](const JsonValue& name) {
-    std::vector<JsonValue::Member> members = {{"properties", JsonValue::Object({{name.string_value(), JsonValue::Bool(false)}})}};
-    if (!declares) members.emplace_back("additionalProperties", JsonValue::Bool(true));
-    return JsonValue::Object(std::move(members));
-  };
-  auto only = [](const JsonValue& schema, const char* keyword) {
-    if (!schema.is_object() || schema.Find(keyword) == nullptr) return false;
-    for (const auto& member : schema.object_members()) {
-      if (member.first != keyword && !IsPassiveKeyword(member.first)) return false;
-    }
-    return true;
-  };
-  auto required_names = [&](const JsonValue& schema, std::vector<JsonValue>* names) {
-    if (!only(schema, "required") || !schema.Find("required")->is_array()) return false;
-    for (const JsonValue& name : schema.Find("required")->array_items()) {
-      if (!name.is_string()) return false;
-      names->push_back(name);
-    }
-    return true;
-  };
-  // The complement of "all of `names` present": an object with one of them absent
-  // (`required` holds for every non-object, so its complement has no non-objects).
-  auto some_absent = [&](const std::vector<JsonValue>& names) -> std::optional<JsonValue> {
-    if (names.empty()) return std::nullopt;  // nothing can be absent: caller yields never
-    std::vector<JsonValue> branches;
-    for (const JsonValue& name : names) branches.push_back(absent(name));
-    return JsonValue::Object({{"type", JsonValue::String("object")}, {"anyOf", JsonValue::Array(std::move(branches))}});
-  };
-  std::optional<JsonValue> complement;
-  bool always_true = negated.is_bool() ? negated.bool_value() : negated.is_object();
-  if (negated.is_object()) {
-    for (const auto& member : negated.object_members()) always_true = always_true && IsPassiveKeyword(member.first);
-  }
-  std::vector<JsonValue> names;
-  if (always_true) return JsonValue::Bool(false);
-  if (negated.is_bool()) {
-    complement = JsonValue::Bool(true);
-  } else if (required_names(negated, &names)) {
-    complement = some_absent(names);
-    if (!complement) return JsonValue::Bool(false);
-  } else if (only(negated, "allOf") && negated.Find("allOf")->is_array()) {
-    for (const JsonValue& item : negated.Find("allOf")->array_items()) {
-      if (!required_names(item, &names)) return std::nullopt;
-    }
-    complement = some_absent(names);
-    if (!complement) return JsonValue::Bool(false);
-  } else if (only(negated, "anyOf") && negated.Find("anyOf")->is_array()) {
-    std::vector<JsonValue> conjuncts;
-    for (const JsonValue& item : negated.Find("anyOf")->array_items()) {
-      std::vector<JsonValue> item_names;
-      if (!required_names(item, &item_names)) return std::nullopt;
-      std::optional<JsonValue> item_complement = some_absent(item_names);
-      if (!item_complement) return JsonValue::Bool(false);
-      conjuncts.push_back(*item_complement);
-    }
-    complement = JsonValue::Object({{"allOf", JsonValue::Array(std::move(conjuncts))}});
-  } else if (only(negated, "type")) {
-    const JsonValue& type = *negated.Find("type");
-    std::set<std::string> excluded;
-    for (const JsonValue& name : type.is_array() ? type.array_items() : std::vector<JsonValue>{type}) {
-      if (!name.is_string() || !IsTypeName(name.string_value())) return std::nullopt;
-      excluded.insert(name.string_value());
-    }
-    // "integer" alone excludes integral numbers only, which no type name says.
-    if (excluded.count("integer") > 0 && excluded.count("number") == 0) return std::nullopt;
-    std::vector<JsonValue> kept;
-    for (const char* name : kAllTypes) {
-      if (excluded.count(name) == 0) kept.push_back(JsonValue::String(name));
-    }
-    if (kept.empty()) return JsonValue::Bool(false);
-    complement = JsonValue::Object({{"type", JsonValue::Array(std::move(kept))}});
-  } else {
-    return std::nullopt;
-  }
+  std::optional<JsonValue> complement = Complement(negated, node.pointer, declares, 8);
+  if (!complement) return std::nullopt;
+  if (complement->is_bool() && !complement->bool_value()) return JsonValue::Bool(false);
   std::vector<JsonValue::Member> members;
   std::vector<JsonValue> conjuncts;
   for (const auto& [keyword, value] : node.schema.object_members()) {
@@ -568,6 +588,251 @@ std::optional<JsonValue> SchemaConverter::WithoutNot(const Node& node, const Jso
     members.emplace_back(keyword, value);
   }
   conjuncts.push_back(*complement);
+  members.emplace_back("allOf", JsonValue::Array(std::move(conjuncts)));
+  return JsonValue::Object(std::move(members));
+}
+
+std::optional<std::vector<JsonValue>> ListedValuesOnly(const JsonValue& schema) {
+  if (!schema.is_object()) return std::nullopt;
+  std::optional<std::vector<JsonValue>> values;
+  for (const auto& [keyword, value] : schema.object_members()) {
+    if (keyword == "const") {
+      values = std::vector<JsonValue>{value};
+    } else if (keyword == "enum" && value.is_array()) {
+      if (!values) values = value.array_items();
+    } else if (!IsPassiveKeyword(keyword)) {
+      return std::nullopt;
+    }
+  }
+  if (values && schema.Find("const") != nullptr && schema.Find("enum") != nullptr) {
+    const JsonValue& constant = *schema.Find("const");
+    bool listed = false;
+    for (const JsonValue& v : schema.Find("enum")->array_items()) listed = listed || JsonEquals(v, constant);
+    if (!listed) values = std::vector<JsonValue>{};
+  }
+  return values;
+}
+
+namespace {
+
+JsonValue TypeSchema(const char* type) { return JsonValue::Object({{"type", JsonValue::String(type)}}); }
+
+JsonValue AnyOfOrSingle(std::vector<JsonValue> disjuncts) {
+  if (disjuncts.empty()) return JsonValue::Bool(false);
+  if (disjuncts.size() == 1) return disjuncts[0];
+  return JsonValue::Object({{"anyOf", JsonValue::Array(std::move(disjuncts))}});
+}
+
+// Every JSON value except `values`, as a schema: other types whole, the remaining booleans,
+// numbers as the open intervals between the excluded ones, strings as a string type with
+// `not: {enum: [...]}` (read by StringValue, an automaton difference). Objects and arrays
+// among the values: nullopt.
+std::optional<JsonValue> ValuesComplement(const std::vector<JsonValue>& values) {
+  bool has_null = false, has_true = false, has_false = false;
+  std::vector<JsonValue> strings;
+  std::vector<std::pair<Decimal, JsonValue>> numbers;
+  for (const JsonValue& v : values) {
+    switch (v.kind()) {
+      case JsonKind::kNull: has_null = true; break;
+      case JsonKind::kBool: (v.bool_value() ? has_true : has_false) = true; break;
+      case JsonKind::kString: strings.push_back(v); break;
+      case JsonKind::kNumber: {
+        std::optional<Decimal> d = ParseDecimal(v.number_lexeme());
+        if (!d) return std::nullopt;
+        numbers.emplace_back(*d, v);
+        break;
+      }
+      default: return std::nullopt;
+    }
+  }
+  std::vector<JsonValue> disjuncts = {TypeSchema("object"), TypeSchema("array")};
+  if (!has_null) disjuncts.push_back(TypeSchema("null"));
+  if (!has_true || !has_false) {
+    std::vector<JsonValue> kept;
+    if (!has_true) kept.push_back(JsonValue::Bool(true));
+    if (!has_false) kept.push_back(JsonValue::Bool(false));
+    disjuncts.push_back(JsonValue::Object({{"enum", JsonValue::Array(std::move(kept))}}));
+  }
+  if (strings.empty()) {
+    disjuncts.push_back(TypeSchema("string"));
+  } else {
+    disjuncts.push_back(JsonValue::Object({{"type", JsonValue::String("string")},
+                                           {"not", JsonValue::Object({{"enum", JsonValue::Array(strings)}})}}));
+  }
+  std::sort(numbers.begin(), numbers.end(),
+            [](const auto& x, const auto& y) { return CompareDecimal(x.first, y.first) < 0; });
+  for (size_t i = 0; i <= numbers.size(); ++i) {
+    if (i > 0 && i < numbers.size() && CompareDecimal(numbers[i - 1].first, numbers[i].first) == 0) continue;
+    std::vector<JsonValue::Member> interval = {{"type", JsonValue::String("number")}};
+    if (i > 0) interval.emplace_back("exclusiveMinimum", numbers[i - 1].second);
+    if (i < numbers.size()) interval.emplace_back("exclusiveMaximum", numbers[i].second);
+    disjuncts.push_back(JsonValue::Object(std::move(interval)));
+  }
+  return AnyOfOrSingle(std::move(disjuncts));
+}
+
+}  // namespace
+
+// The schema whose language is exactly what `schema` rejects, for conjunctions of: type
+// names (not `integer` without `number`), const / enum of scalars, required, properties
+// (recursively), not, allOf / anyOf of such schemas, and the count and bound keywords.
+// nullopt for other forms. A keyword that applies to one type fails only for values of
+// that type, so its complement carries the type. `declares`: the object the complement
+// will be merged into declares its members (else a member-free object schema gets
+// additionalProperties true, which keeps strict mode from closing it).
+std::optional<JsonValue> SchemaConverter::Complement(const JsonValue& schema_in, const std::string& pointer,
+                                                     bool declares, int budget) {
+  if (budget <= 0) return std::nullopt;
+  const JsonValue& schema = Dereferenced(schema_in, pointer);
+  if (schema.is_bool()) return JsonValue::Bool(!schema.bool_value());
+  if (!schema.is_object()) return std::nullopt;
+  std::vector<JsonValue> disjuncts;
+  auto typed = [](const char* type, std::vector<JsonValue::Member> members) {
+    members.insert(members.begin(), {"type", JsonValue::String(type)});
+    return JsonValue::Object(std::move(members));
+  };
+  auto open_object = [&](std::vector<JsonValue::Member> members) {
+    if (!declares) members.emplace_back("additionalProperties", JsonValue::Bool(true));
+    return typed("object", std::move(members));
+  };
+  auto count = [](const JsonValue& value) -> std::optional<long long> {
+    if (!value.is_integral_number() || value.number_value() < 0 || value.number_value() > 1e15) return std::nullopt;
+    return static_cast<long long>(value.number_value());
+  };
+  if (std::optional<std::vector<JsonValue>> values = ListedValuesOnly(schema)) return ValuesComplement(*values);
+  for (const auto& [keyword, value] : schema.object_members()) {
+    if (IsPassiveKeyword(keyword) || keyword == "then" || keyword == "else" || keyword == "nullable") continue;
+    if (keyword == "type") {
+      std::set<std::string> named;
+      for (const JsonValue& name : value.is_array() ? value.array_items() : std::vector<JsonValue>{value}) {
+        if (!name.is_string() || !IsTypeName(name.string_value())) return std::nullopt;
+        named.insert(name.string_value());
+      }
+      const JsonValue* nullable = schema.Find("nullable");
+      if (nullable != nullptr && nullable->is_bool() && nullable->bool_value()) named.insert("null");
+      // "integer" alone excludes integral numbers only, which no type name says.
+      if (named.count("integer") > 0 && named.count("number") == 0) return std::nullopt;
+      for (const char* type : kAllTypes) {
+        if (named.count(type) == 0) disjuncts.push_back(TypeSchema(type));
+      }
+    } else if (keyword == "const" || keyword == "enum") {
+      if (keyword == "enum" && schema.Find("const") != nullptr) continue;
+      std::optional<JsonValue> rest = ValuesComplement(keyword == "const" ? std::vector<JsonValue>{value}
+                                                       : value.is_array() ? value.array_items()
+                                                                          : std::vector<JsonValue>{});
+      if (!rest || !value.is_array() && keyword == "enum") return std::nullopt;
+      disjuncts.push_back(*rest);
+    } else if (keyword == "required") {
+      if (!value.is_array()) return std::nullopt;
+      for (const JsonValue& name : value.array_items()) {
+        if (!name.is_string()) return std::nullopt;
+        disjuncts.push_back(open_object({{"properties", JsonValue::Object({{name.string_value(), JsonValue::Bool(false)}})}}));
+      }
+    } else if (keyword == "properties") {
+      if (!value.is_object()) return std::nullopt;
+      for (const auto& [name, property] : value.object_members()) {
+        std::optional<JsonValue> failing = Complement(property, ChildPointer(ChildPointer(pointer, "properties"), name),
+                                                      false, budget - 1);
+        if (!failing) return std::nullopt;
+        if (failing->is_bool() && !failing->bool_value()) continue;
+        disjuncts.push_back(open_object({{"required", JsonValue::Array({JsonValue::String(name)})},
+                                         {"properties", JsonValue::Object({{name, *failing}})}}));
+      }
+    } else if (keyword == "not") {
+      disjuncts.push_back(value);
+    } else if (keyword == "allOf" || keyword == "anyOf") {
+      if (!value.is_array() || value.array_items().empty()) return std::nullopt;
+      std::vector<JsonValue> parts;
+      for (const JsonValue& item : value.array_items()) {
+        std::optional<JsonValue> failing = Complement(item, pointer, declares, budget - 1);
+        if (!failing) return std::nullopt;
+        parts.push_back(*failing);
+      }
+      if (keyword == "allOf") {
+        for (JsonValue& part : parts) disjuncts.push_back(std::move(part));
+      } else {
+        disjuncts.push_back(JsonValue::Object({{"allOf", JsonValue::Array(std::move(parts))}}));
+      }
+    } else if (keyword == "minimum" || keyword == "maximum" || keyword == "exclusiveMinimum" ||
+               keyword == "exclusiveMaximum") {
+      if (!value.is_number()) return std::nullopt;  // draft-4 boolean forms: not here
+      static const std::map<std::string, std::string> kOpposite = {
+          {"minimum", "exclusiveMaximum"}, {"maximum", "exclusiveMinimum"},
+          {"exclusiveMinimum", "maximum"}, {"exclusiveMaximum", "minimum"}};
+      disjuncts.push_back(typed("number", {{kOpposite.at(keyword), value}}));
+    } else if (keyword == "minLength" || keyword == "minItems" || keyword == "minProperties" ||
+               keyword == "maxLength" || keyword == "maxItems" || keyword == "maxProperties") {
+      std::optional<long long> n = count(value);
+      if (!n) return std::nullopt;
+      bool is_min = keyword.rfind("min", 0) == 0;
+      if (is_min && *n == 0) continue;
+      std::string opposite = (is_min ? "max" : "min") + keyword.substr(3);
+      const char* type = keyword.find("Length") != std::string::npos ? "string"
+                         : keyword.find("Items") != std::string::npos ? "array" : "object";
+      JsonValue bound = JsonValue::Number(std::to_string(is_min ? *n - 1 : *n + 1),
+                                          static_cast<double>(is_min ? *n - 1 : *n + 1));
+      disjuncts.push_back(std::string(type) == "object" ? open_object({{opposite, bound}})
+                                                         : typed(type, {{opposite, bound}}));
+    } else {
+      return std::nullopt;
+    }
+  }
+  return AnyOfOrSingle(std::move(disjuncts));
+}
+
+// Forms of `not` the generators read themselves: next to enum / const, an excluded list
+// filters the values (EnumValueAllowed); on a string-only schema, an excluded list of strings
+// is an automaton difference (StringValue).
+bool SchemaConverter::NotReadByGenerators(const Node& node) {
+  const JsonValue* negated = node.schema.Find("not");
+  if (negated == nullptr) return false;
+  std::optional<std::vector<JsonValue>> excluded = ListedValuesOnly(*negated);
+  if (!excluded) return false;
+  if (node.schema.Find("enum") != nullptr || node.schema.Find("const") != nullptr) return true;
+  for (const JsonValue& value : *excluded) {
+    if (!value.is_string()) return false;
+  }
+  if (node.schema.Find("type") == nullptr) return false;
+  std::vector<std::string> types = AllowedTypes(node);
+  return types.size() == 1 && types[0] == "string";
+}
+
+std::optional<std::vector<std::string>> SchemaConverter::ExcludedStrings(const Node& node) {
+  if (IsIgnored(node, "not") || node.schema.Find("enum") != nullptr || node.schema.Find("const") != nullptr ||
+      !NotReadByGenerators(node)) {
+    return std::nullopt;
+  }
+  std::vector<std::string> excluded;
+  for (const JsonValue& value : *ListedValuesOnly(*node.schema.Find("not"))) excluded.push_back(value.string_value());
+  return excluded;
+}
+
+// if / then / else: values that satisfy `if` must satisfy `then`, the others `else`. The
+// condition is decided by the grammar: it becomes two branches, allOf [if, then] and
+// allOf [complement of if, else], which no value can both match; the rewritten node keeps
+// its other keywords, with the branches added to its allOf.
+std::optional<JsonValue> SchemaConverter::WithoutConditional(const Node& node) {
+  const JsonValue& condition = *node.schema.Find("if");
+  bool declares = node.schema.Find("properties") != nullptr || node.schema.Find("patternProperties") != nullptr ||
+                  node.schema.Find("additionalProperties") != nullptr;
+  std::optional<JsonValue> failing = Complement(condition, ChildPointer(node.pointer, "if"), declares, 8);
+  if (!failing) return std::nullopt;
+  std::vector<JsonValue> when_true = {condition}, when_false = {*failing};
+  if (const JsonValue* then_schema = node.schema.Find("then")) when_true.push_back(*then_schema);
+  if (const JsonValue* else_schema = node.schema.Find("else")) when_false.push_back(*else_schema);
+  std::vector<JsonValue::Member> members;
+  std::vector<JsonValue> conjuncts;
+  for (const auto& [keyword, value] : node.schema.object_members()) {
+    if (keyword == "if" || keyword == "then" || keyword == "else") continue;
+    if (keyword == "allOf" && value.is_array()) {
+      for (const JsonValue& item : value.array_items()) conjuncts.push_back(item);
+      continue;
+    }
+    members.emplace_back(keyword, value);
+  }
+  conjuncts.push_back(JsonValue::Object({{"anyOf", JsonValue::Array({
+      JsonValue::Object({{"allOf", JsonValue::Array(std::move(when_true))}}),
+      JsonValue::Object({{"allOf", JsonValue::Array(std::move(when_false))}})})}}));
   members.emplace_back("allOf", JsonValue::Array(std::move(conjuncts)));
   return JsonValue::Object(std::move(members));
 }
@@ -796,7 +1061,15 @@ bool SchemaConverter::EnumValueAllowed(const JsonValue& value, const Node& node)
       if (!bound) continue;
       long long size = static_cast<long long>(value.object_members().size());
       if (keyword == "minProperties" ? size < *bound : size > *bound) return false;
-    } else if (!applies || keyword == "uniqueItems" ||
+    } else if (applies && keyword == "uniqueItems") {
+      if (!argument.is_bool() || !argument.bool_value()) continue;
+      const std::vector<JsonValue>& items = value.array_items();
+      for (size_t i = 0; i < items.size(); ++i) {
+        for (size_t j = i + 1; j < items.size(); ++j) {
+          if (JsonEquals(items[i], items[j])) return false;
+        }
+      }
+    } else if (!applies ||
                keyword == "if" || keyword == "then" || keyword == "else" ||
                keyword == "minContains" || keyword == "maxContains") {
       continue;
@@ -816,6 +1089,10 @@ bool SchemaConverter::EnumValueAllowed(const JsonValue& value, const Node& node)
       bool is_lower = keyword == "minimum" || keyword == "exclusiveMinimum";
       bool ok = is_lower ? (exclusive ? x > bound : x >= bound) : (exclusive ? x < bound : x <= bound);
       if (!ok) return false;
+    } else if (keyword == "not" && NotReadByGenerators(node)) {
+      for (const JsonValue& excluded : ListedValuesOnly(argument).value_or(std::vector<JsonValue>{})) {
+        if (JsonEquals(excluded, value)) return false;
+      }
     } else if (keyword == "multipleOf") {
       std::optional<Decimal> divisor = MultipleOf(node);
       std::optional<Decimal> x = ParseDecimal(value.number_lexeme());
@@ -958,7 +1235,13 @@ Fragment SchemaConverter::TypedValue(const Node& node, int depth) {
     } else if (type == "string") {
       choices.push_back(StringValue(node));
     } else if (type == "array") {
-      choices.push_back(ArrayValue(node, depth));
+      bool unique = node.schema.Find("uniqueItems") != nullptr && node.schema.Find("uniqueItems")->is_bool() &&
+                    node.schema.Find("uniqueItems")->bool_value() && !IsIgnored(node, "uniqueItems") &&
+                    !UniqueItemsTrivial(node);
+      bool contains = node.schema.Find("contains") != nullptr && !IsIgnored(node, "contains");
+      choices.push_back(contains ? ContainsArrayValue(node, depth)
+                        : unique ? UniqueArrayValue(node, depth)
+                                 : ArrayValue(node, depth));
     } else if (type == "object") {
       choices.push_back(ObjectValue(node, depth));
     }
@@ -1110,6 +1393,221 @@ Fragment SchemaConverter::NumberValue(const Node& node) {
   return NumberIntersection(node, parts, hint);
 }
 
+// ---------------------------------------------------------------------------------------
+// Arrays with uniqueItems or contains (the other array keywords are in json_schema_objects.cc)
+
+bool SchemaConverter::UniqueItemsTrivial(const Node& node) {
+  const JsonValue* max_items = node.schema.Find("maxItems");
+  return max_items != nullptr && !IsIgnored(node, "maxItems") && max_items->is_number() &&
+         max_items->number_value() <= 1;
+}
+
+// The values an item can take when they are few and listed (enum / const, boolean, null),
+// duplicates (1 and 1.0 alike) removed; nullopt otherwise, or with tuple items.
+std::optional<std::vector<JsonValue>> SchemaConverter::UniqueItemDomain(const Node& node) {
+  if (node.schema.Find("prefixItems") != nullptr || node.schema.Find("contains") != nullptr) return std::nullopt;
+  const JsonValue* items = node.schema.Find("items");
+  if (items == nullptr || items->is_array()) return std::nullopt;
+  const JsonValue& schema = Dereferenced(*items, ChildPointer(node.pointer, "items"));
+  if (schema.is_bool()) {
+    if (schema.bool_value()) return std::nullopt;
+    return std::vector<JsonValue>{};
+  }
+  if (!schema.is_object()) return std::nullopt;
+  std::vector<JsonValue> candidates;
+  for (const auto& [keyword, value] : schema.object_members()) {
+    if (!IsPassiveKeyword(keyword) && keyword != "enum" && keyword != "const" && keyword != "type") return std::nullopt;
+  }
+  std::set<std::string> types;
+  if (const JsonValue* type = schema.Find("type")) {
+    for (const JsonValue& name : type->is_array() ? type->array_items() : std::vector<JsonValue>{*type}) {
+      if (!name.is_string()) return std::nullopt;
+      types.insert(name.string_value());
+    }
+  }
+  if (const JsonValue* constant = schema.Find("const")) {
+    candidates.push_back(*constant);
+    if (const JsonValue* values = schema.Find("enum"); values != nullptr && values->is_array()) {
+      bool listed = false;
+      for (const JsonValue& v : values->array_items()) listed = listed || JsonEquals(v, *constant);
+      if (!listed) candidates.clear();
+    }
+  } else if (const JsonValue* values = schema.Find("enum")) {
+    if (!values->is_array()) return std::nullopt;
+    candidates = values->array_items();
+  } else {
+    if (types.empty()) return std::nullopt;
+    for (const std::string& type : types) {
+      if (type == "boolean") {
+        candidates.push_back(JsonValue::Bool(true));
+        candidates.push_back(JsonValue::Bool(false));
+      } else if (type == "null") {
+        candidates.push_back(JsonValue());
+      } else {
+        return std::nullopt;
+      }
+    }
+  }
+  std::vector<JsonValue> domain;
+  for (const JsonValue& value : candidates) {
+    std::string value_type = JsonTypeOf(value);
+    bool typed = types.empty() || types.count(value_type) > 0 ||
+                 (value_type == "integer" && types.count("number") > 0);
+    bool seen = std::any_of(domain.begin(), domain.end(), [&](const JsonValue& d) { return JsonEquals(d, value); });
+    if (typed && !seen) domain.push_back(value);
+  }
+  if (domain.size() > kMaxUniqueDomain) return std::nullopt;
+  return domain;
+}
+
+// uniqueItems over a listed domain of n values: one rule per set of values already used
+// (at most 2^n), each continuing with an unused value or closing once minItems is met.
+Fragment SchemaConverter::UniqueArrayValue(const Node& node, int depth) {
+  if (!ContainersAllowed(depth)) return Fragment::Never();
+  std::vector<JsonValue> domain = *UniqueItemDomain(node);
+  long long min_items = CountKeyword(node, "minItems").value_or(0);
+  long long max_items = std::min<long long>(CountKeyword(node, "maxItems").value_or(static_cast<long long>(domain.size())),
+                                            static_cast<long long>(domain.size()));
+  if (min_items > max_items) return Fragment::Never();
+  int layout_depth = LayoutDepth(depth);
+  std::vector<Fragment> values;
+  for (const JsonValue& value : domain) values.push_back(ConstValue(value, depth + 1));
+  std::string hint = RuleHint(node.pointer) + "_unique";
+  std::map<unsigned, std::string> names;
+  // The rest of the array after the values in `used`, as a rule.
+  std::function<Fragment(unsigned, long long)> after = [&](unsigned used, long long count) -> Fragment {
+    if (auto found = names.find(used); found != names.end()) return Fragment::Atom(found->second);
+    std::vector<Fragment> choices;
+    if (count >= min_items) choices.push_back(layout_.Close(']', layout_depth));
+    for (size_t i = 0; count < max_items && i < domain.size(); ++i) {
+      if (used & (1u << i)) continue;
+      choices.push_back(Seq({layout_.ItemSeparator(layout_depth), values[i], after(used | (1u << i), count + 1)}));
+    }
+    std::string name = rules_.Reserve(hint);
+    rules_.Define(name, Alt(choices));
+    names.emplace(used, name);
+    return Fragment::Atom(name);
+  };
+  std::vector<Fragment> choices;
+  if (min_items == 0) choices.push_back(layout_.EmptyContainer('[', ']'));
+  for (size_t i = 0; max_items > 0 && i < domain.size(); ++i) {
+    choices.push_back(Seq({layout_.Open('[', layout_depth), values[i], after(1u << i, 1)}));
+  }
+  return rules_.Share(hint, Alt(choices));
+}
+
+// Why contains cannot be enforced here ("" when it can): items must be one schema (no
+// tuple), `contains` must have a complement, and the counters must stay small.
+std::string SchemaConverter::ContainsRefusal(const Node& node) {
+  if (node.schema.Find("prefixItems") != nullptr ||
+      (node.schema.Find("items") != nullptr && node.schema.Find("items")->is_array())) {
+    return "next to tuple items";
+  }
+  const JsonValue* unique = node.schema.Find("uniqueItems");
+  if (unique != nullptr && unique->is_bool() && unique->bool_value() && !UniqueItemsTrivial(node)) {
+    return "next to uniqueItems";
+  }
+  if (!Complement(*node.schema.Find("contains"), ChildPointer(node.pointer, "contains"), false, 8)) {
+    return "its complement is not a schema (the items that do not match must be generated too)";
+  }
+  auto bound = [&](const char* keyword) -> std::optional<double> {
+    const JsonValue* value = node.schema.Find(keyword);
+    if (value == nullptr || !value->is_number()) return std::nullopt;
+    return value->number_value();
+  };
+  double contains_states = legacy_ref_ ? 2 : bound("maxContains").value_or(bound("minContains").value_or(1)) + 1;
+  double item_states = bound("maxItems").value_or(bound("minItems").value_or(0)) + 1;
+  if (contains_states * item_states > kMaxContainsStates) {
+    return "the item counters need more than " + std::to_string(kMaxContainsStates) + " rules";
+  }
+  return "";
+}
+
+// contains / minContains / maxContains: every item either matches `contains` (allOf
+// [items, contains]) or not (allOf [items, complement of contains]), and the grammar counts
+// the matches (m) next to the items (t): one rule per reachable (m, t), counters saturating
+// where no upper bound needs them. Draft 7 has no min/maxContains (at least one match).
+Fragment SchemaConverter::ContainsArrayValue(const Node& node, int depth) {
+  if (!ContainersAllowed(depth)) return Fragment::Never();
+  const JsonValue& contains = *node.schema.Find("contains");
+  std::string contains_pointer = ChildPointer(node.pointer, "contains");
+  JsonValue failing = *Complement(contains, contains_pointer, false, 8);
+  const JsonValue* items = node.schema.Find("items");
+  auto with_items = [&](const JsonValue& part) {
+    if (items == nullptr || IsIgnored(node, "items")) return part;
+    return JsonValue::Object({{"allOf", JsonValue::Array({*items, part})}});
+  };
+  synthetic_.push_back(with_items(contains));
+  Fragment matching = Schema(synthetic_.back(), contains_pointer, depth + 1);
+  synthetic_.push_back(with_items(failing));
+  Fragment other = Schema(synthetic_.back(), contains_pointer + "/not", depth + 1);
+  long long low = legacy_ref_ ? 1 : CountKeyword(node, "minContains").value_or(1);
+  std::optional<long long> high = legacy_ref_ ? std::nullopt : CountKeyword(node, "maxContains");
+  long long min_items = CountKeyword(node, "minItems").value_or(0);
+  std::optional<long long> max_items = CountKeyword(node, "maxItems");
+  if (high && *high < low) return Fragment::Never();
+  long long top_m = high ? *high : low, top_t = max_items ? *max_items : min_items;
+  auto width = static_cast<size_t>(top_t + 1);
+  auto index = [&](long long m, long long t) { return static_cast<size_t>(m) * width + static_cast<size_t>(t); };
+  // Successor of (m, t) after a matching / other item; -1 when a bound forbids it.
+  auto next = [&](long long m, long long t, bool match) -> std::pair<long long, long long> {
+    if (match ? matching.never() : other.never()) return {-1, -1};
+    long long m2 = match ? m + 1 : m, t2 = t + 1;
+    if (m2 > top_m) {
+      if (high) return {-1, -1};
+      m2 = top_m;
+    }
+    if (t2 > top_t) {
+      if (max_items) return {-1, -1};
+      t2 = top_t;
+    }
+    return {m2, t2};
+  };
+  auto accepts = [&](long long m, long long t) { return m >= low && t >= min_items; };
+  // Productive states (those that can still reach an accepted array), by fixpoint.
+  size_t count = static_cast<size_t>(top_m + 1) * width;
+  std::vector<bool> productive(count, false);
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (long long m = 0; m <= top_m; ++m) {
+      for (long long t = 0; t <= top_t; ++t) {
+        if (productive[index(m, t)]) continue;
+        bool ok = accepts(m, t);
+        for (bool match : {true, false}) {
+          auto [m2, t2] = next(m, t, match);
+          ok = ok || (m2 >= 0 && productive[index(m2, t2)]);
+        }
+        if (ok) productive[index(m, t)] = changed = true;
+      }
+    }
+  }
+  int layout_depth = LayoutDepth(depth);
+  std::string hint = RuleHint(node.pointer) + "_contains";
+  std::vector<std::string> names(count);
+  std::function<Fragment(long long, long long)> after = [&](long long m, long long t) -> Fragment {
+    std::string& name = names[index(m, t)];
+    if (!name.empty()) return Fragment::Atom(name);
+    name = rules_.Reserve(hint);
+    std::vector<Fragment> choices;
+    if (accepts(m, t)) choices.push_back(layout_.Close(']', layout_depth));
+    for (bool match : {true, false}) {
+      auto [m2, t2] = next(m, t, match);
+      if (m2 < 0 || !productive[index(m2, t2)]) continue;
+      choices.push_back(Seq({layout_.ItemSeparator(layout_depth), match ? matching : other, after(m2, t2)}));
+    }
+    rules_.Define(name, Alt(choices));
+    return Fragment::Atom(name);
+  };
+  std::vector<Fragment> choices;
+  if (accepts(0, 0)) choices.push_back(layout_.EmptyContainer('[', ']'));
+  for (bool match : {true, false}) {
+    auto [m2, t2] = next(0, 0, match);
+    if (m2 < 0 || !productive[index(m2, t2)]) continue;
+    choices.push_back(Seq({layout_.Open('[', layout_depth), match ? matching : other, after(m2, t2)}));
+  }
+  return rules_.Share(hint, Alt(choices));
+}
+
 Fragment SchemaConverter::StringValue(const Node& node) {
   std::string where = " at " + ShowPointer(node.pointer);
   const JsonValue* pattern = IsIgnored(node, "pattern") ? nullptr : node.schema.Find("pattern");
@@ -1154,7 +1652,9 @@ Fragment SchemaConverter::StringValue(const Node& node) {
       ignored_keywords_.insert({node.pointer, "pattern"});
     }
   }
-  bool with_length = !languages.empty() && (min_length || max_length);
+  // `not: {enum: [strings]}` on a string: the spellings of those strings are subtracted.
+  std::optional<std::vector<std::string>> excluded = ExcludedStrings(node);
+  bool with_length = (!languages.empty() || excluded) && (min_length || max_length);
   if (with_length && pattern == nullptr && format_fragment && max_length == std::nullopt &&
       *min_length <= StringFormatMinLength(format->string_value())) {
     // A minimum the format already implies (e.g. minLength 1 next to date-time, whose
@@ -1178,18 +1678,27 @@ Fragment SchemaConverter::StringValue(const Node& node) {
     }
   }
   if (with_length) languages.emplace_back(min_length ? "minLength" : "maxLength", "");
-  if (languages.size() > 1) {
+  if (excluded && languages.empty()) languages.emplace_back("not", "");
+  if (languages.size() > 1 || excluded) {
     // Identical keyword sets (common in generated schemas) share one automaton.
     std::string cache_key = std::to_string(min_length.value_or(0)) + "," + std::to_string(max_length.value_or(-1));
     for (const auto& language : languages) cache_key += "\n" + language.first + "\n" + language.second;
+    for (const std::string& text : excluded.value_or(std::vector<std::string>{})) cache_key += "\nnot\n" + text;
     auto cached = string_languages_.find(cache_key);
     if (cached != string_languages_.end()) return cached->second;
     try {
-      CodepointDfa language = DfaFromEbnf(languages[0].second, "xg2_language_root");
+      auto json_chars = [&] {
+        return Repeated(DfaFromExpression(JsonCharFragment().text()), 0, -1);  // lengths: below
+      };
+      CodepointDfa language = languages[0].second.empty() ? json_chars()
+                                                          : DfaFromEbnf(languages[0].second, "xg2_language_root");
       for (size_t i = 1; i < languages.size(); ++i) {
         if (languages[i].second.empty()) continue;  // the length: last, below
         language = Product(language, DfaFromEbnf(languages[i].second, "xg2_language_root"),
                            ProductKind::kIntersection);
+      }
+      if (excluded) {
+        language = Product(language, DfaFromExpression(StringSpellings(*excluded).text()), ProductKind::kDifference);
       }
       std::string chars_hint = RuleHint(node.pointer) + "_chars";
       Fragment intersected =
@@ -1205,15 +1714,22 @@ Fragment SchemaConverter::StringValue(const Node& node) {
       return result;
     } catch (const Error& e) {
       // Too many automaton states (or a grammar that is not regular): keep the first.
-      Unsupported("unsupported keyword '" + languages[1].first + "' alongside '" +
-                  languages[0].first + "'" + where + ": " + e.what());
+      if (languages.size() > 1) {
+        Unsupported("unsupported keyword '" + languages[1].first + "' alongside '" +
+                    languages[0].first + "'" + where + ": " + e.what());
+      } else {
+        Unsupported("unsupported keyword 'not'" + where + ": " + e.what());
+      }
       for (size_t i = 1; i < languages.size(); ++i) ignored_keywords_.insert({node.pointer, languages[i].first});
+      if (excluded) ignored_keywords_.insert({node.pointer, "not"});
       if (languages[0].first == "format") body = StringFormatBody(format->string_value(), &rules_);
     }
-    min_length.reset();
-    max_length.reset();
+    if (!languages[0].second.empty()) {
+      min_length.reset();
+      max_length.reset();
+    }
   }
-  if (body && format_fragment && languages.size() == 1) body = StringFormatBody(format->string_value(), &rules_);
+  if (body && format_fragment && languages.size() == 1 && !excluded) body = StringFormatBody(format->string_value(), &rules_);
   if (!body) {
     if (!min_length && !max_length) return JsonStringFragment();
     body = Repeat(CommonRule("json_char"), static_cast<int>(min_length.value_or(0)),

@@ -40,6 +40,11 @@ constexpr long long kMaxRepetitionBound = 100000;
 constexpr long long kMaxMultipleOfDivisor = 1000;
 // any_order objects: the grammar has one rule per subset of the declared properties.
 constexpr size_t kMaxAnyOrderMembers = 8;
+// uniqueItems is enforced over listed item domains up to this many values (one rule per
+// subset of used values: at most 2^8 = 256 rules).
+constexpr size_t kMaxUniqueDomain = 8;
+// contains: at most this many (matches, items) counter rules.
+constexpr double kMaxContainsStates = 2000;
 
 // Whitespace and separators between JSON tokens, as the options say.
 class Layout {
@@ -118,10 +123,23 @@ class SchemaConverter {
   std::optional<Decimal> MultipleOf(const Node& node);
   Fragment NumberIntersection(const Node& node, const std::vector<Fragment>& parts, const std::string& hint);
   Fragment StringValue(const Node& node);
+  bool UniqueItemsTrivial(const Node& node);
+  std::optional<std::vector<JsonValue>> UniqueItemDomain(const Node& node);
+  Fragment UniqueArrayValue(const Node& node, int depth);
+  std::string ContainsRefusal(const Node& node);
+  Fragment ContainsArrayValue(const Node& node, int depth);
   Fragment ConstValue(const JsonValue& value, int depth);
   void CheckKeywords(const Node& node);
   bool HasDependencies(const Node& node) const;
   std::optional<JsonValue> WithoutNot(const Node& node, const JsonValue& negated);
+  std::optional<JsonValue> Complement(const JsonValue& schema, const std::string& pointer, bool declares,
+                                      int budget);
+  bool NotReadByGenerators(const Node& node);
+  // if / then / else as anyOf [allOf [if, then], allOf [complement of if, else]]; nullopt
+  // when the complement of `if` is not a schema (the policy error).
+  std::optional<JsonValue> WithoutConditional(const Node& node);
+  // The string spellings `excluded` rules out (StringValue), or nullopt.
+  std::optional<std::vector<std::string>> ExcludedStrings(const Node& node);
   const JsonValue& WithoutDependencies(const Node& node);
 
   // --- schema_merge.cc: allOf, $ref with siblings, applicators next to other keywords ---
@@ -133,6 +151,9 @@ class SchemaConverter {
                            std::vector<JsonValue::Member>* out);
   const JsonValue& Dereferenced(const JsonValue& schema, const std::string& pointer);
   bool Disjoint(const JsonValue& a, const JsonValue& b, const std::string& pointer, int budget);
+  // `generated`: `a` stands for the values the grammar generates for it (strict mode).
+  bool Excludes(const JsonValue& a, const JsonValue& b, const std::string& pointer, int budget, bool generated);
+  std::optional<JsonValue> FlatBranch(const JsonValue& schema, const std::string& pointer, bool* exact);
   Fragment OneOf(const Node& node, int depth);
   void MergeArrayKeywords(const JsonValue& a, const JsonValue& b, std::vector<JsonValue::Member>* out);
 
@@ -206,6 +227,8 @@ bool IsPassiveKeyword(const std::string& keyword);
 bool IsUnknownFormat(const std::string& format);
 // One JSON string character (an escape counts as one character).
 Fragment JsonCharFragment();
+// The values of a const / enum-only schema (annotations aside), else nullopt.
+std::optional<std::vector<JsonValue>> ListedValuesOnly(const JsonValue& schema);
 // The pointer as shown in messages ("/" for the root).
 std::string ShowPointer(const std::string& pointer);
 

@@ -138,8 +138,25 @@ void SchemaConverter::CollectParts(const JsonValue& schema, const std::string& p
   const JsonValue* ref = schema.Find("$ref");
   bool ref_only = ref != nullptr && legacy_ref_;  // draft 7: siblings of $ref are ignored
   Members own;
+  // if / then / else act within their own schema object: a decidable condition becomes an
+  // alternative group of its own; `then` / `else` without `if` (and `if` alone) do nothing.
+  bool has_if = schema.Find("if") != nullptr && !ref_only && !IsIgnored(node, "if");
+  bool conditional = has_if && (schema.Find("then") != nullptr || schema.Find("else") != nullptr);
+  if (conditional) {
+    if (std::optional<JsonValue> rewritten = WithoutConditional(node)) {
+      const JsonValue& groups = *rewritten->Find("allOf");
+      state->alternatives.push_back({groups.array_items().back(), ChildPointer(pointer, "if")});
+    } else {
+      conditional = false;  // left in place: the policy error names 'if'
+    }
+  }
   for (const auto& [keyword, value] : schema.object_members()) {
     if (ref_only || IsApplicator(keyword) || IsPassiveKeyword(keyword) || IsIgnored(node, keyword)) continue;
+    bool conditional_keyword = keyword == "if" || keyword == "then" || keyword == "else";
+    if (conditional_keyword && (conditional || !has_if || (schema.Find("then") == nullptr && schema.Find("else") == nullptr))) {
+      continue;
+    }
+    if ((keyword == "minContains" || keyword == "maxContains") && schema.Find("contains") == nullptr) continue;
     own.emplace_back(keyword, value);
   }
   NormalizeExclusiveBounds(&own);
@@ -266,7 +283,16 @@ JsonValue SchemaConverter::MergeObjects(const JsonValue& a, const JsonValue& b, 
         continue;
       }
     } else if (keyword == "not") {
-      merged = JsonValue::Object({{"anyOf", JsonValue::Array({*mine, value})}});
+      std::optional<std::vector<JsonValue>> x = ListedValuesOnly(*mine), y = ListedValuesOnly(value);
+      if (x && y) {
+        // Two excluded lists: one list (keeps the form the generators read).
+        for (const JsonValue& v : *y) {
+          if (std::none_of(x->begin(), x->end(), [&](const JsonValue& u) { return JsonEquals(u, v); })) x->push_back(v);
+        }
+        merged = JsonValue::Object({{"enum", JsonValue::Array(std::move(*x))}});
+      } else {
+        merged = JsonValue::Object({{"anyOf", JsonValue::Array({*mine, value})}});
+      }
     } else if (keyword == "propertyNames" || keyword == "contains" || keyword == "if" ||
                keyword == "then" || keyword == "else") {
       if (keyword == "propertyNames") {
@@ -543,11 +569,93 @@ bool ForbidsName(const JsonValue& schema, const std::string& name) {
 
 }  // namespace
 
-bool SchemaConverter::Disjoint(const JsonValue& a_in, const JsonValue& b_in, const std::string& pointer,
-                               int budget) {
+// A oneOf branch as one flat schema for the disjointness decision: `$ref`s followed, allOf
+// and `$ref`-with-siblings merged as the generator merges them. nullopt when the merge
+// would be refused. `*exact` is false when alternatives (anyOf / oneOf) inside the branch
+// were left out: the flat schema is then a superset of the branch.
+std::optional<JsonValue> SchemaConverter::FlatBranch(const JsonValue& schema_in, const std::string& pointer,
+                                                     bool* exact) {
+  *exact = true;
+  const JsonValue& schema = Dereferenced(schema_in, pointer);
+  if (!schema.is_object() || !NeedsMerge(Node{schema, pointer})) return schema;
+  // Refusals inside the trial merge throw (even when lenient) and are undone.
+  auto ignored = ignored_keywords_;
+  bool lenient = options_.lenient;
+  options_.lenient = false;
+  std::optional<JsonValue> flat;
+  try {
+    MergeState state;
+    CollectParts(schema, pointer, &state);
+    if (state.never) flat = JsonValue::Bool(false);
+    if (!flat) {
+      JsonValue base = JsonValue::Object({});
+      for (const auto& [part, part_pointer] : state.parts) base = MergeObjects(base, part, pointer);
+      *exact = state.alternatives.empty();
+      flat = std::move(base);
+    }
+  } catch (const UnsupportedSchemaError&) {
+    flat.reset();
+  }
+  options_.lenient = lenient;
+  ignored_keywords_ = std::move(ignored);
+  return flat;
+}
+
+namespace {
+
+// Names the generated objects of a flat schema can have, when they are limited to its
+// declared properties: additionalProperties false, or (strict mode) absent next to
+// `properties`; no patternProperties, and no keyword whose rewrite could add members.
+std::optional<std::set<std::string>> GeneratedNames(const JsonValue& schema, bool strict_mode) {
+  if (!schema.is_object() || schema.Find("patternProperties") != nullptr) return std::nullopt;
+  for (const char* keyword : {"if", "then", "else", "not", "dependentSchemas", "dependencies", "dependentRequired",
+                              "$ref", "allOf", "anyOf", "oneOf"}) {
+    if (schema.Find(keyword) != nullptr) return std::nullopt;
+  }
+  const JsonValue* additional = schema.Find("additionalProperties");
+  const JsonValue* properties = schema.Find("properties");
+  bool closed = additional != nullptr ? additional->is_bool() && !additional->bool_value()
+                                      : strict_mode && properties != nullptr;
+  if (!closed) return std::nullopt;
+  std::set<std::string> names;
+  if (properties != nullptr && properties->is_object()) {
+    for (const auto& member : properties->object_members()) {
+      if (!(member.second.is_bool() && !member.second.bool_value())) names.insert(member.first);
+    }
+  }
+  return names;
+}
+
+}  // namespace
+
+// True when no value generated for `a` validates against `b` (the direction matters in
+// strict mode, where an object branch generates only its declared members; see
+// GeneratedNames). Decided, never guessed: false whenever no rule below applies.
+bool SchemaConverter::Excludes(const JsonValue& a_in, const JsonValue& b_in, const std::string& pointer,
+                               int budget, bool generated) {
   if (budget <= 0) return false;
-  const JsonValue& a = Dereferenced(a_in, pointer);
-  const JsonValue& b = Dereferenced(b_in, pointer);
+  bool exact_a = true, exact_b = true;
+  std::optional<JsonValue> flat_a = FlatBranch(a_in, pointer, &exact_a);
+  std::optional<JsonValue> flat_b = FlatBranch(b_in, pointer, &exact_b);
+  if (!flat_a || !flat_b) return false;
+  const JsonValue& a = *flat_a;
+  const JsonValue& b = *flat_b;
+  if (a.is_bool() && !a.bool_value()) return true;
+  if (b.is_bool() && !b.bool_value()) return true;
+  // Alternatives without sibling keywords: every alternative must be excluded.
+  for (const JsonValue* side : {&a, &b}) {
+    if (!side->is_object() || side->object_members().size() != 1) continue;
+    const auto& [keyword, branches] = side->object_members()[0];
+    if ((keyword != "anyOf" && keyword != "oneOf") || !branches.is_array()) continue;
+    for (const JsonValue& branch : branches.array_items()) {
+      bool excluded = side == &a ? Excludes(branch, b, pointer, budget - 1, generated)
+                                 : Excludes(a, branch, pointer, budget - 1, generated && exact_a);
+      if (!excluded) {
+        return false;
+      }
+    }
+    return true;
+  }
   std::set<std::string> ta = PossibleTypes(a), tb = PossibleTypes(b);
   std::set<std::string> common;
   for (const std::string& t : ta) {
@@ -565,22 +673,37 @@ bool SchemaConverter::Disjoint(const JsonValue& a_in, const JsonValue& b_in, con
   }
   // Past this point only objects can be told apart.
   if (common != std::set<std::string>{"object"} || !a.is_object() || !b.is_object()) return false;
-  for (const JsonValue* side : {&a, &b}) {
-    const JsonValue& other = side == &a ? b : a;
-    const JsonValue* required = side->Find("required");
-    if (required == nullptr || !required->is_array()) continue;
+  const JsonValue* pa = a.Find("properties");
+  const JsonValue* pb = b.Find("properties");
+  // A member that `a` requires and `b` forbids, or whose values under `a` all fail `b`'s schema.
+  if (const JsonValue* required = a.Find("required"); required != nullptr && required->is_array()) {
     for (const JsonValue& name : required->array_items()) {
       if (!name.is_string()) continue;
-      if (ForbidsName(other, name.string_value())) return true;
-      if (!Requires(other, name.string_value())) continue;
-      const JsonValue* pa = a.Find("properties");
-      const JsonValue* pb = b.Find("properties");
+      if (ForbidsName(b, name.string_value())) return true;
       const JsonValue* sa = pa != nullptr ? pa->Find(name.string_value()) : nullptr;
       const JsonValue* sb = pb != nullptr ? pb->Find(name.string_value()) : nullptr;
-      if (sa != nullptr && sb != nullptr && Disjoint(*sa, *sb, pointer, budget - 1)) return true;
+      if (sb == nullptr && b.Find("patternProperties") == nullptr) {
+        const JsonValue* additional = b.Find("additionalProperties");
+        if (additional != nullptr && !additional->is_bool()) sb = additional;
+      }
+      if (sa != nullptr && sb != nullptr && Excludes(*sa, *sb, pointer, budget - 1, generated && exact_a)) return true;
+    }
+  }
+  // A member that `b` requires and `a` never generates (its objects are closed).
+  if (generated && exact_a) {
+    if (std::optional<std::set<std::string>> names = GeneratedNames(a, options_.strict_mode)) {
+      if (const JsonValue* required = b.Find("required"); required != nullptr && required->is_array()) {
+        for (const JsonValue& name : required->array_items()) {
+          if (name.is_string() && names->count(name.string_value()) == 0) return true;
+        }
+      }
     }
   }
   return false;
+}
+
+bool SchemaConverter::Disjoint(const JsonValue& a, const JsonValue& b, const std::string& pointer, int budget) {
+  return Excludes(a, b, pointer, budget, true) && Excludes(b, a, pointer, budget, true);
 }
 
 Fragment SchemaConverter::OneOf(const Node& node, int depth) {
