@@ -257,3 +257,49 @@ def test_bounded_string_masks_match_reference(tokenizer: str, mechanism: str) ->
     ebnf = compiler.compile_grammar('root ::= [a-z ]{0,20} "." [a-z]{2,6} ";"')
     for text in ["hello world is here.abc;", ".ab;", "abcdefghij klmnopqrs.abcdef;"]:
         compare_along(ebnf, encode_continuation(tokenizer, text))
+
+
+# UTF-8 regions (matcher/token_mask_cache.cc, Utf8RegionConsumes and the region-root token
+# sets of TokenizerInfo::Utf8RegionTokens): string bodies whose loop consumes every
+# multi-byte character accept whole trie subtrees of non-ASCII tokens, and a body's loop
+# node starts from the tokenizer's shared set of tokens it consumes wholesale. Texts mix
+# multi-byte characters with quotes, backslash escapes and control characters; random walks
+# drawn uniformly from the mask stop inside characters (partial UTF-8 tokens) and leave the
+# body mid-token. Classes that exclude some code points (CJK, the Latin-1 block) are not
+# regions and must fall back to the plain walk.
+UTF8_SCHEMAS = [
+    ({"type": "string"}, ["日本語のテキスト", "emoji 😀🎉 and \"quotes\" and \\ back\\slash", "tab\there\nnewline"]),
+    (
+        {"type": "object", "properties": {"名前": {"type": "string"}, "note": {"type": "string"}},
+         "required": ["名前"], "additionalProperties": True},
+        ['{"名前": "José Ñúñez — 東京", "note": "é€😀", "extra": "Ωmega"}', '{"名前": "", "ключ": "значение"}'],
+    ),
+    ({"type": "array", "items": {"type": "string", "maxLength": 300}}, ['["ä", "ß\\u00e9", "中文字符", "\\"x\\""]']),
+]
+UTF8_GRAMMARS = [
+    'root ::= "\\"" ([^"\\\\\\x00-\\x1F] | "\\\\" ["\\\\nt])* "\\"" "," [ ]* "\\"end\\""',
+    'root ::= "<" [^<>\\u4e00-\\u9fff]* ">"',
+    'root ::= "[" [a-z\\u0080-\\u00ff]* "]"',
+    'root ::= "(" ([^()] | [\\U0001F600-\\U0001F64F])* ")" ")"?',
+]
+
+
+@pytest.mark.parametrize("tokenizer", ["llama3.1", "phi-3", "qwen3", "gpt-oss"])
+@pytest.mark.parametrize("mechanism", ["all", "pure_jit", "ahead_of_time"])
+def test_utf8_region_masks_match_reference(tokenizer: str, mechanism: str) -> None:
+    info = hf_tokenizer_info(tokenizer)
+    compiler = xg.GrammarCompiler(info, **MECHANISMS[mechanism])
+    rng = random.Random(11)
+    bitmask = np.zeros(xg.get_bitmask_shape(1, info.vocab_size), dtype=np.int32)
+    grammars = []
+    for schema, texts in UTF8_SCHEMAS:
+        grammar = compiler.compile_json_schema(schema, strict_mode=False)
+        grammars.append(grammar)
+        for text in texts:
+            document = text if text[:1] in "{[" else json.dumps(text, ensure_ascii=False)
+            assert compare_along(grammar, encode_continuation(tokenizer, document)) > 1
+    for ebnf in UTF8_GRAMMARS:
+        grammars.append(compiler.compile_grammar(ebnf))
+    for grammar in grammars:
+        for _ in range(3):
+            compare_along(grammar, sampled_ids(grammar, rng, bitmask, 12))

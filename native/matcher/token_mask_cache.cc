@@ -5,6 +5,8 @@
 #include <climits>
 #include <thread>
 
+#include "tokenizer/utf8_decoder.h"
+
 namespace xg2 {
 
 namespace {
@@ -15,6 +17,7 @@ struct ClassifyScratch {
   std::vector<NodeId> path;
   std::vector<uint8_t> left_fsm;
   std::vector<uint8_t> left_lookahead;
+  std::vector<int8_t> pure_state;
   std::vector<uint32_t> accepted_bits;
   // Dense transition rows for the DFA nodes this walk steps from: row_of[node] indexes
   // `rows` (256 targets each), built on first use; `touched` lists the nodes to reset.
@@ -24,12 +27,35 @@ struct ClassifyScratch {
   // Per row: the target reached on the most bytes, and those bytes (the "major" step).
   std::vector<NodeId> major_targets;
   std::vector<ByteMask> majors;
+  // Per row, the UTF-8 region facts (DenseStepper::AddUtf8Region): whether the node was
+  // tried as a region's root, the decoder states it stands for in a region (bit per state),
+  // the root of that region, and the region's ASCII bytes.
+  std::vector<uint8_t> region_tried;
+  std::vector<uint8_t> region_states;
+  std::vector<NodeId> region_root;
+  std::vector<ByteMask> region_ascii;
   std::vector<NodeId> touched;
+
+  // Sizes the per-depth arrays for tokens of up to depth_slots - 1 bytes.
+  void EnsureDepth(size_t depth_slots) {
+    if (path.size() >= depth_slots) return;
+    path.resize(depth_slots);
+    left_fsm.resize(depth_slots);
+    left_lookahead.resize(depth_slots);
+    pure_state.resize(depth_slots);
+  }
 };
 
 ClassifyScratch& Scratch() {
   thread_local ClassifyScratch scratch;
   return scratch;
+}
+
+inline bool AsciiIn(const ByteMask& mask, uint8_t byte) { return (mask.words[byte >> 6] >> (byte & 63)) & 1; }
+
+// True when the ASCII bytes of `bytes` all lie in `mask`.
+inline bool AsciiSubset(const ByteMask& bytes, const ByteMask& mask) {
+  return !((bytes.words[0] & ~mask.words[0]) | (bytes.words[1] & ~mask.words[1]));
 }
 
 // One step of the rule DFA through a dense row (linear edge scans cost more than the row
@@ -75,6 +101,15 @@ class DenseStepper {
         s_.majors.resize(s_.touched.size() * 2);
         s_.major_targets.resize(s_.touched.size() * 2);
       }
+      if (s_.region_tried.size() < s_.touched.size()) {
+        s_.region_tried.resize(s_.touched.size() * 2);
+        s_.region_states.resize(s_.touched.size() * 2);
+        s_.region_root.resize(s_.touched.size() * 2);
+        s_.region_ascii.resize(s_.touched.size() * 2);
+      }
+      s_.region_tried[r] = 0;
+      s_.region_states[r] = 0;
+      s_.region_root[r] = -1;
       ByteMask& major_mask = s_.majors[r];
       major_mask = ByteMask();
       for (int b = 0; b < 256; ++b) {
@@ -102,7 +137,127 @@ class DenseStepper {
     return true;
   }
 
+  // True when every token of a trie subtree is consumed from `n`, by the UTF-8 region
+  // argument: the subtree's tokens are all well-formed UTF-8 prefixes and the decoder is in
+  // state `utf8_state` after the subtree's prefix (TokenTrieNode::utf8_state); `n` stands
+  // for that decoder state in a UTF-8 region (AddUtf8Region) whose ASCII bytes include the
+  // ASCII bytes of `below` (the bytes that follow in the subtree). Then each token's
+  // remaining bytes are walked inside the region to their end. This is the shape of a JSON
+  // string body (json_char*), where the plain self-loop test fails on every subtree holding
+  // a non-ASCII character.
+  bool Utf8RegionConsumes(NodeId n, uint8_t utf8_state, const ByteMask& below) {
+    if (utf8_state == kUtf8Malformed) return false;
+    Row(n);
+    if (!s_.region_tried[s_.row_of[n]]) {
+      s_.region_tried[s_.row_of[n]] = 1;
+      AddUtf8Region(n);
+    }
+    const int32_t r = s_.row_of[n];
+    return ((s_.region_states[r] >> utf8_state) & 1) && AsciiSubset(below, s_.region_ascii[r]);
+  }
+
+  // True when `n` is a character-boundary node of a UTF-8 region (see AddUtf8Region);
+  // `ascii` gets the region's ASCII bytes.
+  bool Utf8RegionBoundary(NodeId n, ByteMask* ascii) {
+    Row(n);
+    if (!s_.region_tried[s_.row_of[n]]) {
+      s_.region_tried[s_.row_of[n]] = 1;
+      AddUtf8Region(n);
+    }
+    const int32_t r = s_.row_of[n];
+    if (!(s_.region_states[r] & (1u << kUtf8Boundary))) return false;
+    *ascii = s_.region_ascii[r];
+    return true;
+  }
+
  private:
+  // Tries `root` as a character-boundary node of a UTF-8 region: a set of (DFA node,
+  // decoder state) pairs, closed under the well-formed non-ASCII bytes of each pair's state
+  // and, at boundary pairs, under a set `ascii` of ASCII bytes, in which every pair steps on
+  // all of those bytes. Then a well-formed UTF-8 prefix whose ASCII bytes lie in `ascii` is
+  // consumed from any node of the region in the matching decoder state. Pairs, not a map
+  // from states to nodes, because rule DFAs need not be minimal (two equal "one
+  // continuation byte left" nodes, say). `ascii` starts as every ASCII byte `root` steps on
+  // and loses the byte that led to a failing pair (the closing quote of a string body, the
+  // backslash of an escape), a few times at most; the closure is capped in size.
+  void AddUtf8Region(NodeId root) {
+    {
+      const NodeId* row = Row(root);
+      for (int b = 0xC2; b <= 0xF4; ++b) {
+        if (row[b] < 0) return;  // not at a character boundary of any region
+      }
+    }
+    ByteMask ascii;
+    {
+      const NodeId* row = Row(root);
+      for (int b = 0; b < 0x80; ++b) {
+        if (row[b] >= 0) ascii.Set(static_cast<uint8_t>(b));
+      }
+    }
+    constexpr int kMaxRegionAttempts = 6;
+    for (int attempt = 0; attempt < kMaxRegionAttempts; ++attempt) {
+      int culprit = -1;
+      if (ExploreUtf8Region(root, ascii, &culprit)) return;
+      if (culprit < 0) return;
+      ascii.words[culprit >> 6] &= ~(uint64_t{1} << (culprit & 63));
+    }
+  }
+
+  // One attempt of AddUtf8Region with a fixed `ascii`; on failure `culprit` is the ASCII
+  // byte to drop (or -1: give up). On success records the region in the scratch rows.
+  bool ExploreUtf8Region(NodeId root, const ByteMask& ascii, int* culprit) {
+    constexpr int kMaxRegionPairs = 48;
+    NodeId nodes[kMaxRegionPairs];
+    int8_t states[kMaxRegionPairs];
+    int16_t via[kMaxRegionPairs];  // the ASCII byte that last led into the pair's chain
+    int count = 0;
+    auto add = [&](NodeId n, int8_t state, int16_t byte) {
+      for (int k = 0; k < count; ++k) {
+        if (nodes[k] == n && states[k] == state) return true;
+      }
+      if (count == kMaxRegionPairs) return false;
+      nodes[count] = n;
+      states[count] = state;
+      via[count] = byte;
+      ++count;
+      return true;
+    };
+    add(root, kUtf8Boundary, -1);
+    for (int q = 0; q < count; ++q) {
+      const NodeId from = nodes[q];
+      const int8_t state = states[q];
+      for (int b = 0x80; b < 256; ++b) {
+        const int8_t next_state = Utf8DecoderStep(state, static_cast<uint8_t>(b));
+        if (next_state < 0) continue;
+        const NodeId to = Row(from)[b];
+        if (to < 0 || !add(to, next_state, via[q])) {
+          *culprit = via[q];
+          return false;
+        }
+      }
+      if (state != kUtf8Boundary) continue;
+      NodeId last = -1;
+      for (int b = 0; b < 0x80; ++b) {
+        if (!AsciiIn(ascii, static_cast<uint8_t>(b))) continue;
+        const NodeId to = Row(from)[b];
+        if (to < 0 || (to != last && !add(to, kUtf8Boundary, static_cast<int16_t>(b)))) {
+          *culprit = b;
+          return false;
+        }
+        last = to;
+      }
+    }
+    for (int k = 0; k < count; ++k) {
+      Row(nodes[k]);
+      const int32_t r = s_.row_of[nodes[k]];
+      if (s_.region_root[r] >= 0 && s_.region_root[r] != root) continue;
+      s_.region_root[r] = root;
+      s_.region_states[r] |= static_cast<uint8_t>(1u << states[k]);
+      s_.region_ascii[r] = ascii;
+    }
+    return true;
+  }
+
   const GrammarFsm& fsm_;
   ClassifyScratch& s_;
 };
@@ -152,11 +307,7 @@ ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const std::vector<ByteS
   const std::vector<int32_t>& lcp = tokenizer.lcp();
   ClassifyScratch& s = Scratch();
   const size_t depth_slots = static_cast<size_t>(tokenizer.max_token_bytes()) + 1;
-  if (s.path.size() < depth_slots) {
-    s.path.resize(depth_slots);
-    s.left_fsm.resize(depth_slots);
-    s.left_lookahead.resize(depth_slots);
-  }
+  s.EnsureDepth(depth_slots);
   const size_t words = (static_cast<size_t>(tokenizer.vocab_size()) + 31) / 32;
   s.accepted_bits.assign(words, 0);
   DenseStepper stepper(fsm, s);
@@ -171,6 +322,26 @@ ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const std::vector<ByteS
   s.left_lookahead[0] = 0;
   ClassificationPair out;
   int64_t accepted_count = 0;
+  // Region root: when `node` is a boundary node of a UTF-8 region (a JSON string body), the
+  // tokenizer's shared set of tokens that region consumes wholesale (all accepted) starts
+  // the accepted set, and the walk skips every subtree inside that set. pure_state[d]: the
+  // decoder state after the current prefix of d bytes while that prefix stays inside the
+  // set's language, else -1.
+  ByteMask region_ascii;
+  std::shared_ptr<const TokenIdSet> region_tokens;
+  if (stepper.Utf8RegionBoundary(node, &region_ascii)) region_tokens = tokenizer.Utf8RegionTokens(region_ascii);
+  if (region_tokens) {
+    std::copy(region_tokens->bits.begin(), region_tokens->bits.end(), s.accepted_bits.begin());
+    accepted_count = region_tokens->count;
+  }
+  s.pure_state[0] = region_tokens ? kUtf8Boundary : -1;
+  // Sets a token's accepted bit, counting it once.
+  auto accept = [&s, &accepted_count](int32_t id) {
+    uint32_t& word = s.accepted_bits[id >> 5];
+    const uint32_t bit = 1u << (id & 31);
+    accepted_count += (word & bit) ? 0 : 1;
+    word |= bit;
+  };
   // Common prefix of the next uncertain token with the list's last one: the minimum over
   // the trie nodes passed since of (depth - 1), the depth of their parent.
   int32_t shared_fsm = INT32_MAX;
@@ -182,6 +353,15 @@ ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const std::vector<ByteS
     const NodeId from = s.path[d - 1];
     shared_fsm = std::min(shared_fsm, d - 1);
     shared_lookahead = std::min(shared_lookahead, d - 1);
+    int8_t pure = -1;
+    if (s.pure_state[d - 1] >= 0 && (t.byte >= 0x80 || AsciiIn(region_ascii, t.byte))) {
+      pure = Utf8DecoderStep(s.pure_state[d - 1], t.byte);
+      if (pure >= 0 && t.utf8_state != kUtf8Malformed && t.suffix_bytes >= 0 &&
+          AsciiSubset(suffix_bytes[t.suffix_bytes], region_ascii)) {
+        i = t.subtree_end;  // every token below is in region_tokens: accepted already
+        continue;
+      }
+    }
     const NodeId next = stepper.Row(from)[t.byte];
     const bool inner = d > 1;
     const bool left_lookahead = s.left_lookahead[d - 1] || (inner && leave[from].test(t.byte));
@@ -200,17 +380,14 @@ ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const std::vector<ByteS
       continue;
     }
     if (t.suffix_bytes >= 0) {
-      // Dense shortcut: if `next` loops on every byte that follows in the subtree, each token
-      // below stays at `next` to its end: all accepted, no need to visit them.
+      // Dense shortcuts: if `next` loops on every byte that follows in the subtree (directly,
+      // inside a UTF-8 region, or along a repetition chain), every token below is consumed
+      // to its end: all accepted, no need to visit them.
       stepper.Row(next);
       const ByteMask& below = suffix_bytes[t.suffix_bytes];
-      if (below.SubsetOf(stepper.Loop(next)) ||
+      if (below.SubsetOf(stepper.Loop(next)) || stepper.Utf8RegionConsumes(next, t.utf8_state, below) ||
           stepper.ChainConsumes(next, below, suffix_max_length[t.suffix_bytes] - d)) {
-        for (int32_t p = t.token_begin; p < t.token_end; ++p) {
-          const int32_t id = sorted[p];
-          s.accepted_bits[id >> 5] |= 1u << (id & 31);
-        }
-        accepted_count += t.token_end - t.token_begin;
+        for (int32_t p = t.token_begin; p < t.token_end; ++p) accept(sorted[p]);
         i = t.subtree_end;
         continue;
       }
@@ -218,11 +395,8 @@ ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const std::vector<ByteS
     s.path[d] = next;
     s.left_lookahead[d] = left_lookahead;
     s.left_fsm[d] = left_fsm;
-    for (int32_t p = t.token_begin; p < t.exact_end; ++p) {
-      const int32_t id = sorted[p];
-      s.accepted_bits[id >> 5] |= 1u << (id & 31);
-      ++accepted_count;
-    }
+    s.pure_state[d] = pure;
+    for (int32_t p = t.token_begin; p < t.exact_end; ++p) accept(sorted[p]);
     ++i;
   }
   out.with_lookahead.accepted = PackAccepted(s.accepted_bits, words, accepted_count);
@@ -239,11 +413,7 @@ TokenClassification RefineWithLookahead(const TokenClassification& fsm_only, con
   const std::vector<std::string>& decoded = tokenizer.decoded_tokens();
   ClassifyScratch& s = Scratch();
   const size_t depth_slots = static_cast<size_t>(tokenizer.max_token_bytes()) + 1;
-  if (s.path.size() < depth_slots) {
-    s.path.resize(depth_slots);
-    s.left_fsm.resize(depth_slots);
-    s.left_lookahead.resize(depth_slots);
-  }
+  s.EnsureDepth(depth_slots);
   DenseStepper stepper(fsm, s);
   TokenClassification out;
   out.accepted = fsm_only.accepted;

@@ -95,7 +95,12 @@ struct ClassificationPair {
 };
 
 // Classifies the vocabulary at `node` in one walk of the token trie, sharing the work of
-// common prefixes and skipping whole subtrees once their prefix is decided. `leavable[n]`:
+// common prefixes and skipping whole subtrees once their prefix is decided. Subtrees are
+// accepted wholesale where the DFA loops on their bytes, runs along a repetition chain, or
+// sits in a UTF-8 region (a string body that consumes every well-formed character; the
+// trie records which subtrees are well-formed UTF-8); at a region's boundary node the walk
+// starts from the tokenizer's shared set of tokens the region consumes
+// (TokenizerInfo::Utf8RegionTokens) and visits only the tokens outside it. `leavable[n]`:
 // n has a rule edge or is accepting. With `want_fsm_only` false, the FSM-only uncertain list
 // is left empty (the walk is the same).
 ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const std::vector<ByteSet>& leave,

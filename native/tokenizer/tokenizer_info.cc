@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "support/error.h"
+#include "tokenizer/utf8_decoder.h"
 
 namespace xg2 {
 
@@ -79,12 +80,34 @@ void TokenizerInfo::BuildTrie() {
   std::vector<int32_t> open;
   std::vector<ByteMask> below;
   std::vector<uint16_t> longest;  // longest[d - 1]: longest token seen so far below open[d - 1]
+  std::vector<int8_t> prefix_state;  // prefix_state[d - 1]: UTF-8 decoder state after open[d - 1]
   const int32_t count = static_cast<int32_t>(sorted_text_tokens_.size());
+  // malformed_before[p]: tokens at sorted positions < p that are not well-formed UTF-8
+  // prefixes (a subtree is well-formed when its range holds none).
+  std::vector<int32_t> malformed_before(count + 1, 0);
+  sorted_ascii_bytes_.assign(count, {0, 0});
+  sorted_well_formed_.assign(count, 0);
+  for (int32_t pos = 0; pos < count; ++pos) {
+    int8_t state = kUtf8Boundary;
+    auto& ascii = sorted_ascii_bytes_[pos];
+    for (char c : decoded_tokens_[sorted_text_tokens_[pos]]) {
+      const uint8_t byte = static_cast<uint8_t>(c);
+      if (byte < 64) ascii.first |= uint64_t{1} << byte;
+      else if (byte < 128) ascii.second |= uint64_t{1} << (byte - 64);
+      state = Utf8DecoderStep(state, byte);
+      if (state < 0) break;
+    }
+    sorted_well_formed_[pos] = state >= 0;
+    malformed_before[pos + 1] = malformed_before[pos] + (state < 0 ? 1 : 0);
+  }
   auto close_deeper_than = [&](size_t depth, int32_t position) {
     while (open.size() > depth) {
       TokenTrieNode& node = trie_[open.back()];
       node.subtree_end = static_cast<int32_t>(trie_.size());
       node.token_end = position;
+      const bool well_formed = prefix_state.back() >= 0 &&
+                               malformed_before[node.token_end] == malformed_before[node.token_begin];
+      node.utf8_state = well_formed ? static_cast<uint8_t>(prefix_state.back()) : kUtf8Malformed;
       if (node.token_end - node.token_begin >= kTrieSuffixBytesMinTokens) {
         node.suffix_bytes = static_cast<int32_t>(trie_suffix_bytes_.size());
         trie_suffix_bytes_.push_back(below.back());
@@ -94,6 +117,7 @@ void TokenizerInfo::BuildTrie() {
       mine.Set(node.byte);
       const uint16_t my_longest = longest.back();
       open.pop_back();
+      prefix_state.pop_back();
       below.pop_back();
       longest.pop_back();
       if (!below.empty()) {
@@ -109,7 +133,10 @@ void TokenizerInfo::BuildTrie() {
       open.push_back(static_cast<int32_t>(trie_.size()));
       below.emplace_back();
       longest.push_back(0);
-      trie_.push_back({-1, pos, pos, -1, -1, static_cast<uint16_t>(d + 1), static_cast<uint8_t>(bytes[d])});
+      const int8_t parent_state = d == 0 ? kUtf8Boundary : prefix_state.back();
+      prefix_state.push_back(parent_state < 0 ? -1 : Utf8DecoderStep(parent_state, static_cast<uint8_t>(bytes[d])));
+      trie_.push_back({-1, pos, pos, -1, -1, static_cast<uint16_t>(d + 1), static_cast<uint8_t>(bytes[d]),
+                       kUtf8Malformed});
     }
     // Sorted order puts a token before every longer token it prefixes, and duplicates next
     // to each other, so the exact range of the deepest open node grows by one here.
@@ -120,6 +147,36 @@ void TokenizerInfo::BuildTrie() {
   trie_.shrink_to_fit();
   trie_suffix_bytes_.shrink_to_fit();
   trie_suffix_max_length_.shrink_to_fit();
+}
+
+std::shared_ptr<const TokenIdSet> TokenizerInfo::Utf8RegionTokens(const ByteMask& ascii) const {
+  const std::pair<uint64_t, uint64_t> key(ascii.words[0], ascii.words[1]);
+  {
+    std::lock_guard<std::mutex> lock(region_mutex_);
+    for (const auto& [k, set] : region_sets_) {
+      if (k == key) return set;
+    }
+    if (region_sets_.size() >= kMaxUtf8RegionSets) return nullptr;
+  }
+  // Built outside the lock (one pass over a table; a fraction of a millisecond); a racing
+  // thread's equal copy is dropped.
+  auto set = std::make_shared<TokenIdSet>();
+  set->bits.assign((static_cast<size_t>(vocab_size_) + 31) / 32, 0);
+  const size_t count = sorted_text_tokens_.size();
+  for (size_t pos = 0; pos < count; ++pos) {
+    const auto& bytes = sorted_ascii_bytes_[pos];
+    if (!sorted_well_formed_[pos] || ((bytes.first & ~key.first) | (bytes.second & ~key.second))) continue;
+    const int32_t id = sorted_text_tokens_[pos];
+    set->bits[id >> 5] |= 1u << (id & 31);
+    ++set->count;
+  }
+  std::lock_guard<std::mutex> lock(region_mutex_);
+  for (const auto& [k, existing] : region_sets_) {
+    if (k == key) return existing;
+  }
+  if (region_sets_.size() >= kMaxUtf8RegionSets) return nullptr;
+  region_sets_.emplace_back(key, set);
+  return set;
 }
 
 bool TokenizerInfo::IsStopToken(int32_t id) const {
@@ -134,6 +191,9 @@ size_t TokenizerInfo::MemoryBytes() const {
   bytes += (sorted_text_tokens_.capacity() + lcp_.capacity()) * sizeof(int32_t);
   bytes += trie_.capacity() * sizeof(TokenTrieNode) + trie_suffix_bytes_.capacity() * sizeof(ByteMask) +
            trie_suffix_max_length_.capacity() * sizeof(uint16_t);
+  bytes += sorted_ascii_bytes_.capacity() * sizeof(sorted_ascii_bytes_[0]) + sorted_well_formed_.capacity();
+  std::lock_guard<std::mutex> lock(region_mutex_);
+  for (const auto& entry : region_sets_) bytes += entry.second->bits.capacity() * sizeof(uint32_t);
   return bytes;
 }
 

@@ -30,6 +30,9 @@ struct TokenTrieNode {
   int32_t suffix_bytes;
   uint16_t depth;       // prefix length in bytes (>= 1; the root is implicit)
   uint8_t byte;         // the prefix's last byte
+  // When every token of the subtree is a well-formed UTF-8 prefix (tokenizer/utf8_decoder.h):
+  // the decoder's state after this node's prefix; otherwise kUtf8Malformed.
+  uint8_t utf8_state;
 };
 
 // A set of byte values as four 64-bit words.
@@ -48,6 +51,12 @@ struct ByteMask {
 };
 
 constexpr int32_t kTrieSuffixBytesMinTokens = 8;
+
+// A set of token ids as a bitset (bit id % 32 of word id / 32), with its size.
+struct TokenIdSet {
+  std::vector<uint32_t> bits;
+  int64_t count = 0;
+};
 
 // How a tokenizer's vocabulary strings encode bytes (same numbering as xgrammar's).
 enum class VocabType : int32_t {
@@ -94,6 +103,15 @@ class TokenizerInfo {
   // Length in bytes of the longest text token.
   int32_t max_token_bytes() const { return max_token_bytes_; }
 
+  // The text tokens that are well-formed UTF-8 prefixes (tokenizer/utf8_decoder.h) whose
+  // ASCII bytes all lie in `ascii` (its bytes >= 0x80 are ignored): the tokens a UTF-8
+  // region with that ASCII self-loop set accepts wholesale at a character boundary
+  // (matcher/token_mask_cache.cc). Built on the first request for a set and kept, so every
+  // grammar and compiler of this tokenizer shares it (JSON string bodies all ask for the
+  // same set); nullptr once kMaxUtf8RegionSets sets are kept. Thread-safe.
+  std::shared_ptr<const TokenIdSet> Utf8RegionTokens(const ByteMask& ascii) const;
+  static constexpr size_t kMaxUtf8RegionSets = 32;
+
   bool IsStopToken(int32_t id) const;
   // True for ids that can appear inside grammar text (not special, not empty, not padding).
   bool IsTextToken(int32_t id) const { return id >= 0 && id < vocab_size_ && is_text_[id]; }
@@ -123,6 +141,13 @@ class TokenizerInfo {
   int32_t max_token_bytes_ = 0;
   mutable std::once_flag special_token_text_once_;
   mutable std::unique_ptr<const SpecialTokenText> special_token_text_;
+  // Per sorted position: the token's ASCII bytes as two words (bytes 0-63, 64-127), and
+  // whether it is a well-formed UTF-8 prefix (only those can be in a region set).
+  std::vector<std::pair<uint64_t, uint64_t>> sorted_ascii_bytes_;
+  std::vector<uint8_t> sorted_well_formed_;
+  mutable std::mutex region_mutex_;
+  // Utf8RegionTokens' sets, by the two low words (ASCII part) of their mask.
+  mutable std::vector<std::pair<std::pair<uint64_t, uint64_t>, std::shared_ptr<const TokenIdSet>>> region_sets_;
 };
 
 }  // namespace xg2
