@@ -283,7 +283,7 @@ class GrammarCompiler:
         mask_cache: bool = True,
         cross_grammar_cache: bool = True,
         precompute_nodes: int = 8,
-        repetition_compression_threshold: int = 256,
+        repetition_compression_threshold: int = 64,
         limits: Optional[CompileLimits] = None,
     ) -> None:
         if not isinstance(tokenizer_info, TokenizerInfo):
