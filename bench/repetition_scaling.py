@@ -90,7 +90,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tokenizer", default="llama3.1")
     parser.add_argument("--samples", type=int, default=40, help="fills timed per instance")
-    parser.add_argument("--threshold", type=int, default=256, help="compression threshold when on")
+    parser.add_argument("--threshold", type=int, default=64, help="compression threshold when on")
     args = parser.parse_args()
     info = hf_tokenizer_info(args.tokenizer)
     header = f"{'case':<18}{'compression':>12}{'compile ms':>12}{'nodes':>9}{'memory KB':>11}{'first ms':>10}{'fill p50 us':>13}{'fill p90 us':>13}"

@@ -107,7 +107,7 @@ def compile_ebnf_with_token_literals(
     mask_cache: bool = True,
     cross_grammar_cache: bool = True,
     precompute_nodes: int = 8,
-    repetition_compression_threshold: int = 256,
+    repetition_compression_threshold: int = 64,
 ) -> CompiledGrammar: ...
 def compile_ebnf(
     tokenizer_info: TokenizerInfo,
@@ -117,7 +117,7 @@ def compile_ebnf(
     mask_cache: bool = True,
     cross_grammar_cache: bool = True,
     precompute_nodes: int = 8,
-    repetition_compression_threshold: int = 256,
+    repetition_compression_threshold: int = 64,
 ) -> CompiledGrammar: ...
 def ebnf_accepts(
     ebnf: str,

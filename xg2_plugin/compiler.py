@@ -283,7 +283,7 @@ class GrammarCompiler:
         mask_cache: bool = True,
         cross_grammar_cache: bool = True,
         precompute_nodes: int = 8,
-        repetition_compression_threshold: int = 256,
+        repetition_compression_threshold: int = 64,
         limits: Optional[CompileLimits] = None,
     ) -> None:
         if not isinstance(tokenizer_info, TokenizerInfo):
@@ -302,6 +302,7 @@ class GrammarCompiler:
         self._cache_limit_bytes = cache_limit_bytes
         self._cache: "OrderedDict[tuple, CompiledGrammar]" = OrderedDict()
         self._cache_bytes = 0
+        self._cache_evictions = 0
         self._in_flight: dict[tuple, Future] = {}
         self._lock = threading.Lock()
         self._mask_pool = _native.MaskCachePool(mask_cache_limit_bytes)
@@ -510,6 +511,14 @@ class GrammarCompiler:
             return self._cache_bytes
 
     @property
+    def cache_stats(self) -> dict[str, int]:
+        """Compiled-grammar cache: ``bytes`` held, ``entries``, ``evictions`` (LRU, past
+        ``cache_limit_bytes``) and ``limit_bytes``."""
+        with self._lock:
+            return {"bytes": self._cache_bytes, "entries": len(self._cache),
+                    "evictions": self._cache_evictions, "limit_bytes": self._cache_limit_bytes}
+
+    @property
     def mask_cache_size_bytes(self) -> int:
         """Bytes held by the cross-grammar token-classification pool."""
         return int(self._mask_pool.bytes)
@@ -609,3 +618,4 @@ class GrammarCompiler:
             while 0 <= self._cache_limit_bytes < self._cache_bytes and self._cache:
                 _, evicted = self._cache.popitem(last=False)
                 self._cache_bytes -= evicted.memory_size_bytes
+                self._cache_evictions += 1

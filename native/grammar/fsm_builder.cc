@@ -527,7 +527,7 @@ class SubsetConstruction {
     return set;
   }
 
-  int32_t Intern(const std::vector<int32_t>& set, Dfa* dfa) {
+  int32_t Intern(std::vector<int32_t> set, Dfa* dfa) {
     auto it = ids_.find(set);
     if (it != ids_.end()) return it->second;
     if (--*budget_ < 0) {
@@ -551,8 +551,8 @@ class SubsetConstruction {
         }
       }
     }
-    ids_.emplace(set, id);
-    worklist_.push_back(set);
+    // Keys of an unordered_map never move: the worklist points at them.
+    worklist_.push_back(&ids_.emplace(std::move(set), id).first->first);
     return id;
   }
 
@@ -575,7 +575,7 @@ class SubsetConstruction {
   }
 
   void Expand(int32_t id, Dfa* dfa) {
-    const std::vector<int32_t> set = worklist_[id];
+    const std::vector<int32_t>& set = *worklist_[id];
     const bool carries_counter = dfa->nodes[id].loop >= 0;
     // Byte edges: cut [0, 255] at every range boundary, then gather targets per piece.
     std::vector<int> cuts;
@@ -593,9 +593,13 @@ class SubsetConstruction {
     std::sort(cuts.begin(), cuts.end());
     cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
     std::vector<ByteEdge> byte_edges;
+    // Neighbouring pieces often step to the same NFA nodes (a character class cut by other
+    // ranges); their closure and DFA state are then reused.
+    std::vector<int32_t> targets, previous_targets;
+    int32_t previous_target = -1;
     for (size_t c = 0; c + 1 < cuts.size(); ++c) {
       int lo = cuts[c], hi = cuts[c + 1] - 1;
-      std::vector<int32_t> targets;
+      targets.clear();
       for (int32_t n : set) {
         for (const NfaEdge& e : nfa_.edges[n]) {
           if (e.kind == kByteRange && e.lo <= lo && hi <= e.hi) targets.push_back(e.target);
@@ -603,7 +607,12 @@ class SubsetConstruction {
       }
       if (targets.empty()) continue;
       CheckNoFreshEntry(set, carries_counter, kByteRange, lo, hi);
-      int32_t target = Intern(Closure(std::move(targets)), dfa);
+      int32_t target = previous_target;
+      if (previous_target < 0 || targets != previous_targets) {
+        target = Intern(Closure(targets), dfa);
+        previous_targets.swap(targets);
+        previous_target = target;
+      }
       if (!byte_edges.empty() && byte_edges.back().target == target && byte_edges.back().hi + 1 == lo) {
         byte_edges.back().hi = static_cast<uint8_t>(hi);
       } else {
@@ -623,8 +632,18 @@ class SubsetConstruction {
   int64_t* budget_;
   std::vector<uint32_t> mark_;
   uint32_t generation_ = 0;
-  std::map<std::vector<int32_t>, int32_t> ids_;
-  std::vector<std::vector<int32_t>> worklist_;
+  struct SetHash {
+    size_t operator()(const std::vector<int32_t>& set) const {
+      uint64_t h = 0x9E3779B97F4A7C15ull ^ set.size();
+      for (int32_t n : set) {
+        h = (h ^ static_cast<uint32_t>(n)) * 0xFF51AFD7ED558CCDull;
+        h ^= h >> 31;
+      }
+      return static_cast<size_t>(h);
+    }
+  };
+  std::unordered_map<std::vector<int32_t>, int32_t, SetHash> ids_;
+  std::vector<const std::vector<int32_t>*> worklist_;  // keys of ids_, in DFA node order
   std::vector<int32_t> member_of_;  // NFA node -> counted loop it belongs to; empty: no loops
   std::vector<int32_t> gate_of_;
   std::vector<std::vector<int32_t>> gate_closures_;
@@ -656,31 +675,58 @@ Dfa Minimize(const Dfa& dfa) {
     cls[i] = !live[i] ? -1 : initial.emplace(key, static_cast<int32_t>(initial.size())).first->second;
   }
   if (n <= kMaxMinimizeNodes) {
+    // Each round gives every live state a signature (its class, then its edges' labels and
+    // target classes) and numbers the distinct signatures. Signatures live in one flat
+    // buffer and are grouped by sorting (hash first, then the words), so a round allocates
+    // nothing: the rounds of a long chain of look-alike states stay cheap.
+    std::vector<int64_t> words;
+    std::vector<uint32_t> begin(n + 1, 0);
+    std::vector<uint64_t> hash(n, 0);
+    std::vector<int32_t> order;
+    std::vector<int32_t> next(n, -1);
     size_t num_classes = 0;
     for (;;) {
-      std::map<std::vector<int64_t>, int32_t> signature_ids;
-      std::vector<int32_t> next(n, -1);
+      words.clear();
+      order.clear();
       for (size_t i = 0; i < n; ++i) {
+        begin[i] = static_cast<uint32_t>(words.size());
         if (cls[i] < 0) continue;
-        std::vector<int64_t> sig{cls[i]};
+        words.push_back(cls[i]);
         for (const auto& e : dfa.nodes[i].byte_edges) {
           if (cls[e.target] < 0) continue;
-          sig.push_back(e.lo);
-          sig.push_back(e.hi);
-          sig.push_back(cls[e.target]);
+          words.push_back((static_cast<int64_t>(e.lo) << 40) | (static_cast<int64_t>(e.hi) << 32) |
+                          static_cast<uint32_t>(cls[e.target]));
         }
-        sig.push_back(-7);
+        words.push_back(-7);
         for (const auto& e : dfa.nodes[i].rule_edges) {
           if (cls[e.target] < 0) continue;
-          sig.push_back(e.rule);
-          sig.push_back(cls[e.target]);
+          words.push_back((static_cast<int64_t>(e.rule) << 32) | static_cast<uint32_t>(cls[e.target]));
         }
-        auto it = signature_ids.emplace(std::move(sig), static_cast<int32_t>(signature_ids.size())).first;
-        next[i] = it->second;
+        uint64_t h = 0x9E3779B97F4A7C15ull;
+        for (size_t w = begin[i]; w < words.size(); ++w) {
+          h = (h ^ static_cast<uint64_t>(words[w])) * 0xFF51AFD7ED558CCDull;
+          h ^= h >> 29;
+        }
+        hash[i] = h;
+        order.push_back(static_cast<int32_t>(i));
       }
-      cls.swap(next);
-      if (signature_ids.size() == num_classes) break;
-      num_classes = signature_ids.size();
+      begin[n] = static_cast<uint32_t>(words.size());
+      auto end_of = [&](int32_t i) { return words.begin() + begin[i + 1]; };
+      auto less = [&](int32_t a, int32_t b) {
+        if (hash[a] != hash[b]) return hash[a] < hash[b];
+        return std::lexicographical_compare(words.begin() + begin[a], end_of(a), words.begin() + begin[b],
+                                            end_of(b));
+      };
+      std::sort(order.begin(), order.end(), less);
+      int32_t classes = 0;
+      for (size_t k = 0; k < order.size(); ++k) {
+        if (k > 0 && less(order[k - 1], order[k])) ++classes;
+        next[order[k]] = classes;
+      }
+      if (!order.empty()) ++classes;
+      for (size_t i = 0; i < n; ++i) cls[i] = cls[i] < 0 ? -1 : next[i];
+      if (static_cast<size_t>(classes) == num_classes) break;
+      num_classes = classes;
     }
   } else {
     for (size_t i = 0; i < n; ++i) cls[i] = live[i] ? static_cast<int32_t>(i) : -1;

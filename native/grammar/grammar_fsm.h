@@ -130,7 +130,7 @@ struct FsmBuildLimits {
 };
 
 // Default threshold of the compiler (in iterations of the repeated expression).
-constexpr int32_t kDefaultRepetitionCompressionThreshold = 256;
+constexpr int32_t kDefaultRepetitionCompressionThreshold = 64;
 
 // Lowers every rule of `ast` into a minimal-ish DFA (subset construction, then partition
 // refinement for small machines). Throws ResourceLimitError when limits are exceeded and

@@ -1,0 +1,107 @@
+"""Where compile time goes, for our engine alone: schema text to the first mask, split per stage.
+
+    PYTHONPATH=. python bench/compile_profile.py [--per-category 10] [--tokenizer llama3.1] [--repeat 3]
+
+Stages timed from Python on a JSONSchemaBench sample (one compiler for the whole sample, as in a
+server, so the cross-grammar pool warms up across schemas):
+  * to_ebnf: JSON Schema text to EBNF (the native JSON Schema frontend);
+  * compile: EBNF to a compiled grammar (EBNF parse, inlining, rule FSMs, hashing, follow sets,
+    mask-cache setup, background precompute start);
+  * matcher: matcher construction (the Earley start state);
+  * first fill: the first ``fill_next_token_bitmask``.
+Each schema is compiled ``--repeat`` times with the compiler cache off (the cross-grammar mask pool
+stays on) and the fastest run is kept, so the figures are less sensitive to machine load. For the
+split inside the native compile, run this under ``perf record -g`` (``--loop N`` repeats the
+whole sample N times).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+import xg2_plugin as xg  # noqa: E402
+from xg2_plugin import _native  # noqa: E402
+from xg2_corpus import stratified_sample  # noqa: E402
+from xg2_test_support import data_dir, hf_tokenizer_info  # noqa: E402
+
+STAGES = ("to_ebnf", "compile", "matcher", "first_fill", "total")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--per-category", type=int, default=10)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--tokenizer", default="llama3.1")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--loop", type=int, default=1, help="repeat the whole sample (for perf record)")
+    parser.add_argument("--threshold", type=int, default=None, help="repetition_compression_threshold")
+    parser.add_argument("--top", type=int, default=8, help="list the slowest schemas")
+    args = parser.parse_args()
+
+    info = hf_tokenizer_info(args.tokenizer)
+    options = {"cache_enabled": False, "max_threads": 1}
+    if args.threshold is not None:
+        options["repetition_compression_threshold"] = args.threshold
+    compiler = xg.GrammarCompiler(info, **options)
+    limits = compiler.limits._to_native()
+    bitmask = xg.allocate_token_bitmask(1, info.vocab_size)
+    paths = stratified_sample(data_dir() / "jsonschemabench", args.per_category, seed=args.seed)
+    rows: list[tuple[str, dict[str, float], int]] = []
+    rejected = 0
+    for _ in range(args.loop):
+        for path in paths:
+            schema_text = json.dumps(json.loads(path.read_text())["schema"])
+            best: dict[str, float] = {}
+            nodes = 0
+            for _ in range(args.repeat):
+                times: dict[str, float] = {}
+                try:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        t0 = time.perf_counter()
+                        ebnf, _ = _native._json_schema_to_ebnf(
+                            schema_text, any_whitespace=True, indent=None, separators=None, strict_mode=True,
+                            max_whitespace=None, lenient=False, limits=limits, cancel=None)
+                        t1 = time.perf_counter()
+                        compiled = compiler._compile_ebnf_now(ebnf, "root", "json_schema")
+                        t2 = time.perf_counter()
+                        matcher = xg.GrammarMatcher(compiled)
+                        t3 = time.perf_counter()
+                        matcher.fill_next_token_bitmask(bitmask)
+                        t4 = time.perf_counter()
+                except xg.XG2Error:
+                    rejected += 1
+                    break
+                times = {"to_ebnf": t1 - t0, "compile": t2 - t1, "matcher": t3 - t2, "first_fill": t4 - t3,
+                         "total": t4 - t0}
+                if not best or times["total"] < best["total"]:
+                    best = times
+                nodes = len(ebnf)
+            if best:
+                rows.append((path.name, best, nodes))
+    n = len(rows)
+    print(f"{n} compiled, {rejected} rejected; tokenizer {args.tokenizer}; best of {args.repeat} (ms)")
+    print(f"{'stage':12s} {'p50':>8s} {'p90':>8s} {'p99':>8s} {'sum':>9s} {'share':>6s}")
+    totals = {stage: sum(r[1][stage] for r in rows) for stage in STAGES}
+    for stage in STAGES:
+        values = np.asarray([r[1][stage] for r in rows]) * 1e3
+        print(f"{stage:12s} {np.percentile(values, 50):8.3f} {np.percentile(values, 90):8.3f} "
+              f"{np.percentile(values, 99):8.3f} {values.sum():9.1f} {totals[stage] / totals['total']:6.1%}")
+    print(f"\nslowest {args.top} (ms): name, to_ebnf, compile, matcher, first_fill, ebnf bytes")
+    for name, times, size in sorted(rows, key=lambda r: -r[1]["total"])[: args.top]:
+        print(f"  {name:45s} {times['to_ebnf'] * 1e3:8.2f} {times['compile'] * 1e3:8.2f} "
+              f"{times['matcher'] * 1e3:7.2f} {times['first_fill'] * 1e3:8.2f} {size:8d}")
+
+
+if __name__ == "__main__":
+    main()
