@@ -37,6 +37,40 @@ def test_triggered_structural_tag_survives_rule_inlining() -> None:
         assert matcher.accept_token(token), info.decoded_vocab[token]
 
 
+@pytest.mark.parametrize("dialect, accepts_fraction", [
+    ("http://json-schema.org/draft-04/schema#", False),
+    ("https://json-schema.org/draft/2020-12/schema", True),
+])
+def test_integer_enum_fraction_spelling_follows_the_dialect(dialect: str, accepts_fraction: bool) -> None:
+    # JSONSchemaBench Github_easy---o21860 (draft-04): `type: integer` with an integer enum let a
+    # random walk write 7.0, which draft 4 does not count as an integer (draft 6 and later do).
+    import jsonschema
+
+    info = hf_tokenizer_info("llama3.1")
+    schema = {"$schema": dialect, "type": "object", "required": ["days"],
+              "properties": {"days": {"type": "integer", "enum": [1, 7, 30]}}, "additionalProperties": False}
+    grammar = xg.GrammarCompiler(info).compile_json_schema(schema)
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    assert validator.is_valid({"days": 7.0}) == accepts_fraction  # the dialects really differ
+    for text, expected in (('{"days": 7}', True), ('{"days": 7.0}', accepts_fraction)):
+        matcher = xg.GrammarMatcher(grammar)
+        assert (matcher.accept_string(text) and matcher.is_completed()) == expected, text
+
+
+def test_lenient_conversion_of_many_alternative_groups_stays_bounded() -> None:
+    # JsonSchemaStore---cloudify and ---jfrog-pipelines: an allOf of many if/then parts (each a
+    # group of alternatives) made the lenient conversion distribute every combination and run
+    # out of memory. Strict mode refuses it; lenient mode drops the groups past the bound, warns.
+    parts = [{"if": {"properties": {f"k{i}": {"const": "a"}}, "required": [f"k{i}"]},
+              "then": {"required": [f"v{i}"]}} for i in range(12)]
+    schema = {"type": "object", "allOf": parts}
+    with pytest.raises(xg.UnsupportedSchemaError, match="combined branches"):
+        xg._native._json_schema_to_ebnf(json.dumps(schema))
+    ebnf, warnings = xg._native._json_schema_to_ebnf(json.dumps(schema), lenient=True)
+    assert any("combined branches" in warning for warning in warnings)
+    assert ebnf.startswith("root ::=")
+
+
 # ---- fuzzing inputs: seeds and every saved finding, replayed through their harness ----
 
 FUZZ_DIR = Path(__file__).resolve().parents[1] / "fuzz"

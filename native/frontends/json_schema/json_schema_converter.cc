@@ -291,6 +291,7 @@ SchemaConverter::SchemaConverter(const JsonValue& document, const JsonSchemaOpti
     for (const char* old : {"draft-03", "draft-04", "draft-06", "draft-07"}) {
       legacy_ref_ = legacy_ref_ || uri.find(old) != std::string::npos;
     }
+    draft4_integers_ = uri.find("draft-03") != std::string::npos || uri.find("draft-04") != std::string::npos;
   }
   StartOutput();
 }
@@ -1166,9 +1167,27 @@ Fragment SchemaConverter::EnumOrConst(const Node& node, int depth) {
   } else {
     for (const JsonValue& value : values->array_items()) candidates.push_back(&value);
   }
+  // Under draft 4, `type: integer` next to the values admits only their spelling without a
+  // fraction ("7", not "7.0").
+  bool integer_spelling_only = false;
+  if (draft4_integers_ && node.schema.Find("type") != nullptr) {
+    std::vector<std::string> allowed = AllowedTypes(node);
+    integer_spelling_only = std::find(allowed.begin(), allowed.end(), "integer") != allowed.end() &&
+                            std::find(allowed.begin(), allowed.end(), "number") == allowed.end();
+  }
   std::vector<Fragment> choices;
   for (const JsonValue* value : candidates) {
-    if (EnumValueAllowed(*value, node)) choices.push_back(ConstValue(*value, depth));
+    if (!EnumValueAllowed(*value, node)) continue;
+    if (integer_spelling_only && value->is_number()) {
+      const std::string& lexeme = value->number_lexeme();
+      if (lexeme.find_first_of(".eE") == std::string::npos) {
+        choices.push_back(Fragment::Literal(lexeme));
+      } else if (value->is_integral_number() && std::abs(value->number_value()) < 9007199254740992.0) {
+        choices.push_back(Fragment::Literal(std::to_string(static_cast<long long>(value->number_value()))));
+      }
+      continue;
+    }
+    choices.push_back(ConstValue(*value, depth));
   }
   return rules_.Share(RuleHint(node.pointer), Alt(choices));
 }

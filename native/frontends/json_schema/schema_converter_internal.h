@@ -214,6 +214,9 @@ class SchemaConverter {
   int active_depth_ = 0;
   // Draft 7 and older ($schema says so): keywords next to $ref are ignored.
   bool legacy_ref_ = false;
+  // Draft 3 and 4 ($schema says so): an "integer" is a number written without a fraction, so
+  // 7.0 is not one (draft 6 made it one).
+  bool draft4_integers_ = false;
   // Schemas built by merges; a deque keeps references to them stable.
   std::deque<JsonValue> synthetic_;
   // $ref targets expanded by the merges in progress (recursion guard).

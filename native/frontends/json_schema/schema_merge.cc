@@ -447,11 +447,14 @@ Fragment SchemaConverter::MergedSchema(const Node& node, int depth) {
   JsonValue result = base;
   if (!state.alternatives.empty()) {
     size_t combinations = 1;
-    for (const auto& [group, group_pointer] : state.alternatives) {
-      combinations *= group.object_members()[0].second.array_items().size();
-      if (combinations > kMaxDistributedBranches) {
+    for (size_t i = 0; i < state.alternatives.size(); ++i) {
+      combinations *= state.alternatives[i].first.object_members()[0].second.array_items().size();
+      if (combinations > kMaxDistributedBranches && i > 0) {
         Unsupported("'anyOf' / 'oneOf' at " + ShowPointer(node.pointer) + ": more than " +
                     std::to_string(kMaxDistributedBranches) + " combined branches");
+        // Lenient: the alternative groups past the bound are dropped (a wider language, warned
+        // above); distributing them would multiply the grammar without bound.
+        state.alternatives.resize(i);
         break;
       }
     }
