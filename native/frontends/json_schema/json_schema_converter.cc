@@ -803,8 +803,10 @@ std::optional<std::vector<std::string>> SchemaConverter::ExcludedStrings(const N
       !NotReadByGenerators(node)) {
     return std::nullopt;
   }
+  // The listed values must outlive the loop (a range over `*temporary` would dangle).
+  std::optional<std::vector<JsonValue>> listed = ListedValuesOnly(*node.schema.Find("not"));
   std::vector<std::string> excluded;
-  for (const JsonValue& value : *ListedValuesOnly(*node.schema.Find("not"))) excluded.push_back(value.string_value());
+  for (const JsonValue& value : *listed) excluded.push_back(value.string_value());
   return excluded;
 }
 
