@@ -87,10 +87,11 @@ def classification_pass(info: xg.TokenizerInfo, items: list, compiler_options: d
           f"mean={np.mean(per_node_us) if per_node_us else 0:.1f}")
 
 
-def serving_pass(info: xg.TokenizerInfo, items: list, compiler_options: dict) -> None:
+def serving_pass(info: xg.TokenizerInfo, items: list, compiler_options: dict, top: int = 0) -> None:
     compiler = xg.GrammarCompiler(info, cache_enabled=False, **compiler_options)
     bitmask = xg.allocate_token_bitmask(1, info.vocab_size)
     compile_us, first_us, fill_us, accept_us = [], [], [], []
+    slowest: list[tuple[float, str, int]] = []  # (fill us, schema, token index)
     for name, schema, ids in items:
         t0 = time.perf_counter()
         grammar = compile_or_none(compiler, schema)
@@ -103,6 +104,8 @@ def serving_pass(info: xg.TokenizerInfo, items: list, compiler_options: dict) ->
             matcher.fill_next_token_bitmask(bitmask)
             elapsed = (time.perf_counter() - t0) * 1e6
             (first_us if k == 0 else fill_us).append(elapsed)
+            if k > 0:
+                slowest.append((elapsed, name, k))
             t0 = time.perf_counter()
             ok = matcher.accept_token(token)
             accept_us.append((time.perf_counter() - t0) * 1e6)
@@ -114,6 +117,16 @@ def serving_pass(info: xg.TokenizerInfo, items: list, compiler_options: dict) ->
     print(f"fill (us):       {percentiles(fill_us, (50, 99, 99.9))}")
     print(f"accept (us):     {percentiles(accept_us)}")
     print(f"pool: {compiler.mask_cache_stats}")
+    if top > 0:
+        print(f"slowest {top} fills (us, schema, token index):")
+        for elapsed, name, k in sorted(slowest, reverse=True)[:top]:
+            print(f"  {elapsed:10.1f}  {name}  {k}")
+        per_schema: dict[str, float] = {}
+        for elapsed, name, _ in slowest:
+            per_schema[name] = per_schema.get(name, 0.0) + elapsed
+        print(f"schemas with the most fill time (total us):")
+        for name, total in sorted(per_schema.items(), key=lambda kv: -kv[1])[:top]:
+            print(f"  {total:10.1f}  {name}")
 
 
 def main() -> None:
@@ -122,6 +135,7 @@ def main() -> None:
     parser.add_argument("--per-category", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--skip-classification", action="store_true")
+    parser.add_argument("--top", type=int, default=15, help="list the slowest fills and schemas (0: none)")
     parser.add_argument("--exclude", nargs="*", default=[], help="schema file names to leave out")
     parser.add_argument("--only", nargs="*", default=[], help="keep only these schema file names")
     parser.add_argument("--repetition-compression-threshold", type=int, default=None,
@@ -136,7 +150,7 @@ def main() -> None:
     print(f"{len(items)} schemas with a valid instance, tokenizer {args.tokenizer}, module {xg._native.__file__}")
     if not args.skip_classification:
         classification_pass(info, items, options)
-    serving_pass(info, items, options)
+    serving_pass(info, items, options, args.top)
 
 
 if __name__ == "__main__":

@@ -123,7 +123,12 @@ Fragment SchemaConverter::KeyNotIn(const std::vector<std::string>& names) {
       choices.push_back(Seq({SpellKeyCharacter(cp), fragment_of[child]}));
     }
     choices.push_back(Seq({KeyCharacterOutside(child_characters), any_tail}));
-    fragment_of[i] = rules_.Share("key_suffix", Alt(choices));
+    // Sub-tries stay inside the one key rule (a single rule DFA, which the token-mask cache
+    // classifies exactly; a rule per trie node leaves every token that crosses a node
+    // uncertain, for the Earley parser) until their text grows large.
+    constexpr size_t kMaxInlineSubtrieBytes = 4096;
+    Fragment subtrie = Alt(choices);
+    fragment_of[i] = subtrie.text().size() > kMaxInlineSubtrieBytes ? rules_.Share("key_suffix", subtrie) : subtrie;
   }
   return rules_.Share("key_not_declared",
                       Seq({Fragment::Literal("\""), fragment_of[0], Fragment::Literal("\"")}));

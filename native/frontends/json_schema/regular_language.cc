@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <tuple>
 
 #include "frontends/ebnf/ebnf_parser.h"
 #include "frontends/regex/regex_converter.h"
@@ -531,6 +532,130 @@ Fragment LengthBoundedFragment(const CodepointDfa& language, const CodepointDfa&
                        rules, hint);
 }
 
+namespace {
+
+// The character class of each (state, target) pair: edges to one target share one class.
+std::map<int32_t, std::string> ClassesByTarget(const CodepointDfa::State& state) {
+  std::map<int32_t, std::string> classes;  // target -> class members
+  for (const auto& e : state.edges) {
+    std::string& members = classes[e.target];
+    members += EbnfClassMember(e.lo);
+    if (e.hi > e.lo) members += (e.hi > e.lo + 1 ? "-" : "") + EbnfClassMember(e.hi);
+  }
+  return classes;
+}
+
+// a | ε written as a?, which reads better and lowers to the same automaton.
+Fragment AltWithEpsilon(const Fragment& a, const Fragment& b) {
+  if (a.epsilon() && !b.never() && !b.epsilon()) return Optional(b);
+  if (b.epsilon() && !a.never() && !a.epsilon()) return Optional(a);
+  return Alt({a, b});
+}
+
+// `dfa` (minimised, not empty) as EBNF by state elimination (Brzozowski and McCluskey): a
+// generalised automaton whose edges carry expressions loses one state at a time, cheapest
+// first (the text its removal copies into each (predecessor, successor) pair). A state whose
+// removal would grow some edge past `max_bytes` is kept instead (state elimination can blow
+// up exponentially, e.g. on the layered automaton of a pattern under a maxLength), and each
+// kept state becomes a rule `state ::= (loop)* (expr next | ...)`. The result is the
+// expression from the start: no rules at all when every state could be removed.
+Fragment EliminateStates(const CodepointDfa& dfa, size_t max_bytes, RuleSet* rules, const std::string& hint) {
+  const int32_t n = static_cast<int32_t>(dfa.states.size());
+  const int32_t start = n, final_state = n + 1;
+  // out[i][j] / in[j][i]: the expression on the edge i -> j (the same Fragment in both maps).
+  std::vector<std::map<int32_t, Fragment>> out(n + 2), in(n + 2);
+  auto set_edge = [&](int32_t from, int32_t to, Fragment expr) {
+    out[from].insert_or_assign(to, expr);
+    in[to].insert_or_assign(from, std::move(expr));
+  };
+  set_edge(start, 0, Fragment::Epsilon());
+  for (int32_t i = 0; i < n; ++i) {
+    if (dfa.states[i].accepting) set_edge(i, final_state, Fragment::Epsilon());
+    for (const auto& [target, members] : ClassesByTarget(dfa.states[i])) {
+      set_edge(i, target, Fragment::Atom("[" + members + "]"));
+    }
+  }
+  auto loop_of = [&](int32_t k) {
+    auto self = out[k].find(k);
+    return self == out[k].end() ? Fragment::Epsilon() : Repeat(self->second, 0, -1);
+  };
+  // 0: present, 1: removed, 2: kept (removing it was too costly).
+  std::vector<uint8_t> status(n, 0);
+  for (;;) {
+    int32_t k = -1;
+    size_t best_cost = 0;
+    for (int32_t candidate = 0; candidate < n; ++candidate) {
+      if (status[candidate] != 0) continue;
+      size_t in_bytes = 0, out_bytes = 0, ins = 0, outs = 0;
+      for (const auto& [from, expr] : in[candidate]) {
+        if (from != candidate) in_bytes += expr.text().size(), ++ins;
+      }
+      for (const auto& [to, expr] : out[candidate]) {
+        if (to != candidate) out_bytes += expr.text().size(), ++outs;
+      }
+      size_t cost = in_bytes * outs + out_bytes * ins;
+      if (k < 0 || cost < best_cost) k = candidate, best_cost = cost;
+    }
+    if (k < 0) break;
+    const Fragment loop = loop_of(k);
+    std::vector<std::tuple<int32_t, int32_t, Fragment>> merged_edges;
+    bool fits = true;
+    for (const auto& [from, enter] : in[k]) {
+      if (from == k) continue;
+      for (const auto& [to, leave] : out[k]) {
+        if (to == k) continue;
+        Fragment path = Seq({enter, loop, leave});
+        auto existing = out[from].find(to);
+        Fragment merged = existing == out[from].end() ? path : AltWithEpsilon(existing->second, path);
+        if (merged.text().size() > max_bytes) {
+          fits = false;
+          break;
+        }
+        merged_edges.emplace_back(from, to, std::move(merged));
+      }
+      if (!fits) break;
+    }
+    if (!fits) {
+      status[k] = 2;
+      continue;
+    }
+    status[k] = 1;
+    for (const auto& [from, _] : in[k]) out[from].erase(k);
+    for (const auto& [to, _] : out[k]) in[to].erase(k);
+    out[k].clear();
+    in[k].clear();
+    for (auto& [from, to, merged] : merged_edges) set_edge(from, to, std::move(merged));
+  }
+  // The kept states, as right-linear rules over the remaining edges.
+  std::vector<std::string> names(n);
+  for (int32_t i = 0; i < n; ++i) {
+    if (status[i] == 2) names[i] = rules->Reserve(hint);
+  }
+  auto leaving = [&](int32_t from) {
+    std::vector<Fragment> choices;
+    for (const auto& [to, expr] : out[from]) {
+      if (to == from) continue;
+      choices.push_back(to == final_state ? expr : Seq({expr, Fragment::Atom(names[to])}));
+    }
+    Fragment rest = choices.size() == 2 && choices[0].epsilon() ? Optional(choices[1])
+                    : choices.size() == 2 && choices[1].epsilon() ? Optional(choices[0])
+                                                                  : Alt(choices);
+    return Seq({loop_of(from), rest});
+  };
+  for (int32_t i = 0; i < n; ++i) {
+    if (status[i] == 2) rules->Define(names[i], leaving(i));
+  }
+  return leaving(start);
+}
+
+// Automata up to this many states go through state elimination; beyond, the quadratic search
+// for the cheapest state is not worth it and every state is a rule.
+constexpr size_t kMaxEliminatedStates = 600;
+// The largest expression state elimination may put on one edge.
+constexpr size_t kMaxExpressionBytes = 4096;
+
+}  // namespace
+
 Fragment DfaToFragment(const CodepointDfa& input, RuleSet* rules, const std::string& hint,
                        size_t max_states) {
   CodepointDfa dfa = Minimized(input);
@@ -538,6 +663,13 @@ Fragment DfaToFragment(const CodepointDfa& input, RuleSet* rules, const std::str
   if (dfa.states.size() > max_states) {
     throw ResourceLimitError("regular language too large (" + std::to_string(dfa.states.size()) +
                              " states, limit " + std::to_string(max_states) + ")");
+  }
+  // Preferably one rule whose body is the whole language: the grammar FSM then holds the
+  // language as one rule DFA, which the token-mask cache classifies exactly. Right-linear
+  // rules are a chain of calls: every token that crosses a rule boundary stays uncertain and
+  // goes through the Earley parser at fill time, so state elimination keeps as few as it can.
+  if (dfa.states.size() <= kMaxEliminatedStates) {
+    return rules->Share(hint, EliminateStates(dfa, kMaxExpressionBytes, rules, hint));
   }
   // A state with no edges (after trimming: an accepting end) is the empty string; every
   // other state is a rule `state ::= "" | [class] next | ...`.
@@ -547,15 +679,9 @@ Fragment DfaToFragment(const CodepointDfa& input, RuleSet* rules, const std::str
   }
   for (size_t i = 0; i < dfa.states.size(); ++i) {
     if (names[i].empty()) continue;
-    std::map<int32_t, std::string> classes;  // target -> class members
-    for (const auto& e : dfa.states[i].edges) {
-      std::string& members = classes[e.target];
-      members += EbnfClassMember(e.lo);
-      if (e.hi > e.lo) members += (e.hi > e.lo + 1 ? "-" : "") + EbnfClassMember(e.hi);
-    }
     std::vector<Fragment> choices;
     if (dfa.states[i].accepting) choices.push_back(Fragment::Epsilon());
-    for (const auto& [target, members] : classes) {
+    for (const auto& [target, members] : ClassesByTarget(dfa.states[i])) {
       Fragment next = names[target].empty() ? Fragment::Epsilon() : Fragment::Atom(names[target]);
       choices.push_back(Seq({Fragment::Atom("[" + members + "]"), next}));
     }

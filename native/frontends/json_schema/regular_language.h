@@ -4,8 +4,8 @@
 // properties and additionalProperties, propertyNames, bounded and multipleOf numbers.
 //
 // Automata are built from regular EBNF (the regex frontend's output or a converter
-// fragment), combined by the product construction, and written back as right-linear EBNF
-// rules (one rule per state).
+// fragment), combined by the product construction, and written back as EBNF: one regular
+// expression when state elimination keeps it small, else right-linear rules (one per state).
 #ifndef XG2_FRONTENDS_JSON_SCHEMA_REGULAR_LANGUAGE_H_
 #define XG2_FRONTENDS_JSON_SCHEMA_REGULAR_LANGUAGE_H_
 
@@ -59,8 +59,9 @@ CodepointDfa Repeated(const CodepointDfa& unit, long long min_count, long long m
 // language is empty), minimal when it is small (up to 600 states).
 CodepointDfa Minimized(const CodepointDfa& dfa);
 
-// Writes `dfa` as right-linear rules in `rules` (names derived from `hint`) and returns a
-// fragment for its language (never when empty). Throws ResourceLimitError above
+// Writes `dfa` as one rule whose body is a regular expression (state elimination; when the
+// expression stays within 4 KiB) or else as right-linear rules, in `rules` (names derived from
+// `hint`), and returns a fragment for its language (never when empty). Throws ResourceLimitError above
 // `max_states` states.
 Fragment DfaToFragment(const CodepointDfa& dfa, RuleSet* rules, const std::string& hint,
                        size_t max_states = 2000);

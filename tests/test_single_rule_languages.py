@@ -1,0 +1,137 @@
+"""Regular languages the JSON Schema frontend builds as automata (patternProperties keys, a
+pattern next to a length, keys outside many declared properties) are written as ONE rule whose
+body is a regular expression, not as a chain of one rule per automaton state: the chain left
+every token that crossed a state boundary uncertain, for the Earley parser, at fill time.
+
+Each shape is checked three ways with the real engine and the llama3.1 tokenizer: the emitted
+grammar has the single-rule shape, instances are accepted or rejected as jsonschema says, and
+the cached mask equals the reference mask at every step of valid instances (declared
+properties first, in schema order, as the grammar writes objects) and of sampled walks."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+
+import numpy as np
+import pytest
+
+import xg2_plugin as xg
+from xg2_plugin import _native
+from xg2_test_support import encode_continuation, hf_tokenizer_info, string_accepted
+
+jsonschema = pytest.importorskip("jsonschema")
+
+DECLARED = [f"{word}_{i}" for i, word in enumerate(
+    ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda", "mu",
+     "nu", "xi", "omicron", "pi", "rho", "sigma", "tau", "upsilon"])]
+
+# name -> (schema, the rule name of the language (its per-state chain numbered the rest
+# name_2, name_3, ...), instances)
+CASES = {
+    "pattern_properties_key": (
+        {"type": "object", "additionalProperties": False,
+         "patternProperties": {"^[a-zA-Z]+://[^ \"]+$": {"type": "string"}}},
+        "value_key",
+        [{"http://example.com/x": "a", "https://e.org/y?z=1": "b"}, {}, {"h://\\u00e9": ""},
+         {"http:/x": "a"}, {"1http://x": "a"}, {"http://a b": "a"}, {"http://": "a"}],
+    ),
+    "pattern_properties_any_key_next_to_declared": (
+        {"type": "object", "required": ["basic"], "properties": {"basic": {"type": "string"}},
+         "patternProperties": {".*": {"type": "string"}}},
+        "value_key",
+        [{"basic": "x", "extra": "y", "ba": "z", "basi": "w", "basics": "v"}, {"basic": "x", "other": 1},
+         {"extra": "y"}, {"basic": "x", "": "empty key"}],
+    ),
+    "pattern_with_max_length": (
+        {"type": "string", "pattern": "^[a-z]+(-[a-z]+)*$", "maxLength": 12},
+        "value_chars",
+        ["abc", "abc-de-f", "a-b-c-d-e-f", "abcdefghijkl", "abcdefghijklm", "-abc", "abc-", "ab--c", ""],
+    ),
+    "keys_outside_many_declared": (
+        {"type": "object", "properties": {name: {"type": "integer"} for name in DECLARED},
+         "additionalProperties": {"type": "string"}},
+        "key_suffix",
+        [{DECLARED[0]: 1, "alpha": "x", "alpha_": "y", "alpha_00": "z"}, {DECLARED[3]: "not an integer"},
+         {DECLARED[19]: 7, "zzz": "free"}, {"beta_1": 2, "alpha_0x": "s"}, {"upsilon_19": "wrong type"}],
+    ),
+}
+
+
+def compare_masks_along(grammar: xg.CompiledGrammar, ids: list[int]) -> int:
+    info = grammar.tokenizer_info
+    matcher = xg.GrammarMatcher(grammar)
+    cached = np.zeros(xg.get_bitmask_shape(1, info.vocab_size), dtype=np.int32)
+    reference = np.zeros_like(cached)
+    steps = 0
+    for token in ids + [None]:
+        assert matcher.fill_next_token_bitmask(cached) == matcher._fill_next_token_bitmask_reference(reference)
+        if not np.array_equal(cached, reference):
+            diff = np.flatnonzero(np.unpackbits((cached ^ reference).view(np.uint8), bitorder="little"))
+            raise AssertionError(f"step {steps}: masks differ on {[info.decoded_vocab[t] for t in diff[:10]]}")
+        steps += 1
+        if token is None:
+            break
+        assert matcher.accept_token(token), f"step {steps}: token {info.decoded_vocab[token]!r} rejected"
+    return steps
+
+
+def sampled_walk(grammar: xg.CompiledGrammar, rng: random.Random, steps: int) -> list[int]:
+    """Token ids drawn from the (reference) mask: states the instances do not reach."""
+    info = grammar.tokenizer_info
+    matcher = xg.GrammarMatcher(grammar)
+    bitmask = np.zeros(xg.get_bitmask_shape(1, info.vocab_size), dtype=np.int32)
+    stops = set(matcher.stop_token_ids)
+    ids = []
+    for _ in range(steps):
+        matcher._fill_next_token_bitmask_reference(bitmask)
+        bits = np.unpackbits(bitmask[0].view(np.uint8), bitorder="little")[: info.vocab_size]
+        allowed = [t for t in np.flatnonzero(bits) if t not in stops]
+        if not allowed:
+            break
+        token = int(rng.choice(allowed))
+        assert matcher.accept_token(token)
+        ids.append(token)
+    return ids
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_language_is_one_rule(case: str) -> None:
+    schema, name, _ = CASES[case]
+    ebnf, _warnings = _native._json_schema_to_ebnf(json.dumps(schema), strict_mode=False)
+    names = _native._ebnf_rule_names(ebnf)
+    chained = [n for n in names if re.fullmatch(re.escape(name) + r"_\d+", n)]
+    assert not chained, f"per-state rule chain left in the grammar: {chained}\n{ebnf}"
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_instances_accepted_as_jsonschema_says(case: str) -> None:
+    schema, _, instances = CASES[case]
+    grammar = xg.GrammarCompiler(hf_tokenizer_info("llama3.1")).compile_json_schema(schema, strict_mode=False)
+    validator = jsonschema.Draft202012Validator(schema)
+    verdicts = set()
+    for instance in instances:
+        expected = validator.is_valid(instance)
+        verdicts.add(expected)
+        text = json.dumps(instance, ensure_ascii=False)
+        assert string_accepted(grammar, text) == expected, (case, text, expected)
+    assert verdicts == {True, False}, "each case needs valid and invalid instances"
+
+
+@pytest.mark.parametrize("mechanism", ["default", "pure_jit"])
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_masks_match_reference(case: str, mechanism: str) -> None:
+    schema, _, instances = CASES[case]
+    info = hf_tokenizer_info("llama3.1")
+    options = {} if mechanism == "default" else {"cross_grammar_cache": False, "precompute_nodes": 0}
+    grammar = xg.GrammarCompiler(info, **options).compile_json_schema(schema, strict_mode=False)
+    validator = jsonschema.Draft202012Validator(schema)
+    steps = 0
+    for instance in instances:
+        if validator.is_valid(instance):
+            steps += compare_masks_along(grammar, encode_continuation("llama3.1", json.dumps(instance, ensure_ascii=False)))
+    rng = random.Random(5)
+    for _ in range(3):
+        steps += compare_masks_along(grammar, sampled_walk(grammar, rng, 25))
+    assert steps > 20
