@@ -28,31 +28,39 @@ DECLARED = [f"{word}_{i}" for i, word in enumerate(
      "nu", "xi", "omicron", "pi", "rho", "sigma", "tau", "upsilon"])]
 
 # name -> (schema, the rule name of the language (its per-state chain numbered the rest
-# name_2, name_3, ...), instances)
+# name_2, name_3, ...), how many numbered rules may remain, instances)
 CASES = {
     "pattern_properties_key": (
         {"type": "object", "additionalProperties": False,
          "patternProperties": {"^[a-zA-Z]+://[^ \"]+$": {"type": "string"}}},
-        "value_key",
+        "value_key", 0,
         [{"http://example.com/x": "a", "https://e.org/y?z=1": "b"}, {}, {"h://\\u00e9": ""},
          {"http:/x": "a"}, {"1http://x": "a"}, {"http://a b": "a"}, {"http://": "a"}],
     ),
     "pattern_properties_any_key_next_to_declared": (
         {"type": "object", "required": ["basic"], "properties": {"basic": {"type": "string"}},
          "patternProperties": {".*": {"type": "string"}}},
-        "value_key",
+        "value_key", 0,
         [{"basic": "x", "extra": "y", "ba": "z", "basi": "w", "basics": "v"}, {"basic": "x", "other": 1},
          {"extra": "y"}, {"basic": "x", "": "empty key"}],
     ),
     "pattern_with_max_length": (
         {"type": "string", "pattern": "^[a-z]+(-[a-z]+)*$", "maxLength": 12},
-        "value_chars",
+        "value_chars", 0,
         ["abc", "abc-de-f", "a-b-c-d-e-f", "abcdefghijkl", "abcdefghijklm", "-abc", "abc-", "ab--c", ""],
+    ),
+    # The layered automaton of a pattern under a long maxLength has no small expression: state
+    # elimination keeps a few states as rules (one rule per state wrote well over 100 rules).
+    "pattern_with_long_max_length": (
+        {"type": "string", "pattern": "^(\\d+\\.\\d+\\.\\d+.*)$", "maxLength": 32},
+        "value_chars", 16,
+        ["1.2.3", "10.20.30-beta+build.7", "1.2.3" + "x" * 27, "1.2.3" + "x" * 28, "1.2", "a1.2.3", "1.2.3\t",
+         "1.2.3 \u00e9\"q\""],
     ),
     "keys_outside_many_declared": (
         {"type": "object", "properties": {name: {"type": "integer"} for name in DECLARED},
          "additionalProperties": {"type": "string"}},
-        "key_suffix",
+        "key_suffix", 0,
         [{DECLARED[0]: 1, "alpha": "x", "alpha_": "y", "alpha_00": "z"}, {DECLARED[3]: "not an integer"},
          {DECLARED[19]: 7, "zzz": "free"}, {"beta_1": 2, "alpha_0x": "s"}, {"upsilon_19": "wrong type"}],
     ),
@@ -98,16 +106,16 @@ def sampled_walk(grammar: xg.CompiledGrammar, rng: random.Random, steps: int) ->
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_language_is_one_rule(case: str) -> None:
-    schema, name, _ = CASES[case]
+    schema, name, allowed, _ = CASES[case]
     ebnf, _warnings = _native._json_schema_to_ebnf(json.dumps(schema), strict_mode=False)
     names = _native._ebnf_rule_names(ebnf)
     chained = [n for n in names if re.fullmatch(re.escape(name) + r"_\d+", n)]
-    assert not chained, f"per-state rule chain left in the grammar: {chained}\n{ebnf}"
+    assert len(chained) <= allowed, f"per-state rule chain left in the grammar: {chained}\n{ebnf}"
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_instances_accepted_as_jsonschema_says(case: str) -> None:
-    schema, _, instances = CASES[case]
+    schema, _, _, instances = CASES[case]
     grammar = xg.GrammarCompiler(hf_tokenizer_info("llama3.1")).compile_json_schema(schema, strict_mode=False)
     validator = jsonschema.Draft202012Validator(schema)
     verdicts = set()
@@ -122,7 +130,7 @@ def test_instances_accepted_as_jsonschema_says(case: str) -> None:
 @pytest.mark.parametrize("mechanism", ["default", "pure_jit"])
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_masks_match_reference(case: str, mechanism: str) -> None:
-    schema, _, instances = CASES[case]
+    schema, _, _, instances = CASES[case]
     info = hf_tokenizer_info("llama3.1")
     options = {} if mechanism == "default" else {"cross_grammar_cache": False, "precompute_nodes": 0}
     grammar = xg.GrammarCompiler(info, **options).compile_json_schema(schema, strict_mode=False)
