@@ -650,15 +650,9 @@ class SubsetConstruction {
 };
 
 // Moore partition refinement; also drops states that cannot reach an accepting state.
-// Each round costs O(n log n) and the rounds number up to the DFA's depth, so the quadratic
-// worst case (long chains) is bounded by a work budget: machines up to kMaxMinimizeNodes
-// always refine to the end; larger ones get kMinimizeNodeRounds / n rounds, and if the
-// partition has not settled by then (an unfinished partition is too coarse to use) the DFA
-// stays as it is: correct, possibly not minimal. Large shallow machines (the exact
-// leap-second table of the `time` format: 27k states before, a fifth after) settle in a
-// few rounds, and every node saved is saved again in each table built per node downstream.
+// Skipped above kMaxMinimizeNodes, where the quadratic worst case would dominate compile
+// time; the DFA is then correct but possibly not minimal.
 constexpr size_t kMaxMinimizeNodes = 256;
-constexpr size_t kMinimizeNodeRounds = size_t{1} << 19;
 
 Dfa Minimize(const Dfa& dfa) {
   size_t n = dfa.nodes.size();
@@ -680,9 +674,7 @@ Dfa Minimize(const Dfa& dfa) {
     auto key = std::make_tuple(node.accepting, node.loop, node.gate_loop);
     cls[i] = !live[i] ? -1 : initial.emplace(key, static_cast<int32_t>(initial.size())).first->second;
   }
-  const size_t max_rounds = n <= kMaxMinimizeNodes ? SIZE_MAX : kMinimizeNodeRounds / n;
-  bool settled = max_rounds > 0;
-  if (settled) {
+  if (n <= kMaxMinimizeNodes) {
     // Each round gives every live state a signature (its class, then its edges' labels and
     // target classes) and numbers the distinct signatures. Signatures live in one flat
     // buffer and are grouped by sorting (hash first, then the words), so a round allocates
@@ -693,11 +685,7 @@ Dfa Minimize(const Dfa& dfa) {
     std::vector<int32_t> order;
     std::vector<int32_t> next(n, -1);
     size_t num_classes = 0;
-    for (size_t round = 0;; ++round) {
-      if (round == max_rounds) {
-        settled = false;
-        break;
-      }
+    for (;;) {
       words.clear();
       order.clear();
       for (size_t i = 0; i < n; ++i) {
@@ -740,8 +728,7 @@ Dfa Minimize(const Dfa& dfa) {
       if (static_cast<size_t>(classes) == num_classes) break;
       num_classes = classes;
     }
-  }
-  if (!settled) {
+  } else {
     for (size_t i = 0; i < n; ++i) cls[i] = live[i] ? static_cast<int32_t>(i) : -1;
   }
 
