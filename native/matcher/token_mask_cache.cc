@@ -297,7 +297,7 @@ void Shrink(TokenClassification* c) {
 
 }  // namespace
 
-ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const std::vector<ByteSet>& leave,
+ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const LeaveSets& leave,
                                   const std::vector<uint8_t>& leavable, NodeId node,
                                   const TokenizerInfo& tokenizer, bool want_fsm_only) {
   const std::vector<TokenTrieNode>& trie = tokenizer.trie();
@@ -407,7 +407,7 @@ ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const std::vector<ByteS
 }
 
 TokenClassification RefineWithLookahead(const TokenClassification& fsm_only, const GrammarFsm& fsm,
-                                        const std::vector<ByteSet>& leave, NodeId node,
+                                        const LeaveSets& leave, NodeId node,
                                         const TokenizerInfo& tokenizer) {
   const std::vector<int32_t>& sorted = tokenizer.sorted_text_tokens();
   const std::vector<std::string>& decoded = tokenizer.decoded_tokens();
@@ -461,7 +461,7 @@ TokenClassification RefineWithLookahead(const TokenClassification& fsm_only, con
   return out;
 }
 
-NodeCacheKeys CanonicalSubFsmKeys(const GrammarFsm& fsm, const std::vector<ByteSet>& leave,
+NodeCacheKeys CanonicalSubFsmKeys(const GrammarFsm& fsm, const LeaveSets& leave,
                                   const std::vector<uint8_t>& leavable, NodeId node, int32_t depth) {
   // Breadth-first numbering from `node`; nodes first seen beyond `depth` bytes are written
   // as a single "beyond" marker: a token never reaches them, so their details do not matter.
@@ -716,7 +716,7 @@ size_t GrammarMaskCache::MemoryBytes() const {
   std::lock_guard<std::mutex> lock(mutex_);
   // Slots and the per-node tables built with the cache (the FSM hashes, built on first pool
   // lookup without this lock, are left out).
-  size_t bytes = sizeof(*this) + sizeof(void*) * fsm_->num_nodes() + leave_.capacity() * sizeof(ByteSet) +
+  size_t bytes = sizeof(*this) + sizeof(void*) * fsm_->num_nodes() + leave_.MemoryBytes() +
                  leavable_.capacity();
   for (const auto& e : owned_) bytes += e->MemoryBytes();
   return bytes;
