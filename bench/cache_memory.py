@@ -23,7 +23,8 @@ What each engine reports:
  * every engine: ``memory_size_bytes`` of each compiled grammar where the engine has one
    (ours, xgrammar; measured right after the first mask), and the process RSS growth from
    after the compiler is built (tokenizer loaded) to the end.
-``--worker ENGINE`` is the per-engine process (internal). Engines other than ours import from
+``--include RUN.json`` adds the engines of an earlier run's ``--json`` over the same sample (to
+rerun only ours after a change). ``--worker ENGINE`` is the per-engine process (internal). Engines other than ours import from
 the interpreter given with ``--python ENGINE=PATH`` (e.g. the bench venv's python); the
 repository root is put on PYTHONPATH for every worker, so ``ours`` is this checkout's build.
 """
@@ -87,7 +88,8 @@ class Runner:
         if engine == "ours":
             import xg2_plugin as xg
 
-            info = xg.TokenizerInfo.from_huggingface(vocab.hf, vocab_size=vocab.vocab_size, stop_token_ids=[vocab.eos_id])
+            info = xg.TokenizerInfo.from_huggingface(vocab.hf, vocab_size=vocab.vocab_size,
+                                                     stop_token_ids=[vocab.eos_id])
             self.compiler = xg.GrammarCompiler(info)  # default limits
             self.bitmask = xg.allocate_token_bitmask(1, info.vocab_size)
             self.rejections: tuple[type[BaseException], ...] = (xg.XG2Error, RecursionError, ValueError, TypeError)
