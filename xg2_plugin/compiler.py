@@ -301,6 +301,7 @@ class GrammarCompiler:
         self._cache_enabled = cache_enabled
         self._cache_limit_bytes = cache_limit_bytes
         self._cache: "OrderedDict[tuple, CompiledGrammar]" = OrderedDict()
+        self._cache_charged: dict[tuple, int] = {}  # bytes charged for each cached grammar
         self._cache_bytes = 0
         self._cache_evictions = 0
         self._in_flight: dict[tuple, Future] = {}
@@ -547,6 +548,7 @@ class GrammarCompiler:
         """Drops every cached grammar and the shared token classifications."""
         with self._lock:
             self._cache.clear()
+            self._cache_charged.clear()
             self._cache_bytes = 0
         self._mask_pool.clear()
         for _vocab, pool in list(self._token_literal_vocabs.values()):  # derived vocabularies' pools
@@ -613,9 +615,14 @@ class GrammarCompiler:
             size = grammar.memory_size_bytes
             if 0 <= self._cache_limit_bytes < size:
                 return
+            # The size is charged once, as measured now: a grammar's own token classifications
+            # keep growing as matchers fill masks (those are the pool's to count), and
+            # re-measuring at eviction would take back more than was charged (the total drifted
+            # below what the cache holds, so it held more than its limit).
+            self._cache_bytes += size - self._cache_charged.get(key, 0)
             self._cache[key] = grammar
-            self._cache_bytes += size
+            self._cache_charged[key] = size
             while 0 <= self._cache_limit_bytes < self._cache_bytes and self._cache:
-                _, evicted = self._cache.popitem(last=False)
-                self._cache_bytes -= evicted.memory_size_bytes
+                evicted_key, _ = self._cache.popitem(last=False)
+                self._cache_bytes -= self._cache_charged.pop(evicted_key)
                 self._cache_evictions += 1

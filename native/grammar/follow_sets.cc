@@ -1,5 +1,7 @@
 #include "grammar/follow_sets.h"
 
+#include <unordered_map>
+
 namespace xg2 {
 
 namespace {
@@ -13,7 +15,18 @@ void Fixpoint(const Step& step) {
 
 }  // namespace
 
-std::vector<ByteSet> ComputeLeaveBytes(const GrammarFsm& fsm) {
+LeaveSets::LeaveSets(const std::vector<ByteSet>& per_node) : index_(per_node.size()) {
+  std::unordered_map<ByteSet, int32_t> position{{ByteSet(), 0}};
+  sets_.push_back(ByteSet());
+  for (size_t n = 0; n < per_node.size(); ++n) {
+    auto [it, inserted] = position.emplace(per_node[n], static_cast<int32_t>(sets_.size()));
+    if (inserted) sets_.push_back(per_node[n]);
+    index_[n] = it->second;
+  }
+  sets_.shrink_to_fit();
+}
+
+LeaveSets ComputeLeaveBytes(const GrammarFsm& fsm) {
   const int32_t num_nodes = fsm.num_nodes();
   const int32_t num_rules = fsm.num_rules();
 
@@ -81,7 +94,7 @@ std::vector<ByteSet> ComputeLeaveBytes(const GrammarFsm& fsm) {
     }
     if (fsm.node_accepting[n]) leave[n] |= follow[fsm.node_rule[n]];
   }
-  return leave;
+  return LeaveSets(leave);
 }
 
 }  // namespace xg2

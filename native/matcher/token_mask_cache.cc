@@ -297,7 +297,7 @@ void Shrink(TokenClassification* c) {
 
 }  // namespace
 
-ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const std::vector<ByteSet>& leave,
+ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const LeaveSets& leave,
                                   const std::vector<uint8_t>& leavable, NodeId node,
                                   const TokenizerInfo& tokenizer, bool want_fsm_only) {
   const std::vector<TokenTrieNode>& trie = tokenizer.trie();
@@ -407,7 +407,7 @@ ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const std::vector<ByteS
 }
 
 TokenClassification RefineWithLookahead(const TokenClassification& fsm_only, const GrammarFsm& fsm,
-                                        const std::vector<ByteSet>& leave, NodeId node,
+                                        const LeaveSets& leave, NodeId node,
                                         const TokenizerInfo& tokenizer) {
   const std::vector<int32_t>& sorted = tokenizer.sorted_text_tokens();
   const std::vector<std::string>& decoded = tokenizer.decoded_tokens();
@@ -461,7 +461,7 @@ TokenClassification RefineWithLookahead(const TokenClassification& fsm_only, con
   return out;
 }
 
-NodeCacheKeys CanonicalSubFsmKeys(const GrammarFsm& fsm, const std::vector<ByteSet>& leave,
+NodeCacheKeys CanonicalSubFsmKeys(const GrammarFsm& fsm, const LeaveSets& leave,
                                   const std::vector<uint8_t>& leavable, NodeId node, int32_t depth) {
   // Breadth-first numbering from `node`; nodes first seen beyond `depth` bytes are written
   // as a single "beyond" marker: a token never reaches them, so their details do not matter.
@@ -531,17 +531,25 @@ void MaskCachePool::Release(const void* object, int64_t bytes) {
 void MaskCachePool::Insert(const std::string& key, std::shared_ptr<const TokenClassification> entry) {
   const int64_t own = static_cast<int64_t>(entry->OwnBytes());
   const int64_t accepted = static_cast<int64_t>(entry->accepted->MemoryBytes());
-  const int64_t slot = static_cast<int64_t>(key.capacity() + sizeof(Slot) + 4 * sizeof(void*));
+  // A slot is charged by its own copy of the key: `key` may have spare capacity (it was built
+  // by appending) that the copy lacks, and charging one but releasing the other made bytes()
+  // drift upward with every eviction until the pool counted several times its contents.
+  auto slot_bytes = [](const Slot& slot) {
+    return static_cast<int64_t>(slot.key.capacity() + sizeof(Slot) + 4 * sizeof(void*));
+  };
   std::lock_guard<std::mutex> lock(mutex_);
-  if (index_.count(key) || (limit_bytes_ >= 0 && own + accepted + slot > limit_bytes_)) return;
+  if (index_.count(key) ||
+      (limit_bytes_ >= 0 && own + accepted + static_cast<int64_t>(key.size() + sizeof(Slot)) > limit_bytes_)) {
+    return;
+  }
   lru_.push_front({key, std::move(entry)});
   index_.emplace(key, lru_.begin());
-  bytes_ += slot;
+  bytes_ += slot_bytes(lru_.front());
   AddRef(lru_.front().entry.get(), own);
   AddRef(lru_.front().entry->accepted.get(), accepted);
   while (limit_bytes_ >= 0 && bytes_ > limit_bytes_ && !lru_.empty()) {
     const Slot& victim = lru_.back();
-    bytes_ -= static_cast<int64_t>(victim.key.capacity() + sizeof(Slot) + 4 * sizeof(void*));
+    bytes_ -= slot_bytes(victim);
     Release(victim.entry.get(), static_cast<int64_t>(victim.entry->OwnBytes()));
     Release(victim.entry->accepted.get(), static_cast<int64_t>(victim.entry->accepted->MemoryBytes()));
     index_.erase(victim.key);
@@ -706,7 +714,10 @@ void GrammarMaskCache::StartPrecompute(const std::shared_ptr<GrammarMaskCache>& 
 
 size_t GrammarMaskCache::MemoryBytes() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  size_t bytes = sizeof(*this) + sizeof(void*) * fsm_->num_nodes();
+  // Slots and the per-node tables built with the cache (the FSM hashes, built on first pool
+  // lookup without this lock, are left out).
+  size_t bytes = sizeof(*this) + sizeof(void*) * fsm_->num_nodes() + leave_.MemoryBytes() +
+                 leavable_.capacity();
   for (const auto& e : owned_) bytes += e->MemoryBytes();
   return bytes;
 }

@@ -103,14 +103,14 @@ struct ClassificationPair {
 // (TokenizerInfo::Utf8RegionTokens) and visits only the tokens outside it. `leavable[n]`:
 // n has a rule edge or is accepting. With `want_fsm_only` false, the FSM-only uncertain list
 // is left empty (the walk is the same).
-ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const std::vector<ByteSet>& leave,
+ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const LeaveSets& leave,
                                   const std::vector<uint8_t>& leavable, NodeId node,
                                   const TokenizerInfo& tokenizer, bool want_fsm_only);
 
 // Partial hit: the lookahead version of a node from its FSM-only version, re-checking only
 // the FSM-only uncertain tokens against `leave` (the accepted set is shared).
 TokenClassification RefineWithLookahead(const TokenClassification& fsm_only, const GrammarFsm& fsm,
-                                        const std::vector<ByteSet>& leave, NodeId node,
+                                        const LeaveSets& leave, NodeId node,
                                         const TokenizerInfo& tokenizer);
 
 // Truncated canonical sub-DFA keys of `node` (see the file comment): the FSM-only key and
@@ -119,7 +119,7 @@ struct NodeCacheKeys {
   std::string fsm_only;
   std::string with_lookahead;
 };
-NodeCacheKeys CanonicalSubFsmKeys(const GrammarFsm& fsm, const std::vector<ByteSet>& leave,
+NodeCacheKeys CanonicalSubFsmKeys(const GrammarFsm& fsm, const LeaveSets& leave,
                                   const std::vector<uint8_t>& leavable, NodeId node, int32_t depth);
 
 // Thread-safe, byte-limited LRU pool of classifications shared by every grammar of one
@@ -205,7 +205,7 @@ class GrammarMaskCache {
   std::shared_ptr<const TokenizerInfo> tokenizer_;
   std::shared_ptr<MaskCachePool> pool_;
   MaskCacheOptions options_;
-  std::vector<ByteSet> leave_;
+  LeaveSets leave_;
   std::vector<uint8_t> leavable_;
   std::unique_ptr<std::atomic<const TokenClassification*>[]> slots_;
   // Hierarchical FSM hashes, computed on the first pool lookup.
