@@ -10,7 +10,9 @@ server, so the cross-grammar pool warms up across schemas):
   * matcher: matcher construction (the Earley start state);
   * first fill: the first ``fill_next_token_bitmask``.
 Each schema is compiled ``--repeat`` times with the compiler cache off (the cross-grammar mask pool
-stays on) and the fastest run is kept, so the figures are less sensitive to machine load. For the
+stays on) and the fastest run is kept, so the figures are less sensitive to machine load;
+``--clock cpu`` times the stages in this thread's CPU time instead of wall time (steadier on a
+shared machine; it leaves out the background precompute thread). For the
 split inside the native compile, run this under ``perf record -g`` (``--loop N`` repeats the
 whole sample N times).
 """
@@ -46,8 +48,12 @@ def main() -> None:
     parser.add_argument("--loop", type=int, default=1, help="repeat the whole sample (for perf record)")
     parser.add_argument("--threshold", type=int, default=None, help="repetition_compression_threshold")
     parser.add_argument("--top", type=int, default=8, help="list the slowest schemas")
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                        help="cpu: this thread's CPU time (time.thread_time), steadier on a loaded "
+                             "machine; leaves out the background precompute thread")
     args = parser.parse_args()
 
+    clock = time.perf_counter if args.clock == "wall" else time.thread_time
     info = hf_tokenizer_info(args.tokenizer)
     options = {"cache_enabled": False, "max_threads": 1}
     if args.threshold is not None:
@@ -68,17 +74,17 @@ def main() -> None:
                 try:
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore")
-                        t0 = time.perf_counter()
+                        t0 = clock()
                         ebnf, _ = _native._json_schema_to_ebnf(
                             schema_text, any_whitespace=True, indent=None, separators=None, strict_mode=True,
                             max_whitespace=None, lenient=False, limits=limits, cancel=None)
-                        t1 = time.perf_counter()
+                        t1 = clock()
                         compiled = compiler._compile_ebnf_now(ebnf, "root", "json_schema")
-                        t2 = time.perf_counter()
+                        t2 = clock()
                         matcher = xg.GrammarMatcher(compiled)
-                        t3 = time.perf_counter()
+                        t3 = clock()
                         matcher.fill_next_token_bitmask(bitmask)
-                        t4 = time.perf_counter()
+                        t4 = clock()
                 except xg.XG2Error:
                     rejected += 1
                     break
@@ -90,7 +96,8 @@ def main() -> None:
             if best:
                 rows.append((path.name, best, nodes))
     n = len(rows)
-    print(f"{n} compiled, {rejected} rejected; tokenizer {args.tokenizer}; best of {args.repeat} (ms)")
+    print(f"{n} compiled, {rejected} rejected; tokenizer {args.tokenizer}; best of {args.repeat} "
+          f"(ms, {args.clock} clock)")
     print(f"{'stage':12s} {'p50':>8s} {'p90':>8s} {'p99':>8s} {'sum':>9s} {'share':>6s}")
     totals = {stage: sum(r[1][stage] for r in rows) for stage in STAGES}
     for stage in STAGES:

@@ -1,7 +1,7 @@
 // Lowering of the grammar AST into per-rule DFAs:
 //   1. Thompson construction: AST -> epsilon-NFA over bytes + rule ids (one NFA per rule).
 //   2. Subset construction: epsilon-NFA -> DFA, splitting byte ranges into disjoint pieces.
-//   3. Partition refinement (Moore) for machines small enough that it is cheap.
+//   3. Minimisation: partition refinement (Moore for small machines, Hopcroft above).
 //   4. Nullability fixpoint over rules, and flattening into GrammarFsm's CSR tables.
 // Long repetitions are compressed on the way (grammar_fsm.h, "Repetition state compression"):
 // step 1 lowers them as a counted loop copy plus an explicit tail, step 2 checks that every
@@ -579,14 +579,14 @@ class SubsetConstruction {
     const bool carries_counter = dfa->nodes[id].loop >= 0;
     // Byte edges: cut [0, 255] at every range boundary, then gather targets per piece.
     std::vector<int> cuts;
-    std::map<int32_t, std::vector<int32_t>> rule_targets;
+    std::vector<std::pair<int32_t, int32_t>> rule_targets;  // (rule, NFA target), grouped below
     for (int32_t n : set) {
       for (const NfaEdge& e : nfa_.edges[n]) {
         if (e.kind == kByteRange) {
           cuts.push_back(e.lo);
           cuts.push_back(e.hi + 1);
         } else if (e.kind >= 0) {
-          rule_targets[e.kind].push_back(e.target);
+          rule_targets.push_back({e.kind, e.target});
         }
       }
     }
@@ -620,9 +620,13 @@ class SubsetConstruction {
       }
     }
     std::vector<RuleEdge> rule_edges;
-    for (auto& [rule, targets] : rule_targets) {
+    std::sort(rule_targets.begin(), rule_targets.end());
+    for (size_t k = 0; k < rule_targets.size();) {
+      const int32_t rule = rule_targets[k].first;
+      targets.clear();
+      for (; k < rule_targets.size() && rule_targets[k].first == rule; ++k) targets.push_back(rule_targets[k].second);
       CheckNoFreshEntry(set, carries_counter, rule, 0, 0);
-      rule_edges.push_back({rule, Intern(Closure(std::move(targets)), dfa)});
+      rule_edges.push_back({rule, Intern(Closure(targets), dfa)});
     }
     dfa->nodes[id].byte_edges = std::move(byte_edges);
     dfa->nodes[id].rule_edges = std::move(rule_edges);
@@ -649,10 +653,159 @@ class SubsetConstruction {
   std::vector<std::vector<int32_t>> gate_closures_;
 };
 
-// Moore partition refinement; also drops states that cannot reach an accepting state.
-// Skipped above kMaxMinimizeNodes, where the quadratic worst case would dominate compile
-// time; the DFA is then correct but possibly not minimal.
-constexpr size_t kMaxMinimizeNodes = 256;
+// Hopcroft's partition refinement (O(m log n)) over the live states: `cls` holds the
+// initial class of every live state and -1 for the others, and ends as the coarsest stable
+// refinement (states with equal classes accept the same language). The alphabet is the
+// byte classes of the DFA (bytes no edge boundary separates) plus the rule ids; a missing
+// edge or one into a dead state counts as no edge. Missing edges need no sink state because
+// every initial class starts as a splitter (Valmari and Lehtinen, "Efficient minimization of
+// DFAs with partial transition functions", 2008).
+void RefineHopcroft(const Dfa& dfa, int32_t num_initial, std::vector<int32_t>* cls_out) {
+  std::vector<int32_t>& cls = *cls_out;
+  const int32_t n = static_cast<int32_t>(dfa.nodes.size());
+  // Byte classes: a cut before every edge's lo and after its hi.
+  std::vector<uint8_t> cut(257, 0);
+  std::vector<int32_t> rules;
+  for (int32_t s = 0; s < n; ++s) {
+    if (cls[s] < 0) continue;
+    for (const ByteEdge& e : dfa.nodes[s].byte_edges) {
+      if (cls[e.target] < 0) continue;
+      cut[e.lo] = 1;
+      cut[e.hi + 1] = 1;
+    }
+    for (const RuleEdge& e : dfa.nodes[s].rule_edges) {
+      if (cls[e.target] >= 0) rules.push_back(e.rule);
+    }
+  }
+  std::sort(rules.begin(), rules.end());
+  rules.erase(std::unique(rules.begin(), rules.end()), rules.end());
+  std::vector<int32_t> byte_class(256);
+  int32_t num_byte_classes = 0;
+  for (int b = 0; b < 256; ++b) {
+    if (b > 0 && cut[b]) ++num_byte_classes;
+    byte_class[b] = num_byte_classes;
+  }
+  ++num_byte_classes;
+  auto rule_symbol = [&](RuleId rule) {
+    return num_byte_classes + static_cast<int32_t>(std::lower_bound(rules.begin(), rules.end(), rule) - rules.begin());
+  };
+  // Incoming edges per target (CSR): (symbol, source).
+  std::vector<int32_t> in_begin(n + 1, 0);
+  auto for_each_edge = [&](auto&& visit) {
+    for (int32_t s = 0; s < n; ++s) {
+      if (cls[s] < 0) continue;
+      for (const ByteEdge& e : dfa.nodes[s].byte_edges) {
+        if (cls[e.target] < 0) continue;
+        for (int32_t c = byte_class[e.lo]; c <= byte_class[e.hi]; ++c) visit(e.target, c, s);
+      }
+      for (const RuleEdge& e : dfa.nodes[s].rule_edges) {
+        if (cls[e.target] >= 0) visit(e.target, rule_symbol(e.rule), s);
+      }
+    }
+  };
+  for_each_edge([&](int32_t t, int32_t, int32_t) { ++in_begin[t + 1]; });
+  for (int32_t t = 0; t < n; ++t) in_begin[t + 1] += in_begin[t];
+  std::vector<std::pair<int32_t, int32_t>> in_edges(in_begin[n]);
+  {
+    std::vector<int32_t> fill(in_begin.begin(), in_begin.end() - 1);
+    for_each_edge([&](int32_t t, int32_t c, int32_t s) { in_edges[fill[t]++] = {c, s}; });
+  }
+
+  // The refinable partition: the states of block b are elems[first[b], end[b]); while a
+  // splitter is applied, the marked ones are elems[first[b], mid[b]).
+  std::vector<int32_t> elems, loc(n, -1), block_of(n, -1);
+  std::vector<int32_t> first, end, mid;
+  std::vector<uint8_t> in_worklist;
+  {
+    std::vector<int32_t> size(num_initial, 0);
+    for (int32_t s = 0; s < n; ++s) {
+      if (cls[s] >= 0) ++size[cls[s]];
+    }
+    int32_t at = 0;
+    for (int32_t b = 0; b < num_initial; ++b) {
+      first.push_back(at);
+      mid.push_back(at);
+      at += size[b];
+      end.push_back(at);
+    }
+    elems.resize(at);
+    std::vector<int32_t> fill(first);
+    for (int32_t s = 0; s < n; ++s) {
+      if (cls[s] < 0) continue;
+      loc[s] = fill[cls[s]]++;
+      elems[loc[s]] = s;
+      block_of[s] = cls[s];
+    }
+  }
+  std::vector<int32_t> worklist;
+  for (int32_t b = 0; b < num_initial; ++b) {
+    if (first[b] < end[b]) worklist.push_back(b);
+  }
+  in_worklist.assign(num_initial, 1);
+  // Sources of edges into the splitter, bucketed by symbol (the order of the symbols does
+  // not matter: the coarsest stable partition is unique).
+  std::vector<std::vector<int32_t>> sources(num_byte_classes + rules.size());
+  std::vector<int32_t> symbols, touched;
+  while (!worklist.empty()) {
+    const int32_t splitter = worklist.back();
+    worklist.pop_back();
+    in_worklist[splitter] = 0;
+    for (int32_t k = first[splitter]; k < end[splitter]; ++k) {
+      const int32_t t = elems[k];
+      for (int32_t i = in_begin[t]; i < in_begin[t + 1]; ++i) {
+        std::vector<int32_t>& bucket = sources[in_edges[i].first];
+        if (bucket.empty()) symbols.push_back(in_edges[i].first);
+        bucket.push_back(in_edges[i].second);
+      }
+    }
+    for (int32_t symbol : symbols) {
+      touched.clear();
+      // Mark the sources (a DFA has one edge per source and symbol, so each once).
+      for (int32_t s : sources[symbol]) {
+        const int32_t b = block_of[s];
+        if (mid[b] == first[b]) touched.push_back(b);
+        const int32_t other = elems[mid[b]];
+        std::swap(elems[loc[s]], elems[mid[b]]);
+        loc[other] = loc[s];
+        loc[s] = mid[b]++;
+      }
+      sources[symbol].clear();
+      for (int32_t b : touched) {
+        if (mid[b] == end[b]) {
+          mid[b] = first[b];
+          continue;
+        }
+        // The marked part becomes a new block.
+        const int32_t nb = static_cast<int32_t>(first.size());
+        first.push_back(first[b]);
+        end.push_back(mid[b]);
+        mid.push_back(first[b]);
+        first[b] = mid[b];
+        for (int32_t k = first[nb]; k < end[nb]; ++k) block_of[elems[k]] = nb;
+        if (in_worklist[b]) {
+          in_worklist.push_back(1);
+          worklist.push_back(nb);
+        } else if (end[nb] - first[nb] <= end[b] - first[b]) {
+          in_worklist.push_back(1);
+          worklist.push_back(nb);
+        } else {
+          in_worklist.push_back(0);
+          in_worklist[b] = 1;
+          worklist.push_back(b);
+        }
+      }
+    }
+    symbols.clear();
+  }
+  for (int32_t s = 0; s < n; ++s) cls[s] = cls[s] < 0 ? -1 : block_of[s];
+}
+
+// Minimisation: drops states that cannot reach an accepting state, then merges equivalent
+// ones. Small machines use Moore's rounds (cheap without set-up); larger ones Hopcroft's
+// algorithm, whose cost does not grow with the number of rounds (a long literal chain needs
+// one Moore round per state). Both give the coarsest partition, and the renumbering below is
+// canonical, so the result does not depend on which one ran.
+constexpr size_t kMaxMooreNodes = 32;
 
 Dfa Minimize(const Dfa& dfa) {
   size_t n = dfa.nodes.size();
@@ -674,7 +827,7 @@ Dfa Minimize(const Dfa& dfa) {
     auto key = std::make_tuple(node.accepting, node.loop, node.gate_loop);
     cls[i] = !live[i] ? -1 : initial.emplace(key, static_cast<int32_t>(initial.size())).first->second;
   }
-  if (n <= kMaxMinimizeNodes) {
+  if (n <= kMaxMooreNodes) {
     // Each round gives every live state a signature (its class, then its edges' labels and
     // target classes) and numbers the distinct signatures. Signatures live in one flat
     // buffer and are grouped by sorting (hash first, then the words), so a round allocates
@@ -692,10 +845,18 @@ Dfa Minimize(const Dfa& dfa) {
         begin[i] = static_cast<uint32_t>(words.size());
         if (cls[i] < 0) continue;
         words.push_back(cls[i]);
+        // Neighbouring ranges into one class are one word, so that a state whose range was
+        // cut in two (by a distinction later merged away) still matches its equivalents.
+        size_t first_byte_word = words.size();
         for (const auto& e : dfa.nodes[i].byte_edges) {
           if (cls[e.target] < 0) continue;
-          words.push_back((static_cast<int64_t>(e.lo) << 40) | (static_cast<int64_t>(e.hi) << 32) |
-                          static_cast<uint32_t>(cls[e.target]));
+          const int64_t target = static_cast<uint32_t>(cls[e.target]);
+          if (words.size() > first_byte_word && (words.back() & 0xFFFFFFFF) == target &&
+              ((words.back() >> 32) & 0xFF) + 1 == e.lo) {
+            words.back() = (words.back() & ~(int64_t{0xFF} << 32)) | (static_cast<int64_t>(e.hi) << 32);
+            continue;
+          }
+          words.push_back((static_cast<int64_t>(e.lo) << 40) | (static_cast<int64_t>(e.hi) << 32) | target);
         }
         words.push_back(-7);
         for (const auto& e : dfa.nodes[i].rule_edges) {
@@ -729,7 +890,7 @@ Dfa Minimize(const Dfa& dfa) {
       num_classes = classes;
     }
   } else {
-    for (size_t i = 0; i < n; ++i) cls[i] = live[i] ? static_cast<int32_t>(i) : -1;
+    RefineHopcroft(dfa, static_cast<int32_t>(initial.size()), &cls);
   }
 
   // Renumber classes in BFS order from the start so the result is canonical.

@@ -132,8 +132,8 @@ struct FsmBuildLimits {
 // Default threshold of the compiler (in iterations of the repeated expression).
 constexpr int32_t kDefaultRepetitionCompressionThreshold = 64;
 
-// Lowers every rule of `ast` into a minimal-ish DFA (subset construction, then partition
-// refinement for small machines). Throws ResourceLimitError when limits are exceeded and
+// Lowers every rule of `ast` into a minimal DFA (subset construction, then partition
+// refinement). Throws ResourceLimitError when limits are exceeded and
 // GrammarSyntaxError for constructs the matcher cannot run.
 GrammarFsm BuildGrammarFsm(const GrammarAst& ast, const FsmBuildLimits& limits = {});
 

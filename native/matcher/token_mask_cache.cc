@@ -4,6 +4,11 @@
 #include <chrono>
 #include <climits>
 #include <thread>
+#ifdef __linux__
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #include "tokenizer/utf8_decoder.h"
 
@@ -708,6 +713,12 @@ void GrammarMaskCache::StartPrecompute(const std::shared_ptr<GrammarMaskCache>& 
   }
   costs.resize(std::min<size_t>(costs.size(), options.precompute));
   std::thread([cache, costs]() {
+#ifdef __linux__
+    // Lowest priority for this thread alone (Linux nice is per thread): the precompute is
+    // optional work and must not slow the compiles and fills that run in the foreground.
+    // Nothing waits on it: a matcher that needs a node first builds it itself.
+    setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 19);
+#endif
     for (const auto& [cost, node] : costs) cache->Get(node);
   }).detach();
 }

@@ -1,0 +1,46 @@
+"""Rule DFAs are minimal (fsm_builder.cc: Moore's rounds for small machines, Hopcroft's
+algorithm above), whatever their size, and minimisation keeps each rule's language."""
+
+from __future__ import annotations
+
+import pytest
+
+import xg2_plugin as xg
+from xg2_plugin.testing import ebnf_accepts
+from xg2_test_support import hf_tokenizer_info
+
+
+@pytest.fixture(scope="module")
+def compiler() -> xg.GrammarCompiler:
+    return xg.GrammarCompiler(hf_tokenizer_info("llama3.1"), precompute_nodes=0)
+
+
+def _nodes(compiler: xg.GrammarCompiler, ebnf: str) -> int:
+    return compiler.compile_grammar(ebnf)._handle.num_nodes
+
+
+@pytest.mark.parametrize("zeros", [3, 40, 200])
+def test_equal_suffixes_merge_at_every_size(compiler: xg.GrammarCompiler, zeros: int) -> None:
+    # Two branches with the same tail: the minimal DFA reads "k", one of [ab], then one chain
+    # of zeros (start + 1 + zeros + 1 states). 200 zeros puts the unminimised machine (two
+    # chains) past the size where minimisation used to be skipped.
+    tail = "0" * zeros  # a literal, not a repetition (long ones are compressed)
+    ebnf = f'root ::= "k" ("a{tail}" | "b{tail}")'
+    assert _nodes(compiler, ebnf) == zeros + 3
+    assert ebnf_accepts(ebnf, "ka" + "0" * zeros)
+    assert ebnf_accepts(ebnf, "kb" + "0" * zeros)
+    assert not ebnf_accepts(ebnf, "kc" + "0" * zeros)
+    assert not ebnf_accepts(ebnf, "ka" + "0" * (zeros - 1))
+    assert not ebnf_accepts(ebnf, "ka" + "0" * (zeros + 1))
+
+
+@pytest.mark.parametrize("zeros", [1, 40])
+def test_states_whose_ranges_are_cut_differently_merge(compiler: xg.GrammarCompiler, zeros: int) -> None:
+    # After "x" the letters step through [a-m] and [n-z] to two equivalent states; after "y"
+    # through [a-z] to a third. Once those merge, the states after "x" and "y" are equivalent
+    # too: start, one state for both, one after the letter, then the zeros.
+    tail = "0" * zeros
+    ebnf = f'root ::= "x" ([a-m] "{tail}" | [n-z] "{tail}") | "y" [a-z] "{tail}"'
+    assert _nodes(compiler, ebnf) == zeros + 3
+    for text, expected in [("xa", True), ("xz", True), ("yq", True), ("x0", False), ("za", False)]:
+        assert ebnf_accepts(ebnf, text + "0" * zeros) == expected, text
