@@ -307,10 +307,11 @@ def test_utf8_region_masks_match_reference(tokenizer: str, mechanism: str) -> No
 
 # A string body whose DFA remembers, character by character, which of many declared words it
 # may still be spelling (a digit may follow a whole word only), the shape of a property-name
-# position with declared and undeclared keys. Its UTF-8 region (every non-ASCII character
-# keeps the body going) has far more nodes than a small closure cap would admit, so the
-# classification takes the region shortcut on it; the masks must stay exact inside and
-# outside the words, with multi-byte characters and partial characters in the tokens.
+# position with declared and undeclared keys. Its UTF-8 region (every non-ASCII character keeps
+# the body going) has more nodes than the region closure admits, so classification walks it
+# without the region shortcut at the root but with it at nodes of smaller regions met on the
+# way; the masks must stay exact inside and outside the words, with multi-byte characters and
+# partial characters in the tokens.
 REGION_WORDS = [f"{first}{middle}word{last}" for first in "abcdefgh" for middle in "xyz" for last in "pq"]
 REGION_GRAMMAR = (
     'root ::= "{\\"" body "\\":" [0-9]+ "}"\n'
