@@ -303,3 +303,27 @@ def test_utf8_region_masks_match_reference(tokenizer: str, mechanism: str) -> No
     for grammar in grammars:
         for _ in range(3):
             compare_along(grammar, sampled_ids(grammar, rng, bitmask, 12))
+
+
+# A string body whose DFA remembers, character by character, which of many declared words it
+# may still be spelling (a digit may follow a whole word only), the shape of a property-name
+# position with declared and undeclared keys. Its UTF-8 region (every non-ASCII character keeps
+# the body going) has more nodes than the region closure admits, so classification walks it
+# without the region shortcut at the root but with it at nodes of smaller regions met on the
+# way; the masks must stay exact inside and outside the words, with multi-byte characters and
+# partial characters in the tokens.
+REGION_WORDS = [f"{first}{middle}word{last}" for first in "abcdefgh" for middle in "xyz" for last in "pq"]
+REGION_GRAMMAR = (
+    'root ::= "{\\"" body "\\":" [0-9]+ "}"\n'
+    "body ::= (" + " | ".join(f'"{w}"' for w in REGION_WORDS) + ') [0-9] | [^"\\\\0-9\\x00-\\x1f]*'
+)
+REGION_TEXTS = ['{"axwordp7":1}', '{"bywordq":22}', '{"czwo\u00efrd\u65e5\u672c":3}', '{"h\U0001f600xwordp":4}',
+                '{"gzwordqgzwordq":5}']
+
+
+@pytest.mark.parametrize("mechanism", sorted(MECHANISMS))
+def test_large_utf8_region_masks_match_reference(mechanism: str) -> None:
+    info = hf_tokenizer_info("llama3.1")
+    grammar = xg.GrammarCompiler(info, **MECHANISMS[mechanism]).compile_grammar(REGION_GRAMMAR)
+    for text in REGION_TEXTS:
+        assert compare_along(grammar, encode_continuation("llama3.1", text)) > 3

@@ -106,7 +106,7 @@ def compile_ebnf_with_token_literals(
     pool: Optional[MaskCachePool] = None,
     mask_cache: bool = True,
     cross_grammar_cache: bool = True,
-    precompute_nodes: int = 8,
+    precompute_nodes: int = 32,
     repetition_compression_threshold: int = 64,
 ) -> CompiledGrammar: ...
 def compile_ebnf(
@@ -116,7 +116,7 @@ def compile_ebnf(
     pool: Optional[MaskCachePool] = None,
     mask_cache: bool = True,
     cross_grammar_cache: bool = True,
-    precompute_nodes: int = 8,
+    precompute_nodes: int = 32,
     repetition_compression_threshold: int = 64,
 ) -> CompiledGrammar: ...
 def ebnf_accepts(
@@ -210,7 +210,7 @@ def compile_ebnf_with_token_literals(
     pool: Optional[MaskCachePool] = None,
     mask_cache: bool = True,
     cross_grammar_cache: bool = True,
-    precompute_nodes: int = 8,
+    precompute_nodes: int = 32,
     limits: Optional[CompileLimits] = None,
     cancel: Optional[CancellationToken] = None,
 ) -> CompiledGrammar: ...

@@ -260,9 +260,11 @@ class GrammarCompiler:
         mask_cache: use the adaptive token-mask cache (False: every mask is computed by the
             reference vocabulary walk; for ablation and debugging).
         cross_grammar_cache: share token classifications across grammars through the pool.
-        precompute_nodes: partial JIT: after compiling, classify this many of the most
-            expensive parser states on a background thread (0: build every state lazily,
-            when a matcher first needs it; -1: build all of them during compilation).
+        precompute_nodes: partial JIT: after compiling, classify this many parser states in
+            document order (those a matcher reaches in its first tokens), then the 8 most
+            expensive ones, on the process's background thread (newest grammar first; a
+            matcher never waits for it). 0: build every state lazily, when a matcher first
+            needs it; -1: build all of them during compilation.
         repetition_compression_threshold: repetition state compression (XGrammar 2, section
             3.5): a repetition such as ``x{0,65536}`` whose expansion would hold more than this
             many copies of ``x`` is lowered as a counted loop plus a short explicit tail, so its
@@ -282,7 +284,7 @@ class GrammarCompiler:
         mask_cache_limit_bytes: int = 512 << 20,
         mask_cache: bool = True,
         cross_grammar_cache: bool = True,
-        precompute_nodes: int = 8,
+        precompute_nodes: int = 32,
         repetition_compression_threshold: int = 64,
         limits: Optional[CompileLimits] = None,
     ) -> None:

@@ -208,7 +208,7 @@ void BindMatcher(py::module_& m) {
       },
       py::arg("tokenizer_info"), py::arg("ebnf"), py::arg("root_rule_name") = "root",
       py::arg("pool") = nullptr, py::arg("mask_cache") = true, py::arg("cross_grammar_cache") = true,
-      py::arg("precompute_nodes") = 8,
+      py::arg("precompute_nodes") = 32,
       py::arg("repetition_compression_threshold") = kDefaultRepetitionCompressionThreshold);
 
   // String-level acceptance without a tokenizer: the test oracle for frontends.

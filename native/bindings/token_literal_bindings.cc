@@ -80,7 +80,7 @@ void BindTokenLiterals(py::module_& m) {
   m.def("compile_ebnf_with_token_literals", &CompileWithTokenLiterals, py::arg("tokenizer_info"),
         py::arg("ebnf"), py::arg("root_rule_name"), py::arg("vocab_cache"),
         py::arg("pool") = nullptr, py::arg("mask_cache") = true,
-        py::arg("cross_grammar_cache") = true, py::arg("precompute_nodes") = 8,
+        py::arg("cross_grammar_cache") = true, py::arg("precompute_nodes") = 32,
         py::arg("repetition_compression_threshold") = kDefaultRepetitionCompressionThreshold,
         py::arg("limits") = nullptr, py::arg("cancel") = nullptr,
         "Like compile_ebnf; a grammar that names tokens with Token(id) is matched against a "

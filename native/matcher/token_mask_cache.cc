@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <condition_variable>
+#include <deque>
 #include <thread>
 #ifdef __linux__
 #include <sys/resource.h>
@@ -40,6 +42,12 @@ struct ClassifyScratch {
   std::vector<NodeId> region_root;
   std::vector<ByteMask> region_ascii;
   std::vector<NodeId> touched;
+  // Closure of one region attempt (ExploreUtf8Region): the pairs found, and per DFA node a
+  // bit per decoder state already found (all zero between attempts).
+  std::vector<NodeId> region_nodes;
+  std::vector<int8_t> region_pair_states;
+  std::vector<int16_t> region_via;
+  std::vector<uint8_t> region_seen;
 
   // Sizes the per-depth arrays for tokens of up to depth_slots - 1 bytes.
   void EnsureDepth(size_t depth_slots) {
@@ -69,6 +77,7 @@ class DenseStepper {
  public:
   DenseStepper(const GrammarFsm& fsm, ClassifyScratch& s) : fsm_(fsm), s_(s) {
     if (s_.row_of.size() < static_cast<size_t>(fsm.num_nodes())) s_.row_of.resize(fsm.num_nodes(), -1);
+    if (s_.region_seen.size() < static_cast<size_t>(fsm.num_nodes())) s_.region_seen.resize(fsm.num_nodes(), 0);
   }
   ~DenseStepper() {
     for (NodeId n : s_.touched) s_.row_of[n] = -1;
@@ -211,24 +220,38 @@ class DenseStepper {
   // One attempt of AddUtf8Region with a fixed `ascii`; on failure `culprit` is the ASCII
   // byte to drop (or -1: give up). On success records the region in the scratch rows.
   bool ExploreUtf8Region(NodeId root, const ByteMask& ascii, int* culprit) {
-    constexpr int kMaxRegionPairs = 48;
-    NodeId nodes[kMaxRegionPairs];
-    int8_t states[kMaxRegionPairs];
-    int16_t via[kMaxRegionPairs];  // the ASCII byte that last led into the pair's chain
-    int count = 0;
+    // Pairs are found breadth-first; membership is one bit per (node, decoder state) in
+    // region_seen, so the closure is linear in its size. The cap bounds the work: an attempt
+    // costs about 256 steps per pair and up to kMaxRegionAttempts run. Regions with one pair
+    // per prefix of many declared words (a property-name position) do not pay for it: with
+    // a cap of 4096, a 180-node word region cost 600 us to classify at its root instead of
+    // 290 us by the plain walk, which accepts most of its subtrees at smaller regions inside.
+    constexpr size_t kMaxRegionPairs = 48;
+    std::vector<NodeId>& nodes = s_.region_nodes;
+    std::vector<int8_t>& states = s_.region_pair_states;
+    std::vector<int16_t>& via = s_.region_via;  // the ASCII byte that last led into the pair's chain
+    nodes.clear();
+    states.clear();
+    via.clear();
     auto add = [&](NodeId n, int8_t state, int16_t byte) {
-      for (int k = 0; k < count; ++k) {
-        if (nodes[k] == n && states[k] == state) return true;
-      }
-      if (count == kMaxRegionPairs) return false;
-      nodes[count] = n;
-      states[count] = state;
-      via[count] = byte;
-      ++count;
+      uint8_t& seen = s_.region_seen[n];
+      if ((seen >> state) & 1) return true;
+      if (nodes.size() == kMaxRegionPairs) return false;
+      seen |= static_cast<uint8_t>(1u << state);
+      nodes.push_back(n);
+      states.push_back(state);
+      via.push_back(byte);
       return true;
     };
+    // Clears region_seen for the pairs found, on every way out.
+    struct ResetSeen {
+      ClassifyScratch& s;
+      ~ResetSeen() {
+        for (NodeId n : s.region_nodes) s.region_seen[n] = 0;
+      }
+    } reset_seen{s_};
     add(root, kUtf8Boundary, -1);
-    for (int q = 0; q < count; ++q) {
+    for (size_t q = 0; q < nodes.size(); ++q) {
       const NodeId from = nodes[q];
       const int8_t state = states[q];
       for (int b = 0x80; b < 256; ++b) {
@@ -252,9 +275,14 @@ class DenseStepper {
         last = to;
       }
     }
-    for (int k = 0; k < count; ++k) {
+    const size_t count = nodes.size();
+    for (size_t k = 0; k < count; ++k) {
       Row(nodes[k]);
       const int32_t r = s_.row_of[nodes[k]];
+      // A node of a recorded region is not tried as a root of its own: that would explore
+      // the same closure again from each of its nodes (quadratic on a region with hundreds
+      // of nodes), for a region at most as useful as the one recorded.
+      s_.region_tried[r] = 1;
       if (s_.region_root[r] >= 0 && s_.region_root[r] != root) continue;
       s_.region_root[r] = root;
       s_.region_states[r] |= static_cast<uint8_t>(1u << states[k]);
@@ -470,46 +498,61 @@ NodeCacheKeys CanonicalSubFsmKeys(const GrammarFsm& fsm, const LeaveSets& leave,
                                   const std::vector<uint8_t>& leavable, NodeId node, int32_t depth) {
   // Breadth-first numbering from `node`; nodes first seen beyond `depth` bytes are written
   // as a single "beyond" marker: a token never reaches them, so their details do not matter.
-  std::unordered_map<NodeId, int32_t> ids;
-  std::vector<NodeId> order{node};
-  std::vector<int32_t> node_depth{0};
-  ids.emplace(node, 0);
-  NodeCacheKeys keys;
-  std::string& key = keys.fsm_only;
-  std::string leave_part;
-  key.push_back('T');
-  auto put = [](std::string* out, int32_t v) { out->append(reinterpret_cast<const char*>(&v), sizeof v); };
-  for (size_t k = 0; k < order.size(); ++k) {
-    NodeId n = order[k];
+  // The numbering lives in per-thread flat arrays (number[n] = -1 outside this walk), so a
+  // key costs one pass over the sub-DFA and two string allocations.
+  struct KeyScratch {
+    std::vector<int32_t> number;
+    std::vector<NodeId> order;
+    std::vector<int32_t> node_depth;
+    std::vector<int32_t> key;
+    std::vector<int32_t> leave_part;
+  };
+  thread_local KeyScratch s;
+  if (s.number.size() < static_cast<size_t>(fsm.num_nodes())) s.number.resize(fsm.num_nodes(), -1);
+  s.order.assign(1, node);
+  s.node_depth.assign(1, 0);
+  s.key.clear();
+  s.leave_part.clear();
+  s.number[node] = 0;
+  for (size_t k = 0; k < s.order.size(); ++k) {
+    const NodeId n = s.order[k];
     // Written for the start node too: a cycle can bring the walk back to it, and then it is
     // consulted like any other.
-    put(&key, leavable[n] ? -3 : -4);
+    s.key.push_back(leavable[n] ? -3 : -4);
     if (leave[n].any()) {
-      put(&leave_part, static_cast<int32_t>(k));
+      s.leave_part.push_back(static_cast<int32_t>(k));
       for (int w = 0; w < 256; w += 32) {
-        uint32_t bits = 0;
-        for (int b = 0; b < 32; ++b) bits |= static_cast<uint32_t>(leave[n].test(w + b)) << b;
-        put(&leave_part, static_cast<int32_t>(bits));
+        // 32 bits of the set at a time (bitset has no word access).
+        s.leave_part.push_back(static_cast<int32_t>(((leave[n] >> w) & ByteSet(0xffffffffULL)).to_ulong()));
       }
     }
-    if (node_depth[k] >= depth) {
-      put(&key, -2);  // edges out of a node at the horizon are never taken
+    if (s.node_depth[k] >= depth) {
+      s.key.push_back(-2);  // edges out of a node at the horizon are never taken
       continue;
     }
-    put(&key, fsm.byte_edge_begin[n + 1] - fsm.byte_edge_begin[n]);
+    s.key.push_back(fsm.byte_edge_begin[n + 1] - fsm.byte_edge_begin[n]);
     for (const ByteEdge* e = fsm.byte_edges_begin(n); e != fsm.byte_edges_end(n); ++e) {
-      auto [it, inserted] = ids.emplace(e->target, static_cast<int32_t>(order.size()));
-      if (inserted) {
-        order.push_back(e->target);
-        node_depth.push_back(node_depth[k] + 1);
+      int32_t& number = s.number[e->target];
+      if (number < 0) {
+        number = static_cast<int32_t>(s.order.size());
+        s.order.push_back(e->target);
+        s.node_depth.push_back(s.node_depth[k] + 1);
       }
-      put(&key, (e->lo << 8) | e->hi);
-      put(&key, it->second);
+      s.key.push_back((e->lo << 8) | e->hi);
+      s.key.push_back(number);
     }
   }
-  keys.with_lookahead = key;
+  for (NodeId n : s.order) s.number[n] = -1;
+  const size_t key_bytes = s.key.size() * sizeof(int32_t);
+  const size_t leave_bytes = s.leave_part.size() * sizeof(int32_t);
+  NodeCacheKeys keys;
+  keys.fsm_only.reserve(1 + key_bytes);
+  keys.fsm_only.push_back('T');
+  keys.fsm_only.append(reinterpret_cast<const char*>(s.key.data()), key_bytes);
+  keys.with_lookahead.reserve(keys.fsm_only.size() + 1 + leave_bytes);
+  keys.with_lookahead = keys.fsm_only;
   keys.with_lookahead.push_back('L');
-  keys.with_lookahead += leave_part;
+  keys.with_lookahead.append(reinterpret_cast<const char*>(s.leave_part.data()), leave_bytes);
   return keys;
 }
 
@@ -683,6 +726,114 @@ const TokenClassification& GrammarMaskCache::Build(NodeId node) {
   return *entry;
 }
 
+namespace {
+
+// The one background thread of the partial JIT (paper section 3.2), shared by every grammar
+// of the process so that compiling many grammars never piles up threads competing with the
+// serving threads. Jobs are taken newest grammar first (the one a matcher is most likely
+// serving right now); within a job nodes are built in the job's order, and a newer job
+// pre-empts the current one between two nodes. A job holds its cache weakly: a grammar
+// dropped before its turn costs nothing. Matchers never wait for the worker: a node they
+// need that is not built yet they build themselves (GrammarMaskCache::Get), and the worker
+// then finds it built.
+class PrecomputeWorker {
+ public:
+  static PrecomputeWorker& Instance() {
+    // Leaked on purpose: the detached thread may still run while static objects are
+    // destroyed at exit.
+    static PrecomputeWorker* worker = new PrecomputeWorker();
+    return *worker;
+  }
+
+  void Submit(std::weak_ptr<GrammarMaskCache> cache, std::vector<NodeId> nodes) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      jobs_.push_back({std::move(cache), std::move(nodes), 0});
+      if (!started_) {
+        started_ = true;
+        std::thread([this]() { Run(); }).detach();
+      }
+    }
+    wake_.notify_one();
+  }
+
+ private:
+  struct Job {
+    std::weak_ptr<GrammarMaskCache> cache;
+    std::vector<NodeId> nodes;
+    size_t next;
+  };
+
+  void Run() {
+#ifdef __linux__
+    // Lowest priority for this thread alone (Linux nice is per thread): the precompute is
+    // optional work and must not slow the compiles and fills that run in the foreground.
+    setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 19);
+#endif
+    for (;;) {
+      std::shared_ptr<GrammarMaskCache> cache;
+      NodeId node = -1;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        wake_.wait(lock, [this]() { return !jobs_.empty(); });
+        Job& job = jobs_.back();
+        cache = job.cache.lock();
+        if (cache && job.next < job.nodes.size()) node = job.nodes[job.next++];
+        if (!cache || job.next >= job.nodes.size()) jobs_.pop_back();
+      }
+      if (node >= 0) cache->Get(node);
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::vector<Job> jobs_;  // the newest at the back
+  bool started_ = false;
+};
+
+// Scannable nodes (with byte edges, owned by a rule) in the order a document is likely to
+// reach them: a 0-1 breadth-first search from the root rule's start where a byte edge costs
+// one byte and a call costs nothing (the callee's start is reached at once) while the node
+// after a call is one byte further (its callee consumes at least one byte, usually). Ties
+// keep discovery order, which follows edge order, so the first properties of an object come
+// before the later ones. The nodes a matcher needs in its first tokens (object start, first
+// key, string bodies, numbers) come first.
+std::vector<NodeId> DocumentOrder(const GrammarFsm& fsm) {
+  std::vector<int32_t> distance(fsm.num_nodes(), INT32_MAX);
+  std::deque<NodeId> queue;
+  std::vector<NodeId> order;
+  if (fsm.root_rule < 0) return order;
+  const NodeId start = fsm.rule_start[fsm.root_rule];
+  distance[start] = 0;
+  queue.push_back(start);
+  std::vector<uint8_t> emitted(fsm.num_nodes(), 0);
+  auto relax = [&](NodeId to, int32_t d, bool front) {
+    if (d >= distance[to]) return;
+    distance[to] = d;
+    if (front) {
+      queue.push_front(to);
+    } else {
+      queue.push_back(to);
+    }
+  };
+  while (!queue.empty()) {
+    const NodeId n = queue.front();
+    queue.pop_front();
+    if (emitted[n]) continue;
+    emitted[n] = 1;
+    const int32_t d = distance[n];
+    if (fsm.node_rule[n] >= 0 && fsm.byte_edges_begin(n) != fsm.byte_edges_end(n)) order.push_back(n);
+    for (const RuleEdge* e = fsm.rule_edges_begin(n); e != fsm.rule_edges_end(n); ++e) {
+      relax(fsm.rule_start[e->rule], d, true);
+    }
+    for (const ByteEdge* e = fsm.byte_edges_begin(n); e != fsm.byte_edges_end(n); ++e) relax(e->target, d + 1, false);
+    for (const RuleEdge* e = fsm.rule_edges_begin(n); e != fsm.rule_edges_end(n); ++e) relax(e->target, d + 1, false);
+  }
+  return order;
+}
+
+}  // namespace
+
 void GrammarMaskCache::StartPrecompute(const std::shared_ptr<GrammarMaskCache>& cache) {
   const MaskCacheOptions& options = cache->options_;
   if (!options.enabled || options.precompute == 0) return;
@@ -706,21 +857,22 @@ void GrammarMaskCache::StartPrecompute(const std::shared_ptr<GrammarMaskCache>& 
     }
     if (cost > 0) costs.emplace_back(cost, n);
   }
-  std::sort(costs.begin(), costs.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::stable_sort(costs.begin(), costs.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   if (options.precompute < 0) {
     for (const auto& [cost, node] : costs) cache->Get(node);
     return;
   }
-  costs.resize(std::min<size_t>(costs.size(), options.precompute));
-  std::thread([cache, costs]() {
-#ifdef __linux__
-    // Lowest priority for this thread alone (Linux nice is per thread): the precompute is
-    // optional work and must not slow the compiles and fills that run in the foreground.
-    // Nothing waits on it: a matcher that needs a node first builds it itself.
-    setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 19);
-#endif
-    for (const auto& [cost, node] : costs) cache->Get(node);
-  }).detach();
+  // The schedule: the first `precompute` nodes in document order (what a matcher needs
+  // first), then the few most expensive nodes not among them (the slowest fills).
+  constexpr size_t kMostExpensive = 8;
+  std::vector<NodeId> schedule = DocumentOrder(fsm);
+  if (schedule.size() > static_cast<size_t>(options.precompute)) schedule.resize(options.precompute);
+  std::vector<uint8_t> scheduled(fsm.num_nodes(), 0);
+  for (NodeId n : schedule) scheduled[n] = 1;
+  for (size_t k = 0; k < costs.size() && k < kMostExpensive; ++k) {
+    if (!scheduled[costs[k].second]) schedule.push_back(costs[k].second);
+  }
+  if (!schedule.empty()) PrecomputeWorker::Instance().Submit(cache, std::move(schedule));
 }
 
 size_t GrammarMaskCache::MemoryBytes() const {

@@ -169,10 +169,12 @@ class MaskCachePool {
 struct MaskCacheOptions {
   bool enabled = true;       // false: every fill is the reference walk (ablation baseline)
   bool cross_grammar = true; // share classifications through the pool
-  // Partial JIT (paper section 3.2): right after compilation, classify the `precompute`
-  // nodes with the highest estimated cost on a background thread. 0 = pure JIT; a negative
-  // value classifies every scannable node synchronously (ahead-of-time, for ablation).
-  int32_t precompute = 8;
+  // Partial JIT (paper section 3.2): right after compilation, classify on the process's
+  // background thread the first `precompute` scannable nodes in document order (those a
+  // matcher reaches in its first tokens), then the 8 with the highest estimated cost.
+  // 0 = pure JIT; a negative value classifies every scannable node synchronously
+  // (ahead-of-time, for ablation).
+  int32_t precompute = 32;
 };
 
 // Per compiled grammar: node -> classification (lookahead version), built the first time a
@@ -187,8 +189,9 @@ class GrammarMaskCache {
     if (const TokenClassification* hit = slots_[node].load(std::memory_order_acquire)) return *hit;
     return Build(node);
   }
-  // Starts the partial-JIT work described by options().precompute. Matchers never wait for
-  // it: a node they need that is not built yet is built on their own thread.
+  // Queues the partial-JIT work described by options().precompute on the process's one
+  // background thread (newest grammar first). Matchers never wait for it: a node they need
+  // that is not built yet is built on their own thread.
   static void StartPrecompute(const std::shared_ptr<GrammarMaskCache>& cache);
   const MaskCacheOptions& options() const { return options_; }
   int64_t built_nodes() const { return built_.load(); }
