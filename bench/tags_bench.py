@@ -58,7 +58,7 @@ def reply(family: str, name: str, args: Dict[str, Any]) -> str:
 
 
 class Engine:
-    precompute_nodes = 8  # xg2's default partial JIT (--xg2-precompute)
+    precompute_nodes = 32  # xg2's default partial JIT (--xg2-precompute)
 
     def __init__(self, name: str, tokenizer_name: str) -> None:
         import transformers
@@ -195,7 +195,7 @@ def main() -> None:
     parser.add_argument("--engines", default="xg2,xgrammar", help="comma-separated: xg2, xgrammar")
     parser.add_argument("--tool-sets", type=int, default=40, help="BFCL tool sets (half 'multiple', half 'simple')")
     parser.add_argument("--tags-scaling", default="1,10,100,300", help="tag counts for the dispatching-mode table ('' to skip)")
-    parser.add_argument("--xg2-precompute", type=int, default=8,
+    parser.add_argument("--xg2-precompute", type=int, default=32,
                         help="xg2 precompute_nodes (parser states classified on a background thread after compile)")
     parser.add_argument("--output", type=Path, help="also write the Markdown tables here")
     args = parser.parse_args()
