@@ -125,10 +125,12 @@ def test_cached_masks_equal_reference_masks_on_dispatch_and_token_literals():
 def test_harmony_grammars_share_a_pool_and_stay_exact():
     """Grammars that name the same special tokens share the derived vocabulary's cross-grammar
     pool (native/bindings/token_literal_bindings.cc); masks built from pooled classifications
-    equal the reference walk on a second tool set."""
+    equal the reference walk on a second tool set. The first grammar fills its own masks (no
+    background precompute, whose timing is the machine's) so that the pool holds its
+    classifications when the second grammar looks them up."""
     import numpy as np
 
-    compiler = xg.GrammarCompiler(hf_tokenizer_info("gpt-oss"))
+    compiler = xg.GrammarCompiler(hf_tokenizer_info("gpt-oss"), precompute_nodes=0)
     tok = hf_tokenizer("gpt-oss")
     cases = bfcl_cases(3)
     for index, (tools, name, args) in enumerate(cases[:2]):
@@ -139,11 +141,12 @@ def test_harmony_grammars_share_a_pool_and_stay_exact():
         cached = np.zeros(xg.get_bitmask_shape(1, grammar.tokenizer_info.vocab_size), dtype=np.int32)
         reference = np.zeros_like(cached)
         for step, token in enumerate(tok.encode(text, add_special_tokens=False).ids):
-            if index == 1 and (step < 6 or step % 3 == 0):
+            if step < 6 or step % 3 == 0:
                 matcher.fill_next_token_bitmask(cached)
-                matcher._fill_next_token_bitmask_reference(reference)
-                assert np.array_equal(cached, reference), step
+                if index == 1:
+                    matcher._fill_next_token_bitmask_reference(reference)
+                    assert np.array_equal(cached, reference), step
             assert matcher.accept_token(token)
         assert matcher.is_terminated()
     (vocab, pool), = compiler._token_literal_vocabs.values()
-    assert pool.hits > 0
+    assert pool.hits > 0, (pool.hits, pool.misses)
