@@ -503,8 +503,12 @@ class SubsetConstruction {
   }
 
  private:
-  std::vector<int32_t> Closure(std::vector<int32_t> set) {
-    std::vector<int32_t> stack(set);
+  // The epsilon closure of `seeds`, sorted, in a buffer reused by the next call (so a
+  // closure that names an existing DFA state allocates nothing); `seeds` must not be it.
+  const std::vector<int32_t>& Closure(const std::vector<int32_t>& seeds) {
+    std::vector<int32_t>& set = closure_;
+    set.assign(seeds.begin(), seeds.end());
+    closure_stack_.assign(seeds.begin(), seeds.end());
     // Generation-stamped marks: clearing is O(1), so closures cost only what they visit.
     if (mark_.size() != nfa_.edges.size()) mark_.assign(nfa_.edges.size(), 0);
     if (++generation_ == 0) {
@@ -512,14 +516,14 @@ class SubsetConstruction {
       generation_ = 1;
     }
     for (int32_t n : set) mark_[n] = generation_;
-    while (!stack.empty()) {
-      int32_t n = stack.back();
-      stack.pop_back();
+    while (!closure_stack_.empty()) {
+      int32_t n = closure_stack_.back();
+      closure_stack_.pop_back();
       for (const NfaEdge& e : nfa_.edges[n]) {
         if (e.kind == kEpsilon && mark_[e.target] != generation_) {
           mark_[e.target] = generation_;
           set.push_back(e.target);
-          stack.push_back(e.target);
+          closure_stack_.push_back(e.target);
         }
       }
     }
@@ -527,7 +531,7 @@ class SubsetConstruction {
     return set;
   }
 
-  int32_t Intern(std::vector<int32_t> set, Dfa* dfa) {
+  int32_t Intern(const std::vector<int32_t>& set, Dfa* dfa) {
     auto it = ids_.find(set);
     if (it != ids_.end()) return it->second;
     if (--*budget_ < 0) {
@@ -552,7 +556,7 @@ class SubsetConstruction {
       }
     }
     // Keys of an unordered_map never move: the worklist points at them.
-    worklist_.push_back(&ids_.emplace(std::move(set), id).first->first);
+    worklist_.push_back(&ids_.emplace(set, id).first->first);
     return id;
   }
 
@@ -560,7 +564,8 @@ class SubsetConstruction {
   // fresh entry would need count 0 while the item keeps its count.
   void CheckNoFreshEntry(const std::vector<int32_t>& set, bool carries_counter, int kind, int lo, int hi) {
     if (!carries_counter) return;
-    std::vector<int32_t> fresh;
+    std::vector<int32_t>& fresh = fresh_;
+    fresh.clear();
     for (int32_t n : set) {
       if (member_of_[n] >= 0) continue;
       for (const NfaEdge& e : nfa_.edges[n]) {
@@ -569,7 +574,7 @@ class SubsetConstruction {
       }
     }
     if (fresh.empty()) return;
-    for (int32_t n : Closure(std::move(fresh))) {
+    for (int32_t n : Closure(fresh)) {
       if (member_of_[n] >= 0) throw CounterConflict{nfa_.loops[member_of_[n]].expr};
     }
   }
@@ -577,9 +582,17 @@ class SubsetConstruction {
   void Expand(int32_t id, Dfa* dfa) {
     const std::vector<int32_t>& set = *worklist_[id];
     const bool carries_counter = dfa->nodes[id].loop >= 0;
-    // Byte edges: cut [0, 255] at every range boundary, then gather targets per piece.
-    std::vector<int> cuts;
-    std::vector<std::pair<int32_t, int32_t>> rule_targets;  // (rule, NFA target), grouped below
+    // Byte edges: cut [0, 255] at every range boundary, then gather targets per piece. The
+    // working vectors are members so that their capacity is reused across states.
+    std::vector<int>& cuts = cuts_;
+    std::vector<std::pair<int32_t, int32_t>>& rule_targets = rule_targets_;  // (rule, NFA target)
+    std::vector<ByteEdge>& byte_edges = byte_edges_;
+    std::vector<int32_t>& targets = targets_;
+    std::vector<int32_t>& previous_targets = previous_targets_;
+    cuts.clear();
+    rule_targets.clear();
+    byte_edges.clear();
+    previous_targets.clear();
     for (int32_t n : set) {
       for (const NfaEdge& e : nfa_.edges[n]) {
         if (e.kind == kByteRange) {
@@ -592,10 +605,8 @@ class SubsetConstruction {
     }
     std::sort(cuts.begin(), cuts.end());
     cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
-    std::vector<ByteEdge> byte_edges;
     // Neighbouring pieces often step to the same NFA nodes (a character class cut by other
     // ranges); their closure and DFA state are then reused.
-    std::vector<int32_t> targets, previous_targets;
     int32_t previous_target = -1;
     for (size_t c = 0; c + 1 < cuts.size(); ++c) {
       int lo = cuts[c], hi = cuts[c + 1] - 1;
@@ -619,7 +630,8 @@ class SubsetConstruction {
         byte_edges.push_back({static_cast<uint8_t>(lo), static_cast<uint8_t>(hi), target});
       }
     }
-    std::vector<RuleEdge> rule_edges;
+    std::vector<RuleEdge>& rule_edges = rule_edges_;
+    rule_edges.clear();
     std::sort(rule_targets.begin(), rule_targets.end());
     for (size_t k = 0; k < rule_targets.size();) {
       const int32_t rule = rule_targets[k].first;
@@ -628,8 +640,9 @@ class SubsetConstruction {
       CheckNoFreshEntry(set, carries_counter, rule, 0, 0);
       rule_edges.push_back({rule, Intern(Closure(targets), dfa)});
     }
-    dfa->nodes[id].byte_edges = std::move(byte_edges);
-    dfa->nodes[id].rule_edges = std::move(rule_edges);
+    // Intern may have grown dfa->nodes: look the node up only now.
+    dfa->nodes[id].byte_edges.assign(byte_edges.begin(), byte_edges.end());
+    dfa->nodes[id].rule_edges.assign(rule_edges.begin(), rule_edges.end());
   }
 
   const Nfa& nfa_;
@@ -651,6 +664,14 @@ class SubsetConstruction {
   std::vector<int32_t> member_of_;  // NFA node -> counted loop it belongs to; empty: no loops
   std::vector<int32_t> gate_of_;
   std::vector<std::vector<int32_t>> gate_closures_;
+  // Scratch buffers (cleared before use, capacity kept): Closure's result and stack,
+  // CheckNoFreshEntry's seeds, and Expand's working vectors.
+  std::vector<int32_t> closure_, closure_stack_, fresh_;
+  std::vector<int> cuts_;
+  std::vector<std::pair<int32_t, int32_t>> rule_targets_;
+  std::vector<ByteEdge> byte_edges_;
+  std::vector<RuleEdge> rule_edges_;
+  std::vector<int32_t> targets_, previous_targets_;
 };
 
 // Hopcroft's partition refinement (O(m log n)) over the live states: `cls` holds the
