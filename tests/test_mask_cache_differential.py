@@ -12,6 +12,7 @@ import pytest
 import xg2_plugin as xg
 from xg2_corpus import random_walk, stratified_sample
 from xg2_test_support import (
+    compare_masks_along,
     data_dir,
     dumps,
     encode_continuation,
@@ -25,26 +26,6 @@ CONFIGS = {
     "all": ({}, 2, 60),
     "no_cross_grammar": ({"cross_grammar_cache": False}, 1, 40),
 }
-
-
-def compare_along(grammar: xg.CompiledGrammar, ids: list[int]) -> int:
-    """Feeds `ids`, comparing cached and reference masks before every token; returns steps."""
-    info = grammar.tokenizer_info
-    matcher = xg.GrammarMatcher(grammar)
-    cached = np.zeros(xg.get_bitmask_shape(1, info.vocab_size), dtype=np.int32)
-    reference = np.zeros_like(cached)
-    steps = 0
-    for token in ids + [None]:
-        need_cached = matcher.fill_next_token_bitmask(cached)
-        need_reference = matcher._fill_next_token_bitmask_reference(reference)
-        assert need_cached == need_reference
-        if not np.array_equal(cached, reference):
-            diff = np.flatnonzero(np.unpackbits((cached ^ reference).view(np.uint8), bitorder="little"))
-            raise AssertionError(f"step {steps}: masks differ on tokens {[info.decoded_vocab[t] for t in diff[:10]]}")
-        steps += 1
-        if token is None or not matcher.accept_token(token):
-            break
-    return steps
 
 
 @pytest.mark.parametrize("config", sorted(CONFIGS))
@@ -67,12 +48,12 @@ def test_corpus_sample_masks_match_reference(config: str) -> None:
         valid = [t["data"] for t in data.get("tests", []) if t.get("valid")]
         for value in valid[:1]:
             text = dumps(ordered_like_schema(value, data["schema"]))
-            checked += compare_along(grammar, encode_continuation("llama3.1", text)[:max_tokens])
+            checked += compare_masks_along(grammar, encode_continuation("llama3.1", text)[:max_tokens])
         # A random walk visits states the instances do not.
         bitmask = np.zeros(xg.get_bitmask_shape(1, info.vocab_size), dtype=np.int32)
         walk = random_walk(grammar, rng, bitmask, 40)
         if walk:
-            checked += compare_along(grammar, encode_continuation("llama3.1", walk.decode("utf-8"))[:max_tokens])
+            checked += compare_masks_along(grammar, encode_continuation("llama3.1", walk.decode("utf-8"))[:max_tokens])
     assert checked > 50
 
 
@@ -96,7 +77,7 @@ def test_ebnf_corpus_random_walks_match_reference(name: str) -> None:
                 break
             ids.append(int(rng.choice(allowed)))
             matcher.accept_token(ids[-1])
-        compare_along(grammar, ids)
+        compare_masks_along(grammar, ids)
 
 
 def test_lookahead_grammar_masks_match_reference() -> None:
@@ -104,7 +85,7 @@ def test_lookahead_grammar_masks_match_reference() -> None:
     grammar = xg.GrammarCompiler(info).compile_grammar(
         'root ::= item ("," item)* ";"\nitem ::= [a-z]+ (= [,;])'
     )
-    compare_along(grammar, encode_continuation("llama3.1", "abc,de,fgh;"))
+    compare_masks_along(grammar, encode_continuation("llama3.1", "abc,de,fgh;"))
 
 
 # One rule FSM (`item`, recursive so it is never inlined) under two lookaheads: what may follow
@@ -131,7 +112,7 @@ def test_partial_hits_match_reference(order: tuple[str, str]) -> None:
     for name in order:
         grammar = compiler.compile_grammar(LOOKAHEAD_GRAMMARS[name])
         for text in LOOKAHEAD_TEXTS[name]:
-            compare_along(grammar, encode_continuation("llama3.1", text))
+            compare_masks_along(grammar, encode_continuation("llama3.1", text))
         if name == first:
             stats_between = compiler.mask_cache_stats
     stats = compiler.mask_cache_stats
@@ -144,7 +125,7 @@ def test_partial_hits_match_reference(order: tuple[str, str]) -> None:
     before = compiler.mask_cache_stats
     again = compiler.compile_grammar(LOOKAHEAD_GRAMMARS[second])
     for text in LOOKAHEAD_TEXTS[second]:
-        compare_along(again, encode_continuation("llama3.1", text))
+        compare_masks_along(again, encode_continuation("llama3.1", text))
     after = compiler.mask_cache_stats
     assert after["perfect_hits"] > before["perfect_hits"]
     assert after["misses"] == before["misses"]
@@ -157,7 +138,7 @@ def test_pool_is_byte_limited_and_observable() -> None:
     for name in LOOKAHEAD_GRAMMARS:
         grammar = compiler.compile_grammar(LOOKAHEAD_GRAMMARS[name])
         for text in LOOKAHEAD_TEXTS[name]:
-            compare_along(grammar, encode_continuation("llama3.1", text))
+            compare_masks_along(grammar, encode_continuation("llama3.1", text))
     stats = compiler.mask_cache_stats
     assert 0 < stats["bytes"] <= limit
     assert stats["entries"] > 0 and stats["misses"] > 0
@@ -204,11 +185,11 @@ def test_every_tokenizer_masks_match_reference(tokenizer: str, mechanism: str) -
         valid = [t["data"] for t in data.get("tests", []) if t.get("valid")]
         if valid:
             text = dumps(ordered_like_schema(valid[0], data["schema"]))
-            checked += compare_along(grammars[-1], encode_continuation(tokenizer, text)[:25])
+            checked += compare_masks_along(grammars[-1], encode_continuation(tokenizer, text)[:25])
     for name in TOKENIZER_GRAMMARS:
         grammars.append(compiler.compile_grammar(require_data(f"grammars/{name}").read_text()))
     for grammar in grammars:
-        checked += compare_along(grammar, sampled_ids(grammar, rng, bitmask, 20))
+        checked += compare_masks_along(grammar, sampled_ids(grammar, rng, bitmask, 20))
     assert checked > 20
 
 
@@ -253,10 +234,10 @@ def test_bounded_string_masks_match_reference(tokenizer: str, mechanism: str) ->
         grammar = compiler.compile_json_schema(schema)
         for text in texts:
             document = text if text.startswith("{") else json.dumps(text, ensure_ascii=False)
-            assert compare_along(grammar, encode_continuation(tokenizer, document)) > 1
+            assert compare_masks_along(grammar, encode_continuation(tokenizer, document)) > 1
     ebnf = compiler.compile_grammar('root ::= [a-z ]{0,20} "." [a-z]{2,6} ";"')
     for text in ["hello world is here.abc;", ".ab;", "abcdefghij klmnopqrs.abcdef;"]:
-        compare_along(ebnf, encode_continuation(tokenizer, text))
+        compare_masks_along(ebnf, encode_continuation(tokenizer, text))
 
 
 # UTF-8 regions (matcher/token_mask_cache.cc, Utf8RegionConsumes and the region-root token
@@ -297,12 +278,12 @@ def test_utf8_region_masks_match_reference(tokenizer: str, mechanism: str) -> No
         grammars.append(grammar)
         for text in texts:
             document = text if text[:1] in "{[" else json.dumps(text, ensure_ascii=False)
-            assert compare_along(grammar, encode_continuation(tokenizer, document)) > 1
+            assert compare_masks_along(grammar, encode_continuation(tokenizer, document)) > 1
     for ebnf in UTF8_GRAMMARS:
         grammars.append(compiler.compile_grammar(ebnf))
     for grammar in grammars:
         for _ in range(3):
-            compare_along(grammar, sampled_ids(grammar, rng, bitmask, 12))
+            compare_masks_along(grammar, sampled_ids(grammar, rng, bitmask, 12))
 
 
 # A string body whose DFA remembers, character by character, which of many declared words it
@@ -326,4 +307,4 @@ def test_large_utf8_region_masks_match_reference(mechanism: str) -> None:
     info = hf_tokenizer_info("llama3.1")
     grammar = xg.GrammarCompiler(info, **MECHANISMS[mechanism]).compile_grammar(REGION_GRAMMAR)
     for text in REGION_TEXTS:
-        assert compare_along(grammar, encode_continuation("llama3.1", text)) > 3
+        assert compare_masks_along(grammar, encode_continuation("llama3.1", text)) > 3

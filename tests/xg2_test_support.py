@@ -237,3 +237,28 @@ def ordered_like_schema(value: Any, schema: Any, root: Any = None) -> Any:
 
 def dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
+
+
+def compare_masks_along(grammar: xg.CompiledGrammar, ids: list[int], *, require_accept: bool = False) -> int:
+    """Feeds `ids`, comparing the cached mask with the reference walk's before every token and
+    after the last; returns the steps compared. A rejected token ends the walk, or fails the
+    test with `require_accept`."""
+    info = grammar.tokenizer_info
+    matcher = xg.GrammarMatcher(grammar)
+    cached = np.zeros(xg.get_bitmask_shape(1, info.vocab_size), dtype=np.int32)
+    reference = np.zeros_like(cached)
+    steps = 0
+    for token in ids + [None]:
+        assert matcher.fill_next_token_bitmask(cached) == matcher._fill_next_token_bitmask_reference(reference)
+        if not np.array_equal(cached, reference):
+            diff = np.flatnonzero(np.unpackbits((cached ^ reference).view(np.uint8), bitorder="little"))
+            raise AssertionError(f"step {steps}: masks differ on tokens {[info.decoded_vocab[t] for t in diff[:10]]}")
+        steps += 1
+        if token is None:
+            break
+        accepted = matcher.accept_token(token)
+        if require_accept:
+            assert accepted, f"step {steps}: token {info.decoded_vocab[token]!r} rejected"
+        elif not accepted:
+            break
+    return steps
