@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import multiprocessing
+import os
 import random
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -144,3 +146,66 @@ def test_batch_fill_from_threads_matches_single_thread(reference: list) -> None:
 
     with ThreadPoolExecutor(3) as pool:
         list(pool.map(run, range(3)))
+
+
+def _fill_pool_thread_ids() -> set[str]:
+    """OS thread ids of the native batch-fill pool (its threads are named xg2-fill)."""
+    ids = set()
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/comm", encoding="utf-8") as comm:
+                if comm.read().strip() == "xg2-fill":
+                    ids.add(tid)
+        except OSError:
+            continue
+    return ids
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="needs Linux /proc")
+def test_batch_fill_reuses_its_threads(reference: list) -> None:
+    """Batch fills run on a persistent pool: its threads outlive a batch and later batches start none."""
+    compiler = xg.GrammarCompiler(hf_tokenizer_info(TOKENIZER))
+    grammars = [compiler.compile_json_schema(text) for text, _, _ in reference]
+    matchers = [xg.GrammarMatcher(g) for g in grammars]
+    bitmask = np.zeros(xg.get_bitmask_shape(len(matchers), compiler.tokenizer_info.vocab_size), dtype=np.int32)
+    xg.batch_fill_next_token_bitmask(matchers, bitmask, max_threads=4)
+    pool = _fill_pool_thread_ids()
+    assert len(pool) >= 3, f"expected at least 3 pool threads alive after a 4-thread batch, found {len(pool)}"
+    for step in range(STEPS):
+        xg.batch_fill_next_token_bitmask(matchers, bitmask, max_threads=4)
+        for row, (_, tokens, digests) in enumerate(reference):
+            if step < len(digests):
+                assert _digest(bitmask[row: row + 1]) == digests[step], f"row {row} step {step}"
+            if step < len(tokens):
+                assert matchers[row].accept_token(tokens[step])
+    assert _fill_pool_thread_ids() == pool, "later batches started or lost pool threads"
+
+
+def _fill_in_child(grammar_text: str, digest: str, result: "multiprocessing.Queue[str]") -> None:
+    compiler = xg.GrammarCompiler(hf_tokenizer_info(TOKENIZER))
+    matchers = [xg.GrammarMatcher(compiler.compile_json_schema(grammar_text)) for _ in range(4)]
+    bitmask = np.zeros(xg.get_bitmask_shape(4, compiler.tokenizer_info.vocab_size), dtype=np.int32)
+    xg.batch_fill_next_token_bitmask(matchers, bitmask, max_threads=4)
+    result.put("ok" if all(_digest(bitmask[r: r + 1]) == digest for r in range(4)) else "mismatch")
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
+@pytest.mark.skipif("libtsan" in os.environ.get("LD_PRELOAD", ""),
+                    reason="ThreadSanitizer refuses to start threads after a multi-threaded fork")
+def test_batch_fill_works_in_a_forked_child(reference: list) -> None:
+    """A child forked after the parent's pool started fills batches with a pool of its own."""
+    compiler = xg.GrammarCompiler(hf_tokenizer_info(TOKENIZER))
+    text, _, digests = reference[0]
+    matchers = [xg.GrammarMatcher(compiler.compile_json_schema(text)) for _ in range(4)]
+    bitmask = np.zeros(xg.get_bitmask_shape(4, compiler.tokenizer_info.vocab_size), dtype=np.int32)
+    xg.batch_fill_next_token_bitmask(matchers, bitmask, max_threads=4)  # the parent's pool exists
+    context = multiprocessing.get_context("fork")
+    result = context.Queue()
+    child = context.Process(target=_fill_in_child, args=(text, digests[0], result))
+    child.start()
+    child.join(timeout=120)
+    if child.is_alive():
+        child.kill()
+        pytest.fail("batch fill in a forked child did not finish (deadlock)")
+    assert child.exitcode == 0
+    assert result.get(timeout=5) == "ok"

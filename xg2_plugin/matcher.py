@@ -164,7 +164,10 @@ def batch_fill_next_token_bitmask(
     """Fills one bitmask row per matcher in parallel, without the GIL.
 
     Row ``indices[i]`` (default ``i``) receives the mask of ``matchers[i]``. Matchers must be
-    distinct objects. Returns, per matcher, whether its mask needs applying.
+    distinct objects. Returns, per matcher, whether its mask needs applying. The calling thread
+    works alongside up to ``max_threads - 1`` threads of a process-wide native pool (threads
+    named ``xg2-fill``, started on first use and kept between batches); default: one thread per
+    matcher, at most the CPU count.
     """
     view = view_bitmask(bitmask)
     rows = list(range(len(matchers))) if indices is None else [_row_index(i, view.rows) for i in indices]
