@@ -32,6 +32,8 @@ _INT64_MAX = 2 ** 63 - 1
 # The JSON Schema converter recurses once per nesting level: deeper limits than this could
 # exhaust the native stack of a worker thread, so the limit can only be lowered.
 _SCHEMA_DEPTH_CAP = 2000
+# Structural tags whose lowered EBNF a compiler remembers (most recently used first out).
+_LOWERED_TAGS_KEPT = 64
 
 
 @dataclass(frozen=True)
@@ -306,6 +308,7 @@ class GrammarCompiler:
         self._cache_charged: dict[tuple, int] = {}  # bytes charged for each cached grammar
         self._cache_bytes = 0
         self._cache_evictions = 0
+        self._lowered_tags: "OrderedDict[tuple, str]" = OrderedDict()  # (tag text, any_whitespace) -> EBNF
         self._in_flight: dict[tuple, Future] = {}
         self._lock = threading.Lock()
         self._mask_pool = _native.MaskCachePool(mask_cache_limit_bytes)
@@ -480,9 +483,23 @@ class GrammarCompiler:
         from .structural_tag import structural_tag_json
 
         text = structural_tag_json(structural_tag, self._limits.max_input_bytes)
-        ebnf = _native._structural_tag_to_ebnf(
-            text, self._tokenizer_info._handle, any_whitespace=any_whitespace, limits=self._native_limits
-        )
+        # The grammar is cached under its EBNF (tags spelled differently share it); the lowering
+        # itself (about 12 ms for a Harmony tag) is remembered per tag text, so a repeated tool
+        # set skips it too. A tag seen before was already validated.
+        lowered_key = (text, any_whitespace)
+        with self._lock:
+            ebnf = self._lowered_tags.get(lowered_key)
+            if ebnf is not None:
+                self._lowered_tags.move_to_end(lowered_key)
+        if ebnf is None:
+            ebnf = _native._structural_tag_to_ebnf(
+                text, self._tokenizer_info._handle, any_whitespace=any_whitespace, limits=self._native_limits
+            )
+            if self._cache_enabled:
+                with self._lock:
+                    self._lowered_tags[lowered_key] = ebnf
+                    while len(self._lowered_tags) > _LOWERED_TAGS_KEPT:
+                        self._lowered_tags.popitem(last=False)
         return self._submit(
             ("ebnf", ebnf, "root"),
             lambda token: self._compile_ebnf_now(ebnf, "root", "structural_tag", token),
@@ -550,6 +567,7 @@ class GrammarCompiler:
         """Drops every cached grammar and the shared token classifications."""
         with self._lock:
             self._cache.clear()
+            self._lowered_tags.clear()
             self._cache_charged.clear()
             self._cache_bytes = 0
         self._mask_pool.clear()
@@ -573,14 +591,9 @@ class GrammarCompiler:
         if timeout is None:
             timeout = self._limits.timeout_s
         with self._lock:
-            if self._cache_enabled and key in self._cache:
-                self._cache.move_to_end(key)
-                done: Future = Future()
-                done.set_result(self._cache[key])
-                return done
-            in_flight = self._in_flight.get(key)
-            if in_flight is not None:
-                return in_flight
+            known = self._cached_or_in_flight_locked(key)
+            if known is not None:
+                return known
             future = _CompileFuture()
             self._in_flight[key] = future
 
@@ -604,6 +617,14 @@ class GrammarCompiler:
         else:
             self._executor.submit(run)
         return future
+
+    def _cached_or_in_flight_locked(self, key: tuple) -> "Optional[Future[CompiledGrammar]]":
+        if self._cache_enabled and key in self._cache:
+            self._cache.move_to_end(key)
+            done: Future = Future()
+            done.set_result(self._cache[key])
+            return done
+        return self._in_flight.get(key)
 
     def _forget(self, key: tuple) -> None:
         with self._lock:
