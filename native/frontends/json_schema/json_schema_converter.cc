@@ -435,6 +435,10 @@ Fragment SchemaConverter::AnyValue(int depth) {
     rules_.ReserveNamed(name);
   }
   any_value_rules_.emplace(layout_depth, name);
+  if (layout_.flexible()) {
+    DefineFlexibleAnyValue(name);
+    return Fragment::Atom(name);
+  }
   std::vector<Fragment> choices;
   if (ContainersAllowed(depth)) {
     Fragment element = AnyValue(depth + 1);
@@ -456,6 +460,37 @@ Fragment SchemaConverter::AnyValue(int depth) {
   choices.push_back(Fragment::Literal("null"));
   rules_.Define(name, Alt(choices));
   return Fragment::Atom(name);
+}
+
+// With any whitespace, the values inside a generic value own the whitespace before them:
+//   json_value    ::= "{" ws "}" | "{" member ("," member)* ws "}" | "[" ws "]"
+//                   | "[" json_value_ws (ws "," json_value_ws)* ws "]" | string | number | ...
+//   json_value_ws ::= ws (the same alternatives)        member ::= ws string ws ":" json_value_ws
+// (the "," of objects is preceded by ws as well). The language is that of the plain layout.
+// Why: a token such as ` {"` or ` "abc` that starts in the whitespace after ":" and ends inside
+// the value would otherwise leave the container's rule through a rule edge, which makes it
+// uncertain at that cache node (matcher/token_mask_cache.h), so every fill at a value start ran
+// hundreds of such tokens through the parser (about 100 us a time on generic JSON documents).
+// Inside json_value_ws the whole token stays in one rule's DFA and is classified once.
+void SchemaConverter::DefineFlexibleAnyValue(const std::string& name) {
+  const std::string inner = rules_.Reserve("json_value_ws");
+  const Fragment ws = layout_.Whitespace();
+  const Fragment element = Fragment::Atom(inner);
+  const Fragment member = Seq({ws, JsonStringFragment(), ws, Fragment::Literal(":"), element});
+  const Fragment comma = Seq({ws, Fragment::Literal(",")});
+  const Fragment alternatives = Alt({
+      layout_.EmptyContainer('{', '}'),
+      Seq({Fragment::Literal("{"), member, Repeat(Seq({comma, member}), 0, -1), layout_.Close('}', 0)}),
+      layout_.EmptyContainer('[', ']'),
+      Seq({Fragment::Literal("["), element, Repeat(Seq({comma, element}), 0, -1), layout_.Close(']', 0)}),
+      JsonStringFragment(),
+      CommonRule("json_number"),
+      Fragment::Literal("true"),
+      Fragment::Literal("false"),
+      Fragment::Literal("null"),
+  });
+  rules_.Define(name, alternatives);
+  rules_.Define(inner, Seq({ws, alternatives}));
 }
 
 // ---------------------------------------------------------------------------------------

@@ -51,15 +51,17 @@ class Layout {
  public:
   explicit Layout(const JsonSchemaOptions& options);
   bool depth_sensitive() const { return indent_.has_value(); }
+  // Any whitespace between tokens (no indent or separators fixed by the options).
+  bool flexible() const { return flexible_; }
   // `depth` is the nesting depth of the container itself (0 for the top-level value).
   Fragment Open(char bracket, int depth) const;
   Fragment Close(char bracket, int depth) const;
   Fragment ItemSeparator(int depth) const;
   Fragment KeySeparator() const;
   Fragment EmptyContainer(char open, char close) const;
+  Fragment Whitespace() const;
 
  private:
-  Fragment Whitespace() const;
   std::string Newline(int level) const;
 
   bool flexible_;
@@ -105,6 +107,7 @@ class SchemaConverter {
   // --- json_schema_converter.cc: dispatch, references, combinators, scalars ---
   Fragment Schema(const JsonValue& schema, const std::string& pointer, int depth);
   Fragment AnyValue(int depth);
+  void DefineFlexibleAnyValue(const std::string& name);
 
  private:
   void StartOutput();
