@@ -44,7 +44,10 @@ int WorkerPool::num_workers() const {
 
 void WorkerPool::GrowTo(int workers) {
   for (; num_workers_ < workers; ++num_workers_) {
-    std::thread([this] { WorkerLoop(); }).detach();
+    std::thread worker([this] { WorkerLoop(); });
+    // Named here rather than by the thread itself, so the name is in place when Run returns.
+    pthread_setname_np(worker.native_handle(), "xg2-fill");  // top -H, /proc/<pid>/task/*/comm
+    worker.detach();
   }
 }
 
@@ -60,7 +63,6 @@ void WorkerPool::RunItems() {
 }
 
 void WorkerPool::WorkerLoop() {
-  pthread_setname_np(pthread_self(), "xg2-fill");  // visible in top -H, /proc/<pid>/task/*/comm
   uint64_t seen = 0;
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
