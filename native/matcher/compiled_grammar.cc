@@ -2,6 +2,7 @@
 
 #include "frontends/ebnf/ebnf_parser.h"
 #include "grammar/inline_rules.h"
+#include "grammar/sink_leading_terminals.h"
 #include "support/compile_limits.h"
 
 namespace xg2 {
@@ -22,6 +23,7 @@ std::shared_ptr<const CompiledGrammar> CompileEbnf(const std::string& ebnf,
     inline_options.repetition_copies_cap = repetition_compression_threshold + limits.max_token_bytes + 2;
   }
   InlineSmallRules(&ast, inline_options);
+  SinkLeadingTerminals(&ast);
   auto compiled = std::make_shared<CompiledGrammar>();
   const CompileLimits& compile_limits = CurrentCompileLimits();
   limits.max_nodes = compile_limits.max_fsm_nodes;
