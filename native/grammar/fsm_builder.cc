@@ -1016,6 +1016,204 @@ ExprId InlineRuleRefs(GrammarAst* ast, ExprId expr, const std::string& owner, in
   return ast->AddNode(std::move(node));
 }
 
+// Right-linear groups (a pass over the rule DFAs, before flattening). A rule is pure
+// right-linear when every rule edge it has is a tail call (its target accepts only the empty
+// string: the rule ends right after the call) of another pure right-linear rule, and it has
+// no counted loop, lookahead or TagDispatch body. Such a rule's language is regular, and a
+// chain of them (the JSON Schema frontend's right-linear rules for a regular language that
+// state elimination could not write as one expression) costs the mask cache dearly: every
+// token that crosses a rule boundary stays uncertain and goes through the Earley parser at
+// fill time. So each pure right-linear rule called from elsewhere gets ONE DFA for its whole
+// language: a tail call becomes an epsilon edge into the callee's start (the callee's
+// accepting states end the caller too, so one shared copy per callee serves every call site),
+// then subset construction and minimisation. Members only called from inside the group become
+// unreachable and are emptied. A group that holds another entry (its members would be copied
+// into each), or whose determinisation would pass kMaxMergedStates, four times the group's
+// nodes, or the node budget, is left as rules.
+constexpr size_t kMaxMergedStates = 20000;
+
+// The merged DFA of pure right-linear rule `entry` (its tail calls followed into `dfas`), or
+// an empty Dfa when a member is an entry of its own (`is_entry`: merging both would copy the
+// shared members into each, quadratic on a chain such as the optional-property rules
+// rest_1 -> rest_2 -> ... of a large object, each called from the object rule) or when the
+// result would be too large.
+Dfa MergedRightLinearDfa(const std::vector<Dfa>& dfas, RuleId entry, const std::vector<uint8_t>& is_entry,
+                         int64_t budget) {
+  // Members reachable by tail calls, each with the offset of its nodes in one numbering.
+  std::vector<int32_t> offset(dfas.size(), -1);
+  std::vector<RuleId> members{entry};
+  offset[entry] = 0;
+  int32_t total = static_cast<int32_t>(dfas[entry].nodes.size());
+  for (size_t m = 0; m < members.size(); ++m) {
+    for (const Dfa::Node& node : dfas[members[m]].nodes) {
+      for (const RuleEdge& e : node.rule_edges) {
+        if (offset[e.rule] >= 0) continue;
+        if (is_entry[e.rule]) return Dfa{};
+        offset[e.rule] = total;
+        total += static_cast<int32_t>(dfas[e.rule].nodes.size());
+        members.push_back(e.rule);
+      }
+    }
+  }
+  std::vector<std::pair<RuleId, int32_t>> where(total);  // global node -> (rule, local node)
+  for (RuleId m : members) {
+    for (int32_t i = 0; i < static_cast<int32_t>(dfas[m].nodes.size()); ++i) where[offset[m] + i] = {m, i};
+  }
+  auto node_of = [&](int32_t g) -> const Dfa::Node& { return dfas[where[g].first].nodes[where[g].second]; };
+  // Determinising a group written from one DFA gives about that DFA back; a blow-up beyond
+  // a few times the group's own nodes is not worth its memory.
+  const size_t max_states = std::min<size_t>({kMaxMergedStates, static_cast<size_t>(std::max<int64_t>(budget, 0)),
+                                              static_cast<size_t>(total) * 4 + 64});
+
+  std::vector<uint32_t> mark(total, 0);
+  uint32_t generation = 0;
+  std::vector<int32_t> stack;
+  // Epsilon closure: a node's tail calls lead to the callees' starts.
+  auto closure = [&](std::vector<int32_t> set) {
+    ++generation;
+    for (int32_t g : set) mark[g] = generation;
+    stack = set;
+    while (!stack.empty()) {
+      int32_t g = stack.back();
+      stack.pop_back();
+      for (const RuleEdge& e : node_of(g).rule_edges) {
+        int32_t start = offset[e.rule];
+        if (mark[start] != generation) {
+          mark[start] = generation;
+          set.push_back(start);
+          stack.push_back(start);
+        }
+      }
+    }
+    std::sort(set.begin(), set.end());
+    return set;
+  };
+  Dfa dfa;
+  std::map<std::vector<int32_t>, int32_t> ids;
+  std::vector<const std::vector<int32_t>*> worklist;
+  bool too_large = false;
+  auto intern = [&](std::vector<int32_t> set) {
+    auto it = ids.find(set);
+    if (it != ids.end()) return it->second;
+    if (dfa.nodes.size() >= max_states) {
+      too_large = true;
+      return 0;
+    }
+    int32_t id = static_cast<int32_t>(dfa.nodes.size());
+    dfa.nodes.emplace_back();
+    for (int32_t g : set) dfa.nodes.back().accepting |= node_of(g).accepting;
+    worklist.push_back(&ids.emplace(std::move(set), id).first->first);
+    return id;
+  };
+  intern(closure({0}));
+  std::vector<int> cuts;
+  std::vector<int32_t> targets;
+  for (size_t id = 0; id < worklist.size() && !too_large; ++id) {
+    ThrowIfCancelled();
+    const std::vector<int32_t> set = *worklist[id];
+    cuts.clear();
+    for (int32_t g : set) {
+      for (const ByteEdge& e : node_of(g).byte_edges) {
+        cuts.push_back(e.lo);
+        cuts.push_back(e.hi + 1);
+      }
+    }
+    std::sort(cuts.begin(), cuts.end());
+    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+    std::vector<ByteEdge> edges;
+    for (size_t c = 0; c + 1 < cuts.size(); ++c) {
+      const int lo = cuts[c], hi = cuts[c + 1] - 1;
+      targets.clear();
+      for (int32_t g : set) {
+        const int32_t base = offset[where[g].first];
+        for (const ByteEdge& e : node_of(g).byte_edges) {
+          if (e.lo <= lo && hi <= e.hi) targets.push_back(base + e.target);
+        }
+      }
+      if (targets.empty()) continue;
+      const int32_t target = intern(closure(targets));
+      if (!edges.empty() && edges.back().target == target && edges.back().hi + 1 == lo) {
+        edges.back().hi = static_cast<uint8_t>(hi);
+      } else {
+        edges.push_back({static_cast<uint8_t>(lo), static_cast<uint8_t>(hi), target});
+      }
+    }
+    dfa.nodes[id].byte_edges = std::move(edges);
+  }
+  if (too_large) return Dfa{};
+  return Minimize(dfa);
+}
+
+void MergeRightLinearGroups(std::vector<Dfa>* dfas, const std::vector<uint8_t>& excluded, RuleId root,
+                            int64_t* budget) {
+  const size_t n = dfas->size();
+  auto is_end = [](const Dfa& dfa, int32_t node) {
+    const Dfa::Node& end = dfa.nodes[node];
+    return end.accepting && end.byte_edges.empty() && end.rule_edges.empty();
+  };
+  // Greatest fixpoint: start from every candidate, drop those with a call that is not a
+  // tail call of a remaining candidate.
+  std::vector<uint8_t> pure(n, 0);
+  for (size_t r = 0; r < n; ++r) pure[r] = !excluded[r] && (*dfas)[r].loops.empty();
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t r = 0; r < n; ++r) {
+      if (!pure[r]) continue;
+      const Dfa& dfa = (*dfas)[r];
+      for (const Dfa::Node& node : dfa.nodes) {
+        for (const RuleEdge& e : node.rule_edges) {
+          if (!pure[e.rule] || !is_end(dfa, e.target)) pure[r] = 0;
+        }
+      }
+      changed |= !pure[r];
+    }
+  }
+  // Entries: pure rules with calls that the root is or that an impure rule calls.
+  std::vector<uint8_t> entry(n, 0);
+  if (root >= 0 && static_cast<size_t>(root) < n) entry[root] = 1;
+  for (size_t r = 0; r < n; ++r) {
+    if (pure[r]) continue;
+    for (const Dfa::Node& node : (*dfas)[r].nodes) {
+      for (const RuleEdge& e : node.rule_edges) entry[e.rule] = 1;
+    }
+  }
+  std::vector<std::pair<RuleId, Dfa>> merged;
+  for (size_t r = 0; r < n; ++r) {
+    if (!pure[r] || !entry[r]) continue;
+    bool calls = false;
+    for (const Dfa::Node& node : (*dfas)[r].nodes) calls |= !node.rule_edges.empty();
+    if (!calls) continue;
+    Dfa dfa = MergedRightLinearDfa(*dfas, static_cast<RuleId>(r), entry, *budget);
+    if (dfa.nodes.empty()) continue;
+    *budget -= static_cast<int64_t>(dfa.nodes.size());
+    merged.emplace_back(static_cast<RuleId>(r), std::move(dfa));
+  }
+  // Replaced only now: every merge above read the original rule DFAs.
+  for (auto& [r, dfa] : merged) (*dfas)[r] = std::move(dfa);
+  if (merged.empty()) return;
+  // Members that only merged rules called are now unreachable from the root: they become a
+  // lone non-accepting node (the empty language, as Minimize writes it), so that neither the
+  // FSM nor the mask cache's precompute spends anything on them.
+  std::vector<uint8_t> reachable(n, 0);
+  std::vector<RuleId> stack;
+  if (root >= 0 && static_cast<size_t>(root) < n) reachable[root] = 1, stack.push_back(root);
+  while (!stack.empty()) {
+    RuleId r = stack.back();
+    stack.pop_back();
+    for (const Dfa::Node& node : (*dfas)[r].nodes) {
+      for (const RuleEdge& e : node.rule_edges) {
+        if (!reachable[e.rule]) reachable[e.rule] = 1, stack.push_back(e.rule);
+      }
+    }
+  }
+  for (size_t r = 0; r < n; ++r) {
+    if (pure[r] && !reachable[r] && (*dfas)[r].nodes.size() > 1) {
+      *budget += static_cast<int64_t>((*dfas)[r].nodes.size()) - 1;
+      (*dfas)[r].nodes.assign(1, Dfa::Node{});
+    }
+  }
+}
+
 }  // namespace
 
 GrammarFsm BuildGrammarFsm(const GrammarAst& ast, const FsmBuildLimits& limits) {
@@ -1040,6 +1238,13 @@ GrammarFsm BuildGrammarFsm(const GrammarAst& ast, const FsmBuildLimits& limits) 
     const LoweringContext::Synthetic synthetic = ctx.synthetic()[s];
     dfas.push_back(BuildRuleDfa(ast, synthetic.body, &budget, &ctx, synthetic.exempt, synthetic.name));
     names.push_back(synthetic.name);
+  }
+  {
+    std::vector<uint8_t> excluded(dfas.size(), 0);
+    for (int32_t r = 0; r < num_ast_rules; ++r) {
+      excluded[r] = ast.rules[r].lookahead >= 0 || ast.node(ast.rules[r].body).kind == ExprKind::kTagDispatch;
+    }
+    MergeRightLinearGroups(&dfas, excluded, ast.root_rule, &budget);
   }
   const int32_t num_rules = static_cast<int32_t>(dfas.size());
   // Lookahead DFAs: rule references inside an assertion are inlined (the assertion must be

@@ -219,6 +219,9 @@ class DenseStepper {
 
   // One attempt of AddUtf8Region with a fixed `ascii`; on failure `culprit` is the ASCII
   // byte to drop (or -1: give up). On success records the region in the scratch rows.
+  // Reaching the pair cap gives up at once: dropping one ASCII byte does not shorten a chain
+  // of copies (json_char{0,N}: every ASCII byte steps to the next copy), and each of the
+  // chain's boundary nodes used to pay all kMaxRegionAttempts full explorations.
   bool ExploreUtf8Region(NodeId root, const ByteMask& ascii, int* culprit) {
     // Pairs are found breadth-first; membership is one bit per (node, decoder state) in
     // region_seen, so the closure is linear in its size. The cap bounds the work: an attempt
@@ -259,7 +262,7 @@ class DenseStepper {
         if (next_state < 0) continue;
         const NodeId to = Row(from)[b];
         if (to < 0 || !add(to, next_state, via[q])) {
-          *culprit = via[q];
+          *culprit = to < 0 ? via[q] : -1;
           return false;
         }
       }
@@ -269,7 +272,7 @@ class DenseStepper {
         if (!AsciiIn(ascii, static_cast<uint8_t>(b))) continue;
         const NodeId to = Row(from)[b];
         if (to < 0 || (to != last && !add(to, kUtf8Boundary, static_cast<int16_t>(b)))) {
-          *culprit = b;
+          *culprit = to < 0 ? b : -1;
           return false;
         }
         last = to;

@@ -666,8 +666,8 @@ Fragment DfaToFragment(const CodepointDfa& input, RuleSet* rules, const std::str
   }
   // Preferably one rule whose body is the whole language: the grammar FSM then holds the
   // language as one rule DFA, which the token-mask cache classifies exactly. Right-linear
-  // rules are a chain of calls: every token that crosses a rule boundary stays uncertain and
-  // goes through the Earley parser at fill time, so state elimination keeps as few as it can.
+  // rules (the states state elimination keeps) are merged back into one DFA by the FSM
+  // builder (MergeRightLinearGroups), at the cost of determinising them there.
   if (dfa.states.size() <= kMaxEliminatedStates) {
     return rules->Share(hint, EliminateStates(dfa, kMaxExpressionBytes, rules, hint));
   }
