@@ -445,7 +445,8 @@ class NfaBuilder {
   // nodes, which have no out-edges, become `exit` itself).
   void EmitCopyInto(const RepetitionBody& body, int32_t entry, int32_t exit, std::vector<int32_t>* members) {
     const std::vector<Dfa::Node>& nodes = body.dfa.nodes;
-    std::vector<int32_t> map(nodes.size());
+    std::vector<int32_t>& map = copy_map_;
+    map.resize(nodes.size());
     for (size_t i = 0; i < nodes.size(); ++i) {
       map[i] = nodes[i].accepting ? exit : NewNode();
       if (members && !nodes[i].accepting) members->push_back(map[i]);
@@ -503,6 +504,7 @@ class NfaBuilder {
   LoweringContext* ctx_;
   ExprId exempt_;
   std::string owner_;
+  std::vector<int32_t> copy_map_;  // EmitCopyInto's body node -> NFA node (capacity reused)
 };
 
 // A read-only slice of a flat array, for range-for over one state's edges.
@@ -1302,6 +1304,25 @@ GrammarFsm BuildGrammarFsm(const GrammarAst& ast, const FsmBuildLimits& limits) 
     fsm.rule_start.push_back(base);
     fsm.rule_first_node.push_back(base + static_cast<NodeId>(dfas[r].nodes.size()));
   }
+  {
+    // Sized once: the tables are appended to rule by rule below.
+    size_t nodes = 0, byte_edges = 0, rule_edges = 0;
+    auto count = [&](const Dfa& dfa) {
+      nodes += dfa.nodes.size();
+      for (const Dfa::Node& node : dfa.nodes) {
+        byte_edges += node.byte_edges.size();
+        rule_edges += node.rule_edges.size();
+      }
+    };
+    for (const Dfa& dfa : dfas) count(dfa);
+    for (const Dfa& dfa : lookahead_dfas) count(dfa);
+    fsm.node_rule.reserve(nodes);
+    fsm.node_accepting.reserve(nodes);
+    fsm.byte_edge_begin.reserve(nodes + 1);
+    fsm.rule_edge_begin.reserve(nodes + 1);
+    fsm.byte_edges.reserve(byte_edges);
+    fsm.rule_edges.reserve(rule_edges);
+  }
   fsm.byte_edge_begin.push_back(0);
   fsm.rule_edge_begin.push_back(0);
   std::vector<int32_t> node_loop, node_gate_loop;
@@ -1346,12 +1367,14 @@ GrammarFsm BuildGrammarFsm(const GrammarAst& ast, const FsmBuildLimits& limits) 
   // Nullability: a rule is nullable iff an accepting node is reachable from its start
   // through rule edges of nullable rules only. Iterate to a fixpoint.
   fsm.rule_nullable.assign(num_rules, 0);
+  std::vector<NodeId> stack;
+  std::vector<uint8_t> seen;
   for (bool changed = true; changed;) {
     changed = false;
     for (int32_t r = 0; r < num_rules; ++r) {
       if (fsm.rule_nullable[r]) continue;
-      std::vector<NodeId> stack{fsm.rule_start[r]};
-      std::vector<uint8_t> seen(fsm.rule_first_node[r + 1] - fsm.rule_first_node[r], 0);
+      stack.assign(1, fsm.rule_start[r]);
+      seen.assign(fsm.rule_first_node[r + 1] - fsm.rule_first_node[r], 0);
       seen[0 + fsm.rule_start[r] - fsm.rule_first_node[r]] = 1;
       bool nullable = false;
       while (!stack.empty() && !nullable) {
