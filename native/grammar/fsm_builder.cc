@@ -1191,7 +1191,44 @@ struct BuildScratch {
   size_t nfas_in_use = 0;
   SubsetScratch subsets;
   MinimizeScratch minimize;
+  int64_t largest_nfa = 0;  // NFA nodes of the largest rule since the last TakeScratch
 };
+
+// One scratch per thread, kept from one grammar to the next: the buffers of the first
+// grammars grow to the usual rule size and later builds allocate almost nothing in them.
+// A build whose rules were unusually large gives its memory back (see ScratchLease).
+constexpr int64_t kKeepScratchNfaNodes = 1 << 16;
+
+class ScratchLease {
+ public:
+  ScratchLease() : scratch_(Cached()) {
+    if (in_use_) {  // not expected (builds do not nest), but then a private one
+      own_ = std::make_unique<BuildScratch>();
+      scratch_ = own_.get();
+    } else {
+      in_use_ = true;
+    }
+    scratch_->largest_nfa = 0;
+  }
+  ~ScratchLease() {
+    if (own_) return;
+    in_use_ = false;
+    if (scratch_->largest_nfa > kKeepScratchNfaNodes) *scratch_ = BuildScratch();
+  }
+  ScratchLease(const ScratchLease&) = delete;
+  ScratchLease& operator=(const ScratchLease&) = delete;
+  BuildScratch* get() const { return scratch_; }
+
+ private:
+  static BuildScratch* Cached() {
+    thread_local BuildScratch cached;
+    return &cached;
+  }
+  static thread_local bool in_use_;
+  BuildScratch* scratch_;
+  std::unique_ptr<BuildScratch> own_;
+};
+thread_local bool ScratchLease::in_use_ = false;
 
 Dfa BuildRuleDfa(const GrammarAst& ast, ExprId body, int64_t* budget, LoweringContext* ctx,
                  ExprId exempt, const std::string& owner, BuildScratch* scratch) {
@@ -1211,6 +1248,7 @@ Dfa BuildRuleDfa(const GrammarAst& ast, ExprId body, int64_t* budget, LoweringCo
       NfaBuilder builder(ast, &nfa, budget, ctx, exempt, owner);
       nfa.accept = builder.Lower(body, nfa.start);
       nfa.Finish();
+      s.largest_nfa = std::max<int64_t>(s.largest_nfa, nfa.num_nodes);
       SubsetConstruction subsets(nfa, budget, &s.subsets);
       Dfa dfa = Minimize(subsets.Run(), &s.minimize);
       *budget += static_cast<int64_t>(nfa.num_nodes);  // the NFA is freed; only DFA nodes stay
@@ -1263,7 +1301,8 @@ GrammarFsm BuildGrammarFsm(const GrammarAst& ast, const FsmBuildLimits& limits) 
   fsm.root_rule = ast.root_rule;
   int64_t budget = limits.max_nodes;
   LoweringContext ctx(ast, limits);
-  BuildScratch scratch;
+  ScratchLease lease;
+  BuildScratch& scratch = *lease.get();
   ctx.set_scratch(&scratch);
   std::vector<Dfa> dfas;
   std::vector<std::string> names;
