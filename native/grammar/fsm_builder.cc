@@ -14,7 +14,6 @@
 #include <set>
 #include <tuple>
 #include <sstream>
-#include <unordered_map>
 
 #include "grammar/grammar_fsm.h"
 #include "grammar/tag_dispatch.h"
