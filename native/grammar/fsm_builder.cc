@@ -10,10 +10,10 @@
 #include <algorithm>
 #include <climits>
 #include <map>
+#include <memory>
 #include <set>
 #include <tuple>
 #include <sstream>
-#include <unordered_map>
 
 #include "grammar/grammar_fsm.h"
 #include "grammar/tag_dispatch.h"
@@ -44,15 +44,50 @@ struct NfaLoop {
   ExprId expr;  // the repetition, for lifting it on a conflict
 };
 
+// Lowering adds edges in any node order; Finish() then groups them by source node into flat
+// CSR arrays (each node's edges keep the order they were added in). One allocation per array
+// instead of one vector per node, and Reset() keeps the capacity for the next rule.
 struct Nfa {
-  std::vector<std::vector<NfaEdge>> edges;
+  int32_t num_nodes = 0;
   int32_t start = 0;
   int32_t accept = 0;
   std::vector<NfaLoop> loops;
-  int32_t AddNode() {
-    edges.emplace_back();
-    return static_cast<int32_t>(edges.size() - 1);
+  std::vector<int32_t> edge_begin;  // size num_nodes + 1, after Finish()
+  std::vector<NfaEdge> edges;       // grouped by source node, after Finish()
+
+  struct EdgeRange {
+    const NfaEdge* first;
+    const NfaEdge* last;
+    const NfaEdge* begin() const { return first; }
+    const NfaEdge* end() const { return last; }
+  };
+  EdgeRange EdgesOf(int32_t n) const { return {edges.data() + edge_begin[n], edges.data() + edge_begin[n + 1]}; }
+
+  int32_t AddNode() { return num_nodes++; }
+  void AddEdge(int32_t from, const NfaEdge& edge) {
+    added_from_.push_back(from);
+    added_.push_back(edge);
   }
+  void Reset() {
+    num_nodes = start = accept = 0;
+    loops.clear();
+    added_from_.clear();
+    added_.clear();
+  }
+  // A stable counting sort of the added edges by source node.
+  void Finish() {
+    edge_begin.assign(static_cast<size_t>(num_nodes) + 1, 0);
+    for (int32_t from : added_from_) ++edge_begin[from + 1];
+    for (int32_t n = 0; n < num_nodes; ++n) edge_begin[n + 1] += edge_begin[n];
+    edges.resize(added_.size());
+    fill_.assign(edge_begin.begin(), edge_begin.end() - 1);
+    for (size_t i = 0; i < added_.size(); ++i) edges[fill_[added_from_[i]]++] = added_[i];
+  }
+
+ private:
+  std::vector<int32_t> added_from_;
+  std::vector<NfaEdge> added_;
+  std::vector<int32_t> fill_;
 };
 
 // A DFA for one rule, before flattening. Node 0 is the start.
@@ -79,6 +114,8 @@ struct RepetitionBody {
   Dfa dfa;
   int32_t min_bytes = INT_MAX;  // fewest bytes of one iteration by byte edges alone
 };
+
+struct BuildScratch;  // working memory of the rule builds, defined with BuildRuleDfa
 
 // Shared by every rule lowered for one grammar: compression settings, AST-level nullability
 // and the synthetic rules created for lifted repetitions and bodies.
@@ -111,6 +148,8 @@ class LoweringContext {
   };
 
   bool enabled() const { return threshold_ > 0; }
+  BuildScratch* scratch() const { return scratch_; }
+  void set_scratch(BuildScratch* scratch) { scratch_ = scratch; }
   int32_t max_token_bytes() const { return max_token_bytes_; }
   RuleId first_synthetic_rule() const { return static_cast<RuleId>(ast_.rules.size()); }
   std::vector<Synthetic>& synthetic() { return synthetic_; }
@@ -203,10 +242,12 @@ class LoweringContext {
   std::map<ExprId, RuleId> synthetic_of_;
   std::vector<Synthetic> synthetic_;
   std::map<ExprId, RepetitionBody> bodies_;
+  BuildScratch* scratch_ = nullptr;
 };
 
+// `scratch` null: working memory of its own.
 Dfa BuildRuleDfa(const GrammarAst& ast, ExprId body, int64_t* budget, LoweringContext* ctx,
-                 ExprId exempt, const std::string& owner);
+                 ExprId exempt, const std::string& owner, BuildScratch* scratch = nullptr);
 
 class NfaBuilder {
  public:
@@ -237,7 +278,7 @@ class NfaBuilder {
       }
       case ExprKind::kRuleRef: {
         int32_t to = NewNode();
-        nfa_->edges[from].push_back({node.rule_id, 0, 0, to});
+        nfa_->AddEdge(from, {node.rule_id, 0, 0, to});
         return to;
       }
       case ExprKind::kSequence: {
@@ -261,7 +302,7 @@ class NfaBuilder {
         if (ctx_ && ctx_->Compressible(expr)) {
           if (expr != exempt_ && ctx_->IsLifted(expr)) {
             int32_t to = NewNode();
-            nfa_->edges[from].push_back({ctx_->SyntheticRule(expr, owner_), 0, 0, to});
+            nfa_->AddEdge(from, {ctx_->SyntheticRule(expr, owner_), 0, 0, to});
             return to;
           }
           return LowerCompressed(expr, from);
@@ -298,7 +339,7 @@ class NfaBuilder {
     RepetitionBody body;
     bool lift = ctx_->ContainsCompressible(child);
     if (!lift) {
-      body.dfa = BuildRuleDfa(ast_, child, budget_, nullptr, -1, owner_);
+      body.dfa = BuildRuleDfa(ast_, child, budget_, nullptr, -1, owner_, ctx_->scratch());
       bool prefix_code = !body.dfa.nodes[0].accepting;
       for (const Dfa::Node& n : body.dfa.nodes) {
         if (n.accepting && (!n.byte_edges.empty() || !n.rule_edges.empty())) prefix_code = false;
@@ -403,7 +444,8 @@ class NfaBuilder {
   // nodes, which have no out-edges, become `exit` itself).
   void EmitCopyInto(const RepetitionBody& body, int32_t entry, int32_t exit, std::vector<int32_t>* members) {
     const std::vector<Dfa::Node>& nodes = body.dfa.nodes;
-    std::vector<int32_t> map(nodes.size());
+    std::vector<int32_t>& map = copy_map_;
+    map.resize(nodes.size());
     for (size_t i = 0; i < nodes.size(); ++i) {
       map[i] = nodes[i].accepting ? exit : NewNode();
       if (members && !nodes[i].accepting) members->push_back(map[i]);
@@ -411,7 +453,7 @@ class NfaBuilder {
     AddEpsilon(entry, map[0]);
     for (size_t i = 0; i < nodes.size(); ++i) {
       for (const ByteEdge& e : nodes[i].byte_edges) AddByte(map[i], e.lo, e.hi, map[e.target]);
-      for (const RuleEdge& e : nodes[i].rule_edges) nfa_->edges[map[i]].push_back({e.rule, 0, 0, map[e.target]});
+      for (const RuleEdge& e : nodes[i].rule_edges) nfa_->AddEdge(map[i], {e.rule, 0, 0, map[e.target]});
     }
   }
 
@@ -433,9 +475,9 @@ class NfaBuilder {
     }
     return nfa_->AddNode();
   }
-  void AddEpsilon(int32_t from, int32_t to) { nfa_->edges[from].push_back({kEpsilon, 0, 0, to}); }
+  void AddEpsilon(int32_t from, int32_t to) { nfa_->AddEdge(from, {kEpsilon, 0, 0, to}); }
   void AddByte(int32_t from, uint8_t lo, uint8_t hi, int32_t to) {
-    nfa_->edges[from].push_back({kByteRange, lo, hi, to});
+    nfa_->AddEdge(from, {kByteRange, lo, hi, to});
   }
 
   void AddCodepointRange(int32_t from, uint32_t first, uint32_t last, int32_t to) {
@@ -461,69 +503,148 @@ class NfaBuilder {
   LoweringContext* ctx_;
   ExprId exempt_;
   std::string owner_;
+  std::vector<int32_t> copy_map_;  // EmitCopyInto's body node -> NFA node (capacity reused)
+};
+
+// A read-only slice of a flat array, for range-for over one state's edges.
+template <typename T>
+struct Slice {
+  const T* first;
+  const T* last;
+  const T* begin() const { return first; }
+  const T* end() const { return last; }
+  bool empty() const { return first == last; }
+};
+
+// The determinised machine before minimisation, in flat arrays: the byte edges of state s
+// are byte_edges[byte_begin[s], byte_begin[s + 1]) (sorted, disjoint), its rule edges
+// likewise (sorted by rule). State 0 is the start; the per-state fields mean what
+// Dfa::Node's do.
+struct FlatDfa {
+  std::vector<uint8_t> accepting;
+  std::vector<int32_t> loop;
+  std::vector<int32_t> gate_loop;
+  std::vector<int32_t> byte_begin{0};
+  std::vector<int32_t> rule_begin{0};
+  std::vector<ByteEdge> byte_edges;
+  std::vector<RuleEdge> rule_edges;
+  std::vector<CountedLoop> loops;
+
+  int32_t size() const { return static_cast<int32_t>(accepting.size()); }
+  Slice<ByteEdge> BytesOf(int32_t s) const {
+    return {byte_edges.data() + byte_begin[s], byte_edges.data() + byte_begin[s + 1]};
+  }
+  Slice<RuleEdge> RulesOf(int32_t s) const {
+    return {rule_edges.data() + rule_begin[s], rule_edges.data() + rule_begin[s + 1]};
+  }
+  void Clear() {
+    accepting.clear();
+    loop.clear();
+    gate_loop.clear();
+    byte_begin.assign(1, 0);
+    rule_begin.assign(1, 0);
+    byte_edges.clear();
+    rule_edges.clear();
+    loops.clear();
+  }
+};
+
+// Working memory of the subset construction, kept across the rules of one grammar so that a
+// rule allocates only where it is larger than the rules before it.
+struct SubsetScratch {
+  FlatDfa dfa;
+  // The NFA node set of every DFA state, concatenated: state s is
+  // set_pool[set_begin[s], set_begin[s + 1]), and set_hash[s] its hash.
+  std::vector<int32_t> set_pool;
+  std::vector<uint32_t> set_begin;
+  std::vector<uint64_t> set_hash;
+  std::vector<int32_t> slots;  // open addressing over DFA states by set; -1 empty; power-of-two size
+  std::vector<uint32_t> mark;  // generation-stamped NFA node marks of Closure
+  uint32_t generation = 0;
+  std::vector<int32_t> member_of;  // NFA node -> counted loop it belongs to; empty: no loops
+  std::vector<int32_t> gate_of;
+  std::vector<int32_t> seeds, closure, closure_stack, fresh, current, targets, previous_targets;
+  std::vector<int> cuts;
+  std::vector<std::pair<int32_t, int32_t>> rule_targets;  // (rule, NFA target)
 };
 
 class SubsetConstruction {
  public:
-  SubsetConstruction(const Nfa& nfa, int64_t* budget) : nfa_(nfa), budget_(budget) {
+  // `scratch` null: working memory of its own.
+  SubsetConstruction(const Nfa& nfa, int64_t* budget, SubsetScratch* scratch = nullptr)
+      : nfa_(nfa), budget_(budget), s_(scratch ? *scratch : own_) {
+    s_.member_of.clear();
+    s_.gate_of.clear();
     if (nfa.loops.empty()) return;
-    member_of_.assign(nfa.edges.size(), -1);
-    gate_of_.assign(nfa.edges.size(), -1);
+    s_.member_of.assign(nfa.num_nodes, -1);
+    s_.gate_of.assign(nfa.num_nodes, -1);
     for (size_t k = 0; k < nfa.loops.size(); ++k) {
-      for (int32_t n : nfa.loops[k].members) member_of_[n] = static_cast<int32_t>(k);
-      gate_of_[nfa.loops[k].gate] = static_cast<int32_t>(k);
+      for (int32_t n : nfa.loops[k].members) s_.member_of[n] = static_cast<int32_t>(k);
+      s_.gate_of[nfa.loops[k].gate] = static_cast<int32_t>(k);
     }
   }
 
-  // Throws CounterConflict (see the file comment) when a counted loop cannot be kept.
-  Dfa Run() {
-    Dfa dfa;
-    std::vector<int32_t> start = Closure({nfa_.start});
-    Intern(start, &dfa);
+  // Throws CounterConflict (see the file comment) when a counted loop cannot be kept. The
+  // result lives in the scratch memory until the next Run on it.
+  const FlatDfa& Run() {
+    FlatDfa& dfa = s_.dfa;
+    dfa.Clear();
+    s_.set_pool.clear();
+    s_.set_begin.assign(1, 0);
+    s_.set_hash.clear();
+    s_.slots.assign(64, -1);
+    Intern(Closure(nfa_.start));
     std::vector<std::vector<int32_t>> heads;
     for (size_t k = 0; k < nfa_.loops.size(); ++k) {
-      gate_closures_.push_back(Closure({nfa_.loops[k].gate}));
+      gate_closures_.push_back(Closure(nfa_.loops[k].gate));
       // The gate holds no counter: a redirected item continues with the count it carries.
       for (int32_t n : gate_closures_.back()) {
-        if (member_of_[n] >= 0) throw CounterConflict{nfa_.loops[member_of_[n]].expr};
+        if (s_.member_of[n] >= 0) throw CounterConflict{nfa_.loops[s_.member_of[n]].expr};
       }
-      heads.push_back(Closure({nfa_.loops[k].head}));
+      heads.push_back(Closure(nfa_.loops[k].head));
     }
     // Redirect targets exist even when no byte step reaches exactly h's state.
-    for (const auto& head : heads) Intern(head, &dfa);
-    for (size_t i = 0; i < worklist_.size(); ++i) {
+    std::vector<int32_t> head_ids;
+    for (const auto& head : heads) head_ids.push_back(Intern(head));
+    for (int32_t id = 0; id < dfa.size(); ++id) {
       ThrowIfCancelled();
-      Expand(static_cast<int32_t>(i), &dfa);
+      Expand(id);
     }
     for (size_t k = 0; k < nfa_.loops.size(); ++k) {
-      auto gate = ids_.find(gate_closures_[k]);
-      dfa.loops.push_back({ids_.at(heads[k]), gate == ids_.end() ? -1 : gate->second, nfa_.loops[k].limit});
+      dfa.loops.push_back({head_ids[k], Find(gate_closures_[k], HashSet(gate_closures_[k])), nfa_.loops[k].limit});
     }
     return dfa;
   }
 
  private:
-  // The epsilon closure of `seeds`, sorted, in a buffer reused by the next call (so a
-  // closure that names an existing DFA state allocates nothing); `seeds` must not be it.
+  // The epsilon closure of `seeds` (or of one seed), sorted, in a buffer reused by the next
+  // call (so a closure that names an existing DFA state allocates nothing); `seeds` must not
+  // be that buffer.
+  const std::vector<int32_t>& Closure(int32_t seed) {
+    s_.seeds.assign(1, seed);
+    return Closure(s_.seeds);
+  }
   const std::vector<int32_t>& Closure(const std::vector<int32_t>& seeds) {
-    std::vector<int32_t>& set = closure_;
+    std::vector<int32_t>& set = s_.closure;
+    std::vector<int32_t>& stack = s_.closure_stack;
     set.assign(seeds.begin(), seeds.end());
-    closure_stack_.assign(seeds.begin(), seeds.end());
+    stack.assign(seeds.begin(), seeds.end());
     // Generation-stamped marks: clearing is O(1), so closures cost only what they visit.
-    if (mark_.size() != nfa_.edges.size()) mark_.assign(nfa_.edges.size(), 0);
-    if (++generation_ == 0) {
-      std::fill(mark_.begin(), mark_.end(), 0);
-      generation_ = 1;
+    if (s_.mark.size() < static_cast<size_t>(nfa_.num_nodes)) s_.mark.assign(nfa_.num_nodes, 0);
+    if (++s_.generation == 0) {
+      std::fill(s_.mark.begin(), s_.mark.end(), 0);
+      s_.generation = 1;
     }
-    for (int32_t n : set) mark_[n] = generation_;
-    while (!closure_stack_.empty()) {
-      int32_t n = closure_stack_.back();
-      closure_stack_.pop_back();
-      for (const NfaEdge& e : nfa_.edges[n]) {
-        if (e.kind == kEpsilon && mark_[e.target] != generation_) {
-          mark_[e.target] = generation_;
+    const uint32_t generation = s_.generation;
+    for (int32_t n : set) s_.mark[n] = generation;
+    while (!stack.empty()) {
+      int32_t n = stack.back();
+      stack.pop_back();
+      for (const NfaEdge& e : nfa_.EdgesOf(n)) {
+        if (e.kind == kEpsilon && s_.mark[e.target] != generation) {
+          s_.mark[e.target] = generation;
           set.push_back(e.target);
-          closure_stack_.push_back(e.target);
+          stack.push_back(e.target);
         }
       }
     }
@@ -531,32 +652,71 @@ class SubsetConstruction {
     return set;
   }
 
-  int32_t Intern(const std::vector<int32_t>& set, Dfa* dfa) {
-    auto it = ids_.find(set);
-    if (it != ids_.end()) return it->second;
+  static uint64_t HashSet(const std::vector<int32_t>& set) {
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ set.size();
+    for (int32_t n : set) {
+      h = (h ^ static_cast<uint32_t>(n)) * 0xFF51AFD7ED558CCDull;
+      h ^= h >> 31;
+    }
+    return h;
+  }
+
+  // The DFA state whose NFA set is `set`, or -1.
+  int32_t Find(const std::vector<int32_t>& set, uint64_t hash) const {
+    const size_t mask = s_.slots.size() - 1;
+    for (size_t i = hash & mask;; i = (i + 1) & mask) {
+      const int32_t id = s_.slots[i];
+      if (id < 0) return -1;
+      if (s_.set_hash[id] != hash) continue;
+      const uint32_t b = s_.set_begin[id], e = s_.set_begin[id + 1];
+      if (e - b == set.size() && std::equal(set.begin(), set.end(), s_.set_pool.begin() + b)) return id;
+    }
+  }
+
+  void Insert(int32_t id, uint64_t hash) {
+    size_t mask = s_.slots.size() - 1;
+    size_t i = hash & mask;
+    while (s_.slots[i] >= 0) i = (i + 1) & mask;
+    s_.slots[i] = id;
+  }
+
+  int32_t Intern(const std::vector<int32_t>& set) {
+    const uint64_t hash = HashSet(set);
+    const int32_t known = Find(set, hash);
+    if (known >= 0) return known;
     if (--*budget_ < 0) {
       throw ResourceLimitError("grammar too large: determinisation exceeded the node limit");
     }
-    int32_t id = static_cast<int32_t>(dfa->nodes.size());
-    dfa->nodes.emplace_back();
-    dfa->nodes.back().accepting = std::binary_search(set.begin(), set.end(), nfa_.accept);
-    if (!member_of_.empty()) {
-      Dfa::Node& node = dfa->nodes.back();
+    FlatDfa& dfa = s_.dfa;
+    const int32_t id = dfa.size();
+    dfa.accepting.push_back(std::binary_search(set.begin(), set.end(), nfa_.accept));
+    int32_t loop = -1, gate_loop = -1;
+    if (!s_.member_of.empty()) {
       for (int32_t n : set) {
-        int32_t k = member_of_[n];
+        int32_t k = s_.member_of[n];
         if (k >= 0) {
-          if (node.loop >= 0 && node.loop != k) throw CounterConflict{nfa_.loops[k].expr};
-          node.loop = k;
+          if (loop >= 0 && loop != k) throw CounterConflict{nfa_.loops[k].expr};
+          loop = k;
         }
-        k = gate_of_[n];
+        k = s_.gate_of[n];
         if (k >= 0) {
           if (set != gate_closures_[k]) throw CounterConflict{nfa_.loops[k].expr};
-          node.gate_loop = k;
+          gate_loop = k;
         }
       }
     }
-    // Keys of an unordered_map never move: the worklist points at them.
-    worklist_.push_back(&ids_.emplace(set, id).first->first);
+    dfa.loop.push_back(loop);
+    dfa.gate_loop.push_back(gate_loop);
+    s_.set_pool.insert(s_.set_pool.end(), set.begin(), set.end());
+    s_.set_begin.push_back(static_cast<uint32_t>(s_.set_pool.size()));
+    s_.set_hash.push_back(hash);
+    // Keep the table at most half full.
+    if (static_cast<size_t>(id + 1) * 2 > s_.slots.size()) {
+      s_.slots.assign(s_.slots.size() * 2, -1);
+      for (int32_t other = 0; other <= id; ++other) Insert(other, s_.set_hash[other]);
+    } else {
+      Insert(id, hash);
+    }
     return id;
   }
 
@@ -564,37 +724,39 @@ class SubsetConstruction {
   // fresh entry would need count 0 while the item keeps its count.
   void CheckNoFreshEntry(const std::vector<int32_t>& set, bool carries_counter, int kind, int lo, int hi) {
     if (!carries_counter) return;
-    std::vector<int32_t>& fresh = fresh_;
+    std::vector<int32_t>& fresh = s_.fresh;
     fresh.clear();
     for (int32_t n : set) {
-      if (member_of_[n] >= 0) continue;
-      for (const NfaEdge& e : nfa_.edges[n]) {
+      if (s_.member_of[n] >= 0) continue;
+      for (const NfaEdge& e : nfa_.EdgesOf(n)) {
         bool match = kind == kByteRange ? (e.kind == kByteRange && e.lo <= lo && hi <= e.hi) : e.kind == kind;
         if (match) fresh.push_back(e.target);
       }
     }
     if (fresh.empty()) return;
     for (int32_t n : Closure(fresh)) {
-      if (member_of_[n] >= 0) throw CounterConflict{nfa_.loops[member_of_[n]].expr};
+      if (s_.member_of[n] >= 0) throw CounterConflict{nfa_.loops[s_.member_of[n]].expr};
     }
   }
 
-  void Expand(int32_t id, Dfa* dfa) {
-    const std::vector<int32_t>& set = *worklist_[id];
-    const bool carries_counter = dfa->nodes[id].loop >= 0;
-    // Byte edges: cut [0, 255] at every range boundary, then gather targets per piece. The
-    // working vectors are members so that their capacity is reused across states.
-    std::vector<int>& cuts = cuts_;
-    std::vector<std::pair<int32_t, int32_t>>& rule_targets = rule_targets_;  // (rule, NFA target)
-    std::vector<ByteEdge>& byte_edges = byte_edges_;
-    std::vector<int32_t>& targets = targets_;
-    std::vector<int32_t>& previous_targets = previous_targets_;
+  // Appends the edges of state `id` (states are expanded in order, so each state's edges
+  // are one contiguous run of the flat arrays).
+  void Expand(int32_t id) {
+    FlatDfa& dfa = s_.dfa;
+    // Intern appends to the set pool: work on a copy of this state's set.
+    std::vector<int32_t>& set = s_.current;
+    set.assign(s_.set_pool.begin() + s_.set_begin[id], s_.set_pool.begin() + s_.set_begin[id + 1]);
+    const bool carries_counter = dfa.loop[id] >= 0;
+    // Byte edges: cut [0, 255] at every range boundary, then gather targets per piece.
+    std::vector<int>& cuts = s_.cuts;
+    std::vector<std::pair<int32_t, int32_t>>& rule_targets = s_.rule_targets;
+    std::vector<int32_t>& targets = s_.targets;
+    std::vector<int32_t>& previous_targets = s_.previous_targets;
     cuts.clear();
     rule_targets.clear();
-    byte_edges.clear();
     previous_targets.clear();
     for (int32_t n : set) {
-      for (const NfaEdge& e : nfa_.edges[n]) {
+      for (const NfaEdge& e : nfa_.EdgesOf(n)) {
         if (e.kind == kByteRange) {
           cuts.push_back(e.lo);
           cuts.push_back(e.hi + 1);
@@ -607,12 +769,13 @@ class SubsetConstruction {
     cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
     // Neighbouring pieces often step to the same NFA nodes (a character class cut by other
     // ranges); their closure and DFA state are then reused.
+    const size_t first_byte_edge = dfa.byte_edges.size();
     int32_t previous_target = -1;
     for (size_t c = 0; c + 1 < cuts.size(); ++c) {
       int lo = cuts[c], hi = cuts[c + 1] - 1;
       targets.clear();
       for (int32_t n : set) {
-        for (const NfaEdge& e : nfa_.edges[n]) {
+        for (const NfaEdge& e : nfa_.EdgesOf(n)) {
           if (e.kind == kByteRange && e.lo <= lo && hi <= e.hi) targets.push_back(e.target);
         }
       }
@@ -620,58 +783,57 @@ class SubsetConstruction {
       CheckNoFreshEntry(set, carries_counter, kByteRange, lo, hi);
       int32_t target = previous_target;
       if (previous_target < 0 || targets != previous_targets) {
-        target = Intern(Closure(targets), dfa);
+        target = Intern(Closure(targets));
         previous_targets.swap(targets);
         previous_target = target;
       }
-      if (!byte_edges.empty() && byte_edges.back().target == target && byte_edges.back().hi + 1 == lo) {
+      std::vector<ByteEdge>& byte_edges = dfa.byte_edges;
+      if (byte_edges.size() > first_byte_edge && byte_edges.back().target == target &&
+          byte_edges.back().hi + 1 == lo) {
         byte_edges.back().hi = static_cast<uint8_t>(hi);
       } else {
         byte_edges.push_back({static_cast<uint8_t>(lo), static_cast<uint8_t>(hi), target});
       }
     }
-    std::vector<RuleEdge>& rule_edges = rule_edges_;
-    rule_edges.clear();
+    dfa.byte_begin.push_back(static_cast<int32_t>(dfa.byte_edges.size()));
     std::sort(rule_targets.begin(), rule_targets.end());
     for (size_t k = 0; k < rule_targets.size();) {
       const int32_t rule = rule_targets[k].first;
       targets.clear();
       for (; k < rule_targets.size() && rule_targets[k].first == rule; ++k) targets.push_back(rule_targets[k].second);
       CheckNoFreshEntry(set, carries_counter, rule, 0, 0);
-      rule_edges.push_back({rule, Intern(Closure(targets), dfa)});
+      const int32_t target = Intern(Closure(targets));
+      dfa.rule_edges.push_back({rule, target});
     }
-    // Intern may have grown dfa->nodes: look the node up only now.
-    dfa->nodes[id].byte_edges.assign(byte_edges.begin(), byte_edges.end());
-    dfa->nodes[id].rule_edges.assign(rule_edges.begin(), rule_edges.end());
+    dfa.rule_begin.push_back(static_cast<int32_t>(dfa.rule_edges.size()));
   }
 
   const Nfa& nfa_;
   int64_t* budget_;
-  std::vector<uint32_t> mark_;
-  uint32_t generation_ = 0;
-  struct SetHash {
-    size_t operator()(const std::vector<int32_t>& set) const {
-      uint64_t h = 0x9E3779B97F4A7C15ull ^ set.size();
-      for (int32_t n : set) {
-        h = (h ^ static_cast<uint32_t>(n)) * 0xFF51AFD7ED558CCDull;
-        h ^= h >> 31;
-      }
-      return static_cast<size_t>(h);
-    }
-  };
-  std::unordered_map<std::vector<int32_t>, int32_t, SetHash> ids_;
-  std::vector<const std::vector<int32_t>*> worklist_;  // keys of ids_, in DFA node order
-  std::vector<int32_t> member_of_;  // NFA node -> counted loop it belongs to; empty: no loops
-  std::vector<int32_t> gate_of_;
+  SubsetScratch own_;
+  SubsetScratch& s_;
   std::vector<std::vector<int32_t>> gate_closures_;
-  // Scratch buffers (cleared before use, capacity kept): Closure's result and stack,
-  // CheckNoFreshEntry's seeds, and Expand's working vectors.
-  std::vector<int32_t> closure_, closure_stack_, fresh_;
-  std::vector<int> cuts_;
-  std::vector<std::pair<int32_t, int32_t>> rule_targets_;
-  std::vector<ByteEdge> byte_edges_;
-  std::vector<RuleEdge> rule_edges_;
-  std::vector<int32_t> targets_, previous_targets_;
+};
+
+// Working memory of minimisation, kept across the rules of one grammar.
+struct MinimizeScratch {
+  std::vector<int32_t> reverse_begin, reverse, fill, stack, cls, new_id, representative;
+  std::vector<uint8_t> live;
+  std::vector<std::pair<std::tuple<bool, int32_t, int32_t>, int32_t>> initial;
+  // Moore's rounds.
+  std::vector<int64_t> words;
+  std::vector<uint32_t> begin;
+  std::vector<uint64_t> hash;
+  std::vector<int32_t> order, next;
+  // Hopcroft.
+  std::vector<int32_t> rules, byte_class, in_begin, elems, loc, block_of, first, end, mid, size, worklist, symbols,
+      touched;
+  std::vector<std::pair<int32_t, int32_t>> in_edges;
+  std::vector<uint8_t> cut, in_worklist;
+  std::vector<std::vector<int32_t>> sources;
+  // The output's edges of one node, before they are copied into it.
+  std::vector<ByteEdge> out_bytes;
+  std::vector<RuleEdge> out_rules;
 };
 
 // Hopcroft's partition refinement (O(m log n)) over the live states: `cls` holds the
@@ -681,26 +843,29 @@ class SubsetConstruction {
 // edge or one into a dead state counts as no edge. Missing edges need no sink state because
 // every initial class starts as a splitter (Valmari and Lehtinen, "Efficient minimization of
 // DFAs with partial transition functions", 2008).
-void RefineHopcroft(const Dfa& dfa, int32_t num_initial, std::vector<int32_t>* cls_out) {
+void RefineHopcroft(const FlatDfa& dfa, int32_t num_initial, std::vector<int32_t>* cls_out, MinimizeScratch* m) {
   std::vector<int32_t>& cls = *cls_out;
-  const int32_t n = static_cast<int32_t>(dfa.nodes.size());
+  const int32_t n = dfa.size();
   // Byte classes: a cut before every edge's lo and after its hi.
-  std::vector<uint8_t> cut(257, 0);
-  std::vector<int32_t> rules;
+  std::vector<uint8_t>& cut = m->cut;
+  std::vector<int32_t>& rules = m->rules;
+  cut.assign(257, 0);
+  rules.clear();
   for (int32_t s = 0; s < n; ++s) {
     if (cls[s] < 0) continue;
-    for (const ByteEdge& e : dfa.nodes[s].byte_edges) {
+    for (const ByteEdge& e : dfa.BytesOf(s)) {
       if (cls[e.target] < 0) continue;
       cut[e.lo] = 1;
       cut[e.hi + 1] = 1;
     }
-    for (const RuleEdge& e : dfa.nodes[s].rule_edges) {
+    for (const RuleEdge& e : dfa.RulesOf(s)) {
       if (cls[e.target] >= 0) rules.push_back(e.rule);
     }
   }
   std::sort(rules.begin(), rules.end());
   rules.erase(std::unique(rules.begin(), rules.end()), rules.end());
-  std::vector<int32_t> byte_class(256);
+  std::vector<int32_t>& byte_class = m->byte_class;
+  byte_class.resize(256);
   int32_t num_byte_classes = 0;
   for (int b = 0; b < 256; ++b) {
     if (b > 0 && cut[b]) ++num_byte_classes;
@@ -711,34 +876,47 @@ void RefineHopcroft(const Dfa& dfa, int32_t num_initial, std::vector<int32_t>* c
     return num_byte_classes + static_cast<int32_t>(std::lower_bound(rules.begin(), rules.end(), rule) - rules.begin());
   };
   // Incoming edges per target (CSR): (symbol, source).
-  std::vector<int32_t> in_begin(n + 1, 0);
+  std::vector<int32_t>& in_begin = m->in_begin;
+  in_begin.assign(n + 1, 0);
   auto for_each_edge = [&](auto&& visit) {
     for (int32_t s = 0; s < n; ++s) {
       if (cls[s] < 0) continue;
-      for (const ByteEdge& e : dfa.nodes[s].byte_edges) {
+      for (const ByteEdge& e : dfa.BytesOf(s)) {
         if (cls[e.target] < 0) continue;
         for (int32_t c = byte_class[e.lo]; c <= byte_class[e.hi]; ++c) visit(e.target, c, s);
       }
-      for (const RuleEdge& e : dfa.nodes[s].rule_edges) {
+      for (const RuleEdge& e : dfa.RulesOf(s)) {
         if (cls[e.target] >= 0) visit(e.target, rule_symbol(e.rule), s);
       }
     }
   };
   for_each_edge([&](int32_t t, int32_t, int32_t) { ++in_begin[t + 1]; });
   for (int32_t t = 0; t < n; ++t) in_begin[t + 1] += in_begin[t];
-  std::vector<std::pair<int32_t, int32_t>> in_edges(in_begin[n]);
+  std::vector<std::pair<int32_t, int32_t>>& in_edges = m->in_edges;
+  in_edges.resize(in_begin[n]);
   {
-    std::vector<int32_t> fill(in_begin.begin(), in_begin.end() - 1);
+    std::vector<int32_t>& fill = m->fill;
+    fill.assign(in_begin.begin(), in_begin.end() - 1);
     for_each_edge([&](int32_t t, int32_t c, int32_t s) { in_edges[fill[t]++] = {c, s}; });
   }
 
   // The refinable partition: the states of block b are elems[first[b], end[b]); while a
   // splitter is applied, the marked ones are elems[first[b], mid[b]).
-  std::vector<int32_t> elems, loc(n, -1), block_of(n, -1);
-  std::vector<int32_t> first, end, mid;
-  std::vector<uint8_t> in_worklist;
+  std::vector<int32_t>& elems = m->elems;
+  std::vector<int32_t>& loc = m->loc;
+  std::vector<int32_t>& block_of = m->block_of;
+  std::vector<int32_t>& first = m->first;
+  std::vector<int32_t>& end = m->end;
+  std::vector<int32_t>& mid = m->mid;
+  std::vector<uint8_t>& in_worklist = m->in_worklist;
+  loc.assign(n, -1);
+  block_of.assign(n, -1);
+  first.clear();
+  end.clear();
+  mid.clear();
   {
-    std::vector<int32_t> size(num_initial, 0);
+    std::vector<int32_t>& size = m->size;
+    size.assign(num_initial, 0);
     for (int32_t s = 0; s < n; ++s) {
       if (cls[s] >= 0) ++size[cls[s]];
     }
@@ -750,7 +928,8 @@ void RefineHopcroft(const Dfa& dfa, int32_t num_initial, std::vector<int32_t>* c
       end.push_back(at);
     }
     elems.resize(at);
-    std::vector<int32_t> fill(first);
+    std::vector<int32_t>& fill = m->fill;
+    fill.assign(first.begin(), first.end());
     for (int32_t s = 0; s < n; ++s) {
       if (cls[s] < 0) continue;
       loc[s] = fill[cls[s]]++;
@@ -758,15 +937,19 @@ void RefineHopcroft(const Dfa& dfa, int32_t num_initial, std::vector<int32_t>* c
       block_of[s] = cls[s];
     }
   }
-  std::vector<int32_t> worklist;
+  std::vector<int32_t>& worklist = m->worklist;
+  worklist.clear();
   for (int32_t b = 0; b < num_initial; ++b) {
     if (first[b] < end[b]) worklist.push_back(b);
   }
   in_worklist.assign(num_initial, 1);
   // Sources of edges into the splitter, bucketed by symbol (the order of the symbols does
-  // not matter: the coarsest stable partition is unique).
-  std::vector<std::vector<int32_t>> sources(num_byte_classes + rules.size());
-  std::vector<int32_t> symbols, touched;
+  // not matter: the coarsest stable partition is unique). Buckets are left empty after use.
+  std::vector<std::vector<int32_t>>& sources = m->sources;
+  if (sources.size() < num_byte_classes + rules.size()) sources.resize(num_byte_classes + rules.size());
+  std::vector<int32_t>& symbols = m->symbols;
+  std::vector<int32_t>& touched = m->touched;
+  symbols.clear();
   while (!worklist.empty()) {
     const int32_t splitter = worklist.back();
     worklist.pop_back();
@@ -828,36 +1011,55 @@ void RefineHopcroft(const Dfa& dfa, int32_t num_initial, std::vector<int32_t>* c
 // canonical, so the result does not depend on which one ran.
 constexpr size_t kMaxMooreNodes = 32;
 
-Dfa Minimize(const Dfa& dfa) {
-  size_t n = dfa.nodes.size();
-  // Live states: those that can reach acceptance.
-  std::vector<std::vector<int32_t>> reverse(n);
+Dfa Minimize(const FlatDfa& dfa, MinimizeScratch* scratch = nullptr) {
+  MinimizeScratch own;
+  MinimizeScratch& m = scratch ? *scratch : own;
+  const size_t n = static_cast<size_t>(dfa.size());
+  // Live states: those that can reach acceptance. Predecessors in CSR form.
+  std::vector<int32_t>& reverse_begin = m.reverse_begin;
+  std::vector<int32_t>& reverse = m.reverse;
+  reverse_begin.assign(n + 1, 0);
+  for (const ByteEdge& e : dfa.byte_edges) ++reverse_begin[e.target + 1];
+  for (const RuleEdge& e : dfa.rule_edges) ++reverse_begin[e.target + 1];
+  for (size_t i = 0; i < n; ++i) reverse_begin[i + 1] += reverse_begin[i];
+  reverse.resize(reverse_begin[n]);
+  m.fill.assign(reverse_begin.begin(), reverse_begin.end() - 1);
   for (size_t i = 0; i < n; ++i) {
-    for (const auto& e : dfa.nodes[i].byte_edges) reverse[e.target].push_back(static_cast<int32_t>(i));
-    for (const auto& e : dfa.nodes[i].rule_edges) reverse[e.target].push_back(static_cast<int32_t>(i));
+    for (const ByteEdge& e : dfa.BytesOf(static_cast<int32_t>(i))) reverse[m.fill[e.target]++] = static_cast<int32_t>(i);
+    for (const RuleEdge& e : dfa.RulesOf(static_cast<int32_t>(i))) reverse[m.fill[e.target]++] = static_cast<int32_t>(i);
   }
-  std::vector<uint8_t> live(n, 0);
-  for (size_t i = 0; i < n; ++i) live[i] = dfa.nodes[i].accepting ? 1 : 0;
-  MarkCoReachable(reverse, &live);
+  std::vector<uint8_t>& live = m.live;
+  live.assign(dfa.accepting.begin(), dfa.accepting.end());
+  MarkCoReachable(reverse_begin, reverse, &live, &m.stack);
 
   // Initial partition: acceptance and the counter roles, which merging must preserve.
-  std::vector<int32_t> cls(n);
-  std::map<std::tuple<bool, int32_t, int32_t>, int32_t> initial;
+  std::vector<int32_t>& cls = m.cls;
+  cls.assign(n, -1);
+  auto& initial = m.initial;
+  initial.clear();
   for (size_t i = 0; i < n; ++i) {
-    const Dfa::Node& node = dfa.nodes[i];
-    auto key = std::make_tuple(node.accepting, node.loop, node.gate_loop);
-    cls[i] = !live[i] ? -1 : initial.emplace(key, static_cast<int32_t>(initial.size())).first->second;
+    if (!live[i]) continue;
+    auto key = std::make_tuple(static_cast<bool>(dfa.accepting[i]), dfa.loop[i], dfa.gate_loop[i]);
+    auto it = std::find_if(initial.begin(), initial.end(), [&](const auto& entry) { return entry.first == key; });
+    if (it == initial.end()) {
+      initial.push_back({key, static_cast<int32_t>(initial.size())});
+      it = initial.end() - 1;
+    }
+    cls[i] = it->second;
   }
   if (n <= kMaxMooreNodes) {
     // Each round gives every live state a signature (its class, then its edges' labels and
     // target classes) and numbers the distinct signatures. Signatures live in one flat
     // buffer and are grouped by sorting (hash first, then the words), so a round allocates
     // nothing: the rounds of a long chain of look-alike states stay cheap.
-    std::vector<int64_t> words;
-    std::vector<uint32_t> begin(n + 1, 0);
-    std::vector<uint64_t> hash(n, 0);
-    std::vector<int32_t> order;
-    std::vector<int32_t> next(n, -1);
+    std::vector<int64_t>& words = m.words;
+    std::vector<uint32_t>& begin = m.begin;
+    std::vector<uint64_t>& hash = m.hash;
+    std::vector<int32_t>& order = m.order;
+    std::vector<int32_t>& next = m.next;
+    begin.assign(n + 1, 0);
+    hash.assign(n, 0);
+    next.assign(n, -1);
     size_t num_classes = 0;
     for (;;) {
       words.clear();
@@ -869,7 +1071,7 @@ Dfa Minimize(const Dfa& dfa) {
         // Neighbouring ranges into one class are one word, so that a state whose range was
         // cut in two (by a distinction later merged away) still matches its equivalents.
         size_t first_byte_word = words.size();
-        for (const auto& e : dfa.nodes[i].byte_edges) {
+        for (const auto& e : dfa.BytesOf(static_cast<int32_t>(i))) {
           if (cls[e.target] < 0) continue;
           const int64_t target = static_cast<uint32_t>(cls[e.target]);
           if (words.size() > first_byte_word && (words.back() & 0xFFFFFFFF) == target &&
@@ -880,7 +1082,7 @@ Dfa Minimize(const Dfa& dfa) {
           words.push_back((static_cast<int64_t>(e.lo) << 40) | (static_cast<int64_t>(e.hi) << 32) | target);
         }
         words.push_back(-7);
-        for (const auto& e : dfa.nodes[i].rule_edges) {
+        for (const auto& e : dfa.RulesOf(static_cast<int32_t>(i))) {
           if (cls[e.target] < 0) continue;
           words.push_back((static_cast<int64_t>(e.rule) << 32) | static_cast<uint32_t>(cls[e.target]));
         }
@@ -911,22 +1113,29 @@ Dfa Minimize(const Dfa& dfa) {
       num_classes = classes;
     }
   } else {
-    RefineHopcroft(dfa, static_cast<int32_t>(initial.size()), &cls);
+    RefineHopcroft(dfa, static_cast<int32_t>(initial.size()), &cls, &m);
   }
 
   // Renumber classes in BFS order from the start so the result is canonical.
   Dfa out;
-  std::unordered_map<int32_t, int32_t> new_id;
-  std::vector<int32_t> representative;
-  auto id_of = [&](int32_t state) {
-    auto [it, inserted] = new_id.emplace(cls[state], static_cast<int32_t>(representative.size()));
-    if (inserted) representative.push_back(state);
-    return it->second;
-  };
   if (cls[0] < 0) {
     out.nodes.emplace_back();  // the rule's language is empty: a lone, non-accepting start
     return out;
   }
+  int32_t num_classes = 0;
+  for (int32_t c : cls) num_classes = std::max(num_classes, c + 1);
+  std::vector<int32_t>& new_id = m.new_id;
+  std::vector<int32_t>& representative = m.representative;
+  new_id.assign(num_classes, -1);
+  representative.clear();
+  auto id_of = [&](int32_t state) {
+    int32_t& id = new_id[cls[state]];
+    if (id < 0) {
+      id = static_cast<int32_t>(representative.size());
+      representative.push_back(state);
+    }
+    return id;
+  };
   id_of(0);
   // Loop heads are reached by the parser's redirect, not necessarily by an edge.
   std::vector<uint8_t> loop_alive;
@@ -935,49 +1144,113 @@ Dfa Minimize(const Dfa& dfa) {
     loop_alive.push_back(alive);
     if (alive) id_of(loop.head);
   }
+  out.nodes.reserve(num_classes);
+  std::vector<ByteEdge>& out_bytes = m.out_bytes;
+  std::vector<RuleEdge>& out_rules = m.out_rules;
   for (size_t k = 0; k < representative.size(); ++k) {
-    const Dfa::Node& src = dfa.nodes[representative[k]];
+    const int32_t src = representative[k];
     Dfa::Node node;
-    node.accepting = src.accepting;
-    if (src.loop >= 0 && loop_alive[src.loop]) node.loop = src.loop;
-    if (src.gate_loop >= 0 && loop_alive[src.gate_loop]) node.gate_loop = src.gate_loop;
-    for (const auto& e : src.byte_edges) {
+    node.accepting = dfa.accepting[src];
+    if (dfa.loop[src] >= 0 && loop_alive[dfa.loop[src]]) node.loop = dfa.loop[src];
+    if (dfa.gate_loop[src] >= 0 && loop_alive[dfa.gate_loop[src]]) node.gate_loop = dfa.gate_loop[src];
+    out_bytes.clear();
+    out_rules.clear();
+    for (const auto& e : dfa.BytesOf(src)) {
       if (cls[e.target] < 0) continue;
       int32_t t = id_of(e.target);
-      if (!node.byte_edges.empty() && node.byte_edges.back().target == t &&
-          node.byte_edges.back().hi + 1 == e.lo) {
-        node.byte_edges.back().hi = e.hi;
+      if (!out_bytes.empty() && out_bytes.back().target == t && out_bytes.back().hi + 1 == e.lo) {
+        out_bytes.back().hi = e.hi;
       } else {
-        node.byte_edges.push_back({e.lo, e.hi, t});
+        out_bytes.push_back({e.lo, e.hi, t});
       }
     }
-    for (const auto& e : src.rule_edges) {
+    for (const auto& e : dfa.RulesOf(src)) {
       if (cls[e.target] < 0) continue;
-      node.rule_edges.push_back({e.rule, id_of(e.target)});
+      out_rules.push_back({e.rule, id_of(e.target)});
     }
+    // Copied at their final size: one allocation per non-empty edge list.
+    node.byte_edges.assign(out_bytes.begin(), out_bytes.end());
+    node.rule_edges.assign(out_rules.begin(), out_rules.end());
     out.nodes.push_back(std::move(node));
   }
   for (size_t k = 0; k < dfa.loops.size(); ++k) {
     const CountedLoop& loop = dfa.loops[k];
     // A dead loop keeps its slot (nodes name loops by index) but is never entered.
-    out.loops.push_back(loop_alive[k] ? CountedLoop{new_id.at(cls[loop.head]), new_id.at(cls[loop.gate]), loop.limit}
+    out.loops.push_back(loop_alive[k] ? CountedLoop{new_id[cls[loop.head]], new_id[cls[loop.gate]], loop.limit}
                                       : CountedLoop{-1, -1, loop.limit});
   }
   return out;
 }
 
+// Working memory reused by every rule lowered for one grammar. BuildRuleDfa nests once (the
+// body of a compressed repetition is lowered while its rule's NFA is being built), so NFAs
+// are a stack; the subset construction and minimisation never run nested.
+struct BuildScratch {
+  std::vector<std::unique_ptr<Nfa>> nfas;
+  size_t nfas_in_use = 0;
+  SubsetScratch subsets;
+  MinimizeScratch minimize;
+  int64_t largest_nfa = 0;  // NFA nodes of the largest rule since the last TakeScratch
+};
+
+// One scratch per thread, kept from one grammar to the next: the buffers of the first
+// grammars grow to the usual rule size and later builds allocate almost nothing in them.
+// A build whose rules were unusually large gives its memory back (see ScratchLease).
+constexpr int64_t kKeepScratchNfaNodes = 1 << 16;
+
+class ScratchLease {
+ public:
+  ScratchLease() : scratch_(Cached()) {
+    if (in_use_) {  // not expected (builds do not nest), but then a private one
+      own_ = std::make_unique<BuildScratch>();
+      scratch_ = own_.get();
+    } else {
+      in_use_ = true;
+    }
+    scratch_->largest_nfa = 0;
+  }
+  ~ScratchLease() {
+    if (own_) return;
+    in_use_ = false;
+    if (scratch_->largest_nfa > kKeepScratchNfaNodes) *scratch_ = BuildScratch();
+  }
+  ScratchLease(const ScratchLease&) = delete;
+  ScratchLease& operator=(const ScratchLease&) = delete;
+  BuildScratch* get() const { return scratch_; }
+
+ private:
+  static BuildScratch* Cached() {
+    thread_local BuildScratch cached;
+    return &cached;
+  }
+  static thread_local bool in_use_;
+  BuildScratch* scratch_;
+  std::unique_ptr<BuildScratch> own_;
+};
+thread_local bool ScratchLease::in_use_ = false;
+
 Dfa BuildRuleDfa(const GrammarAst& ast, ExprId body, int64_t* budget, LoweringContext* ctx,
-                 ExprId exempt, const std::string& owner) {
+                 ExprId exempt, const std::string& owner, BuildScratch* scratch) {
+  BuildScratch own;
+  BuildScratch& s = scratch ? *scratch : own;
+  if (s.nfas_in_use == s.nfas.size()) s.nfas.push_back(std::make_unique<Nfa>());
+  Nfa& nfa = *s.nfas[s.nfas_in_use];
+  struct Release {
+    size_t* in_use;
+    ~Release() { --*in_use; }
+  } release{&++s.nfas_in_use};
   for (;;) {
     const int64_t saved_budget = *budget;
     try {
-      Nfa nfa;
+      nfa.Reset();
       nfa.start = nfa.AddNode();
       NfaBuilder builder(ast, &nfa, budget, ctx, exempt, owner);
       nfa.accept = builder.Lower(body, nfa.start);
-      SubsetConstruction subsets(nfa, budget);
-      Dfa dfa = Minimize(subsets.Run());
-      *budget += static_cast<int64_t>(nfa.edges.size());  // the NFA is freed; only DFA nodes stay
+      nfa.Finish();
+      s.largest_nfa = std::max<int64_t>(s.largest_nfa, nfa.num_nodes);
+      SubsetConstruction subsets(nfa, budget, &s.subsets);
+      Dfa dfa = Minimize(subsets.Run(), &s.minimize);
+      *budget += static_cast<int64_t>(nfa.num_nodes);  // the NFA is freed; only DFA nodes stay
       return dfa;
     } catch (const CounterConflict& conflict) {
       // Lift the repetition into a rule of its own (or, if it conflicts even there, expand
@@ -1225,18 +1498,21 @@ GrammarFsm BuildGrammarFsm(const GrammarAst& ast, const FsmBuildLimits& limits) 
   fsm.root_rule = ast.root_rule;
   int64_t budget = limits.max_nodes;
   LoweringContext ctx(ast, limits);
+  ScratchLease lease;
+  BuildScratch& scratch = *lease.get();
+  ctx.set_scratch(&scratch);
   std::vector<Dfa> dfas;
   std::vector<std::string> names;
   for (const RuleDef& rule : ast.rules) {
     dfas.push_back(ast.node(rule.body).kind == ExprKind::kTagDispatch
                        ? BuildTagDispatchDfa(ast, rule, &budget)
-                       : BuildRuleDfa(ast, rule.body, &budget, &ctx, -1, rule.name));
+                       : BuildRuleDfa(ast, rule.body, &budget, &ctx, -1, rule.name, &scratch));
     names.push_back(rule.name);
   }
   // Synthetic rules (lifted repetitions and repetition bodies); lowering one may add more.
   for (size_t s = 0; s < ctx.synthetic().size(); ++s) {
     const LoweringContext::Synthetic synthetic = ctx.synthetic()[s];
-    dfas.push_back(BuildRuleDfa(ast, synthetic.body, &budget, &ctx, synthetic.exempt, synthetic.name));
+    dfas.push_back(BuildRuleDfa(ast, synthetic.body, &budget, &ctx, synthetic.exempt, synthetic.name, &scratch));
     names.push_back(synthetic.name);
   }
   {
@@ -1257,7 +1533,7 @@ GrammarFsm BuildGrammarFsm(const GrammarAst& ast, const FsmBuildLimits& limits) 
     if (inlined.rules.empty()) inlined = ast;
     ExprId body = InlineRuleRefs(&inlined, ast.rules[r].lookahead, ast.rules[r].name, 0);
     // Guards step byte-only DFAs without counters: assertions are never compressed.
-    Dfa dfa = BuildRuleDfa(inlined, body, &budget, nullptr, -1, ast.rules[r].name);
+    Dfa dfa = BuildRuleDfa(inlined, body, &budget, nullptr, -1, ast.rules[r].name, &scratch);
     if (dfa.nodes[0].accepting) continue;  // matches the empty string: always true
     lookahead_dfa[r] = static_cast<int32_t>(lookahead_dfas.size());
     lookahead_dfas.push_back(std::move(dfa));
@@ -1270,6 +1546,25 @@ GrammarFsm BuildGrammarFsm(const GrammarAst& ast, const FsmBuildLimits& limits) 
     NodeId base = fsm.rule_first_node.back();
     fsm.rule_start.push_back(base);
     fsm.rule_first_node.push_back(base + static_cast<NodeId>(dfas[r].nodes.size()));
+  }
+  {
+    // Sized once: the tables are appended to rule by rule below.
+    size_t nodes = 0, byte_edges = 0, rule_edges = 0;
+    auto count = [&](const Dfa& dfa) {
+      nodes += dfa.nodes.size();
+      for (const Dfa::Node& node : dfa.nodes) {
+        byte_edges += node.byte_edges.size();
+        rule_edges += node.rule_edges.size();
+      }
+    };
+    for (const Dfa& dfa : dfas) count(dfa);
+    for (const Dfa& dfa : lookahead_dfas) count(dfa);
+    fsm.node_rule.reserve(nodes);
+    fsm.node_accepting.reserve(nodes);
+    fsm.byte_edge_begin.reserve(nodes + 1);
+    fsm.rule_edge_begin.reserve(nodes + 1);
+    fsm.byte_edges.reserve(byte_edges);
+    fsm.rule_edges.reserve(rule_edges);
   }
   fsm.byte_edge_begin.push_back(0);
   fsm.rule_edge_begin.push_back(0);
@@ -1315,12 +1610,14 @@ GrammarFsm BuildGrammarFsm(const GrammarAst& ast, const FsmBuildLimits& limits) 
   // Nullability: a rule is nullable iff an accepting node is reachable from its start
   // through rule edges of nullable rules only. Iterate to a fixpoint.
   fsm.rule_nullable.assign(num_rules, 0);
+  std::vector<NodeId> stack;
+  std::vector<uint8_t> seen;
   for (bool changed = true; changed;) {
     changed = false;
     for (int32_t r = 0; r < num_rules; ++r) {
       if (fsm.rule_nullable[r]) continue;
-      std::vector<NodeId> stack{fsm.rule_start[r]};
-      std::vector<uint8_t> seen(fsm.rule_first_node[r + 1] - fsm.rule_first_node[r], 0);
+      stack.assign(1, fsm.rule_start[r]);
+      seen.assign(fsm.rule_first_node[r + 1] - fsm.rule_first_node[r], 0);
       seen[0 + fsm.rule_start[r] - fsm.rule_first_node[r]] = 1;
       bool nullable = false;
       while (!stack.empty() && !nullable) {

@@ -28,6 +28,28 @@ inline void MarkCoReachable(const std::vector<std::vector<int32_t>>& reverse, st
   }
 }
 
+// The same over predecessors in CSR form: those of state s are
+// reverse[reverse_begin[s], reverse_begin[s + 1]). `stack` is working memory (its capacity is
+// reused by the caller across calls).
+inline void MarkCoReachable(const std::vector<int32_t>& reverse_begin, const std::vector<int32_t>& reverse,
+                            std::vector<uint8_t>* marked, std::vector<int32_t>* stack) {
+  stack->clear();
+  for (size_t i = 0; i < marked->size(); ++i) {
+    if ((*marked)[i]) stack->push_back(static_cast<int32_t>(i));
+  }
+  while (!stack->empty()) {
+    int32_t s = stack->back();
+    stack->pop_back();
+    for (int32_t k = reverse_begin[s]; k < reverse_begin[s + 1]; ++k) {
+      const int32_t p = reverse[k];
+      if (!(*marked)[p]) {
+        (*marked)[p] = 1;
+        stack->push_back(p);
+      }
+    }
+  }
+}
+
 }  // namespace xg2
 
 #endif  // XG2_SUPPORT_GRAPH_H_
