@@ -1414,7 +1414,18 @@ Dfa MergedRightLinearDfa(const std::vector<Dfa>& dfas, RuleId entry, const std::
     dfa.nodes[id].byte_edges = std::move(edges);
   }
   if (too_large) return Dfa{};
-  return Minimize(dfa);
+  FlatDfa flat;
+  for (const Dfa::Node& node : dfa.nodes) {
+    flat.accepting.push_back(node.accepting);
+    flat.loop.push_back(node.loop);
+    flat.gate_loop.push_back(node.gate_loop);
+    flat.byte_edges.insert(flat.byte_edges.end(), node.byte_edges.begin(), node.byte_edges.end());
+    flat.rule_edges.insert(flat.rule_edges.end(), node.rule_edges.begin(), node.rule_edges.end());
+    flat.byte_begin.push_back(static_cast<int32_t>(flat.byte_edges.size()));
+    flat.rule_begin.push_back(static_cast<int32_t>(flat.rule_edges.size()));
+  }
+  flat.loops = dfa.loops;
+  return Minimize(flat);
 }
 
 void MergeRightLinearGroups(std::vector<Dfa>* dfas, const std::vector<uint8_t>& excluded, RuleId root,
