@@ -127,6 +127,18 @@ def test_threads_share_one_compiler_and_match_single_thread(reference: list) -> 
     assert all(c > 0 for c in checked)
 
 
+def _batch_walk(matchers: list, bitmask: np.ndarray, reference: list, *, max_threads: int, label: str) -> None:
+    """STEPS batch fills, each row checked against the single-thread walk's mask digests, each
+    matcher then fed that walk's next token."""
+    for step in range(STEPS):
+        xg.batch_fill_next_token_bitmask(matchers, bitmask, max_threads=max_threads)
+        for row, (_, tokens, digests) in enumerate(reference):
+            if step < len(digests):
+                assert _digest(bitmask[row: row + 1]) == digests[step], f"{label} row {row} step {step}"
+            if step < len(tokens):
+                assert matchers[row].accept_token(tokens[step])
+
+
 def test_batch_fill_from_threads_matches_single_thread(reference: list) -> None:
     """Several threads each batch-fill rows for a group of matchers at the same states."""
     compiler = xg.GrammarCompiler(hf_tokenizer_info(TOKENIZER))
@@ -136,13 +148,7 @@ def test_batch_fill_from_threads_matches_single_thread(reference: list) -> None:
     def run(thread_index: int) -> None:
         matchers = [xg.GrammarMatcher(g) for g in grammars]
         bitmask = np.zeros(xg.get_bitmask_shape(len(matchers), vocab), dtype=np.int32)
-        for step in range(STEPS):
-            xg.batch_fill_next_token_bitmask(matchers, bitmask, max_threads=2)
-            for row, (_, tokens, digests) in enumerate(reference):
-                if step < len(digests):
-                    assert _digest(bitmask[row: row + 1]) == digests[step], f"thread {thread_index} row {row} step {step}"
-                if step < len(tokens):
-                    assert matchers[row].accept_token(tokens[step])
+        _batch_walk(matchers, bitmask, reference, max_threads=2, label=f"thread {thread_index}")
 
     with ThreadPoolExecutor(3) as pool:
         list(pool.map(run, range(3)))
@@ -171,13 +177,7 @@ def test_batch_fill_reuses_its_threads(reference: list) -> None:
     xg.batch_fill_next_token_bitmask(matchers, bitmask, max_threads=4)
     pool = _fill_pool_thread_ids()
     assert len(pool) >= 3, f"expected at least 3 pool threads alive after a 4-thread batch, found {len(pool)}"
-    for step in range(STEPS):
-        xg.batch_fill_next_token_bitmask(matchers, bitmask, max_threads=4)
-        for row, (_, tokens, digests) in enumerate(reference):
-            if step < len(digests):
-                assert _digest(bitmask[row: row + 1]) == digests[step], f"row {row} step {step}"
-            if step < len(tokens):
-                assert matchers[row].accept_token(tokens[step])
+    _batch_walk(matchers, bitmask, reference, max_threads=4, label="pool")
     assert _fill_pool_thread_ids() == pool, "later batches started or lost pool threads"
 
 

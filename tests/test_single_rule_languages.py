@@ -14,12 +14,17 @@ import json
 import random
 import re
 
-import numpy as np
 import pytest
 
 import xg2_plugin as xg
 from xg2_plugin import _native
-from xg2_test_support import compare_masks_along, encode_continuation, hf_tokenizer_info, string_accepted
+from xg2_test_support import (
+    compare_masks_along,
+    encode_continuation,
+    hf_tokenizer_info,
+    sampled_walk,
+    string_accepted,
+)
 
 jsonschema = pytest.importorskip("jsonschema")
 
@@ -66,24 +71,6 @@ CASES = {
     ),
 }
 
-
-def sampled_walk(grammar: xg.CompiledGrammar, rng: random.Random, steps: int) -> list[int]:
-    """Token ids drawn from the (reference) mask: states the instances do not reach."""
-    info = grammar.tokenizer_info
-    matcher = xg.GrammarMatcher(grammar)
-    bitmask = np.zeros(xg.get_bitmask_shape(1, info.vocab_size), dtype=np.int32)
-    stops = set(matcher.stop_token_ids)
-    ids = []
-    for _ in range(steps):
-        matcher._fill_next_token_bitmask_reference(bitmask)
-        bits = np.unpackbits(bitmask[0].view(np.uint8), bitorder="little")[: info.vocab_size]
-        allowed = [t for t in np.flatnonzero(bits) if t not in stops]
-        if not allowed:
-            break
-        token = int(rng.choice(allowed))
-        assert matcher.accept_token(token)
-        ids.append(token)
-    return ids
 
 
 @pytest.mark.parametrize("case", sorted(CASES))

@@ -262,3 +262,23 @@ def compare_masks_along(grammar: xg.CompiledGrammar, ids: list[int], *, require_
         elif not accepted:
             break
     return steps
+
+
+def sampled_walk(grammar: xg.CompiledGrammar, rng: Any, steps: int) -> list[int]:
+    """Token ids drawn at random from the reference mask (stop tokens excluded), so that a walk
+    reaches states the corpus instances do not; each token must be accepted."""
+    info = grammar.tokenizer_info
+    matcher = xg.GrammarMatcher(grammar)
+    bitmask = np.zeros(xg.get_bitmask_shape(1, info.vocab_size), dtype=np.int32)
+    stops = set(matcher.stop_token_ids)
+    ids: list[int] = []
+    for _ in range(steps):
+        matcher._fill_next_token_bitmask_reference(bitmask)
+        bits = np.unpackbits(bitmask[0].view(np.uint8), bitorder="little")[: info.vocab_size]
+        allowed = [t for t in np.flatnonzero(bits) if t not in stops]
+        if not allowed:
+            break
+        token = int(rng.choice(allowed))
+        assert matcher.accept_token(token)
+        ids.append(token)
+    return ids
