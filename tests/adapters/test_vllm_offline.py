@@ -41,12 +41,17 @@ PERSON = {
 }
 EMAIL_REGEX = r"[a-z]{3,8}@[a-z]{2,6}\.(com|org|net)"
 CHOICES = ["alpha", "beta", "gamma delta"]
+# Parentheses nest one level, so every sentence has at most 71 bytes and random weights must
+# stop within ARITH_MAX_TOKENS (with `term ::= "(" expr ")"` a temperature-1 sample could
+# nest past max_tokens and end cut off).
 ARITH_EBNF = r"""
 root ::= expr
 expr ::= term (("+" | "-" | "*") term){0,3}
-term ::= num | "(" expr ")"
+term ::= num | "(" flat ")"
+flat ::= num (("+" | "-" | "*") num){0,3}
 num ::= [1-9] [0-9]{0,2}
 """
+ARITH_MAX_TOKENS = 96
 WEATHER_ARGS = {
     "type": "object",
     "properties": {"city": {"type": "string", "maxLength": 12}, "unit": {"enum": ["celsius", "fahrenheit"]}},
@@ -121,7 +126,7 @@ def test_choice(llm: Any) -> None:
 
 
 def test_ebnf_grammar(llm: Any) -> None:
-    completion = generate_one(llm, sampling(grammar=ARITH_EBNF))
+    completion = generate_one(llm, sampling(max_tokens=ARITH_MAX_TOKENS, grammar=ARITH_EBNF))
     assert completion.finish_reason == "stop"
     assert ebnf_accepts(ARITH_EBNF, completion.text), completion.text
 
@@ -145,7 +150,7 @@ def test_mixed_batch(llm: Any) -> None:
         ("Email:", sampling(regex=EMAIL_REGEX)),
         ("More free text:", sampling(max_tokens=8)),
         ("Pick:", sampling(choice=CHOICES)),
-        ("Sum:", sampling(grammar=ARITH_EBNF)),
+        ("Sum:", sampling(max_tokens=ARITH_MAX_TOKENS, grammar=ARITH_EBNF)),
     ]
     outputs = llm.generate([p for p, _ in requests], [s for _, s in requests], use_tqdm=False)
     texts = [o.outputs[0].text for o in outputs]
@@ -153,7 +158,8 @@ def test_mixed_batch(llm: Any) -> None:
     assert len(outputs[1].outputs[0].token_ids) == 8 and len(outputs[3].outputs[0].token_ids) == 8
     assert re.fullmatch(EMAIL_REGEX, texts[2])
     assert texts[4] in CHOICES
-    assert ebnf_accepts(ARITH_EBNF, texts[5])
+    assert outputs[5].outputs[0].finish_reason == "stop"
+    assert ebnf_accepts(ARITH_EBNF, texts[5]), texts[5]
 
 
 def test_invalid_schema_is_a_validation_error(llm: Any) -> None:
