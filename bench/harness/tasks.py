@@ -21,6 +21,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import random
+import re
 import time
 from typing import Any, Callable, Optional
 
@@ -174,6 +175,49 @@ def _random_walk(engine: Engine, compiled: Any, mask: MaskReader, sampler: WalkS
     return "cap", tokens, fill_ns
 
 
+# RFC 3339 (section 5.6) allows second 60 in a leap second, i.e. when the time converted to UTC is 23:59:60.
+# The `rfc3339-validator` package behind jsonschema's "date-time" and "time" checks rejects every leap second,
+# which would count valid engine output as a violation.
+_LEAP_SECOND = re.compile(r"(?P<head>.*?)(?P<hour>\d\d):(?P<minute>\d\d):60(?P<tail>(?:\.\d+)?(?P<offset>[zZ]|[+-]\d\d:\d\d))$")
+
+
+def _leap_second_as_59(text: str) -> Optional[str]:
+    """``text`` with second 60 replaced by 59 if it is a well-placed leap second, else None."""
+    match = _LEAP_SECOND.fullmatch(text)
+    if match is None:
+        return None
+    minutes = int(match["hour"]) * 60 + int(match["minute"])
+    offset = match["offset"]
+    if offset not in ("z", "Z"):
+        sign = 1 if offset[0] == "+" else -1
+        minutes -= sign * (int(offset[1:3]) * 60 + int(offset[4:6]))
+    if minutes % (24 * 60) != 23 * 60 + 59:
+        return None
+    return f"{match['head']}{match['hour']}:{match['minute']}:59{match['tail']}"
+
+
+def _with_leap_seconds(checker: Any) -> Any:
+    """A copy of a jsonschema ``FormatChecker`` whose "date-time" and "time" checks accept RFC 3339 leap seconds."""
+    import copy
+
+    patched = copy.copy(checker)
+    patched.checkers = dict(checker.checkers)
+    for name in ("date-time", "time"):
+        if name not in checker.checkers:
+            continue
+        original, raises = checker.checkers[name]
+
+        def check(instance: Any, original: Any = original) -> bool:
+            if isinstance(instance, str):
+                as_59 = _leap_second_as_59(instance)
+                if as_59 is not None:
+                    return bool(original(as_59))
+            return bool(original(instance))
+
+        patched.checkers[name] = (check, raises)
+    return patched
+
+
 class SchemaValidator:
     """``jsonschema`` validation with format checking, built once per schema."""
 
@@ -183,7 +227,7 @@ class SchemaValidator:
             import jsonschema
 
             cls = jsonschema.validators.validator_for(schema)
-            self._validator = cls(schema, format_checker=cls.FORMAT_CHECKER)
+            self._validator = cls(schema, format_checker=_with_leap_seconds(cls.FORMAT_CHECKER))
         except Exception as error:
             self._validator = None
             self.error = f"{type(error).__name__}: {error}"[:300]
