@@ -246,34 +246,48 @@ class ProductivityTree {
     nodes_.push_back({kind, rule, 0, 0});
     return static_cast<int>(nodes_.size()) - 1;
   }
-  int AddParent(Kind kind, const std::vector<int>& children) {
+  // A parent of the nodes pending_[first..], which it takes off pending_.
+  int AddParent(Kind kind, size_t first) {
     int id = Add(kind);
     nodes_[id].first_child = static_cast<uint32_t>(children_.size());
-    nodes_[id].child_count = static_cast<uint32_t>(children.size());
-    children_.insert(children_.end(), children.begin(), children.end());
+    nodes_[id].child_count = static_cast<uint32_t>(pending_.size() - first);
+    children_.insert(children_.end(), pending_.begin() + static_cast<std::ptrdiff_t>(first), pending_.end());
+    pending_.resize(first);
+    return id;
+  }
+  // The one node pending_[first], taken off pending_.
+  int TakeOnly(size_t first) {
+    int id = pending_[first];
+    pending_.resize(first);
     return id;
   }
   void SkipSpaces() {
     while (pos_ < text_.size() && text_[pos_] == ' ') ++pos_;
   }
+  // Parse functions collect the children of the node they build on pending_ (a stack shared
+  // by all levels: nested calls leave it as they found it).
   int ParseAlternation() {
-    std::vector<int> choices = {ParseSequence()};
+    size_t first = pending_.size();
+    int choice = ParseSequence();
+    pending_.push_back(choice);
     SkipSpaces();
     while (pos_ < text_.size() && text_[pos_] == '|') {
       ++pos_;
-      choices.push_back(ParseSequence());
+      choice = ParseSequence();
+      pending_.push_back(choice);
       SkipSpaces();
     }
-    return choices.size() == 1 ? choices[0] : AddParent(Kind::kAlternation, choices);
+    return pending_.size() - first == 1 ? TakeOnly(first) : AddParent(Kind::kAlternation, first);
   }
   int ParseSequence() {
-    std::vector<int> parts;
+    size_t first = pending_.size();
     while (true) {
       SkipSpaces();
       if (pos_ >= text_.size() || text_[pos_] == '|' || text_[pos_] == ')') break;
-      parts.push_back(ParsePostfix());
+      int part = ParsePostfix();
+      pending_.push_back(part);
     }
-    return parts.size() == 1 ? parts[0] : AddParent(Kind::kSequence, parts);
+    return pending_.size() - first == 1 ? TakeOnly(first) : AddParent(Kind::kSequence, first);
   }
   int ParsePostfix() {
     int atom = ParseAtom();
@@ -336,6 +350,7 @@ class ProductivityTree {
   size_t pos_ = 0;
   std::vector<Node> nodes_;
   std::vector<int> children_;
+  std::vector<int> pending_;
   std::string name_;
   int root_ = 0;
 };

@@ -320,10 +320,12 @@ CodepointDfa DfaFromExpression(std::string_view expression) {
 
 CodepointDfa Product(const CodepointDfa& a, const CodepointDfa& b, ProductKind kind) {
   CodepointDfa out;
-  std::map<std::pair<int32_t, int32_t>, int32_t> ids;
+  // (state of a, state of b or -1) -> product state, numbered in the order first reached.
+  std::unordered_map<uint64_t, int32_t> ids;
   std::vector<std::pair<int32_t, int32_t>> pairs;
   auto id_of = [&](int32_t x, int32_t y) {
-    auto [it, inserted] = ids.emplace(std::make_pair(x, y), static_cast<int32_t>(pairs.size()));
+    uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(x)) << 32) | static_cast<uint32_t>(y);
+    auto [it, inserted] = ids.emplace(key, static_cast<int32_t>(pairs.size()));
     if (inserted) {
       if (pairs.size() >= kMaxAutomatonStates) {
         throw ResourceLimitError("regular language too large (more than " +
@@ -422,10 +424,18 @@ CodepointDfa Minimized(const CodepointDfa& dfa) {
     for (size_t i = 0; i < n; ++i) cls[i] = live[i] ? static_cast<int32_t>(i) : -1;
   }
   // Each round writes every live state's signature into one buffer (offsets[i] ..
-  // offsets[i + 1]) and numbers the distinct ones, compared as byte strings.
+  // offsets[i + 1]), sorts the live states by signature and numbers the distinct ones. Only
+  // the partition matters: the output below is numbered by a walk from the start.
   std::vector<int64_t> buffer;
   std::vector<size_t> offsets(n + 1, 0);
-  std::unordered_map<std::string_view, int32_t> signatures;
+  std::vector<int32_t> order;
+  for (size_t i = 0; i < n; ++i) {
+    if (cls[i] >= 0) order.push_back(static_cast<int32_t>(i));
+  }
+  auto signature_less = [&](int32_t x, int32_t y) {
+    return std::lexicographical_compare(buffer.begin() + offsets[x], buffer.begin() + offsets[x + 1],
+                                        buffer.begin() + offsets[y], buffer.begin() + offsets[y + 1]);
+  };
   for (; n <= kMaxMooreStates;) {
     buffer.clear();
     for (size_t i = 0; i < n; ++i) {
@@ -446,29 +456,33 @@ CodepointDfa Minimized(const CodepointDfa& dfa) {
       }
     }
     offsets[n] = buffer.size();
-    signatures.clear();
-    signatures.reserve(n);
-    const char* bytes = reinterpret_cast<const char*>(buffer.data());
-    for (size_t i = 0; i < n; ++i) {
-      if (cls[i] < 0) continue;
-      std::string_view sig(bytes + offsets[i] * sizeof(int64_t), (offsets[i + 1] - offsets[i]) * sizeof(int64_t));
-      cls[i] = signatures.emplace(sig, static_cast<int32_t>(signatures.size())).first->second;
+    std::sort(order.begin(), order.end(), signature_less);
+    size_t classes = 0;
+    for (size_t k = 0; k < order.size(); ++k) {
+      if (k > 0 && signature_less(order[k - 1], order[k])) ++classes;
+      cls[order[k]] = static_cast<int32_t>(classes);
     }
-    if (signatures.size() == num_classes) break;
-    num_classes = signatures.size();
+    if (!order.empty()) ++classes;
+    if (classes == num_classes) break;
+    num_classes = classes;
   }
-  std::map<int32_t, int32_t> new_id;
+  // Classes are numbered below n (a state's own index when only trimming).
+  std::vector<int32_t> new_id(n, -1);
   std::vector<int32_t> representative;
   auto id_of = [&](int32_t state) {
-    auto [it, inserted] = new_id.emplace(cls[state], static_cast<int32_t>(representative.size()));
-    if (inserted) representative.push_back(state);
-    return it->second;
+    int32_t& id = new_id[cls[state]];
+    if (id < 0) {
+      id = static_cast<int32_t>(representative.size());
+      representative.push_back(state);
+    }
+    return id;
   };
   id_of(0);
   for (size_t k = 0; k < representative.size(); ++k) {
     const CodepointDfa::State& src = dfa.states[representative[k]];
     CodepointDfa::State state;
     state.accepting = src.accepting;
+    state.edges.reserve(src.edges.size());
     for (const auto& e : src.edges) {
       if (cls[e.target] < 0) continue;
       int32_t t = id_of(e.target);
@@ -637,7 +651,22 @@ Fragment EliminateStates(const CodepointDfa& dfa, size_t max_bytes, RuleSet* rul
   const int32_t start = n, final_state = n + 1;
   // out[i][j] / in[j][i]: the expression on the edge i -> j (the same Fragment in both maps).
   std::vector<std::map<int32_t, Fragment>> out(n + 2), in(n + 2);
+  // Invariant: in_bytes[j] / ins[j] are the total text size and number of the edges into j,
+  // out_bytes[j] / outs[j] those out of j, self-loops left out (the removal cost below).
+  std::vector<size_t> in_bytes(n + 2, 0), out_bytes(n + 2, 0), ins(n + 2, 0), outs(n + 2, 0);
+  auto count_edge = [&](int32_t from, int32_t to, const Fragment& expr, bool add) {
+    if (from == to) return;
+    size_t size = expr.text().size();
+    if (add) {
+      out_bytes[from] += size, ++outs[from], in_bytes[to] += size, ++ins[to];
+    } else {
+      out_bytes[from] -= size, --outs[from], in_bytes[to] -= size, --ins[to];
+    }
+  };
   auto set_edge = [&](int32_t from, int32_t to, Fragment expr) {
+    auto existing = out[from].find(to);
+    if (existing != out[from].end()) count_edge(from, to, existing->second, false);
+    count_edge(from, to, expr, true);
     out[from].insert_or_assign(to, expr);
     in[to].insert_or_assign(from, std::move(expr));
   };
@@ -659,14 +688,7 @@ Fragment EliminateStates(const CodepointDfa& dfa, size_t max_bytes, RuleSet* rul
     size_t best_cost = 0;
     for (int32_t candidate = 0; candidate < n; ++candidate) {
       if (status[candidate] != 0) continue;
-      size_t in_bytes = 0, out_bytes = 0, ins = 0, outs = 0;
-      for (const auto& [from, expr] : in[candidate]) {
-        if (from != candidate) in_bytes += expr.text().size(), ++ins;
-      }
-      for (const auto& [to, expr] : out[candidate]) {
-        if (to != candidate) out_bytes += expr.text().size(), ++outs;
-      }
-      size_t cost = in_bytes * outs + out_bytes * ins;
+      size_t cost = in_bytes[candidate] * outs[candidate] + out_bytes[candidate] * ins[candidate];
       if (k < 0 || cost < best_cost) k = candidate, best_cost = cost;
     }
     if (k < 0) break;
@@ -693,8 +715,14 @@ Fragment EliminateStates(const CodepointDfa& dfa, size_t max_bytes, RuleSet* rul
       continue;
     }
     status[k] = 1;
-    for (const auto& [from, _] : in[k]) out[from].erase(k);
-    for (const auto& [to, _] : out[k]) in[to].erase(k);
+    for (const auto& [from, expr] : in[k]) {
+      count_edge(from, k, expr, false);
+      out[from].erase(k);
+    }
+    for (const auto& [to, expr] : out[k]) {
+      count_edge(k, to, expr, false);
+      in[to].erase(k);
+    }
     out[k].clear();
     in[k].clear();
     for (auto& [from, to, merged] : merged_edges) set_edge(from, to, std::move(merged));

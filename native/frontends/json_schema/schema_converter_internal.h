@@ -180,6 +180,8 @@ class SchemaConverter {
                                  const Fragment& extra_member, long long min_count, long long max_count,
                                  const std::string& hint, int depth);
   NameLanguages NameLanguagesOf(const Node& node);
+  // The quoted names `pattern` (a patternProperties key) matches, in canonical spelling.
+  const CodepointDfa& PatternNames(const std::string& pattern);
   // Members whose names are none of `names`: one alternative per region of the name space
   // that the patterns split it into.
   Fragment UndeclaredMembers(const Node& node, const NameLanguages& languages,
@@ -225,6 +227,8 @@ class SchemaConverter {
   std::map<std::string, Fragment> string_languages_;
   // Format grammars (StandaloneFormatGrammar, FormatInRules); the second is cleared with rules_.
   std::map<std::string, StandaloneFormat> standalone_formats_;
+  // PatternNames, by pattern.
+  std::map<std::string, CodepointDfa> pattern_names_;
   std::map<std::string, std::optional<Fragment>> formats_in_rules_;
   int active_depth_ = 0;
   // Draft 7 and older ($schema says so): keywords next to $ref are ignored.
