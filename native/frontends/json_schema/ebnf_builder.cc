@@ -1,6 +1,7 @@
 #include "frontends/json_schema/ebnf_builder.h"
 
 #include <cctype>
+#include <cstdint>
 #include <cstdio>
 
 #include "support/error.h"
@@ -206,62 +207,87 @@ class ProductivityTree {
   enum class Kind { kTerminal, kOptional, kRule, kSequence, kAlternation };
   struct Node {
     Kind kind;
-    std::vector<int> children;
-    std::string rule;
+    int32_t rule;          // kRule: index of the rule (-1: no such rule)
+    uint32_t first_child;  // kSequence / kAlternation: children_[first_child, + child_count)
+    uint32_t child_count;
   };
 
-  explicit ProductivityTree(const std::string& text) : text_(text) { root_ = ParseAlternation(); }
-
-  bool Derives(const std::unordered_set<std::string>& productive_rules) const {
-    return Derives(root_, productive_rules);
+  // `rule_index` maps a rule name to its index in the rule set.
+  ProductivityTree(const std::string& text, const std::unordered_map<std::string, size_t>& rule_index)
+      : text_(text), rule_index_(rule_index) {
+    root_ = ParseAlternation();
   }
 
+  // `productive[i]`: rule i is known to derive a finite string.
+  bool Derives(const std::vector<uint8_t>& productive) const { return Derives(root_, productive); }
+
  private:
-  bool Derives(int id, const std::unordered_set<std::string>& productive) const {
+  bool Derives(int id, const std::vector<uint8_t>& productive) const {
     const Node& node = nodes_[id];
     switch (node.kind) {
       case Kind::kTerminal:
       case Kind::kOptional: return true;
-      case Kind::kRule: return productive.count(node.rule) > 0;
+      case Kind::kRule: return node.rule >= 0 && productive[node.rule];
       case Kind::kSequence:
-        for (int child : node.children) {
-          if (!Derives(child, productive)) return false;
+        for (uint32_t i = 0; i < node.child_count; ++i) {
+          if (!Derives(children_[node.first_child + i], productive)) return false;
         }
         return true;
       case Kind::kAlternation:
-        for (int child : node.children) {
-          if (Derives(child, productive)) return true;
+        for (uint32_t i = 0; i < node.child_count; ++i) {
+          if (Derives(children_[node.first_child + i], productive)) return true;
         }
         return false;
     }
     return false;
   }
 
-  int Add(Kind kind, std::vector<int> children = {}, std::string rule = "") {
-    nodes_.push_back({kind, std::move(children), std::move(rule)});
+  int Add(Kind kind, int32_t rule = -1) {
+    nodes_.push_back({kind, rule, 0, 0});
     return static_cast<int>(nodes_.size()) - 1;
+  }
+  // A parent of the nodes pending_[first..], which it takes off pending_.
+  int AddParent(Kind kind, size_t first) {
+    int id = Add(kind);
+    nodes_[id].first_child = static_cast<uint32_t>(children_.size());
+    nodes_[id].child_count = static_cast<uint32_t>(pending_.size() - first);
+    children_.insert(children_.end(), pending_.begin() + static_cast<std::ptrdiff_t>(first), pending_.end());
+    pending_.resize(first);
+    return id;
+  }
+  // The one node pending_[first], taken off pending_.
+  int TakeOnly(size_t first) {
+    int id = pending_[first];
+    pending_.resize(first);
+    return id;
   }
   void SkipSpaces() {
     while (pos_ < text_.size() && text_[pos_] == ' ') ++pos_;
   }
+  // Parse functions collect the children of the node they build on pending_ (a stack shared
+  // by all levels: nested calls leave it as they found it).
   int ParseAlternation() {
-    std::vector<int> choices = {ParseSequence()};
+    size_t first = pending_.size();
+    int choice = ParseSequence();
+    pending_.push_back(choice);
     SkipSpaces();
     while (pos_ < text_.size() && text_[pos_] == '|') {
       ++pos_;
-      choices.push_back(ParseSequence());
+      choice = ParseSequence();
+      pending_.push_back(choice);
       SkipSpaces();
     }
-    return choices.size() == 1 ? choices[0] : Add(Kind::kAlternation, choices);
+    return pending_.size() - first == 1 ? TakeOnly(first) : AddParent(Kind::kAlternation, first);
   }
   int ParseSequence() {
-    std::vector<int> parts;
+    size_t first = pending_.size();
     while (true) {
       SkipSpaces();
       if (pos_ >= text_.size() || text_[pos_] == '|' || text_[pos_] == ')') break;
-      parts.push_back(ParsePostfix());
+      int part = ParsePostfix();
+      pending_.push_back(part);
     }
-    return parts.size() == 1 ? parts[0] : Add(Kind::kSequence, parts);
+    return pending_.size() - first == 1 ? TakeOnly(first) : AddParent(Kind::kSequence, first);
   }
   int ParsePostfix() {
     int atom = ParseAtom();
@@ -310,37 +336,47 @@ class ProductivityTree {
                                    text_[pos_] == '_' || text_[pos_] == '.' || text_[pos_] == '-')) {
       ++pos_;
     }
-    if (pos_ == start) ++pos_;  // not produced by this builder; treat as a terminal
-    return Add(pos_ > start ? Kind::kRule : Kind::kTerminal, {}, text_.substr(start, pos_ - start));
+    if (pos_ == start) {
+      ++pos_;  // not produced by this builder; treat as a terminal
+      return Add(Kind::kTerminal);
+    }
+    name_.assign(text_, start, pos_ - start);
+    auto found = rule_index_.find(name_);
+    return Add(Kind::kRule, found == rule_index_.end() ? -1 : static_cast<int32_t>(found->second));
   }
 
   const std::string& text_;
+  const std::unordered_map<std::string, size_t>& rule_index_;
   size_t pos_ = 0;
   std::vector<Node> nodes_;
+  std::vector<int> children_;
+  std::vector<int> pending_;
+  std::string name_;
   int root_ = 0;
 };
 
 }  // namespace
 
 std::vector<std::string> RuleSet::UnproductiveRules() const {
-  std::vector<std::pair<const Rule*, ProductivityTree>> trees;
-  for (const Rule& rule : rules_) {
-    if (!rule.discarded && !rule.body.empty()) trees.emplace_back(&rule, ProductivityTree(rule.body));
+  std::vector<std::pair<size_t, ProductivityTree>> trees;  // (rule index, body)
+  for (size_t i = 0; i < rules_.size(); ++i) {
+    const Rule& rule = rules_[i];
+    if (!rule.discarded && !rule.body.empty()) trees.emplace_back(i, ProductivityTree(rule.body, index_of_name_));
   }
-  std::unordered_set<std::string> productive;
+  std::vector<uint8_t> productive(rules_.size(), 0);
   // Invariant: `productive` only grows; stop when a round adds nothing.
   for (bool changed = true; changed;) {
     changed = false;
-    for (const auto& [rule, tree] : trees) {
-      if (productive.count(rule->name) == 0 && tree.Derives(productive)) {
-        productive.insert(rule->name);
+    for (const auto& [index, tree] : trees) {
+      if (!productive[index] && tree.Derives(productive)) {
+        productive[index] = 1;
         changed = true;
       }
     }
   }
   std::vector<std::string> unproductive;
   for (const auto& entry : trees) {
-    if (productive.count(entry.first->name) == 0) unproductive.push_back(entry.first->name);
+    if (!productive[entry.first]) unproductive.push_back(rules_[entry.first].name);
   }
   return unproductive;
 }

@@ -306,6 +306,7 @@ void SchemaConverter::StartOutput() {
   references_in_progress_.clear();
   any_value_rules_.clear();
   string_languages_.clear();
+  formats_in_rules_.clear();
   active_depth_ = 0;
   merge_targets_.clear();
 }
@@ -1664,6 +1665,33 @@ Fragment SchemaConverter::ContainsArrayValue(const Node& node, int depth) {
   return rules_.Share(hint, Alt(choices));
 }
 
+// Format grammars are large (date-time spells out every leap-second offset), and schemas
+// repeat the same few formats many times, so each is built once per conversion.
+const SchemaConverter::StandaloneFormat& SchemaConverter::StandaloneFormatGrammar(const std::string& format) {
+  auto found = standalone_formats_.find(format);
+  if (found != standalone_formats_.end()) return found->second;
+  RuleSet format_rules(static_cast<size_t>(CurrentCompileLimits().max_generated_grammar_bytes));
+  StandaloneFormat standalone;
+  standalone.body = StringFormatBody(format, &format_rules);
+  if (standalone.body) {
+    standalone.grammar = format_rules.Print() + "xg2_language_root ::= " +
+                         (standalone.body->epsilon() ? std::string("\"\"") : standalone.body->text()) + "\n";
+  }
+  return standalone_formats_.emplace(format, std::move(standalone)).first->second;
+}
+
+// Invariant: building a format's rules a second time in the same RuleSet finds every shared
+// body already defined, adds nothing and returns the same fragment, so the first result can
+// stand for all. Not so for "regex", whose recursive rule is reserved afresh on every call.
+std::optional<Fragment> SchemaConverter::FormatInRules(const std::string& format) {
+  if (format == "regex") return StringFormatBody(format, &rules_);
+  auto found = formats_in_rules_.find(format);
+  if (found != formats_in_rules_.end()) return found->second;
+  std::optional<Fragment> body = StringFormatBody(format, &rules_);
+  formats_in_rules_.emplace(format, body);
+  return body;
+}
+
 Fragment SchemaConverter::StringValue(const Node& node) {
   std::string where = " at " + ShowPointer(node.pointer);
   const JsonValue* pattern = IsIgnored(node, "pattern") ? nullptr : node.schema.Find("pattern");
@@ -1679,8 +1707,8 @@ Fragment SchemaConverter::StringValue(const Node& node) {
   std::vector<std::pair<std::string, std::string>> languages;  // (keyword, EBNF grammar)
   std::optional<Fragment> body, format_fragment;
   if (format != nullptr && !IsUnknownFormat(format->string_value())) {
-    RuleSet format_rules(static_cast<size_t>(CurrentCompileLimits().max_generated_grammar_bytes));
-    std::optional<Fragment> format_body = StringFormatBody(format->string_value(), &format_rules);
+    const StandaloneFormat& standalone = StandaloneFormatGrammar(format->string_value());
+    const std::optional<Fragment>& format_body = standalone.body;
     if (format_body && !StringFormatIsExact(format->string_value())) {
       // Lenient: the sound subset is kept (better than ignoring the format).
       Unsupported("unsupported format '" + format->string_value() + "'" + where +
@@ -1691,8 +1719,7 @@ Fragment SchemaConverter::StringValue(const Node& node) {
       ignored_keywords_.insert({node.pointer, "format"});
     } else {
       format_fragment = body = format_body;  // its rules are copied to rules_ when it is used
-      languages.emplace_back("format", format_rules.Print() + "xg2_language_root ::= " +
-                                           (format_body->epsilon() ? std::string("\"\"") : format_body->text()) + "\n");
+      languages.emplace_back("format", standalone.grammar);
     }
   }
   if (pattern != nullptr) {
@@ -1778,14 +1805,14 @@ Fragment SchemaConverter::StringValue(const Node& node) {
       }
       for (size_t i = 1; i < languages.size(); ++i) ignored_keywords_.insert({node.pointer, languages[i].first});
       if (excluded) ignored_keywords_.insert({node.pointer, "not"});
-      if (languages[0].first == "format") body = StringFormatBody(format->string_value(), &rules_);
+      if (languages[0].first == "format") body = FormatInRules(format->string_value());
     }
     if (!languages[0].second.empty()) {
       min_length.reset();
       max_length.reset();
     }
   }
-  if (body && format_fragment && languages.size() == 1 && !excluded) body = StringFormatBody(format->string_value(), &rules_);
+  if (body && format_fragment && languages.size() == 1 && !excluded) body = FormatInRules(format->string_value());
   if (!body) {
     if (!min_length && !max_length) return JsonStringFragment();
     body = Repeat(CommonRule("json_char"), static_cast<int>(min_length.value_or(0)),

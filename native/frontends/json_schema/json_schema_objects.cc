@@ -160,6 +160,21 @@ std::string SchemaConverter::SubschemaGrammar(const JsonValue& schema, const std
   return sub.rules_.Print();
 }
 
+// Schemas repeat patterns (one per localised property, say), and each automaton costs a
+// subset construction and a product, so each pattern's is built once per conversion.
+const CodepointDfa& SchemaConverter::PatternNames(const std::string& pattern) {
+  auto found = pattern_names_.find(pattern);
+  if (found != pattern_names_.end()) return found->second;
+  RegexOptions regex_options;
+  regex_options.search = true;
+  regex_options.json_string_body = true;
+  std::string expression = RegexToEbnf(pattern, regex_options);
+  CodepointDfa names = Product(
+      DfaFromExpression("\"\\\"\" " + (expression.empty() ? std::string() : "(" + expression + ") ") + "\"\\\"\""),
+      QuotedNameUniverse(), ProductKind::kIntersection);
+  return pattern_names_.emplace(pattern, std::move(names)).first->second;
+}
+
 NameLanguages SchemaConverter::NameLanguagesOf(const Node& node) {
   NameLanguages languages;
   const JsonValue* patterns =
@@ -176,13 +191,7 @@ NameLanguages SchemaConverter::NameLanguagesOf(const Node& node) {
     std::string base = ChildPointer(node.pointer, "patternProperties");
     for (size_t i = 0; patterns != nullptr && i < patterns->object_members().size(); ++i) {
       const auto& [pattern, schema] = patterns->object_members()[i];
-      RegexOptions regex_options;
-      regex_options.search = true;
-      regex_options.json_string_body = true;
-      std::string expression = RegexToEbnf(pattern, regex_options);
-      languages.patterns.push_back(Product(
-          DfaFromExpression("\"\\\"\" " + (expression.empty() ? std::string() : "(" + expression + ") ") + "\"\\\"\""),
-          QuotedNameUniverse(), ProductKind::kIntersection));
+      languages.patterns.push_back(PatternNames(pattern));
       languages.pattern_schemas.push_back(&schema);
       languages.pattern_pointers.push_back(ChildPointer(base, pattern));
     }

@@ -7,7 +7,9 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <string_view>
 #include <tuple>
+#include <unordered_map>
 
 #include "frontends/ebnf/ebnf_parser.h"
 #include "frontends/regex/regex_converter.h"
@@ -117,72 +119,129 @@ class NfaBuilder {
   const GrammarAst& ast_;
 };
 
-void Closure(const std::vector<std::vector<NfaEdge>>& nfa, std::vector<int32_t>* set) {
-  std::set<int32_t> seen(set->begin(), set->end());
-  std::vector<int32_t> stack(set->begin(), set->end());
-  while (!stack.empty()) {
-    int32_t s = stack.back();
-    stack.pop_back();
-    for (const NfaEdge& e : nfa[s]) {
-      if (e.lo > e.hi && seen.insert(e.target).second) stack.push_back(e.target);
-    }
+// Hash of a sorted NFA state set (the subset construction's map key).
+struct StateSetHash {
+  size_t operator()(const std::vector<int32_t>& set) const {
+    uint64_t h = 1469598103934665603ull;
+    for (int32_t s : set) h = (h ^ static_cast<uint32_t>(s)) * 1099511628211ull;
+    return static_cast<size_t>(h ^ (h >> 29));
   }
-  set->assign(seen.begin(), seen.end());
-}
+};
 
-CodepointDfa Determinize(const std::vector<std::vector<NfaEdge>>& nfa, int32_t start,
-                         int32_t accept) {
-  CodepointDfa dfa;
-  std::map<std::vector<int32_t>, int32_t> ids;
-  std::vector<std::vector<int32_t>> sets;
-  auto id_of = [&](std::vector<int32_t> set) {
-    Closure(nfa, &set);
-    auto [it, inserted] = ids.emplace(set, static_cast<int32_t>(sets.size()));
+// Subset construction. Invariant: DFA state k stands for the epsilon closure sets[k]
+// (sorted), numbered in the order the states are first reached (edges in code-point order).
+class SubsetConstruction {
+ public:
+  explicit SubsetConstruction(const std::vector<std::vector<NfaEdge>>& nfa)
+      : nfa_(nfa), mark_(nfa.size(), 0) {}
+
+  CodepointDfa Run(int32_t start, int32_t accept) {
+    accept_ = accept;
+    IdOf({start});
+    std::vector<NfaEdge> edges;
+    std::vector<uint32_t> cuts;
+    std::vector<const NfaEdge*> active;
+    std::vector<int32_t> targets;
+    for (size_t k = 0; k < sets_.size(); ++k) {
+      edges.clear();
+      cuts.clear();
+      for (int32_t s : sets_[k]) {
+        for (const NfaEdge& e : nfa_[s]) {
+          if (e.lo > e.hi) continue;
+          edges.push_back(e);
+          cuts.push_back(e.lo);
+          cuts.push_back(e.hi + 1);
+        }
+      }
+      std::sort(cuts.begin(), cuts.end());
+      cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+      std::stable_sort(edges.begin(), edges.end(), [](const NfaEdge& x, const NfaEdge& y) { return x.lo < y.lo; });
+      // Sweep over the intervals between cuts: every edge bound is a cut, so an edge that
+      // has started and not ended covers the whole interval.
+      std::vector<CodepointDfa::Edge> out;
+      active.clear();
+      size_t next_edge = 0;
+      for (size_t i = 0; i + 1 < cuts.size(); ++i) {
+        uint32_t lo = cuts[i], hi = cuts[i + 1] - 1;
+        while (next_edge < edges.size() && edges[next_edge].lo <= lo) active.push_back(&edges[next_edge++]);
+        active.erase(std::remove_if(active.begin(), active.end(), [&](const NfaEdge* e) { return e->hi < lo; }),
+                     active.end());
+        if (active.empty()) continue;
+        targets.clear();
+        for (const NfaEdge* e : active) targets.push_back(e->target);
+        std::sort(targets.begin(), targets.end());
+        targets.erase(std::unique(targets.begin(), targets.end()), targets.end());
+        int32_t target = IdOf(targets);
+        if (!out.empty() && out.back().target == target && out.back().hi + 1 == lo) {
+          out.back().hi = hi;
+        } else {
+          out.push_back({lo, hi, target});
+        }
+      }
+      dfa_.states[k].edges = std::move(out);
+    }
+    return std::move(dfa_);
+  }
+
+ private:
+  // The epsilon closure of `seeds`, sorted.
+  void Close(const std::vector<int32_t>& seeds, std::vector<int32_t>* closure) {
+    if (++generation_ == 0) {
+      std::fill(mark_.begin(), mark_.end(), 0);
+      generation_ = 1;
+    }
+    closure->clear();
+    stack_.clear();
+    for (int32_t s : seeds) {
+      if (mark_[s] != generation_) {
+        mark_[s] = generation_;
+        closure->push_back(s);
+        stack_.push_back(s);
+      }
+    }
+    while (!stack_.empty()) {
+      int32_t s = stack_.back();
+      stack_.pop_back();
+      for (const NfaEdge& e : nfa_[s]) {
+        if (e.lo > e.hi && mark_[e.target] != generation_) {
+          mark_[e.target] = generation_;
+          closure->push_back(e.target);
+          stack_.push_back(e.target);
+        }
+      }
+    }
+    std::sort(closure->begin(), closure->end());
+  }
+
+  int32_t IdOf(const std::vector<int32_t>& seeds) {
+    Close(seeds, &closure_);
+    auto [it, inserted] = ids_.emplace(closure_, static_cast<int32_t>(sets_.size()));
     if (inserted) {
-      if (sets.size() >= kMaxAutomatonStates) {
+      if (sets_.size() >= kMaxAutomatonStates) {
         throw ResourceLimitError("regular language too large (more than " +
                                  std::to_string(kMaxAutomatonStates) + " automaton states)");
       }
-      sets.push_back(set);
-      dfa.states.emplace_back();
-      dfa.states.back().accepting = std::binary_search(set.begin(), set.end(), accept);
+      sets_.push_back(closure_);
+      dfa_.states.emplace_back();
+      dfa_.states.back().accepting = std::binary_search(closure_.begin(), closure_.end(), accept_);
     }
     return it->second;
-  };
-  id_of({start});
-  for (size_t k = 0; k < sets.size(); ++k) {
-    std::vector<NfaEdge> edges;
-    std::vector<uint32_t> cuts;
-    for (int32_t s : sets[k]) {
-      for (const NfaEdge& e : nfa[s]) {
-        if (e.lo > e.hi) continue;
-        edges.push_back(e);
-        cuts.push_back(e.lo);
-        cuts.push_back(e.hi + 1);
-      }
-    }
-    std::sort(cuts.begin(), cuts.end());
-    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
-    std::vector<CodepointDfa::Edge> out;
-    for (size_t i = 0; i + 1 < cuts.size(); ++i) {
-      uint32_t lo = cuts[i], hi = cuts[i + 1] - 1;
-      std::vector<int32_t> targets;
-      for (const NfaEdge& e : edges) {
-        if (e.lo <= lo && hi <= e.hi) targets.push_back(e.target);
-      }
-      if (targets.empty()) continue;
-      std::sort(targets.begin(), targets.end());
-      targets.erase(std::unique(targets.begin(), targets.end()), targets.end());
-      int32_t target = id_of(targets);
-      if (!out.empty() && out.back().target == target && out.back().hi + 1 == lo) {
-        out.back().hi = hi;
-      } else {
-        out.push_back({lo, hi, target});
-      }
-    }
-    dfa.states[k].edges = std::move(out);
   }
-  return dfa;
+
+  const std::vector<std::vector<NfaEdge>>& nfa_;
+  std::vector<uint32_t> mark_;  // mark_[s] == generation_: s is in the closure being built
+  uint32_t generation_ = 0;
+  std::vector<int32_t> stack_;
+  std::vector<int32_t> closure_;
+  std::unordered_map<std::vector<int32_t>, int32_t, StateSetHash> ids_;
+  std::vector<std::vector<int32_t>> sets_;
+  CodepointDfa dfa_;
+  int32_t accept_ = -1;
+};
+
+CodepointDfa Determinize(const std::vector<std::vector<NfaEdge>>& nfa, int32_t start,
+                         int32_t accept) {
+  return SubsetConstruction(nfa).Run(start, accept);
 }
 
 }  // namespace
@@ -261,10 +320,12 @@ CodepointDfa DfaFromExpression(std::string_view expression) {
 
 CodepointDfa Product(const CodepointDfa& a, const CodepointDfa& b, ProductKind kind) {
   CodepointDfa out;
-  std::map<std::pair<int32_t, int32_t>, int32_t> ids;
+  // (state of a, state of b or -1) -> product state, numbered in the order first reached.
+  std::unordered_map<uint64_t, int32_t> ids;
   std::vector<std::pair<int32_t, int32_t>> pairs;
   auto id_of = [&](int32_t x, int32_t y) {
-    auto [it, inserted] = ids.emplace(std::make_pair(x, y), static_cast<int32_t>(pairs.size()));
+    uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(x)) << 32) | static_cast<uint32_t>(y);
+    auto [it, inserted] = ids.emplace(key, static_cast<int32_t>(pairs.size()));
     if (inserted) {
       if (pairs.size() >= kMaxAutomatonStates) {
         throw ResourceLimitError("regular language too large (more than " +
@@ -362,40 +423,66 @@ CodepointDfa Minimized(const CodepointDfa& dfa) {
   if (n > kMaxMooreStates) {
     for (size_t i = 0; i < n; ++i) cls[i] = live[i] ? static_cast<int32_t>(i) : -1;
   }
+  // Each round writes every live state's signature into one buffer (offsets[i] ..
+  // offsets[i + 1]), sorts the live states by signature and numbers the distinct ones. Only
+  // the partition matters: the output below is numbered by a walk from the start.
+  std::vector<int64_t> buffer;
+  std::vector<size_t> offsets(n + 1, 0);
+  std::vector<int32_t> order;
+  for (size_t i = 0; i < n; ++i) {
+    if (cls[i] >= 0) order.push_back(static_cast<int32_t>(i));
+  }
+  auto signature_less = [&](int32_t x, int32_t y) {
+    return std::lexicographical_compare(buffer.begin() + offsets[x], buffer.begin() + offsets[x + 1],
+                                        buffer.begin() + offsets[y], buffer.begin() + offsets[y + 1]);
+  };
   for (; n <= kMaxMooreStates;) {
-    std::map<std::vector<int64_t>, int32_t> signatures;
-    std::vector<int32_t> next(n, -1);
+    buffer.clear();
     for (size_t i = 0; i < n; ++i) {
+      offsets[i] = buffer.size();
       if (cls[i] < 0) continue;
-      std::vector<int64_t> sig = {cls[i]};
+      size_t start = buffer.size();
+      buffer.push_back(cls[i]);
       for (const auto& e : dfa.states[i].edges) {
         if (cls[e.target] < 0) continue;
-        if (sig.size() > 1 && sig.back() == cls[e.target] && sig[sig.size() - 2] + 1 == e.lo) {
-          sig[sig.size() - 2] = e.hi;  // adjacent interval to the same class
+        size_t size = buffer.size() - start;
+        if (size > 1 && buffer.back() == cls[e.target] && buffer[buffer.size() - 2] + 1 == e.lo) {
+          buffer[buffer.size() - 2] = e.hi;  // adjacent interval to the same class
           continue;
         }
-        sig.push_back(e.lo);
-        sig.push_back(e.hi);
-        sig.push_back(cls[e.target]);
+        buffer.push_back(e.lo);
+        buffer.push_back(e.hi);
+        buffer.push_back(cls[e.target]);
       }
-      next[i] = signatures.emplace(std::move(sig), static_cast<int32_t>(signatures.size())).first->second;
     }
-    cls.swap(next);
-    if (signatures.size() == num_classes) break;
-    num_classes = signatures.size();
+    offsets[n] = buffer.size();
+    std::sort(order.begin(), order.end(), signature_less);
+    size_t classes = 0;
+    for (size_t k = 0; k < order.size(); ++k) {
+      if (k > 0 && signature_less(order[k - 1], order[k])) ++classes;
+      cls[order[k]] = static_cast<int32_t>(classes);
+    }
+    if (!order.empty()) ++classes;
+    if (classes == num_classes) break;
+    num_classes = classes;
   }
-  std::map<int32_t, int32_t> new_id;
+  // Classes are numbered below n (a state's own index when only trimming).
+  std::vector<int32_t> new_id(n, -1);
   std::vector<int32_t> representative;
   auto id_of = [&](int32_t state) {
-    auto [it, inserted] = new_id.emplace(cls[state], static_cast<int32_t>(representative.size()));
-    if (inserted) representative.push_back(state);
-    return it->second;
+    int32_t& id = new_id[cls[state]];
+    if (id < 0) {
+      id = static_cast<int32_t>(representative.size());
+      representative.push_back(state);
+    }
+    return id;
   };
   id_of(0);
   for (size_t k = 0; k < representative.size(); ++k) {
     const CodepointDfa::State& src = dfa.states[representative[k]];
     CodepointDfa::State state;
     state.accepting = src.accepting;
+    state.edges.reserve(src.edges.size());
     for (const auto& e : src.edges) {
       if (cls[e.target] < 0) continue;
       int32_t t = id_of(e.target);
@@ -564,7 +651,22 @@ Fragment EliminateStates(const CodepointDfa& dfa, size_t max_bytes, RuleSet* rul
   const int32_t start = n, final_state = n + 1;
   // out[i][j] / in[j][i]: the expression on the edge i -> j (the same Fragment in both maps).
   std::vector<std::map<int32_t, Fragment>> out(n + 2), in(n + 2);
+  // Invariant: in_bytes[j] / ins[j] are the total text size and number of the edges into j,
+  // out_bytes[j] / outs[j] those out of j, self-loops left out (the removal cost below).
+  std::vector<size_t> in_bytes(n + 2, 0), out_bytes(n + 2, 0), ins(n + 2, 0), outs(n + 2, 0);
+  auto count_edge = [&](int32_t from, int32_t to, const Fragment& expr, bool add) {
+    if (from == to) return;
+    size_t size = expr.text().size();
+    if (add) {
+      out_bytes[from] += size, ++outs[from], in_bytes[to] += size, ++ins[to];
+    } else {
+      out_bytes[from] -= size, --outs[from], in_bytes[to] -= size, --ins[to];
+    }
+  };
   auto set_edge = [&](int32_t from, int32_t to, Fragment expr) {
+    auto existing = out[from].find(to);
+    if (existing != out[from].end()) count_edge(from, to, existing->second, false);
+    count_edge(from, to, expr, true);
     out[from].insert_or_assign(to, expr);
     in[to].insert_or_assign(from, std::move(expr));
   };
@@ -586,14 +688,7 @@ Fragment EliminateStates(const CodepointDfa& dfa, size_t max_bytes, RuleSet* rul
     size_t best_cost = 0;
     for (int32_t candidate = 0; candidate < n; ++candidate) {
       if (status[candidate] != 0) continue;
-      size_t in_bytes = 0, out_bytes = 0, ins = 0, outs = 0;
-      for (const auto& [from, expr] : in[candidate]) {
-        if (from != candidate) in_bytes += expr.text().size(), ++ins;
-      }
-      for (const auto& [to, expr] : out[candidate]) {
-        if (to != candidate) out_bytes += expr.text().size(), ++outs;
-      }
-      size_t cost = in_bytes * outs + out_bytes * ins;
+      size_t cost = in_bytes[candidate] * outs[candidate] + out_bytes[candidate] * ins[candidate];
       if (k < 0 || cost < best_cost) k = candidate, best_cost = cost;
     }
     if (k < 0) break;
@@ -620,8 +715,14 @@ Fragment EliminateStates(const CodepointDfa& dfa, size_t max_bytes, RuleSet* rul
       continue;
     }
     status[k] = 1;
-    for (const auto& [from, _] : in[k]) out[from].erase(k);
-    for (const auto& [to, _] : out[k]) in[to].erase(k);
+    for (const auto& [from, expr] : in[k]) {
+      count_edge(from, k, expr, false);
+      out[from].erase(k);
+    }
+    for (const auto& [to, expr] : out[k]) {
+      count_edge(k, to, expr, false);
+      in[to].erase(k);
+    }
     out[k].clear();
     in[k].clear();
     for (auto& [from, to, merged] : merged_edges) set_edge(from, to, std::move(merged));

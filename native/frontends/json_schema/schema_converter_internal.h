@@ -126,6 +126,15 @@ class SchemaConverter {
   std::optional<Decimal> MultipleOf(const Node& node);
   Fragment NumberIntersection(const Node& node, const std::vector<Fragment>& parts, const std::string& hint);
   Fragment StringValue(const Node& node);
+  // A format's grammar on its own: `body` in a private rule set, and `grammar`, those rules
+  // with root xg2_language_root (for automata); body is nullopt for a format without one.
+  struct StandaloneFormat {
+    std::optional<Fragment> body;
+    std::string grammar;
+  };
+  const StandaloneFormat& StandaloneFormatGrammar(const std::string& format);
+  // StringFormatBody(format, &rules_), built once per output.
+  std::optional<Fragment> FormatInRules(const std::string& format);
   bool UniqueItemsTrivial(const Node& node);
   std::optional<std::vector<JsonValue>> UniqueItemDomain(const Node& node);
   Fragment UniqueArrayValue(const Node& node, int depth);
@@ -171,6 +180,8 @@ class SchemaConverter {
                                  const Fragment& extra_member, long long min_count, long long max_count,
                                  const std::string& hint, int depth);
   NameLanguages NameLanguagesOf(const Node& node);
+  // The quoted names `pattern` (a patternProperties key) matches, in canonical spelling.
+  const CodepointDfa& PatternNames(const std::string& pattern);
   // Members whose names are none of `names`: one alternative per region of the name space
   // that the patterns split it into.
   Fragment UndeclaredMembers(const Node& node, const NameLanguages& languages,
@@ -214,6 +225,11 @@ class SchemaConverter {
   std::map<int, std::string> any_value_rules_;
   // Intersected string languages already written (keyword set -> fragment).
   std::map<std::string, Fragment> string_languages_;
+  // Format grammars (StandaloneFormatGrammar, FormatInRules); the second is cleared with rules_.
+  std::map<std::string, StandaloneFormat> standalone_formats_;
+  // PatternNames, by pattern.
+  std::map<std::string, CodepointDfa> pattern_names_;
+  std::map<std::string, std::optional<Fragment>> formats_in_rules_;
   int active_depth_ = 0;
   // Draft 7 and older ($schema says so): keywords next to $ref are ignored.
   bool legacy_ref_ = false;
