@@ -565,14 +565,17 @@ struct SubsetScratch {
   std::vector<int32_t> gate_of;
   std::vector<int32_t> seeds, closure, closure_stack, fresh, current, targets, previous_targets;
   std::vector<int> cuts;
+  std::vector<int32_t> piece_begin, piece_fill, piece_targets;
   std::vector<std::pair<int32_t, int32_t>> rule_targets;  // (rule, NFA target)
 };
 
 class SubsetConstruction {
  public:
   // `scratch` null: working memory of its own.
-  SubsetConstruction(const Nfa& nfa, int64_t* budget, SubsetScratch* scratch = nullptr)
-      : nfa_(nfa), budget_(budget), s_(scratch ? *scratch : own_) {
+  // `stop_at_budget`: running out of `budget` stops the construction early (exhausted()
+  // then says so, and the result is incomplete) instead of throwing ResourceLimitError.
+  SubsetConstruction(const Nfa& nfa, int64_t* budget, SubsetScratch* scratch = nullptr, bool stop_at_budget = false)
+      : nfa_(nfa), budget_(budget), stop_at_budget_(stop_at_budget), s_(scratch ? *scratch : own_) {
     s_.member_of.clear();
     s_.gate_of.clear();
     if (nfa.loops.empty()) return;
@@ -606,15 +609,17 @@ class SubsetConstruction {
     // Redirect targets exist even when no byte step reaches exactly h's state.
     std::vector<int32_t> head_ids;
     for (const auto& head : heads) head_ids.push_back(Intern(head));
-    for (int32_t id = 0; id < dfa.size(); ++id) {
+    for (int32_t id = 0; id < dfa.size() && !exhausted_; ++id) {
       ThrowIfCancelled();
       Expand(id);
     }
+    if (exhausted_) return dfa;
     for (size_t k = 0; k < nfa_.loops.size(); ++k) {
       dfa.loops.push_back({head_ids[k], Find(gate_closures_[k], HashSet(gate_closures_[k])), nfa_.loops[k].limit});
     }
     return dfa;
   }
+  bool exhausted() const { return exhausted_; }
 
  private:
   // The epsilon closure of `seeds` (or of one seed), sorted, in a buffer reused by the next
@@ -684,7 +689,12 @@ class SubsetConstruction {
     const uint64_t hash = HashSet(set);
     const int32_t known = Find(set, hash);
     if (known >= 0) return known;
+    if (exhausted_) return 0;
     if (--*budget_ < 0) {
+      if (stop_at_budget_) {
+        exhausted_ = true;
+        return 0;
+      }
       throw ResourceLimitError("grammar too large: determinisation exceeded the node limit");
     }
     FlatDfa& dfa = s_.dfa;
@@ -771,15 +781,41 @@ class SubsetConstruction {
     // ranges); their closure and DFA state are then reused.
     const size_t first_byte_edge = dfa.byte_edges.size();
     int32_t previous_target = -1;
-    for (size_t c = 0; c + 1 < cuts.size(); ++c) {
-      int lo = cuts[c], hi = cuts[c + 1] - 1;
-      targets.clear();
+    // The targets of every piece in one pass over the edges (CSR over pieces; each piece's
+    // targets keep the order of the edges): an edge covers the pieces from the one starting
+    // at its lo up to the one ending at its hi, so a state with many ranges costs the sum of
+    // its pieces' targets rather than pieces x edges.
+    const size_t num_pieces = cuts.empty() ? 0 : cuts.size() - 1;
+    std::vector<int32_t>& piece_begin = s_.piece_begin;
+    std::vector<int32_t>& piece_targets = s_.piece_targets;
+    piece_begin.assign(num_pieces + 1, 0);
+    auto piece_of = [&cuts](int boundary) {
+      return static_cast<size_t>(std::lower_bound(cuts.begin(), cuts.end(), boundary) - cuts.begin());
+    };
+    for (int pass = 0; pass < 2; ++pass) {
       for (int32_t n : set) {
         for (const NfaEdge& e : nfa_.EdgesOf(n)) {
-          if (e.kind == kByteRange && e.lo <= lo && hi <= e.hi) targets.push_back(e.target);
+          if (e.kind != kByteRange) continue;
+          const size_t first = piece_of(e.lo), last = piece_of(e.hi + 1);
+          for (size_t c = first; c < last; ++c) {
+            if (pass == 0) {
+              ++piece_begin[c + 1];
+            } else {
+              piece_targets[s_.piece_fill[c]++] = e.target;
+            }
+          }
         }
       }
-      if (targets.empty()) continue;
+      if (pass == 0) {
+        for (size_t c = 0; c < num_pieces; ++c) piece_begin[c + 1] += piece_begin[c];
+        piece_targets.resize(piece_begin[num_pieces]);
+        s_.piece_fill.assign(piece_begin.begin(), piece_begin.end() - 1);
+      }
+    }
+    for (size_t c = 0; c < num_pieces; ++c) {
+      int lo = cuts[c], hi = cuts[c + 1] - 1;
+      if (piece_begin[c] == piece_begin[c + 1]) continue;
+      targets.assign(piece_targets.begin() + piece_begin[c], piece_targets.begin() + piece_begin[c + 1]);
       CheckNoFreshEntry(set, carries_counter, kByteRange, lo, hi);
       int32_t target = previous_target;
       if (previous_target < 0 || targets != previous_targets) {
@@ -810,6 +846,8 @@ class SubsetConstruction {
 
   const Nfa& nfa_;
   int64_t* budget_;
+  bool stop_at_budget_;
+  bool exhausted_ = false;
   SubsetScratch own_;
   SubsetScratch& s_;
   std::vector<std::vector<int32_t>> gate_closures_;
@@ -1309,127 +1347,74 @@ constexpr size_t kMaxMergedStates = 20000;
 // an empty Dfa when a member is an entry of its own (`is_entry`: merging both would copy the
 // shared members into each, quadratic on a chain such as the optional-property rules
 // rest_1 -> rest_2 -> ... of a large object, each called from the object rule) or when the
-// result would be too large.
+// result would be too large. The group is written as an NFA over the members' nodes (a tail
+// call is an epsilon edge to the callee's start, an accepting node an epsilon edge to one
+// extra accept node) and goes through the same subset construction and minimisation as a
+// rule. `offset` (one entry per rule, all -1) is working memory and is left all -1.
 Dfa MergedRightLinearDfa(const std::vector<Dfa>& dfas, RuleId entry, const std::vector<uint8_t>& is_entry,
-                         int64_t budget) {
+                         int64_t budget, std::vector<int32_t>* offset_scratch, BuildScratch* scratch) {
   // Members reachable by tail calls, each with the offset of its nodes in one numbering.
-  std::vector<int32_t> offset(dfas.size(), -1);
+  std::vector<int32_t>& offset = *offset_scratch;
   std::vector<RuleId> members{entry};
   offset[entry] = 0;
   int32_t total = static_cast<int32_t>(dfas[entry].nodes.size());
-  for (size_t m = 0; m < members.size(); ++m) {
+  bool shares_entry = false;
+  for (size_t m = 0; m < members.size() && !shares_entry; ++m) {
     for (const Dfa::Node& node : dfas[members[m]].nodes) {
       for (const RuleEdge& e : node.rule_edges) {
         if (offset[e.rule] >= 0) continue;
-        if (is_entry[e.rule]) return Dfa{};
+        if (is_entry[e.rule]) {
+          shares_entry = true;
+          break;
+        }
         offset[e.rule] = total;
         total += static_cast<int32_t>(dfas[e.rule].nodes.size());
         members.push_back(e.rule);
       }
+      if (shares_entry) break;
     }
   }
-  std::vector<std::pair<RuleId, int32_t>> where(total);  // global node -> (rule, local node)
+  struct ResetOffsets {
+    const std::vector<RuleId>& members;
+    std::vector<int32_t>& offset;
+    ~ResetOffsets() {
+      for (RuleId m : members) offset[m] = -1;
+    }
+  } reset{members, offset};
+  if (shares_entry) return Dfa{};
+
+  if (scratch->nfas_in_use == scratch->nfas.size()) scratch->nfas.push_back(std::make_unique<Nfa>());
+  Nfa& nfa = *scratch->nfas[scratch->nfas_in_use];
+  struct Release {
+    size_t* in_use;
+    ~Release() { --*in_use; }
+  } release{&++scratch->nfas_in_use};
+  nfa.Reset();
+  nfa.num_nodes = total;
+  nfa.start = offset[entry];
+  nfa.accept = nfa.AddNode();
   for (RuleId m : members) {
-    for (int32_t i = 0; i < static_cast<int32_t>(dfas[m].nodes.size()); ++i) where[offset[m] + i] = {m, i};
+    const int32_t base = offset[m];
+    const std::vector<Dfa::Node>& nodes = dfas[m].nodes;
+    for (int32_t i = 0; i < static_cast<int32_t>(nodes.size()); ++i) {
+      for (const ByteEdge& e : nodes[i].byte_edges) nfa.AddEdge(base + i, {kByteRange, e.lo, e.hi, base + e.target});
+      for (const RuleEdge& e : nodes[i].rule_edges) nfa.AddEdge(base + i, {kEpsilon, 0, 0, offset[e.rule]});
+      if (nodes[i].accepting) nfa.AddEdge(base + i, {kEpsilon, 0, 0, nfa.accept});
+    }
   }
-  auto node_of = [&](int32_t g) -> const Dfa::Node& { return dfas[where[g].first].nodes[where[g].second]; };
+  nfa.Finish();
   // Determinising a group written from one DFA gives about that DFA back; a blow-up beyond
   // a few times the group's own nodes is not worth its memory.
-  const size_t max_states = std::min<size_t>({kMaxMergedStates, static_cast<size_t>(std::max<int64_t>(budget, 0)),
-                                              static_cast<size_t>(total) * 4 + 64});
-
-  std::vector<uint32_t> mark(total, 0);
-  uint32_t generation = 0;
-  std::vector<int32_t> stack;
-  // Epsilon closure: a node's tail calls lead to the callees' starts.
-  auto closure = [&](std::vector<int32_t> set) {
-    ++generation;
-    for (int32_t g : set) mark[g] = generation;
-    stack = set;
-    while (!stack.empty()) {
-      int32_t g = stack.back();
-      stack.pop_back();
-      for (const RuleEdge& e : node_of(g).rule_edges) {
-        int32_t start = offset[e.rule];
-        if (mark[start] != generation) {
-          mark[start] = generation;
-          set.push_back(start);
-          stack.push_back(start);
-        }
-      }
-    }
-    std::sort(set.begin(), set.end());
-    return set;
-  };
-  Dfa dfa;
-  std::map<std::vector<int32_t>, int32_t> ids;
-  std::vector<const std::vector<int32_t>*> worklist;
-  bool too_large = false;
-  auto intern = [&](std::vector<int32_t> set) {
-    auto it = ids.find(set);
-    if (it != ids.end()) return it->second;
-    if (dfa.nodes.size() >= max_states) {
-      too_large = true;
-      return 0;
-    }
-    int32_t id = static_cast<int32_t>(dfa.nodes.size());
-    dfa.nodes.emplace_back();
-    for (int32_t g : set) dfa.nodes.back().accepting |= node_of(g).accepting;
-    worklist.push_back(&ids.emplace(std::move(set), id).first->first);
-    return id;
-  };
-  intern(closure({0}));
-  std::vector<int> cuts;
-  std::vector<int32_t> targets;
-  for (size_t id = 0; id < worklist.size() && !too_large; ++id) {
-    ThrowIfCancelled();
-    const std::vector<int32_t> set = *worklist[id];
-    cuts.clear();
-    for (int32_t g : set) {
-      for (const ByteEdge& e : node_of(g).byte_edges) {
-        cuts.push_back(e.lo);
-        cuts.push_back(e.hi + 1);
-      }
-    }
-    std::sort(cuts.begin(), cuts.end());
-    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
-    std::vector<ByteEdge> edges;
-    for (size_t c = 0; c + 1 < cuts.size(); ++c) {
-      const int lo = cuts[c], hi = cuts[c + 1] - 1;
-      targets.clear();
-      for (int32_t g : set) {
-        const int32_t base = offset[where[g].first];
-        for (const ByteEdge& e : node_of(g).byte_edges) {
-          if (e.lo <= lo && hi <= e.hi) targets.push_back(base + e.target);
-        }
-      }
-      if (targets.empty()) continue;
-      const int32_t target = intern(closure(targets));
-      if (!edges.empty() && edges.back().target == target && edges.back().hi + 1 == lo) {
-        edges.back().hi = static_cast<uint8_t>(hi);
-      } else {
-        edges.push_back({static_cast<uint8_t>(lo), static_cast<uint8_t>(hi), target});
-      }
-    }
-    dfa.nodes[id].byte_edges = std::move(edges);
-  }
-  if (too_large) return Dfa{};
-  FlatDfa flat;
-  for (const Dfa::Node& node : dfa.nodes) {
-    flat.accepting.push_back(node.accepting);
-    flat.loop.push_back(node.loop);
-    flat.gate_loop.push_back(node.gate_loop);
-    flat.byte_edges.insert(flat.byte_edges.end(), node.byte_edges.begin(), node.byte_edges.end());
-    flat.rule_edges.insert(flat.rule_edges.end(), node.rule_edges.begin(), node.rule_edges.end());
-    flat.byte_begin.push_back(static_cast<int32_t>(flat.byte_edges.size()));
-    flat.rule_begin.push_back(static_cast<int32_t>(flat.rule_edges.size()));
-  }
-  flat.loops = dfa.loops;
-  return Minimize(flat);
+  int64_t max_states = static_cast<int64_t>(std::min<size_t>(
+      {kMaxMergedStates, static_cast<size_t>(std::max<int64_t>(budget, 0)), static_cast<size_t>(total) * 4 + 64}));
+  SubsetConstruction subsets(nfa, &max_states, &scratch->subsets, /*stop_at_budget=*/true);
+  const FlatDfa& flat = subsets.Run();
+  if (subsets.exhausted()) return Dfa{};
+  return Minimize(flat, &scratch->minimize);
 }
 
 void MergeRightLinearGroups(std::vector<Dfa>* dfas, const std::vector<uint8_t>& excluded, RuleId root,
-                            int64_t* budget) {
+                            int64_t* budget, BuildScratch* scratch) {
   const size_t n = dfas->size();
   auto is_end = [](const Dfa& dfa, int32_t node) {
     const Dfa::Node& end = dfa.nodes[node];
@@ -1462,12 +1447,13 @@ void MergeRightLinearGroups(std::vector<Dfa>* dfas, const std::vector<uint8_t>& 
     }
   }
   std::vector<std::pair<RuleId, Dfa>> merged;
+  std::vector<int32_t> offset(n, -1);
   for (size_t r = 0; r < n; ++r) {
     if (!pure[r] || !entry[r]) continue;
     bool calls = false;
     for (const Dfa::Node& node : (*dfas)[r].nodes) calls |= !node.rule_edges.empty();
     if (!calls) continue;
-    Dfa dfa = MergedRightLinearDfa(*dfas, static_cast<RuleId>(r), entry, *budget);
+    Dfa dfa = MergedRightLinearDfa(*dfas, static_cast<RuleId>(r), entry, *budget, &offset, scratch);
     if (dfa.nodes.empty()) continue;
     *budget -= static_cast<int64_t>(dfa.nodes.size());
     merged.emplace_back(static_cast<RuleId>(r), std::move(dfa));
@@ -1531,7 +1517,7 @@ GrammarFsm BuildGrammarFsm(const GrammarAst& ast, const FsmBuildLimits& limits) 
     for (int32_t r = 0; r < num_ast_rules; ++r) {
       excluded[r] = ast.rules[r].lookahead >= 0 || ast.node(ast.rules[r].body).kind == ExprKind::kTagDispatch;
     }
-    MergeRightLinearGroups(&dfas, excluded, ast.root_rule, &budget);
+    MergeRightLinearGroups(&dfas, excluded, ast.root_rule, &budget, &scratch);
   }
   const int32_t num_rules = static_cast<int32_t>(dfas.size());
   // Lookahead DFAs: rule references inside an assertion are inlined (the assertion must be
