@@ -90,18 +90,60 @@ struct Nfa {
   std::vector<int32_t> fill_;
 };
 
-// A DFA for one rule, before flattening. Node 0 is the start.
+// A read-only slice of a flat array, for range-for over one state's edges.
+template <typename T>
+struct Slice {
+  const T* first;
+  const T* last;
+  const T* begin() const { return first; }
+  const T* end() const { return last; }
+  bool empty() const { return first == last; }
+};
+
+// A DFA for one rule, before flattening. Node 0 is the start. The edges of all nodes live
+// in two flat arrays (a node's edges are one contiguous run), so a DFA costs a handful of
+// allocations however many nodes it has. Built node by node: AddNode, then its edges.
 struct Dfa {
   struct Node {
-    std::vector<ByteEdge> byte_edges;  // sorted, disjoint
-    std::vector<RuleEdge> rule_edges;  // sorted by rule
     bool accepting = false;
     int32_t loop = -1;       // counted loop whose counter items here carry
     int32_t gate_loop = -1;  // counted loop whose gate this is
+    int32_t byte_begin = 0, byte_end = 0;  // byte_edges[byte_begin, byte_end): sorted, disjoint
+    int32_t rule_begin = 0, rule_end = 0;  // rule_edges[rule_begin, rule_end): sorted by rule
   };
   std::vector<Node> nodes;
+  std::vector<ByteEdge> byte_edges;
+  std::vector<RuleEdge> rule_edges;
   std::vector<CountedLoop> loops;  // head/gate are node indices of this DFA
+
+  Slice<ByteEdge> BytesOf(int32_t n) const {
+    return {byte_edges.data() + nodes[n].byte_begin, byte_edges.data() + nodes[n].byte_end};
+  }
+  Slice<RuleEdge> RulesOf(int32_t n) const {
+    return {rule_edges.data() + nodes[n].rule_begin, rule_edges.data() + nodes[n].rule_end};
+  }
+  int32_t size() const { return static_cast<int32_t>(nodes.size()); }
+  void AddNode(bool accepting, int32_t loop = -1, int32_t gate_loop = -1) {
+    const int32_t b = static_cast<int32_t>(byte_edges.size()), r = static_cast<int32_t>(rule_edges.size());
+    nodes.push_back({accepting, loop, gate_loop, b, b, r, r});
+  }
+  // Edges of the node added last.
+  void AddByteEdge(const ByteEdge& e) {
+    byte_edges.push_back(e);
+    nodes.back().byte_end = static_cast<int32_t>(byte_edges.size());
+  }
+  void AddRuleEdge(const RuleEdge& e) {
+    rule_edges.push_back(e);
+    nodes.back().rule_end = static_cast<int32_t>(rule_edges.size());
+  }
 };
+
+// The empty language: a lone, non-accepting start.
+Dfa EmptyLanguageDfa() {
+  Dfa dfa;
+  dfa.AddNode(false);
+  return dfa;
+}
 
 // Thrown while lowering a rule when a DFA state would need two counters, or a counter that
 // is both carried and fresh: the repetition `expr` is then lifted into a rule of its own.
@@ -341,28 +383,29 @@ class NfaBuilder {
     if (!lift) {
       body.dfa = BuildRuleDfa(ast_, child, budget_, nullptr, -1, owner_, ctx_->scratch());
       bool prefix_code = !body.dfa.nodes[0].accepting;
-      for (const Dfa::Node& n : body.dfa.nodes) {
-        if (n.accepting && (!n.byte_edges.empty() || !n.rule_edges.empty())) prefix_code = false;
+      for (int32_t i = 0; i < body.dfa.size(); ++i) {
+        if (body.dfa.nodes[i].accepting && (!body.dfa.BytesOf(i).empty() || !body.dfa.RulesOf(i).empty())) {
+          prefix_code = false;
+        }
       }
       lift = !prefix_code;
     }
     if (lift) {
       body.dfa = Dfa();
-      body.dfa.nodes.resize(2);
-      body.dfa.nodes[0].rule_edges.push_back({ctx_->SyntheticRule(child, owner_), 1});
-      body.dfa.nodes[1].accepting = true;
+      body.dfa.AddNode(false);
+      body.dfa.AddRuleEdge({ctx_->SyntheticRule(child, owner_), 1});
+      body.dfa.AddNode(true);
     } else {
       // Breadth-first over byte edges: the shortest iteration a token can cross.
       std::vector<int32_t> dist(body.dfa.nodes.size(), -1);
       std::vector<int32_t> queue{0};
       dist[0] = 0;
       for (size_t k = 0; k < queue.size(); ++k) {
-        const Dfa::Node& n = body.dfa.nodes[queue[k]];
-        if (n.accepting) {
+        if (body.dfa.nodes[queue[k]].accepting) {
           body.min_bytes = dist[queue[k]];
           break;
         }
-        for (const ByteEdge& e : n.byte_edges) {
+        for (const ByteEdge& e : body.dfa.BytesOf(queue[k])) {
           if (dist[e.target] < 0) {
             dist[e.target] = dist[queue[k]] + 1;
             queue.push_back(e.target);
@@ -443,17 +486,17 @@ class NfaBuilder {
   // One copy of the body between `entry` (epsilon into its start) and `exit` (its accepting
   // nodes, which have no out-edges, become `exit` itself).
   void EmitCopyInto(const RepetitionBody& body, int32_t entry, int32_t exit, std::vector<int32_t>* members) {
-    const std::vector<Dfa::Node>& nodes = body.dfa.nodes;
+    const Dfa& dfa = body.dfa;
     std::vector<int32_t>& map = copy_map_;
-    map.resize(nodes.size());
-    for (size_t i = 0; i < nodes.size(); ++i) {
-      map[i] = nodes[i].accepting ? exit : NewNode();
-      if (members && !nodes[i].accepting) members->push_back(map[i]);
+    map.resize(dfa.nodes.size());
+    for (int32_t i = 0; i < dfa.size(); ++i) {
+      map[i] = dfa.nodes[i].accepting ? exit : NewNode();
+      if (members && !dfa.nodes[i].accepting) members->push_back(map[i]);
     }
     AddEpsilon(entry, map[0]);
-    for (size_t i = 0; i < nodes.size(); ++i) {
-      for (const ByteEdge& e : nodes[i].byte_edges) AddByte(map[i], e.lo, e.hi, map[e.target]);
-      for (const RuleEdge& e : nodes[i].rule_edges) nfa_->AddEdge(map[i], {e.rule, 0, 0, map[e.target]});
+    for (int32_t i = 0; i < dfa.size(); ++i) {
+      for (const ByteEdge& e : dfa.BytesOf(i)) AddByte(map[i], e.lo, e.hi, map[e.target]);
+      for (const RuleEdge& e : dfa.RulesOf(i)) nfa_->AddEdge(map[i], {e.rule, 0, 0, map[e.target]});
     }
   }
 
@@ -504,16 +547,6 @@ class NfaBuilder {
   ExprId exempt_;
   std::string owner_;
   std::vector<int32_t> copy_map_;  // EmitCopyInto's body node -> NFA node (capacity reused)
-};
-
-// A read-only slice of a flat array, for range-for over one state's edges.
-template <typename T>
-struct Slice {
-  const T* first;
-  const T* last;
-  const T* begin() const { return first; }
-  const T* end() const { return last; }
-  bool empty() const { return first == last; }
 };
 
 // The determinised machine before minimisation, in flat arrays: the byte edges of state s
@@ -575,7 +608,11 @@ class SubsetConstruction {
   // `stop_at_budget`: running out of `budget` stops the construction early (exhausted()
   // then says so, and the result is incomplete) instead of throwing ResourceLimitError.
   SubsetConstruction(const Nfa& nfa, int64_t* budget, SubsetScratch* scratch = nullptr, bool stop_at_budget = false)
-      : nfa_(nfa), budget_(budget), stop_at_budget_(stop_at_budget), s_(scratch ? *scratch : own_) {
+      : nfa_(nfa),
+        budget_(budget),
+        stop_at_budget_(stop_at_budget),
+        own_(scratch ? nullptr : std::make_unique<SubsetScratch>()),
+        s_(scratch ? *scratch : *own_) {
     s_.member_of.clear();
     s_.gate_of.clear();
     if (nfa.loops.empty()) return;
@@ -848,7 +885,7 @@ class SubsetConstruction {
   int64_t* budget_;
   bool stop_at_budget_;
   bool exhausted_ = false;
-  SubsetScratch own_;
+  std::unique_ptr<SubsetScratch> own_;  // only without a caller's scratch (its FlatDfa allocates)
   SubsetScratch& s_;
   std::vector<std::vector<int32_t>> gate_closures_;
 };
@@ -1156,10 +1193,7 @@ Dfa Minimize(const FlatDfa& dfa, MinimizeScratch* scratch = nullptr) {
 
   // Renumber classes in BFS order from the start so the result is canonical.
   Dfa out;
-  if (cls[0] < 0) {
-    out.nodes.emplace_back();  // the rule's language is empty: a lone, non-accepting start
-    return out;
-  }
+  if (cls[0] < 0) return EmptyLanguageDfa();  // the rule's language is empty
   int32_t num_classes = 0;
   for (int32_t c : cls) num_classes = std::max(num_classes, c + 1);
   std::vector<int32_t>& new_id = m.new_id;
@@ -1183,20 +1217,24 @@ Dfa Minimize(const FlatDfa& dfa, MinimizeScratch* scratch = nullptr) {
     if (alive) id_of(loop.head);
   }
   out.nodes.reserve(num_classes);
+  // Built in scratch arrays and copied once at their final size.
   std::vector<ByteEdge>& out_bytes = m.out_bytes;
   std::vector<RuleEdge>& out_rules = m.out_rules;
+  out_bytes.clear();
+  out_rules.clear();
   for (size_t k = 0; k < representative.size(); ++k) {
     const int32_t src = representative[k];
     Dfa::Node node;
     node.accepting = dfa.accepting[src];
     if (dfa.loop[src] >= 0 && loop_alive[dfa.loop[src]]) node.loop = dfa.loop[src];
     if (dfa.gate_loop[src] >= 0 && loop_alive[dfa.gate_loop[src]]) node.gate_loop = dfa.gate_loop[src];
-    out_bytes.clear();
-    out_rules.clear();
+    node.byte_begin = static_cast<int32_t>(out_bytes.size());
+    node.rule_begin = static_cast<int32_t>(out_rules.size());
     for (const auto& e : dfa.BytesOf(src)) {
       if (cls[e.target] < 0) continue;
       int32_t t = id_of(e.target);
-      if (!out_bytes.empty() && out_bytes.back().target == t && out_bytes.back().hi + 1 == e.lo) {
+      if (static_cast<int32_t>(out_bytes.size()) > node.byte_begin && out_bytes.back().target == t &&
+          out_bytes.back().hi + 1 == e.lo) {
         out_bytes.back().hi = e.hi;
       } else {
         out_bytes.push_back({e.lo, e.hi, t});
@@ -1206,11 +1244,12 @@ Dfa Minimize(const FlatDfa& dfa, MinimizeScratch* scratch = nullptr) {
       if (cls[e.target] < 0) continue;
       out_rules.push_back({e.rule, id_of(e.target)});
     }
-    // Copied at their final size: one allocation per non-empty edge list.
-    node.byte_edges.assign(out_bytes.begin(), out_bytes.end());
-    node.rule_edges.assign(out_rules.begin(), out_rules.end());
-    out.nodes.push_back(std::move(node));
+    node.byte_end = static_cast<int32_t>(out_bytes.size());
+    node.rule_end = static_cast<int32_t>(out_rules.size());
+    out.nodes.push_back(node);
   }
+  out.byte_edges.assign(out_bytes.begin(), out_bytes.end());
+  out.rule_edges.assign(out_rules.begin(), out_rules.end());
   for (size_t k = 0; k < dfa.loops.size(); ++k) {
     const CountedLoop& loop = dfa.loops[k];
     // A dead loop keeps its slot (nodes name loops by index) but is never entered.
@@ -1269,8 +1308,9 @@ thread_local bool ScratchLease::in_use_ = false;
 
 Dfa BuildRuleDfa(const GrammarAst& ast, ExprId body, int64_t* budget, LoweringContext* ctx,
                  ExprId exempt, const std::string& owner, BuildScratch* scratch) {
-  BuildScratch own;
-  BuildScratch& s = scratch ? *scratch : own;
+  std::unique_ptr<BuildScratch> own;  // only without a caller's scratch (it allocates)
+  if (!scratch) own = std::make_unique<BuildScratch>();
+  BuildScratch& s = scratch ? *scratch : *own;
   if (s.nfas_in_use == s.nfas.size()) s.nfas.push_back(std::make_unique<Nfa>());
   Nfa& nfa = *s.nfas[s.nfas_in_use];
   struct Release {
@@ -1304,8 +1344,10 @@ Dfa BuildTagDispatchDfa(const GrammarAst& ast, const RuleDef& rule, int64_t* bud
   RuleMachine machine = BuildTagDispatchMachine(
       ast.tag_dispatches[ast.node(rule.body).tag_dispatch], rule.name, budget);
   Dfa dfa;
-  for (RuleMachine::Node& node : machine.nodes) {
-    dfa.nodes.push_back({std::move(node.byte_edges), std::move(node.rule_edges), node.accepting});
+  for (const RuleMachine::Node& node : machine.nodes) {
+    dfa.AddNode(node.accepting);
+    for (const ByteEdge& e : node.byte_edges) dfa.AddByteEdge(e);
+    for (const RuleEdge& e : node.rule_edges) dfa.AddRuleEdge(e);
   }
   return dfa;
 }
@@ -1360,18 +1402,15 @@ Dfa MergedRightLinearDfa(const std::vector<Dfa>& dfas, RuleId entry, const std::
   int32_t total = static_cast<int32_t>(dfas[entry].nodes.size());
   bool shares_entry = false;
   for (size_t m = 0; m < members.size() && !shares_entry; ++m) {
-    for (const Dfa::Node& node : dfas[members[m]].nodes) {
-      for (const RuleEdge& e : node.rule_edges) {
-        if (offset[e.rule] >= 0) continue;
-        if (is_entry[e.rule]) {
-          shares_entry = true;
-          break;
-        }
-        offset[e.rule] = total;
-        total += static_cast<int32_t>(dfas[e.rule].nodes.size());
-        members.push_back(e.rule);
+    for (const RuleEdge& e : dfas[members[m]].rule_edges) {
+      if (offset[e.rule] >= 0) continue;
+      if (is_entry[e.rule]) {
+        shares_entry = true;
+        break;
       }
-      if (shares_entry) break;
+      offset[e.rule] = total;
+      total += static_cast<int32_t>(dfas[e.rule].nodes.size());
+      members.push_back(e.rule);
     }
   }
   struct ResetOffsets {
@@ -1395,11 +1434,11 @@ Dfa MergedRightLinearDfa(const std::vector<Dfa>& dfas, RuleId entry, const std::
   nfa.accept = nfa.AddNode();
   for (RuleId m : members) {
     const int32_t base = offset[m];
-    const std::vector<Dfa::Node>& nodes = dfas[m].nodes;
-    for (int32_t i = 0; i < static_cast<int32_t>(nodes.size()); ++i) {
-      for (const ByteEdge& e : nodes[i].byte_edges) nfa.AddEdge(base + i, {kByteRange, e.lo, e.hi, base + e.target});
-      for (const RuleEdge& e : nodes[i].rule_edges) nfa.AddEdge(base + i, {kEpsilon, 0, 0, offset[e.rule]});
-      if (nodes[i].accepting) nfa.AddEdge(base + i, {kEpsilon, 0, 0, nfa.accept});
+    const Dfa& dfa = dfas[m];
+    for (int32_t i = 0; i < dfa.size(); ++i) {
+      for (const ByteEdge& e : dfa.BytesOf(i)) nfa.AddEdge(base + i, {kByteRange, e.lo, e.hi, base + e.target});
+      for (const RuleEdge& e : dfa.RulesOf(i)) nfa.AddEdge(base + i, {kEpsilon, 0, 0, offset[e.rule]});
+      if (dfa.nodes[i].accepting) nfa.AddEdge(base + i, {kEpsilon, 0, 0, nfa.accept});
     }
   }
   nfa.Finish();
@@ -1417,8 +1456,7 @@ void MergeRightLinearGroups(std::vector<Dfa>* dfas, const std::vector<uint8_t>& 
                             int64_t* budget, BuildScratch* scratch) {
   const size_t n = dfas->size();
   auto is_end = [](const Dfa& dfa, int32_t node) {
-    const Dfa::Node& end = dfa.nodes[node];
-    return end.accepting && end.byte_edges.empty() && end.rule_edges.empty();
+    return dfa.nodes[node].accepting && dfa.BytesOf(node).empty() && dfa.RulesOf(node).empty();
   };
   // Greatest fixpoint: start from every candidate, drop those with a call that is not a
   // tail call of a remaining candidate.
@@ -1429,10 +1467,8 @@ void MergeRightLinearGroups(std::vector<Dfa>* dfas, const std::vector<uint8_t>& 
     for (size_t r = 0; r < n; ++r) {
       if (!pure[r]) continue;
       const Dfa& dfa = (*dfas)[r];
-      for (const Dfa::Node& node : dfa.nodes) {
-        for (const RuleEdge& e : node.rule_edges) {
-          if (!pure[e.rule] || !is_end(dfa, e.target)) pure[r] = 0;
-        }
+      for (const RuleEdge& e : dfa.rule_edges) {
+        if (!pure[e.rule] || !is_end(dfa, e.target)) pure[r] = 0;
       }
       changed |= !pure[r];
     }
@@ -1442,17 +1478,13 @@ void MergeRightLinearGroups(std::vector<Dfa>* dfas, const std::vector<uint8_t>& 
   if (root >= 0 && static_cast<size_t>(root) < n) entry[root] = 1;
   for (size_t r = 0; r < n; ++r) {
     if (pure[r]) continue;
-    for (const Dfa::Node& node : (*dfas)[r].nodes) {
-      for (const RuleEdge& e : node.rule_edges) entry[e.rule] = 1;
-    }
+    for (const RuleEdge& e : (*dfas)[r].rule_edges) entry[e.rule] = 1;
   }
   std::vector<std::pair<RuleId, Dfa>> merged;
   std::vector<int32_t> offset(n, -1);
   for (size_t r = 0; r < n; ++r) {
     if (!pure[r] || !entry[r]) continue;
-    bool calls = false;
-    for (const Dfa::Node& node : (*dfas)[r].nodes) calls |= !node.rule_edges.empty();
-    if (!calls) continue;
+    if ((*dfas)[r].rule_edges.empty()) continue;
     Dfa dfa = MergedRightLinearDfa(*dfas, static_cast<RuleId>(r), entry, *budget, &offset, scratch);
     if (dfa.nodes.empty()) continue;
     *budget -= static_cast<int64_t>(dfa.nodes.size());
@@ -1470,16 +1502,14 @@ void MergeRightLinearGroups(std::vector<Dfa>* dfas, const std::vector<uint8_t>& 
   while (!stack.empty()) {
     RuleId r = stack.back();
     stack.pop_back();
-    for (const Dfa::Node& node : (*dfas)[r].nodes) {
-      for (const RuleEdge& e : node.rule_edges) {
-        if (!reachable[e.rule]) reachable[e.rule] = 1, stack.push_back(e.rule);
-      }
+    for (const RuleEdge& e : (*dfas)[r].rule_edges) {
+      if (!reachable[e.rule]) reachable[e.rule] = 1, stack.push_back(e.rule);
     }
   }
   for (size_t r = 0; r < n; ++r) {
     if (pure[r] && !reachable[r] && (*dfas)[r].nodes.size() > 1) {
       *budget += static_cast<int64_t>((*dfas)[r].nodes.size()) - 1;
-      (*dfas)[r].nodes.assign(1, Dfa::Node{});
+      (*dfas)[r] = EmptyLanguageDfa();
     }
   }
 }
@@ -1549,10 +1579,8 @@ GrammarFsm BuildGrammarFsm(const GrammarAst& ast, const FsmBuildLimits& limits) 
     size_t nodes = 0, byte_edges = 0, rule_edges = 0;
     auto count = [&](const Dfa& dfa) {
       nodes += dfa.nodes.size();
-      for (const Dfa::Node& node : dfa.nodes) {
-        byte_edges += node.byte_edges.size();
-        rule_edges += node.rule_edges.size();
-      }
+      byte_edges += dfa.byte_edges.size();
+      rule_edges += dfa.rule_edges.size();
     };
     for (const Dfa& dfa : dfas) count(dfa);
     for (const Dfa& dfa : lookahead_dfas) count(dfa);
@@ -1572,13 +1600,14 @@ GrammarFsm BuildGrammarFsm(const GrammarAst& ast, const FsmBuildLimits& limits) 
     for (const CountedLoop& loop : dfa.loops) {
       fsm.counted_loops.push_back(loop.head < 0 ? loop : CountedLoop{base + loop.head, base + loop.gate, loop.limit});
     }
-    for (const Dfa::Node& node : dfa.nodes) {
+    for (int32_t i = 0; i < dfa.size(); ++i) {
+      const Dfa::Node& node = dfa.nodes[i];
       node_loop.push_back(node.loop < 0 ? -1 : loop_base + node.loop);
       node_gate_loop.push_back(node.gate_loop < 0 ? -1 : loop_base + node.gate_loop);
       fsm.node_rule.push_back(owner);
       fsm.node_accepting.push_back(node.accepting);
-      for (const ByteEdge& e : node.byte_edges) fsm.byte_edges.push_back({e.lo, e.hi, base + e.target});
-      for (const RuleEdge& e : node.rule_edges) {
+      for (const ByteEdge& e : dfa.BytesOf(i)) fsm.byte_edges.push_back({e.lo, e.hi, base + e.target});
+      for (const RuleEdge& e : dfa.RulesOf(i)) {
         // Every pass must keep rule ids valid; the parser indexes rule tables with them.
         if (e.rule < 0 || e.rule >= static_cast<RuleId>(fsm.rule_start.size())) {
           throw GrammarSyntaxError("internal error: a rule edge names rule " + std::to_string(e.rule) +
