@@ -166,20 +166,10 @@ class LoweringContext {
   LoweringContext(const GrammarAst& ast, const FsmBuildLimits& limits)
       : ast_(ast), threshold_(limits.repetition_compression_threshold),
         max_token_bytes_(std::max(limits.max_token_bytes, 1)) {
-    rule_nullable_.assign(ast.rules.size(), 0);
-    for (bool changed = true; changed;) {
-      changed = false;
-      std::vector<int8_t> memo(ast.nodes.size(), -1);
-      for (size_t r = 0; r < ast.rules.size(); ++r) {
-        if (!rule_nullable_[r] && ExprNullable(ast.rules[r].body, &memo)) {
-          rule_nullable_[r] = 1;
-          changed = true;
-        }
-      }
-    }
-    std::vector<int8_t> memo(ast.nodes.size(), -1);
-    for (ExprId e = 0; e < static_cast<ExprId>(ast.nodes.size()); ++e) ExprNullable(e, &memo);
-    expr_nullable_ = std::move(memo);
+    ComputeRuleNullable();
+    expr_nullable_.assign(ast.nodes.size(), -1);
+    std::vector<uint32_t> stamps(ast.nodes.size(), 0);
+    for (ExprId e = 0; e < static_cast<ExprId>(ast.nodes.size()); ++e) StampedNullable(e, &expr_nullable_, &stamps, 1);
     contains_compressible_.assign(ast.nodes.size(), -1);
   }
 
@@ -242,8 +232,62 @@ class LoweringContext {
   }
 
  private:
-  bool ExprNullable(ExprId e, std::vector<int8_t>* memo) {
-    if ((*memo)[e] >= 0) return (*memo)[e];
+  // The least fixpoint of rule nullability, by a worklist: a rule's body is examined again
+  // only when a rule it refers to has just become nullable (re-running every body until
+  // nothing changes costs one pass per link of a chain of rules declared caller first).
+  void ComputeRuleNullable() {
+    const size_t num_rules = ast_.rules.size();
+    rule_nullable_.assign(num_rules, 0);
+    std::vector<std::vector<RuleId>> callers(num_rules);
+    std::vector<uint32_t> seen(ast_.nodes.size(), 0);
+    std::vector<ExprId> stack;
+    for (size_t r = 0; r < num_rules; ++r) {
+      const uint32_t stamp = static_cast<uint32_t>(r) + 1;
+      stack.assign(1, ast_.rules[r].body);
+      seen[ast_.rules[r].body] = stamp;
+      while (!stack.empty()) {
+        const ExprNode& node = ast_.node(stack.back());
+        stack.pop_back();
+        if (node.kind == ExprKind::kRuleRef) {
+          std::vector<RuleId>& list = callers[node.rule_id];
+          if (list.empty() || list.back() != static_cast<RuleId>(r)) list.push_back(static_cast<RuleId>(r));
+        }
+        for (ExprId child : node.children) {
+          if (seen[child] != stamp) {
+            seen[child] = stamp;
+            stack.push_back(child);
+          }
+        }
+      }
+    }
+    // Each examination gets fresh memo entries (a stamp per examination), so an expression
+    // found not nullable before a callee became nullable is looked at again.
+    std::vector<int8_t> memo(ast_.nodes.size(), -1);
+    std::vector<uint32_t> memo_stamp(ast_.nodes.size(), 0);
+    uint32_t stamp = 0;
+    std::vector<RuleId> queue(num_rules);
+    std::vector<uint8_t> queued(num_rules, 1);
+    for (size_t r = 0; r < num_rules; ++r) queue[r] = static_cast<RuleId>(r);
+    for (size_t k = 0; k < queue.size(); ++k) {
+      const RuleId r = queue[k];
+      queued[r] = 0;
+      if (rule_nullable_[r]) continue;
+      ++stamp;
+      if (!StampedNullable(ast_.rules[r].body, &memo, &memo_stamp, stamp)) continue;
+      rule_nullable_[r] = 1;
+      for (RuleId caller : callers[r]) {
+        if (!rule_nullable_[caller] && !queued[caller]) {
+          queued[caller] = 1;
+          queue.push_back(caller);
+        }
+      }
+    }
+  }
+
+  // Whether `e` matches the empty string under the current rule_nullable_; memo entries
+  // count only where memo_stamp equals `stamp`.
+  bool StampedNullable(ExprId e, std::vector<int8_t>* memo, std::vector<uint32_t>* memo_stamp, uint32_t stamp) {
+    if ((*memo_stamp)[e] == stamp) return (*memo)[e];
     const ExprNode& node = ast_.node(e);
     bool nullable = false;
     switch (node.kind) {
@@ -253,22 +297,22 @@ class LoweringContext {
         break;
       case ExprKind::kBytes:
       case ExprKind::kCharClass:
-        nullable = false;
         break;
       case ExprKind::kRuleRef:
         nullable = rule_nullable_[node.rule_id];
         break;
       case ExprKind::kSequence:
         nullable = true;
-        for (ExprId c : node.children) nullable = ExprNullable(c, memo) && nullable;
+        for (ExprId c : node.children) nullable = StampedNullable(c, memo, memo_stamp, stamp) && nullable;
         break;
       case ExprKind::kChoice:
-        for (ExprId c : node.children) nullable = ExprNullable(c, memo) || nullable;
+        for (ExprId c : node.children) nullable = StampedNullable(c, memo, memo_stamp, stamp) || nullable;
         break;
       case ExprKind::kRepeat:
-        nullable = ExprNullable(node.children[0], memo) || node.min_repeat == 0;
+        nullable = StampedNullable(node.children[0], memo, memo_stamp, stamp) || node.min_repeat == 0;
         break;
     }
+    (*memo_stamp)[e] = stamp;
     (*memo)[e] = nullable;
     return nullable;
   }
