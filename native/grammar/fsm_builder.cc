@@ -90,18 +90,60 @@ struct Nfa {
   std::vector<int32_t> fill_;
 };
 
-// A DFA for one rule, before flattening. Node 0 is the start.
+// A read-only slice of a flat array, for range-for over one state's edges.
+template <typename T>
+struct Slice {
+  const T* first;
+  const T* last;
+  const T* begin() const { return first; }
+  const T* end() const { return last; }
+  bool empty() const { return first == last; }
+};
+
+// A DFA for one rule, before flattening. Node 0 is the start. The edges of all nodes live
+// in two flat arrays (a node's edges are one contiguous run), so a DFA costs a handful of
+// allocations however many nodes it has. Built node by node: AddNode, then its edges.
 struct Dfa {
   struct Node {
-    std::vector<ByteEdge> byte_edges;  // sorted, disjoint
-    std::vector<RuleEdge> rule_edges;  // sorted by rule
     bool accepting = false;
     int32_t loop = -1;       // counted loop whose counter items here carry
     int32_t gate_loop = -1;  // counted loop whose gate this is
+    int32_t byte_begin = 0, byte_end = 0;  // byte_edges[byte_begin, byte_end): sorted, disjoint
+    int32_t rule_begin = 0, rule_end = 0;  // rule_edges[rule_begin, rule_end): sorted by rule
   };
   std::vector<Node> nodes;
+  std::vector<ByteEdge> byte_edges;
+  std::vector<RuleEdge> rule_edges;
   std::vector<CountedLoop> loops;  // head/gate are node indices of this DFA
+
+  Slice<ByteEdge> BytesOf(int32_t n) const {
+    return {byte_edges.data() + nodes[n].byte_begin, byte_edges.data() + nodes[n].byte_end};
+  }
+  Slice<RuleEdge> RulesOf(int32_t n) const {
+    return {rule_edges.data() + nodes[n].rule_begin, rule_edges.data() + nodes[n].rule_end};
+  }
+  int32_t size() const { return static_cast<int32_t>(nodes.size()); }
+  void AddNode(bool accepting, int32_t loop = -1, int32_t gate_loop = -1) {
+    const int32_t b = static_cast<int32_t>(byte_edges.size()), r = static_cast<int32_t>(rule_edges.size());
+    nodes.push_back({accepting, loop, gate_loop, b, b, r, r});
+  }
+  // Edges of the node added last.
+  void AddByteEdge(const ByteEdge& e) {
+    byte_edges.push_back(e);
+    nodes.back().byte_end = static_cast<int32_t>(byte_edges.size());
+  }
+  void AddRuleEdge(const RuleEdge& e) {
+    rule_edges.push_back(e);
+    nodes.back().rule_end = static_cast<int32_t>(rule_edges.size());
+  }
 };
+
+// The empty language: a lone, non-accepting start.
+Dfa EmptyLanguageDfa() {
+  Dfa dfa;
+  dfa.AddNode(false);
+  return dfa;
+}
 
 // Thrown while lowering a rule when a DFA state would need two counters, or a counter that
 // is both carried and fresh: the repetition `expr` is then lifted into a rule of its own.
@@ -124,20 +166,10 @@ class LoweringContext {
   LoweringContext(const GrammarAst& ast, const FsmBuildLimits& limits)
       : ast_(ast), threshold_(limits.repetition_compression_threshold),
         max_token_bytes_(std::max(limits.max_token_bytes, 1)) {
-    rule_nullable_.assign(ast.rules.size(), 0);
-    for (bool changed = true; changed;) {
-      changed = false;
-      std::vector<int8_t> memo(ast.nodes.size(), -1);
-      for (size_t r = 0; r < ast.rules.size(); ++r) {
-        if (!rule_nullable_[r] && ExprNullable(ast.rules[r].body, &memo)) {
-          rule_nullable_[r] = 1;
-          changed = true;
-        }
-      }
-    }
-    std::vector<int8_t> memo(ast.nodes.size(), -1);
-    for (ExprId e = 0; e < static_cast<ExprId>(ast.nodes.size()); ++e) ExprNullable(e, &memo);
-    expr_nullable_ = std::move(memo);
+    ComputeRuleNullable();
+    expr_nullable_.assign(ast.nodes.size(), -1);
+    std::vector<uint32_t> stamps(ast.nodes.size(), 0);
+    for (ExprId e = 0; e < static_cast<ExprId>(ast.nodes.size()); ++e) StampedNullable(e, &expr_nullable_, &stamps, 1);
     contains_compressible_.assign(ast.nodes.size(), -1);
   }
 
@@ -200,8 +232,62 @@ class LoweringContext {
   }
 
  private:
-  bool ExprNullable(ExprId e, std::vector<int8_t>* memo) {
-    if ((*memo)[e] >= 0) return (*memo)[e];
+  // The least fixpoint of rule nullability, by a worklist: a rule's body is examined again
+  // only when a rule it refers to has just become nullable (re-running every body until
+  // nothing changes costs one pass per link of a chain of rules declared caller first).
+  void ComputeRuleNullable() {
+    const size_t num_rules = ast_.rules.size();
+    rule_nullable_.assign(num_rules, 0);
+    std::vector<std::vector<RuleId>> callers(num_rules);
+    std::vector<uint32_t> seen(ast_.nodes.size(), 0);
+    std::vector<ExprId> stack;
+    for (size_t r = 0; r < num_rules; ++r) {
+      const uint32_t stamp = static_cast<uint32_t>(r) + 1;
+      stack.assign(1, ast_.rules[r].body);
+      seen[ast_.rules[r].body] = stamp;
+      while (!stack.empty()) {
+        const ExprNode& node = ast_.node(stack.back());
+        stack.pop_back();
+        if (node.kind == ExprKind::kRuleRef) {
+          std::vector<RuleId>& list = callers[node.rule_id];
+          if (list.empty() || list.back() != static_cast<RuleId>(r)) list.push_back(static_cast<RuleId>(r));
+        }
+        for (ExprId child : node.children) {
+          if (seen[child] != stamp) {
+            seen[child] = stamp;
+            stack.push_back(child);
+          }
+        }
+      }
+    }
+    // Each examination gets fresh memo entries (a stamp per examination), so an expression
+    // found not nullable before a callee became nullable is looked at again.
+    std::vector<int8_t> memo(ast_.nodes.size(), -1);
+    std::vector<uint32_t> memo_stamp(ast_.nodes.size(), 0);
+    uint32_t stamp = 0;
+    std::vector<RuleId> queue(num_rules);
+    std::vector<uint8_t> queued(num_rules, 1);
+    for (size_t r = 0; r < num_rules; ++r) queue[r] = static_cast<RuleId>(r);
+    for (size_t k = 0; k < queue.size(); ++k) {
+      const RuleId r = queue[k];
+      queued[r] = 0;
+      if (rule_nullable_[r]) continue;
+      ++stamp;
+      if (!StampedNullable(ast_.rules[r].body, &memo, &memo_stamp, stamp)) continue;
+      rule_nullable_[r] = 1;
+      for (RuleId caller : callers[r]) {
+        if (!rule_nullable_[caller] && !queued[caller]) {
+          queued[caller] = 1;
+          queue.push_back(caller);
+        }
+      }
+    }
+  }
+
+  // Whether `e` matches the empty string under the current rule_nullable_; memo entries
+  // count only where memo_stamp equals `stamp`.
+  bool StampedNullable(ExprId e, std::vector<int8_t>* memo, std::vector<uint32_t>* memo_stamp, uint32_t stamp) {
+    if ((*memo_stamp)[e] == stamp) return (*memo)[e];
     const ExprNode& node = ast_.node(e);
     bool nullable = false;
     switch (node.kind) {
@@ -211,22 +297,22 @@ class LoweringContext {
         break;
       case ExprKind::kBytes:
       case ExprKind::kCharClass:
-        nullable = false;
         break;
       case ExprKind::kRuleRef:
         nullable = rule_nullable_[node.rule_id];
         break;
       case ExprKind::kSequence:
         nullable = true;
-        for (ExprId c : node.children) nullable = ExprNullable(c, memo) && nullable;
+        for (ExprId c : node.children) nullable = StampedNullable(c, memo, memo_stamp, stamp) && nullable;
         break;
       case ExprKind::kChoice:
-        for (ExprId c : node.children) nullable = ExprNullable(c, memo) || nullable;
+        for (ExprId c : node.children) nullable = StampedNullable(c, memo, memo_stamp, stamp) || nullable;
         break;
       case ExprKind::kRepeat:
-        nullable = ExprNullable(node.children[0], memo) || node.min_repeat == 0;
+        nullable = StampedNullable(node.children[0], memo, memo_stamp, stamp) || node.min_repeat == 0;
         break;
     }
+    (*memo_stamp)[e] = stamp;
     (*memo)[e] = nullable;
     return nullable;
   }
@@ -341,28 +427,29 @@ class NfaBuilder {
     if (!lift) {
       body.dfa = BuildRuleDfa(ast_, child, budget_, nullptr, -1, owner_, ctx_->scratch());
       bool prefix_code = !body.dfa.nodes[0].accepting;
-      for (const Dfa::Node& n : body.dfa.nodes) {
-        if (n.accepting && (!n.byte_edges.empty() || !n.rule_edges.empty())) prefix_code = false;
+      for (int32_t i = 0; i < body.dfa.size(); ++i) {
+        if (body.dfa.nodes[i].accepting && (!body.dfa.BytesOf(i).empty() || !body.dfa.RulesOf(i).empty())) {
+          prefix_code = false;
+        }
       }
       lift = !prefix_code;
     }
     if (lift) {
       body.dfa = Dfa();
-      body.dfa.nodes.resize(2);
-      body.dfa.nodes[0].rule_edges.push_back({ctx_->SyntheticRule(child, owner_), 1});
-      body.dfa.nodes[1].accepting = true;
+      body.dfa.AddNode(false);
+      body.dfa.AddRuleEdge({ctx_->SyntheticRule(child, owner_), 1});
+      body.dfa.AddNode(true);
     } else {
       // Breadth-first over byte edges: the shortest iteration a token can cross.
       std::vector<int32_t> dist(body.dfa.nodes.size(), -1);
       std::vector<int32_t> queue{0};
       dist[0] = 0;
       for (size_t k = 0; k < queue.size(); ++k) {
-        const Dfa::Node& n = body.dfa.nodes[queue[k]];
-        if (n.accepting) {
+        if (body.dfa.nodes[queue[k]].accepting) {
           body.min_bytes = dist[queue[k]];
           break;
         }
-        for (const ByteEdge& e : n.byte_edges) {
+        for (const ByteEdge& e : body.dfa.BytesOf(queue[k])) {
           if (dist[e.target] < 0) {
             dist[e.target] = dist[queue[k]] + 1;
             queue.push_back(e.target);
@@ -443,17 +530,17 @@ class NfaBuilder {
   // One copy of the body between `entry` (epsilon into its start) and `exit` (its accepting
   // nodes, which have no out-edges, become `exit` itself).
   void EmitCopyInto(const RepetitionBody& body, int32_t entry, int32_t exit, std::vector<int32_t>* members) {
-    const std::vector<Dfa::Node>& nodes = body.dfa.nodes;
+    const Dfa& dfa = body.dfa;
     std::vector<int32_t>& map = copy_map_;
-    map.resize(nodes.size());
-    for (size_t i = 0; i < nodes.size(); ++i) {
-      map[i] = nodes[i].accepting ? exit : NewNode();
-      if (members && !nodes[i].accepting) members->push_back(map[i]);
+    map.resize(dfa.nodes.size());
+    for (int32_t i = 0; i < dfa.size(); ++i) {
+      map[i] = dfa.nodes[i].accepting ? exit : NewNode();
+      if (members && !dfa.nodes[i].accepting) members->push_back(map[i]);
     }
     AddEpsilon(entry, map[0]);
-    for (size_t i = 0; i < nodes.size(); ++i) {
-      for (const ByteEdge& e : nodes[i].byte_edges) AddByte(map[i], e.lo, e.hi, map[e.target]);
-      for (const RuleEdge& e : nodes[i].rule_edges) nfa_->AddEdge(map[i], {e.rule, 0, 0, map[e.target]});
+    for (int32_t i = 0; i < dfa.size(); ++i) {
+      for (const ByteEdge& e : dfa.BytesOf(i)) AddByte(map[i], e.lo, e.hi, map[e.target]);
+      for (const RuleEdge& e : dfa.RulesOf(i)) nfa_->AddEdge(map[i], {e.rule, 0, 0, map[e.target]});
     }
   }
 
@@ -506,16 +593,6 @@ class NfaBuilder {
   std::vector<int32_t> copy_map_;  // EmitCopyInto's body node -> NFA node (capacity reused)
 };
 
-// A read-only slice of a flat array, for range-for over one state's edges.
-template <typename T>
-struct Slice {
-  const T* first;
-  const T* last;
-  const T* begin() const { return first; }
-  const T* end() const { return last; }
-  bool empty() const { return first == last; }
-};
-
 // The determinised machine before minimisation, in flat arrays: the byte edges of state s
 // are byte_edges[byte_begin[s], byte_begin[s + 1]) (sorted, disjoint), its rule edges
 // likewise (sorted by rule). State 0 is the start; the per-state fields mean what
@@ -565,14 +642,21 @@ struct SubsetScratch {
   std::vector<int32_t> gate_of;
   std::vector<int32_t> seeds, closure, closure_stack, fresh, current, targets, previous_targets;
   std::vector<int> cuts;
+  std::vector<int32_t> piece_begin, piece_fill, piece_targets;
   std::vector<std::pair<int32_t, int32_t>> rule_targets;  // (rule, NFA target)
 };
 
 class SubsetConstruction {
  public:
   // `scratch` null: working memory of its own.
-  SubsetConstruction(const Nfa& nfa, int64_t* budget, SubsetScratch* scratch = nullptr)
-      : nfa_(nfa), budget_(budget), s_(scratch ? *scratch : own_) {
+  // `stop_at_budget`: running out of `budget` stops the construction early (exhausted()
+  // then says so, and the result is incomplete) instead of throwing ResourceLimitError.
+  SubsetConstruction(const Nfa& nfa, int64_t* budget, SubsetScratch* scratch = nullptr, bool stop_at_budget = false)
+      : nfa_(nfa),
+        budget_(budget),
+        stop_at_budget_(stop_at_budget),
+        own_(scratch ? nullptr : std::make_unique<SubsetScratch>()),
+        s_(scratch ? *scratch : *own_) {
     s_.member_of.clear();
     s_.gate_of.clear();
     if (nfa.loops.empty()) return;
@@ -606,15 +690,17 @@ class SubsetConstruction {
     // Redirect targets exist even when no byte step reaches exactly h's state.
     std::vector<int32_t> head_ids;
     for (const auto& head : heads) head_ids.push_back(Intern(head));
-    for (int32_t id = 0; id < dfa.size(); ++id) {
+    for (int32_t id = 0; id < dfa.size() && !exhausted_; ++id) {
       ThrowIfCancelled();
       Expand(id);
     }
+    if (exhausted_) return dfa;
     for (size_t k = 0; k < nfa_.loops.size(); ++k) {
       dfa.loops.push_back({head_ids[k], Find(gate_closures_[k], HashSet(gate_closures_[k])), nfa_.loops[k].limit});
     }
     return dfa;
   }
+  bool exhausted() const { return exhausted_; }
 
  private:
   // The epsilon closure of `seeds` (or of one seed), sorted, in a buffer reused by the next
@@ -684,7 +770,12 @@ class SubsetConstruction {
     const uint64_t hash = HashSet(set);
     const int32_t known = Find(set, hash);
     if (known >= 0) return known;
+    if (exhausted_) return 0;
     if (--*budget_ < 0) {
+      if (stop_at_budget_) {
+        exhausted_ = true;
+        return 0;
+      }
       throw ResourceLimitError("grammar too large: determinisation exceeded the node limit");
     }
     FlatDfa& dfa = s_.dfa;
@@ -771,15 +862,41 @@ class SubsetConstruction {
     // ranges); their closure and DFA state are then reused.
     const size_t first_byte_edge = dfa.byte_edges.size();
     int32_t previous_target = -1;
-    for (size_t c = 0; c + 1 < cuts.size(); ++c) {
-      int lo = cuts[c], hi = cuts[c + 1] - 1;
-      targets.clear();
+    // The targets of every piece in one pass over the edges (CSR over pieces; each piece's
+    // targets keep the order of the edges): an edge covers the pieces from the one starting
+    // at its lo up to the one ending at its hi, so a state with many ranges costs the sum of
+    // its pieces' targets rather than pieces x edges.
+    const size_t num_pieces = cuts.empty() ? 0 : cuts.size() - 1;
+    std::vector<int32_t>& piece_begin = s_.piece_begin;
+    std::vector<int32_t>& piece_targets = s_.piece_targets;
+    piece_begin.assign(num_pieces + 1, 0);
+    auto piece_of = [&cuts](int boundary) {
+      return static_cast<size_t>(std::lower_bound(cuts.begin(), cuts.end(), boundary) - cuts.begin());
+    };
+    for (int pass = 0; pass < 2; ++pass) {
       for (int32_t n : set) {
         for (const NfaEdge& e : nfa_.EdgesOf(n)) {
-          if (e.kind == kByteRange && e.lo <= lo && hi <= e.hi) targets.push_back(e.target);
+          if (e.kind != kByteRange) continue;
+          const size_t first = piece_of(e.lo), last = piece_of(e.hi + 1);
+          for (size_t c = first; c < last; ++c) {
+            if (pass == 0) {
+              ++piece_begin[c + 1];
+            } else {
+              piece_targets[s_.piece_fill[c]++] = e.target;
+            }
+          }
         }
       }
-      if (targets.empty()) continue;
+      if (pass == 0) {
+        for (size_t c = 0; c < num_pieces; ++c) piece_begin[c + 1] += piece_begin[c];
+        piece_targets.resize(piece_begin[num_pieces]);
+        s_.piece_fill.assign(piece_begin.begin(), piece_begin.end() - 1);
+      }
+    }
+    for (size_t c = 0; c < num_pieces; ++c) {
+      int lo = cuts[c], hi = cuts[c + 1] - 1;
+      if (piece_begin[c] == piece_begin[c + 1]) continue;
+      targets.assign(piece_targets.begin() + piece_begin[c], piece_targets.begin() + piece_begin[c + 1]);
       CheckNoFreshEntry(set, carries_counter, kByteRange, lo, hi);
       int32_t target = previous_target;
       if (previous_target < 0 || targets != previous_targets) {
@@ -810,7 +927,9 @@ class SubsetConstruction {
 
   const Nfa& nfa_;
   int64_t* budget_;
-  SubsetScratch own_;
+  bool stop_at_budget_;
+  bool exhausted_ = false;
+  std::unique_ptr<SubsetScratch> own_;  // only without a caller's scratch (its FlatDfa allocates)
   SubsetScratch& s_;
   std::vector<std::vector<int32_t>> gate_closures_;
 };
@@ -1118,10 +1237,7 @@ Dfa Minimize(const FlatDfa& dfa, MinimizeScratch* scratch = nullptr) {
 
   // Renumber classes in BFS order from the start so the result is canonical.
   Dfa out;
-  if (cls[0] < 0) {
-    out.nodes.emplace_back();  // the rule's language is empty: a lone, non-accepting start
-    return out;
-  }
+  if (cls[0] < 0) return EmptyLanguageDfa();  // the rule's language is empty
   int32_t num_classes = 0;
   for (int32_t c : cls) num_classes = std::max(num_classes, c + 1);
   std::vector<int32_t>& new_id = m.new_id;
@@ -1145,20 +1261,24 @@ Dfa Minimize(const FlatDfa& dfa, MinimizeScratch* scratch = nullptr) {
     if (alive) id_of(loop.head);
   }
   out.nodes.reserve(num_classes);
+  // Built in scratch arrays and copied once at their final size.
   std::vector<ByteEdge>& out_bytes = m.out_bytes;
   std::vector<RuleEdge>& out_rules = m.out_rules;
+  out_bytes.clear();
+  out_rules.clear();
   for (size_t k = 0; k < representative.size(); ++k) {
     const int32_t src = representative[k];
     Dfa::Node node;
     node.accepting = dfa.accepting[src];
     if (dfa.loop[src] >= 0 && loop_alive[dfa.loop[src]]) node.loop = dfa.loop[src];
     if (dfa.gate_loop[src] >= 0 && loop_alive[dfa.gate_loop[src]]) node.gate_loop = dfa.gate_loop[src];
-    out_bytes.clear();
-    out_rules.clear();
+    node.byte_begin = static_cast<int32_t>(out_bytes.size());
+    node.rule_begin = static_cast<int32_t>(out_rules.size());
     for (const auto& e : dfa.BytesOf(src)) {
       if (cls[e.target] < 0) continue;
       int32_t t = id_of(e.target);
-      if (!out_bytes.empty() && out_bytes.back().target == t && out_bytes.back().hi + 1 == e.lo) {
+      if (static_cast<int32_t>(out_bytes.size()) > node.byte_begin && out_bytes.back().target == t &&
+          out_bytes.back().hi + 1 == e.lo) {
         out_bytes.back().hi = e.hi;
       } else {
         out_bytes.push_back({e.lo, e.hi, t});
@@ -1168,11 +1288,12 @@ Dfa Minimize(const FlatDfa& dfa, MinimizeScratch* scratch = nullptr) {
       if (cls[e.target] < 0) continue;
       out_rules.push_back({e.rule, id_of(e.target)});
     }
-    // Copied at their final size: one allocation per non-empty edge list.
-    node.byte_edges.assign(out_bytes.begin(), out_bytes.end());
-    node.rule_edges.assign(out_rules.begin(), out_rules.end());
-    out.nodes.push_back(std::move(node));
+    node.byte_end = static_cast<int32_t>(out_bytes.size());
+    node.rule_end = static_cast<int32_t>(out_rules.size());
+    out.nodes.push_back(node);
   }
+  out.byte_edges.assign(out_bytes.begin(), out_bytes.end());
+  out.rule_edges.assign(out_rules.begin(), out_rules.end());
   for (size_t k = 0; k < dfa.loops.size(); ++k) {
     const CountedLoop& loop = dfa.loops[k];
     // A dead loop keeps its slot (nodes name loops by index) but is never entered.
@@ -1231,8 +1352,9 @@ thread_local bool ScratchLease::in_use_ = false;
 
 Dfa BuildRuleDfa(const GrammarAst& ast, ExprId body, int64_t* budget, LoweringContext* ctx,
                  ExprId exempt, const std::string& owner, BuildScratch* scratch) {
-  BuildScratch own;
-  BuildScratch& s = scratch ? *scratch : own;
+  std::unique_ptr<BuildScratch> own;  // only without a caller's scratch (it allocates)
+  if (!scratch) own = std::make_unique<BuildScratch>();
+  BuildScratch& s = scratch ? *scratch : *own;
   if (s.nfas_in_use == s.nfas.size()) s.nfas.push_back(std::make_unique<Nfa>());
   Nfa& nfa = *s.nfas[s.nfas_in_use];
   struct Release {
@@ -1266,8 +1388,10 @@ Dfa BuildTagDispatchDfa(const GrammarAst& ast, const RuleDef& rule, int64_t* bud
   RuleMachine machine = BuildTagDispatchMachine(
       ast.tag_dispatches[ast.node(rule.body).tag_dispatch], rule.name, budget);
   Dfa dfa;
-  for (RuleMachine::Node& node : machine.nodes) {
-    dfa.nodes.push_back({std::move(node.byte_edges), std::move(node.rule_edges), node.accepting});
+  for (const RuleMachine::Node& node : machine.nodes) {
+    dfa.AddNode(node.accepting);
+    for (const ByteEdge& e : node.byte_edges) dfa.AddByteEdge(e);
+    for (const RuleEdge& e : node.rule_edges) dfa.AddRuleEdge(e);
   }
   return dfa;
 }
@@ -1309,131 +1433,74 @@ constexpr size_t kMaxMergedStates = 20000;
 // an empty Dfa when a member is an entry of its own (`is_entry`: merging both would copy the
 // shared members into each, quadratic on a chain such as the optional-property rules
 // rest_1 -> rest_2 -> ... of a large object, each called from the object rule) or when the
-// result would be too large.
+// result would be too large. The group is written as an NFA over the members' nodes (a tail
+// call is an epsilon edge to the callee's start, an accepting node an epsilon edge to one
+// extra accept node) and goes through the same subset construction and minimisation as a
+// rule. `offset` (one entry per rule, all -1) is working memory and is left all -1.
 Dfa MergedRightLinearDfa(const std::vector<Dfa>& dfas, RuleId entry, const std::vector<uint8_t>& is_entry,
-                         int64_t budget) {
+                         int64_t budget, std::vector<int32_t>* offset_scratch, BuildScratch* scratch) {
   // Members reachable by tail calls, each with the offset of its nodes in one numbering.
-  std::vector<int32_t> offset(dfas.size(), -1);
+  std::vector<int32_t>& offset = *offset_scratch;
   std::vector<RuleId> members{entry};
   offset[entry] = 0;
   int32_t total = static_cast<int32_t>(dfas[entry].nodes.size());
-  for (size_t m = 0; m < members.size(); ++m) {
-    for (const Dfa::Node& node : dfas[members[m]].nodes) {
-      for (const RuleEdge& e : node.rule_edges) {
-        if (offset[e.rule] >= 0) continue;
-        if (is_entry[e.rule]) return Dfa{};
-        offset[e.rule] = total;
-        total += static_cast<int32_t>(dfas[e.rule].nodes.size());
-        members.push_back(e.rule);
+  bool shares_entry = false;
+  for (size_t m = 0; m < members.size() && !shares_entry; ++m) {
+    for (const RuleEdge& e : dfas[members[m]].rule_edges) {
+      if (offset[e.rule] >= 0) continue;
+      if (is_entry[e.rule]) {
+        shares_entry = true;
+        break;
       }
+      offset[e.rule] = total;
+      total += static_cast<int32_t>(dfas[e.rule].nodes.size());
+      members.push_back(e.rule);
     }
   }
-  std::vector<std::pair<RuleId, int32_t>> where(total);  // global node -> (rule, local node)
+  struct ResetOffsets {
+    const std::vector<RuleId>& members;
+    std::vector<int32_t>& offset;
+    ~ResetOffsets() {
+      for (RuleId m : members) offset[m] = -1;
+    }
+  } reset{members, offset};
+  if (shares_entry) return Dfa{};
+
+  if (scratch->nfas_in_use == scratch->nfas.size()) scratch->nfas.push_back(std::make_unique<Nfa>());
+  Nfa& nfa = *scratch->nfas[scratch->nfas_in_use];
+  struct Release {
+    size_t* in_use;
+    ~Release() { --*in_use; }
+  } release{&++scratch->nfas_in_use};
+  nfa.Reset();
+  nfa.num_nodes = total;
+  nfa.start = offset[entry];
+  nfa.accept = nfa.AddNode();
   for (RuleId m : members) {
-    for (int32_t i = 0; i < static_cast<int32_t>(dfas[m].nodes.size()); ++i) where[offset[m] + i] = {m, i};
+    const int32_t base = offset[m];
+    const Dfa& dfa = dfas[m];
+    for (int32_t i = 0; i < dfa.size(); ++i) {
+      for (const ByteEdge& e : dfa.BytesOf(i)) nfa.AddEdge(base + i, {kByteRange, e.lo, e.hi, base + e.target});
+      for (const RuleEdge& e : dfa.RulesOf(i)) nfa.AddEdge(base + i, {kEpsilon, 0, 0, offset[e.rule]});
+      if (dfa.nodes[i].accepting) nfa.AddEdge(base + i, {kEpsilon, 0, 0, nfa.accept});
+    }
   }
-  auto node_of = [&](int32_t g) -> const Dfa::Node& { return dfas[where[g].first].nodes[where[g].second]; };
+  nfa.Finish();
   // Determinising a group written from one DFA gives about that DFA back; a blow-up beyond
   // a few times the group's own nodes is not worth its memory.
-  const size_t max_states = std::min<size_t>({kMaxMergedStates, static_cast<size_t>(std::max<int64_t>(budget, 0)),
-                                              static_cast<size_t>(total) * 4 + 64});
-
-  std::vector<uint32_t> mark(total, 0);
-  uint32_t generation = 0;
-  std::vector<int32_t> stack;
-  // Epsilon closure: a node's tail calls lead to the callees' starts.
-  auto closure = [&](std::vector<int32_t> set) {
-    ++generation;
-    for (int32_t g : set) mark[g] = generation;
-    stack = set;
-    while (!stack.empty()) {
-      int32_t g = stack.back();
-      stack.pop_back();
-      for (const RuleEdge& e : node_of(g).rule_edges) {
-        int32_t start = offset[e.rule];
-        if (mark[start] != generation) {
-          mark[start] = generation;
-          set.push_back(start);
-          stack.push_back(start);
-        }
-      }
-    }
-    std::sort(set.begin(), set.end());
-    return set;
-  };
-  Dfa dfa;
-  std::map<std::vector<int32_t>, int32_t> ids;
-  std::vector<const std::vector<int32_t>*> worklist;
-  bool too_large = false;
-  auto intern = [&](std::vector<int32_t> set) {
-    auto it = ids.find(set);
-    if (it != ids.end()) return it->second;
-    if (dfa.nodes.size() >= max_states) {
-      too_large = true;
-      return 0;
-    }
-    int32_t id = static_cast<int32_t>(dfa.nodes.size());
-    dfa.nodes.emplace_back();
-    for (int32_t g : set) dfa.nodes.back().accepting |= node_of(g).accepting;
-    worklist.push_back(&ids.emplace(std::move(set), id).first->first);
-    return id;
-  };
-  intern(closure({0}));
-  std::vector<int> cuts;
-  std::vector<int32_t> targets;
-  for (size_t id = 0; id < worklist.size() && !too_large; ++id) {
-    ThrowIfCancelled();
-    const std::vector<int32_t> set = *worklist[id];
-    cuts.clear();
-    for (int32_t g : set) {
-      for (const ByteEdge& e : node_of(g).byte_edges) {
-        cuts.push_back(e.lo);
-        cuts.push_back(e.hi + 1);
-      }
-    }
-    std::sort(cuts.begin(), cuts.end());
-    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
-    std::vector<ByteEdge> edges;
-    for (size_t c = 0; c + 1 < cuts.size(); ++c) {
-      const int lo = cuts[c], hi = cuts[c + 1] - 1;
-      targets.clear();
-      for (int32_t g : set) {
-        const int32_t base = offset[where[g].first];
-        for (const ByteEdge& e : node_of(g).byte_edges) {
-          if (e.lo <= lo && hi <= e.hi) targets.push_back(base + e.target);
-        }
-      }
-      if (targets.empty()) continue;
-      const int32_t target = intern(closure(targets));
-      if (!edges.empty() && edges.back().target == target && edges.back().hi + 1 == lo) {
-        edges.back().hi = static_cast<uint8_t>(hi);
-      } else {
-        edges.push_back({static_cast<uint8_t>(lo), static_cast<uint8_t>(hi), target});
-      }
-    }
-    dfa.nodes[id].byte_edges = std::move(edges);
-  }
-  if (too_large) return Dfa{};
-  FlatDfa flat;
-  for (const Dfa::Node& node : dfa.nodes) {
-    flat.accepting.push_back(node.accepting);
-    flat.loop.push_back(node.loop);
-    flat.gate_loop.push_back(node.gate_loop);
-    flat.byte_edges.insert(flat.byte_edges.end(), node.byte_edges.begin(), node.byte_edges.end());
-    flat.rule_edges.insert(flat.rule_edges.end(), node.rule_edges.begin(), node.rule_edges.end());
-    flat.byte_begin.push_back(static_cast<int32_t>(flat.byte_edges.size()));
-    flat.rule_begin.push_back(static_cast<int32_t>(flat.rule_edges.size()));
-  }
-  flat.loops = dfa.loops;
-  return Minimize(flat);
+  int64_t max_states = static_cast<int64_t>(std::min<size_t>(
+      {kMaxMergedStates, static_cast<size_t>(std::max<int64_t>(budget, 0)), static_cast<size_t>(total) * 4 + 64}));
+  SubsetConstruction subsets(nfa, &max_states, &scratch->subsets, /*stop_at_budget=*/true);
+  const FlatDfa& flat = subsets.Run();
+  if (subsets.exhausted()) return Dfa{};
+  return Minimize(flat, &scratch->minimize);
 }
 
 void MergeRightLinearGroups(std::vector<Dfa>* dfas, const std::vector<uint8_t>& excluded, RuleId root,
-                            int64_t* budget) {
+                            int64_t* budget, BuildScratch* scratch) {
   const size_t n = dfas->size();
   auto is_end = [](const Dfa& dfa, int32_t node) {
-    const Dfa::Node& end = dfa.nodes[node];
-    return end.accepting && end.byte_edges.empty() && end.rule_edges.empty();
+    return dfa.nodes[node].accepting && dfa.BytesOf(node).empty() && dfa.RulesOf(node).empty();
   };
   // Greatest fixpoint: start from every candidate, drop those with a call that is not a
   // tail call of a remaining candidate.
@@ -1444,10 +1511,8 @@ void MergeRightLinearGroups(std::vector<Dfa>* dfas, const std::vector<uint8_t>& 
     for (size_t r = 0; r < n; ++r) {
       if (!pure[r]) continue;
       const Dfa& dfa = (*dfas)[r];
-      for (const Dfa::Node& node : dfa.nodes) {
-        for (const RuleEdge& e : node.rule_edges) {
-          if (!pure[e.rule] || !is_end(dfa, e.target)) pure[r] = 0;
-        }
+      for (const RuleEdge& e : dfa.rule_edges) {
+        if (!pure[e.rule] || !is_end(dfa, e.target)) pure[r] = 0;
       }
       changed |= !pure[r];
     }
@@ -1457,17 +1522,14 @@ void MergeRightLinearGroups(std::vector<Dfa>* dfas, const std::vector<uint8_t>& 
   if (root >= 0 && static_cast<size_t>(root) < n) entry[root] = 1;
   for (size_t r = 0; r < n; ++r) {
     if (pure[r]) continue;
-    for (const Dfa::Node& node : (*dfas)[r].nodes) {
-      for (const RuleEdge& e : node.rule_edges) entry[e.rule] = 1;
-    }
+    for (const RuleEdge& e : (*dfas)[r].rule_edges) entry[e.rule] = 1;
   }
   std::vector<std::pair<RuleId, Dfa>> merged;
+  std::vector<int32_t> offset(n, -1);
   for (size_t r = 0; r < n; ++r) {
     if (!pure[r] || !entry[r]) continue;
-    bool calls = false;
-    for (const Dfa::Node& node : (*dfas)[r].nodes) calls |= !node.rule_edges.empty();
-    if (!calls) continue;
-    Dfa dfa = MergedRightLinearDfa(*dfas, static_cast<RuleId>(r), entry, *budget);
+    if ((*dfas)[r].rule_edges.empty()) continue;
+    Dfa dfa = MergedRightLinearDfa(*dfas, static_cast<RuleId>(r), entry, *budget, &offset, scratch);
     if (dfa.nodes.empty()) continue;
     *budget -= static_cast<int64_t>(dfa.nodes.size());
     merged.emplace_back(static_cast<RuleId>(r), std::move(dfa));
@@ -1484,16 +1546,14 @@ void MergeRightLinearGroups(std::vector<Dfa>* dfas, const std::vector<uint8_t>& 
   while (!stack.empty()) {
     RuleId r = stack.back();
     stack.pop_back();
-    for (const Dfa::Node& node : (*dfas)[r].nodes) {
-      for (const RuleEdge& e : node.rule_edges) {
-        if (!reachable[e.rule]) reachable[e.rule] = 1, stack.push_back(e.rule);
-      }
+    for (const RuleEdge& e : (*dfas)[r].rule_edges) {
+      if (!reachable[e.rule]) reachable[e.rule] = 1, stack.push_back(e.rule);
     }
   }
   for (size_t r = 0; r < n; ++r) {
     if (pure[r] && !reachable[r] && (*dfas)[r].nodes.size() > 1) {
       *budget += static_cast<int64_t>((*dfas)[r].nodes.size()) - 1;
-      (*dfas)[r].nodes.assign(1, Dfa::Node{});
+      (*dfas)[r] = EmptyLanguageDfa();
     }
   }
 }
@@ -1531,7 +1591,7 @@ GrammarFsm BuildGrammarFsm(const GrammarAst& ast, const FsmBuildLimits& limits) 
     for (int32_t r = 0; r < num_ast_rules; ++r) {
       excluded[r] = ast.rules[r].lookahead >= 0 || ast.node(ast.rules[r].body).kind == ExprKind::kTagDispatch;
     }
-    MergeRightLinearGroups(&dfas, excluded, ast.root_rule, &budget);
+    MergeRightLinearGroups(&dfas, excluded, ast.root_rule, &budget, &scratch);
   }
   const int32_t num_rules = static_cast<int32_t>(dfas.size());
   // Lookahead DFAs: rule references inside an assertion are inlined (the assertion must be
@@ -1563,10 +1623,8 @@ GrammarFsm BuildGrammarFsm(const GrammarAst& ast, const FsmBuildLimits& limits) 
     size_t nodes = 0, byte_edges = 0, rule_edges = 0;
     auto count = [&](const Dfa& dfa) {
       nodes += dfa.nodes.size();
-      for (const Dfa::Node& node : dfa.nodes) {
-        byte_edges += node.byte_edges.size();
-        rule_edges += node.rule_edges.size();
-      }
+      byte_edges += dfa.byte_edges.size();
+      rule_edges += dfa.rule_edges.size();
     };
     for (const Dfa& dfa : dfas) count(dfa);
     for (const Dfa& dfa : lookahead_dfas) count(dfa);
@@ -1586,13 +1644,14 @@ GrammarFsm BuildGrammarFsm(const GrammarAst& ast, const FsmBuildLimits& limits) 
     for (const CountedLoop& loop : dfa.loops) {
       fsm.counted_loops.push_back(loop.head < 0 ? loop : CountedLoop{base + loop.head, base + loop.gate, loop.limit});
     }
-    for (const Dfa::Node& node : dfa.nodes) {
+    for (int32_t i = 0; i < dfa.size(); ++i) {
+      const Dfa::Node& node = dfa.nodes[i];
       node_loop.push_back(node.loop < 0 ? -1 : loop_base + node.loop);
       node_gate_loop.push_back(node.gate_loop < 0 ? -1 : loop_base + node.gate_loop);
       fsm.node_rule.push_back(owner);
       fsm.node_accepting.push_back(node.accepting);
-      for (const ByteEdge& e : node.byte_edges) fsm.byte_edges.push_back({e.lo, e.hi, base + e.target});
-      for (const RuleEdge& e : node.rule_edges) {
+      for (const ByteEdge& e : dfa.BytesOf(i)) fsm.byte_edges.push_back({e.lo, e.hi, base + e.target});
+      for (const RuleEdge& e : dfa.RulesOf(i)) {
         // Every pass must keep rule ids valid; the parser indexes rule tables with them.
         if (e.rule < 0 || e.rule >= static_cast<RuleId>(fsm.rule_start.size())) {
           throw GrammarSyntaxError("internal error: a rule edge names rule " + std::to_string(e.rule) +
