@@ -308,3 +308,40 @@ def test_large_utf8_region_masks_match_reference(mechanism: str) -> None:
     grammar = xg.GrammarCompiler(info, **MECHANISMS[mechanism]).compile_grammar(REGION_GRAMMAR)
     for text in REGION_TEXTS:
         assert compare_masks_along(grammar, encode_continuation("llama3.1", text)) > 3
+
+
+# Short-token reuse (matcher/token_mask_cache.h, kShortTokenBytes): the copies of a bounded
+# repetition share one classification for their tokens of at most 16 bytes (the same DFA
+# within 16 bytes), and only the longer tokens are walked per copy. The strings here are
+# long enough that most copies are reached with more than 16 characters to go, and the
+# texts hold long tokens (runs of dashes, spaces, '=' and long words) inside the string, at
+# its bound and across its closing quote; exact-length strings leave only at the bound, and
+# random walks drawn from the mask pick long tokens at every copy.
+SHORT_TOKEN_CASES = [
+    ({"type": "string", "maxLength": 128},
+     ["-" * 48 + " spaces:" + " " * 24 + "end", "=" * 64 + "x" * 60 + "ab", "internationalization " * 5]),
+    ({"type": "string", "minLength": 50, "maxLength": 50}, ["a1b2c3d4e5f6g7h8i9j0" * 2 + "-" * 10, "-" * 50]),
+    ({"type": "object", "properties": {"title": {"type": "string", "minLength": 20, "maxLength": 90},
+                                       "tag": {"type": "string", "maxLength": 40}},
+      "required": ["title", "tag"], "additionalProperties": False},
+     ['{"title": "' + "-" * 32 + ' a title of some length", "tag": "' + "=" * 24 + '"}',
+      '{"title": "Responsibilities and internationalization", "tag": ""}']),
+]
+
+
+@pytest.mark.parametrize("tokenizer", ["llama3.1", "qwen3"])
+def test_short_token_reuse_masks_match_reference(tokenizer: str) -> None:
+    info = hf_tokenizer_info(tokenizer)
+    compiler = xg.GrammarCompiler(info, precompute_nodes=0, cache_enabled=False)
+    rng = random.Random(13)
+    bitmask = np.zeros(xg.get_bitmask_shape(1, info.vocab_size), dtype=np.int32)
+    for schema, texts in SHORT_TOKEN_CASES:
+        grammar = compiler.compile_json_schema(schema)
+        for text in texts:
+            document = text if text.startswith("{") else json.dumps(text)
+            assert compare_masks_along(grammar, encode_continuation(tokenizer, document), require_accept=True) > 2
+        for _ in range(3):
+            compare_masks_along(grammar, sampled_ids(grammar, rng, bitmask, 60))
+    stats = compiler.mask_cache_stats
+    assert stats["short_token_hits"] > 20, stats
+    assert stats["partial_hits"] >= stats["short_token_hits"]

@@ -548,8 +548,10 @@ class GrammarCompiler:
         """Entries, bytes and node lookups of the cross-grammar pool.
 
         ``perfect_hits``: same FSM and same lookahead (reused as is); ``partial_hits``: same FSM,
-        other lookahead (decided tokens reused, uncertain ones re-checked); ``hits`` is their
-        sum; ``misses``: classified from scratch. ``entries`` counts keys (an entry is stored
+        other lookahead (decided tokens reused, uncertain ones re-checked), or the same FSM within
+        16 bytes of the node (``short_token_hits``, a part of ``partial_hits``: the verdicts on
+        tokens of at most 16 bytes reused, the longer tokens walked); ``hits`` is the sum of
+        perfect and partial hits; ``misses``: classified from scratch. ``entries`` counts keys (an entry is stored
         under an FSM-only and an FSM-plus-lookahead key, in two key schemes); ``bytes`` counts
         each stored object once.
         """
@@ -560,6 +562,7 @@ class GrammarCompiler:
             "hits": int(pool.hits),
             "perfect_hits": int(pool.perfect_hits),
             "partial_hits": int(pool.partial_hits),
+            "short_token_hits": int(pool.short_token_hits),
             "misses": int(pool.misses),
         }
 

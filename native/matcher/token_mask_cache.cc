@@ -263,6 +263,7 @@ class DenseStepper {
         const NodeId to = Row(from)[b];
         if (to < 0 || !add(to, next_state, via[q])) {
           *culprit = to < 0 ? via[q] : -1;
+          if (to >= 0) MarkTriedAfterCap();
           return false;
         }
       }
@@ -273,6 +274,7 @@ class DenseStepper {
         const NodeId to = Row(from)[b];
         if (to < 0 || (to != last && !add(to, kUtf8Boundary, static_cast<int16_t>(b)))) {
           *culprit = to < 0 ? b : -1;
+          if (to >= 0) MarkTriedAfterCap();
           return false;
         }
         last = to;
@@ -292,6 +294,17 @@ class DenseStepper {
       s_.region_ascii[r] = ascii;
     }
     return true;
+  }
+
+  // After an attempt reached the pair cap: the nodes it explored are not tried as roots of
+  // their own. Their closures are those of the same repeated shape (the copies of a chain
+  // json_char{0,N} all reach the cap), and each failed attempt costs about 256 steps per
+  // pair; a node that was a region root after all only loses a shortcut, never exactness.
+  void MarkTriedAfterCap() {
+    for (NodeId n : s_.region_nodes) {
+      Row(n);
+      s_.region_tried[s_.row_of[n]] = 1;
+    }
   }
 
   const GrammarFsm& fsm_;
@@ -492,6 +505,136 @@ TokenClassification RefineWithLookahead(const TokenClassification& fsm_only, con
       out.uncertain_lcp.push_back(out.uncertain_positions.size() == 1 ? 0 : shared);
       shared = INT32_MAX;
     }
+  }
+  Shrink(&out);
+  return out;
+}
+
+LongTokenTable BuildLongTokenTable(const TokenizerInfo& tokenizer) {
+  const std::vector<int32_t>& sorted = tokenizer.sorted_text_tokens();
+  const std::vector<std::string>& decoded = tokenizer.decoded_tokens();
+  LongTokenTable table;
+  table.short_bits.assign((static_cast<size_t>(tokenizer.vocab_size()) + 31) / 32, 0);
+  const std::string* previous = nullptr;
+  for (int32_t pos = 0; pos < static_cast<int32_t>(sorted.size()); ++pos) {
+    const int32_t id = sorted[pos];
+    const std::string& bytes = decoded[id];
+    if (static_cast<int32_t>(bytes.size()) <= kShortTokenBytes) {
+      table.short_bits[id >> 5] |= 1u << (id & 31);
+      continue;
+    }
+    int32_t shared = 0;
+    if (previous != nullptr) {
+      const size_t limit = std::min(previous->size(), bytes.size());
+      while (static_cast<size_t>(shared) < limit && (*previous)[shared] == bytes[shared]) ++shared;
+    }
+    table.positions.push_back(pos);
+    table.lcp.push_back(shared);
+    previous = &bytes;
+  }
+  return table;
+}
+
+TokenClassification ClassifyLongTokens(const GrammarFsm& fsm, const LeaveSets& leave, NodeId node,
+                                       const TokenizerInfo& tokenizer, const LongTokenTable& long_tokens) {
+  const std::vector<int32_t>& sorted = tokenizer.sorted_text_tokens();
+  const std::vector<std::string>& decoded = tokenizer.decoded_tokens();
+  ClassifyScratch& s = Scratch();
+  s.EnsureDepth(static_cast<size_t>(tokenizer.max_token_bytes()) + 1);
+  DenseStepper stepper(fsm, s);
+  TokenClassification out;
+  auto accepted = std::make_shared<AcceptedTokens>();
+  // The rules of ClassifyTokens, one token at a time. Invariant: path[0..depth] holds the
+  // nodes after the first `depth` bytes of the previous token, all consumed (a token that
+  // failed keeps only the bytes before its failing one), so a token sharing `lcp` bytes with
+  // it resumes at min(lcp, depth).
+  s.path[0] = node;
+  s.left_lookahead[0] = 0;
+  int32_t depth = 0;
+  int32_t shared = INT32_MAX;  // common prefix with the last uncertain token
+  for (size_t k = 0; k < long_tokens.positions.size(); ++k) {
+    const int32_t pos = long_tokens.positions[k];
+    shared = std::min(shared, long_tokens.lcp[k]);
+    const std::string& bytes = decoded[sorted[pos]];
+    const int32_t size = static_cast<int32_t>(bytes.size());
+    depth = std::min(depth, long_tokens.lcp[k]);
+    bool uncertain = false;
+    bool consumed = true;
+    while (depth < size) {
+      const uint8_t byte = static_cast<uint8_t>(bytes[depth]);
+      const NodeId from = s.path[depth];
+      const bool left = s.left_lookahead[depth] || (depth > 0 && leave[from].test(byte));
+      const NodeId next = stepper.Row(from)[byte];
+      if (next < 0) {
+        uncertain = left;
+        consumed = false;
+        break;
+      }
+      s.path[depth + 1] = next;
+      s.left_lookahead[depth + 1] = left;
+      ++depth;
+    }
+    if (consumed) {
+      accepted->ids.push_back(sorted[pos]);
+    } else if (uncertain) {
+      out.uncertain_positions.push_back(pos);
+      out.uncertain_lcp.push_back(out.uncertain_positions.size() == 1 ? 0 : shared);
+      shared = INT32_MAX;
+    }
+  }
+  std::sort(accepted->ids.begin(), accepted->ids.end());
+  out.accepted = std::move(accepted);
+  return out;
+}
+
+TokenClassification JoinShortAndLong(const TokenClassification& short_part, const TokenClassification& long_part,
+                                     const TokenizerInfo& tokenizer, const LongTokenTable& long_tokens) {
+  const std::vector<int32_t>& sorted = tokenizer.sorted_text_tokens();
+  const std::vector<std::string>& decoded = tokenizer.decoded_tokens();
+  ClassifyScratch& s = Scratch();
+  const size_t words = long_tokens.short_bits.size();
+  s.accepted_bits.assign(words, 0);
+  const AcceptedTokens& from_short = *short_part.accepted;
+  if (from_short.as_bits()) {
+    for (size_t w = 0; w < words; ++w) s.accepted_bits[w] = from_short.bits[w] & long_tokens.short_bits[w];
+  } else {
+    for (int32_t id : from_short.ids) {
+      if ((long_tokens.short_bits[id >> 5] >> (id & 31)) & 1) s.accepted_bits[id >> 5] |= 1u << (id & 31);
+    }
+  }
+  for (int32_t id : long_part.accepted->ids) s.accepted_bits[id >> 5] |= 1u << (id & 31);
+  int64_t count = 0;
+  for (size_t w = 0; w < words; ++w) count += __builtin_popcount(s.accepted_bits[w]);
+  TokenClassification out;
+  out.accepted = PackAccepted(s.accepted_bits, words, count);
+  // Merge the short part's short uncertain tokens with the long part's list (both ascending
+  // positions), recomputing the common prefix of each new neighbour pair.
+  auto is_short = [&](int32_t pos) {
+    return static_cast<int32_t>(decoded[sorted[pos]].size()) <= kShortTokenBytes;
+  };
+  auto common_prefix = [&](int32_t a, int32_t b) {
+    const std::string& x = decoded[sorted[a]];
+    const std::string& y = decoded[sorted[b]];
+    const size_t limit = std::min(x.size(), y.size());
+    size_t n = 0;
+    while (n < limit && x[n] == y[n]) ++n;
+    return static_cast<int32_t>(n);
+  };
+  const std::vector<int32_t>& a = short_part.uncertain_positions;
+  const std::vector<int32_t>& b = long_part.uncertain_positions;
+  size_t i = 0, j = 0;
+  while (true) {
+    while (i < a.size() && !is_short(a[i])) ++i;
+    int32_t pos;
+    if (i < a.size() && (j == b.size() || a[i] < b[j])) {
+      pos = a[i++];
+    } else if (j < b.size()) {
+      pos = b[j++];
+    } else {
+      break;
+    }
+    out.uncertain_lcp.push_back(out.uncertain_positions.empty() ? 0 : common_prefix(out.uncertain_positions.back(), pos));
+    out.uncertain_positions.push_back(pos);
   }
   Shrink(&out);
   return out;
@@ -704,13 +847,33 @@ const TokenClassification& GrammarMaskCache::Build(NodeId node) {
           entry = std::make_shared<const TokenClassification>(
               RefineWithLookahead(*fsm_only, *fsm_, leave_, node, *tokenizer_));
         } else {
-          pool.RecordMiss();
-          ClassificationPair pair = ClassifyTokens(*fsm_, leave_, leavable_, node, *tokenizer_, true);
-          entry = std::make_shared<const TokenClassification>(std::move(pair.with_lookahead));
-          fsm_only = std::make_shared<const TokenClassification>(std::move(pair.fsm_only));
+          // Short-token reuse (see kShortTokenBytes): also a partial hit, with no FSM-only
+          // version to store.
+          std::string short_key;
+          std::shared_ptr<const TokenClassification> short_part;
+          if (tokenizer_->max_token_bytes() > kShortTokenBytes) {
+            short_key = CanonicalSubFsmKeys(*fsm_, leave_, leavable_, node, kShortTokenBytes).with_lookahead;
+            short_key[0] = 'S';
+            short_part = pool.Find(short_key);
+          }
+          if (short_part) {
+            pool.RecordShortTokenHit();
+            const LongTokenTable& long_tokens = pool.long_tokens(*tokenizer_);
+            entry = std::make_shared<const TokenClassification>(JoinShortAndLong(
+                *short_part, ClassifyLongTokens(*fsm_, leave_, node, *tokenizer_, long_tokens), *tokenizer_,
+                long_tokens));
+          } else {
+            pool.RecordMiss();
+            ClassificationPair pair = ClassifyTokens(*fsm_, leave_, leavable_, node, *tokenizer_, true);
+            entry = std::make_shared<const TokenClassification>(std::move(pair.with_lookahead));
+            fsm_only = std::make_shared<const TokenClassification>(std::move(pair.fsm_only));
+            if (!short_key.empty()) pool.Insert(short_key, entry);
+          }
         }
-        pool.Insert(truncated.fsm_only, fsm_only);
-        if (has_hierarchical) pool.Insert(hierarchical.fsm_only, fsm_only);
+        if (fsm_only) {
+          pool.Insert(truncated.fsm_only, fsm_only);
+          if (has_hierarchical) pool.Insert(hierarchical.fsm_only, fsm_only);
+        }
       }
       pool.Insert(truncated.with_lookahead, entry);
     }

@@ -122,6 +122,34 @@ struct NodeCacheKeys {
 NodeCacheKeys CanonicalSubFsmKeys(const GrammarFsm& fsm, const LeaveSets& leave,
                                   const std::vector<uint8_t>& leavable, NodeId node, int32_t depth);
 
+// Short-token reuse. The verdict on a token of at most kShortTokenBytes bytes depends only
+// on the DFA within that many bytes of the node, so a classification stored under the
+// node's short key (the truncated key at that depth, tagged apart) is exact for the short
+// tokens of every node with the same short key; only the few long tokens need a walk of
+// their own. This is what makes the copies of a bounded repetition cheap: the nodes of
+// json_char{0,128} differ in how far the chain goes on, which no token under 17 bytes
+// can tell apart, and the Llama 3 vocabulary has 1,566 tokens over 16 bytes of 128,256.
+constexpr int32_t kShortTokenBytes = 16;
+
+// The tokenizer's long tokens (over kShortTokenBytes bytes), in sorted_text_tokens() order,
+// and the ids of its short text tokens as a bitset.
+struct LongTokenTable {
+  std::vector<int32_t> positions;  // ascending positions in sorted_text_tokens()
+  std::vector<int32_t> lcp;        // lcp[k]: common prefix of long tokens k-1 and k (0 for k == 0)
+  std::vector<uint32_t> short_bits;
+};
+LongTokenTable BuildLongTokenTable(const TokenizerInfo& tokenizer);
+
+// The lookahead classification of the long tokens at `node` alone (accepted set and
+// uncertain list over those tokens only).
+TokenClassification ClassifyLongTokens(const GrammarFsm& fsm, const LeaveSets& leave, NodeId node,
+                                       const TokenizerInfo& tokenizer, const LongTokenTable& long_tokens);
+
+// The short tokens' verdicts from `short_part` (a lookahead classification of a node with
+// the same short key) joined with `long_part` (ClassifyLongTokens at this node).
+TokenClassification JoinShortAndLong(const TokenClassification& short_part, const TokenClassification& long_part,
+                                     const TokenizerInfo& tokenizer, const LongTokenTable& long_tokens);
+
 // Thread-safe, byte-limited LRU pool of classifications shared by every grammar of one
 // compiler (one tokenizer). One entry may sit under several keys and one accepted set may
 // be shared by several entries; each is counted once in bytes(). Counters say how node
@@ -136,12 +164,23 @@ class MaskCachePool {
 
   void RecordPerfectHit() { perfect_hits_.fetch_add(1, std::memory_order_relaxed); }
   void RecordPartialHit() { partial_hits_.fetch_add(1, std::memory_order_relaxed); }
+  // A partial hit through a short key (kShortTokenBytes); also counted in partial_hits().
+  void RecordShortTokenHit() {
+    RecordPartialHit();
+    short_token_hits_.fetch_add(1, std::memory_order_relaxed);
+  }
   void RecordMiss() { misses_.fetch_add(1, std::memory_order_relaxed); }
+  // The pool's tokenizer's long-token table, built on first use.
+  const LongTokenTable& long_tokens(const TokenizerInfo& tokenizer) {
+    std::call_once(long_tokens_once_, [&] { long_tokens_ = BuildLongTokenTable(tokenizer); });
+    return long_tokens_;
+  }
 
   int64_t bytes() const;
   int64_t limit_bytes() const { return limit_bytes_; }
   int64_t perfect_hits() const { return perfect_hits_.load(); }
   int64_t partial_hits() const { return partial_hits_.load(); }
+  int64_t short_token_hits() const { return short_token_hits_.load(); }
   int64_t hits() const { return perfect_hits() + partial_hits(); }
   int64_t misses() const { return misses_.load(); }
   size_t size() const;
@@ -164,6 +203,9 @@ class MaskCachePool {
   std::atomic<int64_t> perfect_hits_{0};
   std::atomic<int64_t> partial_hits_{0};
   std::atomic<int64_t> misses_{0};
+  std::atomic<int64_t> short_token_hits_{0};
+  std::once_flag long_tokens_once_;
+  LongTokenTable long_tokens_;
 };
 
 struct MaskCacheOptions {
