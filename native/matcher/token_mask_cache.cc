@@ -6,6 +6,7 @@
 #include <climits>
 #include <condition_variable>
 #include <deque>
+#include <exception>
 #include <thread>
 #ifdef __linux__
 #include <sys/resource.h>
@@ -89,9 +90,10 @@ class DenseStepper {
     if (s_.region_seen.size() < static_cast<size_t>(fsm.num_nodes())) s_.region_seen.resize(fsm.num_nodes(), 0);
   }
   ~DenseStepper() {
-    // Kept rows are bounded (256 KiB of targets per 256 rows).
+    // Kept rows are bounded (256 KiB of targets per 256 rows); a walk cut short by an
+    // exception may leave a row half built, so none is kept then.
     constexpr size_t kMaxKeptRows = 2048;
-    if (owner_ == 0 || s_.touched.size() > kMaxKeptRows) {
+    if (owner_ == 0 || s_.touched.size() > kMaxKeptRows || std::uncaught_exceptions() > 0) {
       DropRows();
       s_.rows_owner = 0;
     }
@@ -100,8 +102,8 @@ class DenseStepper {
     int32_t r = s_.row_of[n];
     if (r < 0) {
       r = static_cast<int32_t>(s_.touched.size());
-      s_.row_of[n] = r;
       s_.touched.push_back(n);
+      s_.row_of[n] = r;
       if (s_.rows.size() < s_.touched.size() * 256) s_.rows.resize(s_.touched.size() * 256 * 2);
       NodeId* row = s_.rows.data() + static_cast<size_t>(r) * 256;
       std::fill(row, row + 256, -1);
