@@ -1,10 +1,12 @@
 #include "matcher/token_mask_cache.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <climits>
 #include <condition_variable>
 #include <deque>
+#include <exception>
 #include <thread>
 #ifdef __linux__
 #include <sys/resource.h>
@@ -28,6 +30,10 @@ struct ClassifyScratch {
   std::vector<uint32_t> accepted_bits;
   // Dense transition rows for the DFA nodes this walk steps from: row_of[node] indexes
   // `rows` (256 targets each), built on first use; `touched` lists the nodes to reset.
+  // Rows and the facts below depend only on the DFA, so they are kept from one walk to the
+  // next while the walks are over the same grammar's DFA (`rows_owner`, a grammar cache's
+  // serial; 0: none kept): the builds of one grammar step from largely the same nodes.
+  uint64_t rows_owner = 0;
   std::vector<int32_t> row_of;
   std::vector<NodeId> rows;
   std::vector<ByteMask> loops;  // per row: the bytes on which the node steps to itself
@@ -75,20 +81,29 @@ inline bool AsciiSubset(const ByteMask& bytes, const ByteMask& mask) {
 // build once a node is stepped from a few dozen times, which every trie walk does).
 class DenseStepper {
  public:
-  DenseStepper(const GrammarFsm& fsm, ClassifyScratch& s) : fsm_(fsm), s_(s) {
+  // `owner`: the serial of the grammar cache whose DFA `fsm` is (rows are kept for the next
+  // walk over it), or 0 (rows are dropped at the end of this walk).
+  DenseStepper(const GrammarFsm& fsm, ClassifyScratch& s, uint64_t owner) : fsm_(fsm), s_(s), owner_(owner) {
+    if (owner_ == 0 || s_.rows_owner != owner_) DropRows();
+    s_.rows_owner = owner_;
     if (s_.row_of.size() < static_cast<size_t>(fsm.num_nodes())) s_.row_of.resize(fsm.num_nodes(), -1);
     if (s_.region_seen.size() < static_cast<size_t>(fsm.num_nodes())) s_.region_seen.resize(fsm.num_nodes(), 0);
   }
   ~DenseStepper() {
-    for (NodeId n : s_.touched) s_.row_of[n] = -1;
-    s_.touched.clear();
+    // Kept rows are bounded (256 KiB of targets per 256 rows); a walk cut short by an
+    // exception may leave a row half built, so none is kept then.
+    constexpr size_t kMaxKeptRows = 2048;
+    if (owner_ == 0 || s_.touched.size() > kMaxKeptRows || std::uncaught_exceptions() > 0) {
+      DropRows();
+      s_.rows_owner = 0;
+    }
   }
   const NodeId* Row(NodeId n) {
     int32_t r = s_.row_of[n];
     if (r < 0) {
       r = static_cast<int32_t>(s_.touched.size());
-      s_.row_of[n] = r;
       s_.touched.push_back(n);
+      s_.row_of[n] = r;
       if (s_.rows.size() < s_.touched.size() * 256) s_.rows.resize(s_.touched.size() * 256 * 2);
       NodeId* row = s_.rows.data() + static_cast<size_t>(r) * 256;
       std::fill(row, row + 256, -1);
@@ -307,8 +322,14 @@ class DenseStepper {
     }
   }
 
+  void DropRows() {
+    for (NodeId n : s_.touched) s_.row_of[n] = -1;
+    s_.touched.clear();
+  }
+
   const GrammarFsm& fsm_;
   ClassifyScratch& s_;
+  const uint64_t owner_;
 };
 
 // Appends the sorted positions [begin, end) to an uncertain list. `shared_before` is the
@@ -324,13 +345,16 @@ inline void AppendUncertainRange(TokenClassification* out, int32_t begin, int32_
   }
 }
 
-std::shared_ptr<const AcceptedTokens> PackAccepted(const std::vector<uint32_t>& bits, size_t words, int64_t count) {
+// Packs the accepted bits, all of which lie in words [lo, hi) of `bits`.
+std::shared_ptr<const AcceptedTokens> PackAccepted(const std::vector<uint32_t>& bits, size_t words, size_t lo,
+                                                   size_t hi, int64_t count) {
   auto accepted = std::make_shared<AcceptedTokens>();
   if (count > static_cast<int64_t>(words)) {
-    accepted->bits.assign(bits.begin(), bits.begin() + words);
+    accepted->bits.assign(words, 0);
+    std::copy(bits.begin() + lo, bits.begin() + hi, accepted->bits.begin() + lo);
   } else {
     accepted->ids.reserve(count);
-    for (size_t w = 0; w < words; ++w) {
+    for (size_t w = lo; w < hi; ++w) {
       for (uint32_t word = bits[w]; word; word &= word - 1) {
         accepted->ids.push_back(static_cast<int32_t>(w * 32 + __builtin_ctz(word)));
       }
@@ -348,7 +372,7 @@ void Shrink(TokenClassification* c) {
 
 ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const LeaveSets& leave,
                                   const std::vector<uint8_t>& leavable, NodeId node,
-                                  const TokenizerInfo& tokenizer, bool want_fsm_only) {
+                                  const TokenizerInfo& tokenizer, bool want_fsm_only, uint64_t rows_owner) {
   const std::vector<TokenTrieNode>& trie = tokenizer.trie();
   const std::vector<ByteMask>& suffix_bytes = tokenizer.trie_suffix_bytes();
   const std::vector<uint16_t>& suffix_max_length = tokenizer.trie_suffix_max_length();
@@ -358,8 +382,20 @@ ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const LeaveSets& leave,
   const size_t depth_slots = static_cast<size_t>(tokenizer.max_token_bytes()) + 1;
   s.EnsureDepth(depth_slots);
   const size_t words = (static_cast<size_t>(tokenizer.vocab_size()) + 31) / 32;
-  s.accepted_bits.assign(words, 0);
-  DenseStepper stepper(fsm, s);
+  // accepted_bits is all zero between walks; a walk touches words [words_lo, words_hi) only
+  // (a few, on most nodes), and packing and clearing stay within them.
+  if (s.accepted_bits.size() != words) s.accepted_bits.assign(words, 0);
+  size_t words_lo = words;
+  size_t words_hi = 0;
+  struct ClearTouched {
+    std::vector<uint32_t>& bits;
+    const size_t& lo;
+    const size_t& hi;
+    ~ClearTouched() {
+      if (lo < hi) std::fill(bits.begin() + lo, bits.begin() + hi, 0);
+    }
+  } clear_touched{s.accepted_bits, words_lo, words_hi};
+  DenseStepper stepper(fsm, s, rows_owner);
 
   // path[d]: the DFA node after the d bytes of the current trie node's prefix. left_*[d]:
   // whether the parser could have left the rule before byte d with that byte next (at some
@@ -382,11 +418,16 @@ ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const LeaveSets& leave,
   if (region_tokens) {
     std::copy(region_tokens->bits.begin(), region_tokens->bits.end(), s.accepted_bits.begin());
     accepted_count = region_tokens->count;
+    words_lo = 0;
+    words_hi = words;
   }
   s.pure_state[0] = region_tokens ? kUtf8Boundary : -1;
   // Sets a token's accepted bit, counting it once.
-  auto accept = [&s, &accepted_count](int32_t id) {
-    uint32_t& word = s.accepted_bits[id >> 5];
+  auto accept = [&s, &accepted_count, &words_lo, &words_hi](int32_t id) {
+    const size_t w = static_cast<size_t>(id >> 5);
+    words_lo = std::min(words_lo, w);
+    words_hi = std::max(words_hi, w + 1);
+    uint32_t& word = s.accepted_bits[w];
     const uint32_t bit = 1u << (id & 31);
     accepted_count += (word & bit) ? 0 : 1;
     word |= bit;
@@ -395,60 +436,77 @@ ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const LeaveSets& leave,
   // the trie nodes passed since of (depth - 1), the depth of their parent.
   int32_t shared_fsm = INT32_MAX;
   int32_t shared_lookahead = INT32_MAX;
-  const int32_t num_trie_nodes = static_cast<int32_t>(trie.size());
-  for (int32_t i = 0; i < num_trie_nodes;) {
-    const TokenTrieNode& t = trie[i];
-    const int32_t d = t.depth;
-    const NodeId from = s.path[d - 1];
-    shared_fsm = std::min(shared_fsm, d - 1);
-    shared_lookahead = std::min(shared_lookahead, d - 1);
-    int8_t pure = -1;
-    if (s.pure_state[d - 1] >= 0 && (t.byte >= 0x80 || AsciiIn(region_ascii, t.byte))) {
-      pure = Utf8DecoderStep(s.pure_state[d - 1], t.byte);
-      if (pure >= 0 && t.utf8_state != kUtf8Malformed && t.suffix_bytes >= 0 &&
-          AsciiSubset(suffix_bytes[t.suffix_bytes], region_ascii)) {
-        i = t.subtree_end;  // every token below is in region_tokens: accepted already
-        continue;
-      }
+  // Only the depth-1 subtrees of the bytes `node` steps on are visited: a token whose first
+  // byte fails is rejected (the parser cannot have left the rule before its first byte), and
+  // skipping those subtrees saves loading their depth-1 nodes, scattered over the trie.
+  ByteMask first_bytes;
+  {
+    const NodeId* row = stepper.Row(node);
+    for (int b = 0; b < 256; ++b) {
+      if (row[b] >= 0) first_bytes.Set(static_cast<uint8_t>(b));
     }
-    const NodeId next = stepper.Row(from)[t.byte];
-    const bool inner = d > 1;
-    const bool left_lookahead = s.left_lookahead[d - 1] || (inner && leave[from].test(t.byte));
-    const bool left_fsm = s.left_fsm[d - 1] || (inner && leavable[from]);
-    if (next < 0) {
-      // Every token below shares the failing byte: one decision for the whole subtree.
-      if (left_lookahead) {
-        AppendUncertainRange(&out.with_lookahead, t.token_begin, t.token_end, shared_lookahead, lcp);
-        shared_lookahead = INT32_MAX;
-      }
-      if (want_fsm_only && left_fsm) {
-        AppendUncertainRange(&out.fsm_only, t.token_begin, t.token_end, shared_fsm, lcp);
-        shared_fsm = INT32_MAX;
-      }
-      i = t.subtree_end;
-      continue;
-    }
-    if (t.suffix_bytes >= 0) {
-      // Dense shortcuts: if `next` loops on every byte that follows in the subtree (directly,
-      // inside a UTF-8 region, or along a repetition chain), every token below is consumed
-      // to its end: all accepted, no need to visit them.
-      stepper.Row(next);
-      const ByteMask& below = suffix_bytes[t.suffix_bytes];
-      if (below.SubsetOf(stepper.Loop(next)) || stepper.Utf8RegionConsumes(next, t.utf8_state, below) ||
-          stepper.ChainConsumes(next, below, suffix_max_length[t.suffix_bytes] - d)) {
-        for (int32_t p = t.token_begin; p < t.token_end; ++p) accept(sorted[p]);
-        i = t.subtree_end;
-        continue;
-      }
-    }
-    s.path[d] = next;
-    s.left_lookahead[d] = left_lookahead;
-    s.left_fsm[d] = left_fsm;
-    s.pure_state[d] = pure;
-    for (int32_t p = t.token_begin; p < t.exact_end; ++p) accept(sorted[p]);
-    ++i;
   }
-  out.with_lookahead.accepted = PackAccepted(s.accepted_bits, words, accepted_count);
+  const std::array<int32_t, 256>& root_child = tokenizer.trie_root_child();
+  for (int w = 0; w < 4; ++w) {
+    for (uint64_t bits = first_bytes.words[w]; bits; bits &= bits - 1) {
+      const int32_t begin = root_child[w * 64 + __builtin_ctzll(bits)];
+      if (begin < 0) continue;
+      const int32_t end = trie[begin].subtree_end;
+      for (int32_t i = begin; i < end;) {
+        const TokenTrieNode& t = trie[i];
+        const int32_t d = t.depth;
+        const NodeId from = s.path[d - 1];
+        shared_fsm = std::min(shared_fsm, d - 1);
+        shared_lookahead = std::min(shared_lookahead, d - 1);
+        int8_t pure = -1;
+        if (s.pure_state[d - 1] >= 0 && (t.byte >= 0x80 || AsciiIn(region_ascii, t.byte))) {
+          pure = Utf8DecoderStep(s.pure_state[d - 1], t.byte);
+          if (pure >= 0 && t.utf8_state != kUtf8Malformed && t.suffix_bytes >= 0 &&
+              AsciiSubset(suffix_bytes[t.suffix_bytes], region_ascii)) {
+            i = t.subtree_end;  // every token below is in region_tokens: accepted already
+            continue;
+          }
+        }
+        const NodeId next = stepper.Row(from)[t.byte];
+        const bool inner = d > 1;
+        const bool left_lookahead = s.left_lookahead[d - 1] || (inner && leave[from].test(t.byte));
+        const bool left_fsm = s.left_fsm[d - 1] || (inner && leavable[from]);
+        if (next < 0) {
+          // Every token below shares the failing byte: one decision for the whole subtree.
+          if (left_lookahead) {
+            AppendUncertainRange(&out.with_lookahead, t.token_begin, t.token_end, shared_lookahead, lcp);
+            shared_lookahead = INT32_MAX;
+          }
+          if (want_fsm_only && left_fsm) {
+            AppendUncertainRange(&out.fsm_only, t.token_begin, t.token_end, shared_fsm, lcp);
+            shared_fsm = INT32_MAX;
+          }
+          i = t.subtree_end;
+          continue;
+        }
+        if (t.suffix_bytes >= 0) {
+          // Dense shortcuts: if `next` loops on every byte that follows in the subtree (directly,
+          // inside a UTF-8 region, or along a repetition chain), every token below is consumed
+          // to its end: all accepted, no need to visit them.
+          stepper.Row(next);
+          const ByteMask& below = suffix_bytes[t.suffix_bytes];
+          if (below.SubsetOf(stepper.Loop(next)) || stepper.Utf8RegionConsumes(next, t.utf8_state, below) ||
+              stepper.ChainConsumes(next, below, suffix_max_length[t.suffix_bytes] - d)) {
+            for (int32_t p = t.token_begin; p < t.token_end; ++p) accept(sorted[p]);
+            i = t.subtree_end;
+            continue;
+          }
+        }
+        s.path[d] = next;
+        s.left_lookahead[d] = left_lookahead;
+        s.left_fsm[d] = left_fsm;
+        s.pure_state[d] = pure;
+        for (int32_t p = t.token_begin; p < t.exact_end; ++p) accept(sorted[p]);
+        ++i;
+      }
+    }
+  }
+  out.with_lookahead.accepted = PackAccepted(s.accepted_bits, words, words_lo, words_hi, accepted_count);
   out.fsm_only.accepted = out.with_lookahead.accepted;
   Shrink(&out.with_lookahead);
   Shrink(&out.fsm_only);
@@ -457,13 +515,13 @@ ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const LeaveSets& leave,
 
 TokenClassification RefineWithLookahead(const TokenClassification& fsm_only, const GrammarFsm& fsm,
                                         const LeaveSets& leave, NodeId node,
-                                        const TokenizerInfo& tokenizer) {
+                                        const TokenizerInfo& tokenizer, uint64_t rows_owner) {
   const std::vector<int32_t>& sorted = tokenizer.sorted_text_tokens();
   const std::vector<std::string>& decoded = tokenizer.decoded_tokens();
   ClassifyScratch& s = Scratch();
   const size_t depth_slots = static_cast<size_t>(tokenizer.max_token_bytes()) + 1;
   s.EnsureDepth(depth_slots);
-  DenseStepper stepper(fsm, s);
+  DenseStepper stepper(fsm, s, rows_owner);
   TokenClassification out;
   out.accepted = fsm_only.accepted;
   // Same walk as ClassifyTokens, over the listed tokens only (none of them is accepted: each
@@ -536,12 +594,13 @@ LongTokenTable BuildLongTokenTable(const TokenizerInfo& tokenizer) {
 }
 
 TokenClassification ClassifyLongTokens(const GrammarFsm& fsm, const LeaveSets& leave, NodeId node,
-                                       const TokenizerInfo& tokenizer, const LongTokenTable& long_tokens) {
+                                       const TokenizerInfo& tokenizer, const LongTokenTable& long_tokens,
+                                       uint64_t rows_owner) {
   const std::vector<int32_t>& sorted = tokenizer.sorted_text_tokens();
   const std::vector<std::string>& decoded = tokenizer.decoded_tokens();
   ClassifyScratch& s = Scratch();
   s.EnsureDepth(static_cast<size_t>(tokenizer.max_token_bytes()) + 1);
-  DenseStepper stepper(fsm, s);
+  DenseStepper stepper(fsm, s, rows_owner);
   TokenClassification out;
   auto accepted = std::make_shared<AcceptedTokens>();
   // The rules of ClassifyTokens, one token at a time. Invariant: path[0..depth] holds the
@@ -591,22 +650,23 @@ TokenClassification JoinShortAndLong(const TokenClassification& short_part, cons
                                      const TokenizerInfo& tokenizer, const LongTokenTable& long_tokens) {
   const std::vector<int32_t>& sorted = tokenizer.sorted_text_tokens();
   const std::vector<std::string>& decoded = tokenizer.decoded_tokens();
-  ClassifyScratch& s = Scratch();
+  // Not the walks' accepted_bits, which must stay all zero between walks (ClassifyTokens).
+  thread_local std::vector<uint32_t> bits;
   const size_t words = long_tokens.short_bits.size();
-  s.accepted_bits.assign(words, 0);
+  bits.assign(words, 0);
   const AcceptedTokens& from_short = *short_part.accepted;
   if (from_short.as_bits()) {
-    for (size_t w = 0; w < words; ++w) s.accepted_bits[w] = from_short.bits[w] & long_tokens.short_bits[w];
+    for (size_t w = 0; w < words; ++w) bits[w] = from_short.bits[w] & long_tokens.short_bits[w];
   } else {
     for (int32_t id : from_short.ids) {
-      if ((long_tokens.short_bits[id >> 5] >> (id & 31)) & 1) s.accepted_bits[id >> 5] |= 1u << (id & 31);
+      if ((long_tokens.short_bits[id >> 5] >> (id & 31)) & 1) bits[id >> 5] |= 1u << (id & 31);
     }
   }
-  for (int32_t id : long_part.accepted->ids) s.accepted_bits[id >> 5] |= 1u << (id & 31);
+  for (int32_t id : long_part.accepted->ids) bits[id >> 5] |= 1u << (id & 31);
   int64_t count = 0;
-  for (size_t w = 0; w < words; ++w) count += __builtin_popcount(s.accepted_bits[w]);
+  for (size_t w = 0; w < words; ++w) count += __builtin_popcount(bits[w]);
   TokenClassification out;
-  out.accepted = PackAccepted(s.accepted_bits, words, count);
+  out.accepted = PackAccepted(bits, words, 0, words, count);
   // Merge the short part's short uncertain tokens with the long part's list (both ascending
   // positions), recomputing the common prefix of each new neighbour pair.
   auto is_short = [&](int32_t pos) {
@@ -691,20 +751,21 @@ NodeCacheKeys CanonicalSubFsmKeys(const GrammarFsm& fsm, const LeaveSets& leave,
   for (NodeId n : s.order) s.number[n] = -1;
   const size_t key_bytes = s.key.size() * sizeof(int32_t);
   const size_t leave_bytes = s.leave_part.size() * sizeof(int32_t);
-  NodeCacheKeys keys;
-  keys.fsm_only.reserve(1 + key_bytes);
-  keys.fsm_only.push_back('T');
-  keys.fsm_only.append(reinterpret_cast<const char*>(s.key.data()), key_bytes);
-  keys.with_lookahead.reserve(keys.fsm_only.size() + 1 + leave_bytes);
-  keys.with_lookahead = keys.fsm_only;
-  keys.with_lookahead.push_back('L');
-  keys.with_lookahead.append(reinterpret_cast<const char*>(s.leave_part.data()), leave_bytes);
-  return keys;
+  std::string fsm_only;
+  fsm_only.reserve(1 + key_bytes);
+  fsm_only.push_back('T');
+  fsm_only.append(reinterpret_cast<const char*>(s.key.data()), key_bytes);
+  std::string with_lookahead;
+  with_lookahead.reserve(fsm_only.size() + 1 + leave_bytes);
+  with_lookahead = fsm_only;
+  with_lookahead.push_back('L');
+  with_lookahead.append(reinterpret_cast<const char*>(s.leave_part.data()), leave_bytes);
+  return NodeCacheKeys{PoolKey(std::move(fsm_only)), PoolKey(std::move(with_lookahead))};
 }
 
-std::shared_ptr<const TokenClassification> MaskCachePool::Find(const std::string& key) {
+std::shared_ptr<const TokenClassification> MaskCachePool::Find(const PoolKey& key) {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = index_.find(key);
+  auto it = index_.find(IndexKey{key.bytes, key.hash});
   if (it == index_.end()) return nullptr;
   lru_.splice(lru_.begin(), lru_, it->second);
   return it->second->entry;
@@ -722,22 +783,22 @@ void MaskCachePool::Release(const void* object, int64_t bytes) {
   }
 }
 
-void MaskCachePool::Insert(const std::string& key, std::shared_ptr<const TokenClassification> entry) {
+void MaskCachePool::Insert(PoolKey key, std::shared_ptr<const TokenClassification> entry) {
   const int64_t own = static_cast<int64_t>(entry->OwnBytes());
   const int64_t accepted = static_cast<int64_t>(entry->accepted->MemoryBytes());
-  // A slot is charged by its own copy of the key: `key` may have spare capacity (it was built
-  // by appending) that the copy lacks, and charging one but releasing the other made bytes()
-  // drift upward with every eviction until the pool counted several times its contents.
+  // A slot is charged and released by the capacity of the key it holds (the one copy; the
+  // index refers to it), so bytes() cannot drift with evictions.
   auto slot_bytes = [](const Slot& slot) {
-    return static_cast<int64_t>(slot.key.capacity() + sizeof(Slot) + 4 * sizeof(void*));
+    return static_cast<int64_t>(slot.key.bytes.capacity() + sizeof(Slot) + 4 * sizeof(void*));
   };
   std::lock_guard<std::mutex> lock(mutex_);
-  if (index_.count(key) ||
-      (limit_bytes_ >= 0 && own + accepted + static_cast<int64_t>(key.size() + sizeof(Slot)) > limit_bytes_)) {
+  if (index_.count(IndexKey{key.bytes, key.hash}) ||
+      (limit_bytes_ >= 0 &&
+       own + accepted + static_cast<int64_t>(key.bytes.size() + sizeof(Slot)) > limit_bytes_)) {
     return;
   }
-  lru_.push_front({key, std::move(entry)});
-  index_.emplace(key, lru_.begin());
+  lru_.push_front({std::move(key), std::move(entry)});
+  index_.emplace(IndexKey{lru_.front().key.bytes, lru_.front().key.hash}, lru_.begin());
   bytes_ += slot_bytes(lru_.front());
   AddRef(lru_.front().entry.get(), own);
   AddRef(lru_.front().entry->accepted.get(), accepted);
@@ -746,7 +807,7 @@ void MaskCachePool::Insert(const std::string& key, std::shared_ptr<const TokenCl
     bytes_ -= slot_bytes(victim);
     Release(victim.entry.get(), static_cast<int64_t>(victim.entry->OwnBytes()));
     Release(victim.entry->accepted.get(), static_cast<int64_t>(victim.entry->accepted->MemoryBytes()));
-    index_.erase(victim.key);
+    index_.erase(IndexKey{victim.key.bytes, victim.key.hash});
     lru_.pop_back();
   }
 }
@@ -776,6 +837,7 @@ GrammarMaskCache::GrammarMaskCache(std::shared_ptr<const GrammarFsm> fsm,
       tokenizer_(std::move(tokenizer)),
       pool_(std::move(pool)),
       options_(options),
+      serial_(NextSerial()),
       leave_(ComputeLeaveBytes(*fsm_)),
       slots_(new std::atomic<const TokenClassification*>[fsm_->num_nodes()]) {
   const GrammarFsm& g = *fsm_;
@@ -786,6 +848,11 @@ GrammarMaskCache::GrammarMaskCache(std::shared_ptr<const GrammarFsm> fsm,
   }
 }
 
+uint64_t GrammarMaskCache::NextSerial() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
 bool GrammarMaskCache::HierarchicalKeys(NodeId node, NodeCacheKeys* keys) {
   std::call_once(hashes_once_, [this]() {
     hashes_ = ComputeFsmHashes(*fsm_);
@@ -794,12 +861,13 @@ bool GrammarMaskCache::HierarchicalKeys(NodeId node, NodeCacheKeys* keys) {
   });
   const RuleId rule = fsm_->node_rule[node];
   if (rule < 0 || hashes_.node_number[node] < 0) return false;
-  keys->fsm_only.push_back('H');
-  hashes_.rule_hash[rule].AppendTo(&keys->fsm_only);
+  std::string fsm_only;
+  fsm_only.push_back('H');
+  hashes_.rule_hash[rule].AppendTo(&fsm_only);
   const int32_t number = hashes_.node_number[node];
-  keys->fsm_only.append(reinterpret_cast<const char*>(&number), sizeof number);
-  keys->with_lookahead = keys->fsm_only;
-  keys->with_lookahead.push_back('L');
+  fsm_only.append(reinterpret_cast<const char*>(&number), sizeof number);
+  std::string with_lookahead = fsm_only;
+  with_lookahead.push_back('L');
   std::lock_guard<std::mutex> lock(mutex_);
   if (!lookahead_key_done_[rule]) {
     // The lookahead is what the classification reads beyond the FSM: the leave sets of the
@@ -807,16 +875,14 @@ bool GrammarMaskCache::HierarchicalKeys(NodeId node, NodeCacheKeys* keys) {
     Hash128 h;
     for (int32_t k = hashes_.rule_order_begin[rule]; k < hashes_.rule_order_begin[rule + 1]; ++k) {
       const ByteSet& set = leave_[hashes_.rule_order[k]];
-      for (int w = 0; w < 4; ++w) {
-        uint64_t word = 0;
-        for (int b = 0; b < 64; ++b) word |= static_cast<uint64_t>(set.test(w * 64 + b)) << b;
-        h.Combine(word);
-      }
+      for (int w = 0; w < 4; ++w) h.Combine(((set >> (64 * w)) & ByteSet(~uint64_t{0})).to_ullong());
     }
     h.AppendTo(&lookahead_keys_[rule]);
     lookahead_key_done_[rule] = 1;
   }
-  keys->with_lookahead += lookahead_keys_[rule];
+  with_lookahead += lookahead_keys_[rule];
+  keys->fsm_only = PoolKey(std::move(fsm_only));
+  keys->with_lookahead = PoolKey(std::move(with_lookahead));
   return true;
 }
 
@@ -833,7 +899,7 @@ const TokenClassification& GrammarMaskCache::Build(NodeId node) {
     if (entry) {
       pool.RecordPerfectHit();
     } else {
-      const NodeCacheKeys truncated =
+      NodeCacheKeys truncated =
           CanonicalSubFsmKeys(*fsm_, leave_, leavable_, node, tokenizer_->max_token_bytes());
       entry = pool.Find(truncated.with_lookahead);
       if (entry) {
@@ -845,42 +911,44 @@ const TokenClassification& GrammarMaskCache::Build(NodeId node) {
         if (fsm_only) {
           pool.RecordPartialHit();
           entry = std::make_shared<const TokenClassification>(
-              RefineWithLookahead(*fsm_only, *fsm_, leave_, node, *tokenizer_));
+              RefineWithLookahead(*fsm_only, *fsm_, leave_, node, *tokenizer_, serial_));
         } else {
           // Short-token reuse (see kShortTokenBytes): also a partial hit, with no FSM-only
           // version to store.
-          std::string short_key;
+          PoolKey short_key;
           std::shared_ptr<const TokenClassification> short_part;
           if (tokenizer_->max_token_bytes() > kShortTokenBytes) {
-            short_key = CanonicalSubFsmKeys(*fsm_, leave_, leavable_, node, kShortTokenBytes).with_lookahead;
-            short_key[0] = 'S';
+            std::string bytes =
+                std::move(CanonicalSubFsmKeys(*fsm_, leave_, leavable_, node, kShortTokenBytes).with_lookahead.bytes);
+            bytes[0] = 'S';
+            short_key = PoolKey(std::move(bytes));
             short_part = pool.Find(short_key);
           }
           if (short_part) {
             pool.RecordShortTokenHit();
             const LongTokenTable& long_tokens = pool.long_tokens(*tokenizer_);
             entry = std::make_shared<const TokenClassification>(JoinShortAndLong(
-                *short_part, ClassifyLongTokens(*fsm_, leave_, node, *tokenizer_, long_tokens), *tokenizer_,
+                *short_part, ClassifyLongTokens(*fsm_, leave_, node, *tokenizer_, long_tokens, serial_), *tokenizer_,
                 long_tokens));
           } else {
             pool.RecordMiss();
-            ClassificationPair pair = ClassifyTokens(*fsm_, leave_, leavable_, node, *tokenizer_, true);
+            ClassificationPair pair = ClassifyTokens(*fsm_, leave_, leavable_, node, *tokenizer_, true, serial_);
             entry = std::make_shared<const TokenClassification>(std::move(pair.with_lookahead));
             fsm_only = std::make_shared<const TokenClassification>(std::move(pair.fsm_only));
-            if (!short_key.empty()) pool.Insert(short_key, entry);
+            if (!short_key.bytes.empty()) pool.Insert(std::move(short_key), entry);
           }
         }
         if (fsm_only) {
-          pool.Insert(truncated.fsm_only, fsm_only);
-          if (has_hierarchical) pool.Insert(hierarchical.fsm_only, fsm_only);
+          pool.Insert(std::move(truncated.fsm_only), fsm_only);
+          if (has_hierarchical) pool.Insert(std::move(hierarchical.fsm_only), fsm_only);
         }
       }
-      pool.Insert(truncated.with_lookahead, entry);
+      pool.Insert(std::move(truncated.with_lookahead), entry);
     }
-    if (has_hierarchical) pool.Insert(hierarchical.with_lookahead, entry);
+    if (has_hierarchical) pool.Insert(std::move(hierarchical.with_lookahead), entry);
   } else {
     entry = std::make_shared<const TokenClassification>(
-        std::move(ClassifyTokens(*fsm_, leave_, leavable_, node, *tokenizer_, false).with_lookahead));
+        std::move(ClassifyTokens(*fsm_, leave_, leavable_, node, *tokenizer_, false, serial_).with_lookahead));
   }
   build_ns_.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count(),
                       std::memory_order_relaxed);

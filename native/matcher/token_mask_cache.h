@@ -52,6 +52,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -102,22 +103,33 @@ struct ClassificationPair {
 // starts from the tokenizer's shared set of tokens the region consumes
 // (TokenizerInfo::Utf8RegionTokens) and visits only the tokens outside it. `leavable[n]`:
 // n has a rule edge or is accepting. With `want_fsm_only` false, the FSM-only uncertain list
-// is left empty (the walk is the same).
+// is left empty (the walk is the same). `rows_owner`: a number naming `fsm` for as long as it
+// lives (GrammarMaskCache's serial); the thread's dense DFA rows are then kept for the next
+// walk over the same DFA. 0: nothing is kept.
 ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const LeaveSets& leave,
                                   const std::vector<uint8_t>& leavable, NodeId node,
-                                  const TokenizerInfo& tokenizer, bool want_fsm_only);
+                                  const TokenizerInfo& tokenizer, bool want_fsm_only, uint64_t rows_owner = 0);
 
 // Partial hit: the lookahead version of a node from its FSM-only version, re-checking only
 // the FSM-only uncertain tokens against `leave` (the accepted set is shared).
 TokenClassification RefineWithLookahead(const TokenClassification& fsm_only, const GrammarFsm& fsm,
                                         const LeaveSets& leave, NodeId node,
-                                        const TokenizerInfo& tokenizer);
+                                        const TokenizerInfo& tokenizer, uint64_t rows_owner = 0);
+
+// A pool key with its hash, computed once: a truncated key runs to kilobytes, and one build
+// looks each of its keys up and inserts it (MaskCachePool::Find, Insert).
+struct PoolKey {
+  std::string bytes;
+  size_t hash = 0;
+  PoolKey() = default;
+  explicit PoolKey(std::string key) : bytes(std::move(key)), hash(std::hash<std::string>{}(bytes)) {}
+};
 
 // Truncated canonical sub-DFA keys of `node` (see the file comment): the FSM-only key and
 // the lookahead key (FSM-only key plus leave sets).
 struct NodeCacheKeys {
-  std::string fsm_only;
-  std::string with_lookahead;
+  PoolKey fsm_only;
+  PoolKey with_lookahead;
 };
 NodeCacheKeys CanonicalSubFsmKeys(const GrammarFsm& fsm, const LeaveSets& leave,
                                   const std::vector<uint8_t>& leavable, NodeId node, int32_t depth);
@@ -141,9 +153,10 @@ struct LongTokenTable {
 LongTokenTable BuildLongTokenTable(const TokenizerInfo& tokenizer);
 
 // The lookahead classification of the long tokens at `node` alone (accepted set and
-// uncertain list over those tokens only).
+// uncertain list over those tokens only); `rows_owner` as for ClassifyTokens.
 TokenClassification ClassifyLongTokens(const GrammarFsm& fsm, const LeaveSets& leave, NodeId node,
-                                       const TokenizerInfo& tokenizer, const LongTokenTable& long_tokens);
+                                       const TokenizerInfo& tokenizer, const LongTokenTable& long_tokens,
+                                       uint64_t rows_owner = 0);
 
 // The short tokens' verdicts from `short_part` (a lookahead classification of a node with
 // the same short key) joined with `long_part` (ClassifyLongTokens at this node).
@@ -159,8 +172,9 @@ class MaskCachePool {
   explicit MaskCachePool(int64_t limit_bytes) : limit_bytes_(limit_bytes) {}
 
   // Looks up without counting (the caller records the outcome).
-  std::shared_ptr<const TokenClassification> Find(const std::string& key);
-  void Insert(const std::string& key, std::shared_ptr<const TokenClassification> entry);
+  std::shared_ptr<const TokenClassification> Find(const PoolKey& key);
+  // Keeps `key` (moved in: one copy of each key, shared by the LRU list and the index).
+  void Insert(PoolKey key, std::shared_ptr<const TokenClassification> entry);
 
   void RecordPerfectHit() { perfect_hits_.fetch_add(1, std::memory_order_relaxed); }
   void RecordPartialHit() { partial_hits_.fetch_add(1, std::memory_order_relaxed); }
@@ -188,14 +202,23 @@ class MaskCachePool {
 
  private:
   struct Slot {
-    std::string key;
+    PoolKey key;
     std::shared_ptr<const TokenClassification> entry;
+  };
+  // The index refers to the key held by its slot (list nodes never move).
+  struct IndexKey {
+    std::string_view bytes;
+    size_t hash;
+    bool operator==(const IndexKey& other) const { return hash == other.hash && bytes == other.bytes; }
+  };
+  struct IndexKeyHash {
+    size_t operator()(const IndexKey& key) const { return key.hash; }
   };
   void AddRef(const void* object, int64_t bytes);
   void Release(const void* object, int64_t bytes);
   mutable std::mutex mutex_;
   std::list<Slot> lru_;  // most recent first
-  std::unordered_map<std::string, std::list<Slot>::iterator> index_;
+  std::unordered_map<IndexKey, std::list<Slot>::iterator, IndexKeyHash> index_;
   // Slots referring to each entry / accepted set (counted in bytes_ while non-zero).
   std::unordered_map<const void*, int32_t> refs_;
   int64_t bytes_ = 0;
@@ -245,11 +268,13 @@ class GrammarMaskCache {
   const TokenClassification& Build(NodeId node);
   // Hierarchical keys of `node`; false where its rule has no hierarchical hash.
   bool HierarchicalKeys(NodeId node, NodeCacheKeys* keys);
+  static uint64_t NextSerial();
 
   std::shared_ptr<const GrammarFsm> fsm_;
   std::shared_ptr<const TokenizerInfo> tokenizer_;
   std::shared_ptr<MaskCachePool> pool_;
   MaskCacheOptions options_;
+  const uint64_t serial_;  // names this cache's DFA to ClassifyTokens (rows_owner)
   LeaveSets leave_;
   std::vector<uint8_t> leavable_;
   std::unique_ptr<std::atomic<const TokenClassification*>[]> slots_;

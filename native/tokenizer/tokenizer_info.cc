@@ -144,6 +144,10 @@ void TokenizerInfo::BuildTrie() {
     longest.back() = std::max(longest.back(), static_cast<uint16_t>(bytes.size()));
   }
   close_deeper_than(0, count);
+  trie_root_child_.fill(-1);
+  for (size_t i = 0; i < trie_.size(); i = static_cast<size_t>(trie_[i].subtree_end)) {
+    trie_root_child_[trie_[i].byte] = static_cast<int32_t>(i);
+  }
   trie_.shrink_to_fit();
   trie_suffix_bytes_.shrink_to_fit();
   trie_suffix_max_length_.shrink_to_fit();

@@ -3,6 +3,7 @@
 #ifndef XG2_TOKENIZER_TOKENIZER_INFO_H_
 #define XG2_TOKENIZER_TOKENIZER_INFO_H_
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -98,6 +99,10 @@ class TokenizerInfo {
   // The same tokens as a flat byte trie (see TokenTrieNode).
   const std::vector<TokenTrieNode>& trie() const { return trie_; }
   const std::vector<ByteMask>& trie_suffix_bytes() const { return trie_suffix_bytes_; }
+  // trie_root_child()[b]: the trie index of the depth-1 node for byte b, or -1. A walk that
+  // steps on few first bytes visits only their subtrees, instead of loading each of the
+  // (up to 256) depth-1 nodes scattered over the trie.
+  const std::array<int32_t, 256>& trie_root_child() const { return trie_root_child_; }
   // Parallel to trie_suffix_bytes(): the longest token of that subtree, in bytes.
   const std::vector<uint16_t>& trie_suffix_max_length() const { return trie_suffix_max_length_; }
   // Length in bytes of the longest text token.
@@ -136,6 +141,7 @@ class TokenizerInfo {
   std::vector<int32_t> sorted_text_tokens_;
   std::vector<int32_t> lcp_;
   std::vector<TokenTrieNode> trie_;
+  std::array<int32_t, 256> trie_root_child_;
   std::vector<ByteMask> trie_suffix_bytes_;
   std::vector<uint16_t> trie_suffix_max_length_;
   int32_t max_token_bytes_ = 0;
