@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import xg2_plugin as xg
-from xg2_test_support import hf_tokenizer_info
+from xg2_test_support import hf_tokenizer_info, require_data
 
 HERE = Path(__file__).resolve().parent
 TOKENIZER = "gpt2"
@@ -537,3 +537,33 @@ def test_future_cancel_stops_a_running_compile() -> None:
         pass  # the usual outcome: cancelled at a safe point of the FSM construction
     # Either way the compiler keeps working.
     assert compiler.compile_grammar('root ::= "after"').ebnf
+
+
+def test_lenient_alternative_distribution_is_bounded() -> None:
+    """Lenient mode drops the alternative groups past one merge's bound, but every distributed
+    branch still carries the groups left, and its own conversion distributes them again. On this
+    schema that multiplied without end (22 GB before the kernel stopped it); the frontend now
+    bounds the JSON that all merges of one schema write and says so. Run in a child under a
+    6 GiB address-space limit, so a regression fails this test instead of the machine."""
+    path = require_data("jsonschemabench/JsonSchemaStore---yippee-ki-json_config_schema.json")
+    code = (
+        "import json, resource, sys\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (6 << 30, 6 << 30))\n"
+        "import xg2_plugin as xg\n"
+        "import test_hostile_inputs as t\n"
+        "schema = json.loads(open(sys.argv[1]).read())['schema']\n"
+        "try:\n"
+        "    t._compiler().compile_json_schema(schema, strict_mode=False, lenient=True)\n"
+        "    print('ok')\n"
+        "except xg.XG2Error as error:\n"
+        "    print(type(error).__name__, error)\n"
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE)] + [os.path.abspath(p) for p in sys.path if p]))
+    proc = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True,
+                          timeout=CHILD_TIMEOUT_S, env=env, cwd=str(HERE))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.startswith("ResourceLimitError"), proc.stdout
+    assert "JSON nodes" in proc.stdout and "/definitions/ruleTypes" in proc.stdout, proc.stdout
+    # Strict mode refuses the same schema for its first merge past the bound.
+    with pytest.raises(xg.UnsupportedSchemaError, match="combined branches"):
+        _compiler().compile_json_schema(json.loads(path.read_text())["schema"], strict_mode=False)

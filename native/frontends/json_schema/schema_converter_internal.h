@@ -238,6 +238,8 @@ class SchemaConverter {
   bool draft4_integers_ = false;
   // Schemas built by merges; a deque keeps references to them stable.
   std::deque<JsonValue> synthetic_;
+  // JSON nodes written by the merges of this conversion so far (kMaxMergedJsonNodes).
+  size_t merged_json_nodes_ = 0;
   // $ref targets expanded by the merges in progress (recursion guard).
   std::vector<const JsonValue*> merge_targets_;
 };

@@ -19,6 +19,20 @@ namespace {
 
 // Alternative combinations one merge may distribute before it is refused.
 constexpr size_t kMaxDistributedBranches = 256;
+// JSON nodes all merges of one conversion may write. Each distributed branch is a copy of the
+// conjuncts it shares with its siblings, including the alternative groups not distributed
+// yet, which its own conversion distributes again: without a total bound nested groups
+// multiply without end (lenient mode, which drops only the groups past
+// kMaxDistributedBranches of one merge, ran out of memory on such a schema). About 100
+// bytes a node.
+constexpr size_t kMaxMergedJsonNodes = size_t{1} << 24;
+
+size_t JsonNodeCount(const JsonValue& value) {
+  size_t count = 1;
+  for (const JsonValue& item : value.array_items()) count += JsonNodeCount(item);
+  for (const auto& [key, member] : value.object_members()) count += JsonNodeCount(member);
+  return count;
+}
 // Schema parts one merge may collect (allOf / $ref expansions).
 constexpr size_t kMaxMergedParts = 512;
 // How often one $ref target may be expanded by nested merges at once (recursion guard).
@@ -461,6 +475,16 @@ Fragment SchemaConverter::MergedSchema(const Node& node, int depth) {
     std::vector<JsonValue> rest = {base};
     for (size_t i = 1; i < state.alternatives.size(); ++i) rest.push_back(state.alternatives[i].first);
     const auto& [keyword, branches] = state.alternatives[0].first.object_members()[0];
+    size_t shared_nodes = 0;
+    for (const JsonValue& conjunct : rest) shared_nodes += JsonNodeCount(conjunct);
+    for (const JsonValue& branch : branches.array_items()) {
+      merged_json_nodes_ += shared_nodes + JsonNodeCount(branch);
+    }
+    if (merged_json_nodes_ > kMaxMergedJsonNodes) {
+      throw ResourceLimitError("'anyOf' / 'oneOf' combined with 'allOf' or '$ref' at " + ShowPointer(node.pointer) +
+                               ": distributing the alternatives over their conjuncts writes more than " +
+                               std::to_string(kMaxMergedJsonNodes) + " JSON nodes in this schema");
+    }
     std::vector<JsonValue> distributed;
     for (const JsonValue& branch : branches.array_items()) {
       std::vector<JsonValue> conjuncts = rest;
