@@ -345,3 +345,54 @@ def test_short_token_reuse_masks_match_reference(tokenizer: str) -> None:
     stats = compiler.mask_cache_stats
     assert stats["short_token_hits"] > 20, stats
     assert stats["partial_hits"] >= stats["short_token_hits"]
+
+
+# The last copies of a bounded string (matcher/token_mask_cache.cc, ChainConsumes and
+# Utf8ChainConsumes): near the bound a trie subtree is accepted by one subset test against
+# the intersection of the masks along the chain, and a subtree of multi-byte characters by
+# characters (each copy of json_char has its own continuation nodes). Every string below is
+# within kShortTokenBytes of its bound from its first copy, so every copy is classified by the
+# trie walk. Its values take every length from empty to the bound, so each copy is met at
+# every distance from the bound, with characters of one to four bytes, escapes, and (inside
+# an object) tokens that cross the closing quote; random walks drawn from the mask add long
+# multi-byte tokens and tokens that end inside a character.
+CHAIN_BOUND_SCHEMAS = [
+    {"type": "string", "maxLength": 12},
+    {"type": "string", "minLength": 10, "maxLength": 10},
+    {"type": "object", "properties": {"s": {"type": "string", "maxLength": 9},
+                                      "t": {"type": "string", "minLength": 6, "maxLength": 6}},
+     "required": ["s", "t"], "additionalProperties": False},
+]
+CHAIN_BOUND_CHARACTERS = 'aé€😀 "\\\nz日b'
+
+
+def chain_bound_documents(schema: dict, shift: int) -> list[str]:
+    """Documents of `schema` whose strings take every length up to their bound."""
+
+    def value(length: int, offset: int) -> str:
+        return "".join(CHAIN_BOUND_CHARACTERS[(k + offset) % len(CHAIN_BOUND_CHARACTERS)] for k in range(length))
+
+    if schema["type"] == "string":
+        lengths = range(schema.get("minLength", 0), schema["maxLength"] + 1)
+        return [json.dumps(value(n, shift + n), ensure_ascii=False) for n in lengths]
+    bound = schema["properties"]["s"]["maxLength"]
+    exact = schema["properties"]["t"]["maxLength"]
+    return [
+        json.dumps({"s": value(n, shift + n), "t": value(exact, shift + 2 * n)}, ensure_ascii=False)
+        for n in range(bound + 1)
+    ]
+
+
+@pytest.mark.parametrize("tokenizer", ["llama3.1", "qwen3"])
+@pytest.mark.parametrize("mechanism", ["all", "no_cross_grammar"])
+def test_chain_bound_masks_match_reference(tokenizer: str, mechanism: str) -> None:
+    info = hf_tokenizer_info(tokenizer)
+    compiler = xg.GrammarCompiler(info, **MECHANISMS[mechanism])
+    rng = random.Random(17)
+    bitmask = np.zeros(xg.get_bitmask_shape(1, info.vocab_size), dtype=np.int32)
+    for index, schema in enumerate(CHAIN_BOUND_SCHEMAS):
+        grammar = compiler.compile_json_schema(schema)
+        for document in chain_bound_documents(schema, index):
+            assert compare_masks_along(grammar, encode_continuation(tokenizer, document), require_accept=True) > 1
+        for _ in range(4):
+            compare_masks_along(grammar, sampled_ids(grammar, rng, bitmask, 16))

@@ -40,6 +40,33 @@ struct ClassifyScratch {
   // Per row: the target reached on the most bytes, and those bytes (the "major" step).
   std::vector<NodeId> major_targets;
   std::vector<ByteMask> majors;
+  // Per row, the node's major chain (DenseStepper::ChainConsumes) at two levels: bytes
+  // (each node's major bytes) and characters (Utf8ChainConsumes: its ASCII major bytes, plus
+  // every byte >= 0x80 where each well-formed multi-byte character also leads to the major
+  // target). Each level keeps the intersections of the masks along the chain, as the steps
+  // where the intersection shrinks: chain_steps[begin[r] .. + count[r]) ascend in length, and
+  // the intersection over the first s nodes is the mask of the last entry with length <= s.
+  // valid[r]: the entries hold for every s <= valid[r] (kChainUnbounded: for every s);
+  // -1: not computed yet.
+  struct ChainLevel {
+    std::vector<int32_t> begin;
+    std::vector<int32_t> count;
+    std::vector<int32_t> valid;
+  };
+  ChainLevel byte_chain;
+  ChainLevel char_chain;
+  struct ChainStep {
+    int32_t length;
+    ByteMask mask;
+  };
+  std::vector<ChainStep> chain_steps;  // of both levels
+  std::vector<NodeId> chain_path;
+  // Per row: the character mask of the char level (valid when char_major_done), and per
+  // decoder state the node reached once the current character is complete, whichever
+  // well-formed bytes complete it (-1: not one same node, or some byte fails; -2: unknown).
+  std::vector<ByteMask> char_majors;
+  std::vector<uint8_t> char_major_done;
+  std::vector<std::array<int32_t, kUtf8DecoderStates>> char_end;
   // Per row, the UTF-8 region facts (DenseStepper::AddUtf8Region): whether the node was
   // tried as a region's root, the decoder states it stands for in a region (bit per state),
   // the root of that region, and the region's ASCII bytes.
@@ -136,6 +163,21 @@ class DenseStepper {
         s_.region_root.resize(s_.touched.size() * 2);
         s_.region_ascii.resize(s_.touched.size() * 2);
       }
+      if (s_.char_end.size() < s_.touched.size()) {
+        const size_t size = s_.touched.size() * 2;
+        for (ClassifyScratch::ChainLevel* level : {&s_.byte_chain, &s_.char_chain}) {
+          level->begin.resize(size);
+          level->count.resize(size);
+          level->valid.resize(size);
+        }
+        s_.char_majors.resize(size);
+        s_.char_major_done.resize(size);
+        s_.char_end.resize(size);
+      }
+      s_.byte_chain.valid[r] = -1;
+      s_.char_chain.valid[r] = -1;
+      s_.char_major_done[r] = 0;
+      s_.char_end[r].fill(-2);
       s_.region_tried[r] = 0;
       s_.region_states[r] = 0;
       s_.region_root[r] = -1;
@@ -154,15 +196,108 @@ class DenseStepper {
   // node on the way sends all of `bytes` to one same next node (a self-loop ends the check).
   // This is the shape of a bounded repetition such as json_char{0,16} (a chain of copies)
   // that the self-loop test above does not see.
+  // One subset test against the intersection of the majors along the chain, kept per row
+  // (ComputeChain): at the copies near the end of a long bounded repetition nearly every trie
+  // node asks, with `steps` up to the longest token below it.
   bool ChainConsumes(NodeId n, const ByteMask& bytes, int32_t steps) {
-    for (int32_t k = 0; k < steps; ++k) {
-      Row(n);
-      const int32_t r = s_.row_of[n];
-      if (!bytes.SubsetOf(s_.majors[r])) return false;
-      const NodeId next = s_.major_targets[r];
-      if (next == n) return true;
-      n = next;
+    return ChainSubset(s_.byte_chain, false, n, bytes, steps);
+  }
+
+  // ChainConsumes by characters, for the trie subtrees that hold multi-byte characters: true
+  // when the subtree's tokens are all well-formed UTF-8 prefixes, the decoder being in state
+  // `utf8_state` after the subtree's prefix, and from `n` every character leads one step
+  // along a chain of `steps` nodes (at most `steps` bytes follow, so at most that many
+  // characters): a multi-byte character through whatever continuation nodes to the same
+  // node as the major ASCII bytes, an ASCII byte of `below` as a major byte. This is the
+  // shape of json_char{0,N}, where each copy has its own continuation nodes; the byte-level
+  // test fails on such a subtree at its first non-ASCII byte, and the UTF-8 region test
+  // (a closure of bounded size) does not reach around a chain.
+  bool Utf8ChainConsumes(NodeId n, uint8_t utf8_state, const ByteMask& below, int32_t steps) {
+    // The character level builds the rows of every continuation node along the chain (about
+    // eight per copy of json_char), so it looks a bounded distance ahead: far more copies
+    // than kept rows allow (kMaxKeptRows) for a long maxLength otherwise. A subtree with a
+    // longer token below is visited, and its children ask again with fewer steps.
+    constexpr int32_t kMaxCharacterSteps = 48;
+    if (utf8_state == kUtf8Malformed || steps > kMaxCharacterSteps) return false;
+    if (utf8_state != kUtf8Boundary) {
+      // The bytes that finish the current character (at least one) lead to one node.
+      n = CharEnd(n, static_cast<int8_t>(utf8_state));
+      if (n < 0) return false;
+      --steps;
     }
+    return ChainSubset(s_.char_chain, true, n, below, steps);
+  }
+  // True when `n` is the first of the last copies of a bounded repetition of one character,
+  // the shape of json_char{0,N} near N: along the character chain of `n` (Utf8ChainConsumes)
+  // every ASCII byte of `n`'s major step and every multi-byte character lead to the next
+  // copy for `copies` (1..TokenizerInfo::kMaxUtf8ChainCharacters) steps, the node `end`
+  // reached then steps on none of them, and no node on the way, continuation nodes and `end`
+  // included, lets the parser leave the rule (not leavable, empty leave set). `ascii` gets
+  // the ASCII bytes. Then a token that is a well-formed UTF-8 prefix with its ASCII bytes in
+  // `ascii` is accepted when it starts at most `copies` characters and rejected otherwise
+  // (its next character fails at `end` with nothing left to the parser), in both versions
+  // of the classification.
+  bool Utf8ChainRoot(NodeId n, const LeaveSets& leave, const std::vector<uint8_t>& leavable, ByteMask* ascii,
+                     int32_t* copies) {
+    constexpr int32_t kMaxCopies = TokenizerInfo::kMaxUtf8ChainCharacters;
+    Row(n);
+    ByteMask consumed = s_.majors[s_.row_of[n]];
+    consumed.words[2] = consumed.words[3] = ~uint64_t{0};
+    if (!(consumed.words[0] | consumed.words[1])) return false;
+    ClassifyScratch::ChainLevel& level = s_.char_chain;
+    if (level.valid[s_.row_of[n]] <= kMaxCopies) ComputeChain(level, true, n, kMaxCopies + 1);
+    const int32_t r = s_.row_of[n];
+    if (level.valid[r] <= kMaxCopies) return false;  // a cycle
+    int32_t k = -1;
+    for (int32_t e = 0; e < level.count[r]; ++e) {
+      const ClassifyScratch::ChainStep& step = s_.chain_steps[level.begin[r] + e];
+      if (!consumed.SubsetOf(step.mask)) {
+        k = step.length - 1;
+        break;
+      }
+    }
+    if (k < 1 || k > kMaxCopies) return false;  // not a chain, or one too long for the sets
+    NodeId end = n;
+    for (int32_t j = 0; j < k; ++j) end = s_.major_targets[s_.row_of[end]];
+    {
+      const NodeId* row = Row(end);
+      for (int b = 0; b < 256; ++b) {
+        if (row[b] >= 0 && (b >= 0xC2 ? b <= 0xF4 : AsciiIn(consumed, static_cast<uint8_t>(b)))) return false;
+      }
+    }
+    // The nodes a token of the class passes (or fails at) after its first byte.
+    constexpr size_t kMaxNodes = 4096;
+    std::vector<NodeId>& seen = s_.chain_path;
+    seen.clear();
+    bool back_to_start = false;
+    auto visit = [&](NodeId to) {
+      back_to_start |= to == n && !seen.empty();
+      uint8_t& mark = s_.region_seen[to];
+      if (mark) return;
+      mark = 1;
+      seen.push_back(to);
+    };
+    struct ResetSeen {
+      ClassifyScratch& s;
+      ~ResetSeen() {
+        for (NodeId x : s.chain_path) s.region_seen[x] = 0;
+      }
+    } reset_seen{s_};
+    visit(n);
+    for (size_t q = 0; q < seen.size(); ++q) {
+      const NodeId x = seen[q];
+      if (back_to_start || (q > 0 && (leavable[x] || leave[x].any()))) return false;
+      if (x == end) continue;
+      if (seen.size() > kMaxNodes) return false;
+      for (int b = 0; b < 256; ++b) {
+        const NodeId to = Row(x)[b];
+        if (to >= 0 && (b >= 0x80 || AsciiIn(consumed, static_cast<uint8_t>(b)))) visit(to);
+      }
+    }
+    if (back_to_start) return false;
+    *ascii = consumed;
+    ascii->words[2] = ascii->words[3] = 0;
+    *copies = k;
     return true;
   }
 
@@ -325,6 +460,136 @@ class DenseStepper {
   void DropRows() {
     for (NodeId n : s_.touched) s_.row_of[n] = -1;
     s_.touched.clear();
+    s_.chain_steps.clear();
+  }
+
+  static constexpr int32_t kChainUnbounded = INT32_MAX;
+  // How far ahead a chain is computed at least, so that the nearby asks with more steps
+  // (trie nodes with longer tokens below) find it computed.
+  static constexpr int32_t kChainHorizon = 32;
+
+  // The mask of `n` at a chain level: its major bytes, or its character mask.
+  ByteMask LevelMask(NodeId n, bool by_chars) {
+    Row(n);
+    const int32_t r = s_.row_of[n];
+    if (!by_chars) return s_.majors[r];
+    if (!s_.char_major_done[r]) {
+      ByteMask mask = s_.majors[r];
+      mask.words[2] = mask.words[3] = 0;
+      const NodeId major = s_.major_targets[r];
+      if (major >= 0 && CharEnd(n, kUtf8Boundary) == major) mask.words[2] = mask.words[3] = ~uint64_t{0};
+      s_.char_majors[s_.row_of[n]] = mask;
+      s_.char_major_done[s_.row_of[n]] = 1;
+    }
+    return s_.char_majors[s_.row_of[n]];
+  }
+
+  // The node reached from `n`, in decoder state `state`, once the current character is
+  // complete (from a boundary: one whole multi-byte character), whichever well-formed bytes
+  // complete it; -1 where some such byte fails or two lead to different nodes. Memoized per
+  // row and state; at most three levels deep.
+  NodeId CharEnd(NodeId n, int8_t state) {
+    Row(n);
+    if (s_.char_end[s_.row_of[n]][state] != -2) return s_.char_end[s_.row_of[n]][state];
+    s_.char_end[s_.row_of[n]][state] = -1;  // a cycle through `n` fails
+    NodeId end = -2;
+    for (int b = 0x80; b < 256 && end != -1; ++b) {
+      const int8_t next_state = Utf8DecoderStep(state, static_cast<uint8_t>(b));
+      if (next_state < 0) continue;
+      const NodeId to = Row(n)[b];
+      const NodeId reached = to < 0 ? -1 : next_state == kUtf8Boundary ? to : CharEnd(to, next_state);
+      end = (reached < 0 || (end >= 0 && reached != end)) ? -1 : reached;
+    }
+    if (end == -2) end = -1;
+    s_.char_end[s_.row_of[n]][state] = end;
+    return end;
+  }
+
+  // True when `bytes` lies in the intersection of the level's masks over the first `steps`
+  // nodes of `n`'s chain.
+  bool ChainSubset(ClassifyScratch::ChainLevel& level, bool by_chars, NodeId n, const ByteMask& bytes,
+                   int32_t steps) {
+    if (steps <= 0) return true;
+    Row(n);
+    if (level.valid[s_.row_of[n]] < steps) {
+      ComputeChain(level, by_chars, n, std::max(steps, kChainHorizon));
+      if (level.valid[s_.row_of[n]] < steps) return ChainSubsetByWalk(by_chars, n, bytes, steps);
+    }
+    const int32_t r = s_.row_of[n];
+    const ClassifyScratch::ChainStep* step = s_.chain_steps.data() + level.begin[r] + level.count[r] - 1;
+    while (step->length > steps) --step;  // the first entry has length 1 <= steps
+    return bytes.SubsetOf(step->mask);
+  }
+
+  // The plain definition of ChainSubset: each node on the way has `bytes` in its mask, and
+  // a self-loop ends the check. Used where ComputeChain met a cycle longer than a self-loop
+  // (its entries then cover fewer steps than asked).
+  bool ChainSubsetByWalk(bool by_chars, NodeId n, const ByteMask& bytes, int32_t steps) {
+    for (int32_t k = 0; k < steps; ++k) {
+      if (!bytes.SubsetOf(LevelMask(n, by_chars))) return false;
+      const NodeId next = s_.major_targets[s_.row_of[n]];
+      if (next == n) return true;
+      n = next;
+    }
+    return true;
+  }
+
+  // Computes a level's entries of `start` for at least `need` steps (fewer only on a cycle
+  // longer than a self-loop): walks the major chain forward until a node whose entries
+  // already reach far enough, the chain's end (a self-loop, or a node with no byte edge),
+  // or `need` nodes; then fills the nodes walked from the last one back, each node's
+  // entries being its mask followed by its successor's entries intersected with it.
+  void ComputeChain(ClassifyScratch::ChainLevel& level, bool by_chars, NodeId start, int32_t need) {
+    constexpr int32_t kInProgress = -2;
+    std::vector<NodeId>& path = s_.chain_path;
+    path.clear();
+    NodeId tail = -1;       // a computed node the last walked node steps to, or -1
+    bool terminal = false;  // the last walked node ends the chain (self-loop or no edge)
+    for (NodeId n = start;;) {
+      Row(n);
+      const int32_t r = s_.row_of[n];
+      const int32_t j = static_cast<int32_t>(path.size());
+      if (j > 0 && level.valid[r] >= need - j) {
+        tail = n;
+        break;
+      }
+      if (level.valid[r] == kInProgress || j == need) break;  // a cycle, or far enough
+      level.valid[r] = kInProgress;
+      path.push_back(n);
+      const NodeId next = s_.major_targets[r];
+      if (next == n || next < 0) {
+        terminal = true;
+        break;
+      }
+      n = next;
+    }
+    for (int32_t j = static_cast<int32_t>(path.size()) - 1; j >= 0; --j) {
+      const ByteMask mask = LevelMask(path[j], by_chars);
+      const int32_t r = s_.row_of[path[j]];
+      const int32_t begin = static_cast<int32_t>(s_.chain_steps.size());
+      s_.chain_steps.push_back({1, mask});
+      int32_t valid = 1;
+      if (terminal && j + 1 == static_cast<int32_t>(path.size())) {
+        valid = kChainUnbounded;  // a self-loop repeats the mask; no edge: the mask is empty
+      } else {
+        const NodeId next = j + 1 < static_cast<int32_t>(path.size()) ? path[j + 1] : tail;
+        if (next >= 0) {
+          const int32_t rn = s_.row_of[next];
+          valid = level.valid[rn] == kChainUnbounded ? kChainUnbounded : level.valid[rn] + 1;
+          for (int32_t k = 0; k < level.count[rn]; ++k) {
+            const ClassifyScratch::ChainStep next_step = s_.chain_steps[level.begin[rn] + k];
+            ByteMask both = next_step.mask;
+            for (int w = 0; w < 4; ++w) both.words[w] &= mask.words[w];
+            const ByteMask& last = s_.chain_steps.back().mask;
+            if (std::equal(both.words, both.words + 4, last.words)) continue;
+            s_.chain_steps.push_back({next_step.length + 1, both});
+          }
+        }
+      }
+      level.begin[r] = begin;
+      level.count[r] = static_cast<int32_t>(s_.chain_steps.size()) - begin;
+      level.valid[r] = valid;
+    }
   }
 
   const GrammarFsm& fsm_;
@@ -415,6 +680,15 @@ ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const LeaveSets& leave,
   ByteMask region_ascii;
   std::shared_ptr<const TokenIdSet> region_tokens;
   if (stepper.Utf8RegionBoundary(node, &region_ascii)) region_tokens = tokenizer.Utf8RegionTokens(region_ascii);
+  // Chain root: when `node` is one of the last copies of a bounded string body (the slowest
+  // classifications otherwise: nearly every trie node of depth up to the copies left holds
+  // a longer token and is visited), the tokenizer's set of class tokens that fit in the
+  // copies left starts the accepted set the same way, and a subtree of class tokens is
+  // skipped the same way: those that do not fit are rejected (Utf8ChainRoot).
+  int32_t chain_copies = 0;
+  if (!region_tokens && stepper.Utf8ChainRoot(node, leave, leavable, &region_ascii, &chain_copies)) {
+    region_tokens = tokenizer.Utf8ChainTokens(region_ascii, chain_copies);
+  }
   if (region_tokens) {
     std::copy(region_tokens->bits.begin(), region_tokens->bits.end(), s.accepted_bits.begin());
     accepted_count = region_tokens->count;
@@ -491,7 +765,9 @@ ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const LeaveSets& leave,
           stepper.Row(next);
           const ByteMask& below = suffix_bytes[t.suffix_bytes];
           if (below.SubsetOf(stepper.Loop(next)) || stepper.Utf8RegionConsumes(next, t.utf8_state, below) ||
-              stepper.ChainConsumes(next, below, suffix_max_length[t.suffix_bytes] - d)) {
+              stepper.ChainConsumes(next, below, suffix_max_length[t.suffix_bytes] - d) ||
+              ((t.utf8_state != kUtf8Boundary || below.words[2] | below.words[3]) &&
+               stepper.Utf8ChainConsumes(next, t.utf8_state, below, suffix_max_length[t.suffix_bytes] - d))) {
             for (int32_t p = t.token_begin; p < t.token_end; ++p) accept(sorted[p]);
             i = t.subtree_end;
             continue;

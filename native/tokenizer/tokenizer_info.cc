@@ -87,17 +87,21 @@ void TokenizerInfo::BuildTrie() {
   std::vector<int32_t> malformed_before(count + 1, 0);
   sorted_ascii_bytes_.assign(count, {0, 0});
   sorted_well_formed_.assign(count, 0);
+  sorted_characters_.assign(count, 0);
   for (int32_t pos = 0; pos < count; ++pos) {
     int8_t state = kUtf8Boundary;
     auto& ascii = sorted_ascii_bytes_[pos];
+    int32_t characters = 0;
     for (char c : decoded_tokens_[sorted_text_tokens_[pos]]) {
       const uint8_t byte = static_cast<uint8_t>(c);
       if (byte < 64) ascii.first |= uint64_t{1} << byte;
       else if (byte < 128) ascii.second |= uint64_t{1} << (byte - 64);
+      characters += state == kUtf8Boundary ? 1 : 0;
       state = Utf8DecoderStep(state, byte);
       if (state < 0) break;
     }
     sorted_well_formed_[pos] = state >= 0;
+    sorted_characters_[pos] = static_cast<uint8_t>(std::min(characters, 255));
     malformed_before[pos + 1] = malformed_before[pos] + (state < 0 ? 1 : 0);
   }
   auto close_deeper_than = [&](size_t depth, int32_t position) {
@@ -154,13 +158,29 @@ void TokenizerInfo::BuildTrie() {
 }
 
 std::shared_ptr<const TokenIdSet> TokenizerInfo::Utf8RegionTokens(const ByteMask& ascii) const {
-  const std::pair<uint64_t, uint64_t> key(ascii.words[0], ascii.words[1]);
+  return Utf8ClassTokens(ascii, kAnyCharacterCount);
+}
+
+std::shared_ptr<const TokenIdSet> TokenizerInfo::Utf8ChainTokens(const ByteMask& ascii, int32_t max_characters) const {
+  if (max_characters < 1 || max_characters > kMaxUtf8ChainCharacters) return nullptr;
+  return Utf8ClassTokens(ascii, max_characters);
+}
+
+std::shared_ptr<const TokenIdSet> TokenizerInfo::Utf8ClassTokens(const ByteMask& ascii, int32_t max_characters) const {
+  const ClassSetKey key{ascii.words[0], ascii.words[1], max_characters};
+  const size_t cap = max_characters == kAnyCharacterCount ? kMaxUtf8RegionSets : kMaxUtf8ChainSets;
+  auto find = [&]() -> std::pair<bool, std::shared_ptr<const TokenIdSet>> {
+    size_t same_kind = 0;
+    for (const auto& [k, set] : class_sets_) {
+      if (k == key) return {true, set};
+      same_kind += (k.max_characters == kAnyCharacterCount) == (max_characters == kAnyCharacterCount) ? 1 : 0;
+    }
+    return {same_kind >= cap, nullptr};  // (full, none)
+  };
   {
     std::lock_guard<std::mutex> lock(region_mutex_);
-    for (const auto& [k, set] : region_sets_) {
-      if (k == key) return set;
-    }
-    if (region_sets_.size() >= kMaxUtf8RegionSets) return nullptr;
+    auto [done, set] = find();
+    if (done) return set;
   }
   // Built outside the lock (one pass over a table; a fraction of a millisecond); a racing
   // thread's equal copy is dropped.
@@ -169,17 +189,18 @@ std::shared_ptr<const TokenIdSet> TokenizerInfo::Utf8RegionTokens(const ByteMask
   const size_t count = sorted_text_tokens_.size();
   for (size_t pos = 0; pos < count; ++pos) {
     const auto& bytes = sorted_ascii_bytes_[pos];
-    if (!sorted_well_formed_[pos] || ((bytes.first & ~key.first) | (bytes.second & ~key.second))) continue;
+    if (!sorted_well_formed_[pos] || ((bytes.first & ~key.ascii_low) | (bytes.second & ~key.ascii_high)) ||
+        sorted_characters_[pos] > max_characters) {
+      continue;
+    }
     const int32_t id = sorted_text_tokens_[pos];
     set->bits[id >> 5] |= 1u << (id & 31);
     ++set->count;
   }
   std::lock_guard<std::mutex> lock(region_mutex_);
-  for (const auto& [k, existing] : region_sets_) {
-    if (k == key) return existing;
-  }
-  if (region_sets_.size() >= kMaxUtf8RegionSets) return nullptr;
-  region_sets_.emplace_back(key, set);
+  auto [done, existing] = find();
+  if (done) return existing;
+  class_sets_.emplace_back(key, set);
   return set;
 }
 
@@ -195,9 +216,10 @@ size_t TokenizerInfo::MemoryBytes() const {
   bytes += (sorted_text_tokens_.capacity() + lcp_.capacity()) * sizeof(int32_t);
   bytes += trie_.capacity() * sizeof(TokenTrieNode) + trie_suffix_bytes_.capacity() * sizeof(ByteMask) +
            trie_suffix_max_length_.capacity() * sizeof(uint16_t);
-  bytes += sorted_ascii_bytes_.capacity() * sizeof(sorted_ascii_bytes_[0]) + sorted_well_formed_.capacity();
+  bytes += sorted_ascii_bytes_.capacity() * sizeof(sorted_ascii_bytes_[0]) + sorted_well_formed_.capacity() +
+           sorted_characters_.capacity();
   std::lock_guard<std::mutex> lock(region_mutex_);
-  for (const auto& entry : region_sets_) bytes += entry.second->bits.capacity() * sizeof(uint32_t);
+  for (const auto& entry : class_sets_) bytes += entry.second->bits.capacity() * sizeof(uint32_t);
   return bytes;
 }
 

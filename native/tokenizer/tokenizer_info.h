@@ -117,6 +117,16 @@ class TokenizerInfo {
   std::shared_ptr<const TokenIdSet> Utf8RegionTokens(const ByteMask& ascii) const;
   static constexpr size_t kMaxUtf8RegionSets = 32;
 
+  // The tokens of Utf8RegionTokens(ascii) that start at most `max_characters` characters (a
+  // character the token ends inside counts): those a bounded repetition of one character
+  // with `max_characters` copies left accepts wholesale (the last copies of a JSON string
+  // with maxLength; matcher/token_mask_cache.cc). Built on first request and kept like the
+  // region sets; nullptr for counts outside 1..kMaxUtf8ChainCharacters, or once
+  // kMaxUtf8ChainSets sets are kept. Thread-safe.
+  std::shared_ptr<const TokenIdSet> Utf8ChainTokens(const ByteMask& ascii, int32_t max_characters) const;
+  static constexpr int32_t kMaxUtf8ChainCharacters = 32;
+  static constexpr size_t kMaxUtf8ChainSets = 96;
+
   bool IsStopToken(int32_t id) const;
   // True for ids that can appear inside grammar text (not special, not empty, not padding).
   bool IsTextToken(int32_t id) const { return id >= 0 && id < vocab_size_ && is_text_[id]; }
@@ -151,9 +161,22 @@ class TokenizerInfo {
   // whether it is a well-formed UTF-8 prefix (only those can be in a region set).
   std::vector<std::pair<uint64_t, uint64_t>> sorted_ascii_bytes_;
   std::vector<uint8_t> sorted_well_formed_;
+  // Per sorted position: the characters the token starts (a well-formed prefix's length in
+  // characters, the last one possibly incomplete), at most 255.
+  std::vector<uint8_t> sorted_characters_;
+  // The sets of Utf8RegionTokens (max_characters kAnyCharacterCount) and Utf8ChainTokens.
+  static constexpr int32_t kAnyCharacterCount = 1 << 30;
+  std::shared_ptr<const TokenIdSet> Utf8ClassTokens(const ByteMask& ascii, int32_t max_characters) const;
+  struct ClassSetKey {
+    uint64_t ascii_low;
+    uint64_t ascii_high;
+    int32_t max_characters;
+    bool operator==(const ClassSetKey& o) const {
+      return ascii_low == o.ascii_low && ascii_high == o.ascii_high && max_characters == o.max_characters;
+    }
+  };
   mutable std::mutex region_mutex_;
-  // Utf8RegionTokens' sets, by the two low words (ASCII part) of their mask.
-  mutable std::vector<std::pair<std::pair<uint64_t, uint64_t>, std::shared_ptr<const TokenIdSet>>> region_sets_;
+  mutable std::vector<std::pair<ClassSetKey, std::shared_ptr<const TokenIdSet>>> class_sets_;
 };
 
 }  // namespace xg2
