@@ -396,3 +396,27 @@ def test_chain_bound_masks_match_reference(tokenizer: str, mechanism: str) -> No
             assert compare_masks_along(grammar, encode_continuation(tokenizer, document), require_accept=True) > 1
         for _ in range(4):
             compare_masks_along(grammar, sampled_ids(grammar, rng, bitmask, 16))
+
+
+# Chains whose copies can leave the rule: after each copy of [^<>]{0,6} the parser may call
+# `tail` (recursive, so not inlined), which takes one character of the class, so a token
+# longer than the copies left is not rejected at the chain's end (the chain-root shortcut
+# must not apply); and a bounded body followed by more of its class in the same rule.
+CHAIN_BOUND_GRAMMARS = [
+    ('root ::= "<" [^<>]{0,6} tail ">"\ntail ::= "" | "x" tail', ["<abcdefxxxx>", "<é€😀日本xx>", "<abcxyz>", "<>"]),
+    ('root ::= "(" [^()]{0,8} ")" [^()]{2,4} ";"', ["(abcdefgh)xyz;", "(é€😀 日本)ab;", "()日本;"]),
+]
+
+
+@pytest.mark.parametrize("tokenizer", ["llama3.1", "qwen3"])
+def test_chain_bound_grammar_masks_match_reference(tokenizer: str) -> None:
+    info = hf_tokenizer_info(tokenizer)
+    compiler = xg.GrammarCompiler(info, **MECHANISMS["no_cross_grammar"])
+    rng = random.Random(19)
+    bitmask = np.zeros(xg.get_bitmask_shape(1, info.vocab_size), dtype=np.int32)
+    for ebnf, texts in CHAIN_BOUND_GRAMMARS:
+        grammar = compiler.compile_grammar(ebnf)
+        for text in texts:
+            assert compare_masks_along(grammar, encode_continuation(tokenizer, text), require_accept=True) > 1
+        for _ in range(4):
+            compare_masks_along(grammar, sampled_ids(grammar, rng, bitmask, 10))
