@@ -244,21 +244,16 @@ class DenseStepper {
     ByteMask consumed = s_.majors[s_.row_of[n]];
     consumed.words[2] = consumed.words[3] = ~uint64_t{0};
     if (!(consumed.words[0] | consumed.words[1])) return false;
-    ClassifyScratch::ChainLevel& level = s_.char_chain;
-    if (level.valid[s_.row_of[n]] <= kMaxCopies) ComputeChain(level, true, n, kMaxCopies + 1);
-    const int32_t r = s_.row_of[n];
-    if (level.valid[r] <= kMaxCopies) return false;  // a cycle
-    int32_t k = -1;
-    for (int32_t e = 0; e < level.count[r]; ++e) {
-      const ClassifyScratch::ChainStep& step = s_.chain_steps[level.begin[r] + e];
-      if (!consumed.SubsetOf(step.mask)) {
-        k = step.length - 1;
-        break;
-      }
+    // The copies: the nodes along the major chain whose character mask holds the class.
+    int32_t k = 0;
+    NodeId end = n;
+    while (k <= kMaxCopies && consumed.SubsetOf(LevelMask(end, true))) {
+      const NodeId next = s_.major_targets[s_.row_of[end]];
+      if (next == end) return false;  // a loop, not a chain (UTF-8 regions cover loops)
+      end = next;
+      ++k;
     }
     if (k < 1 || k > kMaxCopies) return false;  // not a chain, or one too long for the sets
-    NodeId end = n;
-    for (int32_t j = 0; j < k; ++j) end = s_.major_targets[s_.row_of[end]];
     {
       const NodeId* row = Row(end);
       for (int b = 0; b < 256; ++b) {
@@ -510,7 +505,8 @@ class DenseStepper {
   bool ChainSubset(ClassifyScratch::ChainLevel& level, bool by_chars, NodeId n, const ByteMask& bytes,
                    int32_t steps) {
     if (steps <= 0) return true;
-    Row(n);
+    // Most nodes fail at once (their own mask); the chain is computed for the others.
+    if (!bytes.SubsetOf(LevelMask(n, by_chars))) return false;
     if (level.valid[s_.row_of[n]] < steps) {
       ComputeChain(level, by_chars, n, std::max(steps, kChainHorizon));
       if (level.valid[s_.row_of[n]] < steps) return ChainSubsetByWalk(by_chars, n, bytes, steps);
