@@ -505,9 +505,19 @@ class DenseStepper {
   bool ChainSubset(ClassifyScratch::ChainLevel& level, bool by_chars, NodeId n, const ByteMask& bytes,
                    int32_t steps) {
     if (steps <= 0) return true;
-    // Most nodes fail at once (their own mask); the chain is computed for the others.
-    if (!bytes.SubsetOf(LevelMask(n, by_chars))) return false;
+    Row(n);
     if (level.valid[s_.row_of[n]] < steps) {
+      // Most asks fail within a step or two (a node off any chain); those are answered by
+      // the plain walk, without computing a chain ahead (rows of nodes no walk needs).
+      constexpr int32_t kProbeSteps = 4;
+      NodeId probe = n;
+      for (int32_t k = 0; k < std::min(steps, kProbeSteps); ++k) {
+        if (!bytes.SubsetOf(LevelMask(probe, by_chars))) return false;
+        const NodeId next = s_.major_targets[s_.row_of[probe]];
+        if (next == probe || next < 0) return true;  // a loop, or no byte follows (empty `bytes`)
+        probe = next;
+      }
+      if (steps <= kProbeSteps) return true;
       ComputeChain(level, by_chars, n, std::max(steps, kChainHorizon));
       if (level.valid[s_.row_of[n]] < steps) return ChainSubsetByWalk(by_chars, n, bytes, steps);
     }
@@ -524,7 +534,7 @@ class DenseStepper {
     for (int32_t k = 0; k < steps; ++k) {
       if (!bytes.SubsetOf(LevelMask(n, by_chars))) return false;
       const NodeId next = s_.major_targets[s_.row_of[n]];
-      if (next == n) return true;
+      if (next == n || next < 0) return true;
       n = next;
     }
     return true;
