@@ -46,6 +46,7 @@
 #ifndef XG2_MATCHER_TOKEN_MASK_CACHE_H_
 #define XG2_MATCHER_TOKEN_MASK_CACHE_H_
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <list>
@@ -148,6 +149,10 @@ constexpr int32_t kShortTokenBytes = 16;
 struct LongTokenTable {
   std::vector<int32_t> positions;  // ascending positions in sorted_text_tokens()
   std::vector<int32_t> lcp;        // lcp[k]: common prefix of long tokens k-1 and k (0 for k == 0)
+  // The long tokens whose first byte is b are positions[first_byte_begin[b] ..
+  // first_byte_begin[b + 1]) (sorted order groups them), so a walk skips the groups whose
+  // first byte the node does not step on.
+  std::array<int32_t, 257> first_byte_begin{};
   std::vector<uint32_t> short_bits;
 };
 LongTokenTable BuildLongTokenTable(const TokenizerInfo& tokenizer);
