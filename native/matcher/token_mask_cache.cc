@@ -379,7 +379,8 @@ void Shrink(TokenClassification* c) {
 
 ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const LeaveSets& leave,
                                   const std::vector<uint8_t>& leavable, NodeId node,
-                                  const TokenizerInfo& tokenizer, bool want_fsm_only, uint64_t rows_owner) {
+                                  const TokenizerInfo& tokenizer, bool want_fsm_only, uint64_t rows_owner,
+                                  int64_t work_budget, bool* over_budget) {
   const std::vector<TokenTrieNode>& trie = tokenizer.trie();
   const std::vector<ByteMask>& suffix_bytes = tokenizer.trie_suffix_bytes();
   const std::vector<uint16_t>& suffix_max_length = tokenizer.trie_suffix_max_length();
@@ -432,7 +433,15 @@ ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const LeaveSets& leave,
   // set's language, else -1.
   ByteMask region_ascii;
   std::shared_ptr<const TokenIdSet> region_tokens;
-  if (stepper.Utf8RegionBoundary(node, &region_ascii)) region_tokens = tokenizer.Utf8RegionTokens(region_ascii);
+  if (stepper.Utf8RegionBoundary(node, &region_ascii)) {
+    if (work_budget >= 0) {
+      *over_budget = true;
+      return out;
+    }
+    region_tokens = tokenizer.Utf8RegionTokens(region_ascii);
+  }
+  // Budget left (a budgeted walk only; -1: unbounded).
+  int64_t work_left = work_budget >= 0 ? work_budget : INT64_MAX;
   if (region_tokens) {
     std::copy(region_tokens->bits.begin(), region_tokens->bits.end(), s.accepted_bits.begin());
     accepted_count = region_tokens->count;
@@ -473,6 +482,10 @@ ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const LeaveSets& leave,
       if (begin < 0) continue;
       const int32_t end = trie[begin].subtree_end;
       for (int32_t i = begin; i < end;) {
+        if (--work_left < 0) {
+          *over_budget = true;
+          return ClassificationPair();
+        }
         const TokenTrieNode& t = trie[i];
         const int32_t d = t.depth;
         const NodeId from = s.path[d - 1];
@@ -512,6 +525,7 @@ ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const LeaveSets& leave,
           const ByteMask& below = suffix_bytes[t.suffix_bytes];
           if (below.SubsetOf(stepper.Loop(next)) || stepper.Utf8RegionConsumes(next, t.utf8_state, below) ||
               stepper.ChainConsumes(next, below, suffix_max_length[t.suffix_bytes] - d)) {
+            work_left -= t.token_end - t.token_begin;
             for (int32_t p = t.token_begin; p < t.token_end; ++p) accept(sorted[p]);
             i = t.subtree_end;
             continue;
@@ -958,8 +972,16 @@ const TokenClassification& GrammarMaskCache::Build(NodeId node) {
     NodeCacheKeys hierarchical;
     const bool has_hierarchical = HierarchicalKeys(node, &hierarchical);
     if (has_hierarchical) entry = pool.Find(hierarchical.with_lookahead);
+    bool over_budget = false;
+    bool bypassed = false;
     if (entry) {
       pool.RecordPerfectHit();
+    } else if (ClassificationPair cheap = ClassifyTokens(*fsm_, leave_, leavable_, node, *tokenizer_, false, serial_,
+                                                         kPoolBypassWork, &over_budget);
+               !over_budget) {
+      pool.RecordBypass();
+      bypassed = true;
+      entry = std::make_shared<const TokenClassification>(std::move(cheap.with_lookahead));
     } else {
       NodeCacheKeys truncated =
           CanonicalSubFsmKeys(*fsm_, leave_, leavable_, node, tokenizer_->max_token_bytes());
@@ -1007,7 +1029,7 @@ const TokenClassification& GrammarMaskCache::Build(NodeId node) {
       }
       pool.Insert(std::move(truncated.with_lookahead), entry);
     }
-    if (has_hierarchical) pool.Insert(std::move(hierarchical.with_lookahead), entry);
+    if (has_hierarchical && !bypassed) pool.Insert(std::move(hierarchical.with_lookahead), entry);
   } else {
     entry = std::make_shared<const TokenClassification>(
         std::move(ClassifyTokens(*fsm_, leave_, leavable_, node, *tokenizer_, false, serial_).with_lookahead));
