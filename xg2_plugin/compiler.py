@@ -551,7 +551,9 @@ class GrammarCompiler:
         other lookahead (decided tokens reused, uncertain ones re-checked), or the same FSM within
         16 bytes of the node (``short_token_hits``, a part of ``partial_hits``: the verdicts on
         tokens of at most 16 bytes reused, the longer tokens walked); ``hits`` is the sum of
-        perfect and partial hits; ``misses``: classified from scratch. ``entries`` counts keys (an entry is stored
+        perfect and partial hits; ``misses``: classified from scratch; ``bypasses``: nodes whose
+        vocabulary walk is cheaper than the pool's keys and lookups (a position inside a literal),
+        classified straight away and kept by their grammar only. ``entries`` counts keys (an entry is stored
         under an FSM-only and an FSM-plus-lookahead key, in two key schemes); ``bytes`` counts
         each stored object once.
         """
@@ -564,6 +566,7 @@ class GrammarCompiler:
             "partial_hits": int(pool.partial_hits),
             "short_token_hits": int(pool.short_token_hits),
             "misses": int(pool.misses),
+            "bypasses": int(pool.bypasses),
         }
 
     def clear_cache(self) -> None:

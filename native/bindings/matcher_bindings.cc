@@ -190,6 +190,7 @@ void BindMatcher(py::module_& m) {
       .def_property_readonly("perfect_hits", &MaskCachePool::perfect_hits)
       .def_property_readonly("partial_hits", &MaskCachePool::partial_hits)
       .def_property_readonly("short_token_hits", &MaskCachePool::short_token_hits)
+      .def_property_readonly("bypasses", &MaskCachePool::bypasses)
       .def_property_readonly("misses", &MaskCachePool::misses)
       .def("__len__", &MaskCachePool::size)
       .def("clear", &MaskCachePool::Clear);

@@ -117,13 +117,18 @@ void GrammarMatcher::Reset() {
   terminated_ = false;
 }
 
-bool GrammarMatcher::BeginFill(uint32_t* words, int64_t num_words) {
+bool GrammarMatcher::BeginFill(uint32_t* words, int64_t num_words, const uint32_t* dense_start) {
   const int64_t needed = BitmaskWords(tokenizer_->vocab_size());
   if (num_words < needed) {
     throw InvalidArgumentError("bitmask row has " + std::to_string(num_words) +
                                " words; the vocabulary needs " + std::to_string(needed));
   }
-  std::memset(words, 0, sizeof(uint32_t) * num_words);
+  if (dense_start) {
+    std::memcpy(words, dense_start, sizeof(uint32_t) * needed);
+    std::memset(words + needed, 0, sizeof(uint32_t) * (num_words - needed));
+  } else {
+    std::memset(words, 0, sizeof(uint32_t) * num_words);
+  }
   auto allow = [words](int32_t id) { words[id >> 5] |= (1u << (id & 31)); };
   if (IsTerminated()) {
     for (int32_t id : stop_token_ids_) allow(id);
@@ -191,27 +196,36 @@ bool GrammarMatcher::FillNextTokenBitmaskReference(uint32_t* words, int64_t num_
 
 bool GrammarMatcher::FillNextTokenBitmask(uint32_t* words, int64_t num_words) {
   GrammarMaskCache& cache = *grammar_->mask_cache;
-  if (!cache.options().enabled) return FillNextTokenBitmaskReference(words, num_words);
-  if (!BeginFill(words, num_words)) return FinishFill(words);
+  // A terminated matcher allows its stop tokens only; a pending lookahead can veto tokens
+  // the rule's DFA accepts: both are decided exactly by the reference walk.
+  if (!cache.options().enabled || IsTerminated()) return FillNextTokenBitmaskReference(words, num_words);
+  const int64_t vocab_words = BitmaskWords(tokenizer_->vocab_size());
+  if (num_words < vocab_words) BeginFill(words, num_words);  // throws the row-width error
 
   fill_nodes_.clear();
   for (const EarleyItem* it = parser_.scannable_begin(); it != parser_.scannable_end(); ++it) {
-    if (it->guard != LookaheadGuards::kNone) {
-      // A pending lookahead can veto tokens the rule's DFA accepts: decide exactly.
-      WalkTokens(nullptr, nullptr, tokenizer_->sorted_text_tokens().size(), words);
-      return FinishFill(words);
-    }
+    if (it->guard != LookaheadGuards::kNone) return FillNextTokenBitmaskReference(words, num_words);
     fill_nodes_.push_back(it->node);
   }
   std::sort(fill_nodes_.begin(), fill_nodes_.end());
   fill_nodes_.erase(std::unique(fill_nodes_.begin(), fill_nodes_.end()), fill_nodes_.end());
 
-  const int64_t vocab_words = BitmaskWords(tokenizer_->vocab_size());
-  fill_contributors_.clear();  // entries with uncertain tokens
+  // Entries first: the row starts as a copy of the first dense accepted set (one pass over
+  // the row instead of a clear and an OR).
+  fill_entries_.clear();
+  const AcceptedTokens* dense_start = nullptr;
   for (NodeId node : fill_nodes_) {
     const TokenClassification& entry = cache.Get(node);
+    fill_entries_.push_back(&entry);
+    if (!dense_start && entry.accepted->as_bits()) dense_start = entry.accepted.get();
+  }
+  BeginFill(words, num_words, dense_start ? dense_start->bits.data() : nullptr);
+  fill_contributors_.clear();  // entries with uncertain tokens
+  for (const TokenClassification* entry_pointer : fill_entries_) {
+    const TokenClassification& entry = *entry_pointer;
     if (!entry.uncertain_positions.empty()) fill_contributors_.push_back(&entry);
     const AcceptedTokens& accepted = *entry.accepted;
+    if (&accepted == dense_start) continue;
     if (accepted.as_bits()) {
       const uint32_t* bits = accepted.bits.data();
       for (int64_t w = 0; w < vocab_words; ++w) words[w] |= bits[w];

@@ -58,9 +58,10 @@ class GrammarMatcher {
 
  private:
   bool IsStop(int32_t token_id) const;
-  // Shared head of both fills: validates, clears, sets stop tokens. Returns false when the
-  // grammar part of the mask is empty by construction (terminated matcher).
-  bool BeginFill(uint32_t* words, int64_t num_words);
+  // Shared head of both fills: validates, clears (or starts from `dense_start`, a bitset of
+  // the vocabulary's words, saving a pass over the row), sets stop tokens. Returns false when
+  // the grammar part of the mask is empty by construction (terminated matcher).
+  bool BeginFill(uint32_t* words, int64_t num_words, const uint32_t* dense_start = nullptr);
   bool FinishFill(const uint32_t* words) const;
   // Runs the parser over the tokens at `positions` (ascending indices into the sorted
   // vocabulary; all of them when null) and sets the bits of those it accepts. `shared`, when
@@ -83,6 +84,7 @@ class GrammarMatcher {
   // Scratch for the cached fill (kept to avoid allocation per token).
   std::vector<NodeId> fill_nodes_;
   std::vector<int32_t> fill_uncertain_;
+  std::vector<const TokenClassification*> fill_entries_;       // per fill node
   std::vector<const TokenClassification*> fill_contributors_;
   std::vector<uint64_t> fill_position_bits_;
 };

@@ -28,6 +28,10 @@ struct ClassifyScratch {
   std::vector<uint8_t> left_lookahead;
   std::vector<int8_t> pure_state;
   std::vector<uint32_t> accepted_bits;
+  // The first kListedAccepts ids a walk accepts, in the order accepted. A node that accepts
+  // few tokens (a position inside a literal) is packed and cleared from this list: its ids
+  // may lie anywhere in the vocabulary, so the span of words they touch is no bound.
+  std::vector<int32_t> accepted_list;
   // Dense transition rows for the DFA nodes this walk steps from: row_of[node] indexes
   // `rows` (256 targets each), built on first use; `touched` lists the nodes to reset.
   // Rows and the facts below depend only on the DFA, so they are kept from one walk to the
@@ -616,6 +620,9 @@ inline void AppendUncertainRange(TokenClassification* out, int32_t begin, int32_
   }
 }
 
+// Accepted ids listed one by one up to this count (ClassifyScratch::accepted_list).
+constexpr int64_t kListedAccepts = 512;
+
 // Packs the accepted bits, all of which lie in words [lo, hi) of `bits`.
 std::shared_ptr<const AcceptedTokens> PackAccepted(const std::vector<uint32_t>& bits, size_t words, size_t lo,
                                                    size_t hi, int64_t count) {
@@ -643,7 +650,8 @@ void Shrink(TokenClassification* c) {
 
 ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const LeaveSets& leave,
                                   const std::vector<uint8_t>& leavable, NodeId node,
-                                  const TokenizerInfo& tokenizer, bool want_fsm_only, uint64_t rows_owner) {
+                                  const TokenizerInfo& tokenizer, bool want_fsm_only, uint64_t rows_owner,
+                                  int64_t work_budget, bool* over_budget) {
   const std::vector<TokenTrieNode>& trie = tokenizer.trie();
   const std::vector<ByteMask>& suffix_bytes = tokenizer.trie_suffix_bytes();
   const std::vector<uint16_t>& suffix_max_length = tokenizer.trie_suffix_max_length();
@@ -658,14 +666,26 @@ ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const LeaveSets& leave,
   if (s.accepted_bits.size() != words) s.accepted_bits.assign(words, 0);
   size_t words_lo = words;
   size_t words_hi = 0;
+  int64_t accepted_count = 0;
+  // accepted_list holds every accepted id while accepted_count <= kListedAccepts and the
+  // walk did not start from a region's shared set (which is not listed).
+  bool listed = true;
+  s.accepted_list.clear();
   struct ClearTouched {
     std::vector<uint32_t>& bits;
+    const std::vector<int32_t>& list;
+    const bool& listed;
+    const int64_t& count;
     const size_t& lo;
     const size_t& hi;
     ~ClearTouched() {
-      if (lo < hi) std::fill(bits.begin() + lo, bits.begin() + hi, 0);
+      if (listed && count <= kListedAccepts) {
+        for (int32_t id : list) bits[id >> 5] = 0;
+      } else if (lo < hi) {
+        std::fill(bits.begin() + lo, bits.begin() + hi, 0);
+      }
     }
-  } clear_touched{s.accepted_bits, words_lo, words_hi};
+  } clear_touched{s.accepted_bits, s.accepted_list, listed, accepted_count, words_lo, words_hi};
   DenseStepper stepper(fsm, s, rows_owner);
 
   // path[d]: the DFA node after the d bytes of the current trie node's prefix. left_*[d]:
@@ -677,7 +697,6 @@ ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const LeaveSets& leave,
   s.left_fsm[0] = 0;
   s.left_lookahead[0] = 0;
   ClassificationPair out;
-  int64_t accepted_count = 0;
   // Region root: when `node` is a boundary node of a UTF-8 region (a JSON string body), the
   // tokenizer's shared set of tokens that region consumes wholesale (all accepted) starts
   // the accepted set, and the walk skips every subtree inside that set. pure_state[d]: the
@@ -695,9 +714,17 @@ ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const LeaveSets& leave,
   if (!region_tokens && stepper.Utf8ChainRoot(node, leave, leavable, &region_ascii, &chain_copies)) {
     region_tokens = tokenizer.Utf8ChainTokens(region_ascii, chain_copies);
   }
+  // A region or chain root accepts a shared dense set: never within a budgeted walk's reach.
+  if (region_tokens && work_budget >= 0) {
+    *over_budget = true;
+    return out;
+  }
+  // Budget left (a budgeted walk only; -1: unbounded).
+  int64_t work_left = work_budget >= 0 ? work_budget : INT64_MAX;
   if (region_tokens) {
     std::copy(region_tokens->bits.begin(), region_tokens->bits.end(), s.accepted_bits.begin());
     accepted_count = region_tokens->count;
+    listed = false;
     words_lo = 0;
     words_hi = words;
   }
@@ -709,8 +736,9 @@ ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const LeaveSets& leave,
     words_hi = std::max(words_hi, w + 1);
     uint32_t& word = s.accepted_bits[w];
     const uint32_t bit = 1u << (id & 31);
-    accepted_count += (word & bit) ? 0 : 1;
+    if (word & bit) return;
     word |= bit;
+    if (++accepted_count <= kListedAccepts) s.accepted_list.push_back(id);
   };
   // Common prefix of the next uncertain token with the list's last one: the minimum over
   // the trie nodes passed since of (depth - 1), the depth of their parent.
@@ -733,6 +761,10 @@ ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const LeaveSets& leave,
       if (begin < 0) continue;
       const int32_t end = trie[begin].subtree_end;
       for (int32_t i = begin; i < end;) {
+        if (--work_left < 0) {
+          *over_budget = true;
+          return ClassificationPair();
+        }
         const TokenTrieNode& t = trie[i];
         const int32_t d = t.depth;
         const NodeId from = s.path[d - 1];
@@ -774,6 +806,7 @@ ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const LeaveSets& leave,
               stepper.ChainConsumes(next, below, suffix_max_length[t.suffix_bytes] - d) ||
               ((t.utf8_state != kUtf8Boundary || below.words[2] | below.words[3]) &&
                stepper.Utf8ChainConsumes(next, t.utf8_state, below, suffix_max_length[t.suffix_bytes] - d))) {
+            work_left -= t.token_end - t.token_begin;
             for (int32_t p = t.token_begin; p < t.token_end; ++p) accept(sorted[p]);
             i = t.subtree_end;
             continue;
@@ -788,7 +821,14 @@ ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const LeaveSets& leave,
       }
     }
   }
-  out.with_lookahead.accepted = PackAccepted(s.accepted_bits, words, words_lo, words_hi, accepted_count);
+  if (listed && accepted_count <= kListedAccepts && accepted_count <= static_cast<int64_t>(words)) {
+    auto accepted = std::make_shared<AcceptedTokens>();
+    accepted->ids = s.accepted_list;
+    std::sort(accepted->ids.begin(), accepted->ids.end());
+    out.with_lookahead.accepted = std::move(accepted);
+  } else {
+    out.with_lookahead.accepted = PackAccepted(s.accepted_bits, words, words_lo, words_hi, accepted_count);
+  }
   out.fsm_only.accepted = out.with_lookahead.accepted;
   Shrink(&out.with_lookahead);
   Shrink(&out.fsm_only);
@@ -872,6 +912,16 @@ LongTokenTable BuildLongTokenTable(const TokenizerInfo& tokenizer) {
     table.lcp.push_back(shared);
     previous = &bytes;
   }
+  // Sorted order compares bytes as unsigned (std::string's ordering), so each first byte's
+  // tokens are one run, the runs in byte order.
+  const size_t count = table.positions.size();
+  size_t k = 0;
+  for (int b = 0; b < 256; ++b) {
+    table.first_byte_begin[b] = static_cast<int32_t>(k);
+    while (k < count && static_cast<uint8_t>(decoded[sorted[table.positions[k]]][0]) == b) ++k;
+  }
+  table.first_byte_begin[256] = static_cast<int32_t>(k);
+  if (k != count) throw std::logic_error("long tokens are not grouped by first byte");
   return table;
 }
 
@@ -893,34 +943,42 @@ TokenClassification ClassifyLongTokens(const GrammarFsm& fsm, const LeaveSets& l
   s.left_lookahead[0] = 0;
   int32_t depth = 0;
   int32_t shared = INT32_MAX;  // common prefix with the last uncertain token
-  for (size_t k = 0; k < long_tokens.positions.size(); ++k) {
-    const int32_t pos = long_tokens.positions[k];
-    shared = std::min(shared, long_tokens.lcp[k]);
-    const std::string& bytes = decoded[sorted[pos]];
-    const int32_t size = static_cast<int32_t>(bytes.size());
-    depth = std::min(depth, long_tokens.lcp[k]);
-    bool uncertain = false;
-    bool consumed = true;
-    while (depth < size) {
-      const uint8_t byte = static_cast<uint8_t>(bytes[depth]);
-      const NodeId from = s.path[depth];
-      const bool left = s.left_lookahead[depth] || (depth > 0 && leave[from].test(byte));
-      const NodeId next = stepper.Row(from)[byte];
-      if (next < 0) {
-        uncertain = left;
-        consumed = false;
-        break;
+  // A token whose first byte fails is rejected (the parser cannot leave before the first
+  // byte), so only the first-byte groups the node steps on are walked. The first token of a
+  // group has lcp 0, which resets `depth` and `shared` as the skipped groups would have.
+  const NodeId* root_row = stepper.Row(node);
+  for (int first = 0; first < 256; ++first) {
+    if (root_row[first] < 0) continue;
+    const int32_t group_end = long_tokens.first_byte_begin[first + 1];
+    for (int32_t k = long_tokens.first_byte_begin[first]; k < group_end; ++k) {
+      const int32_t pos = long_tokens.positions[k];
+      shared = std::min(shared, long_tokens.lcp[k]);
+      const std::string& bytes = decoded[sorted[pos]];
+      const int32_t size = static_cast<int32_t>(bytes.size());
+      depth = std::min(depth, long_tokens.lcp[k]);
+      bool uncertain = false;
+      bool consumed = true;
+      while (depth < size) {
+        const uint8_t byte = static_cast<uint8_t>(bytes[depth]);
+        const NodeId from = s.path[depth];
+        const bool left = s.left_lookahead[depth] || (depth > 0 && leave[from].test(byte));
+        const NodeId next = stepper.Row(from)[byte];
+        if (next < 0) {
+          uncertain = left;
+          consumed = false;
+          break;
+        }
+        s.path[depth + 1] = next;
+        s.left_lookahead[depth + 1] = left;
+        ++depth;
       }
-      s.path[depth + 1] = next;
-      s.left_lookahead[depth + 1] = left;
-      ++depth;
-    }
-    if (consumed) {
-      accepted->ids.push_back(sorted[pos]);
-    } else if (uncertain) {
-      out.uncertain_positions.push_back(pos);
-      out.uncertain_lcp.push_back(out.uncertain_positions.size() == 1 ? 0 : shared);
-      shared = INT32_MAX;
+      if (consumed) {
+        accepted->ids.push_back(sorted[pos]);
+      } else if (uncertain) {
+        out.uncertain_positions.push_back(pos);
+        out.uncertain_lcp.push_back(out.uncertain_positions.size() == 1 ? 0 : shared);
+        shared = INT32_MAX;
+      }
     }
   }
   std::sort(accepted->ids.begin(), accepted->ids.end());
@@ -932,23 +990,40 @@ TokenClassification JoinShortAndLong(const TokenClassification& short_part, cons
                                      const TokenizerInfo& tokenizer, const LongTokenTable& long_tokens) {
   const std::vector<int32_t>& sorted = tokenizer.sorted_text_tokens();
   const std::vector<std::string>& decoded = tokenizer.decoded_tokens();
-  // Not the walks' accepted_bits, which must stay all zero between walks (ClassifyTokens).
-  thread_local std::vector<uint32_t> bits;
   const size_t words = long_tokens.short_bits.size();
-  bits.assign(words, 0);
   const AcceptedTokens& from_short = *short_part.accepted;
-  if (from_short.as_bits()) {
-    for (size_t w = 0; w < words; ++w) bits[w] = from_short.bits[w] & long_tokens.short_bits[w];
-  } else {
-    for (int32_t id : from_short.ids) {
-      if ((long_tokens.short_bits[id >> 5] >> (id & 31)) & 1) bits[id >> 5] |= 1u << (id & 31);
-    }
-  }
-  for (int32_t id : long_part.accepted->ids) bits[id >> 5] |= 1u << (id & 31);
-  int64_t count = 0;
-  for (size_t w = 0; w < words; ++w) count += __builtin_popcount(bits[w]);
+  const std::vector<int32_t>& long_ids = long_part.accepted->ids;  // ascending
+  auto is_short_id = [&](int32_t id) { return (long_tokens.short_bits[id >> 5] >> (id & 31)) & 1; };
   TokenClassification out;
-  out.accepted = PackAccepted(bits, words, 0, words, count);
+  if (!from_short.as_bits() && from_short.ids.size() + long_ids.size() <= words) {
+    // A sparse set (a literal's few tokens): merge the two ascending id lists; the word
+    // passes below would cost a scan of the whole vocabulary.
+    auto accepted = std::make_shared<AcceptedTokens>();
+    accepted->ids.reserve(from_short.ids.size() + long_ids.size());
+    size_t j = 0;
+    for (int32_t id : from_short.ids) {
+      if (!is_short_id(id)) continue;
+      while (j < long_ids.size() && long_ids[j] < id) accepted->ids.push_back(long_ids[j++]);
+      accepted->ids.push_back(id);
+    }
+    accepted->ids.insert(accepted->ids.end(), long_ids.begin() + j, long_ids.end());
+    out.accepted = std::move(accepted);
+  } else {
+    // Not the walks' accepted_bits, which must stay all zero between walks (ClassifyTokens).
+    thread_local std::vector<uint32_t> bits;
+    bits.assign(words, 0);
+    if (from_short.as_bits()) {
+      for (size_t w = 0; w < words; ++w) bits[w] = from_short.bits[w] & long_tokens.short_bits[w];
+    } else {
+      for (int32_t id : from_short.ids) {
+        if (is_short_id(id)) bits[id >> 5] |= 1u << (id & 31);
+      }
+    }
+    for (int32_t id : long_ids) bits[id >> 5] |= 1u << (id & 31);
+    int64_t count = 0;
+    for (size_t w = 0; w < words; ++w) count += __builtin_popcount(bits[w]);
+    out.accepted = PackAccepted(bits, words, 0, words, count);
+  }
   // Merge the short part's short uncertain tokens with the long part's list (both ascending
   // positions), recomputing the common prefix of each new neighbour pair.
   auto is_short = [&](int32_t pos) {
@@ -1178,8 +1253,16 @@ const TokenClassification& GrammarMaskCache::Build(NodeId node) {
     NodeCacheKeys hierarchical;
     const bool has_hierarchical = HierarchicalKeys(node, &hierarchical);
     if (has_hierarchical) entry = pool.Find(hierarchical.with_lookahead);
+    bool over_budget = false;
+    bool bypassed = false;
     if (entry) {
       pool.RecordPerfectHit();
+    } else if (ClassificationPair cheap = ClassifyTokens(*fsm_, leave_, leavable_, node, *tokenizer_, false, serial_,
+                                                         kPoolBypassWork, &over_budget);
+               !over_budget) {
+      pool.RecordBypass();
+      bypassed = true;
+      entry = std::make_shared<const TokenClassification>(std::move(cheap.with_lookahead));
     } else {
       NodeCacheKeys truncated =
           CanonicalSubFsmKeys(*fsm_, leave_, leavable_, node, tokenizer_->max_token_bytes());
@@ -1227,7 +1310,7 @@ const TokenClassification& GrammarMaskCache::Build(NodeId node) {
       }
       pool.Insert(std::move(truncated.with_lookahead), entry);
     }
-    if (has_hierarchical) pool.Insert(std::move(hierarchical.with_lookahead), entry);
+    if (has_hierarchical && !bypassed) pool.Insert(std::move(hierarchical.with_lookahead), entry);
   } else {
     entry = std::make_shared<const TokenClassification>(
         std::move(ClassifyTokens(*fsm_, leave_, leavable_, node, *tokenizer_, false, serial_).with_lookahead));

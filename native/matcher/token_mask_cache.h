@@ -46,6 +46,7 @@
 #ifndef XG2_MATCHER_TOKEN_MASK_CACHE_H_
 #define XG2_MATCHER_TOKEN_MASK_CACHE_H_
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <list>
@@ -106,9 +107,20 @@ struct ClassificationPair {
 // is left empty (the walk is the same). `rows_owner`: a number naming `fsm` for as long as it
 // lives (GrammarMaskCache's serial); the thread's dense DFA rows are then kept for the next
 // walk over the same DFA. 0: nothing is kept.
+// `work_budget` >= 0 bounds the walk (trie nodes visited plus tokens accepted in bulk; a
+// UTF-8 region root counts as over budget): past it the walk stops, sets `*over_budget`
+// and returns nothing usable.
 ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const LeaveSets& leave,
                                   const std::vector<uint8_t>& leavable, NodeId node,
-                                  const TokenizerInfo& tokenizer, bool want_fsm_only, uint64_t rows_owner = 0);
+                                  const TokenizerInfo& tokenizer, bool want_fsm_only, uint64_t rows_owner = 0,
+                                  int64_t work_budget = -1, bool* over_budget = nullptr);
+
+// Nodes whose walk stays within this budget (ClassifyTokens' work units) are classified
+// straight away and kept by their grammar alone, bypassing the cross-grammar pool: their
+// pool keys, lookups and inserts (a kilobyte-long canonical key, four lookups, five
+// inserts: about 10 us) cost more than the walk itself. Positions inside a property-name
+// literal are the typical case: a few dozen trie nodes each.
+constexpr int64_t kPoolBypassWork = 4000;
 
 // Partial hit: the lookahead version of a node from its FSM-only version, re-checking only
 // the FSM-only uncertain tokens against `leave` (the accepted set is shared).
@@ -148,6 +160,10 @@ constexpr int32_t kShortTokenBytes = 16;
 struct LongTokenTable {
   std::vector<int32_t> positions;  // ascending positions in sorted_text_tokens()
   std::vector<int32_t> lcp;        // lcp[k]: common prefix of long tokens k-1 and k (0 for k == 0)
+  // The long tokens whose first byte is b are positions[first_byte_begin[b] ..
+  // first_byte_begin[b + 1]) (sorted order groups them), so a walk skips the groups whose
+  // first byte the node does not step on.
+  std::array<int32_t, 257> first_byte_begin{};
   std::vector<uint32_t> short_bits;
 };
 LongTokenTable BuildLongTokenTable(const TokenizerInfo& tokenizer);
@@ -184,6 +200,8 @@ class MaskCachePool {
     short_token_hits_.fetch_add(1, std::memory_order_relaxed);
   }
   void RecordMiss() { misses_.fetch_add(1, std::memory_order_relaxed); }
+  // A node classified within kPoolBypassWork: kept by its grammar, not looked up further.
+  void RecordBypass() { bypasses_.fetch_add(1, std::memory_order_relaxed); }
   // The pool's tokenizer's long-token table, built on first use.
   const LongTokenTable& long_tokens(const TokenizerInfo& tokenizer) {
     std::call_once(long_tokens_once_, [&] { long_tokens_ = BuildLongTokenTable(tokenizer); });
@@ -197,6 +215,7 @@ class MaskCachePool {
   int64_t short_token_hits() const { return short_token_hits_.load(); }
   int64_t hits() const { return perfect_hits() + partial_hits(); }
   int64_t misses() const { return misses_.load(); }
+  int64_t bypasses() const { return bypasses_.load(); }
   size_t size() const;
   void Clear();
 
@@ -227,6 +246,7 @@ class MaskCachePool {
   std::atomic<int64_t> partial_hits_{0};
   std::atomic<int64_t> misses_{0};
   std::atomic<int64_t> short_token_hits_{0};
+  std::atomic<int64_t> bypasses_{0};
   std::once_flag long_tokens_once_;
   LongTokenTable long_tokens_;
 };
