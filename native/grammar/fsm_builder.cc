@@ -643,6 +643,7 @@ struct SubsetScratch {
   std::vector<int32_t> seeds, closure, closure_stack, fresh, current, targets, previous_targets;
   std::vector<int> cuts;
   std::vector<int32_t> piece_begin, piece_fill, piece_targets;
+  int32_t piece_at[257];  // cut value -> its index in `cuts` (only the current cuts are valid)
   std::vector<std::pair<int32_t, int32_t>> rule_targets;  // (rule, NFA target)
 };
 
@@ -870,9 +871,10 @@ class SubsetConstruction {
     std::vector<int32_t>& piece_begin = s_.piece_begin;
     std::vector<int32_t>& piece_targets = s_.piece_targets;
     piece_begin.assign(num_pieces + 1, 0);
-    auto piece_of = [&cuts](int boundary) {
-      return static_cast<size_t>(std::lower_bound(cuts.begin(), cuts.end(), boundary) - cuts.begin());
-    };
+    // Every edge's lo and hi + 1 is a cut: its index is looked up, not searched for.
+    int32_t* piece_at = s_.piece_at;
+    for (size_t c = 0; c < cuts.size(); ++c) piece_at[cuts[c]] = static_cast<int32_t>(c);
+    auto piece_of = [piece_at](int boundary) { return static_cast<size_t>(piece_at[boundary]); };
     for (int pass = 0; pass < 2; ++pass) {
       for (int32_t n : set) {
         for (const NfaEdge& e : nfa_.EdgesOf(n)) {
