@@ -44,3 +44,18 @@ def test_states_whose_ranges_are_cut_differently_merge(compiler: xg.GrammarCompi
     assert _nodes(compiler, ebnf) == zeros + 3
     for text, expected in [("xa", True), ("xz", True), ("yq", True), ("x0", False), ("za", False)]:
         assert ebnf_accepts(ebnf, text + "0" * zeros) == expected, text
+
+
+@pytest.mark.parametrize("zs", [1, 40])
+def test_block_splits_three_ways_by_the_symbols_into_a_splitter(compiler: xg.GrammarCompiler, zs: int) -> None:
+    # The states after "a", "b", "c" and "d" all step into the state before the z's, on
+    # {0-3}, {0-1}, {0-1} then {2-3} (two runs that join into {0-3}), and {2-3}: one block
+    # that Hopcroft's algorithm (used from 33 states) splits into three parts at once. Minimal:
+    # start, after "k", three states for a/c, b and d, then the z chain.
+    tail = "z" * zs
+    ebnf = f'root ::= "k" ("a" [0-3] | "b" [0-1] | "c" ([0-1] | [2-3]) | "d" [2-3]) "{tail}"'
+    assert _nodes(compiler, ebnf) == zs + 6
+    cases = [("ka3", True), ("kc3", True), ("kc0", True), ("kb1", True), ("kb2", False), ("kd2", True),
+             ("kd1", False), ("ke0", False)]
+    for text, expected in cases:
+        assert ebnf_accepts(ebnf, text + tail) == expected, text

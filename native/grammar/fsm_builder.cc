@@ -643,6 +643,7 @@ struct SubsetScratch {
   std::vector<int32_t> seeds, closure, closure_stack, fresh, current, targets, previous_targets;
   std::vector<int> cuts;
   std::vector<int32_t> piece_begin, piece_fill, piece_targets;
+  int32_t piece_at[257];  // cut value -> its index in `cuts` (only the current cuts are valid)
   std::vector<std::pair<int32_t, int32_t>> rule_targets;  // (rule, NFA target)
 };
 
@@ -870,9 +871,10 @@ class SubsetConstruction {
     std::vector<int32_t>& piece_begin = s_.piece_begin;
     std::vector<int32_t>& piece_targets = s_.piece_targets;
     piece_begin.assign(num_pieces + 1, 0);
-    auto piece_of = [&cuts](int boundary) {
-      return static_cast<size_t>(std::lower_bound(cuts.begin(), cuts.end(), boundary) - cuts.begin());
-    };
+    // Every edge's lo and hi + 1 is a cut: its index is looked up, not searched for.
+    int32_t* piece_at = s_.piece_at;
+    for (size_t c = 0; c < cuts.size(); ++c) piece_at[cuts[c]] = static_cast<int32_t>(c);
+    auto piece_of = [piece_at](int boundary) { return static_cast<size_t>(piece_at[boundary]); };
     for (int pass = 0; pass < 2; ++pass) {
       for (int32_t n : set) {
         for (const NfaEdge& e : nfa_.EdgesOf(n)) {
@@ -934,6 +936,15 @@ class SubsetConstruction {
   std::vector<std::vector<int32_t>> gate_closures_;
 };
 
+// Symbols lo..hi (byte classes, then rules) of an edge from `source`, in Hopcroft's algorithm.
+struct SymbolRun {
+  int32_t lo, hi, source;
+};
+// One run into the current splitter; `next` threads the runs of one source (-1 ends).
+struct SplitterHit {
+  int32_t lo, hi, next;
+};
+
 // Working memory of minimisation, kept across the rules of one grammar.
 struct MinimizeScratch {
   std::vector<int32_t> reverse_begin, reverse, fill, stack, cls, new_id, representative;
@@ -944,24 +955,35 @@ struct MinimizeScratch {
   std::vector<uint32_t> begin;
   std::vector<uint64_t> hash;
   std::vector<int32_t> order, next;
-  // Hopcroft.
-  std::vector<int32_t> rules, byte_class, in_begin, elems, loc, block_of, first, end, mid, size, worklist, symbols,
-      touched;
-  std::vector<std::pair<int32_t, int32_t>> in_edges;
+  // Hopcroft (`words`, `begin` and `hash` hold the signatures there).
+  std::vector<int32_t> rules, byte_class, in_begin, elems, loc, block_of, first, end, mid, size, worklist, touched,
+      touched_sources, hit_head;
+  std::vector<uint32_t> sig_end;
+  std::vector<SymbolRun> in_runs;
+  std::vector<SplitterHit> hits;
+  std::vector<std::pair<int32_t, int32_t>> runs;
   std::vector<uint8_t> cut, in_worklist;
-  std::vector<std::vector<int32_t>> sources;
   // The output's edges of one node, before they are copied into it.
   std::vector<ByteEdge> out_bytes;
   std::vector<RuleEdge> out_rules;
 };
 
-// Hopcroft's partition refinement (O(m log n)) over the live states: `cls` holds the
+// Hopcroft's partition refinement (O(m log n) splits) over the live states: `cls` holds the
 // initial class of every live state and -1 for the others, and ends as the coarsest stable
 // refinement (states with equal classes accept the same language). The alphabet is the
 // byte classes of the DFA (bytes no edge boundary separates) plus the rule ids; a missing
 // edge or one into a dead state counts as no edge. Missing edges need no sink state because
 // every initial class starts as a splitter (Valmari and Lehtinen, "Efficient minimization of
 // DFAs with partial transition functions", 2008).
+//
+// A splitter is applied to all symbols at once. The signature of a state is the set of
+// symbols on which it steps into the splitter, kept as maximal runs of consecutive symbols
+// (so an edge over many byte classes is one run, and equal sets have equal run lists); every
+// touched block splits into one part per distinct signature, plus one for its untouched
+// states. That is the partition that splitting by each symbol in turn would reach. The
+// largest part keeps the block's id and the others are queued: if the block was queued,
+// its id still is, and if it was not, it served as a splitter already, and with all its
+// parts but one queued the last one's splits follow (Hopcroft's "all but the largest").
 void RefineHopcroft(const FlatDfa& dfa, int32_t num_initial, std::vector<int32_t>* cls_out, MinimizeScratch* m) {
   std::vector<int32_t>& cls = *cls_out;
   const int32_t n = dfa.size();
@@ -994,33 +1016,34 @@ void RefineHopcroft(const FlatDfa& dfa, int32_t num_initial, std::vector<int32_t
   auto rule_symbol = [&](RuleId rule) {
     return num_byte_classes + static_cast<int32_t>(std::lower_bound(rules.begin(), rules.end(), rule) - rules.begin());
   };
-  // Incoming edges per target (CSR): (symbol, source).
+  // Incoming edges per target (CSR), each a run of symbols and its source.
   std::vector<int32_t>& in_begin = m->in_begin;
   in_begin.assign(n + 1, 0);
   auto for_each_edge = [&](auto&& visit) {
     for (int32_t s = 0; s < n; ++s) {
       if (cls[s] < 0) continue;
       for (const ByteEdge& e : dfa.BytesOf(s)) {
-        if (cls[e.target] < 0) continue;
-        for (int32_t c = byte_class[e.lo]; c <= byte_class[e.hi]; ++c) visit(e.target, c, s);
+        if (cls[e.target] >= 0) visit(e.target, SymbolRun{byte_class[e.lo], byte_class[e.hi], s});
       }
       for (const RuleEdge& e : dfa.RulesOf(s)) {
-        if (cls[e.target] >= 0) visit(e.target, rule_symbol(e.rule), s);
+        if (cls[e.target] < 0) continue;
+        const int32_t symbol = rule_symbol(e.rule);
+        visit(e.target, SymbolRun{symbol, symbol, s});
       }
     }
   };
-  for_each_edge([&](int32_t t, int32_t, int32_t) { ++in_begin[t + 1]; });
+  for_each_edge([&](int32_t t, const SymbolRun&) { ++in_begin[t + 1]; });
   for (int32_t t = 0; t < n; ++t) in_begin[t + 1] += in_begin[t];
-  std::vector<std::pair<int32_t, int32_t>>& in_edges = m->in_edges;
-  in_edges.resize(in_begin[n]);
+  std::vector<SymbolRun>& in_runs = m->in_runs;
+  in_runs.resize(in_begin[n]);
   {
     std::vector<int32_t>& fill = m->fill;
     fill.assign(in_begin.begin(), in_begin.end() - 1);
-    for_each_edge([&](int32_t t, int32_t c, int32_t s) { in_edges[fill[t]++] = {c, s}; });
+    for_each_edge([&](int32_t t, const SymbolRun& run) { in_runs[fill[t]++] = run; });
   }
 
   // The refinable partition: the states of block b are elems[first[b], end[b]); while a
-  // splitter is applied, the marked ones are elems[first[b], mid[b]).
+  // splitter is applied, the touched ones are elems[first[b], mid[b]).
   std::vector<int32_t>& elems = m->elems;
   std::vector<int32_t>& loc = m->loc;
   std::vector<int32_t>& block_of = m->block_of;
@@ -1062,63 +1085,118 @@ void RefineHopcroft(const FlatDfa& dfa, int32_t num_initial, std::vector<int32_t
     if (first[b] < end[b]) worklist.push_back(b);
   }
   in_worklist.assign(num_initial, 1);
-  // Sources of edges into the splitter, bucketed by symbol (the order of the symbols does
-  // not matter: the coarsest stable partition is unique). Buckets are left empty after use.
-  std::vector<std::vector<int32_t>>& sources = m->sources;
-  if (sources.size() < num_byte_classes + rules.size()) sources.resize(num_byte_classes + rules.size());
-  std::vector<int32_t>& symbols = m->symbols;
+
+  // Per splitter: the runs into it of each source, as a list threaded through `hits`
+  // (hit_head[s] is -1 outside a splitter), then each source's signature in `words`.
+  std::vector<SplitterHit>& hits = m->hits;
+  std::vector<int32_t>& hit_head = m->hit_head;
+  hit_head.assign(n, -1);
+  std::vector<int32_t>& sources = m->touched_sources;
   std::vector<int32_t>& touched = m->touched;
-  symbols.clear();
+  std::vector<int64_t>& words = m->words;
+  std::vector<uint32_t>& sig_begin = m->begin;
+  std::vector<uint32_t>& sig_end = m->sig_end;
+  std::vector<uint64_t>& sig_hash = m->hash;
+  std::vector<std::pair<int32_t, int32_t>>& runs = m->runs;
+  sig_begin.resize(n);
+  sig_end.resize(n);
+  sig_hash.resize(n);
+  auto signature_less = [&](int32_t a, int32_t b) {
+    if (sig_hash[a] != sig_hash[b]) return sig_hash[a] < sig_hash[b];
+    return std::lexicographical_compare(words.begin() + sig_begin[a], words.begin() + sig_end[a],
+                                        words.begin() + sig_begin[b], words.begin() + sig_end[b]);
+  };
+  auto same_signature = [&](int32_t a, int32_t b) {
+    return sig_hash[a] == sig_hash[b] &&
+           std::equal(words.begin() + sig_begin[a], words.begin() + sig_end[a], words.begin() + sig_begin[b],
+                      words.begin() + sig_end[b]);
+  };
   while (!worklist.empty()) {
     const int32_t splitter = worklist.back();
     worklist.pop_back();
     in_worklist[splitter] = 0;
+    hits.clear();
+    sources.clear();
     for (int32_t k = first[splitter]; k < end[splitter]; ++k) {
       const int32_t t = elems[k];
       for (int32_t i = in_begin[t]; i < in_begin[t + 1]; ++i) {
-        std::vector<int32_t>& bucket = sources[in_edges[i].first];
-        if (bucket.empty()) symbols.push_back(in_edges[i].first);
-        bucket.push_back(in_edges[i].second);
+        const SymbolRun& run = in_runs[i];
+        if (hit_head[run.source] < 0) sources.push_back(run.source);
+        hits.push_back({run.lo, run.hi, hit_head[run.source]});
+        hit_head[run.source] = static_cast<int32_t>(hits.size()) - 1;
       }
     }
-    for (int32_t symbol : symbols) {
-      touched.clear();
-      // Mark the sources (a DFA has one edge per source and symbol, so each once).
-      for (int32_t s : sources[symbol]) {
-        const int32_t b = block_of[s];
-        if (mid[b] == first[b]) touched.push_back(b);
-        const int32_t other = elems[mid[b]];
-        std::swap(elems[loc[s]], elems[mid[b]]);
-        loc[other] = loc[s];
-        loc[s] = mid[b]++;
+    words.clear();
+    touched.clear();
+    for (int32_t s : sources) {
+      runs.clear();
+      for (int32_t h = hit_head[s]; h >= 0; h = hits[h].next) runs.push_back({hits[h].lo, hits[h].hi});
+      hit_head[s] = -1;
+      if (runs.size() > 1) std::sort(runs.begin(), runs.end());
+      // Maximal runs: a DFA's runs from one state are disjoint, so only neighbours join.
+      sig_begin[s] = static_cast<uint32_t>(words.size());
+      uint64_t h = 0x9E3779B97F4A7C15ull;
+      for (size_t r = 0; r < runs.size();) {
+        const int32_t lo = runs[r].first;
+        int32_t hi = runs[r].second;
+        for (++r; r < runs.size() && runs[r].first == hi + 1; ++r) hi = runs[r].second;
+        const int64_t word = (static_cast<int64_t>(lo) << 32) | static_cast<uint32_t>(hi);
+        words.push_back(word);
+        h = (h ^ static_cast<uint64_t>(word)) * 0xFF51AFD7ED558CCDull;
+        h ^= h >> 29;
       }
-      sources[symbol].clear();
-      for (int32_t b : touched) {
-        if (mid[b] == end[b]) {
-          mid[b] = first[b];
-          continue;
+      sig_end[s] = static_cast<uint32_t>(words.size());
+      sig_hash[s] = h;
+      // Move s into the touched front of its block.
+      const int32_t b = block_of[s];
+      if (mid[b] == first[b]) touched.push_back(b);
+      const int32_t other = elems[mid[b]];
+      std::swap(elems[loc[s]], elems[mid[b]]);
+      loc[other] = loc[s];
+      loc[s] = mid[b]++;
+    }
+    for (int32_t b : touched) {
+      const int32_t lo = first[b], hi = mid[b];
+      mid[b] = first[b];
+      // Mostly every touched state of a block has the same signature: then no sorting.
+      bool one_signature = true;
+      for (int32_t k = lo + 1; k < hi && one_signature; ++k) one_signature = same_signature(elems[lo], elems[k]);
+      if (!one_signature) {
+        std::sort(elems.begin() + lo, elems.begin() + hi, signature_less);
+        for (int32_t k = lo; k < hi; ++k) loc[elems[k]] = k;
+      }
+      if (hi == end[b] && same_signature(elems[lo], elems[hi - 1])) continue;
+      // The parts: runs of equal signatures in [lo, hi), then the untouched [hi, end).
+      int32_t largest_first = hi, largest_end = end[b];
+      for (int32_t k = lo; k < hi;) {
+        int32_t j = k + 1;
+        while (j < hi && same_signature(elems[k], elems[j])) ++j;
+        if (j - k > largest_end - largest_first) {
+          largest_first = k;
+          largest_end = j;
         }
-        // The marked part becomes a new block.
+        k = j;
+      }
+      auto new_block = [&](int32_t from, int32_t to) {
+        if (from == to || from == largest_first) return;
         const int32_t nb = static_cast<int32_t>(first.size());
-        first.push_back(first[b]);
-        end.push_back(mid[b]);
-        mid.push_back(first[b]);
-        first[b] = mid[b];
-        for (int32_t k = first[nb]; k < end[nb]; ++k) block_of[elems[k]] = nb;
-        if (in_worklist[b]) {
-          in_worklist.push_back(1);
-          worklist.push_back(nb);
-        } else if (end[nb] - first[nb] <= end[b] - first[b]) {
-          in_worklist.push_back(1);
-          worklist.push_back(nb);
-        } else {
-          in_worklist.push_back(0);
-          in_worklist[b] = 1;
-          worklist.push_back(b);
-        }
+        first.push_back(from);
+        end.push_back(to);
+        mid.push_back(from);
+        for (int32_t k = from; k < to; ++k) block_of[elems[k]] = nb;
+        in_worklist.push_back(1);
+        worklist.push_back(nb);
+      };
+      for (int32_t k = lo; k < hi;) {
+        int32_t j = k + 1;
+        while (j < hi && same_signature(elems[k], elems[j])) ++j;
+        new_block(k, j);
+        k = j;
       }
+      new_block(hi, end[b]);
+      first[b] = mid[b] = largest_first;
+      end[b] = largest_end;
     }
-    symbols.clear();
   }
   for (int32_t s = 0; s < n; ++s) cls[s] = cls[s] < 0 ? -1 : block_of[s];
 }
