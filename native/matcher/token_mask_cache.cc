@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <deque>
 #include <exception>
+#include <stdexcept>
 #include <thread>
 #ifdef __linux__
 #include <sys/resource.h>
