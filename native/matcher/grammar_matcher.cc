@@ -117,12 +117,17 @@ void GrammarMatcher::Reset() {
   terminated_ = false;
 }
 
-bool GrammarMatcher::BeginFill(uint32_t* words, int64_t num_words, const uint32_t* dense_start) {
+void GrammarMatcher::CheckRowWidth(int64_t num_words) const {
   const int64_t needed = BitmaskWords(tokenizer_->vocab_size());
   if (num_words < needed) {
     throw InvalidArgumentError("bitmask row has " + std::to_string(num_words) +
                                " words; the vocabulary needs " + std::to_string(needed));
   }
+}
+
+bool GrammarMatcher::BeginFill(uint32_t* words, int64_t num_words, const uint32_t* dense_start) {
+  CheckRowWidth(num_words);
+  const int64_t needed = BitmaskWords(tokenizer_->vocab_size());
   if (dense_start) {
     std::memcpy(words, dense_start, sizeof(uint32_t) * needed);
     std::memset(words + needed, 0, sizeof(uint32_t) * (num_words - needed));
@@ -196,14 +201,13 @@ bool GrammarMatcher::FillNextTokenBitmaskReference(uint32_t* words, int64_t num_
 
 bool GrammarMatcher::FillNextTokenBitmask(uint32_t* words, int64_t num_words) {
   GrammarMaskCache& cache = *grammar_->mask_cache;
-  // A terminated matcher allows its stop tokens only; a pending lookahead can veto tokens
-  // the rule's DFA accepts: both are decided exactly by the reference walk.
+  // A terminated matcher allows its stop tokens only (BeginFill sets them).
   if (!cache.options().enabled || IsTerminated()) return FillNextTokenBitmaskReference(words, num_words);
-  const int64_t vocab_words = BitmaskWords(tokenizer_->vocab_size());
-  if (num_words < vocab_words) BeginFill(words, num_words);  // throws the row-width error
+  CheckRowWidth(num_words);  // before any entry is built for a row that cannot take it
 
   fill_nodes_.clear();
   for (const EarleyItem* it = parser_.scannable_begin(); it != parser_.scannable_end(); ++it) {
+    // A pending lookahead can veto tokens the rule's DFA accepts: decide exactly.
     if (it->guard != LookaheadGuards::kNone) return FillNextTokenBitmaskReference(words, num_words);
     fill_nodes_.push_back(it->node);
   }
@@ -220,6 +224,7 @@ bool GrammarMatcher::FillNextTokenBitmask(uint32_t* words, int64_t num_words) {
     if (!dense_start && entry.accepted->as_bits()) dense_start = entry.accepted.get();
   }
   BeginFill(words, num_words, dense_start ? dense_start->bits.data() : nullptr);
+  const int64_t vocab_words = BitmaskWords(tokenizer_->vocab_size());
   fill_contributors_.clear();  // entries with uncertain tokens
   for (const TokenClassification* entry_pointer : fill_entries_) {
     const TokenClassification& entry = *entry_pointer;

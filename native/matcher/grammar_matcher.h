@@ -62,6 +62,8 @@ class GrammarMatcher {
   // the vocabulary's words, saving a pass over the row), sets stop tokens. Returns false when
   // the grammar part of the mask is empty by construction (terminated matcher).
   bool BeginFill(uint32_t* words, int64_t num_words, const uint32_t* dense_start = nullptr);
+  // Throws InvalidArgumentError when a row of `num_words` words cannot hold the vocabulary.
+  void CheckRowWidth(int64_t num_words) const;
   bool FinishFill(const uint32_t* words) const;
   // Runs the parser over the tokens at `positions` (ascending indices into the sorted
   // vocabulary; all of them when null) and sets the bits of those it accepts. `shared`, when

@@ -108,8 +108,8 @@ struct ClassificationPair {
 // lives (GrammarMaskCache's serial); the thread's dense DFA rows are then kept for the next
 // walk over the same DFA. 0: nothing is kept.
 // `work_budget` >= 0 bounds the walk (trie nodes visited plus tokens accepted in bulk; a
-// UTF-8 region root counts as over budget): past it the walk stops, sets `*over_budget`
-// and returns nothing usable.
+// UTF-8 region or chain root, which starts from a shared dense set, counts as over budget):
+// past it the walk stops, sets `*over_budget` and returns nothing usable.
 ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const LeaveSets& leave,
                                   const std::vector<uint8_t>& leavable, NodeId node,
                                   const TokenizerInfo& tokenizer, bool want_fsm_only, uint64_t rows_owner = 0,
