@@ -100,6 +100,62 @@ PyObject* NumpyArrayType() {
   return cached;
 }
 
+// Attribute names looked up on every torch fill, interned once (immortal for the process).
+struct TorchAttributeNames {
+  PyObject* dtype = PyUnicode_InternFromString("dtype");
+  PyObject* is_cpu = PyUnicode_InternFromString("is_cpu");
+  PyObject* shape = PyUnicode_InternFromString("shape");
+  PyObject* stride = PyUnicode_InternFromString("stride");
+  PyObject* data_ptr = PyUnicode_InternFromString("data_ptr");
+};
+
+// The items of a tuple of ints (torch.Size is a tuple subclass; stride() returns a tuple).
+std::vector<int64_t> TupleOfInts(const py::object& tuple, const char* what) {
+  if (!PyTuple_Check(tuple.ptr())) {
+    throw py::type_error(std::string("torch tensor ") + what + " is not a tuple");
+  }
+  const Py_ssize_t size = PyTuple_GET_SIZE(tuple.ptr());
+  std::vector<int64_t> items(static_cast<size_t>(size));
+  for (Py_ssize_t i = 0; i < size; ++i) {
+    const long long item = PyLong_AsLongLong(PyTuple_GET_ITEM(tuple.ptr(), i));
+    if (item == -1 && PyErr_Occurred()) throw py::error_already_set();
+    items[static_cast<size_t>(i)] = item;
+  }
+  return items;
+}
+
+// The layout of a torch CPU int32 tensor, read through its attributes with the raw C API:
+// a fill costs well under a microsecond when its row is cached, so pybind11's generic
+// attribute and list conversions (about 0.7 us per call) would dominate it.
+BitmaskLayout TorchLayout(py::handle bitmask, PyObject* int32_dtype) {
+  static const TorchAttributeNames* names = new TorchAttributeNames();
+  auto get = [&](PyObject* name) {
+    PyObject* value = PyObject_GetAttr(bitmask.ptr(), name);
+    if (!value) throw py::error_already_set();
+    return py::reinterpret_steal<py::object>(value);
+  };
+  auto call = [&](PyObject* name) {
+    PyObject* value = PyObject_CallMethodNoArgs(bitmask.ptr(), name);
+    if (!value) throw py::error_already_set();
+    return py::reinterpret_steal<py::object>(value);
+  };
+  py::object dtype = get(names->dtype);
+  if (dtype.ptr() != int32_dtype) {
+    throw InvalidArgumentError("bitmask must have dtype torch.int32, got " + py::str(dtype).cast<std::string>());
+  }
+  if (get(names->is_cpu).ptr() != Py_True) {
+    throw InvalidArgumentError("bitmask must be on the CPU to be filled, got device " +
+                               py::str(bitmask.attr("device")).cast<std::string>() +
+                               "; fill a CPU tensor and copy it to the accelerator");
+  }
+  std::vector<int64_t> shape = TupleOfInts(get(names->shape), "shape");
+  std::vector<int64_t> strides = TupleOfInts(call(names->stride), "stride()");
+  py::object data_ptr = call(names->data_ptr);
+  const unsigned long long address = PyLong_AsUnsignedLongLong(data_ptr.ptr());
+  if (address == static_cast<unsigned long long>(-1) && PyErr_Occurred()) throw py::error_already_set();
+  return LayoutFromShape(static_cast<uintptr_t>(address), shape, strides, 1, "");
+}
+
 BitmaskLayout ViewBitmask(py::handle bitmask) {
   PyObject* object = bitmask.ptr();
   // Only numpy arrays go through the buffer protocol: other buffers (bytes, bytearray) are
@@ -125,19 +181,7 @@ BitmaskLayout ViewBitmask(py::handle bitmask) {
   PyObject* tensor_type = nullptr;
   PyObject* int32_dtype = nullptr;
   if (TorchTypes(&tensor_type, &int32_dtype) && PyObject_IsInstance(object, tensor_type) == 1) {
-    py::object dtype = bitmask.attr("dtype");
-    if (!dtype.is(py::handle(int32_dtype))) {
-      throw InvalidArgumentError("bitmask must have dtype torch.int32, got " + py::str(dtype).cast<std::string>());
-    }
-    if (!bitmask.attr("is_cpu").cast<bool>()) {
-      throw InvalidArgumentError("bitmask must be on the CPU to be filled, got device " +
-                                 py::str(bitmask.attr("device")).cast<std::string>() +
-                                 "; fill a CPU tensor and copy it to the accelerator");
-    }
-    std::vector<int64_t> shape = bitmask.attr("shape").cast<std::vector<int64_t>>();
-    std::vector<int64_t> strides = bitmask.attr("stride")().cast<std::vector<int64_t>>();
-    const uintptr_t address = bitmask.attr("data_ptr")().cast<uintptr_t>();
-    return LayoutFromShape(address, shape, strides, 1, "");
+    return TorchLayout(bitmask, int32_dtype);
   }
   throw py::type_error(std::string("bitmask must be a numpy array or a torch tensor, got ") +
                        Py_TYPE(object)->tp_name);
