@@ -1,6 +1,7 @@
 #include "tokenizer/tokenizer_info.h"
 
 #include <algorithm>
+#include <string_view>
 
 #include "support/error.h"
 #include "tokenizer/utf8_decoder.h"
@@ -204,6 +205,74 @@ std::shared_ptr<const TokenIdSet> TokenizerInfo::Utf8ClassTokens(const ByteMask&
   return set;
 }
 
+size_t RegionOutsiders::MemoryBytes() const {
+  size_t bytes = sizeof(*this) + tails.capacity() * sizeof(std::string);
+  for (const std::string& tail : tails) bytes += tail.capacity();
+  return bytes + (tail_lcp.capacity() + group_begin.capacity() + positions.capacity()) * sizeof(int32_t);
+}
+
+std::shared_ptr<const RegionOutsiders> TokenizerInfo::Utf8RegionOutsiders(const ByteMask& ascii) const {
+  const ClassSetKey key{ascii.words[0], ascii.words[1], kAnyCharacterCount};
+  auto find = [&]() -> std::pair<bool, std::shared_ptr<const RegionOutsiders>> {
+    for (const auto& [k, set] : outsider_sets_) {
+      if (k == key) return {true, set};
+    }
+    return {outsider_sets_.size() >= kMaxUtf8RegionSets, nullptr};  // (full, none)
+  };
+  {
+    std::lock_guard<std::mutex> lock(region_mutex_);
+    auto [done, set] = find();
+    if (done) return set;
+  }
+  // Built outside the lock (one pass over the tokens and a sort of the outsiders, a few
+  // thousand on the vocabularies we know); a racing thread's equal copy is dropped.
+  std::vector<std::pair<std::string_view, int32_t>> outsiders;  // (tail, position)
+  const size_t count = sorted_text_tokens_.size();
+  for (size_t pos = 0; pos < count; ++pos) {
+    const auto& ascii_bytes = sorted_ascii_bytes_[pos];
+    if (sorted_well_formed_[pos] && !((ascii_bytes.first & ~key.ascii_low) | (ascii_bytes.second & ~key.ascii_high))) {
+      continue;  // in the region set
+    }
+    const std::string& bytes = decoded_tokens_[sorted_text_tokens_[pos]];
+    int8_t state = kUtf8Boundary;
+    size_t tail = 0;
+    for (size_t i = 0; i < bytes.size(); ++i) {
+      const uint8_t byte = static_cast<uint8_t>(bytes[i]);
+      const bool outside_set = byte < 0x80 && !((ascii.words[byte >> 6] >> (byte & 63)) & 1);
+      const int8_t next = outside_set ? int8_t{-1} : Utf8DecoderStep(state, byte);
+      if (next < 0) {
+        tail = state == kUtf8Boundary ? i : 0;
+        break;
+      }
+      state = next;
+    }
+    outsiders.emplace_back(std::string_view(bytes).substr(tail), static_cast<int32_t>(pos));
+  }
+  std::sort(outsiders.begin(), outsiders.end());
+  auto set = std::make_shared<RegionOutsiders>();
+  set->positions.reserve(outsiders.size());
+  for (size_t i = 0; i < outsiders.size(); ++i) {
+    const std::string_view tail = outsiders[i].first;
+    if (i == 0 || tail != outsiders[i - 1].first) {
+      const std::string_view previous = set->tails.empty() ? std::string_view() : std::string_view(set->tails.back());
+      int32_t shared = 0;
+      while (static_cast<size_t>(shared) < std::min(previous.size(), tail.size()) && previous[shared] == tail[shared]) {
+        ++shared;
+      }
+      set->tail_lcp.push_back(set->tails.empty() ? 0 : shared);
+      set->tails.emplace_back(tail);
+      set->group_begin.push_back(static_cast<int32_t>(set->positions.size()));
+    }
+    set->positions.push_back(outsiders[i].second);
+  }
+  set->group_begin.push_back(static_cast<int32_t>(set->positions.size()));
+  std::lock_guard<std::mutex> lock(region_mutex_);
+  auto [done, existing] = find();
+  if (done) return existing;
+  outsider_sets_.emplace_back(key, set);
+  return set;
+}
+
 bool TokenizerInfo::IsStopToken(int32_t id) const {
   return id >= 0 && id < vocab_size_ && is_stop_[id];
 }
@@ -220,6 +289,7 @@ size_t TokenizerInfo::MemoryBytes() const {
            sorted_characters_.capacity();
   std::lock_guard<std::mutex> lock(region_mutex_);
   for (const auto& entry : class_sets_) bytes += entry.second->bits.capacity() * sizeof(uint32_t);
+  for (const auto& entry : outsider_sets_) bytes += entry.second->MemoryBytes();
   return bytes;
 }
 

@@ -59,6 +59,23 @@ struct TokenIdSet {
   int64_t count = 0;
 };
 
+// The text tokens outside a UTF-8 region set (TokenizerInfo::Utf8RegionTokens), grouped by
+// tail. A token's tail starts at its first byte the region's language does not take (an
+// ASCII byte outside the set, or a byte the UTF-8 decoder rejects) when that byte is at a
+// character boundary; otherwise the tail is the whole token. At a region whose only
+// boundary node is its root, the bytes before the tail loop back to the root, so a token's
+// verdict there is its tail's verdict from the root (matcher/token_mask_cache.cc), and a
+// tail shared by many tokens (`",` ends dozens) is walked once.
+// Invariant: tails are distinct and ascending; tokens of tails[i] are
+// positions[group_begin[i] .. group_begin[i + 1]), ascending sorted_text_tokens() positions.
+struct RegionOutsiders {
+  std::vector<std::string> tails;
+  std::vector<int32_t> tail_lcp;  // common prefix length with the previous tail (0 for the first)
+  std::vector<int32_t> group_begin;
+  std::vector<int32_t> positions;
+  size_t MemoryBytes() const;
+};
+
 // How a tokenizer's vocabulary strings encode bytes (same numbering as xgrammar's).
 enum class VocabType : int32_t {
   kRaw = 0,           // strings are the bytes themselves (tiktoken, tekken)
@@ -116,6 +133,11 @@ class TokenizerInfo {
   // same set); nullptr once kMaxUtf8RegionSets sets are kept. Thread-safe.
   std::shared_ptr<const TokenIdSet> Utf8RegionTokens(const ByteMask& ascii) const;
   static constexpr size_t kMaxUtf8RegionSets = 32;
+
+  // The tokens outside Utf8RegionTokens(ascii), by tail (RegionOutsiders). Built on first
+  // request and kept like the region sets; nullptr once kMaxUtf8RegionSets are kept.
+  // Thread-safe.
+  std::shared_ptr<const RegionOutsiders> Utf8RegionOutsiders(const ByteMask& ascii) const;
 
   // The tokens of Utf8RegionTokens(ascii) that start at most `max_characters` characters (a
   // character the token ends inside counts): those a bounded repetition of one character
@@ -177,6 +199,7 @@ class TokenizerInfo {
   };
   mutable std::mutex region_mutex_;
   mutable std::vector<std::pair<ClassSetKey, std::shared_ptr<const TokenIdSet>>> class_sets_;
+  mutable std::vector<std::pair<ClassSetKey, std::shared_ptr<const RegionOutsiders>>> outsider_sets_;
 };
 
 }  // namespace xg2
