@@ -848,16 +848,24 @@ ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const LeaveSets& leave,
   if (!region_tokens && stepper.Utf8ChainRoot(node, leave, leavable, &region_ascii, &chain_copies)) {
     region_tokens = tokenizer.Utf8ChainTokens(region_ascii, chain_copies);
   }
-  // A region or chain root accepts a shared dense set: never within a budgeted walk's reach.
-  if (region_tokens && work_budget >= 0) {
-    *over_budget = true;
-    return out;
-  }
+  // A region root whose region has one boundary node is classified by its outsiders' tails:
+  // a few thousand short walks, cheaper than the pool's keys for it (its canonical sub-DFA
+  // within one token's reach runs over the rest of the rule), so within a budgeted walk's
+  // reach when the tails are (kRegionTailsPerWorkUnit tails per work unit).
+  constexpr int64_t kRegionTailsPerWorkUnit = 4;
   if (region_tokens && chain_copies == 0 && stepper.SingleBoundaryRegion(node, region_ascii, leave, leavable)) {
-    if (std::shared_ptr<const RegionOutsiders> outsiders = tokenizer.Utf8RegionOutsiders(region_ascii)) {
+    if (std::shared_ptr<const RegionOutsiders> outsiders = tokenizer.Utf8RegionOutsiders(region_ascii);
+        outsiders && (work_budget < 0 ||
+                      static_cast<int64_t>(outsiders->tails.size()) <= kRegionTailsPerWorkUnit * work_budget)) {
       return ClassifyRegionOutsiders(*region_tokens, *outsiders, leave, leavable, node, tokenizer, want_fsm_only,
                                      stepper, s);
     }
+  }
+  // Any other region or chain root accepts a shared dense set: never within a budgeted
+  // walk's reach.
+  if (region_tokens && work_budget >= 0) {
+    *over_budget = true;
+    return out;
   }
   // Budget left (a budgeted walk only; -1: unbounded).
   int64_t work_left = work_budget >= 0 ? work_budget : INT64_MAX;
