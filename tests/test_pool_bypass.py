@@ -1,9 +1,11 @@
 """Cheap nodes bypass the cross-grammar pool (kPoolBypassWork in token_mask_cache.h).
 
 A node whose vocabulary walk stays within a small budget (a position inside a property-name
-literal) is classified straight away and kept by its grammar alone. The masks must still
-equal the reference walk's, the pool must see such nodes as bypasses rather than misses, and
-expensive nodes (string bodies) must still go through the pool."""
+literal, or a JSON string body, which is classified by the tails of the few thousand tokens
+outside its UTF-8 region) is classified straight away and kept by its grammar alone. The
+masks must still equal the reference walk's, the pool must see such nodes as bypasses rather
+than misses, and expensive nodes (the copies of a long bounded string) must still go through
+the pool."""
 
 from __future__ import annotations
 
@@ -16,11 +18,13 @@ from xg2_test_support import compare_masks_along, encode_continuation, hf_tokeni
 PROPERTIES = [f"{a}{b}" for a in ("alpha", "beta", "gamma", "delta") for b in ("Count", "Name", "Source", "Target")]
 SCHEMA = {
     "type": "object",
-    "properties": {**{name: {"type": "integer"} for name in PROPERTIES}, "note": {"type": "string"}},
-    "required": [*PROPERTIES, "note"],
+    "properties": {**{name: {"type": "integer"} for name in PROPERTIES}, "note": {"type": "string"},
+                   "summary": {"type": "string", "maxLength": 200}},
+    "required": [*PROPERTIES, "note", "summary"],
     "additionalProperties": False,
 }
-INSTANCE = {**{name: i * 7 for i, name in enumerate(PROPERTIES)}, "note": "a free-text value, long enough to walk"}
+INSTANCE = {**{name: i * 7 for i, name in enumerate(PROPERTIES)}, "note": "a free-text value, long enough to walk",
+            "summary": "a bounded value: each copy of its character walks most of the vocabulary"}
 
 
 def _walk(compiler: xg.GrammarCompiler, tokenizer: str) -> int:
@@ -35,7 +39,7 @@ def test_bypassed_nodes_match_reference_and_skip_the_pool() -> None:
         assert _walk(compiler, tokenizer) > 100
         stats = compiler.mask_cache_stats
         assert stats["bypasses"] > 30, stats
-        # The string body is a UTF-8 region root: never bypassed, so the pool still works.
+        # The bounded string's copies are over the budget, so the pool still works.
         assert stats["misses"] + stats["hits"] > 0, stats
         # A second grammar repeats the walks: bypassed nodes are rebuilt (not pool hits),
         # and nothing about them entered the pool.
@@ -71,3 +75,16 @@ def test_bypassed_nodes_keep_uncertain_tokens() -> None:
         ids = encode_continuation(tokenizer, WORDS_TEXT)
         assert compare_masks_along(grammar, ids, require_accept=True) >= len(ids)
         assert compiler.mask_cache_stats["bypasses"] > 5
+
+
+def test_string_body_is_classified_by_tails_and_bypassed() -> None:
+    # A JSON string body is a UTF-8 region root with one boundary node: its tails walk is
+    # within the budget, so it never costs a pool key; the masks along the string (inside,
+    # across escapes and at the closing quote) equal the reference walk's.
+    info = hf_tokenizer_info("llama3.1")
+    compiler = xg.GrammarCompiler(info, precompute_nodes=0, cache_enabled=False)
+    grammar = compiler.compile_json_schema({"type": "array", "items": {"type": "string"}})
+    text = json.dumps(["plain words", 'a \\"quoted\\" word', "tab\\tand \\u00e9", "", "end"])
+    assert compare_masks_along(grammar, encode_continuation("llama3.1", text), require_accept=True) > 10
+    stats = compiler.mask_cache_stats
+    assert stats["bypasses"] > 0 and stats["misses"] == 0, stats
