@@ -552,10 +552,10 @@ class GrammarCompiler:
         16 bytes of the node (``short_token_hits``, a part of ``partial_hits``: the verdicts on
         tokens of at most 16 bytes reused, the longer tokens walked); ``hits`` is the sum of
         perfect and partial hits; ``misses``: classified from scratch; ``bypasses``: nodes whose
-        vocabulary walk is cheaper than the pool's keys and lookups (a position inside a literal),
-        classified straight away and kept by their grammar only. ``entries`` counts keys (an entry is stored
-        under an FSM-only and an FSM-plus-lookahead key, in two key schemes); ``bytes`` counts
-        each stored object once.
+        vocabulary walk is cheaper than the pool's keys and lookups (a position inside a literal, a
+        JSON string body), classified straight away and kept by their grammar only. ``entries``
+        counts keys (an entry is stored under an FSM-only and an FSM-plus-lookahead key, in two
+        key schemes); ``bytes`` counts each stored object once.
         """
         pool = self._mask_pool
         return {

@@ -102,7 +102,9 @@ struct ClassificationPair {
 // sits in a UTF-8 region (a string body that consumes every well-formed character; the
 // trie records which subtrees are well-formed UTF-8); at a region's boundary node the walk
 // starts from the tokenizer's shared set of tokens the region consumes
-// (TokenizerInfo::Utf8RegionTokens) and visits only the tokens outside it. `leavable[n]`:
+// (TokenizerInfo::Utf8RegionTokens) and visits only the tokens outside it; when the root is
+// the region's only boundary node, those are decided by their tails (the bytes from the
+// first one outside the region, TokenizerInfo::Utf8RegionOutsiders), each walked once. `leavable[n]`:
 // n has a rule edge or is accepting. With `want_fsm_only` false, the FSM-only uncertain list
 // is left empty (the walk is the same). `rows_owner`: a number naming `fsm` for as long as it
 // lives (GrammarMaskCache's serial); the thread's dense DFA rows are then kept for the next
@@ -119,7 +121,8 @@ ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const LeaveSets& leave,
 // straight away and kept by their grammar alone, bypassing the cross-grammar pool: their
 // pool keys, lookups and inserts (a kilobyte-long canonical key, four lookups, five
 // inserts: about 10 us) cost more than the walk itself. Positions inside a property-name
-// literal are the typical case: a few dozen trie nodes each.
+// literal are the typical case: a few dozen trie nodes each. So are string bodies classified
+// by tails, whose truncated key would run over the rest of the rule.
 constexpr int64_t kPoolBypassWork = 4000;
 
 // Partial hit: the lookahead version of a node from its FSM-only version, re-checking only
