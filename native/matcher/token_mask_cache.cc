@@ -902,6 +902,18 @@ ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const LeaveSets& leave,
       if (row[b] >= 0) first_bytes.Set(static_cast<uint8_t>(b));
     }
   }
+  // A budgeted walk from a node that steps on most bytes (a copy of a bounded string body
+  // far from its bound, a wide character class) accepts most of the vocabulary, in bulk or
+  // token by token, and both count against the budget: it would run to the budget (a few
+  // hundred microseconds on a bounded string's copies) only to be thrown away.
+  constexpr int kDenseFirstBytes = 64;
+  if (work_budget >= 0 &&
+      __builtin_popcountll(first_bytes.words[0]) + __builtin_popcountll(first_bytes.words[1]) +
+              __builtin_popcountll(first_bytes.words[2]) + __builtin_popcountll(first_bytes.words[3]) >=
+          kDenseFirstBytes) {
+    *over_budget = true;
+    return out;
+  }
   const std::array<int32_t, 256>& root_child = tokenizer.trie_root_child();
   for (int w = 0; w < 4; ++w) {
     for (uint64_t bits = first_bytes.words[w]; bits; bits &= bits - 1) {
