@@ -174,7 +174,30 @@ class LoweringContext {
     std::vector<uint32_t> stamps(ast.nodes.size(), 0);
     for (ExprId e = 0; e < static_cast<ExprId>(ast.nodes.size()); ++e) StampedNullable(e, &expr_nullable_, &stamps, 1);
     contains_compressible_.assign(ast.nodes.size(), -1);
+    uses_.assign(ast.nodes.size(), 0);
+    for (const ExprNode& node : ast.nodes) {
+      for (ExprId child : node.children) uses_[child] = static_cast<uint8_t>(std::min(uses_[child] + 1, 2));
+    }
+    fragment_size_.assign(ast.nodes.size(), -1);
   }
+
+  // Fragments. Inlining shares children: an expression node with more than one parent (the
+  // character loop of json_string once json_string is inlined into every string-valued
+  // property, say) is lowered again at every occurrence, and each Thompson copy (UTF-8
+  // ranges, epsilon edges) is determinised again inside its rule. Such an expression, when
+  // it is large enough to matter and holds no compressible repetition, is determinised and
+  // minimised once per grammar, and each occurrence is a copy of that DFA: the same
+  // language, so the rule's minimal DFA is the same, from a smaller and epsilon-poorer NFA.
+  static constexpr int64_t kMinFragmentSize = 12;  // expression nodes, repetitions unrolled
+  bool IsFragment(ExprId e) {
+    const ExprNode& node = ast_.node(e);
+    if (uses_[e] < 2 || (node.kind != ExprKind::kSequence && node.kind != ExprKind::kChoice &&
+                         node.kind != ExprKind::kRepeat)) {
+      return false;
+    }
+    return FragmentSize(e) >= kMinFragmentSize && !ContainsCompressible(e);
+  }
+  const Dfa& Fragment(ExprId e, int64_t* budget, const std::string& owner);
 
   struct Synthetic {
     ExprId body;
@@ -336,6 +359,22 @@ class LoweringContext {
   std::vector<Synthetic> synthetic_;
   std::map<ExprId, RepetitionBody> bodies_;
   BuildScratch* scratch_ = nullptr;
+  std::vector<uint8_t> uses_;  // parents of each expression node, capped at 2
+  std::vector<int64_t> fragment_size_;
+  std::map<ExprId, Dfa> fragments_;
+
+  int64_t FragmentSize(ExprId e) {
+    if (fragment_size_[e] >= 0) return fragment_size_[e];
+    const ExprNode& node = ast_.node(e);
+    int64_t size = 1;
+    for (ExprId child : node.children) size = std::min<int64_t>(size + FragmentSize(child), 1 << 30);
+    if (node.kind == ExprKind::kRepeat) {
+      const int64_t copies = std::max<int64_t>(1, node.max_repeat < 0 ? node.min_repeat + 1 : node.max_repeat);
+      size = std::min<int64_t>(1 + (size - 1) * copies, 1 << 30);
+    }
+    fragment_size_[e] = size;
+    return size;
+  }
 };
 
 // `scratch` null: working memory of its own.
@@ -347,12 +386,17 @@ Dfa BuildRuleDfa(const GrammarAst& ast, ExprId body, int64_t* budget, LoweringCo
 class NfaBuilder {
  public:
   // `ctx` null: no compression (lookahead assertions, bodies of compressed repetitions).
+  // `fragments`: occurrences of fragments (LoweringContext::IsFragment) are lowered as copies
+  // of their DFA; only where no repetition of the rule is compressed (counted loops mark
+  // the NFA nodes of their copies).
   NfaBuilder(const GrammarAst& ast, Nfa* nfa, int64_t* budget, LoweringContext* ctx = nullptr,
-             ExprId exempt = -1, std::string owner = {})
-      : ast_(ast), nfa_(nfa), budget_(budget), ctx_(ctx), exempt_(exempt), owner_(std::move(owner)) {}
+             ExprId exempt = -1, std::string owner = {}, bool fragments = false)
+      : ast_(ast), nfa_(nfa), budget_(budget), ctx_(ctx), exempt_(exempt), owner_(std::move(owner)),
+        fragments_(fragments && ctx != nullptr) {}
 
   // Adds states so that the language from `from` to the returned node is `expr`.
   int32_t Lower(ExprId expr, int32_t from) {
+    if (fragments_ && ctx_->IsFragment(expr)) return EmitFragment(ctx_->Fragment(expr, budget_, owner_), from);
     const ExprNode& node = ast_.node(expr);
     switch (node.kind) {
       case ExprKind::kEmpty:
@@ -530,6 +574,21 @@ class NfaBuilder {
     return exit;
   }
 
+  // A copy of a fragment's DFA between `from` (epsilon into its start) and a fresh exit
+  // node (epsilon from each accepting node; those may have out-edges).
+  int32_t EmitFragment(const Dfa& dfa, int32_t from) {
+    std::vector<int32_t> map(dfa.nodes.size());
+    for (int32_t i = 0; i < dfa.size(); ++i) map[i] = NewNode();
+    const int32_t exit = NewNode();
+    AddEpsilon(from, map[0]);
+    for (int32_t i = 0; i < dfa.size(); ++i) {
+      for (const ByteEdge& e : dfa.BytesOf(i)) AddByte(map[i], e.lo, e.hi, map[e.target]);
+      for (const RuleEdge& e : dfa.RulesOf(i)) nfa_->AddEdge(map[i], {e.rule, 0, 0, map[e.target]});
+      if (dfa.nodes[i].accepting) AddEpsilon(map[i], exit);
+    }
+    return exit;
+  }
+
   int32_t EmitCopy(const RepetitionBody& body, int32_t entry) {
     int32_t exit = NewNode();
     EmitCopyInto(body, entry, exit, nullptr);
@@ -599,6 +658,7 @@ class NfaBuilder {
   LoweringContext* ctx_;
   ExprId exempt_;
   std::string owner_;
+  bool fragments_;
   std::vector<int32_t> copy_map_;  // EmitCopyInto's body node -> NFA node (capacity reused)
 };
 
@@ -1453,7 +1513,7 @@ Dfa BuildRuleDfa(const GrammarAst& ast, ExprId body, int64_t* budget, LoweringCo
     try {
       nfa.Reset();
       nfa.start = nfa.AddNode();
-      NfaBuilder builder(ast, &nfa, budget, ctx, exempt, owner);
+      NfaBuilder builder(ast, &nfa, budget, ctx, exempt, owner, ctx && !ctx->ContainsCompressible(body));
       nfa.accept = builder.Lower(body, nfa.start);
       nfa.Finish();
       s.largest_nfa = std::max<int64_t>(s.largest_nfa, nfa.num_nodes);
@@ -1469,6 +1529,15 @@ Dfa BuildRuleDfa(const GrammarAst& ast, ExprId body, int64_t* budget, LoweringCo
       ctx->OnConflict(conflict.expr, exempt);
     }
   }
+}
+
+// Built with no context: no fragments inside, and no compression (a fragment holds no
+// compressible repetition).
+const Dfa& LoweringContext::Fragment(ExprId e, int64_t* budget, const std::string& owner) {
+  auto it = fragments_.find(e);
+  if (it != fragments_.end()) return it->second;
+  Dfa dfa = BuildRuleDfa(ast_, e, budget, nullptr, -1, owner, scratch_);
+  return fragments_.emplace(e, std::move(dfa)).first->second;
 }
 
 // A rule whose body is a TagDispatch is lowered directly to its (deterministic) machine.
