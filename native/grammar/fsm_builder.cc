@@ -9,10 +9,13 @@
 // is lifted into a synthetic rule of its own and the rule is lowered again.
 #include <algorithm>
 #include <climits>
+#include <deque>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <tuple>
+#include <unordered_map>
 #include <sstream>
 
 #include "grammar/grammar_fsm.h"
@@ -171,7 +174,30 @@ class LoweringContext {
     std::vector<uint32_t> stamps(ast.nodes.size(), 0);
     for (ExprId e = 0; e < static_cast<ExprId>(ast.nodes.size()); ++e) StampedNullable(e, &expr_nullable_, &stamps, 1);
     contains_compressible_.assign(ast.nodes.size(), -1);
+    uses_.assign(ast.nodes.size(), 0);
+    for (const ExprNode& node : ast.nodes) {
+      for (ExprId child : node.children) uses_[child] = static_cast<uint8_t>(std::min(uses_[child] + 1, 2));
+    }
+    fragment_size_.assign(ast.nodes.size(), -1);
   }
+
+  // Fragments. Inlining shares children: an expression node with more than one parent (the
+  // character loop of json_string once json_string is inlined into every string-valued
+  // property, say) is lowered again at every occurrence, and each Thompson copy (UTF-8
+  // ranges, epsilon edges) is determinised again inside its rule. Such an expression, when
+  // it is large enough to matter and holds no compressible repetition, is determinised and
+  // minimised once per grammar, and each occurrence is a copy of that DFA: the same
+  // language, so the rule's minimal DFA is the same, from a smaller and epsilon-poorer NFA.
+  static constexpr int64_t kMinFragmentSize = 12;  // expression nodes, repetitions unrolled
+  bool IsFragment(ExprId e) {
+    const ExprNode& node = ast_.node(e);
+    if (uses_[e] < 2 || (node.kind != ExprKind::kSequence && node.kind != ExprKind::kChoice &&
+                         node.kind != ExprKind::kRepeat)) {
+      return false;
+    }
+    return FragmentSize(e) >= kMinFragmentSize && !ContainsCompressible(e);
+  }
+  const Dfa& Fragment(ExprId e, int64_t* budget, const std::string& owner);
 
   struct Synthetic {
     ExprId body;
@@ -186,6 +212,10 @@ class LoweringContext {
   RuleId first_synthetic_rule() const { return static_cast<RuleId>(ast_.rules.size()); }
   std::vector<Synthetic>& synthetic() { return synthetic_; }
   bool IsLifted(ExprId e) const { return lifted_.count(e) > 0; }
+  // No repetition has been lifted into a rule or kept explicit yet: lowering an expression
+  // depends on nothing but the expression and the settings.
+  bool Pristine() const { return lifted_.empty() && explicit_.empty(); }
+  int32_t threshold() const { return threshold_; }
 
   // Whether the repetition `e` is lowered compressed (with the counter).
   bool Compressible(ExprId e) const {
@@ -329,21 +359,44 @@ class LoweringContext {
   std::vector<Synthetic> synthetic_;
   std::map<ExprId, RepetitionBody> bodies_;
   BuildScratch* scratch_ = nullptr;
+  std::vector<uint8_t> uses_;  // parents of each expression node, capped at 2
+  std::vector<int64_t> fragment_size_;
+  std::map<ExprId, Dfa> fragments_;
+
+  int64_t FragmentSize(ExprId e) {
+    if (fragment_size_[e] >= 0) return fragment_size_[e];
+    const ExprNode& node = ast_.node(e);
+    int64_t size = 1;
+    for (ExprId child : node.children) size = std::min<int64_t>(size + FragmentSize(child), 1 << 30);
+    if (node.kind == ExprKind::kRepeat) {
+      const int64_t copies = std::max<int64_t>(1, node.max_repeat < 0 ? node.min_repeat + 1 : node.max_repeat);
+      size = std::min<int64_t>(1 + (size - 1) * copies, 1 << 30);
+    }
+    fragment_size_[e] = size;
+    return size;
+  }
 };
 
 // `scratch` null: working memory of its own.
+// `nfa_nodes`, when given, receives the size of the rule's (outermost) NFA.
 Dfa BuildRuleDfa(const GrammarAst& ast, ExprId body, int64_t* budget, LoweringContext* ctx,
-                 ExprId exempt, const std::string& owner, BuildScratch* scratch = nullptr);
+                 ExprId exempt, const std::string& owner, BuildScratch* scratch = nullptr,
+                 int64_t* nfa_nodes = nullptr);
 
 class NfaBuilder {
  public:
   // `ctx` null: no compression (lookahead assertions, bodies of compressed repetitions).
+  // `fragments`: occurrences of fragments (LoweringContext::IsFragment) are lowered as copies
+  // of their DFA; only where no repetition of the rule is compressed (counted loops mark
+  // the NFA nodes of their copies).
   NfaBuilder(const GrammarAst& ast, Nfa* nfa, int64_t* budget, LoweringContext* ctx = nullptr,
-             ExprId exempt = -1, std::string owner = {})
-      : ast_(ast), nfa_(nfa), budget_(budget), ctx_(ctx), exempt_(exempt), owner_(std::move(owner)) {}
+             ExprId exempt = -1, std::string owner = {}, bool fragments = false)
+      : ast_(ast), nfa_(nfa), budget_(budget), ctx_(ctx), exempt_(exempt), owner_(std::move(owner)),
+        fragments_(fragments && ctx != nullptr) {}
 
   // Adds states so that the language from `from` to the returned node is `expr`.
   int32_t Lower(ExprId expr, int32_t from) {
+    if (fragments_ && ctx_->IsFragment(expr)) return EmitFragment(ctx_->Fragment(expr, budget_, owner_), from);
     const ExprNode& node = ast_.node(expr);
     switch (node.kind) {
       case ExprKind::kEmpty:
@@ -521,6 +574,21 @@ class NfaBuilder {
     return exit;
   }
 
+  // A copy of a fragment's DFA between `from` (epsilon into its start) and a fresh exit
+  // node (epsilon from each accepting node; those may have out-edges).
+  int32_t EmitFragment(const Dfa& dfa, int32_t from) {
+    std::vector<int32_t> map(dfa.nodes.size());
+    for (int32_t i = 0; i < dfa.size(); ++i) map[i] = NewNode();
+    const int32_t exit = NewNode();
+    AddEpsilon(from, map[0]);
+    for (int32_t i = 0; i < dfa.size(); ++i) {
+      for (const ByteEdge& e : dfa.BytesOf(i)) AddByte(map[i], e.lo, e.hi, map[e.target]);
+      for (const RuleEdge& e : dfa.RulesOf(i)) nfa_->AddEdge(map[i], {e.rule, 0, 0, map[e.target]});
+      if (dfa.nodes[i].accepting) AddEpsilon(map[i], exit);
+    }
+    return exit;
+  }
+
   int32_t EmitCopy(const RepetitionBody& body, int32_t entry) {
     int32_t exit = NewNode();
     EmitCopyInto(body, entry, exit, nullptr);
@@ -590,6 +658,7 @@ class NfaBuilder {
   LoweringContext* ctx_;
   ExprId exempt_;
   std::string owner_;
+  bool fragments_;
   std::vector<int32_t> copy_map_;  // EmitCopyInto's body node -> NFA node (capacity reused)
 };
 
@@ -1429,7 +1498,7 @@ class ScratchLease {
 thread_local bool ScratchLease::in_use_ = false;
 
 Dfa BuildRuleDfa(const GrammarAst& ast, ExprId body, int64_t* budget, LoweringContext* ctx,
-                 ExprId exempt, const std::string& owner, BuildScratch* scratch) {
+                 ExprId exempt, const std::string& owner, BuildScratch* scratch, int64_t* nfa_nodes) {
   std::unique_ptr<BuildScratch> own;  // only without a caller's scratch (it allocates)
   if (!scratch) own = std::make_unique<BuildScratch>();
   BuildScratch& s = scratch ? *scratch : *own;
@@ -1444,13 +1513,14 @@ Dfa BuildRuleDfa(const GrammarAst& ast, ExprId body, int64_t* budget, LoweringCo
     try {
       nfa.Reset();
       nfa.start = nfa.AddNode();
-      NfaBuilder builder(ast, &nfa, budget, ctx, exempt, owner);
+      NfaBuilder builder(ast, &nfa, budget, ctx, exempt, owner, ctx && !ctx->ContainsCompressible(body));
       nfa.accept = builder.Lower(body, nfa.start);
       nfa.Finish();
       s.largest_nfa = std::max<int64_t>(s.largest_nfa, nfa.num_nodes);
       SubsetConstruction subsets(nfa, budget, &s.subsets);
       Dfa dfa = Minimize(subsets.Run(), &s.minimize);
       *budget += static_cast<int64_t>(nfa.num_nodes);  // the NFA is freed; only DFA nodes stay
+      if (nfa_nodes) *nfa_nodes = nfa.num_nodes;
       return dfa;
     } catch (const CounterConflict& conflict) {
       // Lift the repetition into a rule of its own (or, if it conflicts even there, expand
@@ -1459,6 +1529,15 @@ Dfa BuildRuleDfa(const GrammarAst& ast, ExprId body, int64_t* budget, LoweringCo
       ctx->OnConflict(conflict.expr, exempt);
     }
   }
+}
+
+// Built with no context: no fragments inside, and no compression (a fragment holds no
+// compressible repetition).
+const Dfa& LoweringContext::Fragment(ExprId e, int64_t* budget, const std::string& owner) {
+  auto it = fragments_.find(e);
+  if (it != fragments_.end()) return it->second;
+  Dfa dfa = BuildRuleDfa(ast_, e, budget, nullptr, -1, owner, scratch_);
+  return fragments_.emplace(e, std::move(dfa)).first->second;
 }
 
 // A rule whose body is a TagDispatch is lowered directly to its (deterministic) machine.
@@ -1489,6 +1568,162 @@ ExprId InlineRuleRefs(GrammarAst* ast, ExprId expr, const std::string& owner, in
   }
   for (ExprId& child : node.children) child = InlineRuleRefs(ast, child, owner, depth + 1);
   return ast->AddNode(std::move(node));
+}
+
+// Shared rule DFAs. Some large rule bodies recur in grammar after grammar: the JSON Schema
+// frontend writes the same text for a string format (format "date-time" with RFC 3339 leap
+// seconds lowers to a rule DFA of about 11,000 states, some 15 ms to determinise and
+// minimise), and a server compiles the same sub-schema in many grammars. A rule body that is
+// closed (no rule references, so its DFA names no rule of the grammar) and large is looked
+// up by its content in a process-wide table before it is lowered; the DFA is a function of
+// the body and the compression settings alone (while no repetition has been lifted, see
+// LoweringContext::Pristine), so a hit is exactly the DFA a build would give.
+constexpr size_t kMinSharedBodyNodes = 256;     // distinct expression nodes of the body
+constexpr int32_t kMinSharedMergedNodes = 2000;  // DFA nodes of a right-linear group's members
+constexpr size_t kMaxSharedDfaBytes = 32 << 20;  // the table's memory bound (keys + DFAs)
+
+struct SharedRuleDfa {
+  Dfa dfa;
+  // A rule body ('R' keys): the NFA the build held at its peak, with the subset states, and
+  // what the build took from the node budget. A right-linear group ('M' keys): net_nodes is
+  // the number of states its subset construction made.
+  int64_t nfa_nodes = 0;
+  int64_t net_nodes = 0;
+};
+
+class SharedRuleDfas {
+ public:
+  static SharedRuleDfas& Instance() {
+    static SharedRuleDfas* table = new SharedRuleDfas();  // never destroyed: used at exit
+    return *table;
+  }
+  std::shared_ptr<const SharedRuleDfa> Find(const std::string& key) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = entries_.find(key);
+    return it == entries_.end() ? nullptr : it->second;
+  }
+  // Oldest entries go first when the table would pass its memory bound.
+  void Store(const std::string& key, std::shared_ptr<const SharedRuleDfa> entry) {
+    const size_t bytes = Bytes(key, *entry);
+    if (bytes > kMaxSharedDfaBytes / 4) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!entries_.emplace(key, std::move(entry)).second) return;
+    order_.push_back(key);
+    bytes_ += bytes;
+    while (bytes_ > kMaxSharedDfaBytes && !order_.empty()) {
+      auto it = entries_.find(order_.front());
+      bytes_ -= Bytes(it->first, *it->second);
+      entries_.erase(it);
+      order_.pop_front();
+    }
+  }
+
+ private:
+  static size_t Bytes(const std::string& key, const SharedRuleDfa& e) {
+    return 2 * key.size() + e.dfa.nodes.size() * sizeof(Dfa::Node) + e.dfa.byte_edges.size() * sizeof(ByteEdge) +
+           e.dfa.rule_edges.size() * sizeof(RuleEdge) + e.dfa.loops.size() * sizeof(CountedLoop) + 256;
+  }
+  std::mutex mutex_;
+  std::unordered_map<std::string, std::shared_ptr<const SharedRuleDfa>> entries_;
+  std::deque<std::string> order_;
+  size_t bytes_ = 0;
+};
+
+// Writes the content key of a rule body into `key`: the settings the lowering reads, then the
+// expression DAG reachable from the body, each distinct node once in depth-first order, its
+// children named by their position in that order. False (no key) for a body that refers to a
+// rule or a TagDispatch, or that has fewer than kMinSharedBodyNodes nodes (cheaper to build
+// than to key). `stamp`/`local` are per-grammar working memory, one entry per AST node.
+class BodyKeyWriter {
+ public:
+  explicit BodyKeyWriter(const GrammarAst& ast) : ast_(ast), stamp_(ast.nodes.size(), 0), local_(ast.nodes.size(), 0) {}
+
+  bool Write(ExprId body, int32_t threshold, int32_t max_token_bytes, std::string* key) {
+    ++generation_;
+    order_.clear();
+    stack_.assign(1, body);
+    while (!stack_.empty()) {
+      const ExprId e = stack_.back();
+      stack_.pop_back();
+      if (stamp_[e] == generation_) continue;
+      stamp_[e] = generation_;
+      local_[e] = static_cast<int32_t>(order_.size());
+      order_.push_back(e);
+      const ExprNode& node = ast_.node(e);
+      if (node.kind == ExprKind::kRuleRef || node.kind == ExprKind::kTagDispatch) return false;
+      for (auto it = node.children.rbegin(); it != node.children.rend(); ++it) stack_.push_back(*it);
+    }
+    if (order_.size() < kMinSharedBodyNodes) return false;
+    key->assign(1, 'R');
+    Put(key, threshold);
+    Put(key, max_token_bytes);
+    for (ExprId e : order_) {
+      const ExprNode& node = ast_.node(e);
+      key->push_back(static_cast<char>(node.kind));
+      switch (node.kind) {
+        case ExprKind::kBytes:
+          Put(key, static_cast<int32_t>(node.bytes.size()));
+          key->append(node.bytes);
+          break;
+        case ExprKind::kCharClass:
+          Put(key, static_cast<int32_t>(node.ranges.size()));
+          for (const CodepointRange& r : node.ranges) {
+            Put(key, static_cast<int32_t>(r.first));
+            Put(key, static_cast<int32_t>(r.last));
+          }
+          break;
+        case ExprKind::kRepeat:
+          Put(key, node.min_repeat);
+          Put(key, node.max_repeat);
+          break;
+        default:
+          break;
+      }
+      Put(key, static_cast<int32_t>(node.children.size()));
+      for (ExprId child : node.children) Put(key, local_[child]);
+    }
+    return true;
+  }
+
+ private:
+  static void Put(std::string* key, int32_t v) { key->append(reinterpret_cast<const char*>(&v), sizeof v); }
+  const GrammarAst& ast_;
+  std::vector<uint32_t> stamp_;
+  std::vector<int32_t> local_;
+  std::vector<ExprId> order_, stack_;
+  uint32_t generation_ = 0;
+};
+
+// BuildRuleDfa for a rule body, through the shared table where the body is large and closed.
+// A hit takes from the budget what the build would have (and throws where the build would
+// have run out: at the end of its subset construction it held the NFA and all the states).
+Dfa BuildRuleDfaShared(const GrammarAst& ast, ExprId body, int64_t* budget, LoweringContext* ctx,
+                       const std::string& owner, BuildScratch* scratch, BodyKeyWriter* keys) {
+  std::string key;
+  if (!ctx->Pristine() || !keys->Write(body, ctx->threshold(), ctx->max_token_bytes(), &key)) {
+    return BuildRuleDfa(ast, body, budget, ctx, -1, owner, scratch);
+  }
+  if (std::shared_ptr<const SharedRuleDfa> hit = SharedRuleDfas::Instance().Find(key)) {
+    if (hit->nfa_nodes > *budget) {
+      throw ResourceLimitError("grammar too large: more than the node limit of the FSM builder "
+                               "(reduce repetition bounds or grammar size)");
+    }
+    if (hit->nfa_nodes + hit->net_nodes > *budget) {
+      throw ResourceLimitError("grammar too large: determinisation exceeded the node limit");
+    }
+    *budget -= hit->net_nodes;
+    return hit->dfa;
+  }
+  const size_t synthetic_before = ctx->synthetic().size();
+  const int64_t budget_before = *budget;
+  auto entry = std::make_shared<SharedRuleDfa>();
+  entry->dfa = BuildRuleDfa(ast, body, budget, ctx, -1, owner, scratch, &entry->nfa_nodes);
+  // A repetition lifted on the way makes the DFA call a rule of this grammar: not shared.
+  if (!ctx->Pristine() || ctx->synthetic().size() != synthetic_before) return std::move(entry->dfa);
+  entry->net_nodes = budget_before - *budget;
+  Dfa dfa = entry->dfa;
+  SharedRuleDfas::Instance().Store(key, std::move(entry));
+  return dfa;
 }
 
 // Right-linear groups (a pass over the rule DFAs, before flattening). A rule is pure
@@ -1543,6 +1778,39 @@ Dfa MergedRightLinearDfa(const std::vector<Dfa>& dfas, RuleId entry, const std::
     }
   } reset{members, offset};
   if (shares_entry) return Dfa{};
+  // Determinising a group written from one DFA gives about that DFA back; a blow-up beyond
+  // a few times the group's own nodes is not worth its memory.
+  int64_t max_states = static_cast<int64_t>(std::min<size_t>(
+      {kMaxMergedStates, static_cast<size_t>(std::max<int64_t>(budget, 0)), static_cast<size_t>(total) * 4 + 64}));
+
+  // A large group is looked up in the shared table by its members' DFAs (the merged DFA is a
+  // function of them). The entry keeps the subset construction's state count, so that a hit
+  // is refused exactly where the construction would have run past max_states.
+  std::string key;
+  if (total >= kMinSharedMergedNodes) {
+    auto put = [&key](int32_t v) { key.append(reinterpret_cast<const char*>(&v), sizeof v); };
+    key.push_back('M');
+    for (RuleId m : members) {
+      const Dfa& dfa = dfas[m];
+      put(dfa.size());
+      for (int32_t i = 0; i < dfa.size(); ++i) {
+        put(dfa.nodes[i].accepting);
+        const Slice<ByteEdge> bytes = dfa.BytesOf(i);
+        const Slice<RuleEdge> rules = dfa.RulesOf(i);
+        put(static_cast<int32_t>(bytes.end() - bytes.begin()));
+        for (const ByteEdge& e : bytes) {
+          put(e.lo | (e.hi << 8));
+          put(e.target);
+        }
+        put(static_cast<int32_t>(rules.end() - rules.begin()));
+        for (const RuleEdge& e : rules) put(offset[e.rule]);
+      }
+    }
+    if (std::shared_ptr<const SharedRuleDfa> hit = SharedRuleDfas::Instance().Find(key)) {
+      if (hit->net_nodes > max_states) return Dfa{};
+      return hit->dfa;
+    }
+  }
 
   if (scratch->nfas_in_use == scratch->nfas.size()) scratch->nfas.push_back(std::make_unique<Nfa>());
   Nfa& nfa = *scratch->nfas[scratch->nfas_in_use];
@@ -1564,14 +1832,17 @@ Dfa MergedRightLinearDfa(const std::vector<Dfa>& dfas, RuleId entry, const std::
     }
   }
   nfa.Finish();
-  // Determinising a group written from one DFA gives about that DFA back; a blow-up beyond
-  // a few times the group's own nodes is not worth its memory.
-  int64_t max_states = static_cast<int64_t>(std::min<size_t>(
-      {kMaxMergedStates, static_cast<size_t>(std::max<int64_t>(budget, 0)), static_cast<size_t>(total) * 4 + 64}));
   SubsetConstruction subsets(nfa, &max_states, &scratch->subsets, /*stop_at_budget=*/true);
   const FlatDfa& flat = subsets.Run();
   if (subsets.exhausted()) return Dfa{};
-  return Minimize(flat, &scratch->minimize);
+  Dfa merged = Minimize(flat, &scratch->minimize);
+  if (!key.empty()) {
+    auto entry = std::make_shared<SharedRuleDfa>();
+    entry->dfa = merged;
+    entry->net_nodes = flat.size();  // here: the subset construction's states
+    SharedRuleDfas::Instance().Store(key, std::move(entry));
+  }
+  return merged;
 }
 
 void MergeRightLinearGroups(std::vector<Dfa>* dfas, const std::vector<uint8_t>& excluded, RuleId root,
@@ -1652,10 +1923,11 @@ GrammarFsm BuildGrammarFsm(const GrammarAst& ast, const FsmBuildLimits& limits) 
   ctx.set_scratch(&scratch);
   std::vector<Dfa> dfas;
   std::vector<std::string> names;
+  BodyKeyWriter body_keys(ast);
   for (const RuleDef& rule : ast.rules) {
     dfas.push_back(ast.node(rule.body).kind == ExprKind::kTagDispatch
                        ? BuildTagDispatchDfa(ast, rule, &budget)
-                       : BuildRuleDfa(ast, rule.body, &budget, &ctx, -1, rule.name, &scratch));
+                       : BuildRuleDfaShared(ast, rule.body, &budget, &ctx, rule.name, &scratch, &body_keys));
     names.push_back(rule.name);
   }
   // Synthetic rules (lifted repetitions and repetition bodies); lowering one may add more.

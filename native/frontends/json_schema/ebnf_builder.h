@@ -80,6 +80,14 @@ class RuleSet {
   // Drops a reserved rule that turned out not to be needed (nothing may refer to it).
   void Discard(const std::string& name);
 
+  // Fragments remembered under a caller's key for the rest of the conversion (DfaToFragment
+  // keys the regular languages it writes by their minimal DFA). Null when none.
+  const Fragment* FindWritten(const std::string& key) const {
+    auto it = written_.find(key);
+    return it == written_.end() ? nullptr : &it->second;
+  }
+  void RememberWritten(std::string key, const Fragment& fragment) { written_.emplace(std::move(key), fragment); }
+
   bool IsDefined(const std::string& name) const;
   // Rules that derive no finite string (e.g. `a ::= "x" a`): a matcher could extend them
   // forever without ever completing.
@@ -100,6 +108,7 @@ class RuleSet {
   std::unordered_map<std::string, size_t> index_of_name_;
   std::unordered_map<std::string, std::string> name_of_body_;
   std::unordered_set<std::string> claimed_;
+  std::unordered_map<std::string, Fragment> written_;
 };
 
 }  // namespace xg2

@@ -757,6 +757,10 @@ constexpr size_t kMaxExpressionBytes = 4096;
 
 }  // namespace
 
+namespace {
+Fragment WriteRegularLanguage(const CodepointDfa& dfa, RuleSet* rules, const std::string& hint);
+}  // namespace
+
 Fragment DfaToFragment(const CodepointDfa& input, RuleSet* rules, const std::string& hint,
                        size_t max_states) {
   CodepointDfa dfa = Minimized(input);
@@ -765,6 +769,31 @@ Fragment DfaToFragment(const CodepointDfa& input, RuleSet* rules, const std::str
     throw ResourceLimitError("regular language too large (" + std::to_string(dfa.states.size()) +
                              " states, limit " + std::to_string(max_states) + ")");
   }
+  // The same language met again in this conversion (the member names of every object that
+  // shares a patternProperties table, say) reuses the rules written the first time: state
+  // elimination is the costly part, and the grammar keeps one copy.
+  std::string key;
+  key.reserve(16 * dfa.states.size());
+  auto put = [&key](uint32_t v) { key.append(reinterpret_cast<const char*>(&v), sizeof v); };
+  for (const CodepointDfa::State& state : dfa.states) {
+    put(state.accepting ? 1u : 0u);
+    put(static_cast<uint32_t>(state.edges.size()));
+    for (const CodepointDfa::Edge& e : state.edges) {
+      put(e.lo);
+      put(e.hi);
+      put(static_cast<uint32_t>(e.target));
+    }
+  }
+  if (const Fragment* written = rules->FindWritten(key)) return *written;
+  Fragment fragment = WriteRegularLanguage(dfa, rules, hint);
+  rules->RememberWritten(std::move(key), fragment);
+  return fragment;
+}
+
+namespace {
+
+// DfaToFragment's writing of the minimal DFA `dfa` (not empty) as rules of `rules`.
+Fragment WriteRegularLanguage(const CodepointDfa& dfa, RuleSet* rules, const std::string& hint) {
   // Preferably one rule whose body is the whole language: the grammar FSM then holds the
   // language as one rule DFA, which the token-mask cache classifies exactly. Right-linear
   // rules (the states state elimination keeps) are merged back into one DFA by the FSM
@@ -790,5 +819,7 @@ Fragment DfaToFragment(const CodepointDfa& input, RuleSet* rules, const std::str
   }
   return names[0].empty() ? Fragment::Epsilon() : Fragment::Atom(names[0]);
 }
+
+}  // namespace
 
 }  // namespace xg2

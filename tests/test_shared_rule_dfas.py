@@ -1,0 +1,90 @@
+"""Large closed rule bodies and right-linear groups are determinised once per process and
+shared across grammars (fsm_builder.cc, "Shared rule DFAs"): a grammar built from the shared
+table must be exactly the grammar a cold build gives, and the node limit must refuse it
+exactly where a cold build would."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import xg2_plugin as xg
+from xg2_test_support import hf_tokenizer_info
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# A closed rule body of some thousand distinct nodes (shared as a rule DFA), and the
+# date-time format, whose leap-second rules form a right-linear group of ~11,000 merged
+# states (shared as a group).
+_WIDE = " | ".join(f'"k{i:04d}" [a-f]{{2}} ("x" | "y{i % 7}")' for i in range(300))
+GRAMMAR_A = f'root ::= "<" wide ">" | "[" wide "]"\nwide ::= {_WIDE}\n'
+GRAMMAR_B = f'root ::= "(" other ")"\nother ::= {_WIDE}\n'
+SCHEMA_A = {"type": "object", "properties": {"when": {"type": "string", "format": "date-time"}},
+            "required": ["when"], "additionalProperties": False}
+SCHEMA_B = {"type": "array", "items": {"type": "string", "format": "date-time"}, "maxItems": 3}
+
+_COLD = """
+import json, sys
+import xg2_plugin as xg
+from xg2_test_support import hf_tokenizer_info
+kind, text, nodes = sys.argv[1], sys.argv[2], int(sys.argv[3])
+c = xg.GrammarCompiler(hf_tokenizer_info("llama3.1"), precompute_nodes=0, cache_enabled=False,
+                       limits=xg.CompileLimits(max_fsm_nodes=nodes))
+try:
+    g = c.compile_grammar(text) if kind == "ebnf" else c.compile_json_schema(text)
+    print(json.dumps({"dump": g._handle.fsm_dump()}))
+except xg.XG2Error as e:
+    print(json.dumps({"error": type(e).__name__}))
+"""
+
+
+def _cold(kind: str, text: str, max_nodes: int = 4_000_000) -> dict:
+    """The grammar built in a fresh process (empty shared table)."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]))
+    out = subprocess.run([sys.executable, "-c", _COLD, kind, text, str(max_nodes)], env=env, cwd=ROOT,
+                         capture_output=True, text=True, check=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def _warm(kind: str, text: str, max_nodes: int = 4_000_000) -> dict:
+    c = xg.GrammarCompiler(hf_tokenizer_info("llama3.1"), precompute_nodes=0, cache_enabled=False,
+                           limits=xg.CompileLimits(max_fsm_nodes=max_nodes))
+    try:
+        g = c.compile_grammar(text) if kind == "ebnf" else c.compile_json_schema(text)
+        return {"dump": g._handle.fsm_dump()}
+    except xg.XG2Error as e:
+        return {"error": type(e).__name__}
+
+
+@pytest.mark.parametrize("kind, first, second", [
+    ("ebnf", GRAMMAR_A, GRAMMAR_B),
+    ("schema", json.dumps(SCHEMA_A), json.dumps(SCHEMA_B)),
+])
+def test_shared_dfas_build_the_cold_grammar(kind: str, first: str, second: str) -> None:
+    _warm(kind, first)  # fills the table with the shared rule / group
+    for text in (first, second):
+        warm = _warm(kind, text)
+        assert "dump" in warm
+        assert warm == _cold(kind, text)
+
+
+def test_shared_dfas_respect_the_node_limit() -> None:
+    _warm("ebnf", GRAMMAR_A)
+    # The smallest node limit a warm build (from the shared table) passes, by bisection; a
+    # cold build must pass there too and fail one below.
+    lo, hi = 1, 1_000_000
+    assert "dump" in _warm("ebnf", GRAMMAR_B, hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if "dump" in _warm("ebnf", GRAMMAR_B, mid):
+            hi = mid
+        else:
+            lo = mid
+    assert lo > 1000  # the limit binds: the NFA alone has thousands of nodes
+    assert "dump" in _cold("ebnf", GRAMMAR_B, hi)
+    assert _cold("ebnf", GRAMMAR_B, lo) == _warm("ebnf", GRAMMAR_B, lo) == {"error": "ResourceLimitError"}
