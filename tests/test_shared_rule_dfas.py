@@ -45,8 +45,11 @@ except xg.XG2Error as e:
 
 def _cold(kind: str, text: str, max_nodes: int = 4_000_000) -> dict:
     """The grammar built in a fresh process (empty shared table)."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]))
-    out = subprocess.run([sys.executable, "-c", _COLD, kind, text, str(max_nodes)], env=env, cwd=ROOT,
+    # The package the tests run against (the working tree in development, site-packages in CI,
+    # where the tree holds no built module), not whatever the repository root would shadow.
+    package_parent = Path(xg.__file__).resolve().parent.parent
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(package_parent), str(ROOT / "tests")]))
+    out = subprocess.run([sys.executable, "-c", _COLD, kind, text, str(max_nodes)], env=env, cwd=ROOT / "tests",
                          capture_output=True, text=True, check=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
