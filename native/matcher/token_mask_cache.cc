@@ -680,6 +680,15 @@ void Shrink(TokenClassification* c) {
   c->uncertain_lcp.shrink_to_fit();
 }
 
+// Common prefix length of the tokens at sorted positions `a` and `b` (the lcp of an
+// uncertain list whose neighbours need not be neighbours in the vocabulary).
+int32_t SharedPrefixOfPositions(const TokenizerInfo& tokenizer, int32_t a, int32_t b) {
+  const std::string& x = tokenizer.decoded_tokens()[tokenizer.sorted_text_tokens()[a]];
+  const std::string& y = tokenizer.decoded_tokens()[tokenizer.sorted_text_tokens()[b]];
+  const size_t limit = std::min(x.size(), y.size());
+  return static_cast<int32_t>(std::mismatch(x.begin(), x.begin() + limit, y.begin()).first - x.begin());
+}
+
 // The region-root classification by tails (TokenizerInfo::Utf8RegionOutsiders): every
 // token of the region set is accepted, and each other token takes the verdict of its tail
 // walked from `node`, the region's only boundary node (SingleBoundaryRegion). Tails are
@@ -750,18 +759,10 @@ ClassificationPair ClassifyRegionOutsiders(const TokenIdSet& region_tokens, cons
   auto finish = [&](std::vector<int32_t>& positions, TokenClassification* out) {
     std::sort(positions.begin(), positions.end());
     out->uncertain_positions = std::move(positions);
-    out->uncertain_lcp.resize(out->uncertain_positions.size());
-    for (size_t k = 0; k < out->uncertain_positions.size(); ++k) {
-      if (k == 0) {
-        out->uncertain_lcp[k] = 0;
-        continue;
-      }
-      const std::string& a = decoded[sorted[out->uncertain_positions[k - 1]]];
-      const std::string& b = decoded[sorted[out->uncertain_positions[k]]];
-      const size_t limit = std::min(a.size(), b.size());
-      size_t shared = 0;
-      while (shared < limit && a[shared] == b[shared]) ++shared;
-      out->uncertain_lcp[k] = static_cast<int32_t>(shared);
+    out->uncertain_lcp.assign(out->uncertain_positions.size(), 0);
+    for (size_t k = 1; k < out->uncertain_positions.size(); ++k) {
+      out->uncertain_lcp[k] =
+          SharedPrefixOfPositions(tokenizer, out->uncertain_positions[k - 1], out->uncertain_positions[k]);
     }
   };
   ClassificationPair out;
@@ -907,10 +908,7 @@ ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const LeaveSets& leave,
   // token by token, and both count against the budget: it would run to the budget (a few
   // hundred microseconds on a bounded string's copies) only to be thrown away.
   constexpr int kDenseFirstBytes = 64;
-  if (work_budget >= 0 &&
-      __builtin_popcountll(first_bytes.words[0]) + __builtin_popcountll(first_bytes.words[1]) +
-              __builtin_popcountll(first_bytes.words[2]) + __builtin_popcountll(first_bytes.words[3]) >=
-          kDenseFirstBytes) {
+  if (work_budget >= 0 && first_bytes.Count() >= kDenseFirstBytes) {
     *over_budget = true;
     return out;
   }
@@ -1189,14 +1187,6 @@ TokenClassification JoinShortAndLong(const TokenClassification& short_part, cons
   auto is_short = [&](int32_t pos) {
     return static_cast<int32_t>(decoded[sorted[pos]].size()) <= kShortTokenBytes;
   };
-  auto common_prefix = [&](int32_t a, int32_t b) {
-    const std::string& x = decoded[sorted[a]];
-    const std::string& y = decoded[sorted[b]];
-    const size_t limit = std::min(x.size(), y.size());
-    size_t n = 0;
-    while (n < limit && x[n] == y[n]) ++n;
-    return static_cast<int32_t>(n);
-  };
   const std::vector<int32_t>& a = short_part.uncertain_positions;
   const std::vector<int32_t>& b = long_part.uncertain_positions;
   size_t i = 0, j = 0;
@@ -1210,7 +1200,8 @@ TokenClassification JoinShortAndLong(const TokenClassification& short_part, cons
     } else {
       break;
     }
-    out.uncertain_lcp.push_back(out.uncertain_positions.empty() ? 0 : common_prefix(out.uncertain_positions.back(), pos));
+    out.uncertain_lcp.push_back(
+        out.uncertain_positions.empty() ? 0 : SharedPrefixOfPositions(tokenizer, out.uncertain_positions.back(), pos));
     out.uncertain_positions.push_back(pos);
   }
   Shrink(&out);

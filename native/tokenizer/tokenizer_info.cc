@@ -255,11 +255,9 @@ std::shared_ptr<const RegionOutsiders> TokenizerInfo::Utf8RegionOutsiders(const 
     const std::string_view tail = outsiders[i].first;
     if (i == 0 || tail != outsiders[i - 1].first) {
       const std::string_view previous = set->tails.empty() ? std::string_view() : std::string_view(set->tails.back());
-      int32_t shared = 0;
-      while (static_cast<size_t>(shared) < std::min(previous.size(), tail.size()) && previous[shared] == tail[shared]) {
-        ++shared;
-      }
-      set->tail_lcp.push_back(set->tails.empty() ? 0 : shared);
+      const size_t limit = std::min(previous.size(), tail.size());
+      const auto shared = std::mismatch(previous.begin(), previous.begin() + limit, tail.begin()).first - previous.begin();
+      set->tail_lcp.push_back(static_cast<int32_t>(shared));
       set->tails.emplace_back(tail);
       set->group_begin.push_back(static_cast<int32_t>(set->positions.size()));
     }

@@ -44,6 +44,10 @@ struct ByteMask {
     for (int i = 0; i < 4; ++i) words[i] |= o.words[i];
     return *this;
   }
+  int Count() const {
+    return __builtin_popcountll(words[0]) + __builtin_popcountll(words[1]) + __builtin_popcountll(words[2]) +
+           __builtin_popcountll(words[3]);
+  }
   // True when every byte of this set is in `other`.
   bool SubsetOf(const ByteMask& other) const {
     return !((words[0] & ~other.words[0]) | (words[1] & ~other.words[1]) | (words[2] & ~other.words[2]) |
