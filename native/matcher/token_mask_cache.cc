@@ -25,6 +25,7 @@ namespace {
 // work allocates nothing.
 struct ClassifyScratch {
   std::vector<NodeId> path;
+  std::vector<const NodeId*> path_row;  // path_row[d]: the dense row of path[d]
   std::vector<uint8_t> left_fsm;
   std::vector<uint8_t> left_lookahead;
   std::vector<int8_t> pure_state;
@@ -33,18 +34,23 @@ struct ClassifyScratch {
   // few tokens (a position inside a literal) is packed and cleared from this list: its ids
   // may lie anywhere in the vocabulary, so the span of words they touch is no bound.
   std::vector<int32_t> accepted_list;
-  // Dense transition rows for the DFA nodes this walk steps from: row_of[node] indexes
-  // `rows` (256 targets each), built on first use; `touched` lists the nodes to reset.
+  // Dense transition rows for the DFA nodes this walk steps from: row_of[node] is the row
+  // number, built on first use; `touched` lists the nodes to reset. Row r lives in
+  // row_blocks[r / kRowsPerBlock], so a row's address never changes while the walk builds
+  // more rows, and the walk keeps a pointer to each row on its path (path_row).
   // Rows and the facts below depend only on the DFA, so they are kept from one walk to the
   // next while the walks are over the same grammar's DFA (`rows_owner`, a grammar cache's
   // serial; 0: none kept): the builds of one grammar step from largely the same nodes.
   uint64_t rows_owner = 0;
   std::vector<int32_t> row_of;
-  std::vector<NodeId> rows;
+  static constexpr size_t kRowsPerBlock = 64;
+  std::vector<std::unique_ptr<NodeId[]>> row_blocks;
   std::vector<ByteMask> loops;  // per row: the bytes on which the node steps to itself
-  // Per row: the target reached on the most bytes, and those bytes (the "major" step).
+  // Per row: the target reached on the most bytes, and those bytes (the "major" step);
+  // valid where major_done (DenseStepper::MajorMask).
   std::vector<NodeId> major_targets;
   std::vector<ByteMask> majors;
+  std::vector<uint8_t> major_done;
   // Per row, the node's major chain (DenseStepper::ChainConsumes) at two levels: bytes
   // (each node's major bytes) and characters (Utf8ChainConsumes: its ASCII major bytes, plus
   // every byte >= 0x80 where each well-formed multi-byte character also leads to the major
@@ -86,18 +92,22 @@ struct ClassifyScratch {
   std::vector<int8_t> region_pair_states;
   std::vector<int16_t> region_via;
   std::vector<uint8_t> region_seen;
-
   // Sizes the per-depth arrays for tokens of up to depth_slots - 1 bytes.
   void EnsureDepth(size_t depth_slots) {
     if (path.size() >= depth_slots) return;
     path.resize(depth_slots);
+    path_row.resize(depth_slots);
     left_fsm.resize(depth_slots);
     left_lookahead.resize(depth_slots);
     pure_state.resize(depth_slots);
   }
 };
 
-ClassifyScratch& Scratch() {
+// Not inlined on purpose: where a thread_local's address is computed inline, GCC may
+// recompute it (a __tls_get_addr call in a shared object) at every use instead of keeping it
+// in a register, and did so inside the trie walk's loop (a tenth of a large walk's time).
+// Called once per walk, the address is an ordinary pointer the loop keeps.
+__attribute__((noinline)) ClassifyScratch& Scratch() {
   thread_local ClassifyScratch scratch;
   return scratch;
 }
@@ -131,72 +141,77 @@ class DenseStepper {
     }
   }
   const NodeId* Row(NodeId n) {
-    int32_t r = s_.row_of[n];
-    if (r < 0) {
-      r = static_cast<int32_t>(s_.touched.size());
-      s_.touched.push_back(n);
-      s_.row_of[n] = r;
-      if (s_.rows.size() < s_.touched.size() * 256) s_.rows.resize(s_.touched.size() * 256 * 2);
-      NodeId* row = s_.rows.data() + static_cast<size_t>(r) * 256;
-      std::fill(row, row + 256, -1);
-      if (s_.loops.size() < s_.touched.size()) s_.loops.resize(s_.touched.size() * 2);
-      ByteMask& loop = s_.loops[r];
-      loop = ByteMask();
-      NodeId major = -1;
-      int32_t major_bytes = 0;
-      for (const ByteEdge* e = fsm_.byte_edges_begin(n); e != fsm_.byte_edges_end(n); ++e) {
-        std::fill(row + e->lo, row + e->hi + 1, e->target);
-        if (e->target == n) {
-          for (int b = e->lo; b <= e->hi; ++b) loop.Set(static_cast<uint8_t>(b));
-        }
-        int32_t bytes = 0;  // bytes of all edges to this target (edges are few)
-        for (const ByteEdge* f = fsm_.byte_edges_begin(n); f != fsm_.byte_edges_end(n); ++f) {
-          if (f->target == e->target) bytes += f->hi - f->lo + 1;
-        }
-        if (bytes > major_bytes) {
-          major_bytes = bytes;
-          major = e->target;
-        }
-      }
-      if (s_.majors.size() < s_.touched.size()) {
-        s_.majors.resize(s_.touched.size() * 2);
-        s_.major_targets.resize(s_.touched.size() * 2);
-      }
-      if (s_.region_tried.size() < s_.touched.size()) {
-        s_.region_tried.resize(s_.touched.size() * 2);
-        s_.region_states.resize(s_.touched.size() * 2);
-        s_.region_root.resize(s_.touched.size() * 2);
-        s_.region_ascii.resize(s_.touched.size() * 2);
-      }
-      if (s_.char_end.size() < s_.touched.size()) {
-        const size_t size = s_.touched.size() * 2;
-        for (ClassifyScratch::ChainLevel* level : {&s_.byte_chain, &s_.char_chain}) {
-          level->begin.resize(size);
-          level->count.resize(size);
-          level->valid.resize(size);
-        }
-        s_.char_majors.resize(size);
-        s_.char_major_done.resize(size);
-        s_.char_end.resize(size);
-      }
-      s_.byte_chain.valid[r] = -1;
-      s_.char_chain.valid[r] = -1;
-      s_.char_major_done[r] = 0;
-      s_.char_end[r].fill(-2);
-      s_.region_tried[r] = 0;
-      s_.region_states[r] = 0;
-      s_.region_root[r] = -1;
-      ByteMask& major_mask = s_.majors[r];
-      major_mask = ByteMask();
-      for (int b = 0; b < 256; ++b) {
-        if (major >= 0 && row[b] == major) major_mask.Set(static_cast<uint8_t>(b));
-      }
-      s_.major_targets[r] = major;
+    const int32_t r = s_.row_of[n];
+    return RowAddress(r >= 0 ? r : BuildRow(n));
+  }
+  NodeId* RowAddress(int32_t r) const {
+    return s_.row_blocks[static_cast<size_t>(r) / ClassifyScratch::kRowsPerBlock].get() +
+           (static_cast<size_t>(r) % ClassifyScratch::kRowsPerBlock) * 256;
+  }
+  // Builds `n`'s row (kept out of line: Row is called for every trie node a walk visits, and
+  // nearly always finds the row built).
+  __attribute__((noinline)) int32_t BuildRow(NodeId n) {
+    const int32_t r = static_cast<int32_t>(s_.touched.size());
+    s_.touched.push_back(n);
+    s_.row_of[n] = r;
+    if (static_cast<size_t>(r) / ClassifyScratch::kRowsPerBlock >= s_.row_blocks.size()) {
+      s_.row_blocks.push_back(std::make_unique<NodeId[]>(ClassifyScratch::kRowsPerBlock * 256));
     }
-    return s_.rows.data() + static_cast<size_t>(r) * 256;
+    NodeId* row = RowAddress(r);
+    std::fill(row, row + 256, -1);
+    if (s_.loops.size() < s_.touched.size()) s_.loops.resize(s_.touched.size() * 2);
+    ByteMask& loop = s_.loops[r];
+    loop = ByteMask();
+    for (const ByteEdge* e = fsm_.byte_edges_begin(n); e != fsm_.byte_edges_end(n); ++e) {
+      std::fill(row + e->lo, row + e->hi + 1, e->target);
+      if (e->target == n) {
+        for (int b = e->lo; b <= e->hi; ++b) loop.Set(static_cast<uint8_t>(b));
+      }
+    }
+    if (s_.majors.size() < s_.touched.size()) {
+      s_.majors.resize(s_.touched.size() * 2);
+      s_.major_targets.resize(s_.touched.size() * 2);
+      s_.major_done.resize(s_.touched.size() * 2);
+    }
+    if (s_.region_tried.size() < s_.touched.size()) {
+      s_.region_tried.resize(s_.touched.size() * 2);
+      s_.region_states.resize(s_.touched.size() * 2);
+      s_.region_root.resize(s_.touched.size() * 2);
+      s_.region_ascii.resize(s_.touched.size() * 2);
+    }
+    if (s_.char_end.size() < s_.touched.size()) {
+      const size_t size = s_.touched.size() * 2;
+      for (ClassifyScratch::ChainLevel* level : {&s_.byte_chain, &s_.char_chain}) {
+        level->begin.resize(size);
+        level->count.resize(size);
+        level->valid.resize(size);
+      }
+      s_.char_majors.resize(size);
+      s_.char_major_done.resize(size);
+      s_.char_end.resize(size);
+    }
+    s_.byte_chain.valid[r] = -1;
+    s_.char_chain.valid[r] = -1;
+    s_.char_major_done[r] = 0;
+    s_.char_end[r].fill(-2);
+    s_.region_tried[r] = 0;
+    s_.region_states[r] = 0;
+    s_.region_root[r] = -1;
+    s_.major_done[r] = 0;
+    return r;
   }
   // Bytes on which `n` steps to itself (its row must have been built).
   const ByteMask& Loop(NodeId n) const { return s_.loops[s_.row_of[n]]; }
+  // Row r's major step (ClassifyScratch::majors), computed on first use: most rows a walk
+  // builds are never asked about chains.
+  const ByteMask& MajorMask(int32_t r) {
+    if (!s_.major_done[r]) ComputeMajor(r);
+    return s_.majors[r];
+  }
+  NodeId MajorTarget(int32_t r) {
+    if (!s_.major_done[r]) ComputeMajor(r);
+    return s_.major_targets[r];
+  }
   // True when every string of at most `steps` bytes from `bytes` is consumed from `n`: each
   // node on the way sends all of `bytes` to one same next node (a self-loop ends the check).
   // This is the shape of a bounded repetition such as json_char{0,16} (a chain of copies)
@@ -246,14 +261,14 @@ class DenseStepper {
                      int32_t* copies) {
     constexpr int32_t kMaxCopies = TokenizerInfo::kMaxUtf8ChainCharacters;
     Row(n);
-    ByteMask consumed = s_.majors[s_.row_of[n]];
+    ByteMask consumed = MajorMask(s_.row_of[n]);
     consumed.words[2] = consumed.words[3] = ~uint64_t{0};
     if (!(consumed.words[0] | consumed.words[1])) return false;
     // The copies: the nodes along the major chain whose character mask holds the class.
     int32_t k = 0;
     NodeId end = n;
     while (k <= kMaxCopies && consumed.SubsetOf(LevelMask(end, true))) {
-      const NodeId next = s_.major_targets[s_.row_of[end]];
+      const NodeId next = MajorTarget(s_.row_of[end]);
       if (next == end) return false;  // a loop, not a chain (UTF-8 regions cover loops)
       end = next;
       ++k;
@@ -490,6 +505,32 @@ class DenseStepper {
     }
   }
 
+  void ComputeMajor(int32_t r) {
+    const NodeId n = s_.touched[r];
+    NodeId major = -1;
+    int32_t major_bytes = 0;
+    for (const ByteEdge* e = fsm_.byte_edges_begin(n); e != fsm_.byte_edges_end(n); ++e) {
+      int32_t bytes = 0;  // bytes of all edges to this target (edges are few)
+      for (const ByteEdge* f = fsm_.byte_edges_begin(n); f != fsm_.byte_edges_end(n); ++f) {
+        if (f->target == e->target) bytes += f->hi - f->lo + 1;
+      }
+      if (bytes > major_bytes) {
+        major_bytes = bytes;
+        major = e->target;
+      }
+    }
+    ByteMask& major_mask = s_.majors[r];
+    major_mask = ByteMask();
+    if (major >= 0) {
+      const NodeId* row = RowAddress(r);
+      for (int b = 0; b < 256; ++b) {
+        if (row[b] == major) major_mask.Set(static_cast<uint8_t>(b));
+      }
+    }
+    s_.major_targets[r] = major;
+    s_.major_done[r] = 1;
+  }
+
   void DropRows() {
     for (NodeId n : s_.touched) s_.row_of[n] = -1;
     s_.touched.clear();
@@ -505,11 +546,11 @@ class DenseStepper {
   ByteMask LevelMask(NodeId n, bool by_chars) {
     Row(n);
     const int32_t r = s_.row_of[n];
-    if (!by_chars) return s_.majors[r];
+    if (!by_chars) return MajorMask(r);
     if (!s_.char_major_done[r]) {
-      ByteMask mask = s_.majors[r];
+      ByteMask mask = MajorMask(r);
       mask.words[2] = mask.words[3] = 0;
-      const NodeId major = s_.major_targets[r];
+      const NodeId major = MajorTarget(r);
       if (major >= 0 && CharEnd(n, kUtf8Boundary) == major) mask.words[2] = mask.words[3] = ~uint64_t{0};
       s_.char_majors[s_.row_of[n]] = mask;
       s_.char_major_done[s_.row_of[n]] = 1;
@@ -551,7 +592,7 @@ class DenseStepper {
       NodeId probe = n;
       for (int32_t k = 0; k < std::min(steps, kProbeSteps); ++k) {
         if (!bytes.SubsetOf(LevelMask(probe, by_chars))) return false;
-        const NodeId next = s_.major_targets[s_.row_of[probe]];
+        const NodeId next = MajorTarget(s_.row_of[probe]);
         if (next == probe || next < 0) return true;  // a loop, or no byte follows (empty `bytes`)
         probe = next;
       }
@@ -571,7 +612,7 @@ class DenseStepper {
   bool ChainSubsetByWalk(bool by_chars, NodeId n, const ByteMask& bytes, int32_t steps) {
     for (int32_t k = 0; k < steps; ++k) {
       if (!bytes.SubsetOf(LevelMask(n, by_chars))) return false;
-      const NodeId next = s_.major_targets[s_.row_of[n]];
+      const NodeId next = MajorTarget(s_.row_of[n]);
       if (next == n || next < 0) return true;
       n = next;
     }
@@ -600,7 +641,7 @@ class DenseStepper {
       if (level.valid[r] == kInProgress || j == need) break;  // a cycle, or far enough
       level.valid[r] = kInProgress;
       path.push_back(n);
-      const NodeId next = s_.major_targets[r];
+      const NodeId next = MajorTarget(r);
       if (next == n || next < 0) {
         terminal = true;
         break;
@@ -787,7 +828,8 @@ ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const LeaveSets& leave,
                                   const std::vector<uint8_t>& leavable, NodeId node,
                                   const TokenizerInfo& tokenizer, bool want_fsm_only, uint64_t rows_owner,
                                   int64_t work_budget, bool* over_budget) {
-  const std::vector<TokenTrieNode>& trie = tokenizer.trie();
+  const TokenTrieNode* const trie = tokenizer.trie().data();
+  const TokenTrieTokens* const trie_tokens = tokenizer.trie_tokens().data();
   const std::vector<ByteMask>& suffix_bytes = tokenizer.trie_suffix_bytes();
   const std::vector<uint16_t>& suffix_max_length = tokenizer.trie_suffix_max_length();
   const std::vector<int32_t>& sorted = tokenizer.sorted_text_tokens();
@@ -832,12 +874,27 @@ ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const LeaveSets& leave,
   s.left_fsm[0] = 0;
   s.left_lookahead[0] = 0;
   ClassificationPair out;
+  // The arrays indexed by depth, as plain pointers (the loop below is bound by loads, and
+  // these stay in registers).
+  NodeId* const path = s.path.data();
+  const NodeId** const path_row = s.path_row.data();
+  uint8_t* const left_fsm_at = s.left_fsm.data();
+  uint8_t* const left_lookahead_at = s.left_lookahead.data();
+  int8_t* const pure_state = s.pure_state.data();
+  // A region root whose region has one boundary node is classified by its outsiders' tails:
+  // a few thousand short walks, cheaper than the pool's keys for it (its canonical sub-DFA
+  // within one token's reach runs over the rest of the rule), so within a budgeted walk's
+  // reach when the tails are (kRegionTailsPerWorkUnit tails per work unit).
+  constexpr int64_t kRegionTailsPerWorkUnit = 4;
+  auto tails_within_budget = [work_budget](const RegionOutsiders& outsiders) {
+    return work_budget < 0 || static_cast<int64_t>(outsiders.tails.size()) <= kRegionTailsPerWorkUnit * work_budget;
+  };
+  ByteMask region_ascii;
   // Region root: when `node` is a boundary node of a UTF-8 region (a JSON string body), the
   // tokenizer's shared set of tokens that region consumes wholesale (all accepted) starts
   // the accepted set, and the walk skips every subtree inside that set. pure_state[d]: the
   // decoder state after the current prefix of d bytes while that prefix stays inside the
   // set's language, else -1.
-  ByteMask region_ascii;
   std::shared_ptr<const TokenIdSet> region_tokens;
   if (stepper.Utf8RegionBoundary(node, &region_ascii)) region_tokens = tokenizer.Utf8RegionTokens(region_ascii);
   // Chain root: when `node` is one of the last copies of a bounded string body (the slowest
@@ -849,15 +906,9 @@ ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const LeaveSets& leave,
   if (!region_tokens && stepper.Utf8ChainRoot(node, leave, leavable, &region_ascii, &chain_copies)) {
     region_tokens = tokenizer.Utf8ChainTokens(region_ascii, chain_copies);
   }
-  // A region root whose region has one boundary node is classified by its outsiders' tails:
-  // a few thousand short walks, cheaper than the pool's keys for it (its canonical sub-DFA
-  // within one token's reach runs over the rest of the rule), so within a budgeted walk's
-  // reach when the tails are (kRegionTailsPerWorkUnit tails per work unit).
-  constexpr int64_t kRegionTailsPerWorkUnit = 4;
   if (region_tokens && chain_copies == 0 && stepper.SingleBoundaryRegion(node, region_ascii, leave, leavable)) {
     if (std::shared_ptr<const RegionOutsiders> outsiders = tokenizer.Utf8RegionOutsiders(region_ascii);
-        outsiders && (work_budget < 0 ||
-                      static_cast<int64_t>(outsiders->tails.size()) <= kRegionTailsPerWorkUnit * work_budget)) {
+        outsiders && tails_within_budget(*outsiders)) {
       return ClassifyRegionOutsiders(*region_tokens, *outsiders, leave, leavable, node, tokenizer, want_fsm_only,
                                      stepper, s);
     }
@@ -877,7 +928,7 @@ ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const LeaveSets& leave,
     words_lo = 0;
     words_hi = words;
   }
-  s.pure_state[0] = region_tokens ? kUtf8Boundary : -1;
+  pure_state[0] = region_tokens ? kUtf8Boundary : -1;
   // Sets a token's accepted bit, counting it once.
   auto accept = [&s, &accepted_count, &words_lo, &words_hi](int32_t id) {
     const size_t w = static_cast<size_t>(id >> 5);
@@ -897,11 +948,9 @@ ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const LeaveSets& leave,
   // byte fails is rejected (the parser cannot have left the rule before its first byte), and
   // skipping those subtrees saves loading their depth-1 nodes, scattered over the trie.
   ByteMask first_bytes;
-  {
-    const NodeId* row = stepper.Row(node);
-    for (int b = 0; b < 256; ++b) {
-      if (row[b] >= 0) first_bytes.Set(static_cast<uint8_t>(b));
-    }
+  path_row[0] = stepper.Row(node);
+  for (int b = 0; b < 256; ++b) {
+    if (path_row[0][b] >= 0) first_bytes.Set(static_cast<uint8_t>(b));
   }
   // A budgeted walk from a node that steps on most bytes (a copy of a bounded string body
   // far from its bound, a wide character class) accepts most of the vocabulary, in bulk or
@@ -923,63 +972,75 @@ ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const LeaveSets& leave,
           *over_budget = true;
           return ClassificationPair();
         }
-        const TokenTrieNode& t = trie[i];
+        const TokenTrieNode t = trie[i];
         const int32_t d = t.depth;
-        const NodeId from = s.path[d - 1];
+        const NodeId from = path[d - 1];
         shared_fsm = std::min(shared_fsm, d - 1);
         shared_lookahead = std::min(shared_lookahead, d - 1);
         int8_t pure = -1;
-        if (s.pure_state[d - 1] >= 0 && (t.byte >= 0x80 || AsciiIn(region_ascii, t.byte))) {
-          pure = Utf8DecoderStep(s.pure_state[d - 1], t.byte);
-          if (pure >= 0 && t.utf8_state != kUtf8Malformed && t.suffix_bytes >= 0 &&
-              AsciiSubset(suffix_bytes[t.suffix_bytes], region_ascii)) {
+        if (pure_state[d - 1] >= 0 && (t.byte >= 0x80 || AsciiIn(region_ascii, t.byte))) {
+          pure = Utf8DecoderStep(pure_state[d - 1], t.byte);
+          if (pure >= 0 && t.utf8_state != kUtf8Malformed && trie_tokens[i].suffix_bytes >= 0 &&
+              AsciiSubset(suffix_bytes[trie_tokens[i].suffix_bytes], region_ascii)) {
             i = t.subtree_end;  // every token below is in region_tokens: accepted already
             continue;
           }
         }
-        const NodeId next = stepper.Row(from)[t.byte];
+        const NodeId next = path_row[d - 1][t.byte];
         const bool inner = d > 1;
-        const bool left_lookahead = s.left_lookahead[d - 1] || (inner && leave[from].test(t.byte));
-        const bool left_fsm = s.left_fsm[d - 1] || (inner && leavable[from]);
+        const bool left_lookahead = left_lookahead_at[d - 1] || (inner && leave[from].test(t.byte));
+        const bool left_fsm = left_fsm_at[d - 1] || (inner && leavable[from]);
         if (next < 0) {
           // Every token below shares the failing byte: one decision for the whole subtree.
           if (left_lookahead) {
-            AppendUncertainRange(&out.with_lookahead, t.token_begin, t.token_end, shared_lookahead, lcp);
+            AppendUncertainRange(&out.with_lookahead, trie_tokens[i].token_begin, trie_tokens[i].token_end,
+                                 shared_lookahead, lcp);
             shared_lookahead = INT32_MAX;
           }
           if (want_fsm_only && left_fsm) {
-            AppendUncertainRange(&out.fsm_only, t.token_begin, t.token_end, shared_fsm, lcp);
+            AppendUncertainRange(&out.fsm_only, trie_tokens[i].token_begin, trie_tokens[i].token_end, shared_fsm,
+                                 lcp);
             shared_fsm = INT32_MAX;
           }
           i = t.subtree_end;
           continue;
         }
-        if (t.suffix_bytes >= 0) {
+        const TokenTrieTokens tokens = trie_tokens[i];
+        // A leaf's DFA node needs no row (no child steps from it); a subtree with a suffix
+        // set has children.
+        const bool has_children = t.subtree_end > i + 1;
+        const NodeId* next_row = has_children ? stepper.Row(next) : nullptr;
+        if (tokens.suffix_bytes >= 0) {
           // Dense shortcuts: if `next` loops on every byte that follows in the subtree (directly,
           // inside a UTF-8 region, or along a repetition chain), every token below is consumed
           // to its end: all accepted, no need to visit them.
-          stepper.Row(next);
-          const ByteMask& below = suffix_bytes[t.suffix_bytes];
+          const ByteMask& below = suffix_bytes[tokens.suffix_bytes];
           if (below.SubsetOf(stepper.Loop(next)) || stepper.Utf8RegionConsumes(next, t.utf8_state, below) ||
-              stepper.ChainConsumes(next, below, suffix_max_length[t.suffix_bytes] - d) ||
+              stepper.ChainConsumes(next, below, suffix_max_length[tokens.suffix_bytes] - d) ||
               ((t.utf8_state != kUtf8Boundary || below.words[2] | below.words[3]) &&
-               stepper.Utf8ChainConsumes(next, t.utf8_state, below, suffix_max_length[t.suffix_bytes] - d))) {
-            work_left -= t.token_end - t.token_begin;
-            for (int32_t p = t.token_begin; p < t.token_end; ++p) accept(sorted[p]);
+               stepper.Utf8ChainConsumes(next, t.utf8_state, below, suffix_max_length[tokens.suffix_bytes] - d))) {
+            work_left -= tokens.token_end - tokens.token_begin;
+            for (int32_t p = tokens.token_begin; p < tokens.token_end; ++p) accept(sorted[p]);
             i = t.subtree_end;
             continue;
           }
         }
-        s.path[d] = next;
-        s.left_lookahead[d] = left_lookahead;
-        s.left_fsm[d] = left_fsm;
-        s.pure_state[d] = pure;
-        for (int32_t p = t.token_begin; p < t.exact_end; ++p) accept(sorted[p]);
+        path[d] = next;
+        path_row[d] = next_row;
+        left_lookahead_at[d] = left_lookahead;
+        left_fsm_at[d] = left_fsm;
+        pure_state[d] = pure;
+        for (int32_t p = tokens.token_begin; p < tokens.exact_end; ++p) accept(sorted[p]);
         ++i;
       }
     }
   }
-  if (listed && accepted_count <= kListedAccepts && accepted_count <= static_cast<int64_t>(words)) {
+  // A short list is sorted; a longer one is read back in id order from the bits it set, when
+  // the words they span cost less to scan than the sort (a few hundred ids: a tenth of a
+  // large walk went to sorting them).
+  constexpr int64_t kScanWordsPerListedId = 16;
+  if (listed && accepted_count <= kListedAccepts && accepted_count <= static_cast<int64_t>(words) &&
+      static_cast<int64_t>(words_hi - words_lo) > kScanWordsPerListedId * accepted_count) {
     auto accepted = std::make_shared<AcceptedTokens>();
     accepted->ids = s.accepted_list;
     std::sort(accepted->ids.begin(), accepted->ids.end());
@@ -1594,8 +1655,9 @@ void GrammarMaskCache::StartPrecompute(const std::shared_ptr<GrammarMaskCache>& 
   // costs O(1)).
   std::vector<int64_t> tokens_below(257, 0);
   const std::vector<TokenTrieNode>& trie = cache->tokenizer_->trie();
+  const std::vector<TokenTrieTokens>& trie_tokens = cache->tokenizer_->trie_tokens();
   for (size_t i = 0; i < trie.size(); i = trie[i].subtree_end) {  // the root's children
-    tokens_below[trie[i].byte + 1] = trie[i].token_end - trie[i].token_begin;
+    tokens_below[trie[i].byte + 1] = trie_tokens[i].token_end - trie_tokens[i].token_begin;
   }
   for (int b = 0; b < 256; ++b) tokens_below[b + 1] += tokens_below[b];
   std::vector<std::pair<int64_t, NodeId>> costs;

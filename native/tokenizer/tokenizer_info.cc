@@ -108,13 +108,14 @@ void TokenizerInfo::BuildTrie() {
   auto close_deeper_than = [&](size_t depth, int32_t position) {
     while (open.size() > depth) {
       TokenTrieNode& node = trie_[open.back()];
+      TokenTrieTokens& tokens = trie_tokens_[open.back()];
       node.subtree_end = static_cast<int32_t>(trie_.size());
-      node.token_end = position;
+      tokens.token_end = position;
       const bool well_formed = prefix_state.back() >= 0 &&
-                               malformed_before[node.token_end] == malformed_before[node.token_begin];
+                               malformed_before[tokens.token_end] == malformed_before[tokens.token_begin];
       node.utf8_state = well_formed ? static_cast<uint8_t>(prefix_state.back()) : kUtf8Malformed;
-      if (node.token_end - node.token_begin >= kTrieSuffixBytesMinTokens) {
-        node.suffix_bytes = static_cast<int32_t>(trie_suffix_bytes_.size());
+      if (tokens.token_end - tokens.token_begin >= kTrieSuffixBytesMinTokens) {
+        tokens.suffix_bytes = static_cast<int32_t>(trie_suffix_bytes_.size());
         trie_suffix_bytes_.push_back(below.back());
         trie_suffix_max_length_.push_back(longest.back());
       }
@@ -140,12 +141,12 @@ void TokenizerInfo::BuildTrie() {
       longest.push_back(0);
       const int8_t parent_state = d == 0 ? kUtf8Boundary : prefix_state.back();
       prefix_state.push_back(parent_state < 0 ? -1 : Utf8DecoderStep(parent_state, static_cast<uint8_t>(bytes[d])));
-      trie_.push_back({-1, pos, pos, -1, -1, static_cast<uint16_t>(d + 1), static_cast<uint8_t>(bytes[d]),
-                       kUtf8Malformed});
+      trie_.push_back({-1, static_cast<uint16_t>(d + 1), static_cast<uint8_t>(bytes[d]), kUtf8Malformed});
+      trie_tokens_.push_back({pos, pos, -1, -1});
     }
     // Sorted order puts a token before every longer token it prefixes, and duplicates next
     // to each other, so the exact range of the deepest open node grows by one here.
-    trie_[open.back()].exact_end = pos + 1;
+    trie_tokens_[open.back()].exact_end = pos + 1;
     longest.back() = std::max(longest.back(), static_cast<uint16_t>(bytes.size()));
   }
   close_deeper_than(0, count);
@@ -154,6 +155,7 @@ void TokenizerInfo::BuildTrie() {
     trie_root_child_[trie_[i].byte] = static_cast<int32_t>(i);
   }
   trie_.shrink_to_fit();
+  trie_tokens_.shrink_to_fit();
   trie_suffix_bytes_.shrink_to_fit();
   trie_suffix_max_length_.shrink_to_fit();
 }
@@ -281,7 +283,8 @@ size_t TokenizerInfo::MemoryBytes() const {
   bytes += decoded_tokens_.capacity() * sizeof(std::string);
   bytes += (is_text_.capacity() + is_stop_.capacity());
   bytes += (sorted_text_tokens_.capacity() + lcp_.capacity()) * sizeof(int32_t);
-  bytes += trie_.capacity() * sizeof(TokenTrieNode) + trie_suffix_bytes_.capacity() * sizeof(ByteMask) +
+  bytes += trie_.capacity() * sizeof(TokenTrieNode) + trie_tokens_.capacity() * sizeof(TokenTrieTokens) +
+           trie_suffix_bytes_.capacity() * sizeof(ByteMask) +
            trie_suffix_max_length_.capacity() * sizeof(uint16_t);
   bytes += sorted_ascii_bytes_.capacity() * sizeof(sorted_ascii_bytes_[0]) + sorted_well_formed_.capacity() +
            sorted_characters_.capacity();

@@ -19,8 +19,22 @@ namespace xg2 {
 // skips a whole subtree by jumping to `subtree_end`. Because children are ordered by byte,
 // pre-order visits tokens in TokenizerInfo::sorted_text_tokens() order, so every subtree's
 // tokens are one contiguous range of sorted positions.
+//
+// A node is split in two parallel arrays by how often a walk reads it. TokenTrieNode holds
+// what every visited node needs (8 bytes: most visits are to a child whose byte the DFA
+// rejects, and the walk is bound by loading these); TokenTrieTokens what only a node whose
+// byte was consumed, or whose subtree gets one verdict, needs.
 struct TokenTrieNode {
   int32_t subtree_end;  // index of the first node after this node's subtree
+  uint16_t depth;       // prefix length in bytes (>= 1; the root is implicit)
+  uint8_t byte;         // the prefix's last byte
+  // When every token of the subtree is a well-formed UTF-8 prefix (tokenizer/utf8_decoder.h):
+  // the decoder's state after this node's prefix; otherwise kUtf8Malformed.
+  uint8_t utf8_state;
+};
+static_assert(sizeof(TokenTrieNode) == 8, "the hot half of a trie node is 8 bytes");
+
+struct TokenTrieTokens {
   int32_t token_begin;  // first sorted position whose token starts with this prefix
   int32_t exact_end;    // [token_begin, exact_end): tokens equal to this prefix (duplicates)
   int32_t token_end;    // [token_begin, token_end): every token in the subtree
@@ -29,11 +43,6 @@ struct TokenTrieNode {
   // kTrieSuffixBytesMinTokens tokens). A walk whose DFA node loops on all of them accepts
   // the whole subtree without visiting it.
   int32_t suffix_bytes;
-  uint16_t depth;       // prefix length in bytes (>= 1; the root is implicit)
-  uint8_t byte;         // the prefix's last byte
-  // When every token of the subtree is a well-formed UTF-8 prefix (tokenizer/utf8_decoder.h):
-  // the decoder's state after this node's prefix; otherwise kUtf8Malformed.
-  uint8_t utf8_state;
 };
 
 // A set of byte values as four 64-bit words.
@@ -117,8 +126,9 @@ class TokenizerInfo {
 
   const std::vector<int32_t>& sorted_text_tokens() const { return sorted_text_tokens_; }
   const std::vector<int32_t>& lcp() const { return lcp_; }
-  // The same tokens as a flat byte trie (see TokenTrieNode).
+  // The same tokens as a flat byte trie (see TokenTrieNode), and per node its tokens.
   const std::vector<TokenTrieNode>& trie() const { return trie_; }
+  const std::vector<TokenTrieTokens>& trie_tokens() const { return trie_tokens_; }
   const std::vector<ByteMask>& trie_suffix_bytes() const { return trie_suffix_bytes_; }
   // trie_root_child()[b]: the trie index of the depth-1 node for byte b, or -1. A walk that
   // steps on few first bytes visits only their subtrees, instead of loading each of the
@@ -177,6 +187,7 @@ class TokenizerInfo {
   std::vector<int32_t> sorted_text_tokens_;
   std::vector<int32_t> lcp_;
   std::vector<TokenTrieNode> trie_;
+  std::vector<TokenTrieTokens> trie_tokens_;
   std::array<int32_t, 256> trie_root_child_;
   std::vector<ByteMask> trie_suffix_bytes_;
   std::vector<uint16_t> trie_suffix_max_length_;
