@@ -92,6 +92,12 @@ struct ClassifyScratch {
   std::vector<int8_t> region_pair_states;
   std::vector<int16_t> region_via;
   std::vector<uint8_t> region_seen;
+  // DenseStepper::AlikeWithin: per DFA node its partner in the pair search (-1 outside a
+  // search), and the pairs in the order found, with their depths.
+  std::vector<NodeId> alike_partner;
+  std::vector<NodeId> alike_order;
+  std::vector<int32_t> alike_depth;
+
   // Sizes the per-depth arrays for tokens of up to depth_slots - 1 bytes.
   void EnsureDepth(size_t depth_slots) {
     if (path.size() >= depth_slots) return;
@@ -130,6 +136,7 @@ class DenseStepper {
     s_.rows_owner = owner_;
     if (s_.row_of.size() < static_cast<size_t>(fsm.num_nodes())) s_.row_of.resize(fsm.num_nodes(), -1);
     if (s_.region_seen.size() < static_cast<size_t>(fsm.num_nodes())) s_.region_seen.resize(fsm.num_nodes(), 0);
+    if (s_.alike_partner.size() < static_cast<size_t>(fsm.num_nodes())) s_.alike_partner.resize(fsm.num_nodes(), -1);
   }
   ~DenseStepper() {
     // Kept rows are bounded (256 KiB of targets per 256 rows); a walk cut short by an
@@ -377,6 +384,104 @@ class DenseStepper {
         if (std::find(pairs.begin(), pairs.end(), pair) != pairs.end()) continue;
         if (pairs.size() == kMaxPairs) return false;
         pairs.push_back(pair);
+      }
+    }
+    return true;
+  }
+
+  // True when `n` starts a long chain of alike copies of one character class: the copies of
+  // a bounded string body far from its bound (json_char{0,512} at its loop head), too many
+  // for Utf8ChainRoot's sets. The conditions:
+  //  * every character of the class (`ascii`, which gets the class's ASCII bytes, and every
+  //    well-formed multi-byte character) steps from `n` to one same node `next` != `n`;
+  //  * neither `n` nor a node inside one of its multi-byte characters can leave the rule;
+  //  * `n` and `next` have equal truncated canonical sub-DFAs within `depth` bytes
+  //    (CanonicalSubFsmKeys, lookahead version, which records leave sets and leavable flags).
+  // Then for a string u of whole class characters, reaching node m, and any string w with
+  // |u| + |w| <= depth, walking w from m behaves as walking w from `n` (same steps, same
+  // failures, same leave facts): by induction on u, since each character shifts the
+  // agreement of `n` with `next` one character along. With `depth` the longest token, a
+  // token is decided at `n` by its tail (RegionOutsiders) walked from `n`, no leave flag
+  // raised before it, and the class tokens are all accepted: the classification of a region
+  // root with one boundary node (ClassifyRegionOutsiders).
+  bool LongChainRoot(NodeId n, const LeaveSets& leave, const std::vector<uint8_t>& leavable, int32_t depth,
+                     ByteMask* ascii) {
+    // Only the nodes of a compressed repetition's loop (grammar_fsm.h) are tried: their
+    // explicit copies reach beyond any token. Other chains (explicit bounded copies, the
+    // product automaton of a pattern with a length bound) end within a token's reach, fail
+    // the sub-DFA comparison, and would pay for two large keys each time.
+    if (fsm_.node_loop.empty() || fsm_.node_loop[n] < 0) return false;
+    if (leavable[n] || leave[n].any()) return false;
+    Row(n);
+    const int32_t r = s_.row_of[n];
+    const NodeId next = MajorTarget(r);
+    if (next < 0 || next == n) return false;
+    ByteMask class_ascii = MajorMask(r);
+    class_ascii.words[2] = class_ascii.words[3] = 0;
+    if (!(class_ascii.words[0] | class_ascii.words[1])) return false;
+    if (CharEnd(n, kUtf8Boundary) != next) return false;
+    // The nodes inside `n`'s multi-byte characters: (node, decoder state) pairs short of the
+    // character's end.
+    constexpr size_t kMaxPairs = 64;
+    std::vector<std::pair<NodeId, int8_t>> pairs{{n, kUtf8Boundary}};
+    for (size_t q = 0; q < pairs.size(); ++q) {
+      const auto [from, state] = pairs[q];
+      const NodeId* row = Row(from);
+      for (int b = 0x80; b < 256; ++b) {
+        const int8_t next_state = Utf8DecoderStep(state, static_cast<uint8_t>(b));
+        if (next_state < 0 || next_state == kUtf8Boundary) continue;
+        const NodeId to = row[b];
+        if (to < 0) return false;
+        if (leavable[to] || leave[to].any()) return false;
+        const std::pair<NodeId, int8_t> pair{to, next_state};
+        if (std::find(pairs.begin(), pairs.end(), pair) != pairs.end()) continue;
+        if (pairs.size() == kMaxPairs) return false;
+        pairs.push_back(pair);
+      }
+    }
+    if (!AlikeWithin(n, next, depth, leave, leavable)) return false;
+    *ascii = class_ascii;
+    return true;
+  }
+
+  // True when every string of at most `depth` bytes walks alike from `a` and from `b`: the
+  // same bytes step or fail at each position, at nodes with the same leavable flag and
+  // leave set. A breadth-first search over pairs (x, partner(x)) from (a, b) that requires
+  // each x reached within `depth` bytes to have one partner with the same byte edges (ranges
+  // equal, targets paired) and the same leave facts; a pair (x, x) needs no search below it.
+  // This is what equal truncated canonical keys (CanonicalSubFsmKeys) would say, without
+  // writing two keys that run over the sub-DFAs within a token's reach (a hundred kilobytes
+  // each at a long chain's root).
+  bool AlikeWithin(NodeId a, NodeId b, int32_t depth, const LeaveSets& leave, const std::vector<uint8_t>& leavable) {
+    std::vector<NodeId>& partner = s_.alike_partner;
+    std::vector<NodeId>& order = s_.alike_order;
+    std::vector<int32_t>& at_depth = s_.alike_depth;
+    order.clear();
+    at_depth.clear();
+    struct ResetPartners {
+      ClassifyScratch& s;
+      ~ResetPartners() {
+        for (NodeId x : s.alike_order) s.alike_partner[x] = -1;
+      }
+    } reset{s_};
+    auto pair = [&](NodeId x, NodeId y, int32_t d) {
+      if (partner[x] >= 0) return partner[x] == y;
+      if (leavable[x] != leavable[y] || &leave[x] != &leave[y]) return false;  // sets are interned
+      partner[x] = y;
+      order.push_back(x);
+      at_depth.push_back(d);
+      return true;
+    };
+    if (!pair(a, b, 0)) return false;
+    for (size_t q = 0; q < order.size(); ++q) {
+      const NodeId x = order[q];
+      const NodeId y = partner[x];
+      if (x == y || at_depth[q] >= depth) continue;
+      const ByteEdge* ex = fsm_.byte_edges_begin(x);
+      const ByteEdge* ey = fsm_.byte_edges_begin(y);
+      if (fsm_.byte_edges_end(x) - ex != fsm_.byte_edges_end(y) - ey) return false;
+      for (; ex != fsm_.byte_edges_end(x); ++ex, ++ey) {
+        if (ex->lo != ey->lo || ex->hi != ey->hi || !pair(ex->target, ey->target, at_depth[q] + 1)) return false;
       }
     }
     return true;
@@ -889,7 +994,20 @@ ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const LeaveSets& leave,
   auto tails_within_budget = [work_budget](const RegionOutsiders& outsiders) {
     return work_budget < 0 || static_cast<int64_t>(outsiders.tails.size()) <= kRegionTailsPerWorkUnit * work_budget;
   };
+  // Long chain root: the loop head of a compressed bounded string body, far from its bound
+  // whatever the count (DenseStepper::LongChainRoot), is classified by the tails of the
+  // tokens outside its class, its class tokens all accepted. Its pool keys would
+  // run over a hundred copies. (Tried first: a chain is no region, and a region root's
+  // search for its region is what the chain would pay otherwise.)
   ByteMask region_ascii;
+  if (stepper.LongChainRoot(node, leave, leavable, tokenizer.max_token_bytes(), &region_ascii)) {
+    std::shared_ptr<const TokenIdSet> class_tokens = tokenizer.Utf8RegionTokens(region_ascii);
+    std::shared_ptr<const RegionOutsiders> outsiders = tokenizer.Utf8RegionOutsiders(region_ascii);
+    if (class_tokens && outsiders && tails_within_budget(*outsiders)) {
+      return ClassifyRegionOutsiders(*class_tokens, *outsiders, leave, leavable, node, tokenizer, want_fsm_only,
+                                     stepper, s);
+    }
+  }
   // Region root: when `node` is a boundary node of a UTF-8 region (a JSON string body), the
   // tokenizer's shared set of tokens that region consumes wholesale (all accepted) starts
   // the accepted set, and the walk skips every subtree inside that set. pure_state[d]: the
