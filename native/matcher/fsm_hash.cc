@@ -17,6 +17,12 @@ inline uint64_t Mix(uint64_t x) {
 }
 
 // Labels far outside the byte and node-number ranges, so the serialisation is unambiguous.
+// A node record is kNodeMark plus its accepting flag; a byte edge is one word
+// kByteEdgeTag | lo << 48 | hi << 40 | target number (below 2^32), whose top byte 0x80 no
+// mark has; a rule edge is kRuleEdgeMark, the callee's hash, then the target number. One
+// word per node and per byte edge: hashing runs once per grammar over every node, and each
+// word is two serial mixing rounds.
+constexpr uint64_t kByteEdgeTag = 0x8000000000000000ULL;
 constexpr uint64_t kNodeMark = 0xfffffffffff00001ULL;
 constexpr uint64_t kRuleEdgeMark = 0xfffffffffff00002ULL;
 constexpr uint64_t kCycleCallee = 0xfffffffffff00003ULL;
@@ -35,17 +41,16 @@ Hash128 HashFsm(const GrammarFsm& fsm, NodeId start, std::vector<int32_t>* numbe
   std::vector<std::pair<Hash128, NodeId>> calls;
   for (size_t k = first; k < order->size(); ++k) {
     const NodeId n = (*order)[k];
-    h.Combine(fsm.node_accepting[n]).Combine(kNodeMark).Combine(kNodeMark);
-    auto visit = [&](NodeId target) {
+    h.Combine(kNodeMark + (fsm.node_accepting[n] ? 0x10 : 0));
+    auto number_of = [&](NodeId target) {
       if ((*number)[target] < 0) {
         (*number)[target] = static_cast<int32_t>(order->size() - first);
         order->push_back(target);
       }
-      h.Combine(static_cast<uint64_t>((*number)[target]));
+      return static_cast<uint64_t>(static_cast<uint32_t>((*number)[target]));
     };
     for (const ByteEdge* e = fsm.byte_edges_begin(n); e != fsm.byte_edges_end(n); ++e) {
-      h.Combine(e->lo).Combine(e->hi);
-      visit(e->target);
+      h.Combine(kByteEdgeTag | uint64_t{e->lo} << 48 | uint64_t{e->hi} << 40 | number_of(e->target));
     }
     calls.clear();
     for (const RuleEdge* e = fsm.rule_edges_begin(n); e != fsm.rule_edges_end(n); ++e) {
@@ -55,8 +60,7 @@ Hash128 HashFsm(const GrammarFsm& fsm, NodeId start, std::vector<int32_t>* numbe
     // can only make equal FSMs hash differently, never unequal ones alike.
     std::sort(calls.begin(), calls.end());
     for (const auto& [callee, target] : calls) {
-      h.Combine(kRuleEdgeMark).Combine(callee.a).Combine(callee.b);
-      visit(target);
+      h.Combine(kRuleEdgeMark).Combine(callee.a).Combine(callee.b).Combine(number_of(target));
     }
   }
   return h;
