@@ -186,6 +186,7 @@ class GrammarMatcher:
     @property
     def stop_token_ids(self) -> list[int]: ...
 
+def _wait_for_background_work() -> None: ...
 def batch_fill_next_token_bitmask(
     matchers: Sequence[GrammarMatcher],
     address: int,

@@ -344,6 +344,12 @@ void BindMatcher(py::module_& m) {
       },
       py::arg("matchers"), py::arg("address"), py::arg("row_stride_words"), py::arg("num_words"),
       py::arg("rows"), py::arg("num_threads"));
+
+  // Tests: waits (without the GIL) until the background thread's queue is empty.
+  m.def("_wait_for_background_work", []() {
+    py::gil_scoped_release release;
+    WaitForBackgroundWork();
+  });
 }
 
 }  // namespace

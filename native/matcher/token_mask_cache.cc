@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <deque>
 #include <exception>
+#include <functional>
 #include <stdexcept>
 #include <thread>
 #ifdef __linux__
@@ -124,6 +125,23 @@ inline bool AsciiIn(const ByteMask& mask, uint8_t byte) { return (mask.words[byt
 inline bool AsciiSubset(const ByteMask& bytes, const ByteMask& mask) {
   return !((bytes.words[0] & ~mask.words[0]) | (bytes.words[1] & ~mask.words[1]));
 }
+
+// A class root's chain (DenseStepper::ClassRoot): nodes[p] is the node reached from the root
+// (nodes[0]) after p characters of the class. With `loops`, nodes.back() steps to itself on
+// every character, so it is the node after any number p >= nodes.size() - 1; otherwise
+// nodes.back() steps on no character of the class and p is at most nodes.size() - 1.
+struct ClassChain {
+  CharacterClass cls;
+  std::vector<NodeId> nodes;
+  bool loops = false;
+  int32_t max_characters() const {
+    return loops ? TokenizerInfo::kAnyCharacterCount : static_cast<int32_t>(nodes.size()) - 1;
+  }
+  NodeId After(int32_t characters) const {
+    if (characters < static_cast<int32_t>(nodes.size())) return nodes[characters];
+    return loops ? nodes.back() : -1;
+  }
+};
 
 // One step of the rule DFA through a dense row (linear edge scans cost more than the row
 // build once a node is stepped from a few dozen times, which every trie walk does).
@@ -254,6 +272,94 @@ class DenseStepper {
     }
     return ChainSubset(s_.char_chain, true, n, below, steps);
   }
+  // True when `n` is a class root: a character class (CharacterClass) of at least
+  // kMinClassRootBytes ASCII bytes, those `n` steps on to its major target, plus the
+  // multi-byte characters when they all lead there too, such that
+  //  * each node of the chain from `n` steps on every character of the class to one same
+  //    next node, until a node that steps on none of them (at most `max_copies` steps: the
+  //    copies of a bounded string body, a pattern's [0-9a-f]{8}) or one that steps to itself
+  //    (a loop: [a-z0-9-]*, \d+);
+  //  * no node after `n` on the chain, nor inside a multi-byte character of the class, can
+  //    leave the rule (nor `n` itself, when it is the loop).
+  // Then a token in the class's language is accepted when its characters fit the chain and
+  // rejected otherwise (the node after the last copy steps on none of them and cannot
+  // leave), and a token with a class prefix of p characters then a tail walks its tail from
+  // the chain's node after p characters with no leave flag raised before it: the shape
+  // ClassifyTokens decides by the tokenizer's ClassPrefixes table instead of the trie (the
+  // trie walk visits every child of every class prefix: a UUID's hex positions, the
+  // segments of an "iglu:" pattern, a two-character string, a few hundred microseconds each).
+  static constexpr int kMinClassRootBytes = 10;
+  bool ClassRoot(NodeId n, const LeaveSets& leave, const std::vector<uint8_t>& leavable, int32_t max_copies,
+                 ClassChain* out) {
+    Row(n);
+    const int32_t r = s_.row_of[n];
+    const NodeId first_target = MajorTarget(r);
+    if (first_target < 0) return false;
+    CharacterClass cls;
+    cls.ascii = MajorMask(r);
+    cls.ascii.words[2] = cls.ascii.words[3] = 0;
+    if (cls.ascii.Count() < kMinClassRootBytes) return false;
+    cls.multibyte = CharEnd(n, kUtf8Boundary) == first_target;
+    auto cannot_leave = [&](NodeId x) { return !leavable[x] && !leave[x].any(); };
+    // The nodes inside a node's multi-byte class characters, each unable to leave.
+    auto inner_nodes_stay = [&](NodeId x) {
+      if (!cls.multibyte) return true;
+      constexpr size_t kMaxPairs = 64;
+      std::vector<std::pair<NodeId, int8_t>> pairs{{x, kUtf8Boundary}};
+      for (size_t q = 0; q < pairs.size(); ++q) {
+        const auto [from, state] = pairs[q];
+        const NodeId* row = Row(from);
+        for (int b = 0x80; b < 256; ++b) {
+          const int8_t next_state = Utf8DecoderStep(state, static_cast<uint8_t>(b));
+          if (next_state <= kUtf8Boundary) continue;
+          const NodeId to = row[b];
+          if (to < 0 || !cannot_leave(to)) return false;
+          const std::pair<NodeId, int8_t> pair{to, next_state};
+          if (std::find(pairs.begin(), pairs.end(), pair) != pairs.end()) continue;
+          if (pairs.size() == kMaxPairs) return false;
+          pairs.push_back(pair);
+        }
+      }
+      return true;
+    };
+    std::vector<NodeId>& nodes = out->nodes;
+    nodes.assign(1, n);
+    out->loops = false;
+    for (NodeId x = n;;) {
+      Row(x);
+      const int32_t rx = s_.row_of[x];
+      const NodeId next = MajorTarget(rx);
+      const bool steps_on_all = next >= 0 && cls.ascii.SubsetOf(MajorMask(rx)) &&
+                                (!cls.multibyte || CharEnd(x, kUtf8Boundary) == next);
+      if (!steps_on_all) {
+        // The chain's end: it must step on no character of the class, and not leave.
+        if (x == n) return false;
+        const NodeId* row = Row(x);
+        for (int b = 0; b < 256; ++b) {
+          if (row[b] < 0) continue;
+          if (b < 0x80 ? AsciiIn(cls.ascii, static_cast<uint8_t>(b)) : cls.multibyte && b >= 0xC2 && b <= 0xF4) {
+            return false;
+          }
+        }
+        if (!cannot_leave(x)) return false;
+        break;
+      }
+      if (x != n && !cannot_leave(x)) return false;
+      if (!inner_nodes_stay(x)) return false;
+      if (next == x) {
+        if (!cannot_leave(x)) return false;
+        out->loops = true;
+        break;
+      }
+      if (std::find(nodes.begin(), nodes.end(), next) != nodes.end()) return false;  // a longer cycle
+      if (static_cast<int32_t>(nodes.size()) > max_copies) return false;
+      nodes.push_back(next);
+      x = next;
+    }
+    out->cls = cls;
+    return true;
+  }
+
   // True when `n` is the first of the last copies of a bounded repetition of one character,
   // the shape of json_char{0,N} near N: along the character chain of `n` (Utf8ChainConsumes)
   // every ASCII byte of `n`'s major step and every multi-byte character lead to the next
@@ -929,6 +1035,12 @@ ClassificationPair ClassifyRegionOutsiders(const TokenIdSet& region_tokens, cons
 
 }  // namespace
 
+namespace {
+// Has the class's ClassPrefixes built on the background thread (PrecomputeWorker): a
+// matcher never waits for it, and classifies by the plain walk until it is there.
+void RequestClassPrefixTable(const TokenizerInfo& tokenizer, const CharacterClass& cls);
+}  // namespace
+
 ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const LeaveSets& leave,
                                   const std::vector<uint8_t>& leavable, NodeId node,
                                   const TokenizerInfo& tokenizer, bool want_fsm_only, uint64_t rows_owner,
@@ -1020,8 +1132,20 @@ ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const LeaveSets& leave,
   // a longer token and is visited), the tokenizer's set of class tokens that fit in the
   // copies left starts the accepted set the same way, and a subtree of class tokens is
   // skipped the same way: those that do not fit are rejected (Utf8ChainRoot).
+  // Class root (DenseStepper::ClassRoot): the tokens in the class's language that fit the
+  // chain start the accepted set, the trie is walked only under the first bytes that begin
+  // no class character, and the tokens with a class prefix are decided by their tails
+  // (TokenizerInfo::ClassPrefixTable) after the walk.
+  ClassChain class_chain;
+  std::shared_ptr<const ClassPrefixes> class_prefixes;
+  if (!region_tokens &&
+      stepper.ClassRoot(node, leave, leavable, TokenizerInfo::kMaxUtf8ChainCharacters, &class_chain)) {
+    bool first_request = false;
+    class_prefixes = tokenizer.FindClassPrefixTable(class_chain.cls, &first_request);
+    if (first_request) RequestClassPrefixTable(tokenizer, class_chain.cls);
+  }
   int32_t chain_copies = 0;
-  if (!region_tokens && stepper.Utf8ChainRoot(node, leave, leavable, &region_ascii, &chain_copies)) {
+  if (!region_tokens && !class_prefixes && stepper.Utf8ChainRoot(node, leave, leavable, &region_ascii, &chain_copies)) {
     region_tokens = tokenizer.Utf8ChainTokens(region_ascii, chain_copies);
   }
   if (region_tokens && chain_copies == 0 && stepper.SingleBoundaryRegion(node, region_ascii, leave, leavable)) {
@@ -1070,6 +1194,15 @@ ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const LeaveSets& leave,
   for (int b = 0; b < 256; ++b) {
     if (path_row[0][b] >= 0) first_bytes.Set(static_cast<uint8_t>(b));
   }
+  // At a class root the trie holds only the tokens without a class prefix.
+  ByteMask class_first_bytes;
+  if (class_prefixes) {
+    class_first_bytes = class_chain.cls.ascii;
+    if (class_chain.cls.multibyte) {
+      for (int b = 0xC2; b <= 0xF4; ++b) class_first_bytes.Set(static_cast<uint8_t>(b));
+    }
+    for (int w = 0; w < 4; ++w) first_bytes.words[w] &= ~class_first_bytes.words[w];
+  }
   // A budgeted walk from a node that steps on most bytes (a copy of a bounded string body
   // far from its bound, a wide character class) accepts most of the vocabulary, in bulk or
   // token by token, and both count against the budget: it would run to the budget (a few
@@ -1079,17 +1212,11 @@ ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const LeaveSets& leave,
     *over_budget = true;
     return out;
   }
-  const std::array<int32_t, 256>& root_child = tokenizer.trie_root_child();
-  for (int w = 0; w < 4; ++w) {
-    for (uint64_t bits = first_bytes.words[w]; bits; bits &= bits - 1) {
-      const int32_t begin = root_child[w * 64 + __builtin_ctzll(bits)];
-      if (begin < 0) continue;
-      const int32_t end = trie[begin].subtree_end;
+  // Walks the trie nodes [begin, end) (whole subtrees, whose parents' path entries are set),
+  // classifying each; false when the budget runs out.
+  auto walk = [&](int32_t begin, int32_t end) {
       for (int32_t i = begin; i < end;) {
-        if (--work_left < 0) {
-          *over_budget = true;
-          return ClassificationPair();
-        }
+        if (--work_left < 0) return false;
         const TokenTrieNode t = trie[i];
         const int32_t d = t.depth;
         const NodeId from = path[d - 1];
@@ -1150,6 +1277,93 @@ ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const LeaveSets& leave,
         pure_state[d] = pure;
         for (int32_t p = tokens.token_begin; p < tokens.exact_end; ++p) accept(sorted[p]);
         ++i;
+      }
+      return true;
+  };
+  if (class_prefixes) {
+    // The class's tokens that fit the chain are accepted.
+    if (class_chain.loops) {
+      std::copy(class_prefixes->all_members.bits.begin(), class_prefixes->all_members.bits.end(),
+                s.accepted_bits.begin());
+      accepted_count = class_prefixes->all_members.count;
+    } else {
+      for (const auto& [characters, id] : class_prefixes->members) {
+        if (characters > class_chain.max_characters()) break;
+        s.accepted_bits[id >> 5] |= 1u << (id & 31);
+        ++accepted_count;
+      }
+    }
+    listed = false;
+    words_lo = 0;
+    words_hi = words;
+  }
+  const std::array<int32_t, 256>& root_child = tokenizer.trie_root_child();
+  for (int w = 0; w < 4; ++w) {
+    for (uint64_t bits = first_bytes.words[w]; bits; bits &= bits - 1) {
+      const int32_t begin = root_child[w * 64 + __builtin_ctzll(bits)];
+      if (begin >= 0 && !walk(begin, trie[begin].subtree_end)) {
+        *over_budget = true;
+        return ClassificationPair();
+      }
+    }
+  }
+  if (class_prefixes) {
+    // The tokens with a class prefix, subtree by subtree (ClassPrefixes::entries): each walks
+    // from the chain's node after its prefix, through the bytes of a character it breaks
+    // off, then as in the trie walk. Only tails that start with a byte some chain node steps
+    // on are walked: the chain's nodes after the root cannot leave the rule, so any other
+    // tail fails at once with nothing left to the parser.
+    ByteMask tail_first_bytes = class_first_bytes;
+    auto add_row = [&](NodeId x) {
+      const NodeId* row = stepper.Row(x);
+      for (int b = 0; b < 256; ++b) {
+        if (row[b] >= 0) tail_first_bytes.Set(static_cast<uint8_t>(b));
+      }
+    };
+    for (size_t p = 1; p < class_chain.nodes.size(); ++p) add_row(class_chain.nodes[p]);
+    if (class_chain.loops) add_row(class_chain.nodes.back());
+    const std::vector<std::string>& decoded = tokenizer.decoded_tokens();
+    for (int b = 0; b < 256; ++b) {
+      if (!((tail_first_bytes.words[b >> 6] >> (b & 63)) & 1)) continue;
+      for (int32_t k = class_prefixes->first_byte_begin[b]; k < class_prefixes->first_byte_begin[b + 1]; ++k) {
+        const ClassPrefixes::Entry& entry = class_prefixes->entries[k];
+        const NodeId start = entry.prefix_characters == 0 ? node : class_chain.After(entry.prefix_characters);
+        if (start < 0) continue;  // more characters than the chain holds: the one past it fails
+        const int32_t depth = trie[entry.trie_node].depth;  // of the subtree's byte
+        // The path down to the subtree's parent: the chain's node, then the bytes of the
+        // character the subtree breaks off (none when the tail starts at a boundary). Those
+        // nodes cannot leave (ClassRoot), so a failing step rejects the subtree.
+        path[entry.tail_start] = start;
+        path_row[entry.tail_start] = stepper.Row(start);
+        left_lookahead_at[entry.tail_start] = 0;
+        left_fsm_at[entry.tail_start] = 0;
+        pure_state[entry.tail_start] = -1;
+        const std::string& token = decoded[sorted[trie_tokens[entry.trie_node].token_begin]];
+        bool alive = true;
+        for (int32_t d = entry.tail_start; d + 1 < depth && alive; ++d) {
+          const NodeId next = path_row[d][static_cast<uint8_t>(token[d])];
+          alive = next >= 0;
+          if (!alive) break;
+          path[d + 1] = next;
+          path_row[d + 1] = stepper.Row(next);
+          left_lookahead_at[d + 1] = 0;
+          left_fsm_at[d + 1] = 0;
+          pure_state[d + 1] = -1;
+        }
+        if (alive && !walk(entry.trie_node, trie[entry.trie_node].subtree_end)) {
+          *over_budget = true;
+          return ClassificationPair();
+        }
+      }
+    }
+    // The entries were walked out of sorted order, and the prefix lengths the walk kept
+    // assume sorted order: sort the uncertain lists again and recompute them.
+    for (TokenClassification* c : {&out.with_lookahead, &out.fsm_only}) {
+      std::vector<int32_t>& positions = c->uncertain_positions;
+      std::sort(positions.begin(), positions.end());
+      c->uncertain_lcp.assign(positions.size(), 0);
+      for (size_t k = 1; k < positions.size(); ++k) {
+        c->uncertain_lcp[k] = SharedPrefixOfPositions(tokenizer, positions[k - 1], positions[k]);
       }
     }
   }
@@ -1678,12 +1892,24 @@ class PrecomputeWorker {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       jobs_.push_back({std::move(cache), std::move(nodes), 0});
-      if (!started_) {
-        started_ = true;
-        std::thread([this]() { Run(); }).detach();
-      }
+      StartLocked();
     }
-    wake_.notify_one();
+    wake_.notify_all();
+  }
+  // A task that makes later classifications cheaper (a tokenizer table); tasks run before
+  // node jobs, oldest first.
+  void SubmitTask(std::function<void()> task) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      tasks_.push_back(std::move(task));
+      StartLocked();
+    }
+    wake_.notify_all();
+  }
+  // Blocks until no task or job is queued or running (tests: a deterministic state).
+  void WaitIdle() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    idle_.wait(lock, [this]() { return tasks_.empty() && jobs_.empty() && !busy_; });
   }
 
  private:
@@ -1692,6 +1918,12 @@ class PrecomputeWorker {
     std::vector<NodeId> nodes;
     size_t next;
   };
+
+  void StartLocked() {
+    if (started_) return;
+    started_ = true;
+    std::thread([this]() { Run(); }).detach();
+  }
 
   void Run() {
 #ifdef __linux__
@@ -1702,23 +1934,47 @@ class PrecomputeWorker {
     for (;;) {
       std::shared_ptr<GrammarMaskCache> cache;
       NodeId node = -1;
+      std::function<void()> task;
       {
         std::unique_lock<std::mutex> lock(mutex_);
-        wake_.wait(lock, [this]() { return !jobs_.empty(); });
-        Job& job = jobs_.back();
-        cache = job.cache.lock();
-        if (cache && job.next < job.nodes.size()) node = job.nodes[job.next++];
-        if (!cache || job.next >= job.nodes.size()) jobs_.pop_back();
+        busy_ = false;
+        if (tasks_.empty() && jobs_.empty()) idle_.notify_all();
+        wake_.wait(lock, [this]() { return !tasks_.empty() || !jobs_.empty(); });
+        busy_ = true;
+        if (!tasks_.empty()) {
+          task = std::move(tasks_.front());
+          tasks_.pop_front();
+        } else {
+          Job& job = jobs_.back();
+          cache = job.cache.lock();
+          if (cache && job.next < job.nodes.size()) node = job.nodes[job.next++];
+          if (!cache || job.next >= job.nodes.size()) jobs_.pop_back();
+        }
       }
-      if (node >= 0) cache->Get(node);
+      // Background work is optional: a failure (out of memory) only loses the shortcut.
+      try {
+        if (task) task();
+        if (node >= 0) cache->Get(node);
+      } catch (const std::exception&) {
+      }
     }
   }
 
   std::mutex mutex_;
   std::condition_variable wake_;
+  std::condition_variable idle_;
   std::vector<Job> jobs_;  // the newest at the back
+  std::deque<std::function<void()>> tasks_;
   bool started_ = false;
+  bool busy_ = false;  // the thread is running a task or a node
 };
+
+void RequestClassPrefixTable(const TokenizerInfo& tokenizer, const CharacterClass& cls) {
+  std::weak_ptr<const TokenizerInfo> weak = tokenizer.weak_from_this();
+  PrecomputeWorker::Instance().SubmitTask([weak, cls]() {
+    if (std::shared_ptr<const TokenizerInfo> alive = weak.lock()) alive->BuildClassPrefixTable(cls);
+  });
+}
 
 // Scannable nodes (with byte edges, owned by a rule) in the order a document is likely to
 // reach them: a 0-1 breadth-first search from the root rule's start where a byte edge costs
@@ -1762,6 +2018,8 @@ std::vector<NodeId> DocumentOrder(const GrammarFsm& fsm) {
 }
 
 }  // namespace
+
+void WaitForBackgroundWork() { PrecomputeWorker::Instance().WaitIdle(); }
 
 void GrammarMaskCache::StartPrecompute(const std::shared_ptr<GrammarMaskCache>& cache) {
   const MaskCacheOptions& options = cache->options_;

@@ -312,6 +312,10 @@ class GrammarMaskCache {
   std::atomic<int64_t> build_ns_{0};
 };
 
+// Blocks until the process's background thread (partial JIT, tokenizer tables) has nothing
+// queued or running. For tests that need the background's results in place.
+void WaitForBackgroundWork();
+
 }  // namespace xg2
 
 #endif  // XG2_MATCHER_TOKEN_MASK_CACHE_H_

@@ -207,6 +207,95 @@ std::shared_ptr<const TokenIdSet> TokenizerInfo::Utf8ClassTokens(const ByteMask&
   return set;
 }
 
+std::shared_ptr<const ClassPrefixes> TokenizerInfo::FindClassPrefixTable(const CharacterClass& cls,
+                                                                         bool* first_request) const {
+  if (first_request) *first_request = false;
+  std::lock_guard<std::mutex> lock(region_mutex_);
+  for (const auto& [c, table] : prefix_tables_) {
+    if (c == cls) return table;
+  }
+  if (!first_request || prefix_table_requests_.size() >= kMaxClassTables || prefix_table_bytes_ >= kMaxClassTableBytes ||
+      std::find(prefix_table_requests_.begin(), prefix_table_requests_.end(), cls) != prefix_table_requests_.end()) {
+    return nullptr;
+  }
+  prefix_table_requests_.push_back(cls);
+  *first_request = true;
+  return nullptr;
+}
+
+void TokenizerInfo::BuildClassPrefixTable(const CharacterClass& cls) const {
+  {
+    std::lock_guard<std::mutex> lock(region_mutex_);
+    for (const auto& [c, table] : prefix_tables_) {
+      if (c == cls) return;
+    }
+    if (prefix_tables_.size() >= kMaxClassTables) return;
+  }
+  // Built outside the lock; a racing thread's equal copy is dropped.
+  auto in_ascii = [&cls](uint8_t byte) { return byte < 0x80 && ((cls.ascii.words[byte >> 6] >> (byte & 63)) & 1); };
+  // The decoder's step inside the language: ASCII class bytes at a boundary, multi-byte
+  // characters when the class has them.
+  auto step = [&](int8_t state, uint8_t byte) -> int8_t {
+    if (state == kUtf8Boundary) {
+      if (byte < 0x80) return in_ascii(byte) ? kUtf8Boundary : int8_t{-1};
+      return cls.multibyte ? Utf8DecoderStep(state, byte) : int8_t{-1};
+    }
+    return Utf8DecoderStep(state, byte);
+  };
+  std::vector<std::pair<uint8_t, ClassPrefixes::Entry>> found;  // (tail's first byte, entry)
+  auto table = std::make_shared<ClassPrefixes>();
+  // Per depth d of the current path (all in the language): the decoder state after d bytes,
+  // whole characters so far, and the depth where the current character started.
+  std::vector<int8_t> state(static_cast<size_t>(max_token_bytes_) + 1, kUtf8Boundary);
+  std::vector<int32_t> characters(state.size(), 0), char_start(state.size(), 0);
+  for (int first = 0; first < 256; ++first) {
+    const int32_t begin = trie_root_child_[first];
+    if (begin < 0 || step(kUtf8Boundary, static_cast<uint8_t>(first)) < 0) continue;
+    const int32_t end = trie_[begin].subtree_end;
+    for (int32_t i = begin; i < end;) {
+      const TokenTrieNode& t = trie_[i];
+      const int32_t d = t.depth;
+      const int8_t from = state[d - 1];
+      const int8_t next = step(from, t.byte);
+      if (next < 0) {
+        const int32_t tail = from == kUtf8Boundary ? d - 1 : char_start[d - 1];
+        const std::string& token = decoded_tokens_[sorted_text_tokens_[trie_tokens_[i].token_begin]];
+        found.push_back({static_cast<uint8_t>(token[tail]), {i, characters[d - 1], tail}});
+        i = t.subtree_end;
+        continue;
+      }
+      state[d] = next;
+      characters[d] = characters[d - 1] + (next == kUtf8Boundary ? 1 : 0);
+      char_start[d] = from == kUtf8Boundary ? d - 1 : char_start[d - 1];
+      const int32_t counted = characters[d] + (next == kUtf8Boundary ? 0 : 1);
+      for (int32_t p = trie_tokens_[i].token_begin; p < trie_tokens_[i].exact_end; ++p) {
+        table->members.push_back({counted, sorted_text_tokens_[p]});
+      }
+      ++i;
+    }
+  }
+  std::stable_sort(table->members.begin(), table->members.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  table->all_members.bits.assign((static_cast<size_t>(vocab_size_) + 31) / 32, 0);
+  for (const auto& [count, id] : table->members) table->all_members.bits[id >> 5] |= 1u << (id & 31);
+  table->all_members.count = static_cast<int64_t>(table->members.size());
+  std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  table->entries.reserve(found.size());
+  size_t k = 0;
+  for (int b = 0; b < 256; ++b) {
+    table->first_byte_begin[b] = static_cast<int32_t>(table->entries.size());
+    for (; k < found.size() && found[k].first == b; ++k) table->entries.push_back(found[k].second);
+  }
+  table->first_byte_begin[256] = static_cast<int32_t>(table->entries.size());
+  std::lock_guard<std::mutex> lock(region_mutex_);
+  for (const auto& [c, existing] : prefix_tables_) {
+    if (c == cls) return;
+  }
+  if (prefix_tables_.size() >= kMaxClassTables) return;
+  prefix_table_bytes_ += table->MemoryBytes();
+  prefix_tables_.emplace_back(cls, table);
+}
+
 size_t RegionOutsiders::MemoryBytes() const {
   size_t bytes = sizeof(*this) + tails.capacity() * sizeof(std::string);
   for (const std::string& tail : tails) bytes += tail.capacity();
@@ -291,6 +380,7 @@ size_t TokenizerInfo::MemoryBytes() const {
   std::lock_guard<std::mutex> lock(region_mutex_);
   for (const auto& entry : class_sets_) bytes += entry.second->bits.capacity() * sizeof(uint32_t);
   for (const auto& entry : outsider_sets_) bytes += entry.second->MemoryBytes();
+  for (const auto& entry : prefix_tables_) bytes += entry.second->MemoryBytes();
   return bytes;
 }
 

@@ -89,6 +89,49 @@ struct RegionOutsiders {
   size_t MemoryBytes() const;
 };
 
+// A character class: a set of ASCII bytes, plus every well-formed multi-byte UTF-8
+// character when `multibyte`. A token is in the class's language when it is a well-formed
+// UTF-8 prefix of class characters (its last character may be cut short). Otherwise its
+// class prefix is its longest prefix of whole class characters, and its tail the rest: it
+// starts at a byte that begins no class character, at a character boundary; where the
+// token instead breaks off inside a multi-byte character, the prefix is empty and the tail
+// the whole token.
+struct CharacterClass {
+  ByteMask ascii;  // bytes >= 0x80 are ignored
+  bool multibyte = false;
+  bool operator==(const CharacterClass& o) const {
+    return ascii.words[0] == o.ascii.words[0] && ascii.words[1] == o.ascii.words[1] && multibyte == o.multibyte;
+  }
+};
+
+// A class's language in the token trie, for the class roots of matcher/token_mask_cache.cc.
+// Built by one walk of the trie under the bytes that begin a class character, down to where
+// each token leaves the language:
+//  * `members`: the tokens in the language, as (characters, id), ascending characters (a
+//    character the token ends inside counts), and `all_members` as a set;
+//  * `entries`: one per trie subtree where the tokens leave the language, grouped by the
+//    first byte of their tail. A subtree's tokens share their class prefix of
+//    `prefix_characters` whole characters and their tail, which starts at byte
+//    `tail_start` of the token: at the subtree's own byte when that byte begins no class
+//    character at a character boundary, else at the start of the character it breaks.
+// Invariant: entries[first_byte_begin[b] .. first_byte_begin[b + 1]) are the entries whose
+// tail starts with byte b, in trie order.
+struct ClassPrefixes {
+  struct Entry {
+    int32_t trie_node;          // the subtree (TokenizerInfo::trie())
+    int32_t prefix_characters;  // whole class characters before the tail
+    int32_t tail_start;         // the tail's first byte's index in the token
+  };
+  std::array<int32_t, 257> first_byte_begin{};
+  std::vector<Entry> entries;
+  std::vector<std::pair<int32_t, int32_t>> members;
+  TokenIdSet all_members;
+  size_t MemoryBytes() const {
+    return sizeof(*this) + entries.capacity() * sizeof(Entry) + members.capacity() * sizeof(members[0]) +
+           all_members.bits.capacity() * sizeof(uint32_t);
+  }
+};
+
 // How a tokenizer's vocabulary strings encode bytes (same numbering as xgrammar's).
 enum class VocabType : int32_t {
   kRaw = 0,           // strings are the bytes themselves (tiktoken, tekken)
@@ -107,7 +150,7 @@ enum class VocabType : int32_t {
 //  * sorted_text_tokens() lists the text token ids ordered by their bytes; lcp()[i] is the
 //    length of the common prefix of entries i-1 and i (lcp()[0] == 0). The mask walk uses
 //    it to reuse parser states across tokens that share a prefix.
-class TokenizerInfo {
+class TokenizerInfo : public std::enable_shared_from_this<TokenizerInfo> {
  public:
   TokenizerInfo(std::vector<std::string> decoded_tokens, VocabType vocab_type, int32_t vocab_size,
                 std::vector<int32_t> stop_token_ids, std::vector<int32_t> special_token_ids,
@@ -163,6 +206,23 @@ class TokenizerInfo {
   static constexpr int32_t kMaxUtf8ChainCharacters = 32;
   static constexpr size_t kMaxUtf8ChainSets = 96;
 
+  // The class's ClassPrefixes if built, else nullptr; `*first_request` (optional) is set
+  // true for the one caller that should have it built (BuildClassPrefixTable), once per
+  // class while the tables kept are within kMaxClassTables and kMaxClassTableBytes.
+  // Thread-safe.
+  std::shared_ptr<const ClassPrefixes> FindClassPrefixTable(const CharacterClass& cls,
+                                                            bool* first_request = nullptr) const;
+  // Builds and keeps the class's table (a walk of the trie under the class's first bytes:
+  // about a millisecond for a narrow class, so the mask cache has it built in the background
+  // rather than in a fill). Thread-safe; idempotent.
+  void BuildClassPrefixTable(const CharacterClass& cls) const;
+  static constexpr int32_t kAnyCharacterCount = 1 << 30;
+  // Tables kept per tokenizer, by count and by bytes: a narrow class's table (digits, hex
+  // digits) is a few kilobytes, a wide one's (a JSON string's characters) covers about the
+  // whole trie, one or two megabytes.
+  static constexpr size_t kMaxClassTables = 32;
+  static constexpr size_t kMaxClassTableBytes = size_t{32} << 20;
+
   bool IsStopToken(int32_t id) const;
   // True for ids that can appear inside grammar text (not special, not empty, not padding).
   bool IsTextToken(int32_t id) const { return id >= 0 && id < vocab_size_ && is_text_[id]; }
@@ -202,7 +262,6 @@ class TokenizerInfo {
   // characters, the last one possibly incomplete), at most 255.
   std::vector<uint8_t> sorted_characters_;
   // The sets of Utf8RegionTokens (max_characters kAnyCharacterCount) and Utf8ChainTokens.
-  static constexpr int32_t kAnyCharacterCount = 1 << 30;
   std::shared_ptr<const TokenIdSet> Utf8ClassTokens(const ByteMask& ascii, int32_t max_characters) const;
   struct ClassSetKey {
     uint64_t ascii_low;
@@ -215,6 +274,9 @@ class TokenizerInfo {
   mutable std::mutex region_mutex_;
   mutable std::vector<std::pair<ClassSetKey, std::shared_ptr<const TokenIdSet>>> class_sets_;
   mutable std::vector<std::pair<ClassSetKey, std::shared_ptr<const RegionOutsiders>>> outsider_sets_;
+  mutable std::vector<std::pair<CharacterClass, std::shared_ptr<const ClassPrefixes>>> prefix_tables_;
+  mutable std::vector<CharacterClass> prefix_table_requests_;
+  mutable size_t prefix_table_bytes_ = 0;
 };
 
 }  // namespace xg2
