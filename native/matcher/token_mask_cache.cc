@@ -2024,43 +2024,57 @@ void WaitForBackgroundWork() { PrecomputeWorker::Instance().WaitIdle(); }
 void GrammarMaskCache::StartPrecompute(const std::shared_ptr<GrammarMaskCache>& cache) {
   const MaskCacheOptions& options = cache->options_;
   if (!options.enabled || options.precompute == 0) return;
-  const GrammarFsm& fsm = *cache->fsm_;
-  // Estimated cost of classifying a node: how many tokens start with a byte it accepts
-  // (the trie walk skips the others at the root).
-  // tokens_below[b]: tokens whose first byte is below b (a prefix sum, so a byte range
-  // costs O(1)).
-  std::vector<int64_t> tokens_below(257, 0);
-  const std::vector<TokenTrieNode>& trie = cache->tokenizer_->trie();
-  const std::vector<TokenTrieTokens>& trie_tokens = cache->tokenizer_->trie_tokens();
-  for (size_t i = 0; i < trie.size(); i = trie[i].subtree_end) {  // the root's children
-    tokens_below[trie[i].byte + 1] = trie_tokens[i].token_end - trie_tokens[i].token_begin;
-  }
-  for (int b = 0; b < 256; ++b) tokens_below[b + 1] += tokens_below[b];
-  std::vector<std::pair<int64_t, NodeId>> costs;
-  for (NodeId n = 0; n < fsm.num_nodes(); ++n) {
-    if (fsm.node_rule[n] < 0) continue;  // lookahead DFA nodes are never items
-    int64_t cost = 0;
-    for (const ByteEdge* e = fsm.byte_edges_begin(n); e != fsm.byte_edges_end(n); ++e) {
-      cost += tokens_below[e->hi + 1] - tokens_below[e->lo];
+  // Scannable nodes by estimated classification cost, highest first: how many tokens start
+  // with a byte the node accepts (the trie walk skips the others at the root).
+  auto nodes_by_cost = [](const GrammarMaskCache& c) {
+    const GrammarFsm& fsm = *c.fsm_;
+    // tokens_below[b]: tokens whose first byte is below b (a prefix sum, so a byte range
+    // costs O(1)).
+    std::vector<int64_t> tokens_below(257, 0);
+    const std::vector<TokenTrieNode>& trie = c.tokenizer_->trie();
+    const std::vector<TokenTrieTokens>& trie_tokens = c.tokenizer_->trie_tokens();
+    for (size_t i = 0; i < trie.size(); i = trie[i].subtree_end) {  // the root's children
+      tokens_below[trie[i].byte + 1] = trie_tokens[i].token_end - trie_tokens[i].token_begin;
     }
-    if (cost > 0) costs.emplace_back(cost, n);
-  }
-  std::stable_sort(costs.begin(), costs.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    for (int b = 0; b < 256; ++b) tokens_below[b + 1] += tokens_below[b];
+    std::vector<std::pair<int64_t, NodeId>> costs;
+    for (NodeId n = 0; n < fsm.num_nodes(); ++n) {
+      if (fsm.node_rule[n] < 0) continue;  // lookahead DFA nodes are never items
+      int64_t cost = 0;
+      for (const ByteEdge* e = fsm.byte_edges_begin(n); e != fsm.byte_edges_end(n); ++e) {
+        cost += tokens_below[e->hi + 1] - tokens_below[e->lo];
+      }
+      if (cost > 0) costs.emplace_back(cost, n);
+    }
+    std::stable_sort(costs.begin(), costs.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+    return costs;
+  };
   if (options.precompute < 0) {
-    for (const auto& [cost, node] : costs) cache->Get(node);
+    for (const auto& [cost, node] : nodes_by_cost(*cache)) cache->Get(node);
     return;
   }
   // The schedule: the first `precompute` nodes in document order (what a matcher needs
-  // first), then the few most expensive nodes not among them (the slowest fills).
-  constexpr size_t kMostExpensive = 8;
-  std::vector<NodeId> schedule = DocumentOrder(fsm);
-  if (schedule.size() > static_cast<size_t>(options.precompute)) schedule.resize(options.precompute);
-  std::vector<uint8_t> scheduled(fsm.num_nodes(), 0);
-  for (NodeId n : schedule) scheduled[n] = 1;
-  for (size_t k = 0; k < costs.size() && k < kMostExpensive; ++k) {
-    if (!scheduled[costs[k].second]) schedule.push_back(costs[k].second);
-  }
-  if (!schedule.empty()) PrecomputeWorker::Instance().Submit(cache, std::move(schedule));
+  // first), then the few most expensive nodes not among them (the slowest fills). Computing
+  // it walks every node (a few percent of a large grammar's compile), so the background
+  // thread does that too: no matcher waits for the schedule.
+  std::weak_ptr<GrammarMaskCache> weak = cache;
+  PrecomputeWorker::Instance().SubmitTask([weak, nodes_by_cost]() {
+    std::shared_ptr<GrammarMaskCache> alive = weak.lock();
+    if (!alive) return;
+    const GrammarFsm& fsm = *alive->fsm_;
+    constexpr size_t kMostExpensive = 8;
+    std::vector<NodeId> schedule = DocumentOrder(fsm);
+    if (schedule.size() > static_cast<size_t>(alive->options_.precompute)) {
+      schedule.resize(alive->options_.precompute);
+    }
+    std::vector<uint8_t> scheduled(fsm.num_nodes(), 0);
+    for (NodeId n : schedule) scheduled[n] = 1;
+    const std::vector<std::pair<int64_t, NodeId>> costs = nodes_by_cost(*alive);
+    for (size_t k = 0; k < costs.size() && k < kMostExpensive; ++k) {
+      if (!scheduled[costs[k].second]) schedule.push_back(costs[k].second);
+    }
+    if (!schedule.empty()) PrecomputeWorker::Instance().Submit(alive, std::move(schedule));
+  });
 }
 
 size_t GrammarMaskCache::MemoryBytes() const {
