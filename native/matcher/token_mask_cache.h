@@ -104,7 +104,11 @@ struct ClassificationPair {
 // starts from the tokenizer's shared set of tokens the region consumes
 // (TokenizerInfo::Utf8RegionTokens) and visits only the tokens outside it; when the root is
 // the region's only boundary node, those are decided by their tails (the bytes from the
-// first one outside the region, TokenizerInfo::Utf8RegionOutsiders), each walked once. `leavable[n]`:
+// first one outside the region, TokenizerInfo::Utf8RegionOutsiders), each walked once, and so
+// is the loop head of a long bounded string whose copies walk alike within a token's reach.
+// A node along a chain or loop of one character class (a UUID's hex digits, \d+) reads the
+// class's table (TokenizerInfo::ClassPrefixTable, built on the background thread the first
+// time the class is met) instead of walking the trie under the class's bytes. `leavable[n]`:
 // n has a rule edge or is accepting. With `want_fsm_only` false, the FSM-only uncertain list
 // is left empty (the walk is the same). `rows_owner`: a number naming `fsm` for as long as it
 // lives (GrammarMaskCache's serial); the thread's dense DFA rows are then kept for the next
