@@ -52,6 +52,7 @@ struct ClassifyScratch {
   std::vector<NodeId> major_targets;
   std::vector<ByteMask> majors;
   std::vector<uint8_t> major_done;
+  std::vector<uint8_t> class_root_failed;  // per row: DenseStepper::ClassRoot found none
   // Per row, the node's major chain (DenseStepper::ChainConsumes) at two levels: bytes
   // (each node's major bytes) and characters (Utf8ChainConsumes: its ASCII major bytes, plus
   // every byte >= 0x80 where each well-formed multi-byte character also leads to the major
@@ -197,6 +198,7 @@ class DenseStepper {
       s_.majors.resize(s_.touched.size() * 2);
       s_.major_targets.resize(s_.touched.size() * 2);
       s_.major_done.resize(s_.touched.size() * 2);
+      s_.class_root_failed.resize(s_.touched.size() * 2);
     }
     if (s_.region_tried.size() < s_.touched.size()) {
       s_.region_tried.resize(s_.touched.size() * 2);
@@ -223,6 +225,7 @@ class DenseStepper {
     s_.region_states[r] = 0;
     s_.region_root[r] = -1;
     s_.major_done[r] = 0;
+    s_.class_root_failed[r] = 0;
     return r;
   }
   // Bytes on which `n` steps to itself (its row must have been built).
@@ -293,6 +296,18 @@ class DenseStepper {
                  ClassChain* out) {
     Row(n);
     const int32_t r = s_.row_of[n];
+    // A node that is no class root stays none (the facts are the DFA's and the grammar's):
+    // the budgeted and the full walk of one build, and later builds over the kept rows,
+    // ask once.
+    if (s_.class_root_failed[r]) return false;
+    const bool found = FindClassRoot(n, r, leave, leavable, max_copies, out);
+    s_.class_root_failed[r] = !found;
+    return found;
+  }
+
+ private:
+  bool FindClassRoot(NodeId n, int32_t r, const LeaveSets& leave, const std::vector<uint8_t>& leavable,
+                     int32_t max_copies, ClassChain* out) {
     const NodeId first_target = MajorTarget(r);
     if (first_target < 0) return false;
     CharacterClass cls;
@@ -360,6 +375,7 @@ class DenseStepper {
     return true;
   }
 
+ public:
   // True when `n` is the first of the last copies of a bounded repetition of one character,
   // the shape of json_char{0,N} near N: along the character chain of `n` (Utf8ChainConsumes)
   // every ASCII byte of `n`'s major step and every multi-byte character lead to the next
@@ -501,8 +517,8 @@ class DenseStepper {
   //  * every character of the class (`ascii`, which gets the class's ASCII bytes, and every
   //    well-formed multi-byte character) steps from `n` to one same node `next` != `n`;
   //  * neither `n` nor a node inside one of its multi-byte characters can leave the rule;
-  //  * `n` and `next` have equal truncated canonical sub-DFAs within `depth` bytes
-  //    (CanonicalSubFsmKeys, lookahead version, which records leave sets and leavable flags).
+  //  * every string of at most `depth` bytes walks alike from `n` and from `next`, leave
+  //    sets and leavable flags included (AlikeWithin).
   // Then for a string u of whole class characters, reaching node m, and any string w with
   // |u| + |w| <= depth, walking w from m behaves as walking w from `n` (same steps, same
   // failures, same leave facts): by induction on u, since each character shifts the
@@ -1251,11 +1267,12 @@ ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const LeaveSets& leave,
           continue;
         }
         const TokenTrieTokens tokens = trie_tokens[i];
-        // A leaf's DFA node needs no row (no child steps from it); a subtree with a suffix
-        // set has children.
+        // A leaf's DFA node needs no row (no child steps from it), nor the shortcuts below:
+        // its tokens (several, where the vocabulary spells some the same) are its exact
+        // tokens, accepted below.
         const bool has_children = t.subtree_end > i + 1;
         const NodeId* next_row = has_children ? stepper.Row(next) : nullptr;
-        if (tokens.suffix_bytes >= 0) {
+        if (has_children && tokens.suffix_bytes >= 0) {
           // Dense shortcuts: if `next` loops on every byte that follows in the subtree (directly,
           // inside a UTF-8 region, or along a repetition chain), every token below is consumed
           // to its end: all accepted, no need to visit them.
@@ -1327,6 +1344,10 @@ ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const LeaveSets& leave,
       if (!((tail_first_bytes.words[b >> 6] >> (b & 63)) & 1)) continue;
       for (int32_t k = class_prefixes->first_byte_begin[b]; k < class_prefixes->first_byte_begin[b + 1]; ++k) {
         const ClassPrefixes::Entry& entry = class_prefixes->entries[k];
+        if (--work_left < 0) {
+          *over_budget = true;
+          return ClassificationPair();
+        }
         const NodeId start = entry.prefix_characters == 0 ? node : class_chain.After(entry.prefix_characters);
         if (start < 0) continue;  // more characters than the chain holds: the one past it fails
         const int32_t depth = trie[entry.trie_node].depth;  // of the subtree's byte

@@ -93,9 +93,8 @@ struct RegionOutsiders {
 // character when `multibyte`. A token is in the class's language when it is a well-formed
 // UTF-8 prefix of class characters (its last character may be cut short). Otherwise its
 // class prefix is its longest prefix of whole class characters, and its tail the rest: it
-// starts at a byte that begins no class character, at a character boundary; where the
-// token instead breaks off inside a multi-byte character, the prefix is empty and the tail
-// the whole token.
+// starts at a byte that begins no class character, at a character boundary, or at the start
+// of the character the token breaks off inside.
 struct CharacterClass {
   ByteMask ascii;  // bytes >= 0x80 are ignored
   bool multibyte = false;
