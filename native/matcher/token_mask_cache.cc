@@ -275,6 +275,31 @@ class DenseStepper {
     }
     return ChainSubset(s_.char_chain, true, n, below, steps);
   }
+  static bool CannotLeave(NodeId x, const LeaveSets& leave, const std::vector<uint8_t>& leavable) {
+    return !leavable[x] && !leave[x].any();
+  }
+  // True when every node inside a multi-byte character from `x` (the (node, decoder state)
+  // pairs short of the character's end) exists and cannot leave the rule.
+  bool InnerCharacterNodesStay(NodeId x, const LeaveSets& leave, const std::vector<uint8_t>& leavable) {
+    constexpr size_t kMaxPairs = 64;
+    std::vector<std::pair<NodeId, int8_t>> pairs{{x, kUtf8Boundary}};
+    for (size_t q = 0; q < pairs.size(); ++q) {
+      const auto [from, state] = pairs[q];
+      const NodeId* row = Row(from);
+      for (int b = 0x80; b < 256; ++b) {
+        const int8_t next_state = Utf8DecoderStep(state, static_cast<uint8_t>(b));
+        if (next_state <= kUtf8Boundary) continue;
+        const NodeId to = row[b];
+        if (to < 0 || !CannotLeave(to, leave, leavable)) return false;
+        const std::pair<NodeId, int8_t> pair{to, next_state};
+        if (std::find(pairs.begin(), pairs.end(), pair) != pairs.end()) continue;
+        if (pairs.size() == kMaxPairs) return false;
+        pairs.push_back(pair);
+      }
+    }
+    return true;
+  }
+
   // True when `n` is a class root: a character class (CharacterClass) of at least
   // kMinClassRootBytes ASCII bytes, those `n` steps on to its major target, plus the
   // multi-byte characters when they all lead there too, such that
@@ -315,28 +340,8 @@ class DenseStepper {
     cls.ascii.words[2] = cls.ascii.words[3] = 0;
     if (cls.ascii.Count() < kMinClassRootBytes) return false;
     cls.multibyte = CharEnd(n, kUtf8Boundary) == first_target;
-    auto cannot_leave = [&](NodeId x) { return !leavable[x] && !leave[x].any(); };
-    // The nodes inside a node's multi-byte class characters, each unable to leave.
-    auto inner_nodes_stay = [&](NodeId x) {
-      if (!cls.multibyte) return true;
-      constexpr size_t kMaxPairs = 64;
-      std::vector<std::pair<NodeId, int8_t>> pairs{{x, kUtf8Boundary}};
-      for (size_t q = 0; q < pairs.size(); ++q) {
-        const auto [from, state] = pairs[q];
-        const NodeId* row = Row(from);
-        for (int b = 0x80; b < 256; ++b) {
-          const int8_t next_state = Utf8DecoderStep(state, static_cast<uint8_t>(b));
-          if (next_state <= kUtf8Boundary) continue;
-          const NodeId to = row[b];
-          if (to < 0 || !cannot_leave(to)) return false;
-          const std::pair<NodeId, int8_t> pair{to, next_state};
-          if (std::find(pairs.begin(), pairs.end(), pair) != pairs.end()) continue;
-          if (pairs.size() == kMaxPairs) return false;
-          pairs.push_back(pair);
-        }
-      }
-      return true;
-    };
+    auto cannot_leave = [&](NodeId x) { return CannotLeave(x, leave, leavable); };
+    auto inner_nodes_stay = [&](NodeId x) { return !cls.multibyte || InnerCharacterNodesStay(x, leave, leavable); };
     std::vector<NodeId>& nodes = out->nodes;
     nodes.assign(1, n);
     out->loops = false;
@@ -531,9 +536,9 @@ class DenseStepper {
     // Only the nodes of a compressed repetition's loop (grammar_fsm.h) are tried: their
     // explicit copies reach beyond any token. Other chains (explicit bounded copies, the
     // product automaton of a pattern with a length bound) end within a token's reach, fail
-    // the sub-DFA comparison, and would pay for two large keys each time.
+    // AlikeWithin, and would pay for its pair search each time.
     if (fsm_.node_loop.empty() || fsm_.node_loop[n] < 0) return false;
-    if (leavable[n] || leave[n].any()) return false;
+    if (!CannotLeave(n, leave, leavable)) return false;
     Row(n);
     const int32_t r = s_.row_of[n];
     const NodeId next = MajorTarget(r);
@@ -542,25 +547,7 @@ class DenseStepper {
     class_ascii.words[2] = class_ascii.words[3] = 0;
     if (!(class_ascii.words[0] | class_ascii.words[1])) return false;
     if (CharEnd(n, kUtf8Boundary) != next) return false;
-    // The nodes inside `n`'s multi-byte characters: (node, decoder state) pairs short of the
-    // character's end.
-    constexpr size_t kMaxPairs = 64;
-    std::vector<std::pair<NodeId, int8_t>> pairs{{n, kUtf8Boundary}};
-    for (size_t q = 0; q < pairs.size(); ++q) {
-      const auto [from, state] = pairs[q];
-      const NodeId* row = Row(from);
-      for (int b = 0x80; b < 256; ++b) {
-        const int8_t next_state = Utf8DecoderStep(state, static_cast<uint8_t>(b));
-        if (next_state < 0 || next_state == kUtf8Boundary) continue;
-        const NodeId to = row[b];
-        if (to < 0) return false;
-        if (leavable[to] || leave[to].any()) return false;
-        const std::pair<NodeId, int8_t> pair{to, next_state};
-        if (std::find(pairs.begin(), pairs.end(), pair) != pairs.end()) continue;
-        if (pairs.size() == kMaxPairs) return false;
-        pairs.push_back(pair);
-      }
-    }
+    if (!InnerCharacterNodesStay(n, leave, leavable)) return false;
     if (!AlikeWithin(n, next, depth, leave, leavable)) return false;
     *ascii = class_ascii;
     return true;
@@ -1354,22 +1341,20 @@ ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const LeaveSets& leave,
         // The path down to the subtree's parent: the chain's node, then the bytes of the
         // character the subtree breaks off (none when the tail starts at a boundary). Those
         // nodes cannot leave (ClassRoot), so a failing step rejects the subtree.
-        path[entry.tail_start] = start;
-        path_row[entry.tail_start] = stepper.Row(start);
-        left_lookahead_at[entry.tail_start] = 0;
-        left_fsm_at[entry.tail_start] = 0;
-        pure_state[entry.tail_start] = -1;
+        auto seed = [&](int32_t d, NodeId at) {
+          path[d] = at;
+          path_row[d] = stepper.Row(at);
+          left_lookahead_at[d] = 0;
+          left_fsm_at[d] = 0;
+          pure_state[d] = -1;
+        };
+        seed(entry.tail_start, start);
         const std::string& token = decoded[sorted[trie_tokens[entry.trie_node].token_begin]];
         bool alive = true;
         for (int32_t d = entry.tail_start; d + 1 < depth && alive; ++d) {
           const NodeId next = path_row[d][static_cast<uint8_t>(token[d])];
           alive = next >= 0;
-          if (!alive) break;
-          path[d + 1] = next;
-          path_row[d + 1] = stepper.Row(next);
-          left_lookahead_at[d + 1] = 0;
-          left_fsm_at[d + 1] = 0;
-          pure_state[d + 1] = -1;
+          if (alive) seed(d + 1, next);
         }
         if (alive && !walk(entry.trie_node, trie[entry.trie_node].subtree_end)) {
           *over_budget = true;

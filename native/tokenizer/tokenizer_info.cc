@@ -207,13 +207,18 @@ std::shared_ptr<const TokenIdSet> TokenizerInfo::Utf8ClassTokens(const ByteMask&
   return set;
 }
 
+std::shared_ptr<const ClassPrefixes> TokenizerInfo::ClassPrefixTableLocked(const CharacterClass& cls) const {
+  for (const auto& [c, table] : prefix_tables_) {
+    if (c == cls) return table;
+  }
+  return nullptr;
+}
+
 std::shared_ptr<const ClassPrefixes> TokenizerInfo::FindClassPrefixTable(const CharacterClass& cls,
                                                                          bool* first_request) const {
   if (first_request) *first_request = false;
   std::lock_guard<std::mutex> lock(region_mutex_);
-  for (const auto& [c, table] : prefix_tables_) {
-    if (c == cls) return table;
-  }
+  if (std::shared_ptr<const ClassPrefixes> table = ClassPrefixTableLocked(cls)) return table;
   if (!first_request || prefix_table_requests_.size() >= kMaxClassTables || prefix_table_bytes_ >= kMaxClassTableBytes ||
       std::find(prefix_table_requests_.begin(), prefix_table_requests_.end(), cls) != prefix_table_requests_.end()) {
     return nullptr;
@@ -226,10 +231,7 @@ std::shared_ptr<const ClassPrefixes> TokenizerInfo::FindClassPrefixTable(const C
 void TokenizerInfo::BuildClassPrefixTable(const CharacterClass& cls) const {
   {
     std::lock_guard<std::mutex> lock(region_mutex_);
-    for (const auto& [c, table] : prefix_tables_) {
-      if (c == cls) return;
-    }
-    if (prefix_tables_.size() >= kMaxClassTables) return;
+    if (ClassPrefixTableLocked(cls) || prefix_tables_.size() >= kMaxClassTables) return;
   }
   // Built outside the lock; a racing thread's equal copy is dropped.
   auto in_ascii = [&cls](uint8_t byte) { return byte < 0x80 && ((cls.ascii.words[byte >> 6] >> (byte & 63)) & 1); };
@@ -288,10 +290,7 @@ void TokenizerInfo::BuildClassPrefixTable(const CharacterClass& cls) const {
   }
   table->first_byte_begin[256] = static_cast<int32_t>(table->entries.size());
   std::lock_guard<std::mutex> lock(region_mutex_);
-  for (const auto& [c, existing] : prefix_tables_) {
-    if (c == cls) return;
-  }
-  if (prefix_tables_.size() >= kMaxClassTables) return;
+  if (ClassPrefixTableLocked(cls) || prefix_tables_.size() >= kMaxClassTables) return;
   prefix_table_bytes_ += table->MemoryBytes();
   prefix_tables_.emplace_back(cls, table);
 }

@@ -275,6 +275,8 @@ class TokenizerInfo : public std::enable_shared_from_this<TokenizerInfo> {
   mutable std::vector<std::pair<ClassSetKey, std::shared_ptr<const RegionOutsiders>>> outsider_sets_;
   mutable std::vector<std::pair<CharacterClass, std::shared_ptr<const ClassPrefixes>>> prefix_tables_;
   mutable std::vector<CharacterClass> prefix_table_requests_;
+  // The kept table of `cls` or nullptr; requires region_mutex_.
+  std::shared_ptr<const ClassPrefixes> ClassPrefixTableLocked(const CharacterClass& cls) const;
   mutable size_t prefix_table_bytes_ = 0;
 };
 
