@@ -1,7 +1,8 @@
-"""Large closed rule bodies and right-linear groups are determinised once per process and
-shared across grammars (fsm_builder.cc, "Shared rule DFAs"): a grammar built from the shared
-table must be exactly the grammar a cold build gives, and the node limit must refuse it
-exactly where a cold build would."""
+"""Large rule bodies and right-linear groups are determinised once per process and shared
+across grammars (fsm_builder.cc, "Shared rule DFAs"): a grammar built from the shared table
+must be exactly the grammar a cold build gives (rule references mapped to the grammar's own
+rules, counted loops with the grammar's own limits), and the node limit must refuse it exactly
+where a cold build would."""
 
 from __future__ import annotations
 
@@ -64,9 +65,37 @@ def _warm(kind: str, text: str, max_nodes: int = 4_000_000) -> dict:
         return {"error": type(e).__name__}
 
 
+# A body that refers to rules of its grammar: the same body text over rules with other ids
+# (padding rules before and between them), over the same rules in the other id order, and over a rule
+# that is nullable in one grammar and not in the other (the repetition around it is then
+# compressed in one and explicit in the other).
+_REFS = " | ".join(f'"r{i:03d}" (alpha | beta) [a-f]{{2}} beta' for i in range(120))
+# The referenced rules are recursive, so that inlining (inline_rules.h) keeps them rules.
+_ALPHA = 'alpha ::= "a" | "(" alpha ")"\n'
+_BETA = 'beta ::= "b" | "[" beta "]"\n'
+GRAMMAR_REFS_A = f'root ::= wide ";" wide\n{_ALPHA}{_BETA}wide ::= {_REFS}\n'
+GRAMMAR_REFS_B = (f'root ::= wide ";" wide pad pad2\npad ::= "p" | "q" pad\n{_ALPHA}pad2 ::= "q" | "p" pad2\n'
+                  f'{_BETA}wide ::= {_REFS}\n')
+GRAMMAR_REFS_SWAPPED = f'root ::= wide ";" wide\n{_BETA}{_ALPHA}wide ::= {_REFS}\n'
+_AROUND = '"<" ("x" alpha "y"){0,150} ">"'
+GRAMMAR_NULLABLE_A = f'root ::= {_AROUND}\n{_ALPHA}'
+GRAMMAR_NULLABLE_B = f'root ::= {_AROUND}\nalpha ::= "" | "(" alpha ")"\n'
+GRAMMAR_NULLABLE_C = f'root ::= "<" alpha{{0,150}} ">"\n{_ALPHA}'
+GRAMMAR_NULLABLE_D = f'root ::= "<" alpha{{0,150}} ">"\nalpha ::= "" | "(" alpha ")"\n'
+
+
 @pytest.mark.parametrize("kind, first, second", [
     ("ebnf", GRAMMAR_A, GRAMMAR_B),
     ("schema", json.dumps(SCHEMA_A), json.dumps(SCHEMA_B)),
+    ("ebnf", GRAMMAR_REFS_A, GRAMMAR_REFS_B),
+    ("ebnf", GRAMMAR_REFS_A, GRAMMAR_REFS_SWAPPED),
+    ("ebnf", GRAMMAR_NULLABLE_A, GRAMMAR_NULLABLE_B),
+    ("ebnf", GRAMMAR_NULLABLE_C, GRAMMAR_NULLABLE_D),
+    # Bounded strings whose optional iterations fold into a counted loop share one DFA; the
+    # loop's limit is each grammar's own.
+    ("schema", json.dumps({"type": "string", "maxLength": 300}), json.dumps({"type": "string", "maxLength": 5000})),
+    ("schema", json.dumps({"type": "string", "minLength": 200, "maxLength": 700}),
+     json.dumps({"type": "string", "minLength": 1000, "maxLength": 1400})),
 ])
 def test_shared_dfas_build_the_cold_grammar(kind: str, first: str, second: str) -> None:
     _warm(kind, first)  # fills the table with the shared rule / group
@@ -91,3 +120,15 @@ def test_shared_dfas_respect_the_node_limit() -> None:
     assert lo > 1000  # the limit binds: the NFA alone has thousands of nodes
     assert "dump" in _cold("ebnf", GRAMMAR_B, hi)
     assert _cold("ebnf", GRAMMAR_B, lo) == _warm("ebnf", GRAMMAR_B, lo) == {"error": "ResourceLimitError"}
+
+
+def test_shared_bounded_string_keeps_its_own_bound() -> None:
+    """After a grammar with maxLength 300 filled the table, maxLength 5000 (same DFA, other
+    loop limit) accepts exactly 5000 characters, and 300 still stops at 300."""
+    c = xg.GrammarCompiler(hf_tokenizer_info("llama3.1"), cache_enabled=False)
+    for bound in (300, 5000, 300):
+        g = c.compile_json_schema(json.dumps({"type": "string", "maxLength": bound}))
+        for length, valid in ((bound, True), (bound + 1, False)):
+            m = xg.GrammarMatcher(g)
+            accepted = m.accept_string('"' + "x" * length + '"')
+            assert accepted == valid and (not valid or m.is_completed()), (bound, length)

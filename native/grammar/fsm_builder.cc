@@ -44,7 +44,8 @@ struct NfaLoop {
   int32_t gate;
   int32_t limit;
   std::vector<int32_t> members;
-  ExprId expr;  // the repetition, for lifting it on a conflict
+  ExprId expr;     // the repetition, for lifting it on a conflict
+  bool optional;   // folds the repetition's optional iterations (else its mandatory ones)
 };
 
 // Lowering adds edges in any node order; Finish() then groups them by source node into flat
@@ -216,6 +217,10 @@ class LoweringContext {
   // depends on nothing but the expression and the settings.
   bool Pristine() const { return lifted_.empty() && explicit_.empty(); }
   int32_t threshold() const { return threshold_; }
+  bool RuleNullable(RuleId r) const { return rule_nullable_[r]; }
+  // Expression nodes of `e` with every bounded repetition unrolled (capped): the size of
+  // the NFA a build would start from, roughly.
+  int64_t ExpandedSize(ExprId e) { return FragmentSize(e); }
 
   // Whether the repetition `e` is lowered compressed (with the counter).
   bool Compressible(ExprId e) const {
@@ -377,11 +382,22 @@ class LoweringContext {
   }
 };
 
+// What a build reports besides its DFA: the size of the rule's (outermost) NFA, and the
+// repetition folded into each counted loop of the DFA (dfa.loops[k] folds the iterations of
+// loops[k].expr, its optional or its mandatory ones).
+struct BuildReport {
+  struct Loop {
+    ExprId expr;
+    bool optional;
+  };
+  int64_t nfa_nodes = 0;
+  std::vector<Loop> loops;
+};
+
 // `scratch` null: working memory of its own.
-// `nfa_nodes`, when given, receives the size of the rule's (outermost) NFA.
 Dfa BuildRuleDfa(const GrammarAst& ast, ExprId body, int64_t* budget, LoweringContext* ctx,
                  ExprId exempt, const std::string& owner, BuildScratch* scratch = nullptr,
-                 int64_t* nfa_nodes = nullptr);
+                 BuildReport* report = nullptr);
 
 class NfaBuilder {
  public:
@@ -553,6 +569,7 @@ class NfaBuilder {
                           int32_t entry, ExprId expr) {
     NfaLoop loop;
     loop.expr = expr;
+    loop.optional = optional;
     loop.limit = count - chain;
     loop.head = NewNode();
     loop.members.push_back(loop.head);
@@ -1498,7 +1515,7 @@ class ScratchLease {
 thread_local bool ScratchLease::in_use_ = false;
 
 Dfa BuildRuleDfa(const GrammarAst& ast, ExprId body, int64_t* budget, LoweringContext* ctx,
-                 ExprId exempt, const std::string& owner, BuildScratch* scratch, int64_t* nfa_nodes) {
+                 ExprId exempt, const std::string& owner, BuildScratch* scratch, BuildReport* report) {
   std::unique_ptr<BuildScratch> own;  // only without a caller's scratch (it allocates)
   if (!scratch) own = std::make_unique<BuildScratch>();
   BuildScratch& s = scratch ? *scratch : *own;
@@ -1520,7 +1537,11 @@ Dfa BuildRuleDfa(const GrammarAst& ast, ExprId body, int64_t* budget, LoweringCo
       SubsetConstruction subsets(nfa, budget, &s.subsets);
       Dfa dfa = Minimize(subsets.Run(), &s.minimize);
       *budget += static_cast<int64_t>(nfa.num_nodes);  // the NFA is freed; only DFA nodes stay
-      if (nfa_nodes) *nfa_nodes = nfa.num_nodes;
+      if (report) {
+        report->nfa_nodes = nfa.num_nodes;
+        report->loops.clear();
+        for (const NfaLoop& loop : nfa.loops) report->loops.push_back({loop.expr, loop.optional});
+      }
       return dfa;
     } catch (const CounterConflict& conflict) {
       // Lift the repetition into a rule of its own (or, if it conflicts even there, expand
@@ -1570,15 +1591,23 @@ ExprId InlineRuleRefs(GrammarAst* ast, ExprId expr, const std::string& owner, in
   return ast->AddNode(std::move(node));
 }
 
-// Shared rule DFAs. Some large rule bodies recur in grammar after grammar: the JSON Schema
+// Shared rule DFAs. Many rule bodies recur in grammar after grammar: the JSON Schema
 // frontend writes the same text for a string format (format "date-time" with RFC 3339 leap
-// seconds lowers to a rule DFA of about 11,000 states, some 15 ms to determinise and
-// minimise), and a server compiles the same sub-schema in many grammars. A rule body that is
-// closed (no rule references, so its DFA names no rule of the grammar) and large is looked
-// up by its content in a process-wide table before it is lowered; the DFA is a function of
-// the body and the compression settings alone (while no repetition has been lifted, see
-// LoweringContext::Pristine), so a hit is exactly the DFA a build would give.
-constexpr size_t kMinSharedBodyNodes = 256;     // distinct expression nodes of the body
+// seconds lowers to 24 rule DFAs of some 740 states each, 5 ms to determinise and
+// minimise), for a bounded string (json_char{0,64}: 1,300 states, 0.6 ms), and a server
+// compiles the same sub-schema in many grammars. A rule body whose expansion is large
+// enough is looked up by its content in a process-wide table before it is lowered.
+//
+// A body may refer to rules of its grammar. Lowering reads a referenced rule only through
+// its id, compared with other ids (sorted, or tested for equality), and through its
+// nullability (whether a repetition around it is compressed). So the key names each
+// referenced rule by its rank among the body's distinct referenced ids, with its
+// nullability; the stored DFA's rule edges hold those ranks, and a hit maps rank k back to
+// the k-th smallest id referenced in the grammar at hand. That map is increasing, so the DFA
+// is exactly the one a build would give (each node's rule edges stay sorted). Otherwise the
+// DFA is a function of the body and the compression settings alone (while no repetition has
+// been lifted, see LoweringContext::Pristine).
+constexpr int64_t kMinSharedBodySize = 48;      // expression nodes, repetitions unrolled
 constexpr int32_t kMinSharedMergedNodes = 2000;  // DFA nodes of a right-linear group's members
 constexpr size_t kMaxSharedDfaBytes = 32 << 20;  // the table's memory bound (keys + DFAs)
 
@@ -1589,6 +1618,15 @@ struct SharedRuleDfa {
   // the number of states its subset construction made.
   int64_t nfa_nodes = 0;
   int64_t net_nodes = 0;
+  // A rule body: for each counted loop of the DFA, the repetition it folds (its position in
+  // the key's node order), which iterations, and the explicit copies after the loop copy, so
+  // that a hit sets the loop's limit from the repetition's bounds in the grammar at hand.
+  struct LoopOrigin {
+    int32_t node;
+    bool optional;
+    int64_t chain;
+  };
+  std::vector<LoopOrigin> loops;
 };
 
 class SharedRuleDfas {
@@ -1621,7 +1659,8 @@ class SharedRuleDfas {
  private:
   static size_t Bytes(const std::string& key, const SharedRuleDfa& e) {
     return 2 * key.size() + e.dfa.nodes.size() * sizeof(Dfa::Node) + e.dfa.byte_edges.size() * sizeof(ByteEdge) +
-           e.dfa.rule_edges.size() * sizeof(RuleEdge) + e.dfa.loops.size() * sizeof(CountedLoop) + 256;
+           e.dfa.rule_edges.size() * sizeof(RuleEdge) + e.dfa.loops.size() * sizeof(CountedLoop) +
+           e.loops.size() * sizeof(SharedRuleDfa::LoopOrigin) + 256;
   }
   std::mutex mutex_;
   std::unordered_map<std::string, std::shared_ptr<const SharedRuleDfa>> entries_;
@@ -1631,16 +1670,26 @@ class SharedRuleDfas {
 
 // Writes the content key of a rule body into `key`: the settings the lowering reads, then the
 // expression DAG reachable from the body, each distinct node once in depth-first order, its
-// children named by their position in that order. False (no key) for a body that refers to a
-// rule or a TagDispatch, or that has fewer than kMinSharedBodyNodes nodes (cheaper to build
-// than to key). `stamp`/`local` are per-grammar working memory, one entry per AST node.
+// children named by their position in that order, a rule reference by the rank of its rule
+// among the body's referenced rules (referenced_rules(), ascending) and that rule's
+// nullability. A compressed repetition's iteration count (mandatory, then optional) is
+// written as kFoldedCount where it is certainly folded into a counted loop: the count then
+// only sets the loop's limit (SharedRuleDfa::loops), so `json_char{0,256}` and
+// `json_char{0,4096}` share one DFA. False (no key) for a body that holds a TagDispatch, or
+// whose expansion is smaller than kMinSharedBodySize (cheaper to build than to key).
+// `stamp`/`local` are per-grammar working memory, one entry per AST node, `rank` one per
+// rule.
 class BodyKeyWriter {
  public:
-  explicit BodyKeyWriter(const GrammarAst& ast) : ast_(ast), stamp_(ast.nodes.size(), 0), local_(ast.nodes.size(), 0) {}
+  explicit BodyKeyWriter(const GrammarAst& ast)
+      : ast_(ast), stamp_(ast.nodes.size(), 0), local_(ast.nodes.size(), 0), rank_(ast.rules.size(), -1) {}
 
-  bool Write(ExprId body, int32_t threshold, int32_t max_token_bytes, std::string* key) {
+  bool Write(ExprId body, LoweringContext* ctx, std::string* key) {
+    if (ctx->ExpandedSize(body) < kMinSharedBodySize) return false;
     ++generation_;
     order_.clear();
+    for (RuleId r : refs_) rank_[r] = -1;
+    refs_.clear();
     stack_.assign(1, body);
     while (!stack_.empty()) {
       const ExprId e = stack_.back();
@@ -1650,13 +1699,18 @@ class BodyKeyWriter {
       local_[e] = static_cast<int32_t>(order_.size());
       order_.push_back(e);
       const ExprNode& node = ast_.node(e);
-      if (node.kind == ExprKind::kRuleRef || node.kind == ExprKind::kTagDispatch) return false;
+      if (node.kind == ExprKind::kTagDispatch) return false;
+      if (node.kind == ExprKind::kRuleRef && rank_[node.rule_id] < 0) {
+        rank_[node.rule_id] = 0;
+        refs_.push_back(node.rule_id);
+      }
       for (auto it = node.children.rbegin(); it != node.children.rend(); ++it) stack_.push_back(*it);
     }
-    if (order_.size() < kMinSharedBodyNodes) return false;
+    std::sort(refs_.begin(), refs_.end());
+    for (size_t k = 0; k < refs_.size(); ++k) rank_[refs_[k]] = static_cast<int32_t>(k);
     key->assign(1, 'R');
-    Put(key, threshold);
-    Put(key, max_token_bytes);
+    Put(key, ctx->threshold());
+    Put(key, ctx->max_token_bytes());
     for (ExprId e : order_) {
       const ExprNode& node = ast_.node(e);
       key->push_back(static_cast<char>(node.kind));
@@ -1673,8 +1727,18 @@ class BodyKeyWriter {
           }
           break;
         case ExprKind::kRepeat:
-          Put(key, node.min_repeat);
-          Put(key, node.max_repeat);
+          if (ctx->Compressible(e)) {
+            Put(key, FoldedOrExact(node.min_repeat, ctx->max_token_bytes()));
+            Put(key, node.max_repeat < 0 ? -1 : FoldedOrExact(static_cast<int64_t>(node.max_repeat) - node.min_repeat,
+                                                              ctx->max_token_bytes()));
+          } else {
+            Put(key, node.min_repeat);
+            Put(key, node.max_repeat);
+          }
+          break;
+        case ExprKind::kRuleRef:
+          Put(key, rank_[node.rule_id]);
+          key->push_back(ctx->RuleNullable(node.rule_id) ? 'n' : 'c');
           break;
         default:
           break;
@@ -1685,14 +1749,40 @@ class BodyKeyWriter {
     return true;
   }
 
+  // The rules the last written body refers to, ascending: rank k is referenced_rules()[k].
+  const std::vector<RuleId>& referenced_rules() const { return refs_; }
+  // The last written body's expression nodes in key order, and the position of one of them.
+  ExprId node_at(int32_t position) const { return order_[position]; }
+  int32_t position_of(ExprId e) const { return local_[e]; }
+
  private:
+  // LowerCompressed folds `count` iterations into a counted loop when count - chain >= 2,
+  // where chain (explicit copies after the loop copy) is at most max_token_bytes + 2.
+  static constexpr int32_t kFoldedCount = -2;
+  static int32_t FoldedOrExact(int64_t count, int32_t max_token_bytes) {
+    return count >= static_cast<int64_t>(max_token_bytes) + 4 ? kFoldedCount : static_cast<int32_t>(count);
+  }
   static void Put(std::string* key, int32_t v) { key->append(reinterpret_cast<const char*>(&v), sizeof v); }
   const GrammarAst& ast_;
   std::vector<uint32_t> stamp_;
   std::vector<int32_t> local_;
+  std::vector<int32_t> rank_;
   std::vector<ExprId> order_, stack_;
+  std::vector<RuleId> refs_;
   uint32_t generation_ = 0;
 };
+
+// Iterations of repetition `node` that a counted loop folds (its optional or mandatory ones).
+int64_t FoldedIterations(const ExprNode& node, bool optional) {
+  return optional ? static_cast<int64_t>(node.max_repeat) - node.min_repeat : node.min_repeat;
+}
+
+// The DFA with each rule edge's rule replaced by map(rule).
+template <typename Map>
+Dfa WithRulesMapped(Dfa dfa, Map map) {
+  for (RuleEdge& e : dfa.rule_edges) e.rule = map(e.rule);
+  return dfa;
+}
 
 // BuildRuleDfa for a rule body, through the shared table where the body is large and closed.
 // A hit takes from the budget what the build would have (and throws where the build would
@@ -1700,9 +1790,10 @@ class BodyKeyWriter {
 Dfa BuildRuleDfaShared(const GrammarAst& ast, ExprId body, int64_t* budget, LoweringContext* ctx,
                        const std::string& owner, BuildScratch* scratch, BodyKeyWriter* keys) {
   std::string key;
-  if (!ctx->Pristine() || !keys->Write(body, ctx->threshold(), ctx->max_token_bytes(), &key)) {
+  if (!ctx->Pristine() || !keys->Write(body, ctx, &key)) {
     return BuildRuleDfa(ast, body, budget, ctx, -1, owner, scratch);
   }
+  const std::vector<RuleId>& refs = keys->referenced_rules();
   if (std::shared_ptr<const SharedRuleDfa> hit = SharedRuleDfas::Instance().Find(key)) {
     if (hit->nfa_nodes > *budget) {
       throw ResourceLimitError("grammar too large: more than the node limit of the FSM builder "
@@ -1712,16 +1803,31 @@ Dfa BuildRuleDfaShared(const GrammarAst& ast, ExprId body, int64_t* budget, Lowe
       throw ResourceLimitError("grammar too large: determinisation exceeded the node limit");
     }
     *budget -= hit->net_nodes;
-    return hit->dfa;
+    Dfa dfa = WithRulesMapped(hit->dfa, [&refs](RuleId rank) { return refs[rank]; });
+    for (size_t k = 0; k < hit->loops.size(); ++k) {
+      const SharedRuleDfa::LoopOrigin& origin = hit->loops[k];
+      const ExprNode& repeat = ast.node(keys->node_at(origin.node));
+      dfa.loops[k].limit = static_cast<int32_t>(FoldedIterations(repeat, origin.optional) - origin.chain);
+    }
+    return dfa;
   }
   const size_t synthetic_before = ctx->synthetic().size();
   const int64_t budget_before = *budget;
-  auto entry = std::make_shared<SharedRuleDfa>();
-  entry->dfa = BuildRuleDfa(ast, body, budget, ctx, -1, owner, scratch, &entry->nfa_nodes);
+  BuildReport report;
+  Dfa dfa = BuildRuleDfa(ast, body, budget, ctx, -1, owner, scratch, &report);
   // A repetition lifted on the way makes the DFA call a rule of this grammar: not shared.
-  if (!ctx->Pristine() || ctx->synthetic().size() != synthetic_before) return std::move(entry->dfa);
+  if (!ctx->Pristine() || ctx->synthetic().size() != synthetic_before) return dfa;
+  auto entry = std::make_shared<SharedRuleDfa>();
+  entry->dfa = WithRulesMapped(dfa, [&refs](RuleId rule) {
+    return static_cast<RuleId>(std::lower_bound(refs.begin(), refs.end(), rule) - refs.begin());
+  });
+  entry->nfa_nodes = report.nfa_nodes;
   entry->net_nodes = budget_before - *budget;
-  Dfa dfa = entry->dfa;
+  for (size_t k = 0; k < report.loops.size(); ++k) {
+    const BuildReport::Loop& loop = report.loops[k];
+    entry->loops.push_back({keys->position_of(loop.expr), loop.optional,
+                            FoldedIterations(ast.node(loop.expr), loop.optional) - dfa.loops[k].limit});
+  }
   SharedRuleDfas::Instance().Store(key, std::move(entry));
   return dfa;
 }
