@@ -285,3 +285,40 @@ def test_regex_is_the_policy_error_unless_lenient() -> None:
     with pytest.warns(UserWarning, match="subset"):
         grammar = hf_compiler(TOKENIZER).compile_json_schema(json.dumps(schema), lenient=True)
     assert string_accepted(grammar, json.dumps("^a+$")) and not string_accepted(grammar, json.dumps("(?<n>x)"))
+
+
+@pytest.mark.parametrize("format_name", ["time", "date-time"])
+def test_leap_seconds_exactly_at_utc_midnight(format_name: str) -> None:
+    """RFC 3339: second 60 only where the time is 23:59:60 UTC. Every local hh:mm with both
+    offsets that make it so is accepted (and Z/z at 23:59), and the neighbouring offsets
+    (one minute or one hour off, either sign) are rejected."""
+    grammar = compile_schema({"type": "string", "format": format_name})
+    prefix = '"2016-12-31T' if format_name == "date-time" else '"'
+    base = xg.GrammarMatcher(grammar)
+    assert base.accept_string(prefix)
+
+    def accepted(text: str) -> bool:
+        matcher = base.fork()
+        return matcher.accept_string(text + '"') and matcher.is_completed()
+
+    def zone(offset: int) -> str:
+        sign = "+" if offset >= 0 else "-"
+        offset = abs(offset) % 1440
+        return f"{sign}{offset // 60:02d}:{offset % 60:02d}"
+
+    utc_midnight_minus_one = 23 * 60 + 59
+    for local in range(24 * 60):
+        time = f"{local // 60:02d}:{local % 60:02d}:60"
+        plus = (local - utc_midnight_minus_one) % 1440    # local = UTC + offset
+        minus = (utc_midnight_minus_one - local) % 1440   # local = UTC - offset
+        good = {zone(plus), "-" + zone(minus)[1:]}
+        if local == utc_midnight_minus_one:
+            good |= {"Z", "z"}
+        for text in sorted(good):
+            assert accepted(time + text) and accepted(time + ".25" + text), time + text
+        bad = {zone((plus + d) % 1440) for d in (1, -1, 60, -60)}
+        bad |= {"-" + zone((minus + d) % 1440)[1:] for d in (1, -1, 60, -60)}
+        if local != utc_midnight_minus_one:
+            bad.add("Z")
+        for text in sorted(bad - good):
+            assert not accepted(time + text), time + text

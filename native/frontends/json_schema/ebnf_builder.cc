@@ -139,12 +139,15 @@ std::string SanitizeName(std::string_view hint) {
 
 }  // namespace
 
+void RuleSet::CheckTotalBytes(size_t bytes, size_t max_total_bytes) {
+  if (bytes > max_total_bytes) {
+    throw ResourceLimitError("generated grammar exceeds " + std::to_string(max_total_bytes) + " bytes");
+  }
+}
+
 void RuleSet::AddBytes(size_t bytes) {
   total_bytes_ += bytes;
-  if (total_bytes_ > max_total_bytes_) {
-    throw ResourceLimitError("generated grammar exceeds " + std::to_string(max_total_bytes_) +
-                             " bytes");
-  }
+  CheckTotalBytes(total_bytes_, max_total_bytes_);
 }
 
 std::string RuleSet::Reserve(std::string_view hint) {
@@ -193,6 +196,38 @@ Fragment RuleSet::Share(std::string_view hint, const Fragment& body) {
 bool RuleSet::IsDefined(const std::string& name) const {
   auto found = index_of_name_.find(name);
   return found != index_of_name_.end() && !rules_[found->second].body.empty();
+}
+
+std::vector<std::pair<std::string, std::string>> RuleSet::Definitions() const {
+  std::vector<std::pair<std::string, std::string>> definitions;
+  for (const Rule& rule : rules_) {
+    if (!rule.discarded && !rule.body.empty()) definitions.emplace_back(rule.name, rule.body);
+  }
+  return definitions;
+}
+
+// Share(hint, body) on a fresh body takes the first free name of hint, hint_2, ...; the
+// definitions were made that way in their own set, where the names before each were those
+// of the definitions before it. Here the same names are taken by the same earlier
+// definitions, so where each name is free (and unclaimed) Share would pick it again.
+bool RuleSet::AddShared(const std::vector<std::pair<std::string, std::string>>& definitions) {
+  std::vector<const std::pair<std::string, std::string>*> fresh;
+  for (const auto& definition : definitions) {
+    auto shared = name_of_body_.find(definition.second);
+    if (shared != name_of_body_.end()) {
+      if (shared->second != definition.first) return false;
+      continue;
+    }
+    if (index_of_name_.count(definition.first) > 0 || claimed_.count(definition.first) > 0) return false;
+    fresh.push_back(&definition);
+  }
+  for (const auto* definition : fresh) {
+    index_of_name_.emplace(definition->first, rules_.size());
+    rules_.push_back({definition->first, definition->second, false});
+    AddBytes(definition->first.size() + definition->second.size());
+    name_of_body_.emplace(definition->second, definition->first);
+  }
+  return true;
 }
 
 namespace {

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 namespace xg2 {
@@ -89,6 +90,19 @@ class RuleSet {
   void RememberWritten(std::string key, const Fragment& fragment) { written_.emplace(std::move(key), fragment); }
 
   bool IsDefined(const std::string& name) const;
+
+  // The defined, not discarded rules in creation order: (name, body text).
+  std::vector<std::pair<std::string, std::string>> Definitions() const;
+  // Bytes charged against the limit so far (names and bodies).
+  size_t total_bytes() const { return total_bytes_; }
+  // Throws the limit error of a rule set whose rules come to `bytes`.
+  static void CheckTotalBytes(size_t bytes, size_t max_total_bytes);
+  // Adds `definitions` (another rule set's Definitions()) exactly as the calls of Share that
+  // made them there would add them here, and returns true; or returns false, changing
+  // nothing, where those calls could name or share differently here: a name that is taken
+  // or claimed, or a body that a rule of another name already has. A definition this set
+  // already has (same name, shared body) is skipped, as Share would.
+  bool AddShared(const std::vector<std::pair<std::string, std::string>>& definitions);
   // Rules that derive no finite string (e.g. `a ::= "x" a`): a matcher could extend them
   // forever without ever completing.
   std::vector<std::string> UnproductiveRules() const;

@@ -1666,28 +1666,32 @@ Fragment SchemaConverter::ContainsArrayValue(const Node& node, int depth) {
 }
 
 // Format grammars are large (date-time spells out every leap-second offset), and schemas
-// repeat the same few formats many times, so each is built once per conversion.
+// repeat the same few formats many times, so each is built once per process
+// (PrebuiltFormatGrammar); the standalone grammar is that build, charged against this
+// conversion's limit as building it here would be.
 const SchemaConverter::StandaloneFormat& SchemaConverter::StandaloneFormatGrammar(const std::string& format) {
   auto found = standalone_formats_.find(format);
   if (found != standalone_formats_.end()) return found->second;
-  RuleSet format_rules(static_cast<size_t>(CurrentCompileLimits().max_generated_grammar_bytes));
+  const PrebuiltFormat& prebuilt = PrebuiltFormatGrammar(format);
+  RuleSet::CheckTotalBytes(prebuilt.bytes, static_cast<size_t>(CurrentCompileLimits().max_generated_grammar_bytes));
   StandaloneFormat standalone;
-  standalone.body = StringFormatBody(format, &format_rules);
-  if (standalone.body) {
-    standalone.grammar = format_rules.Print() + "xg2_language_root ::= " +
-                         (standalone.body->epsilon() ? std::string("\"\"") : standalone.body->text()) + "\n";
-  }
+  standalone.body = prebuilt.body;
+  if (standalone.body) standalone.grammar = prebuilt.grammar;
   return standalone_formats_.emplace(format, std::move(standalone)).first->second;
 }
 
-// Invariant: building a format's rules a second time in the same RuleSet finds every shared
-// body already defined, adds nothing and returns the same fragment, so the first result can
-// stand for all. Not so for "regex", whose recursive rule is reserved afresh on every call.
+// The format's rules in rules_: the prebuilt definitions where RuleSet::AddShared can add them
+// exactly as building them here would, else built here. Invariant: building a format's rules
+// a second time in the same RuleSet finds every shared body already defined, adds nothing and
+// returns the same fragment, so the first result can stand for all. Not so for "regex", whose
+// recursive rule is reserved afresh on every call (and is not made by Share).
 std::optional<Fragment> SchemaConverter::FormatInRules(const std::string& format) {
   if (format == "regex") return StringFormatBody(format, &rules_);
   auto found = formats_in_rules_.find(format);
   if (found != formats_in_rules_.end()) return found->second;
-  std::optional<Fragment> body = StringFormatBody(format, &rules_);
+  const PrebuiltFormat& prebuilt = PrebuiltFormatGrammar(format);
+  std::optional<Fragment> body =
+      prebuilt.body && rules_.AddShared(prebuilt.definitions) ? prebuilt.body : StringFormatBody(format, &rules_);
   formats_in_rules_.emplace(format, body);
   return body;
 }

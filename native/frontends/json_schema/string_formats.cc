@@ -1,6 +1,9 @@
 #include "frontends/json_schema/string_formats.h"
 
 #include <algorithm>
+#include <limits>
+#include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -291,6 +294,23 @@ std::optional<Fragment> StringFormatBody(std::string_view format, RuleSet* rules
   if (format == "uri-template") return UriTemplate(rules);
   if (format == "regex") return RegexSubset(rules);
   return std::nullopt;
+}
+
+const PrebuiltFormat& PrebuiltFormatGrammar(std::string_view format) {
+  static std::mutex mutex;
+  static auto* prebuilt = new std::map<std::string, PrebuiltFormat, std::less<>>();  // never destroyed
+  static const PrebuiltFormat kNone;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto found = prebuilt->find(format);
+  if (found != prebuilt->end()) return found->second;
+  RuleSet rules(std::numeric_limits<size_t>::max());
+  PrebuiltFormat built;
+  built.body = StringFormatBody(format, &rules);
+  if (!built.body) return kNone;  // unknown names are not kept (they are the caller's input)
+  built.definitions = rules.Definitions();
+  built.grammar = rules.Print() + "xg2_language_root ::= " + (built.body->epsilon() ? std::string("\"\"") : built.body->text()) + "\n";
+  built.bytes = rules.total_bytes();
+  return prebuilt->emplace(std::string(format), std::move(built)).first->second;
 }
 
 bool StringFormatIsExact(std::string_view format) { return format != "regex"; }

@@ -1,7 +1,7 @@
 // Grammars for JSON Schema string formats. Each is the body of a JSON string (between the
 // quotes) and every string it produces passes the `jsonschema` library's FormatChecker.
 //   date       exact (RFC 3339 full-date: real calendar days, leap years, year 0001-9999)
-//   time       exact (RFC 3339 full-time without leap second 60; "t"/"z" either case)
+//   time       exact (RFC 3339 full-time: second 60 only at 23:59:60 UTC; "t"/"z" either case)
 //   date-time  exact (date "T" time)
 //   ipv4       exact (dotted quad, no leading zeros, as Python's ipaddress)
 //   uuid       exact (8-4-4-4-12 hex digits, either case)
@@ -21,8 +21,12 @@
 #ifndef XG2_FRONTENDS_JSON_SCHEMA_STRING_FORMATS_H_
 #define XG2_FRONTENDS_JSON_SCHEMA_STRING_FORMATS_H_
 
+#include <cstddef>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "frontends/json_schema/ebnf_builder.h"
 
@@ -31,6 +35,20 @@ namespace xg2 {
 // The string-body grammar of `format` (as rules in `rules`), or nullopt for a format
 // without a grammar.
 std::optional<Fragment> StringFormatBody(std::string_view format, RuleSet* rules);
+
+// A format's grammar built once per process in a rule set of its own (the leap-second table
+// of time and date-time alone is ~70 KB of rules, 1 ms to write): `definitions` are that
+// set's rules (RuleSet::Definitions), `body` the format's fragment over them (nullopt for a
+// format without a grammar), `grammar` the rules with root xg2_language_root ::= body (for
+// automata), `bytes` what the rules charge against a RuleSet's limit. Thread-safe; entries
+// live for the process (one per known format).
+struct PrebuiltFormat {
+  std::optional<Fragment> body;
+  std::vector<std::pair<std::string, std::string>> definitions;
+  std::string grammar;
+  size_t bytes = 0;
+};
+const PrebuiltFormat& PrebuiltFormatGrammar(std::string_view format);
 
 // False for a format whose grammar is only a sound subset of its strings (regex: ECMA-262
 // and Python's re, which jsonschema checks with, disagree, e.g. on "[]" and "(?<n>x)"); the
