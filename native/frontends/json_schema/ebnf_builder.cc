@@ -1,5 +1,6 @@
 #include "frontends/json_schema/ebnf_builder.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <cstdio>
@@ -150,11 +151,23 @@ void RuleSet::AddBytes(size_t bytes) {
   CheckTotalBytes(total_bytes_, max_total_bytes_);
 }
 
+// The first free name of base, base_2, base_3, ... Names are never freed, so the search
+// resumes where the last one for the same base stopped (a schema with hundreds of
+// definitions under one hint would otherwise try every earlier number again, quadratic).
 std::string RuleSet::Reserve(std::string_view hint) {
   std::string base = SanitizeName(hint);
+  auto taken = [this](const std::string& name) {
+    return index_of_name_.count(name) > 0 || claimed_.count(name) > 0;
+  };
+  int& next = next_suffix_[base];  // the next number to try; past 2, base_2 .. base_(next-1) are taken
+  if (next == 0) next = 2;
   std::string name = base;
-  for (int suffix = 2; index_of_name_.count(name) > 0 || claimed_.count(name) > 0; ++suffix) {
-    name = base + "_" + std::to_string(suffix);
+  if (next > 2 || taken(name)) {
+    for (;; ++next) {
+      name = base + "_" + std::to_string(next);
+      if (!taken(name)) break;
+    }
+    ++next;
   }
   index_of_name_.emplace(name, rules_.size());
   rules_.push_back({name, "", false});

@@ -122,6 +122,7 @@ class RuleSet {
   std::unordered_map<std::string, size_t> index_of_name_;
   std::unordered_map<std::string, std::string> name_of_body_;
   std::unordered_set<std::string> claimed_;
+  std::unordered_map<std::string, int> next_suffix_;  // Reserve: where to resume per base name
   std::unordered_map<std::string, Fragment> written_;
 };
 
