@@ -223,7 +223,7 @@ std::vector<std::pair<std::string, std::string>> RuleSet::Definitions() const {
 // definitions were made that way in their own set, where the names before each were those
 // of the definitions before it. Here the same names are taken by the same earlier
 // definitions, so where each name is free (and unclaimed) Share would pick it again.
-bool RuleSet::AddShared(const std::vector<std::pair<std::string, std::string>>& definitions) {
+bool RuleSet::AddShared(const std::vector<std::pair<std::string, std::string>>& definitions, bool productive) {
   std::vector<const std::pair<std::string, std::string>*> fresh;
   for (const auto& definition : definitions) {
     auto shared = name_of_body_.find(definition.second);
@@ -236,7 +236,7 @@ bool RuleSet::AddShared(const std::vector<std::pair<std::string, std::string>>& 
   }
   for (const auto* definition : fresh) {
     index_of_name_.emplace(definition->first, rules_.size());
-    rules_.push_back({definition->first, definition->second, false});
+    rules_.push_back({definition->first, definition->second, false, productive});
     AddBytes(definition->first.size() + definition->second.size());
     name_of_body_.emplace(definition->second, definition->first);
   }
@@ -407,11 +407,16 @@ class ProductivityTree {
 
 std::vector<std::string> RuleSet::UnproductiveRules() const {
   std::vector<std::pair<size_t, ProductivityTree>> trees;  // (rule index, body)
+  std::vector<uint8_t> productive(rules_.size(), 0);
   for (size_t i = 0; i < rules_.size(); ++i) {
     const Rule& rule = rules_[i];
-    if (!rule.discarded && !rule.body.empty()) trees.emplace_back(i, ProductivityTree(rule.body, index_of_name_));
+    if (rule.discarded || rule.body.empty()) continue;
+    if (rule.productive) {
+      productive[i] = 1;
+    } else {
+      trees.emplace_back(i, ProductivityTree(rule.body, index_of_name_));
+    }
   }
-  std::vector<uint8_t> productive(rules_.size(), 0);
   // Invariant: `productive` only grows; stop when a round adds nothing.
   for (bool changed = true; changed;) {
     changed = false;

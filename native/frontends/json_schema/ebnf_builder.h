@@ -101,8 +101,9 @@ class RuleSet {
   // made them there would add them here, and returns true; or returns false, changing
   // nothing, where those calls could name or share differently here: a name that is taken
   // or claimed, or a body that a rule of another name already has. A definition this set
-  // already has (same name, shared body) is skipped, as Share would.
-  bool AddShared(const std::vector<std::pair<std::string, std::string>>& definitions);
+  // already has (same name, shared body) is skipped, as Share would. `productive`: each of
+  // the definitions derives a finite string (UnproductiveRules need not parse them again).
+  bool AddShared(const std::vector<std::pair<std::string, std::string>>& definitions, bool productive);
   // Rules that derive no finite string (e.g. `a ::= "x" a`): a matcher could extend them
   // forever without ever completing.
   std::vector<std::string> UnproductiveRules() const;
@@ -113,6 +114,7 @@ class RuleSet {
     std::string name;
     std::string body;  // empty until defined
     bool discarded = false;
+    bool productive = false;  // known to derive a finite string (else UnproductiveRules decides)
   };
   void AddBytes(size_t bytes);
 

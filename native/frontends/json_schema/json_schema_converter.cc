@@ -1691,7 +1691,7 @@ std::optional<Fragment> SchemaConverter::FormatInRules(const std::string& format
   if (found != formats_in_rules_.end()) return found->second;
   const PrebuiltFormat& prebuilt = PrebuiltFormatGrammar(format);
   std::optional<Fragment> body =
-      prebuilt.body && rules_.AddShared(prebuilt.definitions) ? prebuilt.body : StringFormatBody(format, &rules_);
+      prebuilt.body && rules_.AddShared(prebuilt.definitions, prebuilt.productive) ? prebuilt.body : StringFormatBody(format, &rules_);
   formats_in_rules_.emplace(format, body);
   return body;
 }

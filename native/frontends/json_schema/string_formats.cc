@@ -310,6 +310,7 @@ const PrebuiltFormat& PrebuiltFormatGrammar(std::string_view format) {
   built.definitions = rules.Definitions();
   built.grammar = rules.Print() + "xg2_language_root ::= " + (built.body->epsilon() ? std::string("\"\"") : built.body->text()) + "\n";
   built.bytes = rules.total_bytes();
+  built.productive = rules.UnproductiveRules().empty();
   return prebuilt->emplace(std::string(format), std::move(built)).first->second;
 }
 

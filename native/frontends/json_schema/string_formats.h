@@ -40,13 +40,15 @@ std::optional<Fragment> StringFormatBody(std::string_view format, RuleSet* rules
 // of time and date-time alone is ~70 KB of rules, 1 ms to write): `definitions` are that
 // set's rules (RuleSet::Definitions), `body` the format's fragment over them (nullopt for a
 // format without a grammar), `grammar` the rules with root xg2_language_root ::= body (for
-// automata), `bytes` what the rules charge against a RuleSet's limit. Thread-safe; entries
-// live for the process (one per known format).
+// automata), `bytes` what the rules charge against a RuleSet's limit, `productive` whether
+// every rule derives a finite string. Thread-safe; entries live for the process (one per
+// known format).
 struct PrebuiltFormat {
   std::optional<Fragment> body;
   std::vector<std::pair<std::string, std::string>> definitions;
   std::string grammar;
   size_t bytes = 0;
+  bool productive = false;
 };
 const PrebuiltFormat& PrebuiltFormatGrammar(std::string_view format);
 
