@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <deque>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -411,7 +410,13 @@ class Lexer {
 class Parser {
  public:
   Parser(std::string_view text, std::string_view root_rule_name)
-      : source_(text), lexer_(source_), root_rule_name_(root_rule_name) {}
+      : source_(text), lexer_(source_), root_rule_name_(root_rule_name) {
+    // Generated grammars run to megabytes: growing the node table by doubling moved (and the
+    // allocator coalesced) more than parsing took. About one node per kBytesPerNode bytes.
+    constexpr size_t kBytesPerNode = 6;
+    ast_.nodes.reserve(text.size() / kBytesPerNode + 16);
+    heights_.reserve(text.size() / kBytesPerNode + 16);
+  }
 
   GrammarAst Parse() {
     while (Peek().kind != TokenKind::kEnd) {
@@ -435,15 +440,17 @@ class Parser {
     size_t offset;
   };
 
+  // `ahead` < kMaxLookahead.
   const Token& Peek(size_t ahead = 0) {
-    while (lookahead_.size() <= ahead) lookahead_.push_back(lexer_.Next());
+    while (num_lookahead_ <= ahead) lookahead_[num_lookahead_++] = lexer_.Next();
     return lookahead_[ahead];
   }
 
   Token Take() {
     Peek();
-    Token token = std::move(lookahead_.front());
-    lookahead_.pop_front();
+    Token token = std::move(lookahead_[0]);
+    for (size_t i = 1; i < num_lookahead_; ++i) lookahead_[i - 1] = std::move(lookahead_[i]);
+    --num_lookahead_;
     return token;
   }
 
@@ -891,7 +898,9 @@ class Parser {
   SourceText source_;
   Lexer lexer_;
   std::string root_rule_name_;
-  std::deque<Token> lookahead_;  // tokens lexed but not yet taken (at most two)
+  static constexpr size_t kMaxLookahead = 2;
+  Token lookahead_[kMaxLookahead];  // lookahead_[0, num_lookahead_): lexed, not yet taken
+  size_t num_lookahead_ = 0;
   GrammarAst ast_;
   std::vector<int> heights_;  // heights_[id]: height of the tree under node id
   std::unordered_map<std::string, RuleId> rule_ids_;
