@@ -13,12 +13,16 @@ void Fixpoint(const Step& step) {
   }
 }
 
+// The bytes lo..hi.
+ByteSet ByteRange(int lo, int hi) { return (~ByteSet() >> (255 - (hi - lo))) << lo; }
+
 }  // namespace
 
 LeaveSets::LeaveSets(const std::vector<ByteSet>& per_node) : index_(per_node.size()) {
   std::unordered_map<ByteSet, int32_t> position{{ByteSet(), 0}};
   sets_.push_back(ByteSet());
   for (size_t n = 0; n < per_node.size(); ++n) {
+    if (per_node[n].none()) continue;  // index 0 (most nodes)
     auto [it, inserted] = position.emplace(per_node[n], static_cast<int32_t>(sets_.size()));
     if (inserted) sets_.push_back(per_node[n]);
     index_[n] = it->second;
@@ -35,17 +39,18 @@ LeaveSets ComputeLeaveBytes(const GrammarFsm& fsm) {
   // can_finish[n]: rule(n) can complete from n without consuming a byte.
   std::vector<ByteSet> inner(num_nodes);
   std::vector<uint8_t> can_finish(num_nodes, 0);
+  // The fixpoints below only look at nodes with rule edges (lookahead DFAs own no rule).
+  std::vector<NodeId> calling;
   for (NodeId n = 0; n < num_nodes; ++n) {
     for (const ByteEdge* e = fsm.byte_edges_begin(n); e != fsm.byte_edges_end(n); ++e) {
-      for (int b = e->lo; b <= e->hi; ++b) inner[n].set(b);
+      inner[n] |= ByteRange(e->lo, e->hi);
     }
     can_finish[n] = fsm.node_accepting[n];
+    if (fsm.node_rule[n] >= 0 && fsm.rule_edges_begin(n) != fsm.rule_edges_end(n)) calling.push_back(n);
   }
-  auto owned = [&](NodeId n) { return fsm.node_rule[n] >= 0; };  // lookahead DFAs own no rule
   Fixpoint([&]() {
     bool changed = false;
-    for (NodeId n = 0; n < num_nodes; ++n) {
-      if (!owned(n)) continue;
+    for (NodeId n : calling) {
       for (const RuleEdge* e = fsm.rule_edges_begin(n); e != fsm.rule_edges_end(n); ++e) {
         ByteSet next = inner[n] | inner[fsm.rule_start[e->rule]];
         if (fsm.rule_nullable[e->rule]) {
@@ -68,8 +73,7 @@ LeaveSets ComputeLeaveBytes(const GrammarFsm& fsm) {
   std::vector<ByteSet> follow(num_rules);
   Fixpoint([&]() {
     bool changed = false;
-    for (NodeId n = 0; n < num_nodes; ++n) {
-      if (!owned(n)) continue;
+    for (NodeId n : calling) {
       for (const RuleEdge* e = fsm.rule_edges_begin(n); e != fsm.rule_edges_end(n); ++e) {
         ByteSet next = follow[e->rule] | inner[e->target];
         if (can_finish[e->target]) next |= follow[fsm.node_rule[n]];
@@ -84,7 +88,7 @@ LeaveSets ComputeLeaveBytes(const GrammarFsm& fsm) {
 
   std::vector<ByteSet> leave(num_nodes);
   for (NodeId n = 0; n < num_nodes; ++n) {
-    if (!owned(n)) continue;
+    if (fsm.node_rule[n] < 0) continue;
     for (const RuleEdge* e = fsm.rule_edges_begin(n); e != fsm.rule_edges_end(n); ++e) {
       leave[n] |= inner[fsm.rule_start[e->rule]];
       if (fsm.rule_nullable[e->rule]) {
