@@ -534,27 +534,43 @@ class Parser {
   // sequence ('|' sequence)*; one alternative is returned as is.
   ExprId ParseChoice(int depth) {
     size_t offset = Peek().offset;
-    std::vector<ExprId> alternatives{ParseSequence(depth)};
+    const size_t first = pending_.size();
+    ExprId alternative = ParseSequence(depth);
+    pending_.push_back(alternative);
     while (At(TokenKind::kPipe)) {
       Take();
-      alternatives.push_back(ParseSequence(depth));
+      alternative = ParseSequence(depth);
+      pending_.push_back(alternative);
     }
-    if (alternatives.size() == 1) return alternatives[0];
-    return AddCompound(ExprKind::kChoice, std::move(alternatives), offset);
+    return TakePending(ExprKind::kChoice, first, offset);
+  }
+
+  // The nodes pending_[first..] as the children of a new `kind` node (one is returned as
+  // is), taken off pending_. Children are collected on that one shared stack (each level
+  // leaves it as it found it) so that a node allocates its children once, at their size.
+  ExprId TakePending(ExprKind kind, size_t first, size_t offset) {
+    if (pending_.size() - first == 1) {
+      const ExprId only = pending_[first];
+      pending_.resize(first);
+      return only;
+    }
+    std::vector<ExprId> children(pending_.begin() + static_cast<std::ptrdiff_t>(first), pending_.end());
+    pending_.resize(first);
+    return AddCompound(kind, std::move(children), offset);
   }
 
   // postfix*; stops before anything that cannot start an element and before the next
   // rule's `name ::=` or a lookahead `(=`. No element is kEmpty, one is returned as is.
   ExprId ParseSequence(int depth) {
     size_t offset = Peek().offset;
-    std::vector<ExprId> elements;
+    const size_t first = pending_.size();
     while (AtElementStart() && !AtRuleStart() && !AtLookahead()) {
       ThrowIfCancelled();
-      elements.push_back(ParsePostfix(depth));
+      const ExprId element = ParsePostfix(depth);
+      pending_.push_back(element);
     }
-    if (elements.empty()) return AddEmpty();
-    if (elements.size() == 1) return elements[0];
-    return AddCompound(ExprKind::kSequence, std::move(elements), offset);
+    if (pending_.size() == first) return AddEmpty();
+    return TakePending(ExprKind::kSequence, first, offset);
   }
 
   bool AtElementStart() {
@@ -601,7 +617,7 @@ class Parser {
   XG2_EBNF_NOINLINE ExprId ParseAtom() {
     Token token = Take();
     switch (token.kind) {
-      case TokenKind::kIdentifier: return ParseRuleRef(token);
+      case TokenKind::kIdentifier: return ParseRuleRef(std::move(token));
       case TokenKind::kLiteral: {
         ExprNode node;
         if (!token.text.empty()) {
@@ -616,13 +632,13 @@ class Parser {
     }
   }
 
-  ExprId ParseRuleRef(const Token& name) {
+  ExprId ParseRuleRef(Token&& name) {
     if (name.text == "TagDispatch" && At(TokenKind::kLeftParen)) return ParseTagDispatch();
     if (name.text == "Token" && At(TokenKind::kLeftParen)) return ParseTokenLiteral();
     ExprNode node;
     node.kind = ExprKind::kRuleRef;
     ExprId id = AddLeaf(std::move(node));
-    pending_refs_.push_back({id, name.text, name.offset});
+    pending_refs_.push_back({id, std::move(name.text), name.offset});
     return id;
   }
 
@@ -906,6 +922,7 @@ class Parser {
   std::unordered_map<std::string, RuleId> rule_ids_;
   std::vector<size_t> rule_offsets_;  // rule_offsets_[id]: where rule id's name is
   std::vector<PendingRuleRef> pending_refs_;
+  std::vector<ExprId> pending_;  // children being collected (ParseChoice, ParseSequence)
   // A TagDispatch tag's rule, seen before all rules are known.
   struct PendingTagRef {
     int32_t dispatch;
