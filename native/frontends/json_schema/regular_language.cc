@@ -400,6 +400,85 @@ CodepointDfa Repeated(const CodepointDfa& unit, long long min_count, long long m
   return Minimized(out);
 }
 
+namespace {
+
+// Appends state i's Moore signature under `cls` to `out`: its class, then each edge to a
+// live state as (lo, hi, target class), adjacent intervals into one class merged.
+void AppendSignature(const CodepointDfa& dfa, size_t i, const std::vector<int32_t>& cls, std::vector<int64_t>* out) {
+  std::vector<int64_t>& buffer = *out;
+  const size_t start = buffer.size();
+  buffer.push_back(cls[i]);
+  for (const auto& e : dfa.states[i].edges) {
+    if (cls[e.target] < 0) continue;
+    const size_t size = buffer.size() - start;
+    if (size > 1 && buffer.back() == cls[e.target] && buffer[buffer.size() - 2] + 1 == e.lo) {
+      buffer[buffer.size() - 2] = e.hi;  // adjacent interval to the same class
+      continue;
+    }
+    buffer.push_back(e.lo);
+    buffer.push_back(e.hi);
+    buffer.push_back(cls[e.target]);
+  }
+}
+
+struct SignatureHash {
+  size_t operator()(const std::vector<int64_t>& words) const {
+    uint64_t h = 0x9E3779B97F4A7C15ull;
+    for (int64_t w : words) {
+      h = (h ^ static_cast<uint64_t>(w)) * 0xFF51AFD7ED558CCDull;
+      h ^= h >> 29;
+    }
+    return static_cast<size_t>(h);
+  }
+};
+
+// The Moore fixpoint of Minimized in one pass where the live states reachable from the start
+// form no cycle (Revuz): visited so that every state comes after the states it steps to, a
+// state's class is that of its signature (its acceptance for the class, then its edges),
+// which names only classes already final. Bounded lengths make exactly such automata (a
+// pattern under maxLength), whose chains cost Moore one round per state. On input `cls`
+// holds each live state's acceptance (1 / 0) and -1 for dead states; on success it holds
+// the classes (-1 for states the start cannot reach). False (cls untouched) on a cycle.
+bool AcyclicClasses(const CodepointDfa& dfa, std::vector<int32_t>* cls_inout) {
+  const std::vector<int32_t>& initial = *cls_inout;
+  const size_t n = dfa.states.size();
+  std::vector<uint8_t> mark(n, 0);  // 1: on the DFS path, 2: done
+  std::vector<int32_t> post_order;
+  std::vector<std::pair<int32_t, size_t>> stack{{0, 0}};
+  mark[0] = 1;
+  while (!stack.empty()) {
+    auto& [state, next_edge] = stack.back();
+    const auto& edges = dfa.states[state].edges;
+    if (next_edge < edges.size()) {
+      const int32_t target = edges[next_edge++].target;
+      if (initial[target] < 0) continue;
+      if (mark[target] == 1) return false;
+      if (mark[target] == 0) {
+        mark[target] = 1;
+        stack.emplace_back(target, 0);
+      }
+      continue;
+    }
+    mark[state] = 2;
+    post_order.push_back(state);
+    stack.pop_back();
+  }
+  std::vector<int32_t> cls(n, -1);
+  std::unordered_map<std::vector<int64_t>, int32_t, SignatureHash> class_of;
+  std::vector<int64_t> signature;
+  for (int32_t state : post_order) {
+    // The acceptance goes first, as the class Moore's first round starts from.
+    cls[state] = initial[state];
+    signature.clear();
+    AppendSignature(dfa, static_cast<size_t>(state), cls, &signature);
+    cls[state] = class_of.emplace(signature, static_cast<int32_t>(class_of.size())).first->second;
+  }
+  *cls_inout = std::move(cls);
+  return true;
+}
+
+}  // namespace
+
 CodepointDfa Minimized(const CodepointDfa& dfa) {
   size_t n = dfa.states.size();
   std::vector<std::vector<int32_t>> reverse(n);
@@ -423,6 +502,7 @@ CodepointDfa Minimized(const CodepointDfa& dfa) {
   if (n > kMaxMooreStates) {
     for (size_t i = 0; i < n; ++i) cls[i] = live[i] ? static_cast<int32_t>(i) : -1;
   }
+  const bool refined = n <= kMaxMooreStates && AcyclicClasses(dfa, &cls);
   // Each round writes every live state's signature into one buffer (offsets[i] ..
   // offsets[i + 1]), sorts the live states by signature and numbers the distinct ones. Only
   // the partition matters: the output below is numbered by a walk from the start.
@@ -436,24 +516,12 @@ CodepointDfa Minimized(const CodepointDfa& dfa) {
     return std::lexicographical_compare(buffer.begin() + offsets[x], buffer.begin() + offsets[x + 1],
                                         buffer.begin() + offsets[y], buffer.begin() + offsets[y + 1]);
   };
-  for (; n <= kMaxMooreStates;) {
+  for (; n <= kMaxMooreStates && !refined;) {
     buffer.clear();
     for (size_t i = 0; i < n; ++i) {
       offsets[i] = buffer.size();
       if (cls[i] < 0) continue;
-      size_t start = buffer.size();
-      buffer.push_back(cls[i]);
-      for (const auto& e : dfa.states[i].edges) {
-        if (cls[e.target] < 0) continue;
-        size_t size = buffer.size() - start;
-        if (size > 1 && buffer.back() == cls[e.target] && buffer[buffer.size() - 2] + 1 == e.lo) {
-          buffer[buffer.size() - 2] = e.hi;  // adjacent interval to the same class
-          continue;
-        }
-        buffer.push_back(e.lo);
-        buffer.push_back(e.hi);
-        buffer.push_back(cls[e.target]);
-      }
+      AppendSignature(dfa, i, cls, &buffer);
     }
     offsets[n] = buffer.size();
     std::sort(order.begin(), order.end(), signature_less);
