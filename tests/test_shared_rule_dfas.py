@@ -91,6 +91,10 @@ GRAMMAR_NULLABLE_D = f'root ::= "<" alpha{{0,150}} ">"\nalpha ::= "" | "(" alpha
     ("ebnf", GRAMMAR_REFS_A, GRAMMAR_REFS_SWAPPED),
     ("ebnf", GRAMMAR_NULLABLE_A, GRAMMAR_NULLABLE_B),
     ("ebnf", GRAMMAR_NULLABLE_C, GRAMMAR_NULLABLE_D),
+    # x{10,70} is compressed (70 > 64) with its 60 optional iterations written out, x{10,60}
+    # is not compressed: the same counts, two lowerings, two keys.
+    ("ebnf", 'root ::= "<" "x"{10,70} ">"\n', 'root ::= "<" "x"{10,60} ">"\n'),
+    ("ebnf", 'root ::= "<" "x"{10,60} ">"\n', 'root ::= "<" "x"{10,70} ">"\n'),
     # Bounded strings whose optional iterations fold into a counted loop share one DFA; the
     # loop's limit is each grammar's own.
     ("schema", json.dumps({"type": "string", "maxLength": 300}), json.dumps({"type": "string", "maxLength": 5000})),
@@ -132,3 +136,18 @@ def test_shared_bounded_string_keeps_its_own_bound() -> None:
             m = xg.GrammarMatcher(g)
             accepted = m.accept_string('"' + "x" * length + '"')
             assert accepted == valid and (not valid or m.is_completed()), (bound, length)
+
+
+def test_rule_calling_a_lifted_repetition_body_is_not_shared() -> None:
+    """A repetition body that is not a prefix code becomes a synthetic rule of the grammar,
+    cached per body: the second rule that repeats it calls that rule without creating it, so
+    its DFA names a rule of this grammar only and must not enter the table (a second compile
+    would find an edge to a rule it never made)."""
+    grammar = ('root ::= A | B\nA ::= r "y" | "(" A ")"\nB ::= r "w" | "[" B "]"\n'
+               'r ::= ("a" | "ab"){0,20}\n')
+    c = xg.GrammarCompiler(hf_tokenizer_info("llama3.1"), precompute_nodes=0, cache_enabled=False,
+                           repetition_compression_threshold=8)
+    dumps = [c.compile_grammar(grammar)._handle.fsm_dump() for _ in range(2)]
+    assert dumps[0] == dumps[1]
+    m = xg.GrammarMatcher(c.compile_grammar(grammar))
+    assert m.accept_string("(" + "ab" * 20 + "y)") and m.is_completed()

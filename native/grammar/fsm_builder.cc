@@ -1727,6 +1727,8 @@ class BodyKeyWriter {
           }
           break;
         case ExprKind::kRepeat:
+          // Compressed or not is part of the key: the two lower the same counts differently.
+          key->push_back(ctx->Compressible(e) ? 'c' : 'x');
           if (ctx->Compressible(e)) {
             Put(key, FoldedOrExact(node.min_repeat, ctx->max_token_bytes()));
             Put(key, node.max_repeat < 0 ? -1 : FoldedOrExact(static_cast<int64_t>(node.max_repeat) - node.min_repeat,
@@ -1815,8 +1817,13 @@ Dfa BuildRuleDfaShared(const GrammarAst& ast, ExprId body, int64_t* budget, Lowe
   const int64_t budget_before = *budget;
   BuildReport report;
   Dfa dfa = BuildRuleDfa(ast, body, budget, ctx, -1, owner, scratch, &report);
-  // A repetition lifted on the way makes the DFA call a rule of this grammar: not shared.
+  // A repetition lifted on the way makes the DFA call a rule of this grammar: not shared. So
+  // does a repetition body lifted into a synthetic rule by an earlier rule of this grammar
+  // (LoweringContext::Body caches it per child): a rule edge to a rule the body does not name.
   if (!ctx->Pristine() || ctx->synthetic().size() != synthetic_before) return dfa;
+  for (const RuleEdge& e : dfa.rule_edges) {
+    if (!std::binary_search(refs.begin(), refs.end(), e.rule)) return dfa;
+  }
   auto entry = std::make_shared<SharedRuleDfa>();
   entry->dfa = WithRulesMapped(dfa, [&refs](RuleId rule) {
     return static_cast<RuleId>(std::lower_bound(refs.begin(), refs.end(), rule) - refs.begin());
