@@ -412,10 +412,13 @@ class Parser {
   Parser(std::string_view text, std::string_view root_rule_name)
       : source_(text), lexer_(source_), root_rule_name_(root_rule_name) {
     // Generated grammars run to megabytes: growing the node table by doubling moved (and the
-    // allocator coalesced) more than parsing took. About one node per kBytesPerNode bytes.
+    // allocator coalesced) more than parsing took. About one node per kBytesPerNode bytes, up
+    // to kMaxReservedNodes (a long literal is one node: beyond, the table grows as needed).
     constexpr size_t kBytesPerNode = 6;
-    ast_.nodes.reserve(text.size() / kBytesPerNode + 16);
-    heights_.reserve(text.size() / kBytesPerNode + 16);
+    constexpr size_t kMaxReservedNodes = size_t{1} << 16;
+    const size_t expected_nodes = std::min(text.size() / kBytesPerNode + 16, kMaxReservedNodes);
+    ast_.nodes.reserve(expected_nodes);
+    heights_.reserve(expected_nodes);
   }
 
   GrammarAst Parse() {
