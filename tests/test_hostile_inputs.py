@@ -456,6 +456,11 @@ def test_each_limit_applies() -> None:
     with pytest.raises(xg.ResourceLimitError, match="exceeds"):
         _limited(max_generated_grammar_bytes=200).compile_json_schema(
             {"type": "object", "properties": {f"p{i}": {"type": "string"} for i in range(50)}})
+    # A format's rules are built once per process and charged against each conversion's limit.
+    for schema in ({"type": "string", "format": "date-time"},
+                   {"type": "string", "format": "date-time", "maxLength": 30}):
+        with pytest.raises(xg.ResourceLimitError, match="exceeds 20000 bytes"):
+            _limited(max_generated_grammar_bytes=20000).compile_json_schema(schema)
     with pytest.raises(xg.ResourceLimitError, match="limit of 99"):
         _limited(max_repetition_bound=99).compile_grammar('root ::= "a"{0,100}')
     _limited(max_repetition_bound=100).compile_grammar('root ::= "a"{0,100}')

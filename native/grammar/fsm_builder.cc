@@ -1726,10 +1726,11 @@ class BodyKeyWriter {
             Put(key, static_cast<int32_t>(r.last));
           }
           break;
-        case ExprKind::kRepeat:
+        case ExprKind::kRepeat: {
           // Compressed or not is part of the key: the two lower the same counts differently.
-          key->push_back(ctx->Compressible(e) ? 'c' : 'x');
-          if (ctx->Compressible(e)) {
+          const bool compressed = ctx->Compressible(e);
+          key->push_back(compressed ? 'c' : 'x');
+          if (compressed) {
             Put(key, FoldedOrExact(node.min_repeat, ctx->max_token_bytes()));
             Put(key, node.max_repeat < 0 ? -1 : FoldedOrExact(static_cast<int64_t>(node.max_repeat) - node.min_repeat,
                                                               ctx->max_token_bytes()));
@@ -1738,6 +1739,7 @@ class BodyKeyWriter {
             Put(key, node.max_repeat);
           }
           break;
+        }
         case ExprKind::kRuleRef:
           Put(key, rank_[node.rule_id]);
           key->push_back(ctx->RuleNullable(node.rule_id) ? 'n' : 'c');

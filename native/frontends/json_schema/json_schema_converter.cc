@@ -1669,15 +1669,10 @@ Fragment SchemaConverter::ContainsArrayValue(const Node& node, int depth) {
 // repeat the same few formats many times, so each is built once per process
 // (PrebuiltFormatGrammar); the standalone grammar is that build, charged against this
 // conversion's limit as building it here would be.
-const SchemaConverter::StandaloneFormat& SchemaConverter::StandaloneFormatGrammar(const std::string& format) {
-  auto found = standalone_formats_.find(format);
-  if (found != standalone_formats_.end()) return found->second;
+const PrebuiltFormat& SchemaConverter::StandaloneFormatGrammar(const std::string& format) {
   const PrebuiltFormat& prebuilt = PrebuiltFormatGrammar(format);
   RuleSet::CheckTotalBytes(prebuilt.bytes, static_cast<size_t>(CurrentCompileLimits().max_generated_grammar_bytes));
-  StandaloneFormat standalone;
-  standalone.body = prebuilt.body;
-  if (standalone.body) standalone.grammar = prebuilt.grammar;
-  return standalone_formats_.emplace(format, std::move(standalone)).first->second;
+  return prebuilt;
 }
 
 // The format's rules in rules_: the prebuilt definitions where RuleSet::AddShared can add them
@@ -1711,7 +1706,7 @@ Fragment SchemaConverter::StringValue(const Node& node) {
   std::vector<std::pair<std::string, std::string>> languages;  // (keyword, EBNF grammar)
   std::optional<Fragment> body, format_fragment;
   if (format != nullptr && !IsUnknownFormat(format->string_value())) {
-    const StandaloneFormat& standalone = StandaloneFormatGrammar(format->string_value());
+    const PrebuiltFormat& standalone = StandaloneFormatGrammar(format->string_value());
     const std::optional<Fragment>& format_body = standalone.body;
     if (format_body && !StringFormatIsExact(format->string_value())) {
       // Lenient: the sound subset is kept (better than ignoring the format).

@@ -21,6 +21,7 @@
 #include "frontends/json_schema/ebnf_builder.h"
 #include "frontends/json_schema/json_schema_converter.h"
 #include "frontends/json_schema/regular_language.h"
+#include "frontends/json_schema/string_formats.h"
 #include "support/json.h"
 
 namespace xg2 {
@@ -126,13 +127,10 @@ class SchemaConverter {
   std::optional<Decimal> MultipleOf(const Node& node);
   Fragment NumberIntersection(const Node& node, const std::vector<Fragment>& parts, const std::string& hint);
   Fragment StringValue(const Node& node);
-  // A format's grammar on its own: `body` in a private rule set, and `grammar`, those rules
-  // with root xg2_language_root (for automata); body is nullopt for a format without one.
-  struct StandaloneFormat {
-    std::optional<Fragment> body;
-    std::string grammar;
-  };
-  const StandaloneFormat& StandaloneFormatGrammar(const std::string& format);
+  // A format's grammar on its own (PrebuiltFormatGrammar), charged against this conversion's
+  // limit: `body` in a private rule set, `grammar` those rules with root xg2_language_root
+  // (for automata); body is nullopt for a format without one.
+  const PrebuiltFormat& StandaloneFormatGrammar(const std::string& format);
   // StringFormatBody(format, &rules_), built once per output.
   std::optional<Fragment> FormatInRules(const std::string& format);
   bool UniqueItemsTrivial(const Node& node);
@@ -225,10 +223,9 @@ class SchemaConverter {
   std::map<int, std::string> any_value_rules_;
   // Intersected string languages already written (keyword set -> fragment).
   std::map<std::string, Fragment> string_languages_;
-  // Format grammars (StandaloneFormatGrammar, FormatInRules); the second is cleared with rules_.
-  std::map<std::string, StandaloneFormat> standalone_formats_;
   // PatternNames, by pattern.
   std::map<std::string, CodepointDfa> pattern_names_;
+  // FormatInRules, cleared with rules_.
   std::map<std::string, std::optional<Fragment>> formats_in_rules_;
   int active_depth_ = 0;
   // Draft 7 and older ($schema says so): keywords next to $ref are ignored.
