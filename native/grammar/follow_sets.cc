@@ -6,10 +6,12 @@ namespace xg2 {
 
 namespace {
 
-// Iterates `step` until it reports no change.
+// Iterates `step` until it reports no change, sweeping forwards and backwards in turn: a
+// chain of rules (the optional-property rules rest_k -> rest_k-1 -> ... of a large object)
+// then settles in a few sweeps whichever way it is numbered, instead of one sweep per link.
 template <typename Step>
 void Fixpoint(const Step& step) {
-  while (step()) {
+  for (bool forward = true; step(forward); forward = !forward) {
   }
 }
 
@@ -48,9 +50,10 @@ LeaveSets ComputeLeaveBytes(const GrammarFsm& fsm) {
     can_finish[n] = fsm.node_accepting[n];
     if (fsm.node_rule[n] >= 0 && fsm.rule_edges_begin(n) != fsm.rule_edges_end(n)) calling.push_back(n);
   }
-  Fixpoint([&]() {
+  Fixpoint([&](bool forward) {
     bool changed = false;
-    for (NodeId n : calling) {
+    for (size_t k = 0; k < calling.size(); ++k) {
+      const NodeId n = calling[forward ? k : calling.size() - 1 - k];
       for (const RuleEdge* e = fsm.rule_edges_begin(n); e != fsm.rule_edges_end(n); ++e) {
         ByteSet next = inner[n] | inner[fsm.rule_start[e->rule]];
         if (fsm.rule_nullable[e->rule]) {
@@ -71,9 +74,10 @@ LeaveSets ComputeLeaveBytes(const GrammarFsm& fsm) {
 
   // follow[r]: bytes that can come right after rule r completes, in any context.
   std::vector<ByteSet> follow(num_rules);
-  Fixpoint([&]() {
+  Fixpoint([&](bool forward) {
     bool changed = false;
-    for (NodeId n : calling) {
+    for (size_t k = 0; k < calling.size(); ++k) {
+      const NodeId n = calling[forward ? k : calling.size() - 1 - k];
       for (const RuleEdge* e = fsm.rule_edges_begin(n); e != fsm.rule_edges_end(n); ++e) {
         ByteSet next = follow[e->rule] | inner[e->target];
         if (can_finish[e->target]) next |= follow[fsm.node_rule[n]];

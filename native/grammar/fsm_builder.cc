@@ -200,6 +200,56 @@ class LoweringContext {
   }
   const Dfa& Fragment(ExprId e, int64_t* budget, const std::string& owner);
 
+  // Tails. An occurrence in tail position (nothing of the rule follows it) of an expression
+  // worth sharing: equal tails are lowered once per rule, see NfaBuilder::Lower.
+  bool IsSharedTail(ExprId e) {
+    const ExprKind kind = ast_.node(e).kind;
+    return (kind == ExprKind::kSequence || kind == ExprKind::kChoice || kind == ExprKind::kRepeat) &&
+           FragmentSize(e) >= kMinFragmentSize;
+  }
+  // Equal ids for structurally equal expressions (same kinds, payloads and rule ids, children
+  // equal in turn): inlining copies a callee's body node at every call site, so equal
+  // expressions are often distinct nodes that share only their children.
+  int32_t StructuralId(ExprId e) {
+    if (structural_id_.empty()) structural_id_.assign(ast_.nodes.size(), -1);
+    if (structural_id_[e] >= 0) return structural_id_[e];
+    const ExprNode& node = ast_.node(e);
+    std::vector<int32_t> children;
+    children.reserve(node.children.size());
+    for (ExprId child : node.children) children.push_back(StructuralId(child));
+    std::string key(1, static_cast<char>(node.kind));
+    auto put = [&key](int32_t v) { key.append(reinterpret_cast<const char*>(&v), sizeof v); };
+    switch (node.kind) {
+      case ExprKind::kBytes:
+        put(static_cast<int32_t>(node.bytes.size()));
+        key.append(node.bytes);
+        break;
+      case ExprKind::kCharClass:
+        for (const CodepointRange& r : node.ranges) {
+          put(static_cast<int32_t>(r.first));
+          put(static_cast<int32_t>(r.last));
+        }
+        break;
+      case ExprKind::kRuleRef:
+        put(node.rule_id);
+        break;
+      case ExprKind::kRepeat:
+        put(node.min_repeat);
+        put(node.max_repeat);
+        break;
+      case ExprKind::kTagDispatch:
+        put(node.tag_dispatch);
+        break;
+      default:
+        break;
+    }
+    put(-1);
+    for (int32_t child : children) put(child);
+    const int32_t id = structural_ids_.emplace(std::move(key), static_cast<int32_t>(structural_ids_.size())).first->second;
+    structural_id_[e] = id;
+    return id;
+  }
+
   struct Synthetic {
     ExprId body;
     ExprId exempt;  // the body itself: never lifted again inside its own rule
@@ -367,6 +417,8 @@ class LoweringContext {
   std::vector<uint8_t> uses_;  // parents of each expression node, capped at 2
   std::vector<int64_t> fragment_size_;
   std::map<ExprId, Dfa> fragments_;
+  std::vector<int32_t> structural_id_;  // per expression node, -1 until computed
+  std::unordered_map<std::string, int32_t> structural_ids_;
 
   int64_t FragmentSize(ExprId e) {
     if (fragment_size_[e] >= 0) return fragment_size_[e];
@@ -411,7 +463,56 @@ class NfaBuilder {
         fragments_(fragments && ctx != nullptr) {}
 
   // Adds states so that the language from `from` to the returned node is `expr`.
-  int32_t Lower(ExprId expr, int32_t from) {
+  //
+  // `tail`: nothing of the rule follows this occurrence; the callers join the returned node
+  // to the rule's accepting node by epsilon edges only. Equal tail expressions then share one
+  // copy: the copy is lowered once from a fresh entry node, a later occurrence adds an
+  // epsilon edge into that entry and returns the copy's exit, whose continuation is the
+  // empty string either way. Subset construction would otherwise make one state per copy
+  // (per trie node of a key-exclusion rule, each branch ending in `json_key_char*`) for
+  // minimisation to merge again; the minimal DFA is the same.
+  //
+  // The rule body is lowered with LowerRule, which first counts the tail occurrences: only a
+  // tail that occurs at least twice gets the extra entry node, so no rule holds more NFA
+  // nodes than without sharing.
+  int32_t LowerRule(ExprId body, int32_t from) {
+    if (fragments_) CountTails(body);
+    return Lower(body, from, /*tail=*/true);
+  }
+
+  int32_t Lower(ExprId expr, int32_t from, bool tail = false) {
+    if (tail && fragments_ && ctx_->IsSharedTail(expr) && tail_count_[ctx_->StructuralId(expr)] >= 2) {
+      const int32_t id = ctx_->StructuralId(expr);
+      auto it = shared_tails_.find(id);
+      if (it != shared_tails_.end()) {
+        AddEpsilon(from, it->second.first);
+        return it->second.second;
+      }
+      const int32_t entry = NewNode();
+      AddEpsilon(from, entry);
+      const int32_t exit = LowerOnce(expr, entry, /*tail=*/true);
+      shared_tails_.emplace(id, std::make_pair(entry, exit));
+      return exit;
+    }
+    return LowerOnce(expr, from, tail);
+  }
+
+ private:
+  // Counts the tail occurrences that Lower(expr, from, true) will meet: it follows the tail
+  // flag as LowerOnce passes it on, stops at fragments (lowered as a DFA copy), and does not
+  // look inside a repeated tail (its later occurrences reuse the first copy).
+  void CountTails(ExprId expr) {
+    if (ctx_->IsSharedTail(expr) && ++tail_count_[ctx_->StructuralId(expr)] >= 2) return;
+    if (ctx_->IsFragment(expr)) return;
+    const ExprNode& node = ast_.node(expr);
+    if (node.kind == ExprKind::kSequence && !node.children.empty()) {
+      CountTails(node.children.back());
+    } else if (node.kind == ExprKind::kChoice) {
+      for (ExprId child : node.children) CountTails(child);
+    }
+  }
+
+  int32_t LowerOnce(ExprId expr, int32_t from, bool tail) {
     if (fragments_ && ctx_->IsFragment(expr)) return EmitFragment(ctx_->Fragment(expr, budget_, owner_), from);
     const ExprNode& node = ast_.node(expr);
     switch (node.kind) {
@@ -438,7 +539,9 @@ class NfaBuilder {
       }
       case ExprKind::kSequence: {
         int32_t cur = from;
-        for (ExprId child : node.children) cur = Lower(child, cur);
+        for (size_t k = 0; k < node.children.size(); ++k) {
+          cur = Lower(node.children[k], cur, tail && k + 1 == node.children.size());
+        }
         return cur;
       }
       case ExprKind::kChoice: {
@@ -446,7 +549,7 @@ class NfaBuilder {
         for (ExprId child : node.children) {
           int32_t start = NewNode();
           AddEpsilon(from, start);
-          AddEpsilon(Lower(child, start), to);
+          AddEpsilon(Lower(child, start, tail), to);
         }
         return to;
       }
@@ -485,7 +588,6 @@ class NfaBuilder {
     return from;
   }
 
- private:
   // The body of a compressed repetition as a prefix-code DFA: its own DFA when it is one and
   // holds no compressible repetition itself (one counter per item), else a call of a
   // synthetic rule whose body it is (a single rule edge is a prefix code).
@@ -659,14 +761,26 @@ class NfaBuilder {
       if (last > 0xDFFF) AddCodepointRange(from, 0xE000, last, to);
       return;
     }
+    // Built from the last byte backwards: the node that reads a sequence's bytes i.. and
+    // reaches `to` is shared by every sequence of this rule with the same suffix and target
+    // (the continuation bytes [80-BF] of the multi-byte sequences of a character class, say),
+    // so subset construction meets one node where it would meet one per sequence.
     for (const Utf8ByteSequence& seq : Utf8RangeSequences(first, last)) {
-      int32_t cur = from;
-      for (int i = 0; i < seq.length; ++i) {
-        int32_t next = (i + 1 == seq.length) ? to : NewNode();
-        AddByte(cur, seq.lo[i], seq.hi[i], next);
-        cur = next;
-      }
+      int32_t next = to;
+      for (int i = seq.length - 1; i >= 1; --i) next = SuffixNode(seq.lo[i], seq.hi[i], next);
+      AddByte(from, seq.lo[0], seq.hi[0], next);
     }
+  }
+
+  // The node whose only edge reads [lo, hi] into `next`, one per (lo, hi, next) and rule.
+  int32_t SuffixNode(uint8_t lo, uint8_t hi, int32_t next) {
+    const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(next)) << 16) | (lo << 8) | hi;
+    auto it = suffix_nodes_.find(key);
+    if (it != suffix_nodes_.end()) return it->second;
+    const int32_t node = NewNode();
+    AddByte(node, lo, hi, next);
+    suffix_nodes_.emplace(key, node);
+    return node;
   }
 
   const GrammarAst& ast_;
@@ -677,6 +791,9 @@ class NfaBuilder {
   std::string owner_;
   bool fragments_;
   std::vector<int32_t> copy_map_;  // EmitCopyInto's body node -> NFA node (capacity reused)
+  std::unordered_map<int32_t, int32_t> tail_count_;  // structural id -> tail occurrences in the rule
+  std::unordered_map<int32_t, std::pair<int32_t, int32_t>> shared_tails_;  // structural id -> (entry, exit)
+  std::unordered_map<uint64_t, int32_t> suffix_nodes_;  // (next, lo, hi) -> node, see SuffixNode
 };
 
 // The determinised machine before minimisation, in flat arrays: the byte edges of state s
@@ -723,6 +840,7 @@ struct SubsetScratch {
   std::vector<uint64_t> set_hash;
   std::vector<int32_t> slots;  // open addressing over DFA states by set; -1 empty; power-of-two size
   std::vector<uint32_t> mark;  // generation-stamped NFA node marks of Closure
+  std::vector<uint8_t> reads;  // NFA node -> it has a byte or rule edge
   uint32_t generation = 0;
   std::vector<int32_t> member_of;  // NFA node -> counted loop it belongs to; empty: no loops
   std::vector<int32_t> gate_of;
@@ -746,6 +864,12 @@ class SubsetConstruction {
         s_(scratch ? *scratch : *own_) {
     s_.member_of.clear();
     s_.gate_of.clear();
+    s_.reads.assign(nfa.num_nodes, 0);
+    for (int32_t n = 0; n < nfa.num_nodes; ++n) {
+      for (const NfaEdge& e : nfa.EdgesOf(n)) {
+        if (e.kind != kEpsilon) s_.reads[n] = 1;
+      }
+    }
     if (nfa.loops.empty()) return;
     s_.member_of.assign(nfa.num_nodes, -1);
     s_.gate_of.assign(nfa.num_nodes, -1);
@@ -792,7 +916,14 @@ class SubsetConstruction {
  private:
   // The epsilon closure of `seeds` (or of one seed), sorted, in a buffer reused by the next
   // call (so a closure that names an existing DFA state allocates nothing); `seeds` must not
-  // be that buffer.
+  // be that buffer. Without counted loops only the closure's important nodes are kept (the
+  // Dragon Book's "important states": those with a byte or rule edge, and the accepting
+  // node): a node with epsilon edges only adds nothing its successors in the closure do
+  // not, so two closures with the same important nodes accept the same language and are one
+  // DFA state. Thompson's construction makes many such nodes (choice joins, loop heads,
+  // copy entries), and without this each distinct mix of them would be a state of its own
+  // for minimisation to merge again. With counted loops the whole closure stays: a state's
+  // counter roles are read from all of its nodes.
   const std::vector<int32_t>& Closure(int32_t seed) {
     s_.seeds.assign(1, seed);
     return Closure(s_.seeds);
@@ -820,6 +951,12 @@ class SubsetConstruction {
           stack.push_back(e.target);
         }
       }
+    }
+    if (nfa_.loops.empty()) {
+      const int32_t accept = nfa_.accept;
+      const std::vector<uint8_t>& reads = s_.reads;
+      set.erase(std::remove_if(set.begin(), set.end(), [&](int32_t n) { return !reads[n] && n != accept; }),
+                set.end());
     }
     std::sort(set.begin(), set.end());
     return set;
@@ -1531,7 +1668,7 @@ Dfa BuildRuleDfa(const GrammarAst& ast, ExprId body, int64_t* budget, LoweringCo
       nfa.Reset();
       nfa.start = nfa.AddNode();
       NfaBuilder builder(ast, &nfa, budget, ctx, exempt, owner, ctx && !ctx->ContainsCompressible(body));
-      nfa.accept = builder.Lower(body, nfa.start);
+      nfa.accept = builder.LowerRule(body, nfa.start);
       nfa.Finish();
       s.largest_nfa = std::max<int64_t>(s.largest_nfa, nfa.num_nodes);
       SubsetConstruction subsets(nfa, budget, &s.subsets);

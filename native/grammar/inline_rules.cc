@@ -12,17 +12,20 @@ namespace {
 // Rules referenced (directly) by each rule's body and lookahead.
 std::vector<std::vector<RuleId>> RuleReferences(const GrammarAst& ast) {
   std::vector<std::vector<RuleId>> refs(ast.rules.size());
+  // Expression nodes are shared between rules after inlining, so each rule walks its own DAG;
+  // `seen[e] == r + 1` marks e as visited for rule r (one array for all rules, no clearing).
+  std::vector<uint32_t> seen(ast.nodes.size(), 0);
+  std::vector<ExprId> stack;
   for (RuleId r = 0; r < static_cast<RuleId>(ast.rules.size()); ++r) {
-    std::vector<ExprId> stack;
-    std::vector<uint8_t> seen(ast.nodes.size(), 0);
+    const uint32_t stamp = static_cast<uint32_t>(r) + 1;
     for (ExprId root : {ast.rules[r].body, ast.rules[r].lookahead}) {
       if (root >= 0) stack.push_back(root);
     }
     while (!stack.empty()) {
       ExprId e = stack.back();
       stack.pop_back();
-      if (seen[e]) continue;
-      seen[e] = 1;
+      if (seen[e] == stamp) continue;
+      seen[e] = stamp;
       const ExprNode& node = ast.node(e);
       if (node.kind == ExprKind::kRuleRef) refs[r].push_back(node.rule_id);
       if (node.kind == ExprKind::kTagDispatch) {

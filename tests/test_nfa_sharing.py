@@ -1,0 +1,87 @@
+"""The rule NFAs share what Thompson's construction would copy (fsm_builder.cc: equal tail
+expressions lowered once per rule, UTF-8 continuation bytes shared within a character class,
+subset states keyed by their important NFA nodes). The minimal DFA must not change: a rule
+written with a repeated tail equals the same language written with the tail once, and the
+node budget, which counts NFA nodes and subset states, sees the smaller construction."""
+
+from __future__ import annotations
+
+import pytest
+
+import xg2_plugin as xg
+from xg2_plugin.testing import ebnf_accepts
+from xg2_test_support import hf_tokenizer_info
+
+# A JSON-string-like tail of more than a dozen expression nodes (worth sharing), with
+# multi-byte UTF-8 characters in its class.
+TAIL = '([^"\\\\] | "\\\\" ["\\\\/bfnrt] | "\\\\u" [0-9a-f]{4})*'
+
+
+def _not(chars: str) -> str:
+    return f'[^"\\\\{chars}]'
+
+
+# The shape of the JSON Schema frontend's key-exclusion rules (a key that is not "key"): a trie
+# of the excluded word where every branch that leaves it ends in the same tail.
+KEY_TRIE = (
+    f'root ::= "k" ("" | "e" ("" | "y" ("" | {_not("")} {TAIL}) | {_not("y")} {TAIL}) | {_not("e")} {TAIL}) '
+    f'| {_not("k")} {TAIL}'
+)
+# The same language with the tail written once.
+KEY_FACTORED = (
+    f'root ::= "k" | "ke" | "key" | ("key" {_not("")} | "ke" {_not("y")} | "k" {_not("e")} | {_not("k")}) {TAIL}'
+)
+
+
+def _compiler(max_fsm_nodes: int | None = None) -> xg.GrammarCompiler:
+    limits = xg.CompileLimits() if max_fsm_nodes is None else xg.CompileLimits(max_fsm_nodes=max_fsm_nodes)
+    return xg.GrammarCompiler(hf_tokenizer_info("llama3.1"), precompute_nodes=0, cache_enabled=False, limits=limits)
+
+
+def test_repeated_tails_give_the_minimal_dfa_of_the_factored_rule() -> None:
+    compiler = _compiler()
+    trie = compiler.compile_grammar(KEY_TRIE)._handle.fsm_dump()
+    factored = compiler.compile_grammar(KEY_FACTORED)._handle.fsm_dump()
+    assert trie == factored
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("k", True), ("ke", True), ("key", True), ("keys", True), ("keyé\\n", True), ("kex", True),
+        ("kz\\u00e9", True), ("x", True), ("é", True), ("kex\\q", False), ("", False), ("k\"", False),
+        ("key\\u00", False), ("ab\\", False),
+    ],
+)
+def test_repeated_tails_keep_the_language(text: str, expected: bool) -> None:
+    assert ebnf_accepts(KEY_TRIE, text) == expected
+
+
+def test_repeated_tails_are_built_once_within_the_node_budget() -> None:
+    # Each of the four branches copying the tail (with its multi-byte classes) made the
+    # construction need ~450 nodes of budget; sharing the tail and the continuation bytes
+    # keeps it near what the factored rule needs (~130). 200 fits only the shared build.
+    compiler = _compiler(max_fsm_nodes=200)
+    compiler.compile_grammar(KEY_FACTORED)
+    compiler.compile_grammar(KEY_TRIE)
+
+
+def test_a_single_tail_costs_no_extra_node() -> None:
+    # A tail that occurs once is lowered in place: the smallest budget a rule compiles under
+    # is the same as for the rule written without any tail worth sharing around it.
+    body = " ".join(["[a-z]"] * 12)
+    single = f'root ::= "x" ({body}) | "y"'
+
+    def smallest_budget(ebnf: str) -> int:
+        low, high = 1, 10_000
+        while low < high:
+            mid = (low + high) // 2
+            try:
+                _compiler(max_fsm_nodes=mid).compile_grammar(ebnf)
+                high = mid
+            except xg.ResourceLimitError:
+                low = mid + 1
+        return low
+
+    # The same rule with the 12 classes in non-tail position (followed by a byte).
+    assert smallest_budget(single) <= smallest_budget(f'root ::= "x" ({body}) "z" | "y"')
