@@ -487,6 +487,26 @@ def test_earley_items_limit_bounds_ambiguous_matching() -> None:
     assert roomy.accept_string("a" * 64) and roomy.is_completed()
 
 
+# Found by a differential run of random grammars: the root rule's subset construction makes
+# states of thousands of NFA nodes each (overlapping UTF-8 classes under nested, nullable
+# repetitions and a lookahead), so memory ran out (std::bad_alloc after ~400 s) long before
+# the node budget of 4,000,000 states.
+BLOWUP_GRAMMAR = (
+    'root ::= ((([0-9] | r2) | ("ab" "b" [0-9]) | ("ab"){2,4} | (r1){1,}) ((r2){3} | '
+    '([\\u4e00-\\u9fff\\U00010000-\\U00010fff] [0-9] "") | ("ab" | [a-c] | [\\u00e0-\\u0fff]) | '
+    '(r2 | r2 | . | r1))) (= "a" | "b" ((([0-9] | r2) | ("ab" "b" [0-9]) | ("ab"){2,4} | (r1){1,}) '
+    '((r2){3} | ([\\u4e00-\\u9fff\\U00010000-\\U00010fff] [0-9] "") | ("ab" | [a-c] | [\\u00e0-\\u0fff]) | '
+    '(r2 | r2 | . | r1))))\n'
+    'r1 ::= ((.)? (((([a-c])? ([^a])+))? | ((([a-c])? ([^a])+))?))\n'
+    'r2 ::= "w"\n'
+)
+
+
+def test_determinisation_memory_is_bounded() -> None:
+    with pytest.raises(xg.ResourceLimitError, match="determinisation exceeded its memory limit"):
+        _compiler().compile_grammar(BLOWUP_GRAMMAR)
+
+
 # Seconds of FSM construction once repetition compression is off (with it, the bound costs nothing).
 SLOW_GRAMMAR = "root ::= [a-z]{0,900000}"
 
