@@ -67,8 +67,9 @@ def test_repeated_tails_are_built_once_within_the_node_budget() -> None:
 
 
 def test_a_single_tail_costs_no_extra_node() -> None:
-    # A tail that occurs once is lowered in place: the smallest budget a rule compiles under
-    # is the same as for the rule written without any tail worth sharing around it.
+    # A tail that occurs once is lowered in place, without an entry node of its own: the rule
+    # needs no more budget than the same rule with one more byte after that tail (where the
+    # first version of the sharing needed one entry node per tail candidate, three here).
     body = " ".join(["[a-z]"] * 12)
     single = f'root ::= "x" ({body}) | "y"'
 

@@ -30,6 +30,9 @@ namespace {
 
 constexpr int kEpsilon = -1;
 
+// Appends the bytes of `v` to a lookup key (structural ids, shared-table keys).
+void AppendKeyWord(std::string* key, int32_t v) { key->append(reinterpret_cast<const char*>(&v), sizeof v); }
+
 struct NfaEdge {
   int kind;  // kEpsilon, or -2 for a byte range, or a rule id >= 0
   uint8_t lo = 0, hi = 0;
@@ -218,7 +221,7 @@ class LoweringContext {
     children.reserve(node.children.size());
     for (ExprId child : node.children) children.push_back(StructuralId(child));
     std::string key(1, static_cast<char>(node.kind));
-    auto put = [&key](int32_t v) { key.append(reinterpret_cast<const char*>(&v), sizeof v); };
+    auto put = [&key](int32_t v) { AppendKeyWord(&key, v); };
     switch (node.kind) {
       case ExprKind::kBytes:
         put(static_cast<int32_t>(node.bytes.size()));
@@ -481,20 +484,18 @@ class NfaBuilder {
   }
 
   int32_t Lower(ExprId expr, int32_t from, bool tail = false) {
-    if (tail && fragments_ && ctx_->IsSharedTail(expr) && tail_count_[ctx_->StructuralId(expr)] >= 2) {
-      const int32_t id = ctx_->StructuralId(expr);
-      auto it = shared_tails_.find(id);
-      if (it != shared_tails_.end()) {
-        AddEpsilon(from, it->second.first);
-        return it->second.second;
-      }
-      const int32_t entry = NewNode();
-      AddEpsilon(from, entry);
-      const int32_t exit = LowerOnce(expr, entry, /*tail=*/true);
-      shared_tails_.emplace(id, std::make_pair(entry, exit));
-      return exit;
+    const int32_t id = tail && fragments_ && ctx_->IsSharedTail(expr) ? ctx_->StructuralId(expr) : -1;
+    if (id < 0 || tail_count_[id] < 2) return LowerOnce(expr, from, tail);
+    auto it = shared_tails_.find(id);
+    if (it != shared_tails_.end()) {
+      AddEpsilon(from, it->second.first);
+      return it->second.second;
     }
-    return LowerOnce(expr, from, tail);
+    const int32_t entry = NewNode();
+    AddEpsilon(from, entry);
+    const int32_t exit = LowerOnce(expr, entry, /*tail=*/true);
+    shared_tails_.emplace(id, std::make_pair(entry, exit));
+    return exit;
   }
 
  private:
@@ -870,13 +871,15 @@ class SubsetConstruction {
         s_(scratch ? *scratch : *own_) {
     s_.member_of.clear();
     s_.gate_of.clear();
-    s_.reads.assign(nfa.num_nodes, 0);
-    for (int32_t n = 0; n < nfa.num_nodes; ++n) {
-      for (const NfaEdge& e : nfa.EdgesOf(n)) {
-        if (e.kind != kEpsilon) s_.reads[n] = 1;
+    if (nfa.loops.empty()) {  // Closure keeps the important nodes only (see there)
+      s_.reads.assign(nfa.num_nodes, 0);
+      for (int32_t n = 0; n < nfa.num_nodes; ++n) {
+        for (const NfaEdge& e : nfa.EdgesOf(n)) {
+          if (e.kind != kEpsilon) s_.reads[n] = 1;
+        }
       }
+      return;
     }
-    if (nfa.loops.empty()) return;
     s_.member_of.assign(nfa.num_nodes, -1);
     s_.gate_of.assign(nfa.num_nodes, -1);
     for (size_t k = 0; k < nfa.loops.size(); ++k) {
@@ -1917,7 +1920,7 @@ class BodyKeyWriter {
   static int32_t FoldedOrExact(int64_t count, int32_t max_token_bytes) {
     return count >= static_cast<int64_t>(max_token_bytes) + 4 ? kFoldedCount : static_cast<int32_t>(count);
   }
-  static void Put(std::string* key, int32_t v) { key->append(reinterpret_cast<const char*>(&v), sizeof v); }
+  static void Put(std::string* key, int32_t v) { AppendKeyWord(key, v); }
   const GrammarAst& ast_;
   std::vector<uint32_t> stamp_;
   std::vector<int32_t> local_;
@@ -2054,7 +2057,7 @@ Dfa MergedRightLinearDfa(const std::vector<Dfa>& dfas, RuleId entry, const std::
   // is refused exactly where the construction would have run past max_states.
   std::string key;
   if (total >= kMinSharedMergedNodes) {
-    auto put = [&key](int32_t v) { key.append(reinterpret_cast<const char*>(&v), sizeof v); };
+    auto put = [&key](int32_t v) { AppendKeyWord(&key, v); };
     key.push_back('M');
     for (RuleId m : members) {
       const Dfa& dfa = dfas[m];
