@@ -421,8 +421,12 @@ def _texts(compiled, draw, fullmatch):
     return texts
 
 
+# Derandomized: Python's backtracking `re` (the oracle, and hypothesis' own padding of
+# `from_regex` draws) can take exponential time on a random pattern with nested repetitions;
+# one random draw hung a run for minutes. The fixed examples stay the same run to run.
 _PROPERTY_SETTINGS = settings(
-    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]
+    max_examples=200, deadline=None, derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 
 
