@@ -282,3 +282,26 @@ def sampled_walk(grammar: xg.CompiledGrammar, rng: Any, steps: int) -> list[int]
         assert matcher.accept_token(token)
         ids.append(token)
     return ids
+
+
+def fsm_rules(dump: str) -> dict[str, list[str]]:
+    """The FSM dump as rule name -> the lines of its nodes."""
+    rules: dict[str, list[str]] = {}
+    current = None
+    for line in dump.splitlines():
+        if line.startswith("rule "):
+            current = line.split()[1]
+            rules[current] = []
+        elif current is not None:
+            rules[current].append(line)
+    return rules
+
+
+def fsm_calls(lines: list[str]) -> list[str]:
+    """The rules called from these lines of an FSM dump."""
+    return [call for line in lines for call in re.findall(r"<([^>]+)>", line)]
+
+
+def emptied(lines: list[str]) -> bool:
+    """One node, not accepting, without edges: the empty language."""
+    return len(lines) == 1 and "*" not in lines[0] and "->" not in lines[0]

@@ -87,6 +87,73 @@ std::vector<uint8_t> RecursiveRules(const std::vector<std::vector<RuleId>>& refs
   return recursive;
 }
 
+// Right-linear rules (grammar/fsm_builder.cc, MergeRightLinearGroups): a rule is pure
+// right-linear when every rule reference in its body is a tail call (nothing follows it in
+// the rule) of another pure right-linear rule, and it has no lookahead and no TagDispatch.
+// `tail_callees[r]` lists the rules r calls when r is pure; other rules are not pure.
+struct RightLinearRules {
+  std::vector<uint8_t> pure;
+  std::vector<std::vector<RuleId>> tail_callees;
+};
+
+RightLinearRules FindRightLinearRules(const GrammarAst& ast) {
+  const int32_t n = static_cast<int32_t>(ast.rules.size());
+  RightLinearRules result{std::vector<uint8_t>(n, 0), std::vector<std::vector<RuleId>>(n)};
+  // (expression, in tail position); the walk ends at the first reference out of tail position.
+  std::vector<std::pair<ExprId, bool>> stack;
+  for (RuleId r = 0; r < n; ++r) {
+    const RuleDef& rule = ast.rules[r];
+    if (rule.lookahead >= 0 || ast.node(rule.body).kind == ExprKind::kTagDispatch) continue;
+    bool only_tail_calls = true;
+    stack.assign(1, {rule.body, true});
+    while (!stack.empty() && only_tail_calls) {
+      auto [e, tail] = stack.back();
+      stack.pop_back();
+      const ExprNode& node = ast.node(e);
+      switch (node.kind) {
+        case ExprKind::kRuleRef:
+          if (tail) {
+            result.tail_callees[r].push_back(node.rule_id);
+          } else {
+            only_tail_calls = false;
+          }
+          break;
+        case ExprKind::kSequence:
+          for (size_t i = 0; i < node.children.size(); ++i) {
+            stack.emplace_back(node.children[i], tail && i + 1 == node.children.size());
+          }
+          break;
+        case ExprKind::kChoice:
+          for (ExprId child : node.children) stack.emplace_back(child, tail);
+          break;
+        case ExprKind::kRepeat:  // x? ends where x ends; any other repetition may go on
+          stack.emplace_back(node.children[0], tail && node.max_repeat == 1);
+          break;
+        default:
+          break;
+      }
+    }
+    result.pure[r] = only_tail_calls;
+    if (!only_tail_calls) result.tail_callees[r].clear();
+  }
+  // Greatest fixpoint: drop the rules that call a rule that is not pure.
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (RuleId r = 0; r < n; ++r) {
+      if (!result.pure[r]) continue;
+      for (RuleId callee : result.tail_callees[r]) {
+        if (!result.pure[callee]) {
+          result.pure[r] = 0;
+          result.tail_callees[r].clear();
+          changed = true;
+          break;
+        }
+      }
+    }
+  }
+  return result;
+}
+
 // Copies of a repetition's body in the FSM.
 int64_t RepeatCopies(const ExprNode& node, const InlineOptions& options) {
   int64_t copies = std::max<int64_t>(1, node.max_repeat < 0 ? node.min_repeat + 1 : node.max_repeat);
@@ -100,11 +167,20 @@ void InlineSmallRules(GrammarAst* ast, const InlineOptions& options) {
   const int32_t num_rules = static_cast<int32_t>(ast->rules.size());
   const std::vector<std::vector<RuleId>> refs = RuleReferences(*ast);
   const std::vector<uint8_t> recursive = RecursiveRules(refs);
+  const RightLinearRules right_linear = FindRightLinearRules(*ast);
+  // Pure right-linear rules that a rule outside the group calls: the group's entries.
+  std::vector<uint8_t> right_linear_entry(num_rules, 0);
+  for (RuleId r = 0; r < num_rules; ++r) {
+    if (right_linear.pure[r]) continue;
+    for (RuleId callee : refs[r]) right_linear_entry[callee] = right_linear.pure[callee];
+  }
 
   // Expanded size of each rule, callees first (memoised; recursion is cut at recursive rules,
   // which are never inlined and count as one node).
   std::vector<int64_t> rule_size(num_rules, -1);
   std::vector<uint8_t> inlinable(num_rules, 0);
+  // Pure right-linear rules whose body, with inlinable callees expanded, still has a call.
+  std::vector<uint8_t> keeps_call(num_rules, 0);
   std::function<int64_t(ExprId)> expr_size;
   // The walk recurses once per chained rule reference; a chain deeper than this is cut (the
   // rule there stays a call, its callees are sized from the loop below), so that a long
@@ -119,10 +195,20 @@ void InlineSmallRules(GrammarAst* ast, const InlineOptions& options) {
     int64_t size = expr_size(ast->rules[r].body);
     --chain_depth;
     rule_size[r] = size;
+    // An entry of a right-linear group that keeps a call (its callee is not inlined) becomes
+    // one DFA for the group's whole language when the FSM is built (MergeRightLinearGroups).
+    // Inlined, it would move its first bytes into the caller and leave the call to the rest:
+    // a rule boundary inside the language, where tokens stay uncertain for the Earley parser
+    // (the JSON Schema frontend's right-linear rules for a key pattern, say). Members inside
+    // the group are inlined as before.
+    keeps_call[r] = right_linear.pure[r] &&
+                    std::any_of(right_linear.tail_callees[r].begin(), right_linear.tail_callees[r].end(),
+                                [&](RuleId callee) { return !inlinable[callee] || keeps_call[callee]; });
+    const bool merged_later = right_linear_entry[r] && keeps_call[r];
     // A TagDispatch must stay a whole rule body (grammar/tag_dispatch.h).
     inlinable[r] = r != ast->root_rule && ast->rules[r].lookahead < 0 &&
                    ast->node(ast->rules[r].body).kind != ExprKind::kTagDispatch &&
-                   size <= options.max_inlined_size;
+                   size <= options.max_inlined_size && !merged_later;
     return size;
   };
   expr_size = [&](ExprId e) -> int64_t {

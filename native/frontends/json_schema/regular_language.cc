@@ -817,9 +817,13 @@ Fragment EliminateStates(const CodepointDfa& dfa, size_t max_bytes, RuleSet* rul
   return leaving(start);
 }
 
-// Automata up to this many states go through state elimination; beyond, the quadratic search
-// for the cheapest state is not worth it and every state is a rule.
-constexpr size_t kMaxEliminatedStates = 600;
+// Automata up to this many states go through state elimination; beyond, every state is a
+// rule. The FSM builder turns both forms back into one rule DFA (the expression by subset
+// construction over its Thompson NFA, the rules by MergeRightLinearGroups), but a larger
+// automaton's expression repeats sub-expressions (over 300 JSONSchemaBench schemas, the 14
+// automata above 64 states wrote 490 KB of EBNF, e.g. 11 KB per localised-name key of the
+// OCDS schema), and parsing, lowering and determinising that text cost more than the rules.
+constexpr size_t kMaxEliminatedStates = 32;
 // The largest expression state elimination may put on one edge.
 constexpr size_t kMaxExpressionBytes = 4096;
 
@@ -862,10 +866,10 @@ namespace {
 
 // DfaToFragment's writing of the minimal DFA `dfa` (not empty) as rules of `rules`.
 Fragment WriteRegularLanguage(const CodepointDfa& dfa, RuleSet* rules, const std::string& hint) {
-  // Preferably one rule whose body is the whole language: the grammar FSM then holds the
-  // language as one rule DFA, which the token-mask cache classifies exactly. Right-linear
-  // rules (the states state elimination keeps) are merged back into one DFA by the FSM
-  // builder (MergeRightLinearGroups), at the cost of determinising them there.
+  // A small automaton as one rule whose body is the whole language. Right-linear rules (a
+  // larger automaton, or the states state elimination keeps) are merged back into one DFA by
+  // the FSM builder (MergeRightLinearGroups); either way the grammar FSM holds the language as
+  // one rule DFA, which the token-mask cache classifies exactly.
   if (dfa.states.size() <= kMaxEliminatedStates) {
     return rules->Share(hint, EliminateStates(dfa, kMaxExpressionBytes, rules, hint));
   }

@@ -60,7 +60,8 @@ CodepointDfa Repeated(const CodepointDfa& unit, long long min_count, long long m
 CodepointDfa Minimized(const CodepointDfa& dfa);
 
 // Writes `dfa` as one rule whose body is a regular expression (state elimination; when the
-// expression stays within 4 KiB) or else as right-linear rules, in `rules` (names derived from
+// minimal automaton has at most 32 states and no edge's expression passes 4 KiB) or else as
+// right-linear rules, in `rules` (names derived from
 // `hint`), and returns a fragment for its language (never when empty). Throws ResourceLimitError above
 // `max_states` states.
 Fragment DfaToFragment(const CodepointDfa& dfa, RuleSet* rules, const std::string& hint,
