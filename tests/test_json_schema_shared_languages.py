@@ -1,5 +1,5 @@
-"""A regular language the JSON Schema frontend writes as rules (state elimination of its
-minimal DFA: member names of patternProperties, string patterns) is written once per
+"""A regular language the JSON Schema frontend writes as rules (its minimal DFA by state
+elimination or one rule per state: member names of patternProperties, string patterns) is written once per
 conversion and reused wherever the same language recurs (regular_language.cc,
 DfaToFragment): the grammar holds one copy, and every use keeps its own language."""
 
@@ -14,7 +14,7 @@ from xg2_plugin import _native
 from xg2_plugin.testing import ebnf_accepts
 
 # Member names "title_<BCP 47 language tag>" (from JSONSchemaBench Github_ultra---o65323): a
-# language whose state elimination writes several rules.
+# language written as several rules.
 _PATTERN = ("^(title_(((([A-Za-z]{2,3}(-([A-Za-z]{3}(-[A-Za-z]{3}){0,2}))?)|[A-Za-z]{4}|[A-Za-z]{5,8})"
             "(-([A-Za-z]{4}))?(-([A-Za-z]{2}|[0-9]{3}))?(-([A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*"
             "(-([0-9A-WY-Za-wy-z](-[A-Za-z0-9]{2,8})+))*(-(x(-[A-Za-z0-9]{1,8})+))?)|(x(-[A-Za-z0-9]{1,8})+)))$")

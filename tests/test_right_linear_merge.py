@@ -1,8 +1,8 @@
 """Right-linear rule groups become one rule DFA when the grammar FSM is built.
 
 A rule whose only calls are tail calls of other such rules (a right-linear group: the JSON
-Schema frontend writes a regular language that state elimination cannot fit in one expression
-as such rules, and hand-written EBNF often has them) has a regular language. The FSM builder
+Schema frontend writes a regular language of more than 32 states as such rules, one per state,
+and hand-written EBNF often has them) has a regular language. The FSM builder
 gives each member called from elsewhere one DFA for its whole language, so tokens that cross
 the members' boundaries are decided by the FSM-only mask cache instead of the Earley parser.
 
