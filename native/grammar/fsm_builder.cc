@@ -2000,9 +2000,8 @@ Dfa BuildRuleDfaShared(const GrammarAst& ast, ExprId body, int64_t* budget, Lowe
 // string: the rule ends right after the call) of another pure right-linear rule, and it has
 // no counted loop, lookahead or TagDispatch body. Such a rule's language is regular, and a
 // chain of them (the JSON Schema frontend's right-linear rules for a regular language of more
-// than 32 states, one rule per state) costs the mask cache dearly: every
-// token that crosses a rule boundary stays uncertain and goes through the Earley parser at
-// fill time. So each pure right-linear rule called from elsewhere gets ONE DFA for its whole
+// than 32 states, one rule per state) costs the mask cache dearly: every token that crosses a
+// rule boundary stays uncertain and goes through the Earley parser at fill time. So each pure right-linear rule called from elsewhere gets ONE DFA for its whole
 // language: a tail call becomes an epsilon edge into the callee's start (the callee's
 // accepting states end the caller too, so one shared copy per callee serves every call site),
 // then subset construction and minimisation. Members only called from inside the group become

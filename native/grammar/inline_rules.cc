@@ -90,7 +90,7 @@ std::vector<uint8_t> RecursiveRules(const std::vector<std::vector<RuleId>>& refs
 // Right-linear rules (grammar/fsm_builder.cc, MergeRightLinearGroups): a rule is pure
 // right-linear when every rule reference in its body is a tail call (nothing follows it in
 // the rule) of another pure right-linear rule, and it has no lookahead and no TagDispatch.
-// `tail_callees[r]` lists the rules r calls when r is pure; other rules are not pure.
+// `tail_callees[r]` lists the rules r calls; it is read only where pure[r].
 struct RightLinearRules {
   std::vector<uint8_t> pure;
   std::vector<std::vector<RuleId>> tail_callees;
@@ -134,7 +134,6 @@ RightLinearRules FindRightLinearRules(const GrammarAst& ast) {
       }
     }
     result.pure[r] = only_tail_calls;
-    if (!only_tail_calls) result.tail_callees[r].clear();
   }
   // Greatest fixpoint: drop the rules that call a rule that is not pure.
   for (bool changed = true; changed;) {
@@ -144,7 +143,6 @@ RightLinearRules FindRightLinearRules(const GrammarAst& ast) {
       for (RuleId callee : result.tail_callees[r]) {
         if (!result.pure[callee]) {
           result.pure[r] = 0;
-          result.tail_callees[r].clear();
           changed = true;
           break;
         }
