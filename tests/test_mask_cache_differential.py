@@ -420,3 +420,27 @@ def test_chain_bound_grammar_masks_match_reference(tokenizer: str) -> None:
             assert compare_masks_along(grammar, encode_continuation(tokenizer, text), require_accept=True) > 1
         for _ in range(4):
             compare_masks_along(grammar, sampled_ids(grammar, rng, bitmask, 10))
+
+
+# The time formats' leap-second table calls one shared rule (":60" and the fraction, with a
+# lookahead for the offset) from each of its 1,440 local minutes, next to the byte edges of
+# ordinary seconds (string_formats.cc, LeapSecondTime): tokens at that node are decided partly
+# by the node's bytes and partly through the call.
+LEAP_SECOND_TEXTS = ['"2016-12-31T23:59:60Z"', '"1998-12-31T15:59:60.123-08:00"', '"2016-12-31T00:00:60+00:01"',
+                     '"2024-02-29T12:34:56.789+05:30"', '"2016-12-31T12:29:60.5+12:30"', '"2016-12-31T23:58:60Z"']
+
+
+@pytest.mark.parametrize("tokenizer", ["llama3.1", "phi-3"])
+@pytest.mark.parametrize("mechanism", ["all", "ahead_of_time"])
+def test_leap_second_masks_match_reference(tokenizer: str, mechanism: str) -> None:
+    compiler = xg.GrammarCompiler(hf_tokenizer_info(tokenizer), **MECHANISMS[mechanism])
+    schema = {"type": "object", "properties": {"at": {"type": "string", "format": "date-time"},
+                                               "clock": {"type": "string", "format": "time"}}}
+    grammar = compiler.compile_json_schema(schema, any_whitespace=False)
+    checked = 0
+    for text in LEAP_SECOND_TEXTS:
+        valid = text != '"2016-12-31T23:58:60Z"'
+        for key, value in (("at", text), ("clock", '"' + text.split("T")[1])):
+            document = '{"' + key + '": ' + value + "}"
+            checked += compare_masks_along(grammar, encode_continuation(tokenizer, document), require_accept=valid)
+    assert checked > 100

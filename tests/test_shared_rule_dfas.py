@@ -19,15 +19,19 @@ from xg2_test_support import hf_tokenizer_info
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# A closed rule body of some thousand distinct nodes (shared as a rule DFA), and the
-# date-time format, whose leap-second rules form a right-linear group of ~11,000 merged
-# states (shared as a group).
+# A closed rule body of some thousand distinct nodes (shared as a rule DFA); the date-time
+# format, whose leap-second table is one rule of ~5,000 states that calls another (shared as
+# a rule DFA with a rule edge); and a pattern under a long maxLength, which the JSON Schema
+# frontend writes as one right-linear rule per automaton state (shared as a merged group).
 _WIDE = " | ".join(f'"k{i:04d}" [a-f]{{2}} ("x" | "y{i % 7}")' for i in range(300))
 GRAMMAR_A = f'root ::= "<" wide ">" | "[" wide "]"\nwide ::= {_WIDE}\n'
 GRAMMAR_B = f'root ::= "(" other ")"\nother ::= {_WIDE}\n'
 SCHEMA_A = {"type": "object", "properties": {"when": {"type": "string", "format": "date-time"}},
             "required": ["when"], "additionalProperties": False}
 SCHEMA_B = {"type": "array", "items": {"type": "string", "format": "date-time"}, "maxItems": 3}
+_VERSION = {"type": "string", "pattern": "^(\\d+\\.\\d+\\.\\d+.*)$", "maxLength": 32}
+SCHEMA_GROUP_A = {"type": "object", "properties": {"version": _VERSION}, "required": ["version"]}
+SCHEMA_GROUP_B = {"type": "array", "items": _VERSION, "maxItems": 2}
 
 _COLD = """
 import json, sys
@@ -87,6 +91,7 @@ GRAMMAR_NULLABLE_D = f'root ::= "<" alpha{{0,150}} ">"\nalpha ::= "" | "(" alpha
 @pytest.mark.parametrize("kind, first, second", [
     ("ebnf", GRAMMAR_A, GRAMMAR_B),
     ("schema", json.dumps(SCHEMA_A), json.dumps(SCHEMA_B)),
+    ("schema", json.dumps(SCHEMA_GROUP_A), json.dumps(SCHEMA_GROUP_B)),
     ("ebnf", GRAMMAR_REFS_A, GRAMMAR_REFS_B),
     ("ebnf", GRAMMAR_REFS_A, GRAMMAR_REFS_SWAPPED),
     ("ebnf", GRAMMAR_NULLABLE_A, GRAMMAR_NULLABLE_B),

@@ -206,6 +206,17 @@ Fragment RuleSet::Share(std::string_view hint, const Fragment& body) {
   return Fragment::Atom(name);
 }
 
+Fragment RuleSet::ShareWithLookahead(std::string_view hint, const Fragment& body, const Fragment& lookahead) {
+  std::string text = body.TextAs(Fragment::Binding::kAlternation) + " (= " +
+                     lookahead.TextAs(Fragment::Binding::kAlternation) + ")";
+  auto found = name_of_body_.find(text);
+  if (found != name_of_body_.end()) return Fragment::Atom(found->second);
+  std::string name = Reserve(hint);
+  Define(name, Fragment::Atom(text));
+  name_of_body_.emplace(std::move(text), name);
+  return Fragment::Atom(name);
+}
+
 bool RuleSet::IsDefined(const std::string& name) const {
   auto found = index_of_name_.find(name);
   return found != index_of_name_.end() && !rules_[found->second].body.empty();

@@ -71,6 +71,12 @@ class RuleSet {
   // A fragment for `body`: itself when it is a short atom, else a reference to a rule with
   // exactly that body (an existing one when some rule already has it). Never stays never.
   Fragment Share(std::string_view hint, const Fragment& body);
+  // A reference to a rule `name ::= body (= lookahead)` (an existing one with the same text,
+  // else a fresh one): `lookahead` must follow every use of the reference. A rule with a
+  // lookahead stays a rule (grammar/inline_rules.h never inlines one), so this also shares
+  // one copy of `body` among many call sites where inlined copies would each add automaton
+  // states. `body` and `lookahead` must not be never.
+  Fragment ShareWithLookahead(std::string_view hint, const Fragment& body, const Fragment& lookahead);
   // Reserves the claimed name `name` for a later Define.
   void ReserveNamed(const std::string& name);
   // Defines `name` (which must be free) with `body`; for fixed names such as "root".

@@ -49,23 +49,30 @@ Fragment Date(RuleSet* rules) {
 std::string TwoDigits(int n) { return std::string(1, static_cast<char>('0' + n / 10)) + static_cast<char>('0' + n % 10); }
 
 // hh:mm:60 (RFC 3339 leap second) only where the time is 23:59:60 UTC, i.e. the local time
-// is 23:59 shifted by the offset. Each local hh:mm has one offset of each sign; the
-// alternatives are nested by hour, then minute, so that a parser predicts few at a time.
+// is 23:59 shifted by the offset: "+" the local time plus one minute, "-" 23:59 minus the
+// local time. The offset depends on the hour and the minute both, read before ":60" (a
+// crossing dependency, which no grammar states with fewer than one path per local minute),
+// so the automaton carries one state per local minute from the minute to the offset.
+// ":60" and the fraction between them are one rule that all 1,440 paths call: inlined, its
+// states would be copied onto every path (about 11k states for `time` instead of 5k, and
+// each grammar with a time in it pays per state). Its lookahead, the offset that always
+// follows, keeps it a rule.
 Fragment LeapSecondTime(RuleSet* rules, const Fragment& fraction) {
-  std::vector<std::vector<Fragment>> by_hour(24);
-  for (int local = 0; local < 24 * 60; ++local) {
-    std::vector<Fragment> zones;
-    for (int sign : {1, -1}) {
-      int offset = ((sign * (local - (23 * 60 + 59))) % 1440 + 1440) % 1440;
-      zones.push_back(L((sign > 0 ? "+" : "-") + TwoDigits(offset / 60) + ":" + TwoDigits(offset % 60)));
-    }
-    if (local == 23 * 60 + 59) zones.push_back(C("[Zz]"));
-    by_hour[local / 60].push_back(Seq({L(TwoDigits(local % 60) + ":60"), fraction, Alt(zones)}));
-  }
+  Fragment tail = rules->ShareWithLookahead("format_leap_60", Seq({L(":60"), fraction}), C("[+\\-Zz]"));
   std::vector<Fragment> hours;
   for (int hour = 0; hour < 24; ++hour) {
-    Fragment minutes = rules->Share("format_leap_minute", Alt(by_hour[hour]));
-    hours.push_back(Seq({L(TwoDigits(hour) + ":"), minutes}));
+    std::vector<Fragment> minutes;
+    for (int minute = 0; minute < 60; ++minute) {
+      const int local = hour * 60 + minute;
+      std::vector<Fragment> zones;
+      for (int sign : {1, -1}) {
+        int offset = ((sign * (local - (23 * 60 + 59))) % 1440 + 1440) % 1440;
+        zones.push_back(L((sign > 0 ? "+" : "-") + TwoDigits(offset / 60) + ":" + TwoDigits(offset % 60)));
+      }
+      if (local == 23 * 60 + 59) zones.push_back(C("[Zz]"));
+      minutes.push_back(Seq({L(TwoDigits(minute)), tail, Alt(zones)}));
+    }
+    hours.push_back(Seq({L(TwoDigits(hour) + ":"), Alt(minutes)}));
   }
   return rules->Share("format_leap_second_time", Alt(hours));
 }
