@@ -168,6 +168,63 @@ struct BuildScratch;  // working memory of the rule builds, defined with BuildRu
 
 // Shared by every rule lowered for one grammar: compression settings, AST-level nullability
 // and the synthetic rules created for lifted repetitions and bodies.
+// Hash-consing of int32 sequences: equal sequences get equal ids, numbered from 0 in order of
+// first appearance. Keys live back to back in one arena and the table is open addressing, so
+// interning allocates nothing per key (LoweringContext::StructuralId interns one key per
+// expression node of a rule body).
+class SequenceInterner {
+ public:
+  int32_t Intern(const std::vector<int32_t>& key) {
+    if (2 * (spans_.size() + 1) > slots_.size()) Grow();
+    const uint64_t hash = Hash(key);
+    const size_t mask = slots_.size() - 1;
+    for (size_t i = hash & mask;; i = (i + 1) & mask) {
+      const int32_t id = slots_[i];
+      if (id < 0) {
+        slots_[i] = static_cast<int32_t>(spans_.size());
+        spans_.push_back({words_.size(), key.size()});
+        hashes_.push_back(hash);
+        words_.insert(words_.end(), key.begin(), key.end());
+        return slots_[i];
+      }
+      if (hashes_[id] == hash && Equals(id, key)) return id;
+    }
+  }
+
+ private:
+  struct Span {
+    size_t offset;
+    size_t size;
+  };
+  static uint64_t Hash(const std::vector<int32_t>& key) {
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ key.size();
+    for (int32_t w : key) {
+      h ^= static_cast<uint32_t>(w);
+      h *= 0xFF51AFD7ED558CCDull;
+      h ^= h >> 29;
+    }
+    return h;
+  }
+  bool Equals(int32_t id, const std::vector<int32_t>& key) const {
+    const Span& span = spans_[id];
+    return span.size == key.size() && std::equal(key.begin(), key.end(), words_.begin() + static_cast<std::ptrdiff_t>(span.offset));
+  }
+  void Grow() {
+    slots_.assign(std::max<size_t>(64, 2 * slots_.size()), -1);
+    const size_t mask = slots_.size() - 1;
+    for (size_t id = 0; id < spans_.size(); ++id) {
+      size_t i = hashes_[id] & mask;
+      while (slots_[i] >= 0) i = (i + 1) & mask;
+      slots_[i] = static_cast<int32_t>(id);
+    }
+  }
+
+  std::vector<int32_t> words_;
+  std::vector<Span> spans_;      // per id: its key in words_
+  std::vector<uint64_t> hashes_;  // per id
+  std::vector<int32_t> slots_;   // ids, -1 for empty; a power of two, at most half full
+};
+
 class LoweringContext {
  public:
   LoweringContext(const GrammarAst& ast, const FsmBuildLimits& limits)
@@ -217,38 +274,45 @@ class LoweringContext {
     if (structural_id_.empty()) structural_id_.assign(ast_.nodes.size(), -1);
     if (structural_id_[e] >= 0) return structural_id_[e];
     const ExprNode& node = ast_.node(e);
-    std::vector<int32_t> children;
-    children.reserve(node.children.size());
-    for (ExprId child : node.children) children.push_back(StructuralId(child));
-    std::string key(1, static_cast<char>(node.kind));
-    auto put = [&key](int32_t v) { AppendKeyWord(&key, v); };
+    for (ExprId child : node.children) StructuralId(child);
+    // The key: kind, payload, -1, the children's ids (built after the recursion, which uses
+    // the same scratch vector).
+    std::vector<int32_t>& key = structural_key_;
+    key.clear();
+    key.push_back(static_cast<int32_t>(node.kind));
     switch (node.kind) {
       case ExprKind::kBytes:
-        put(static_cast<int32_t>(node.bytes.size()));
-        key.append(node.bytes);
+        key.push_back(static_cast<int32_t>(node.bytes.size()));
+        for (size_t i = 0; i < node.bytes.size(); i += 4) {
+          uint32_t word = 0;
+          for (size_t j = i; j < std::min(i + 4, node.bytes.size()); ++j) {
+            word |= static_cast<uint32_t>(static_cast<uint8_t>(node.bytes[j])) << (8 * (j - i));
+          }
+          key.push_back(static_cast<int32_t>(word));
+        }
         break;
       case ExprKind::kCharClass:
         for (const CodepointRange& r : node.ranges) {
-          put(static_cast<int32_t>(r.first));
-          put(static_cast<int32_t>(r.last));
+          key.push_back(static_cast<int32_t>(r.first));
+          key.push_back(static_cast<int32_t>(r.last));
         }
         break;
       case ExprKind::kRuleRef:
-        put(node.rule_id);
+        key.push_back(node.rule_id);
         break;
       case ExprKind::kRepeat:
-        put(node.min_repeat);
-        put(node.max_repeat);
+        key.push_back(node.min_repeat);
+        key.push_back(node.max_repeat);
         break;
       case ExprKind::kTagDispatch:
-        put(node.tag_dispatch);
+        key.push_back(node.tag_dispatch);
         break;
       default:
         break;
     }
-    put(-1);
-    for (int32_t child : children) put(child);
-    const int32_t id = structural_ids_.emplace(std::move(key), static_cast<int32_t>(structural_ids_.size())).first->second;
+    key.push_back(-1);
+    for (ExprId child : node.children) key.push_back(structural_id_[child]);
+    const int32_t id = structural_ids_.Intern(key);
     structural_id_[e] = id;
     return id;
   }
@@ -421,7 +485,8 @@ class LoweringContext {
   std::vector<int64_t> fragment_size_;
   std::map<ExprId, Dfa> fragments_;
   std::vector<int32_t> structural_id_;  // per expression node, -1 until computed
-  std::unordered_map<std::string, int32_t> structural_ids_;
+  SequenceInterner structural_ids_;
+  std::vector<int32_t> structural_key_;  // StructuralId's scratch
 
   int64_t FragmentSize(ExprId e) {
     if (fragment_size_[e] >= 0) return fragment_size_[e];
