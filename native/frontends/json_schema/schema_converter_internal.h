@@ -160,9 +160,10 @@ class SchemaConverter {
   void MergeObjectKeywords(const JsonValue& a, const JsonValue& b, const std::string& pointer,
                            std::vector<JsonValue::Member>* out);
   const JsonValue& Dereferenced(const JsonValue& schema, const std::string& pointer);
-  bool Disjoint(const JsonValue& a, const JsonValue& b, const std::string& pointer, int budget);
   // `generated`: `a` stands for the values the grammar generates for it (strict mode).
   bool Excludes(const JsonValue& a, const JsonValue& b, const std::string& pointer, int budget, bool generated);
+  bool FlatExcludes(const JsonValue& a, bool exact_a, const JsonValue& b, const std::string& pointer, int budget,
+                    bool generated);
   std::optional<JsonValue> FlatBranch(const JsonValue& schema, const std::string& pointer, bool* exact);
   Fragment OneOf(const Node& node, int depth);
   void MergeArrayKeywords(const JsonValue& a, const JsonValue& b, std::vector<JsonValue::Member>* out);

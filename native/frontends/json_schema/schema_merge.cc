@@ -665,8 +665,12 @@ bool SchemaConverter::Excludes(const JsonValue& a_in, const JsonValue& b_in, con
   std::optional<JsonValue> flat_a = FlatBranch(a_in, pointer, &exact_a);
   std::optional<JsonValue> flat_b = FlatBranch(b_in, pointer, &exact_b);
   if (!flat_a || !flat_b) return false;
-  const JsonValue& a = *flat_a;
-  const JsonValue& b = *flat_b;
+  return FlatExcludes(*flat_a, exact_a, *flat_b, pointer, budget, generated);
+}
+
+// Excludes for schemas FlatBranch has flattened already (`exact_a`: FlatBranch's `exact` for `a`).
+bool SchemaConverter::FlatExcludes(const JsonValue& a, bool exact_a, const JsonValue& b, const std::string& pointer,
+                                   int budget, bool generated) {
   if (a.is_bool() && !a.bool_value()) return true;
   if (b.is_bool() && !b.bool_value()) return true;
   // Alternatives without sibling keywords: every alternative must be excluded.
@@ -729,19 +733,35 @@ bool SchemaConverter::Excludes(const JsonValue& a_in, const JsonValue& b_in, con
   return false;
 }
 
-bool SchemaConverter::Disjoint(const JsonValue& a, const JsonValue& b, const std::string& pointer, int budget) {
-  return Excludes(a, b, pointer, budget, true) && Excludes(b, a, pointer, budget, true);
-}
-
 Fragment SchemaConverter::OneOf(const Node& node, int depth) {
   const JsonValue& branches = *node.schema.Find("oneOf");
   if (!branches.is_array() || branches.array_items().empty()) {
     Invalid("keyword 'oneOf' at " + ShowPointer(node.pointer) + " must be a non-empty array");
   }
   const std::vector<JsonValue>& items = branches.array_items();
+  // Each branch is flattened once, on its first pair, for all its pairs (a flat branch is a
+  // merged copy; n branches have n(n-1)/2 pairs, each checked both ways).
+  std::vector<std::optional<JsonValue>> flat(items.size());
+  std::vector<uint8_t> flattened(items.size(), 0), exact(items.size(), 1);
+  auto flat_branch = [&](size_t i) -> const std::optional<JsonValue>& {
+    if (!flattened[i]) {
+      bool is_exact = true;
+      flat[i] = FlatBranch(items[i], node.pointer, &is_exact);
+      exact[i] = is_exact;
+      flattened[i] = 1;
+    }
+    return flat[i];
+  };
+  constexpr int kDisjointBudget = 8;  // nesting depth of the structural comparison
+  auto disjoint = [&](size_t i, size_t j) {
+    const std::optional<JsonValue>& a = flat_branch(i);
+    const std::optional<JsonValue>& b = flat_branch(j);
+    return a && b && FlatExcludes(*a, exact[i], *b, node.pointer, kDisjointBudget, true) &&
+           FlatExcludes(*b, exact[j], *a, node.pointer, kDisjointBudget, true);
+  };
   for (size_t i = 0; i < items.size(); ++i) {
     for (size_t j = i + 1; j < items.size(); ++j) {
-      if (Disjoint(items[i], items[j], node.pointer, 8)) continue;
+      if (disjoint(i, j)) continue;
       Unsupported("keyword 'oneOf' at " + ShowPointer(node.pointer) + ": branches " + std::to_string(i) +
                   " and " + std::to_string(j) + " are not provably disjoint");
       i = j = items.size();  // reported once; lenient: the branches become anyOf
