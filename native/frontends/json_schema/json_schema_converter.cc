@@ -189,6 +189,17 @@ Fragment JsonCharFragment() {
   return Alt({Fragment::Atom("[^\"\\\\\\x00-\\x1F]"), escape});
 }
 
+namespace {
+
+// JsonCharFragment as an automaton (the unit that minLength and maxLength count), built once
+// per process: it is immutable and every length-bounded pattern or format needs it.
+const CodepointDfa& JsonCharDfa() {
+  static const CodepointDfa* dfa = new CodepointDfa(DfaFromExpression(JsonCharFragment().text()));
+  return *dfa;
+}
+
+}  // namespace
+
 // Format names that no JSON Schema draft defines (e.g. "path", "byte", "int64"): they have
 // no validation meaning (jsonschema's FormatChecker accepts every string for them), so
 // the converter treats them as annotations.
@@ -1744,13 +1755,13 @@ Fragment SchemaConverter::StringValue(const Node& node) {
     with_length = false;
     min_length.reset();
   }
+  std::optional<CodepointDfa> first_language;  // languages[0] as an automaton, once built
   if (with_length && languages.size() == 1) {
     // Lengths the pattern or format already implies (e.g. minLength 1 next to date-time)
     // are dropped, so that language is written as is rather than as a product automaton.
     try {
-      if (LengthImplied(DfaFromEbnf(languages[0].second, "xg2_language_root"),
-                        DfaFromExpression(JsonCharFragment().text()), min_length.value_or(0),
-                        max_length.value_or(-1))) {
+      first_language = DfaFromEbnf(languages[0].second, "xg2_language_root");
+      if (LengthImplied(*first_language, JsonCharDfa(), min_length.value_or(0), max_length.value_or(-1))) {
         with_length = false;
         min_length.reset();
         max_length.reset();
@@ -1770,10 +1781,11 @@ Fragment SchemaConverter::StringValue(const Node& node) {
     if (cached != string_languages_.end()) return cached->second;
     try {
       auto json_chars = [&] {
-        return Repeated(DfaFromExpression(JsonCharFragment().text()), 0, -1);  // lengths: below
+        return Repeated(JsonCharDfa(), 0, -1);  // lengths: below
       };
       CodepointDfa language = languages[0].second.empty() ? json_chars()
-                                                          : DfaFromEbnf(languages[0].second, "xg2_language_root");
+                              : first_language      ? std::move(*first_language)
+                                                    : DfaFromEbnf(languages[0].second, "xg2_language_root");
       for (size_t i = 1; i < languages.size(); ++i) {
         if (languages[i].second.empty()) continue;  // the length: last, below
         language = Product(language, DfaFromEbnf(languages[i].second, "xg2_language_root"),
@@ -1784,7 +1796,7 @@ Fragment SchemaConverter::StringValue(const Node& node) {
       }
       std::string chars_hint = RuleHint(node.pointer) + "_chars";
       Fragment intersected =
-          with_length ? LengthBoundedFragment(language, DfaFromExpression(JsonCharFragment().text()),
+          with_length ? LengthBoundedFragment(language, JsonCharDfa(),
                                               CommonRule("json_char"), min_length.value_or(0),
                                               max_length.value_or(-1), &rules_, chars_hint)
                       : DfaToFragment(language, &rules_, chars_hint);
