@@ -8,27 +8,9 @@
 
 namespace xg2 {
 
-// Marks every state from which a marked state is reachable. `reverse[s]` lists the
-// predecessors of state s; `marked` starts as the targets (e.g. the accepting states) and
-// ends as the set of states that can reach one of them ("live" states of an automaton).
-inline void MarkCoReachable(const std::vector<std::vector<int32_t>>& reverse, std::vector<uint8_t>* marked) {
-  std::vector<int32_t> stack;
-  for (size_t i = 0; i < marked->size(); ++i) {
-    if ((*marked)[i]) stack.push_back(static_cast<int32_t>(i));
-  }
-  while (!stack.empty()) {
-    int32_t s = stack.back();
-    stack.pop_back();
-    for (int32_t p : reverse[s]) {
-      if (!(*marked)[p]) {
-        (*marked)[p] = 1;
-        stack.push_back(p);
-      }
-    }
-  }
-}
-
-// The same over predecessors in CSR form: those of state s are
+// Marks every state from which a marked state is reachable: `marked` starts as the targets
+// (e.g. the accepting states) and ends as the set of states that can reach one of them
+// ("live" states of an automaton). The predecessors of state s are
 // reverse[reverse_begin[s], reverse_begin[s + 1]). `stack` is working memory (its capacity is
 // reused by the caller across calls).
 inline void MarkCoReachable(const std::vector<int32_t>& reverse_begin, const std::vector<int32_t>& reverse,

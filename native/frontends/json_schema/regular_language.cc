@@ -1,5 +1,6 @@
 // Code-point automata: Thompson construction from the grammar AST, subset construction
-// over code-point intervals, product, Moore minimisation, and right-linear EBNF output.
+// over code-point intervals, product, minimisation (one pass when acyclic, else Hopcroft),
+// and right-linear EBNF output.
 #include "frontends/json_schema/regular_language.h"
 
 #include <algorithm>
@@ -23,7 +24,7 @@ namespace xg2 {
 namespace {
 
 constexpr int kMaxInlineDepth = 64;
-constexpr size_t kMaxMooreStates = 600;
+constexpr size_t kMaxMinimizedStates = 600;
 
 struct NfaEdge {
   uint32_t lo, hi;  // lo > hi: an epsilon edge
@@ -215,17 +216,20 @@ class SubsetConstruction {
 
   int32_t IdOf(const std::vector<int32_t>& seeds) {
     Close(seeds, &closure_);
-    auto [it, inserted] = ids_.emplace(closure_, static_cast<int32_t>(sets_.size()));
-    if (inserted) {
-      if (sets_.size() >= kMaxAutomatonStates) {
-        throw ResourceLimitError("regular language too large (more than " +
-                                 std::to_string(kMaxAutomatonStates) + " automaton states)");
-      }
-      sets_.push_back(closure_);
-      dfa_.states.emplace_back();
-      dfa_.states.back().accepting = std::binary_search(closure_.begin(), closure_.end(), accept_);
+    // Looked up before inserting: emplace would copy the set into a new node even when it
+    // is there already, and most lookups find it.
+    auto found = ids_.find(closure_);
+    if (found != ids_.end()) return found->second;
+    if (sets_.size() >= kMaxAutomatonStates) {
+      throw ResourceLimitError("regular language too large (more than " +
+                               std::to_string(kMaxAutomatonStates) + " automaton states)");
     }
-    return it->second;
+    const int32_t id = static_cast<int32_t>(sets_.size());
+    ids_.emplace(closure_, id);
+    sets_.push_back(closure_);
+    dfa_.states.emplace_back();
+    dfa_.states.back().accepting = std::binary_search(closure_.begin(), closure_.end(), accept_);
+    return id;
   }
 
   const std::vector<std::vector<NfaEdge>>& nfa_;
@@ -402,7 +406,7 @@ CodepointDfa Repeated(const CodepointDfa& unit, long long min_count, long long m
 
 namespace {
 
-// Appends state i's Moore signature under `cls` to `out`: its class, then each edge to a
+// Appends state i's signature under `cls` to `out`: its class, then each edge to a
 // live state as (lo, hi, target class), adjacent intervals into one class merged.
 void AppendSignature(const CodepointDfa& dfa, size_t i, const std::vector<int32_t>& cls, std::vector<int64_t>* out) {
   std::vector<int64_t>& buffer = *out;
@@ -432,7 +436,7 @@ struct SignatureHash {
   }
 };
 
-// The Moore fixpoint of Minimized in one pass where the live states reachable from the start
+// The coarsest partition (Moore's fixpoint) in one pass where the live states reachable from the start
 // form no cycle (Revuz): visited so that every state comes after the states it steps to, a
 // state's class is that of its signature (its acceptance for the class, then its edges),
 // which names only classes already final. Bounded lengths make exactly such automata (a
@@ -477,62 +481,216 @@ bool AcyclicClasses(const CodepointDfa& dfa, std::vector<int32_t>* cls_inout) {
   return true;
 }
 
+// Hopcroft's partition refinement on the symbol classes of `dfa`'s live edges (the pieces
+// between every edge's lo and hi + 1): a splitter block's incoming edges group their sources
+// by the symbols that lead into it, each block splits by those groups, and all parts but the
+// largest of a block that was not waiting already join the worklist. It reaches Moore's
+// fixpoint without Moore's rounds (one per state along a chain of look-alike states, as in
+// the complement of a set of names). On input `cls` holds each live state's acceptance
+// (1 / 0) and -1 for dead states; on output the coarsest stable partition, its classes
+// numbered from 0.
+void RefineClasses(const CodepointDfa& dfa, std::vector<int32_t>* cls_inout) {
+  std::vector<int32_t>& cls = *cls_inout;
+  const int32_t n = static_cast<int32_t>(dfa.states.size());
+  std::vector<uint32_t> cuts;
+  for (int32_t s = 0; s < n; ++s) {
+    if (cls[s] < 0) continue;
+    for (const auto& e : dfa.states[s].edges) {
+      if (cls[e.target] < 0) continue;
+      cuts.push_back(e.lo);
+      cuts.push_back(e.hi + 1);
+    }
+  }
+  std::sort(cuts.begin(), cuts.end());
+  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  auto symbol_at = [&cuts](uint32_t boundary) {
+    return static_cast<int32_t>(std::lower_bound(cuts.begin(), cuts.end(), boundary) - cuts.begin());
+  };
+  // Incoming edges per target (CSR): the symbols [lo, hi] and the source.
+  struct Run {
+    int32_t lo;
+    int32_t hi;
+    int32_t source;
+  };
+  std::vector<int32_t> in_begin(n + 1, 0);
+  for (int32_t s = 0; s < n; ++s) {
+    if (cls[s] < 0) continue;
+    for (const auto& e : dfa.states[s].edges) {
+      if (cls[e.target] >= 0) ++in_begin[e.target + 1];
+    }
+  }
+  for (int32_t t = 0; t < n; ++t) in_begin[t + 1] += in_begin[t];
+  std::vector<Run> in_runs(in_begin[n]);
+  {
+    std::vector<int32_t> fill(in_begin.begin(), in_begin.end() - 1);
+    for (int32_t s = 0; s < n; ++s) {
+      if (cls[s] < 0) continue;
+      for (const auto& e : dfa.states[s].edges) {
+        if (cls[e.target] >= 0) in_runs[fill[e.target]++] = {symbol_at(e.lo), symbol_at(e.hi + 1) - 1, s};
+      }
+    }
+  }
+  // The partition: block b's states are elems[first[b], end[b]); while a splitter is
+  // applied, the touched ones are moved to elems[first[b], mid[b]).
+  std::vector<int32_t> elems, loc(n, -1), block_of(n, -1), first, end, mid;
+  for (int32_t b = 0, at = 0; b < 2; ++b) {
+    first.push_back(at);
+    mid.push_back(at);
+    for (int32_t s = 0; s < n; ++s) {
+      if (cls[s] != b) continue;
+      loc[s] = at++;
+      elems.push_back(s);
+      block_of[s] = b;
+    }
+    end.push_back(at);
+  }
+  std::vector<int32_t> worklist;
+  for (int32_t b = 0; b < 2; ++b) {
+    if (first[b] < end[b]) worklist.push_back(b);
+  }
+  std::vector<uint8_t> in_worklist(2, 1);
+  // Per splitter: each source's runs into it (a list threaded through `hits`), then its
+  // signature (the maximal runs) in `words`.
+  struct Hit {
+    int32_t lo;
+    int32_t hi;
+    int32_t next;
+  };
+  std::vector<Hit> hits;
+  std::vector<int32_t> hit_head(n, -1), sources, touched;
+  std::vector<int64_t> words;
+  std::vector<uint32_t> sig_begin(n), sig_end(n);
+  std::vector<std::pair<int32_t, int32_t>> runs;
+  auto signature_less = [&](int32_t a, int32_t b) {
+    return std::lexicographical_compare(words.begin() + sig_begin[a], words.begin() + sig_end[a],
+                                        words.begin() + sig_begin[b], words.begin() + sig_end[b]);
+  };
+  auto same_signature = [&](int32_t a, int32_t b) {
+    return std::equal(words.begin() + sig_begin[a], words.begin() + sig_end[a], words.begin() + sig_begin[b],
+                      words.begin() + sig_end[b]);
+  };
+  while (!worklist.empty()) {
+    const int32_t splitter = worklist.back();
+    worklist.pop_back();
+    in_worklist[splitter] = 0;
+    hits.clear();
+    sources.clear();
+    for (int32_t k = first[splitter]; k < end[splitter]; ++k) {
+      const int32_t t = elems[k];
+      for (int32_t i = in_begin[t]; i < in_begin[t + 1]; ++i) {
+        const Run& run = in_runs[i];
+        if (hit_head[run.source] < 0) sources.push_back(run.source);
+        hits.push_back({run.lo, run.hi, hit_head[run.source]});
+        hit_head[run.source] = static_cast<int32_t>(hits.size()) - 1;
+      }
+    }
+    words.clear();
+    touched.clear();
+    for (int32_t s : sources) {
+      runs.clear();
+      for (int32_t h = hit_head[s]; h >= 0; h = hits[h].next) runs.push_back({hits[h].lo, hits[h].hi});
+      hit_head[s] = -1;
+      std::sort(runs.begin(), runs.end());
+      // Maximal runs: the runs of one state are disjoint, so only neighbours join.
+      sig_begin[s] = static_cast<uint32_t>(words.size());
+      for (size_t r = 0; r < runs.size();) {
+        const int32_t lo = runs[r].first;
+        int32_t hi = runs[r].second;
+        for (++r; r < runs.size() && runs[r].first == hi + 1; ++r) hi = runs[r].second;
+        words.push_back((static_cast<int64_t>(lo) << 32) | static_cast<uint32_t>(hi));
+      }
+      sig_end[s] = static_cast<uint32_t>(words.size());
+      const int32_t b = block_of[s];
+      if (mid[b] == first[b]) touched.push_back(b);
+      const int32_t other = elems[mid[b]];
+      std::swap(elems[loc[s]], elems[mid[b]]);
+      loc[other] = loc[s];
+      loc[s] = mid[b]++;
+    }
+    for (int32_t b : touched) {
+      const int32_t lo = first[b], hi = mid[b];
+      mid[b] = first[b];
+      std::sort(elems.begin() + lo, elems.begin() + hi, signature_less);
+      for (int32_t k = lo; k < hi; ++k) loc[elems[k]] = k;
+      if (hi == end[b] && same_signature(elems[lo], elems[hi - 1])) continue;
+      // The parts: runs of equal signatures in [lo, hi), then the untouched [hi, end).
+      int32_t largest_first = hi, largest_end = end[b];
+      for (int32_t k = lo; k < hi;) {
+        int32_t j = k + 1;
+        while (j < hi && same_signature(elems[k], elems[j])) ++j;
+        if (j - k > largest_end - largest_first) {
+          largest_first = k;
+          largest_end = j;
+        }
+        k = j;
+      }
+      auto new_block = [&](int32_t from, int32_t to) {
+        if (from == to || from == largest_first) return;
+        const int32_t nb = static_cast<int32_t>(first.size());
+        first.push_back(from);
+        end.push_back(to);
+        mid.push_back(from);
+        for (int32_t k = from; k < to; ++k) block_of[elems[k]] = nb;
+        in_worklist.push_back(1);
+        worklist.push_back(nb);
+      };
+      for (int32_t k = lo; k < hi;) {
+        int32_t j = k + 1;
+        while (j < hi && same_signature(elems[k], elems[j])) ++j;
+        new_block(k, j);
+        k = j;
+      }
+      new_block(hi, end[b]);
+      first[b] = mid[b] = largest_first;
+      end[b] = largest_end;
+    }
+  }
+  // Blocks renumbered densely (an initial block may be empty), as callers index by class.
+  std::vector<int32_t> dense(first.size(), -1);
+  int32_t classes = 0;
+  for (int32_t s = 0; s < n; ++s) {
+    if (cls[s] < 0) continue;
+    int32_t& id = dense[block_of[s]];
+    if (id < 0) id = classes++;
+    cls[s] = id;
+  }
+}
+
 }  // namespace
 
 CodepointDfa Minimized(const CodepointDfa& dfa) {
   size_t n = dfa.states.size();
-  std::vector<std::vector<int32_t>> reverse(n);
+  // Predecessors in CSR form, for the states that can reach acceptance.
+  std::vector<int32_t> reverse_begin(n + 1, 0);
   for (size_t i = 0; i < n; ++i) {
-    for (const auto& e : dfa.states[i].edges) reverse[e.target].push_back(static_cast<int32_t>(i));
+    for (const auto& e : dfa.states[i].edges) ++reverse_begin[e.target + 1];
+  }
+  for (size_t i = 0; i < n; ++i) reverse_begin[i + 1] += reverse_begin[i];
+  std::vector<int32_t> reverse(reverse_begin[n]);
+  {
+    std::vector<int32_t> fill(reverse_begin.begin(), reverse_begin.end() - 1);
+    for (size_t i = 0; i < n; ++i) {
+      for (const auto& e : dfa.states[i].edges) reverse[fill[e.target]++] = static_cast<int32_t>(i);
+    }
   }
   std::vector<uint8_t> live(n, 0);
   for (size_t i = 0; i < n; ++i) live[i] = dfa.states[i].accepting ? 1 : 0;
-  MarkCoReachable(reverse, &live);
+  std::vector<int32_t> stack;
+  MarkCoReachable(reverse_begin, reverse, &live, &stack);
   CodepointDfa out;
   if (!live[0]) {
     out.states.emplace_back();
     return out;
   }
-  // Moore refinement: states with equal signatures (acceptance, edges to classes) merge.
+  // Equivalent states (same acceptance, edges to equivalent states) merge: in one pass when
+  // the automaton is acyclic, else by Hopcroft's refinement. Machines above
+  // kMaxMinimizedStates are only trimmed (correct, maybe not minimal).
   std::vector<int32_t> cls(n);
   for (size_t i = 0; i < n; ++i) cls[i] = !live[i] ? -1 : (dfa.states[i].accepting ? 1 : 0);
-  // Moore refinement needs up to n rounds (long chains, as bounded lengths make), so it
-  // runs on small machines only; larger ones are only trimmed (correct, maybe not minimal).
-  size_t num_classes = 0;
-  if (n > kMaxMooreStates) {
+  if (n > kMaxMinimizedStates) {
     for (size_t i = 0; i < n; ++i) cls[i] = live[i] ? static_cast<int32_t>(i) : -1;
-  }
-  const bool refined = n <= kMaxMooreStates && AcyclicClasses(dfa, &cls);
-  // Each round writes every live state's signature into one buffer (offsets[i] ..
-  // offsets[i + 1]), sorts the live states by signature and numbers the distinct ones. Only
-  // the partition matters: the output below is numbered by a walk from the start.
-  std::vector<int64_t> buffer;
-  std::vector<size_t> offsets(n + 1, 0);
-  std::vector<int32_t> order;
-  for (size_t i = 0; i < n; ++i) {
-    if (cls[i] >= 0) order.push_back(static_cast<int32_t>(i));
-  }
-  auto signature_less = [&](int32_t x, int32_t y) {
-    return std::lexicographical_compare(buffer.begin() + offsets[x], buffer.begin() + offsets[x + 1],
-                                        buffer.begin() + offsets[y], buffer.begin() + offsets[y + 1]);
-  };
-  for (; n <= kMaxMooreStates && !refined;) {
-    buffer.clear();
-    for (size_t i = 0; i < n; ++i) {
-      offsets[i] = buffer.size();
-      if (cls[i] < 0) continue;
-      AppendSignature(dfa, i, cls, &buffer);
-    }
-    offsets[n] = buffer.size();
-    std::sort(order.begin(), order.end(), signature_less);
-    size_t classes = 0;
-    for (size_t k = 0; k < order.size(); ++k) {
-      if (k > 0 && signature_less(order[k - 1], order[k])) ++classes;
-      cls[order[k]] = static_cast<int32_t>(classes);
-    }
-    if (!order.empty()) ++classes;
-    if (classes == num_classes) break;
-    num_classes = classes;
+  } else if (!AcyclicClasses(dfa, &cls)) {
+    RefineClasses(dfa, &cls);
   }
   // Classes are numbered below n (a state's own index when only trimming).
   std::vector<int32_t> new_id(n, -1);
