@@ -414,6 +414,27 @@ class ProductivityTree {
   int root_ = 0;
 };
 
+// False when `body` (as this builder writes it) names no rule: only literals, classes and
+// operators, which always derive some finite string (a body is never `never`), so that most
+// bodies need no ProductivityTree.
+bool RefersToRules(const std::string& body) {
+  for (size_t pos = 0; pos < body.size(); ++pos) {
+    const char c = body[pos];
+    if (c == '"' || c == '[') {
+      const char close = c == '"' ? '"' : ']';
+      for (++pos; pos < body.size() && body[pos] != close; ++pos) {
+        if (body[pos] == '\\') ++pos;
+      }
+    } else if (c == '{') {
+      pos = body.find('}', pos);
+      if (pos == std::string::npos) return true;  // not this builder's text: let the tree decide
+    } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 std::vector<std::string> RuleSet::UnproductiveRules() const {
@@ -422,7 +443,7 @@ std::vector<std::string> RuleSet::UnproductiveRules() const {
   for (size_t i = 0; i < rules_.size(); ++i) {
     const Rule& rule = rules_[i];
     if (rule.discarded || rule.body.empty()) continue;
-    if (rule.productive) {
+    if (rule.productive || !RefersToRules(rule.body)) {
       productive[i] = 1;
     } else {
       trees.emplace_back(i, ProductivityTree(rule.body, index_of_name_));
