@@ -50,8 +50,8 @@ std::string TwoDigits(int n) { return std::string(1, static_cast<char>('0' + n /
 
 // hh:mm:60 (RFC 3339 leap second) only where the time is 23:59:60 UTC, i.e. the local time
 // is 23:59 shifted by the offset: "+" the local time plus one minute, "-" 23:59 minus the
-// local time. The offset depends on the hour and the minute both, read before ":60" (a
-// crossing dependency, which no grammar states with fewer than one path per local minute),
+// local time. The offset depends on both the hour and the minute, read before ":60" (a
+// crossing dependency: no grammar can state it with fewer than one path per local minute),
 // so the automaton carries one state per local minute from the minute to the offset.
 // ":60" and the fraction between them are one rule that all 1,440 paths call: inlined, its
 // states would be copied onto every path (about 11k states for `time` instead of 5k, and
