@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -237,7 +238,19 @@ class Lexer {
   Token LexCharClass() {
     Token token;
     token.kind = TokenKind::kCharClass;
-    token.offset = pos_++;
+    token.offset = pos_;
+    // Grammars repeat a few classes many times (`[ \n\t]`, `[0-9]`, a JSON string's
+    // character): a class spelled as before reuses its normalised ranges.
+    const std::string_view spelling = ClassSpelling(pos_);
+    if (!spelling.empty()) {
+      auto cached = class_ranges_.find(spelling);
+      if (cached != class_ranges_.end()) {
+        token.ranges = cached->second;
+        pos_ += spelling.size();
+        return token;
+      }
+    }
+    ++pos_;
     bool negated = source_.At(pos_) == '^';
     if (negated) ++pos_;
     std::vector<CodepointRange> ranges;
@@ -264,7 +277,23 @@ class Lexer {
     if (ranges.empty()) source_.Fail(token.offset, "empty character class");
     token.ranges = NormalizeRanges(std::move(ranges), negated);
     if (token.ranges.empty()) source_.Fail(token.offset, "character class matches no character");
+    if (!spelling.empty()) class_ranges_.emplace(spelling, token.ranges);
     return token;
+  }
+
+  // The source text of the class opening at `open` ('[' to the first unescaped ']'), or empty
+  // when it does not close on its line (LexCharClass then reports the error).
+  std::string_view ClassSpelling(size_t open) const {
+    for (size_t at = open + 1; at < source_.size(); ++at) {
+      const char c = source_.At(at);
+      if (c == '\n') break;
+      if (c == '\\') {
+        ++at;
+      } else if (c == ']') {
+        return source_.text().substr(open, at + 1 - open);
+      }
+    }
+    return {};
   }
 
   static std::string DescribeRange(uint32_t first, uint32_t last) {
@@ -405,6 +434,8 @@ class Lexer {
 
   const SourceText& source_;
   size_t pos_ = 0;
+  // Normalised ranges by class spelling (views into the source, which outlives the lexer).
+  std::unordered_map<std::string_view, std::vector<CodepointRange>> class_ranges_;
 };
 
 class Parser {
