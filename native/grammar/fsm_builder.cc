@@ -23,6 +23,7 @@
 #include "support/cancellation.h"
 #include "support/error.h"
 #include "support/graph.h"
+#include "support/partition_refinement.h"
 #include "support/utf8.h"
 
 namespace xg2 {
@@ -1242,13 +1243,6 @@ class SubsetConstruction {
 };
 
 // Symbols lo..hi (byte classes, then rules) of an edge from `source`, in Hopcroft's algorithm.
-struct SymbolRun {
-  int32_t lo, hi, source;
-};
-// One run into the current splitter; `next` threads the runs of one source (-1 ends).
-struct SplitterHit {
-  int32_t lo, hi, next;
-};
 
 // Working memory of minimisation, kept across the rules of one grammar.
 struct MinimizeScratch {
@@ -1260,35 +1254,20 @@ struct MinimizeScratch {
   std::vector<uint32_t> begin;
   std::vector<uint64_t> hash;
   std::vector<int32_t> order, next;
-  // Hopcroft (`words`, `begin` and `hash` hold the signatures there).
-  std::vector<int32_t> rules, byte_class, in_begin, elems, loc, block_of, first, end, mid, size, worklist, touched,
-      touched_sources, hit_head;
-  std::vector<uint32_t> sig_end;
+  // Hopcroft: the alphabet and incoming runs, then the refiner's own memory.
+  std::vector<int32_t> rules, byte_class, in_begin;
   std::vector<SymbolRun> in_runs;
-  std::vector<SplitterHit> hits;
-  std::vector<std::pair<int32_t, int32_t>> runs;
-  std::vector<uint8_t> cut, in_worklist;
+  std::vector<uint8_t> cut;
+  PartitionRefiner refiner;
   // The output's edges of one node, before they are copied into it.
   std::vector<ByteEdge> out_bytes;
   std::vector<RuleEdge> out_rules;
 };
 
-// Hopcroft's partition refinement (O(m log n) splits) over the live states: `cls` holds the
-// initial class of every live state and -1 for the others, and ends as the coarsest stable
-// refinement (states with equal classes accept the same language). The alphabet is the
-// byte classes of the DFA (bytes no edge boundary separates) plus the rule ids; a missing
-// edge or one into a dead state counts as no edge. Missing edges need no sink state because
-// every initial class starts as a splitter (Valmari and Lehtinen, "Efficient minimization of
-// DFAs with partial transition functions", 2008).
-//
-// A splitter is applied to all symbols at once. The signature of a state is the set of
-// symbols on which it steps into the splitter, kept as maximal runs of consecutive symbols
-// (so an edge over many byte classes is one run, and equal sets have equal run lists); every
-// touched block splits into one part per distinct signature, plus one for its untouched
-// states. That is the partition that splitting by each symbol in turn would reach. The
-// largest part keeps the block's id and the others are queued: if the block was queued,
-// its id still is, and if it was not, it served as a splitter already, and with all its
-// parts but one queued the last one's splits follow (Hopcroft's "all but the largest").
+// Minimises by PartitionRefiner (support/partition_refinement.h) over the live states: `cls`
+// holds the initial class of every live state and -1 for the others, and ends as the coarsest
+// stable refinement. The alphabet is the byte classes of the DFA (bytes no edge boundary
+// separates) plus the rule ids; an edge into a dead state counts as no edge.
 void RefineHopcroft(const FlatDfa& dfa, int32_t num_initial, std::vector<int32_t>* cls_out, MinimizeScratch* m) {
   std::vector<int32_t>& cls = *cls_out;
   const int32_t n = dfa.size();
@@ -1346,164 +1325,7 @@ void RefineHopcroft(const FlatDfa& dfa, int32_t num_initial, std::vector<int32_t
     fill.assign(in_begin.begin(), in_begin.end() - 1);
     for_each_edge([&](int32_t t, const SymbolRun& run) { in_runs[fill[t]++] = run; });
   }
-
-  // The refinable partition: the states of block b are elems[first[b], end[b]); while a
-  // splitter is applied, the touched ones are elems[first[b], mid[b]).
-  std::vector<int32_t>& elems = m->elems;
-  std::vector<int32_t>& loc = m->loc;
-  std::vector<int32_t>& block_of = m->block_of;
-  std::vector<int32_t>& first = m->first;
-  std::vector<int32_t>& end = m->end;
-  std::vector<int32_t>& mid = m->mid;
-  std::vector<uint8_t>& in_worklist = m->in_worklist;
-  loc.assign(n, -1);
-  block_of.assign(n, -1);
-  first.clear();
-  end.clear();
-  mid.clear();
-  {
-    std::vector<int32_t>& size = m->size;
-    size.assign(num_initial, 0);
-    for (int32_t s = 0; s < n; ++s) {
-      if (cls[s] >= 0) ++size[cls[s]];
-    }
-    int32_t at = 0;
-    for (int32_t b = 0; b < num_initial; ++b) {
-      first.push_back(at);
-      mid.push_back(at);
-      at += size[b];
-      end.push_back(at);
-    }
-    elems.resize(at);
-    std::vector<int32_t>& fill = m->fill;
-    fill.assign(first.begin(), first.end());
-    for (int32_t s = 0; s < n; ++s) {
-      if (cls[s] < 0) continue;
-      loc[s] = fill[cls[s]]++;
-      elems[loc[s]] = s;
-      block_of[s] = cls[s];
-    }
-  }
-  std::vector<int32_t>& worklist = m->worklist;
-  worklist.clear();
-  for (int32_t b = 0; b < num_initial; ++b) {
-    if (first[b] < end[b]) worklist.push_back(b);
-  }
-  in_worklist.assign(num_initial, 1);
-
-  // Per splitter: the runs into it of each source, as a list threaded through `hits`
-  // (hit_head[s] is -1 outside a splitter), then each source's signature in `words`.
-  std::vector<SplitterHit>& hits = m->hits;
-  std::vector<int32_t>& hit_head = m->hit_head;
-  hit_head.assign(n, -1);
-  std::vector<int32_t>& sources = m->touched_sources;
-  std::vector<int32_t>& touched = m->touched;
-  std::vector<int64_t>& words = m->words;
-  std::vector<uint32_t>& sig_begin = m->begin;
-  std::vector<uint32_t>& sig_end = m->sig_end;
-  std::vector<uint64_t>& sig_hash = m->hash;
-  std::vector<std::pair<int32_t, int32_t>>& runs = m->runs;
-  sig_begin.resize(n);
-  sig_end.resize(n);
-  sig_hash.resize(n);
-  auto signature_less = [&](int32_t a, int32_t b) {
-    if (sig_hash[a] != sig_hash[b]) return sig_hash[a] < sig_hash[b];
-    return std::lexicographical_compare(words.begin() + sig_begin[a], words.begin() + sig_end[a],
-                                        words.begin() + sig_begin[b], words.begin() + sig_end[b]);
-  };
-  auto same_signature = [&](int32_t a, int32_t b) {
-    return sig_hash[a] == sig_hash[b] &&
-           std::equal(words.begin() + sig_begin[a], words.begin() + sig_end[a], words.begin() + sig_begin[b],
-                      words.begin() + sig_end[b]);
-  };
-  while (!worklist.empty()) {
-    const int32_t splitter = worklist.back();
-    worklist.pop_back();
-    in_worklist[splitter] = 0;
-    hits.clear();
-    sources.clear();
-    for (int32_t k = first[splitter]; k < end[splitter]; ++k) {
-      const int32_t t = elems[k];
-      for (int32_t i = in_begin[t]; i < in_begin[t + 1]; ++i) {
-        const SymbolRun& run = in_runs[i];
-        if (hit_head[run.source] < 0) sources.push_back(run.source);
-        hits.push_back({run.lo, run.hi, hit_head[run.source]});
-        hit_head[run.source] = static_cast<int32_t>(hits.size()) - 1;
-      }
-    }
-    words.clear();
-    touched.clear();
-    for (int32_t s : sources) {
-      runs.clear();
-      for (int32_t h = hit_head[s]; h >= 0; h = hits[h].next) runs.push_back({hits[h].lo, hits[h].hi});
-      hit_head[s] = -1;
-      if (runs.size() > 1) std::sort(runs.begin(), runs.end());
-      // Maximal runs: a DFA's runs from one state are disjoint, so only neighbours join.
-      sig_begin[s] = static_cast<uint32_t>(words.size());
-      uint64_t h = 0x9E3779B97F4A7C15ull;
-      for (size_t r = 0; r < runs.size();) {
-        const int32_t lo = runs[r].first;
-        int32_t hi = runs[r].second;
-        for (++r; r < runs.size() && runs[r].first == hi + 1; ++r) hi = runs[r].second;
-        const int64_t word = (static_cast<int64_t>(lo) << 32) | static_cast<uint32_t>(hi);
-        words.push_back(word);
-        h = (h ^ static_cast<uint64_t>(word)) * 0xFF51AFD7ED558CCDull;
-        h ^= h >> 29;
-      }
-      sig_end[s] = static_cast<uint32_t>(words.size());
-      sig_hash[s] = h;
-      // Move s into the touched front of its block.
-      const int32_t b = block_of[s];
-      if (mid[b] == first[b]) touched.push_back(b);
-      const int32_t other = elems[mid[b]];
-      std::swap(elems[loc[s]], elems[mid[b]]);
-      loc[other] = loc[s];
-      loc[s] = mid[b]++;
-    }
-    for (int32_t b : touched) {
-      const int32_t lo = first[b], hi = mid[b];
-      mid[b] = first[b];
-      // Mostly every touched state of a block has the same signature: then no sorting.
-      bool one_signature = true;
-      for (int32_t k = lo + 1; k < hi && one_signature; ++k) one_signature = same_signature(elems[lo], elems[k]);
-      if (!one_signature) {
-        std::sort(elems.begin() + lo, elems.begin() + hi, signature_less);
-        for (int32_t k = lo; k < hi; ++k) loc[elems[k]] = k;
-      }
-      if (hi == end[b] && same_signature(elems[lo], elems[hi - 1])) continue;
-      // The parts: runs of equal signatures in [lo, hi), then the untouched [hi, end).
-      int32_t largest_first = hi, largest_end = end[b];
-      for (int32_t k = lo; k < hi;) {
-        int32_t j = k + 1;
-        while (j < hi && same_signature(elems[k], elems[j])) ++j;
-        if (j - k > largest_end - largest_first) {
-          largest_first = k;
-          largest_end = j;
-        }
-        k = j;
-      }
-      auto new_block = [&](int32_t from, int32_t to) {
-        if (from == to || from == largest_first) return;
-        const int32_t nb = static_cast<int32_t>(first.size());
-        first.push_back(from);
-        end.push_back(to);
-        mid.push_back(from);
-        for (int32_t k = from; k < to; ++k) block_of[elems[k]] = nb;
-        in_worklist.push_back(1);
-        worklist.push_back(nb);
-      };
-      for (int32_t k = lo; k < hi;) {
-        int32_t j = k + 1;
-        while (j < hi && same_signature(elems[k], elems[j])) ++j;
-        new_block(k, j);
-        k = j;
-      }
-      new_block(hi, end[b]);
-      first[b] = mid[b] = largest_first;
-      end[b] = largest_end;
-    }
-  }
-  for (int32_t s = 0; s < n; ++s) cls[s] = cls[s] < 0 ? -1 : block_of[s];
+  m->refiner.Refine(num_initial, in_begin, in_runs, &cls);
 }
 
 // Minimisation: drops states that cannot reach an accepting state, then merges equivalent

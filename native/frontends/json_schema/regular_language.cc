@@ -17,6 +17,7 @@
 #include "grammar/grammar_ast.h"
 #include "support/error.h"
 #include "support/graph.h"
+#include "support/partition_refinement.h"
 #include "support/utf8.h"
 
 namespace xg2 {
@@ -481,14 +482,11 @@ bool AcyclicClasses(const CodepointDfa& dfa, std::vector<int32_t>* cls_inout) {
   return true;
 }
 
-// Hopcroft's partition refinement on the symbol classes of `dfa`'s live edges (the pieces
-// between every edge's lo and hi + 1): a splitter block's incoming edges group their sources
-// by the symbols that lead into it, each block splits by those groups, and all parts but the
-// largest of a block that was not waiting already join the worklist. It reaches Moore's
-// fixpoint without Moore's rounds (one per state along a chain of look-alike states, as in
-// the complement of a set of names). On input `cls` holds each live state's acceptance
-// (1 / 0) and -1 for dead states; on output the coarsest stable partition, its classes
-// numbered from 0.
+// The coarsest partition by PartitionRefiner (support/partition_refinement.h) on the symbol
+// classes of `dfa`'s live edges (the pieces between every edge's lo and hi + 1), without
+// Moore's rounds (one per state along a chain of look-alike states, as in the complement of a
+// set of names). On input `cls` holds each live state's acceptance (1 / 0) and -1 for dead
+// states; on output the coarsest stable partition, its classes numbered from 0.
 void RefineClasses(const CodepointDfa& dfa, std::vector<int32_t>* cls_inout) {
   std::vector<int32_t>& cls = *cls_inout;
   const int32_t n = static_cast<int32_t>(dfa.states.size());
@@ -506,12 +504,7 @@ void RefineClasses(const CodepointDfa& dfa, std::vector<int32_t>* cls_inout) {
   auto symbol_at = [&cuts](uint32_t boundary) {
     return static_cast<int32_t>(std::lower_bound(cuts.begin(), cuts.end(), boundary) - cuts.begin());
   };
-  // Incoming edges per target (CSR): the symbols [lo, hi] and the source.
-  struct Run {
-    int32_t lo;
-    int32_t hi;
-    int32_t source;
-  };
+  // Incoming edges per target (CSR).
   std::vector<int32_t> in_begin(n + 1, 0);
   for (int32_t s = 0; s < n; ++s) {
     if (cls[s] < 0) continue;
@@ -520,137 +513,22 @@ void RefineClasses(const CodepointDfa& dfa, std::vector<int32_t>* cls_inout) {
     }
   }
   for (int32_t t = 0; t < n; ++t) in_begin[t + 1] += in_begin[t];
-  std::vector<Run> in_runs(in_begin[n]);
-  {
-    std::vector<int32_t> fill(in_begin.begin(), in_begin.end() - 1);
-    for (int32_t s = 0; s < n; ++s) {
-      if (cls[s] < 0) continue;
-      for (const auto& e : dfa.states[s].edges) {
-        if (cls[e.target] >= 0) in_runs[fill[e.target]++] = {symbol_at(e.lo), symbol_at(e.hi + 1) - 1, s};
-      }
+  std::vector<SymbolRun> in_runs(in_begin[n]);
+  std::vector<int32_t> fill(in_begin.begin(), in_begin.end() - 1);
+  for (int32_t s = 0; s < n; ++s) {
+    if (cls[s] < 0) continue;
+    for (const auto& e : dfa.states[s].edges) {
+      if (cls[e.target] >= 0) in_runs[fill[e.target]++] = {symbol_at(e.lo), symbol_at(e.hi + 1) - 1, s};
     }
   }
-  // The partition: block b's states are elems[first[b], end[b]); while a splitter is
-  // applied, the touched ones are moved to elems[first[b], mid[b]).
-  std::vector<int32_t> elems, loc(n, -1), block_of(n, -1), first, end, mid;
-  for (int32_t b = 0, at = 0; b < 2; ++b) {
-    first.push_back(at);
-    mid.push_back(at);
-    for (int32_t s = 0; s < n; ++s) {
-      if (cls[s] != b) continue;
-      loc[s] = at++;
-      elems.push_back(s);
-      block_of[s] = b;
-    }
-    end.push_back(at);
-  }
-  std::vector<int32_t> worklist;
-  for (int32_t b = 0; b < 2; ++b) {
-    if (first[b] < end[b]) worklist.push_back(b);
-  }
-  std::vector<uint8_t> in_worklist(2, 1);
-  // Per splitter: each source's runs into it (a list threaded through `hits`), then its
-  // signature (the maximal runs) in `words`.
-  struct Hit {
-    int32_t lo;
-    int32_t hi;
-    int32_t next;
-  };
-  std::vector<Hit> hits;
-  std::vector<int32_t> hit_head(n, -1), sources, touched;
-  std::vector<int64_t> words;
-  std::vector<uint32_t> sig_begin(n), sig_end(n);
-  std::vector<std::pair<int32_t, int32_t>> runs;
-  auto signature_less = [&](int32_t a, int32_t b) {
-    return std::lexicographical_compare(words.begin() + sig_begin[a], words.begin() + sig_end[a],
-                                        words.begin() + sig_begin[b], words.begin() + sig_end[b]);
-  };
-  auto same_signature = [&](int32_t a, int32_t b) {
-    return std::equal(words.begin() + sig_begin[a], words.begin() + sig_end[a], words.begin() + sig_begin[b],
-                      words.begin() + sig_end[b]);
-  };
-  while (!worklist.empty()) {
-    const int32_t splitter = worklist.back();
-    worklist.pop_back();
-    in_worklist[splitter] = 0;
-    hits.clear();
-    sources.clear();
-    for (int32_t k = first[splitter]; k < end[splitter]; ++k) {
-      const int32_t t = elems[k];
-      for (int32_t i = in_begin[t]; i < in_begin[t + 1]; ++i) {
-        const Run& run = in_runs[i];
-        if (hit_head[run.source] < 0) sources.push_back(run.source);
-        hits.push_back({run.lo, run.hi, hit_head[run.source]});
-        hit_head[run.source] = static_cast<int32_t>(hits.size()) - 1;
-      }
-    }
-    words.clear();
-    touched.clear();
-    for (int32_t s : sources) {
-      runs.clear();
-      for (int32_t h = hit_head[s]; h >= 0; h = hits[h].next) runs.push_back({hits[h].lo, hits[h].hi});
-      hit_head[s] = -1;
-      std::sort(runs.begin(), runs.end());
-      // Maximal runs: the runs of one state are disjoint, so only neighbours join.
-      sig_begin[s] = static_cast<uint32_t>(words.size());
-      for (size_t r = 0; r < runs.size();) {
-        const int32_t lo = runs[r].first;
-        int32_t hi = runs[r].second;
-        for (++r; r < runs.size() && runs[r].first == hi + 1; ++r) hi = runs[r].second;
-        words.push_back((static_cast<int64_t>(lo) << 32) | static_cast<uint32_t>(hi));
-      }
-      sig_end[s] = static_cast<uint32_t>(words.size());
-      const int32_t b = block_of[s];
-      if (mid[b] == first[b]) touched.push_back(b);
-      const int32_t other = elems[mid[b]];
-      std::swap(elems[loc[s]], elems[mid[b]]);
-      loc[other] = loc[s];
-      loc[s] = mid[b]++;
-    }
-    for (int32_t b : touched) {
-      const int32_t lo = first[b], hi = mid[b];
-      mid[b] = first[b];
-      std::sort(elems.begin() + lo, elems.begin() + hi, signature_less);
-      for (int32_t k = lo; k < hi; ++k) loc[elems[k]] = k;
-      if (hi == end[b] && same_signature(elems[lo], elems[hi - 1])) continue;
-      // The parts: runs of equal signatures in [lo, hi), then the untouched [hi, end).
-      int32_t largest_first = hi, largest_end = end[b];
-      for (int32_t k = lo; k < hi;) {
-        int32_t j = k + 1;
-        while (j < hi && same_signature(elems[k], elems[j])) ++j;
-        if (j - k > largest_end - largest_first) {
-          largest_first = k;
-          largest_end = j;
-        }
-        k = j;
-      }
-      auto new_block = [&](int32_t from, int32_t to) {
-        if (from == to || from == largest_first) return;
-        const int32_t nb = static_cast<int32_t>(first.size());
-        first.push_back(from);
-        end.push_back(to);
-        mid.push_back(from);
-        for (int32_t k = from; k < to; ++k) block_of[elems[k]] = nb;
-        in_worklist.push_back(1);
-        worklist.push_back(nb);
-      };
-      for (int32_t k = lo; k < hi;) {
-        int32_t j = k + 1;
-        while (j < hi && same_signature(elems[k], elems[j])) ++j;
-        new_block(k, j);
-        k = j;
-      }
-      new_block(hi, end[b]);
-      first[b] = mid[b] = largest_first;
-      end[b] = largest_end;
-    }
-  }
+  PartitionRefiner refiner;
+  refiner.Refine(2, in_begin, in_runs, &cls);
   // Blocks renumbered densely (an initial block may be empty), as callers index by class.
-  std::vector<int32_t> dense(first.size(), -1);
+  std::vector<int32_t> dense(static_cast<size_t>(n) + 2, -1);
   int32_t classes = 0;
   for (int32_t s = 0; s < n; ++s) {
     if (cls[s] < 0) continue;
-    int32_t& id = dense[block_of[s]];
+    int32_t& id = dense[cls[s]];
     if (id < 0) id = classes++;
     cls[s] = id;
   }
