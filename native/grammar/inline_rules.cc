@@ -246,6 +246,31 @@ void InlineSmallRules(GrammarAst* ast, const InlineOptions& options) {
   };
   for (const RuleDef& rule : ast->rules) mark(rule.body, 1);
 
+  // A rule inlined at many places of one caller is copied into the caller's DFA once per place,
+  // and the copies rarely merge: each is followed by something else (the object rule of a
+  // schema with 200 properties has one value copy per property, each before its own rest).
+  // Past kMaxInlinedFanoutSize nodes in one caller, the references there stay calls.
+  constexpr int64_t kMaxInlinedFanoutSize = 4096;
+  std::unordered_map<RuleId, int64_t> occurrences;
+  std::function<void(ExprId)> count = [&](ExprId e) {
+    const ExprNode& node = ast->node(e);
+    if (node.kind == ExprKind::kRuleRef && inlinable[node.rule_id] && !keep_call[e]) ++occurrences[node.rule_id];
+    for (ExprId child : node.children) count(child);
+  };
+  std::function<void(ExprId)> keep_fanned_out = [&](ExprId e) {
+    const ExprNode& node = ast->node(e);
+    if (node.kind == ExprKind::kRuleRef && inlinable[node.rule_id] &&
+        occurrences[node.rule_id] * rule_size[node.rule_id] > kMaxInlinedFanoutSize) {
+      keep_call[e] = 1;
+    }
+    for (ExprId child : node.children) keep_fanned_out(child);
+  };
+  for (const RuleDef& rule : ast->rules) {
+    occurrences.clear();
+    count(rule.body);
+    keep_fanned_out(rule.body);
+  }
+
   // Replace each remaining reference to an inlinable rule by the rule's body root. Children are
   // shared, not copied: the FSM builder lowers every occurrence of a node separately.
   for (ExprId e = 0; e < static_cast<ExprId>(ast->nodes.size()); ++e) {
