@@ -317,6 +317,7 @@ void SchemaConverter::StartOutput() {
   references_in_progress_.clear();
   any_value_rules_.clear();
   string_languages_.clear();
+  number_languages_.clear();
   formats_in_rules_.clear();
   active_depth_ = 0;
   merge_targets_.clear();
@@ -1397,11 +1398,18 @@ Fragment SchemaConverter::NumberIntersection(const Node& node, const std::vector
       }
     }
     if (!language && parts.empty()) return CommonRule("json_number");
+    // The same bounds recur across a schema (vega-lite: 35 numbers in [0, 1]): their
+    // automata are built once per conversion. No diagnostic depends on the node past here.
+    std::string key = divisor && language ? node.schema.Find("multipleOf")->number_lexeme() : std::string();
+    for (const Fragment& part : parts) key.append(1, '\0').append(part.text());
+    if (auto known = number_languages_.find(key); known != number_languages_.end()) return known->second;
     for (const Fragment& part : parts) {
       CodepointDfa dfa = DfaFromExpression(part.text());
       language = language ? Product(*language, dfa, ProductKind::kIntersection) : dfa;
     }
-    return DfaToFragment(*language, &rules_, hint);
+    Fragment fragment = DfaToFragment(*language, &rules_, hint);
+    number_languages_.emplace(std::move(key), fragment);
+    return fragment;
   } catch (const ResourceLimitError& e) {
     const char* keyword = divisor ? "multipleOf" : "maximum";
     Unsupported("unsupported keyword '" + std::string(keyword) + "'" + where + ": " + e.what());

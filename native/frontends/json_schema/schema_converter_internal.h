@@ -224,6 +224,8 @@ class SchemaConverter {
   std::map<int, std::string> any_value_rules_;
   // Intersected string languages already written (keyword set -> fragment).
   std::map<std::string, Fragment> string_languages_;
+  // NumberIntersection's languages written so far (divisor and parts -> fragment).
+  std::map<std::string, Fragment> number_languages_;
   // PatternNames, by pattern.
   std::map<std::string, CodepointDfa> pattern_names_;
   // FormatInRules, cleared with rules_.
