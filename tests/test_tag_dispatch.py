@@ -136,6 +136,27 @@ def test_token_literal_only_matches_its_token():
                                  + _native._token_literal_bytes(message) + b"{}")
 
 
+def test_token_literal_spelled_with_space_and_comment_before_its_arguments():
+    # The compiler looks for token literals only in a grammar whose text can name one
+    # (`Token`, then spaces or comments, then `(`); the parser accepts these spellings.
+    compiler = hf_compiler("gpt-oss")
+    message = 200008
+    for spelling in (f"Token ({message})", f"Token # the message token\n  ({message})"):
+        grammar = compiler.compile_grammar(f'root ::= "x" {spelling}')
+        matcher = xg.GrammarMatcher(grammar)
+        assert matcher.accept_string(b"x")
+        assert matcher.accept_token(message), spelling
+        assert matcher.is_completed()
+
+
+def test_the_word_token_in_a_literal_is_text():
+    compiler = hf_compiler("gpt-oss")
+    grammar = compiler.compile_grammar('root ::= "\\"serviceAccountToken\\"" | "Token(1)"')
+    for text in (b'"serviceAccountToken"', b"Token(1)"):
+        matcher = xg.GrammarMatcher(grammar)
+        assert matcher.accept_string(text) and matcher.is_completed()
+
+
 def test_dispatch_masks_with_real_tokenizer():
     info = hf_tokenizer_info("llama3.1")
     compiler = hf_compiler("llama3.1")

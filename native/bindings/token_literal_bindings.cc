@@ -40,7 +40,7 @@ std::shared_ptr<CompiledGrammar> CompileWithTokenLiterals(
   options.cross_grammar = cross_grammar_cache;
   options.precompute = precompute_nodes;
   std::vector<int32_t> ids;
-  if (ebnf.find("Token") != std::string::npos) {
+  if (MayNameTokenLiterals(ebnf)) {
     py::gil_scoped_release release;
     ids = TokenLiteralIds(ParseEbnf(ebnf, root_rule_name));
   }

@@ -974,4 +974,23 @@ GrammarAst ParseEbnf(std::string_view text, std::string_view root_rule_name) {
   return Parser(text, root_rule_name).Parse();
 }
 
+bool MayNameTokenLiterals(std::string_view text) {
+  constexpr std::string_view kName = "Token";
+  for (size_t at = text.find(kName); at != std::string_view::npos; at = text.find(kName, at + 1)) {
+    size_t pos = at + kName.size();
+    while (pos < text.size()) {
+      const char c = text[pos];
+      if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+        ++pos;
+      } else if (c == '#') {
+        while (pos < text.size() && text[pos] != '\n') ++pos;
+      } else {
+        break;
+      }
+    }
+    if (pos < text.size() && text[pos] == '(') return true;
+  }
+  return false;
+}
+
 }  // namespace xg2

@@ -12,6 +12,11 @@ namespace xg2 {
 // text, an undefined rule reference, a duplicate rule, or a missing root rule.
 GrammarAst ParseEbnf(std::string_view text, std::string_view root_rule_name = "root");
 
+// False when `text` cannot hold a token literal: no `Token` followed (after spaces and
+// comments) by `(`. Token literals come only from that syntax (an escape spells a code point,
+// always valid UTF-8), so a grammar without it need not be parsed to find none.
+bool MayNameTokenLiterals(std::string_view text);
+
 }  // namespace xg2
 
 #endif  // XG2_FRONTENDS_EBNF_EBNF_PARSER_H_
