@@ -284,7 +284,19 @@ class JsonParser {
       }
       if (static_cast<unsigned char>(c) < 0x20) Fail("control character in string");
       if (c != '\\') {
-        CopyUtf8Character(&out);
+        // A run of plain ASCII (most of a schema's strings) is copied at once.
+        size_t end = pos_;
+        while (end < text_.size()) {
+          const unsigned char byte = static_cast<unsigned char>(text_[end]);
+          if (byte < 0x20 || byte >= 0x80 || byte == '"' || byte == '\\') break;
+          ++end;
+        }
+        if (end > pos_) {
+          out.append(text_.substr(pos_, end - pos_));
+          pos_ = end;
+        } else {
+          CopyUtf8Character(&out);
+        }
         continue;
       }
       ++pos_;
