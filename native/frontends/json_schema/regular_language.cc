@@ -121,21 +121,14 @@ class NfaBuilder {
   const GrammarAst& ast_;
 };
 
-// Hash of a sorted NFA state set (the subset construction's map key).
-struct StateSetHash {
-  size_t operator()(const std::vector<int32_t>& set) const {
-    uint64_t h = 1469598103934665603ull;
-    for (int32_t s : set) h = (h ^ static_cast<uint32_t>(s)) * 1099511628211ull;
-    return static_cast<size_t>(h ^ (h >> 29));
-  }
-};
-
-// Subset construction. Invariant: DFA state k stands for the epsilon closure sets[k]
+// Subset construction. Invariant: DFA state k stands for the epsilon closure of set k
 // (sorted), numbered in the order the states are first reached (edges in code-point order).
+// The sets live in one pool (set k is pool_[begin_[k], begin_[k + 1])) found through an
+// open-addressing table: a lookup that finds its set allocates nothing.
 class SubsetConstruction {
  public:
   explicit SubsetConstruction(const std::vector<std::vector<NfaEdge>>& nfa)
-      : nfa_(nfa), mark_(nfa.size(), 0) {}
+      : nfa_(nfa), mark_(nfa.size(), 0), slots_(64, -1) {}
 
   CodepointDfa Run(int32_t start, int32_t accept) {
     accept_ = accept;
@@ -144,11 +137,12 @@ class SubsetConstruction {
     std::vector<uint32_t> cuts;
     std::vector<const NfaEdge*> active;
     std::vector<int32_t> targets;
-    for (size_t k = 0; k < sets_.size(); ++k) {
+    std::vector<CodepointDfa::Edge> out;
+    for (size_t k = 0; k + 1 < begin_.size(); ++k) {
       edges.clear();
       cuts.clear();
-      for (int32_t s : sets_[k]) {
-        for (const NfaEdge& e : nfa_[s]) {
+      for (uint32_t i = begin_[k]; i < begin_[k + 1]; ++i) {
+        for (const NfaEdge& e : nfa_[pool_[i]]) {
           if (e.lo > e.hi) continue;
           edges.push_back(e);
           cuts.push_back(e.lo);
@@ -157,10 +151,11 @@ class SubsetConstruction {
       }
       std::sort(cuts.begin(), cuts.end());
       cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
-      std::stable_sort(edges.begin(), edges.end(), [](const NfaEdge& x, const NfaEdge& y) { return x.lo < y.lo; });
+      // Only which edges cover an interval matters below, so ties may come in any order.
+      std::sort(edges.begin(), edges.end(), [](const NfaEdge& x, const NfaEdge& y) { return x.lo < y.lo; });
       // Sweep over the intervals between cuts: every edge bound is a cut, so an edge that
       // has started and not ended covers the whole interval.
-      std::vector<CodepointDfa::Edge> out;
+      out.clear();
       active.clear();
       size_t next_edge = 0;
       for (size_t i = 0; i + 1 < cuts.size(); ++i) {
@@ -180,7 +175,7 @@ class SubsetConstruction {
           out.push_back({lo, hi, target});
         }
       }
-      dfa_.states[k].edges = std::move(out);
+      dfa_.states[k].edges.assign(out.begin(), out.end());
     }
     return std::move(dfa_);
   }
@@ -215,21 +210,48 @@ class SubsetConstruction {
     std::sort(closure->begin(), closure->end());
   }
 
+  static uint64_t HashSet(const std::vector<int32_t>& set) {
+    uint64_t h = 1469598103934665603ull;
+    for (int32_t s : set) h = (h ^ static_cast<uint32_t>(s)) * 1099511628211ull;
+    return h ^ (h >> 29);
+  }
+
+  bool SameSet(int32_t id, const std::vector<int32_t>& set) const {
+    const uint32_t b = begin_[id], e = begin_[id + 1];
+    return e - b == set.size() && std::equal(set.begin(), set.end(), pool_.begin() + b);
+  }
+
   int32_t IdOf(const std::vector<int32_t>& seeds) {
     Close(seeds, &closure_);
-    // Looked up before inserting: emplace would copy the set into a new node even when it
-    // is there already, and most lookups find it.
-    auto found = ids_.find(closure_);
-    if (found != ids_.end()) return found->second;
-    if (sets_.size() >= kMaxAutomatonStates) {
+    const uint64_t hash = HashSet(closure_);
+    size_t mask = slots_.size() - 1;
+    size_t slot = hash & mask;
+    for (; slots_[slot] >= 0; slot = (slot + 1) & mask) {
+      const int32_t id = slots_[slot];
+      if (hashes_[id] == hash && SameSet(id, closure_)) return id;
+    }
+    const int32_t id = static_cast<int32_t>(hashes_.size());
+    if (static_cast<size_t>(id) >= kMaxAutomatonStates) {
       throw ResourceLimitError("regular language too large (more than " +
                                std::to_string(kMaxAutomatonStates) + " automaton states)");
     }
-    const int32_t id = static_cast<int32_t>(sets_.size());
-    ids_.emplace(closure_, id);
-    sets_.push_back(closure_);
+    pool_.insert(pool_.end(), closure_.begin(), closure_.end());
+    begin_.push_back(static_cast<uint32_t>(pool_.size()));
+    hashes_.push_back(hash);
     dfa_.states.emplace_back();
     dfa_.states.back().accepting = std::binary_search(closure_.begin(), closure_.end(), accept_);
+    // At most half full.
+    if (hashes_.size() * 2 > slots_.size()) {
+      slots_.assign(slots_.size() * 2, -1);
+      mask = slots_.size() - 1;
+      for (int32_t other = 0; other <= id; ++other) {
+        size_t at = hashes_[other] & mask;
+        while (slots_[at] >= 0) at = (at + 1) & mask;
+        slots_[at] = other;
+      }
+    } else {
+      slots_[slot] = id;
+    }
     return id;
   }
 
@@ -238,8 +260,10 @@ class SubsetConstruction {
   uint32_t generation_ = 0;
   std::vector<int32_t> stack_;
   std::vector<int32_t> closure_;
-  std::unordered_map<std::vector<int32_t>, int32_t, StateSetHash> ids_;
-  std::vector<std::vector<int32_t>> sets_;
+  std::vector<int32_t> pool_;
+  std::vector<uint32_t> begin_{0};
+  std::vector<uint64_t> hashes_;
+  std::vector<int32_t> slots_;  // state ids; -1 empty; power-of-two size
   CodepointDfa dfa_;
   int32_t accept_ = -1;
 };
