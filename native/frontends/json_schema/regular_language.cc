@@ -349,29 +349,44 @@ CodepointDfa DfaFromExpression(std::string_view expression) {
 
 CodepointDfa Product(const CodepointDfa& a, const CodepointDfa& b, ProductKind kind) {
   CodepointDfa out;
-  // (state of a, state of b or -1) -> product state, numbered in the order first reached.
-  std::unordered_map<uint64_t, int32_t> ids;
-  std::vector<std::pair<int32_t, int32_t>> pairs;
+  // (state of a, state of b or -1) -> product state, numbered in the order first reached;
+  // found through an open-addressing table over the packed pairs.
+  std::vector<uint64_t> pairs;
+  std::vector<int32_t> slots(64, -1);
+  auto pack = [](int32_t x, int32_t y) {
+    return (static_cast<uint64_t>(static_cast<uint32_t>(x)) << 32) | static_cast<uint32_t>(y);
+  };
+  auto slot_of = [&slots, &pairs](uint64_t key) {
+    const size_t mask = slots.size() - 1;
+    size_t at = (key * 0x9E3779B97F4A7C15ull) >> 20 & mask;
+    while (slots[at] >= 0 && pairs[slots[at]] != key) at = (at + 1) & mask;
+    return at;
+  };
   auto id_of = [&](int32_t x, int32_t y) {
-    uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(x)) << 32) | static_cast<uint32_t>(y);
-    auto [it, inserted] = ids.emplace(key, static_cast<int32_t>(pairs.size()));
-    if (inserted) {
-      if (pairs.size() >= kMaxAutomatonStates) {
-        throw ResourceLimitError("regular language too large (more than " +
-                                 std::to_string(kMaxAutomatonStates) + " automaton states)");
-      }
-      pairs.emplace_back(x, y);
-      bool in_b = y >= 0 && b.states[y].accepting;
-      out.states.emplace_back();
-      out.states.back().accepting =
-          a.states[x].accepting && (kind == ProductKind::kIntersection ? in_b : !in_b);
+    const uint64_t key = pack(x, y);
+    size_t at = slot_of(key);
+    if (slots[at] >= 0) return slots[at];
+    if (pairs.size() >= kMaxAutomatonStates) {
+      throw ResourceLimitError("regular language too large (more than " +
+                               std::to_string(kMaxAutomatonStates) + " automaton states)");
     }
-    return it->second;
+    const int32_t id = static_cast<int32_t>(pairs.size());
+    pairs.push_back(key);
+    slots[at] = id;
+    if (pairs.size() * 2 > slots.size()) {  // at most half full
+      slots.assign(slots.size() * 2, -1);
+      for (int32_t other = 0; other <= id; ++other) slots[slot_of(pairs[other])] = other;
+    }
+    bool in_b = y >= 0 && b.states[y].accepting;
+    out.states.emplace_back();
+    out.states.back().accepting = a.states[x].accepting && (kind == ProductKind::kIntersection ? in_b : !in_b);
+    return id;
   };
   id_of(0, 0);
+  std::vector<CodepointDfa::Edge> edges;
   for (size_t k = 0; k < pairs.size(); ++k) {
-    auto [x, y] = pairs[k];
-    std::vector<CodepointDfa::Edge> edges;
+    const int32_t x = static_cast<int32_t>(pairs[k] >> 32), y = static_cast<int32_t>(static_cast<uint32_t>(pairs[k]));
+    edges.clear();
     for (const CodepointDfa::Edge& ea : a.states[x].edges) {
       uint32_t next = ea.lo;  // the part of ea below `next` is handled
       if (y >= 0) {
@@ -389,7 +404,7 @@ CodepointDfa Product(const CodepointDfa& a, const CodepointDfa& b, ProductKind k
         edges.push_back({next, ea.hi, id_of(ea.target, -1)});
       }
     }
-    out.states[k].edges = std::move(edges);
+    out.states[k].edges.assign(edges.begin(), edges.end());
   }
   return Minimized(out);
 }
