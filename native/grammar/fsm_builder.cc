@@ -1632,21 +1632,24 @@ Dfa BuildTagDispatchDfa(const GrammarAst& ast, const RuleDef& rule, int64_t* bud
   return dfa;
 }
 
-// Returns a copy of `expr` (added to `ast`) in which every rule reference is replaced by the
-// rule's body, recursively. Recursion (a non-regular assertion) is an error.
-ExprId InlineRuleRefs(GrammarAst* ast, ExprId expr, const std::string& owner, int depth) {
+// Copies expression `expr` of `source` into `target` (a rule-free AST of its own), every rule
+// reference replaced by the rule's body, recursively. Recursion (a non-regular assertion)
+// is an error.
+ExprId InlineRuleRefs(const GrammarAst& source, ExprId expr, GrammarAst* target, const std::string& owner,
+                      int depth) {
   constexpr int kMaxInlineDepth = 64;
   if (depth > kMaxInlineDepth) {
     throw GrammarSyntaxError("rule '" + owner +
                              "': its lookahead assertion refers to rules recursively; "
                              "a lookahead must be a regular expression");
   }
-  ExprNode node = ast->node(expr);
-  if (node.kind == ExprKind::kRuleRef) {
-    return InlineRuleRefs(ast, ast->rules[node.rule_id].body, owner, depth + 1);
+  const ExprNode& original = source.node(expr);
+  if (original.kind == ExprKind::kRuleRef) {
+    return InlineRuleRefs(source, source.rules[original.rule_id].body, target, owner, depth + 1);
   }
-  for (ExprId& child : node.children) child = InlineRuleRefs(ast, child, owner, depth + 1);
-  return ast->AddNode(std::move(node));
+  ExprNode node = original;
+  for (ExprId& child : node.children) child = InlineRuleRefs(source, child, target, owner, depth + 1);
+  return target->AddNode(std::move(node));
 }
 
 // Shared rule DFAs. Many rule bodies recur in grammar after grammar: the JSON Schema
@@ -2120,11 +2123,10 @@ GrammarFsm BuildGrammarFsm(const GrammarAst& ast, const FsmBuildLimits& limits) 
   // regular), then lowered like a rule body.
   std::vector<int32_t> lookahead_dfa(num_rules, -1);
   std::vector<Dfa> lookahead_dfas;
-  GrammarAst inlined;  // copied from `ast` on first use
+  GrammarAst inlined;  // the assertions' expressions only
   for (int32_t r = 0; r < num_ast_rules; ++r) {
     if (ast.rules[r].lookahead < 0) continue;
-    if (inlined.rules.empty()) inlined = ast;
-    ExprId body = InlineRuleRefs(&inlined, ast.rules[r].lookahead, ast.rules[r].name, 0);
+    ExprId body = InlineRuleRefs(ast, ast.rules[r].lookahead, &inlined, ast.rules[r].name, 0);
     // Guards step byte-only DFAs without counters: assertions are never compressed.
     Dfa dfa = BuildRuleDfa(inlined, body, &budget, nullptr, -1, ast.rules[r].name, &scratch);
     if (dfa.nodes[0].accepting) continue;  // matches the empty string: always true
