@@ -1,6 +1,7 @@
 """The rule NFAs share what Thompson's construction would copy (fsm_builder.cc: equal tail
-expressions lowered once per rule, UTF-8 continuation bytes shared within a character class,
-subset states keyed by their important NFA nodes). The minimal DFA must not change: a rule
+expressions lowered once per rule, equal ends of a choice's alternatives once per choice,
+UTF-8 continuation bytes shared within a character class, subset states keyed by their
+important NFA nodes). The minimal DFA must not change: a rule
 written with a repeated tail equals the same language written with the tail once, and the
 node budget, which counts NFA nodes and subset states, sees the smaller construction."""
 
@@ -66,23 +67,54 @@ def test_repeated_tails_are_built_once_within_the_node_budget() -> None:
     compiler.compile_grammar(KEY_TRIE)
 
 
+# The shape of the JSON Schema frontend's object rules: every alternative of a choice ends in
+# the same expression and something follows the choice (the closing brace), so the
+# alternatives' ends are not the rule's end but share the choice's continuation.
+CHOICE_ENDS = f'root ::= ("a" {TAIL} | "b" {TAIL} | "c" {TAIL} | "d" {TAIL}) "!"'
+CHOICE_FACTORED = f'root ::= [a-d] {TAIL} "!"'
+
+
+def test_equal_ends_of_a_choice_give_the_minimal_dfa_of_the_factored_rule() -> None:
+    compiler = _compiler()
+    assert (compiler.compile_grammar(CHOICE_ENDS)._handle.fsm_dump()
+            == compiler.compile_grammar(CHOICE_FACTORED)._handle.fsm_dump())
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [("ax!", True), ("d\\n!", True), ("c!", True), ("b\\u00e9x!", True), ("e!", False), ("a", False),
+     ("ax", False), ("a\"!", False), ("!", False)],
+)
+def test_equal_ends_of_a_choice_keep_the_language(text: str, expected: bool) -> None:
+    assert ebnf_accepts(CHOICE_ENDS, text) == expected
+
+
+def _smallest_budget(ebnf: str) -> int:
+    low, high = 1, 10_000
+    while low < high:
+        mid = (low + high) // 2
+        try:
+            _compiler(max_fsm_nodes=mid).compile_grammar(ebnf)
+            high = mid
+        except xg.ResourceLimitError:
+            low = mid + 1
+    return low
+
+
+def test_equal_ends_of_a_choice_are_built_once() -> None:
+    # Four copies of the tail (with its multi-byte classes) needed about four times the
+    # factored rule's budget; one shared copy needs about what the factored rule does.
+    assert _smallest_budget(CHOICE_ENDS) <= _smallest_budget(CHOICE_FACTORED) + 16
+
+
 def test_a_single_tail_costs_no_extra_node() -> None:
     # A tail that occurs once is lowered in place, without an entry node of its own: the rule
     # needs no more budget than the same rule with one more byte after that tail (where the
     # first version of the sharing needed one entry node per tail candidate, three here).
     body = " ".join(["[a-z]"] * 12)
     single = f'root ::= "x" ({body}) | "y"'
-
-    def smallest_budget(ebnf: str) -> int:
-        low, high = 1, 10_000
-        while low < high:
-            mid = (low + high) // 2
-            try:
-                _compiler(max_fsm_nodes=mid).compile_grammar(ebnf)
-                high = mid
-            except xg.ResourceLimitError:
-                low = mid + 1
-        return low
-
     # The same rule with the 12 classes in non-tail position (followed by a byte).
-    assert smallest_budget(single) <= smallest_budget(f'root ::= "x" ({body}) "z" | "y"')
+    assert _smallest_budget(single) <= _smallest_budget(f'root ::= "x" ({body}) "z" | "y"')
+    # Likewise for the end of an alternative of a choice that something follows.
+    assert _smallest_budget(f'root ::= ("x" ({body}) | "y") "!"') <= _smallest_budget(
+        f'root ::= ("x" ({body}) "z" | "y") "!"')

@@ -550,53 +550,67 @@ class NfaBuilder {
 
   // Adds states so that the language from `from` to the returned node is `expr`.
   //
-  // `tail`: nothing of the rule follows this occurrence; the callers join the returned node
-  // to the rule's accepting node by epsilon edges only. Equal tail expressions then share one
-  // copy: the copy is lowered once from a fresh entry node, a later occurrence adds an
-  // epsilon edge into that entry and returns the copy's exit, whose continuation is the
-  // empty string either way. Subset construction would otherwise make one state per copy
-  // (per trie node of a key-exclusion rule, each branch ending in `json_key_char*`) for
-  // minimisation to merge again; the minimal DFA is the same.
+  // `continuation`: what the returned node leads to, by epsilon edges only, when every
+  // occurrence given the same continuation leads there: kRuleEnd (nothing of the rule
+  // follows), the join node of an enclosing choice (a key of that choice's own, see
+  // LowerOnce), or kUnknown. Equal expressions with one continuation then share one copy:
+  // the copy is lowered once from a fresh entry node, a later occurrence adds an epsilon
+  // edge into that entry and returns the copy's exit, which leads to the same place either
+  // way. Subset construction would otherwise make one state per copy (per trie node of a
+  // key-exclusion rule, each branch ending in `json_key_char*`; per property of an object
+  // rule, each alternative ending in the same rest of the members before the closing brace)
+  // for minimisation to merge again; the minimal DFA is the same.
   //
-  // The rule body is lowered with LowerRule, which first counts the tail occurrences: only a
-  // tail that occurs at least twice gets the extra entry node, so no rule holds more NFA
-  // nodes than without sharing.
+  // Occurrences are counted before they are lowered (LowerRule for the rule's end, a choice
+  // for its own join): only an expression that occurs at least twice gets the extra entry
+  // node, so no rule holds more NFA nodes than without sharing.
+  static constexpr int32_t kUnknown = -1;
+  static constexpr int32_t kRuleEnd = 0;
+
   int32_t LowerRule(ExprId body, int32_t from) {
-    if (fragments_) CountTails(body);
-    return Lower(body, from, /*tail=*/true);
+    if (fragments_) CountTails(body, kRuleEnd);
+    return Lower(body, from, kRuleEnd);
   }
 
-  int32_t Lower(ExprId expr, int32_t from, bool tail = false) {
-    const int32_t id = tail && fragments_ && ctx_->IsSharedTail(expr) ? ctx_->StructuralId(expr) : -1;
-    if (id < 0 || tail_count_[id] < 2) return LowerOnce(expr, from, tail);
-    auto it = shared_tails_.find(id);
+  int32_t Lower(ExprId expr, int32_t from, int32_t continuation = kUnknown) {
+    if (continuation == kUnknown || !fragments_ || !ctx_->IsSharedTail(expr)) {
+      return LowerOnce(expr, from, continuation);
+    }
+    const uint64_t key = TailKey(ctx_->StructuralId(expr), continuation);
+    auto count = tail_count_.find(key);
+    if (count == tail_count_.end() || count->second < 2) return LowerOnce(expr, from, continuation);
+    auto it = shared_tails_.find(key);
     if (it != shared_tails_.end()) {
       AddEpsilon(from, it->second.first);
       return it->second.second;
     }
     const int32_t entry = NewNode();
     AddEpsilon(from, entry);
-    const int32_t exit = LowerOnce(expr, entry, /*tail=*/true);
-    shared_tails_.emplace(id, std::make_pair(entry, exit));
+    const int32_t exit = LowerOnce(expr, entry, continuation);
+    shared_tails_.emplace(key, std::make_pair(entry, exit));
     return exit;
   }
 
  private:
-  // Counts the tail occurrences that Lower(expr, from, true) will meet: it follows the tail
-  // flag as LowerOnce passes it on, stops at fragments (lowered as a DFA copy), and does not
-  // look inside a repeated tail (its later occurrences reuse the first copy).
-  void CountTails(ExprId expr) {
-    if (ctx_->IsSharedTail(expr) && ++tail_count_[ctx_->StructuralId(expr)] >= 2) return;
+  static uint64_t TailKey(int32_t structural_id, int32_t continuation) {
+    return (static_cast<uint64_t>(static_cast<uint32_t>(structural_id)) << 32) | static_cast<uint32_t>(continuation);
+  }
+
+  // Counts the occurrences with `continuation` that Lower will meet: it follows the
+  // continuation as LowerOnce passes it on, stops at fragments (lowered as a DFA copy), and
+  // does not look inside a repeated occurrence (its later occurrences reuse the first copy).
+  void CountTails(ExprId expr, int32_t continuation) {
+    if (ctx_->IsSharedTail(expr) && ++tail_count_[TailKey(ctx_->StructuralId(expr), continuation)] >= 2) return;
     if (ctx_->IsFragment(expr)) return;
     const ExprNode& node = ast_.node(expr);
     if (node.kind == ExprKind::kSequence && !node.children.empty()) {
-      CountTails(node.children.back());
+      CountTails(node.children.back(), continuation);
     } else if (node.kind == ExprKind::kChoice) {
-      for (ExprId child : node.children) CountTails(child);
+      for (ExprId child : node.children) CountTails(child, continuation);
     }
   }
 
-  int32_t LowerOnce(ExprId expr, int32_t from, bool tail) {
+  int32_t LowerOnce(ExprId expr, int32_t from, int32_t continuation) {
     if (fragments_ && ctx_->IsFragment(expr)) return EmitFragment(ctx_->Fragment(expr, budget_, owner_), from);
     const ExprNode& node = ast_.node(expr);
     switch (node.kind) {
@@ -624,16 +638,23 @@ class NfaBuilder {
       case ExprKind::kSequence: {
         int32_t cur = from;
         for (size_t k = 0; k < node.children.size(); ++k) {
-          cur = Lower(node.children[k], cur, tail && k + 1 == node.children.size());
+          cur = Lower(node.children[k], cur, k + 1 == node.children.size() ? continuation : kUnknown);
         }
         return cur;
       }
       case ExprKind::kChoice: {
         int32_t to = NewNode();
+        // The alternatives all continue at `to`: without a continuation of its own, the
+        // choice gives them one (a fresh key) and counts their occurrences under it.
+        int32_t joined = continuation;
+        if (joined == kUnknown && fragments_) {
+          joined = next_choice_key_++;
+          for (ExprId child : node.children) CountTails(child, joined);
+        }
         for (ExprId child : node.children) {
           int32_t start = NewNode();
           AddEpsilon(from, start);
-          AddEpsilon(Lower(child, start, tail), to);
+          AddEpsilon(Lower(child, start, joined), to);
         }
         return to;
       }
@@ -875,8 +896,11 @@ class NfaBuilder {
   std::string owner_;
   bool fragments_;
   std::vector<int32_t> copy_map_;  // EmitCopyInto's body node -> NFA node (capacity reused)
-  std::unordered_map<int32_t, int32_t> tail_count_;  // structural id -> tail occurrences in the rule
-  std::unordered_map<int32_t, std::pair<int32_t, int32_t>> shared_tails_;  // structural id -> (entry, exit)
+  // TailKey(structural id, continuation) -> occurrences in the rule, and -> the shared copy's
+  // (entry, exit).
+  std::unordered_map<uint64_t, int32_t> tail_count_;
+  std::unordered_map<uint64_t, std::pair<int32_t, int32_t>> shared_tails_;
+  int32_t next_choice_key_ = kRuleEnd + 1;  // continuation keys of choices
   std::unordered_map<uint64_t, int32_t> suffix_nodes_;  // (next, lo, hi) -> node, see SuffixNode
 };
 
