@@ -529,17 +529,40 @@ bool AcyclicClasses(const CodepointDfa& dfa, std::vector<int32_t>* cls_inout) {
 void RefineClasses(const CodepointDfa& dfa, std::vector<int32_t>* cls_inout) {
   std::vector<int32_t>& cls = *cls_inout;
   const int32_t n = static_cast<int32_t>(dfa.states.size());
+  // The distinct boundaries, sorted. The same few (a pattern's class ranges) recur on most
+  // edges, so they are gathered through an open-addressing set before sorting.
   std::vector<uint32_t> cuts;
-  for (int32_t s = 0; s < n; ++s) {
-    if (cls[s] < 0) continue;
-    for (const auto& e : dfa.states[s].edges) {
-      if (cls[e.target] < 0) continue;
-      cuts.push_back(e.lo);
-      cuts.push_back(e.hi + 1);
+  {
+    constexpr uint32_t kEmpty = 0xFFFFFFFFu;  // above every boundary (at most 0x110000)
+    std::vector<uint32_t> slots(64, kEmpty);
+    auto insert = [&](uint32_t boundary) {
+      size_t mask = slots.size() - 1;
+      size_t at = (boundary * 0x9E3779B1u) & mask;
+      for (; slots[at] != kEmpty; at = (at + 1) & mask) {
+        if (slots[at] == boundary) return;
+      }
+      slots[at] = boundary;
+      cuts.push_back(boundary);
+      if (cuts.size() * 2 > slots.size()) {  // at most half full
+        slots.assign(slots.size() * 2, kEmpty);
+        mask = slots.size() - 1;
+        for (uint32_t c : cuts) {
+          size_t k = (c * 0x9E3779B1u) & mask;
+          while (slots[k] != kEmpty) k = (k + 1) & mask;
+          slots[k] = c;
+        }
+      }
+    };
+    for (int32_t s = 0; s < n; ++s) {
+      if (cls[s] < 0) continue;
+      for (const auto& e : dfa.states[s].edges) {
+        if (cls[e.target] < 0) continue;
+        insert(e.lo);
+        insert(e.hi + 1);
+      }
     }
+    std::sort(cuts.begin(), cuts.end());
   }
-  std::sort(cuts.begin(), cuts.end());
-  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
   auto symbol_at = [&cuts](uint32_t boundary) {
     return static_cast<int32_t>(std::lower_bound(cuts.begin(), cuts.end(), boundary) - cuts.begin());
   };
