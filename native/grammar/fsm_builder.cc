@@ -9,6 +9,7 @@
 // is lifted into a synthetic rule of its own and the rule is lowered again.
 #include <algorithm>
 #include <climits>
+#include <cstring>
 #include <deque>
 #include <map>
 #include <memory>
@@ -1793,48 +1794,56 @@ class BodyKeyWriter {
     }
     std::sort(refs_.begin(), refs_.end());
     for (size_t k = 0; k < refs_.size(); ++k) rank_[refs_[k]] = static_cast<int32_t>(k);
-    key->assign(1, 'R');
-    Put(key, ctx->threshold());
-    Put(key, ctx->max_token_bytes());
+    // The key's words gather in a reused buffer and reach the string in one copy.
+    std::vector<int32_t>& w = words_;
+    w.clear();
+    w.push_back(ctx->threshold());
+    w.push_back(ctx->max_token_bytes());
     for (ExprId e : order_) {
       const ExprNode& node = ast_.node(e);
-      key->push_back(static_cast<char>(node.kind));
+      w.push_back(static_cast<int32_t>(node.kind));
       switch (node.kind) {
-        case ExprKind::kBytes:
-          Put(key, static_cast<int32_t>(node.bytes.size()));
-          key->append(node.bytes);
+        case ExprKind::kBytes: {
+          const size_t size = node.bytes.size();
+          w.push_back(static_cast<int32_t>(size));
+          const size_t first = w.size();
+          w.resize(first + (size + 3) / 4, 0);
+          std::memcpy(w.data() + first, node.bytes.data(), size);
           break;
+        }
         case ExprKind::kCharClass:
-          Put(key, static_cast<int32_t>(node.ranges.size()));
+          w.push_back(static_cast<int32_t>(node.ranges.size()));
           for (const CodepointRange& r : node.ranges) {
-            Put(key, static_cast<int32_t>(r.first));
-            Put(key, static_cast<int32_t>(r.last));
+            w.push_back(static_cast<int32_t>(r.first));
+            w.push_back(static_cast<int32_t>(r.last));
           }
           break;
         case ExprKind::kRepeat: {
           // Compressed or not is part of the key: the two lower the same counts differently.
           const bool compressed = ctx->Compressible(e);
-          key->push_back(compressed ? 'c' : 'x');
+          w.push_back(compressed ? 1 : 0);
           if (compressed) {
-            Put(key, FoldedOrExact(node.min_repeat, ctx->max_token_bytes()));
-            Put(key, node.max_repeat < 0 ? -1 : FoldedOrExact(static_cast<int64_t>(node.max_repeat) - node.min_repeat,
-                                                              ctx->max_token_bytes()));
+            w.push_back(FoldedOrExact(node.min_repeat, ctx->max_token_bytes()));
+            w.push_back(node.max_repeat < 0 ? -1 : FoldedOrExact(static_cast<int64_t>(node.max_repeat) - node.min_repeat,
+                                                                 ctx->max_token_bytes()));
           } else {
-            Put(key, node.min_repeat);
-            Put(key, node.max_repeat);
+            w.push_back(node.min_repeat);
+            w.push_back(node.max_repeat);
           }
           break;
         }
         case ExprKind::kRuleRef:
-          Put(key, rank_[node.rule_id]);
-          key->push_back(ctx->RuleNullable(node.rule_id) ? 'n' : 'c');
+          w.push_back(rank_[node.rule_id]);
+          w.push_back(ctx->RuleNullable(node.rule_id) ? 1 : 0);
           break;
         default:
           break;
       }
-      Put(key, static_cast<int32_t>(node.children.size()));
-      for (ExprId child : node.children) Put(key, local_[child]);
+      w.push_back(static_cast<int32_t>(node.children.size()));
+      for (ExprId child : node.children) w.push_back(local_[child]);
     }
+    key->assign(1, 'R');
+    key->append(reinterpret_cast<const char*>(w.data()), w.size() * sizeof(int32_t));
     return true;
   }
 
@@ -1851,13 +1860,13 @@ class BodyKeyWriter {
   static int32_t FoldedOrExact(int64_t count, int32_t max_token_bytes) {
     return count >= static_cast<int64_t>(max_token_bytes) + 4 ? kFoldedCount : static_cast<int32_t>(count);
   }
-  static void Put(std::string* key, int32_t v) { AppendKeyWord(key, v); }
   const GrammarAst& ast_;
   std::vector<uint32_t> stamp_;
   std::vector<int32_t> local_;
   std::vector<int32_t> rank_;
   std::vector<ExprId> order_, stack_;
   std::vector<RuleId> refs_;
+  std::vector<int32_t> words_;  // the key being written, before it is copied into the string
   uint32_t generation_ = 0;
 };
 
