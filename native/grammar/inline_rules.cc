@@ -281,19 +281,32 @@ void InlineSmallRules(GrammarAst* ast, const InlineOptions& options) {
     }
   }
 
-  // Keep only rules reachable from the root, renumbered in order.
-  const std::vector<std::vector<RuleId>> live_refs = RuleReferences(*ast);
+  // Keep only rules reachable from the root, renumbered in order. One walk over the
+  // expression nodes: a node reached once has given all the rules it names (the bodies now
+  // share nodes, and a walk per rule would go through each inlined body again).
   std::vector<uint8_t> reachable(num_rules, 0);
-  std::vector<RuleId> stack{ast->root_rule};
-  reachable[ast->root_rule] = 1;
-  while (!stack.empty()) {
-    RuleId r = stack.back();
-    stack.pop_back();
-    for (RuleId callee : live_refs[r]) {
-      if (!reachable[callee]) {
-        reachable[callee] = 1;
-        stack.push_back(callee);
+  {
+    std::vector<uint8_t> seen(ast->nodes.size(), 0);
+    std::vector<ExprId> stack;
+    auto reach = [&](RuleId r) {
+      if (reachable[r]) return;
+      reachable[r] = 1;
+      for (ExprId root : {ast->rules[r].body, ast->rules[r].lookahead}) {
+        if (root >= 0) stack.push_back(root);
       }
+    };
+    reach(ast->root_rule);
+    while (!stack.empty()) {
+      const ExprId e = stack.back();
+      stack.pop_back();
+      if (seen[e]) continue;
+      seen[e] = 1;
+      const ExprNode& node = ast->node(e);
+      if (node.kind == ExprKind::kRuleRef) reach(node.rule_id);
+      if (node.kind == ExprKind::kTagDispatch) {
+        for (const auto& tag : ast->tag_dispatches[node.tag_dispatch].tags) reach(tag.rule);
+      }
+      for (ExprId child : node.children) stack.push_back(child);
     }
   }
   std::vector<RuleId> new_id(num_rules, -1);
