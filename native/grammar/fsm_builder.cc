@@ -25,6 +25,7 @@
 #include "support/error.h"
 #include "support/graph.h"
 #include "support/partition_refinement.h"
+#include "support/sequence_interner.h"
 #include "support/utf8.h"
 
 namespace xg2 {
@@ -170,63 +171,6 @@ struct BuildScratch;  // working memory of the rule builds, defined with BuildRu
 
 // Shared by every rule lowered for one grammar: compression settings, AST-level nullability
 // and the synthetic rules created for lifted repetitions and bodies.
-// Hash-consing of int32 sequences: equal sequences get equal ids, numbered from 0 in order of
-// first appearance. Keys live back to back in one arena and the table is open addressing, so
-// interning allocates nothing per key (LoweringContext::StructuralId interns one key per
-// expression node of a rule body).
-class SequenceInterner {
- public:
-  int32_t Intern(const std::vector<int32_t>& key) {
-    if (2 * (spans_.size() + 1) > slots_.size()) Grow();
-    const uint64_t hash = Hash(key);
-    const size_t mask = slots_.size() - 1;
-    for (size_t i = hash & mask;; i = (i + 1) & mask) {
-      const int32_t id = slots_[i];
-      if (id < 0) {
-        slots_[i] = static_cast<int32_t>(spans_.size());
-        spans_.push_back({words_.size(), key.size()});
-        hashes_.push_back(hash);
-        words_.insert(words_.end(), key.begin(), key.end());
-        return slots_[i];
-      }
-      if (hashes_[id] == hash && Equals(id, key)) return id;
-    }
-  }
-
- private:
-  struct Span {
-    size_t offset;
-    size_t size;
-  };
-  static uint64_t Hash(const std::vector<int32_t>& key) {
-    uint64_t h = 0x9E3779B97F4A7C15ull ^ key.size();
-    for (int32_t w : key) {
-      h ^= static_cast<uint32_t>(w);
-      h *= 0xFF51AFD7ED558CCDull;
-      h ^= h >> 29;
-    }
-    return h;
-  }
-  bool Equals(int32_t id, const std::vector<int32_t>& key) const {
-    const Span& span = spans_[id];
-    return span.size == key.size() && std::equal(key.begin(), key.end(), words_.begin() + static_cast<std::ptrdiff_t>(span.offset));
-  }
-  void Grow() {
-    slots_.assign(std::max<size_t>(64, 2 * slots_.size()), -1);
-    const size_t mask = slots_.size() - 1;
-    for (size_t id = 0; id < spans_.size(); ++id) {
-      size_t i = hashes_[id] & mask;
-      while (slots_[i] >= 0) i = (i + 1) & mask;
-      slots_[i] = static_cast<int32_t>(id);
-    }
-  }
-
-  std::vector<int32_t> words_;
-  std::vector<Span> spans_;      // per id: its key in words_
-  std::vector<uint64_t> hashes_;  // per id
-  std::vector<int32_t> slots_;   // ids, -1 for empty; a power of two, at most half full
-};
-
 class LoweringContext {
  public:
   LoweringContext(const GrammarAst& ast, const FsmBuildLimits& limits)

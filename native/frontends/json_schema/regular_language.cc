@@ -18,6 +18,7 @@
 #include "support/error.h"
 #include "support/graph.h"
 #include "support/partition_refinement.h"
+#include "support/sequence_interner.h"
 #include "support/utf8.h"
 
 namespace xg2 {
@@ -121,14 +122,13 @@ class NfaBuilder {
   const GrammarAst& ast_;
 };
 
-// Subset construction. Invariant: DFA state k stands for the epsilon closure of set k
-// (sorted), numbered in the order the states are first reached (edges in code-point order).
-// The sets live in one pool (set k is pool_[begin_[k], begin_[k + 1])) found through an
-// open-addressing table: a lookup that finds its set allocates nothing.
+// Subset construction. Invariant: DFA state k stands for the epsilon closure interned as
+// sequence k of sets_ (sorted), numbered in the order the states are first reached (edges in
+// code-point order).
 class SubsetConstruction {
  public:
   explicit SubsetConstruction(const std::vector<std::vector<NfaEdge>>& nfa)
-      : nfa_(nfa), mark_(nfa.size(), 0), slots_(64, -1) {}
+      : nfa_(nfa), mark_(nfa.size(), 0) {}
 
   CodepointDfa Run(int32_t start, int32_t accept) {
     accept_ = accept;
@@ -138,11 +138,12 @@ class SubsetConstruction {
     std::vector<const NfaEdge*> active;
     std::vector<int32_t> targets;
     std::vector<CodepointDfa::Edge> out;
-    for (size_t k = 0; k + 1 < begin_.size(); ++k) {
+    for (int32_t k = 0; static_cast<size_t>(k) < sets_.size(); ++k) {
       edges.clear();
       cuts.clear();
-      for (uint32_t i = begin_[k]; i < begin_[k + 1]; ++i) {
-        for (const NfaEdge& e : nfa_[pool_[i]]) {
+      // The set's pointers are read before IdOf below can grow the pool.
+      for (const int32_t* node = sets_.begin(k); node != sets_.end(k); ++node) {
+        for (const NfaEdge& e : nfa_[*node]) {
           if (e.lo > e.hi) continue;
           edges.push_back(e);
           cuts.push_back(e.lo);
@@ -210,48 +211,17 @@ class SubsetConstruction {
     std::sort(closure->begin(), closure->end());
   }
 
-  static uint64_t HashSet(const std::vector<int32_t>& set) {
-    uint64_t h = 1469598103934665603ull;
-    for (int32_t s : set) h = (h ^ static_cast<uint32_t>(s)) * 1099511628211ull;
-    return h ^ (h >> 29);
-  }
-
-  bool SameSet(int32_t id, const std::vector<int32_t>& set) const {
-    const uint32_t b = begin_[id], e = begin_[id + 1];
-    return e - b == set.size() && std::equal(set.begin(), set.end(), pool_.begin() + b);
-  }
-
   int32_t IdOf(const std::vector<int32_t>& seeds) {
     Close(seeds, &closure_);
-    const uint64_t hash = HashSet(closure_);
-    size_t mask = slots_.size() - 1;
-    size_t slot = hash & mask;
-    for (; slots_[slot] >= 0; slot = (slot + 1) & mask) {
-      const int32_t id = slots_[slot];
-      if (hashes_[id] == hash && SameSet(id, closure_)) return id;
-    }
-    const int32_t id = static_cast<int32_t>(hashes_.size());
-    if (static_cast<size_t>(id) >= kMaxAutomatonStates) {
+    const size_t known = sets_.size();
+    const int32_t id = sets_.Intern(closure_);
+    if (static_cast<size_t>(id) < known) return id;
+    if (known >= kMaxAutomatonStates) {
       throw ResourceLimitError("regular language too large (more than " +
                                std::to_string(kMaxAutomatonStates) + " automaton states)");
     }
-    pool_.insert(pool_.end(), closure_.begin(), closure_.end());
-    begin_.push_back(static_cast<uint32_t>(pool_.size()));
-    hashes_.push_back(hash);
     dfa_.states.emplace_back();
     dfa_.states.back().accepting = std::binary_search(closure_.begin(), closure_.end(), accept_);
-    // At most half full.
-    if (hashes_.size() * 2 > slots_.size()) {
-      slots_.assign(slots_.size() * 2, -1);
-      mask = slots_.size() - 1;
-      for (int32_t other = 0; other <= id; ++other) {
-        size_t at = hashes_[other] & mask;
-        while (slots_[at] >= 0) at = (at + 1) & mask;
-        slots_[at] = other;
-      }
-    } else {
-      slots_[slot] = id;
-    }
     return id;
   }
 
@@ -260,10 +230,7 @@ class SubsetConstruction {
   uint32_t generation_ = 0;
   std::vector<int32_t> stack_;
   std::vector<int32_t> closure_;
-  std::vector<int32_t> pool_;
-  std::vector<uint32_t> begin_{0};
-  std::vector<uint64_t> hashes_;
-  std::vector<int32_t> slots_;  // state ids; -1 empty; power-of-two size
+  SequenceInterner sets_;  // the DFA states' NFA node sets
   CodepointDfa dfa_;
   int32_t accept_ = -1;
 };
@@ -349,33 +316,16 @@ CodepointDfa DfaFromExpression(std::string_view expression) {
 
 CodepointDfa Product(const CodepointDfa& a, const CodepointDfa& b, ProductKind kind) {
   CodepointDfa out;
-  // (state of a, state of b or -1) -> product state, numbered in the order first reached;
-  // found through an open-addressing table over the packed pairs.
-  std::vector<uint64_t> pairs;
-  std::vector<int32_t> slots(64, -1);
-  auto pack = [](int32_t x, int32_t y) {
-    return (static_cast<uint64_t>(static_cast<uint32_t>(x)) << 32) | static_cast<uint32_t>(y);
-  };
-  auto slot_of = [&slots, &pairs](uint64_t key) {
-    const size_t mask = slots.size() - 1;
-    size_t at = (key * 0x9E3779B97F4A7C15ull) >> 20 & mask;
-    while (slots[at] >= 0 && pairs[slots[at]] != key) at = (at + 1) & mask;
-    return at;
-  };
+  // (state of a, state of b or -1) -> product state, numbered in the order first reached.
+  SequenceInterner pairs;
   auto id_of = [&](int32_t x, int32_t y) {
-    const uint64_t key = pack(x, y);
-    size_t at = slot_of(key);
-    if (slots[at] >= 0) return slots[at];
-    if (pairs.size() >= kMaxAutomatonStates) {
+    const int32_t pair[2] = {x, y};
+    const size_t known = pairs.size();
+    const int32_t id = pairs.Intern(pair, 2);
+    if (static_cast<size_t>(id) < known) return id;
+    if (known >= kMaxAutomatonStates) {
       throw ResourceLimitError("regular language too large (more than " +
                                std::to_string(kMaxAutomatonStates) + " automaton states)");
-    }
-    const int32_t id = static_cast<int32_t>(pairs.size());
-    pairs.push_back(key);
-    slots[at] = id;
-    if (pairs.size() * 2 > slots.size()) {  // at most half full
-      slots.assign(slots.size() * 2, -1);
-      for (int32_t other = 0; other <= id; ++other) slots[slot_of(pairs[other])] = other;
     }
     bool in_b = y >= 0 && b.states[y].accepting;
     out.states.emplace_back();
@@ -384,8 +334,8 @@ CodepointDfa Product(const CodepointDfa& a, const CodepointDfa& b, ProductKind k
   };
   id_of(0, 0);
   std::vector<CodepointDfa::Edge> edges;
-  for (size_t k = 0; k < pairs.size(); ++k) {
-    const int32_t x = static_cast<int32_t>(pairs[k] >> 32), y = static_cast<int32_t>(static_cast<uint32_t>(pairs[k]));
+  for (int32_t k = 0; static_cast<size_t>(k) < pairs.size(); ++k) {
+    const int32_t x = pairs.begin(k)[0], y = pairs.begin(k)[1];
     edges.clear();
     for (const CodepointDfa::Edge& ea : a.states[x].edges) {
       uint32_t next = ea.lo;  // the part of ea below `next` is handled
@@ -530,28 +480,13 @@ void RefineClasses(const CodepointDfa& dfa, std::vector<int32_t>* cls_inout) {
   std::vector<int32_t>& cls = *cls_inout;
   const int32_t n = static_cast<int32_t>(dfa.states.size());
   // The distinct boundaries, sorted. The same few (a pattern's class ranges) recur on most
-  // edges, so they are gathered through an open-addressing set before sorting.
+  // edges, so they are deduplicated (interned, each boundary at most 0x110000) before sorting.
   std::vector<uint32_t> cuts;
   {
-    constexpr uint32_t kEmpty = 0xFFFFFFFFu;  // above every boundary (at most 0x110000)
-    std::vector<uint32_t> slots(64, kEmpty);
+    SequenceInterner seen;
     auto insert = [&](uint32_t boundary) {
-      size_t mask = slots.size() - 1;
-      size_t at = (boundary * 0x9E3779B1u) & mask;
-      for (; slots[at] != kEmpty; at = (at + 1) & mask) {
-        if (slots[at] == boundary) return;
-      }
-      slots[at] = boundary;
-      cuts.push_back(boundary);
-      if (cuts.size() * 2 > slots.size()) {  // at most half full
-        slots.assign(slots.size() * 2, kEmpty);
-        mask = slots.size() - 1;
-        for (uint32_t c : cuts) {
-          size_t k = (c * 0x9E3779B1u) & mask;
-          while (slots[k] != kEmpty) k = (k + 1) & mask;
-          slots[k] = c;
-        }
-      }
+      const int32_t value = static_cast<int32_t>(boundary);
+      if (static_cast<size_t>(seen.Intern(&value, 1)) == cuts.size()) cuts.push_back(boundary);
     };
     for (int32_t s = 0; s < n; ++s) {
       if (cls[s] < 0) continue;
