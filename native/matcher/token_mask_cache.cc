@@ -1760,12 +1760,23 @@ uint64_t GrammarMaskCache::NextSerial() {
   return next.fetch_add(1, std::memory_order_relaxed);
 }
 
-bool GrammarMaskCache::HierarchicalKeys(NodeId node, NodeCacheKeys* keys) {
+void GrammarMaskCache::ComputeHashes() {
   std::call_once(hashes_once_, [this]() {
     hashes_ = ComputeFsmHashes(*fsm_);
     lookahead_keys_.assign(fsm_->num_rules(), std::string());
     lookahead_key_done_.assign(fsm_->num_rules(), 0);
+    hashes_ready_.store(true, std::memory_order_release);
   });
+}
+
+bool GrammarMaskCache::HierarchicalKeys(NodeId node, NodeCacheKeys* keys) {
+  if (!hashes_ready_.load(std::memory_order_acquire)) {
+    // With a background schedule, its task hashes the grammar (StartPrecompute): a matcher
+    // neither waits for it nor hashes in its own fill (a millisecond on the largest
+    // grammars, paid by their first mask); truncated keys serve the pool until then.
+    if (options_.precompute > 0) return false;
+    ComputeHashes();
+  }
   const RuleId rule = fsm_->node_rule[node];
   if (rule < 0 || hashes_.node_number[node] < 0) return false;
   std::string fsm_only;
@@ -2067,6 +2078,7 @@ void GrammarMaskCache::StartPrecompute(const std::shared_ptr<GrammarMaskCache>& 
   PrecomputeWorker::Instance().SubmitTask([weak, nodes_by_cost]() {
     std::shared_ptr<GrammarMaskCache> alive = weak.lock();
     if (!alive) return;
+    if (alive->pool_ && alive->options_.cross_grammar) alive->ComputeHashes();
     const GrammarFsm& fsm = *alive->fsm_;
     constexpr size_t kMostExpensive = 8;
     std::vector<NodeId> schedule = DocumentOrder(fsm);

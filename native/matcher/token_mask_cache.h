@@ -293,8 +293,11 @@ class GrammarMaskCache {
 
  private:
   const TokenClassification& Build(NodeId node);
-  // Hierarchical keys of `node`; false where its rule has no hierarchical hash.
+  // Hierarchical keys of `node`; false where its rule has no hierarchical hash, or while
+  // the grammar's hashes are not computed yet and the background schedule will compute them.
   bool HierarchicalKeys(NodeId node, NodeCacheKeys* keys);
+  // The grammar's hierarchical FSM hashes (once; thread-safe).
+  void ComputeHashes();
   static uint64_t NextSerial();
 
   std::shared_ptr<const GrammarFsm> fsm_;
@@ -305,8 +308,10 @@ class GrammarMaskCache {
   LeaveSets leave_;
   std::vector<uint8_t> leavable_;
   std::unique_ptr<std::atomic<const TokenClassification*>[]> slots_;
-  // Hierarchical FSM hashes, computed on the first pool lookup.
+  // Hierarchical FSM hashes: computed by the background schedule's task (StartPrecompute),
+  // or on the first pool lookup where there is no background schedule (precompute <= 0).
   std::once_flag hashes_once_;
+  std::atomic<bool> hashes_ready_{false};
   FsmHashes hashes_;
   std::vector<std::string> lookahead_keys_;  // per rule, filled under mutex_
   std::vector<uint8_t> lookahead_key_done_;
