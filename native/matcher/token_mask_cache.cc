@@ -31,6 +31,10 @@ struct ClassifyScratch {
   std::vector<uint8_t> left_lookahead;
   std::vector<int8_t> pure_state;
   std::vector<uint32_t> accepted_bits;
+  // Bit w set: accepted_bits[w] may be non-zero. Kept by the walk's accept() (not by the bulk
+  // copies of a shared set), so a walk that accepted its tokens one by one reads them back
+  // from the words that hold one, not from every word of their span.
+  std::vector<uint64_t> accepted_summary;
   // The first kListedAccepts ids a walk accepts, in the order accepted. A node that accepts
   // few tokens (a position inside a literal) is packed and cleared from this list: its ids
   // may lie anywhere in the vocabulary, so the span of words they touch is no bound.
@@ -1061,6 +1065,7 @@ ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const LeaveSets& leave,
   // accepted_bits is all zero between walks; a walk touches words [words_lo, words_hi) only
   // (a few, on most nodes), and packing and clearing stay within them.
   if (s.accepted_bits.size() != words) s.accepted_bits.assign(words, 0);
+  if (s.accepted_summary.size() != (words + 63) / 64) s.accepted_summary.assign((words + 63) / 64, 0);
   size_t words_lo = words;
   size_t words_hi = 0;
   int64_t accepted_count = 0;
@@ -1070,6 +1075,7 @@ ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const LeaveSets& leave,
   s.accepted_list.clear();
   struct ClearTouched {
     std::vector<uint32_t>& bits;
+    std::vector<uint64_t>& summary;
     const std::vector<int32_t>& list;
     const bool& listed;
     const int64_t& count;
@@ -1081,8 +1087,9 @@ ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const LeaveSets& leave,
       } else if (lo < hi) {
         std::fill(bits.begin() + lo, bits.begin() + hi, 0);
       }
+      if (lo < hi) std::fill(summary.begin() + lo / 64, summary.begin() + (hi + 63) / 64, 0);
     }
-  } clear_touched{s.accepted_bits, s.accepted_list, listed, accepted_count, words_lo, words_hi};
+  } clear_touched{s.accepted_bits, s.accepted_summary, s.accepted_list, listed, accepted_count, words_lo, words_hi};
   DenseStepper stepper(fsm, s, rows_owner);
 
   // path[d]: the DFA node after the d bytes of the current trie node's prefix. left_*[d]:
@@ -1183,6 +1190,7 @@ ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const LeaveSets& leave,
     const uint32_t bit = 1u << (id & 31);
     if (word & bit) return;
     word |= bit;
+    s.accepted_summary[w >> 6] |= uint64_t{1} << (w & 63);
     if (++accepted_count <= kListedAccepts) s.accepted_list.push_back(id);
   };
   // Common prefix of the next uncertain token with the list's last one: the minimum over
@@ -1382,6 +1390,21 @@ ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const LeaveSets& leave,
     auto accepted = std::make_shared<AcceptedTokens>();
     accepted->ids = s.accepted_list;
     std::sort(accepted->ids.begin(), accepted->ids.end());
+    out.with_lookahead.accepted = std::move(accepted);
+  } else if (listed && accepted_count <= static_cast<int64_t>(words)) {
+    // Every accepted word is in the summary: read the ids back from those words alone (the
+    // whitespace tokens a JSON separator accepts lie in a few hundred of the span's
+    // thousands of words).
+    auto accepted = std::make_shared<AcceptedTokens>();
+    accepted->ids.reserve(accepted_count);
+    for (size_t sw = words_lo / 64; sw < (words_hi + 63) / 64; ++sw) {
+      for (uint64_t summary = s.accepted_summary[sw]; summary; summary &= summary - 1) {
+        const size_t w = sw * 64 + static_cast<size_t>(__builtin_ctzll(summary));
+        for (uint32_t word = s.accepted_bits[w]; word; word &= word - 1) {
+          accepted->ids.push_back(static_cast<int32_t>(w * 32 + __builtin_ctz(word)));
+        }
+      }
+    }
     out.with_lookahead.accepted = std::move(accepted);
   } else {
     out.with_lookahead.accepted = PackAccepted(s.accepted_bits, words, words_lo, words_hi, accepted_count);
