@@ -916,20 +916,32 @@ inline void AppendUncertainRange(TokenClassification* out, int32_t begin, int32_
 // Accepted ids listed one by one up to this count (ClassifyScratch::accepted_list).
 constexpr int64_t kListedAccepts = 512;
 
-// Packs the accepted bits, all of which lie in words [lo, hi) of `bits`.
+// Packs the accepted bits, all of which lie in words [lo, hi) of `bits`. `summary`, where
+// given, has bit w set for every non-zero word w (ClassifyScratch::accepted_summary): an id
+// list is then read from those words alone.
 std::shared_ptr<const AcceptedTokens> PackAccepted(const std::vector<uint32_t>& bits, size_t words, size_t lo,
-                                                   size_t hi, int64_t count) {
+                                                   size_t hi, int64_t count,
+                                                   const std::vector<uint64_t>* summary = nullptr) {
   auto accepted = std::make_shared<AcceptedTokens>();
   if (count > static_cast<int64_t>(words)) {
     accepted->bits.assign(words, 0);
     std::copy(bits.begin() + lo, bits.begin() + hi, accepted->bits.begin() + lo);
-  } else {
-    accepted->ids.reserve(count);
-    for (size_t w = lo; w < hi; ++w) {
-      for (uint32_t word = bits[w]; word; word &= word - 1) {
-        accepted->ids.push_back(static_cast<int32_t>(w * 32 + __builtin_ctz(word)));
+    return accepted;
+  }
+  accepted->ids.reserve(count);
+  auto read_word = [&](size_t w) {
+    for (uint32_t word = bits[w]; word; word &= word - 1) {
+      accepted->ids.push_back(static_cast<int32_t>(w * 32 + __builtin_ctz(word)));
+    }
+  };
+  if (summary) {
+    for (size_t sw = lo / 64; sw < (hi + 63) / 64; ++sw) {
+      for (uint64_t nonzero = (*summary)[sw]; nonzero; nonzero &= nonzero - 1) {
+        read_word(sw * 64 + static_cast<size_t>(__builtin_ctzll(nonzero)));
       }
     }
+  } else {
+    for (size_t w = lo; w < hi; ++w) read_word(w);
   }
   return accepted;
 }
@@ -1391,23 +1403,12 @@ ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const LeaveSets& leave,
     accepted->ids = s.accepted_list;
     std::sort(accepted->ids.begin(), accepted->ids.end());
     out.with_lookahead.accepted = std::move(accepted);
-  } else if (listed && accepted_count <= static_cast<int64_t>(words)) {
-    // Every accepted word is in the summary: read the ids back from those words alone (the
-    // whitespace tokens a JSON separator accepts lie in a few hundred of the span's
-    // thousands of words).
-    auto accepted = std::make_shared<AcceptedTokens>();
-    accepted->ids.reserve(accepted_count);
-    for (size_t sw = words_lo / 64; sw < (words_hi + 63) / 64; ++sw) {
-      for (uint64_t summary = s.accepted_summary[sw]; summary; summary &= summary - 1) {
-        const size_t w = sw * 64 + static_cast<size_t>(__builtin_ctzll(summary));
-        for (uint32_t word = s.accepted_bits[w]; word; word &= word - 1) {
-          accepted->ids.push_back(static_cast<int32_t>(w * 32 + __builtin_ctz(word)));
-        }
-      }
-    }
-    out.with_lookahead.accepted = std::move(accepted);
   } else {
-    out.with_lookahead.accepted = PackAccepted(s.accepted_bits, words, words_lo, words_hi, accepted_count);
+    // A listed walk set every accepted word through accept(), so its summary is complete (the
+    // whitespace tokens a JSON separator accepts lie in a few hundred of their span's
+    // thousands of words).
+    out.with_lookahead.accepted = PackAccepted(s.accepted_bits, words, words_lo, words_hi, accepted_count,
+                                               listed ? &s.accepted_summary : nullptr);
   }
   out.fsm_only.accepted = out.with_lookahead.accepted;
   Shrink(&out.with_lookahead);
