@@ -1,6 +1,7 @@
 #include "grammar/follow_sets.h"
 
 #include <unordered_map>
+#include <vector>
 
 namespace xg2 {
 
@@ -15,8 +16,20 @@ void Fixpoint(const Step& step) {
   }
 }
 
-// The bytes lo..hi.
-ByteSet ByteRange(int lo, int hi) { return (~ByteSet() >> (255 - (hi - lo))) << lo; }
+// The bytes lo..hi, as the difference of two prefix sets: kBelow[k] holds the bytes < k.
+// A table lookup instead of two 256-bit shifts, which cost a fifth of a large grammar's
+// mask-cache setup when done per byte edge.
+ByteSet ByteRange(int lo, int hi) {
+  static const std::vector<ByteSet> kBelow = [] {
+    std::vector<ByteSet> below(257);
+    for (int k = 1; k <= 256; ++k) {
+      below[k] = below[k - 1];
+      below[k].set(k - 1);
+    }
+    return below;
+  }();
+  return kBelow[hi + 1] ^ kBelow[lo];
+}
 
 }  // namespace
 
