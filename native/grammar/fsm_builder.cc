@@ -991,6 +991,17 @@ class SubsetConstruction {
   }
   const std::vector<int32_t>& Closure(const std::vector<int32_t>& seeds) {
     std::vector<int32_t>& set = s_.closure;
+    // One seed without epsilon edges (a position inside a literal, say) is its own closure.
+    if (seeds.size() == 1) {
+      const int32_t seed = seeds[0];
+      bool epsilon = false;
+      for (const NfaEdge& e : nfa_.EdgesOf(seed)) epsilon = epsilon || e.kind == kEpsilon;
+      if (!epsilon) {
+        set.clear();
+        if (!nfa_.loops.empty() || s_.reads[seed] || seed == nfa_.accept) set.push_back(seed);
+        return set;
+      }
+    }
     std::vector<int32_t>& stack = s_.closure_stack;
     set.assign(seeds.begin(), seeds.end());
     stack.assign(seeds.begin(), seeds.end());
@@ -1131,6 +1142,21 @@ class SubsetConstruction {
     std::vector<int32_t>& set = s_.current;
     set.assign(s_.set_pool.begin() + s_.set_begin[id], s_.set_pool.begin() + s_.set_begin[id + 1]);
     const bool carries_counter = dfa.loop[id] >= 0;
+    // The commonest state of a JSON grammar is one position inside a literal: one NFA node
+    // with one byte edge and nothing else. Its only DFA edge is that one, to the closure of
+    // the edge's target; the general path below would reach the same edge through the cuts
+    // and pieces machinery.
+    if (set.size() == 1 && s_.member_of.empty()) {
+      const auto edges = nfa_.EdgesOf(set[0]);
+      if (edges.end() - edges.begin() == 1 && edges.begin()->kind == kByteRange) {
+        const NfaEdge edge = *edges.begin();
+        const int32_t target = Intern(Closure(edge.target));
+        dfa.byte_edges.push_back({edge.lo, edge.hi, target});
+        dfa.byte_begin.push_back(static_cast<int32_t>(dfa.byte_edges.size()));
+        dfa.rule_begin.push_back(static_cast<int32_t>(dfa.rule_edges.size()));
+        return;
+      }
+    }
     // Byte edges: cut [0, 255] at every range boundary, then gather targets per piece.
     std::vector<int>& cuts = s_.cuts;
     std::vector<std::pair<int32_t, int32_t>>& rule_targets = s_.rule_targets;
