@@ -256,24 +256,39 @@ bool RuleSet::AddShared(const std::vector<std::pair<std::string, std::string>>& 
 
 namespace {
 
+// Node kinds of a ProductivityTree: a terminal always derives something; an optional node
+// does too (empty); a rule node derives something when its rule does; a sequence when all
+// children do, an alternation when any does.
+enum class ProductivityKind { kTerminal, kOptional, kRule, kSequence, kAlternation };
+struct ProductivityNode {
+  ProductivityKind kind;
+  int32_t rule;          // kRule: index of the rule (-1: no such rule)
+  uint32_t first_child;  // kSequence / kAlternation: children[first_child, + child_count)
+  uint32_t child_count;
+};
+// The nodes of all the trees of one UnproductiveRules call, in shared arrays: a large
+// grammar has thousands of rule bodies, and three vectors per tree made the allocator the
+// main cost of the check.
+struct ProductivityArena {
+  std::vector<ProductivityNode> nodes;
+  std::vector<int> children;
+  std::vector<int> pending;  // the parse's stack of finished children (empty between parses)
+  std::string name;
+};
+
 // Parses the EBNF this builder emits into a tree just detailed enough to decide whether
 // an expression derives some finite string once the rules it refers to are known to.
 class ProductivityTree {
  public:
-  // Node kinds: a terminal always derives something; an optional node does too (empty);
-  // a rule node derives something when its rule does; a sequence when all children do,
-  // an alternation when any does.
-  enum class Kind { kTerminal, kOptional, kRule, kSequence, kAlternation };
-  struct Node {
-    Kind kind;
-    int32_t rule;          // kRule: index of the rule (-1: no such rule)
-    uint32_t first_child;  // kSequence / kAlternation: children_[first_child, + child_count)
-    uint32_t child_count;
-  };
+  using Kind = ProductivityKind;
+  using Node = ProductivityNode;
 
-  // `rule_index` maps a rule name to its index in the rule set.
-  ProductivityTree(const std::string& text, const std::unordered_map<std::string, size_t>& rule_index)
-      : text_(text), rule_index_(rule_index) {
+  // `rule_index` maps a rule name to its index in the rule set. The tree's nodes live in
+  // `arena`, which must outlive it.
+  ProductivityTree(const std::string& text, const std::unordered_map<std::string, size_t>& rule_index,
+                   ProductivityArena* arena)
+      : text_(text), rule_index_(rule_index), nodes_(arena->nodes), children_(arena->children),
+        pending_(arena->pending), name_(arena->name) {
     root_ = ParseAlternation();
   }
 
@@ -407,10 +422,11 @@ class ProductivityTree {
   const std::string& text_;
   const std::unordered_map<std::string, size_t>& rule_index_;
   size_t pos_ = 0;
-  std::vector<Node> nodes_;
-  std::vector<int> children_;
-  std::vector<int> pending_;
-  std::string name_;
+  // The arena's arrays (shared with the other trees of the arena).
+  std::vector<Node>& nodes_;
+  std::vector<int>& children_;
+  std::vector<int>& pending_;
+  std::string& name_;
   int root_ = 0;
 };
 
@@ -438,6 +454,7 @@ bool RefersToRules(const std::string& body) {
 }  // namespace
 
 std::vector<std::string> RuleSet::UnproductiveRules() const {
+  ProductivityArena arena;
   std::vector<std::pair<size_t, ProductivityTree>> trees;  // (rule index, body)
   std::vector<uint8_t> productive(rules_.size(), 0);
   for (size_t i = 0; i < rules_.size(); ++i) {
@@ -446,7 +463,7 @@ std::vector<std::string> RuleSet::UnproductiveRules() const {
     if (rule.productive || !RefersToRules(rule.body)) {
       productive[i] = 1;
     } else {
-      trees.emplace_back(i, ProductivityTree(rule.body, index_of_name_));
+      trees.emplace_back(i, ProductivityTree(rule.body, index_of_name_, &arena));
     }
   }
   // Invariant: `productive` only grows; stop when a round adds nothing.
