@@ -902,6 +902,7 @@ struct SubsetScratch {
   std::vector<int32_t> piece_begin, piece_fill, piece_targets;
   int32_t piece_at[257];  // cut value -> its index in `cuts` (only the current cuts are valid)
   std::vector<std::pair<int32_t, int32_t>> rule_targets;  // (rule, NFA target)
+  std::vector<NfaEdge> single_node_bytes;  // ExpandDisjointBytes
 };
 
 // The node budget counts DFA states, not the NFA node set each one is keyed by: a rule whose
@@ -1142,20 +1143,9 @@ class SubsetConstruction {
     std::vector<int32_t>& set = s_.current;
     set.assign(s_.set_pool.begin() + s_.set_begin[id], s_.set_pool.begin() + s_.set_begin[id + 1]);
     const bool carries_counter = dfa.loop[id] >= 0;
-    // The commonest state of a JSON grammar is one position inside a literal: one NFA node
-    // with one byte edge and nothing else. Its only DFA edge is that one, to the closure of
-    // the edge's target; the general path below would reach the same edge through the cuts
-    // and pieces machinery.
-    if (set.size() == 1 && s_.member_of.empty()) {
-      const auto edges = nfa_.EdgesOf(set[0]);
-      if (edges.end() - edges.begin() == 1 && edges.begin()->kind == kByteRange) {
-        const NfaEdge edge = *edges.begin();
-        const int32_t target = Intern(Closure(edge.target));
-        dfa.byte_edges.push_back({edge.lo, edge.hi, target});
-        dfa.byte_begin.push_back(static_cast<int32_t>(dfa.byte_edges.size()));
-        dfa.rule_begin.push_back(static_cast<int32_t>(dfa.rule_edges.size()));
-        return;
-      }
+    if (set.size() == 1 && s_.member_of.empty() && ExpandDisjointBytes(set[0])) {
+      AddRuleEdges(set, carries_counter);
+      return;
     }
     // Byte edges: cut [0, 255] at every range boundary, then gather targets per piece.
     std::vector<int>& cuts = s_.cuts;
@@ -1232,6 +1222,57 @@ class SubsetConstruction {
         byte_edges.push_back({static_cast<uint8_t>(lo), static_cast<uint8_t>(hi), target});
       }
     }
+    AddRuleEdges(set, carries_counter);
+  }
+
+  // A state of one NFA node without epsilon edges whose byte edges do not overlap (most
+  // states of a JSON grammar: a position inside a literal, or before a rule reference): each
+  // byte edge is a DFA edge of its own, to the closure of its target, so the cuts and pieces
+  // of Expand are not needed. Appends the state's byte edges and collects its rule edges in
+  // s_.rule_targets, exactly as the general path would (same edges, same order of new
+  // states); false, changing nothing, for any other node.
+  bool ExpandDisjointBytes(int32_t node) {
+    std::vector<NfaEdge>& bytes = s_.single_node_bytes;
+    bytes.clear();
+    for (const NfaEdge& e : nfa_.EdgesOf(node)) {
+      if (e.kind == kEpsilon) return false;
+      if (e.kind == kByteRange) bytes.push_back(e);
+    }
+    if (bytes.size() > 1) {
+      std::sort(bytes.begin(), bytes.end(), [](const NfaEdge& x, const NfaEdge& y) { return x.lo < y.lo; });
+      for (size_t k = 1; k < bytes.size(); ++k) {
+        if (bytes[k].lo <= bytes[k - 1].hi) return false;
+      }
+    }
+    std::vector<std::pair<int32_t, int32_t>>& rule_targets = s_.rule_targets;
+    rule_targets.clear();
+    for (const NfaEdge& e : nfa_.EdgesOf(node)) {
+      if (e.kind >= 0) rule_targets.push_back({e.kind, e.target});
+    }
+    FlatDfa& dfa = s_.dfa;
+    const size_t first_byte_edge = dfa.byte_edges.size();
+    int32_t previous_nfa_target = -1, previous_target = -1;
+    for (const NfaEdge& e : bytes) {
+      const int32_t target = e.target == previous_nfa_target ? previous_target : Intern(Closure(e.target));
+      previous_nfa_target = e.target;
+      previous_target = target;
+      std::vector<ByteEdge>& byte_edges = dfa.byte_edges;
+      if (byte_edges.size() > first_byte_edge && byte_edges.back().target == target &&
+          byte_edges.back().hi + 1 == e.lo) {
+        byte_edges.back().hi = e.hi;
+      } else {
+        byte_edges.push_back({e.lo, e.hi, target});
+      }
+    }
+    return true;
+  }
+
+  // Ends the expansion of a state whose byte edges are in place: its rule edges, from the
+  // (rule, NFA target) pairs in s_.rule_targets.
+  void AddRuleEdges(const std::vector<int32_t>& set, bool carries_counter) {
+    FlatDfa& dfa = s_.dfa;
+    std::vector<std::pair<int32_t, int32_t>>& rule_targets = s_.rule_targets;
+    std::vector<int32_t>& targets = s_.targets;
     dfa.byte_begin.push_back(static_cast<int32_t>(dfa.byte_edges.size()));
     std::sort(rule_targets.begin(), rule_targets.end());
     for (size_t k = 0; k < rule_targets.size();) {
