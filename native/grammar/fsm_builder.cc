@@ -999,7 +999,7 @@ class SubsetConstruction {
       for (const NfaEdge& e : nfa_.EdgesOf(seed)) epsilon = epsilon || e.kind == kEpsilon;
       if (!epsilon) {
         set.clear();
-        if (!nfa_.loops.empty() || s_.reads[seed] || seed == nfa_.accept) set.push_back(seed);
+        if (!nfa_.loops.empty() || Important(seed)) set.push_back(seed);
         return set;
       }
     }
@@ -1026,14 +1026,16 @@ class SubsetConstruction {
       }
     }
     if (nfa_.loops.empty()) {
-      const int32_t accept = nfa_.accept;
-      const std::vector<uint8_t>& reads = s_.reads;
-      set.erase(std::remove_if(set.begin(), set.end(), [&](int32_t n) { return !reads[n] && n != accept; }),
+      set.erase(std::remove_if(set.begin(), set.end(), [&](int32_t n) { return !Important(n); }),
                 set.end());
     }
     std::sort(set.begin(), set.end());
     return set;
   }
+
+  // Whether NFA node `n` is one of the "important" nodes a closure keeps (see Closure); only
+  // meaningful without counted loops (s_.reads is not filled otherwise).
+  bool Important(int32_t n) const { return s_.reads[n] || n == nfa_.accept; }
 
   static uint64_t HashSet(const std::vector<int32_t>& set) {
     uint64_t h = 0x9E3779B97F4A7C15ull ^ set.size();
@@ -1214,13 +1216,7 @@ class SubsetConstruction {
         previous_targets.swap(targets);
         previous_target = target;
       }
-      std::vector<ByteEdge>& byte_edges = dfa.byte_edges;
-      if (byte_edges.size() > first_byte_edge && byte_edges.back().target == target &&
-          byte_edges.back().hi + 1 == lo) {
-        byte_edges.back().hi = static_cast<uint8_t>(hi);
-      } else {
-        byte_edges.push_back({static_cast<uint8_t>(lo), static_cast<uint8_t>(hi), target});
-      }
+      AppendByteEdge(first_byte_edge, static_cast<uint8_t>(lo), static_cast<uint8_t>(hi), target);
     }
     AddRuleEdges(set, carries_counter);
   }
@@ -1230,13 +1226,19 @@ class SubsetConstruction {
   // byte edge is a DFA edge of its own, to the closure of its target, so the cuts and pieces
   // of Expand are not needed. Appends the state's byte edges and collects its rule edges in
   // s_.rule_targets, exactly as the general path would (same edges, same order of new
-  // states); false, changing nothing, for any other node.
+  // states); false, adding no edge or state, for any other node.
   bool ExpandDisjointBytes(int32_t node) {
     std::vector<NfaEdge>& bytes = s_.single_node_bytes;
+    std::vector<std::pair<int32_t, int32_t>>& rule_targets = s_.rule_targets;
     bytes.clear();
+    rule_targets.clear();
     for (const NfaEdge& e : nfa_.EdgesOf(node)) {
       if (e.kind == kEpsilon) return false;
-      if (e.kind == kByteRange) bytes.push_back(e);
+      if (e.kind == kByteRange) {
+        bytes.push_back(e);
+      } else {
+        rule_targets.push_back({e.kind, e.target});
+      }
     }
     if (bytes.size() > 1) {
       std::sort(bytes.begin(), bytes.end(), [](const NfaEdge& x, const NfaEdge& y) { return x.lo < y.lo; });
@@ -1244,27 +1246,27 @@ class SubsetConstruction {
         if (bytes[k].lo <= bytes[k - 1].hi) return false;
       }
     }
-    std::vector<std::pair<int32_t, int32_t>>& rule_targets = s_.rule_targets;
-    rule_targets.clear();
-    for (const NfaEdge& e : nfa_.EdgesOf(node)) {
-      if (e.kind >= 0) rule_targets.push_back({e.kind, e.target});
-    }
-    FlatDfa& dfa = s_.dfa;
-    const size_t first_byte_edge = dfa.byte_edges.size();
+    const size_t first_byte_edge = s_.dfa.byte_edges.size();
     int32_t previous_nfa_target = -1, previous_target = -1;
     for (const NfaEdge& e : bytes) {
       const int32_t target = e.target == previous_nfa_target ? previous_target : Intern(Closure(e.target));
       previous_nfa_target = e.target;
       previous_target = target;
-      std::vector<ByteEdge>& byte_edges = dfa.byte_edges;
-      if (byte_edges.size() > first_byte_edge && byte_edges.back().target == target &&
-          byte_edges.back().hi + 1 == e.lo) {
-        byte_edges.back().hi = e.hi;
-      } else {
-        byte_edges.push_back({e.lo, e.hi, target});
-      }
+      AppendByteEdge(first_byte_edge, e.lo, e.hi, target);
     }
     return true;
+  }
+
+  // Appends the byte edge lo..hi -> target to the state whose edges start at
+  // `first_byte_edge`, extending that state's last edge where it ends at lo - 1 on the
+  // same target (edges are appended in increasing lo).
+  void AppendByteEdge(size_t first_byte_edge, uint8_t lo, uint8_t hi, int32_t target) {
+    std::vector<ByteEdge>& byte_edges = s_.dfa.byte_edges;
+    if (byte_edges.size() > first_byte_edge && byte_edges.back().target == target && byte_edges.back().hi + 1 == lo) {
+      byte_edges.back().hi = hi;
+    } else {
+      byte_edges.push_back({lo, hi, target});
+    }
   }
 
   // Ends the expansion of a state whose byte edges are in place: its rule edges, from the
