@@ -469,17 +469,21 @@ std::vector<std::string> SplitJsonPointer(std::string_view pointer, bool uri_fra
   return tokens;
 }
 
-std::string EscapeJsonPointerToken(std::string_view token) {
-  std::string out;
+void AppendJsonPointerToken(std::string_view token, std::string* out) {
   for (char c : token) {
     if (c == '~') {
-      out.append("~0");
+      out->append("~0");
     } else if (c == '/') {
-      out.append("~1");
+      out->append("~1");
     } else {
-      out.push_back(c);
+      out->push_back(c);
     }
   }
+}
+
+std::string EscapeJsonPointerToken(std::string_view token) {
+  std::string out;
+  AppendJsonPointerToken(token, &out);
   return out;
 }
 

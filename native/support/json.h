@@ -90,6 +90,8 @@ std::vector<std::string> SplitJsonPointer(std::string_view pointer, bool uri_fra
 
 // Escapes one reference token for use in a JSON pointer ("~" -> "~0", "/" -> "~1").
 std::string EscapeJsonPointerToken(std::string_view token);
+// Appends the escaped `token` to `out`.
+void AppendJsonPointerToken(std::string_view token, std::string* out);
 
 // Follows `pointer` from `root` (array tokens are decimal indices without leading zeros).
 // Returns nullptr when no value lies there.

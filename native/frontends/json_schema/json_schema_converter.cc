@@ -219,7 +219,10 @@ bool IsPassiveKeyword(const std::string& keyword) {
 }
 
 std::string ChildPointer(const std::string& pointer, const std::string& token) {
-  return pointer + "/" + EscapeJsonPointerToken(token);
+  std::string child = pointer;
+  child.push_back('/');
+  AppendJsonPointerToken(token, &child);
+  return child;
 }
 
 std::string ShowPointer(const std::string& pointer) { return pointer.empty() ? "/" : pointer; }
@@ -327,7 +330,8 @@ void SchemaConverter::StartOutput() {
 // rule does not (its recursion never bottoms out) accepts no value; the conversion is
 // redone with such targets known to be empty, until all rules are productive.
 JsonSchemaConversion SchemaConverter::Convert() {
-  IndexIdentifiers(document_, "", 0);
+  std::string root_pointer;
+  IndexIdentifiers(document_, &root_pointer, 0);
   std::map<std::pair<const JsonValue*, int>, std::string> empty_targets;
   while (true) {
     StartOutput();
@@ -392,18 +396,32 @@ std::optional<long long> SchemaConverter::CountKeyword(const Node& node, const c
   return static_cast<long long>(value->number_value());
 }
 
+// The pointer's unescaped tokens joined by '_', less the container keywords that every
+// schema path repeats. Scans the pointer in place: it is called for every rule.
 std::string SchemaConverter::RuleHint(const std::string& pointer) const {
+  if (!pointer.empty() && pointer[0] != '/') return "node";
   std::string hint;
-  std::vector<std::string> tokens;
-  try {
-    tokens = SplitJsonPointer(pointer);
-  } catch (const InvalidArgumentError&) {
-    return "node";
-  }
-  for (const std::string& token : tokens) {
-    if (token == "properties" || token == "$defs" || token == "definitions") continue;
-    if (!hint.empty()) hint += "_";
-    hint += token;
+  std::string token;
+  size_t start = 1;
+  while (start <= pointer.size()) {
+    size_t end = pointer.find('/', start);
+    if (end == std::string::npos) end = pointer.size();
+    token.clear();
+    for (size_t i = start; i < end; ++i) {
+      if (pointer[i] != '~') {
+        token.push_back(pointer[i]);
+        continue;
+      }
+      char next = i + 1 < end ? pointer[i + 1] : '\0';
+      if (next != '0' && next != '1') return "node";
+      token.push_back(next == '0' ? '~' : '/');
+      ++i;
+    }
+    if (token != "properties" && token != "$defs" && token != "definitions") {
+      if (!hint.empty()) hint += "_";
+      hint += token;
+    }
+    start = end + 1;
   }
   return hint.empty() ? "value" : hint;
 }
@@ -971,11 +989,16 @@ const JsonValue& SchemaConverter::WithoutDependencies(const Node& node) {
 // ---------------------------------------------------------------------------------------
 // References
 
-void SchemaConverter::IndexIdentifiers(const JsonValue& value, const std::string& pointer,
-                                       int depth) {
+// `pointer` is the JSON pointer of `value`; it grows and shrinks back in place as the walk
+// descends, so that only the pointers of identified subschemas are ever copied.
+void SchemaConverter::IndexIdentifiers(const JsonValue& value, std::string* pointer, int depth) {
+  const size_t length = pointer->size();
   if (value.is_array()) {
     for (size_t i = 0; i < value.array_items().size(); ++i) {
-      IndexIdentifiers(value.array_items()[i], pointer + "/" + std::to_string(i), depth + 1);
+      pointer->push_back('/');
+      pointer->append(std::to_string(i));
+      IndexIdentifiers(value.array_items()[i], pointer, depth + 1);
+      pointer->resize(length);
     }
     return;
   }
@@ -983,17 +1006,21 @@ void SchemaConverter::IndexIdentifiers(const JsonValue& value, const std::string
   for (const auto& [key, member] : value.object_members()) {
     if (key == "enum" || key == "const" || key == "default" || key == "examples") continue;
     if (member.is_string() && key == "$anchor") {
-      identifiers_.emplace("#" + member.string_value(), std::make_pair(&value, pointer));
+      identifiers_.emplace("#" + member.string_value(), std::make_pair(&value, *pointer));
     } else if (member.is_string() && (key == "$id" || key == "id")) {
       std::string id = member.string_value();
       if (!id.empty() && id.back() == '#') id.pop_back();
       if (depth == 0) {
         base_uri_ = id;
       } else if (!id.empty()) {
-        identifiers_.emplace(id, std::make_pair(&value, pointer));
+        identifiers_.emplace(id, std::make_pair(&value, *pointer));
       }
     }
-    IndexIdentifiers(member, ChildPointer(pointer, key), depth + 1);
+    if (!member.is_object() && !member.is_array()) continue;
+    pointer->push_back('/');
+    AppendJsonPointerToken(key, pointer);
+    IndexIdentifiers(member, pointer, depth + 1);
+    pointer->resize(length);
   }
 }
 

@@ -116,7 +116,7 @@ class SchemaConverter {
   Fragment Reference(const Node& node, int depth);
   const JsonValue* ResolveReference(const std::string& ref, const Node& node,
                                     std::string* target_pointer);
-  void IndexIdentifiers(const JsonValue& schema, const std::string& pointer, int depth);
+  void IndexIdentifiers(const JsonValue& schema, std::string* pointer, int depth);
   Fragment AnyOf(const Node& node, int depth);
   Fragment EnumOrConst(const Node& node, int depth);
   bool EnumValueAllowed(const JsonValue& value, const Node& node);
