@@ -1808,55 +1808,62 @@ class BodyKeyWriter {
     std::sort(refs_.begin(), refs_.end());
     for (size_t k = 0; k < refs_.size(); ++k) rank_[refs_[k]] = static_cast<int32_t>(k);
     // The key's words gather in a reused buffer and reach the string in one copy.
+    // The buffer is sized for the largest key first and written through a cursor.
+    size_t bound = 2;
+    for (ExprId e : order_) bound += MaxWords(ast_.node(e));
     std::vector<int32_t>& w = words_;
-    w.clear();
-    w.push_back(ctx->threshold());
-    w.push_back(ctx->max_token_bytes());
+    w.resize(bound);
+    int32_t* out = w.data();
+    *out++ = ctx->threshold();
+    *out++ = ctx->max_token_bytes();
     for (ExprId e : order_) {
       const ExprNode& node = ast_.node(e);
-      w.push_back(static_cast<int32_t>(node.kind));
+      *out++ = static_cast<int32_t>(node.kind);
       switch (node.kind) {
         case ExprKind::kBytes: {
           const size_t size = node.bytes.size();
-          w.push_back(static_cast<int32_t>(size));
-          const size_t first = w.size();
-          w.resize(first + (size + 3) / 4, 0);
-          std::memcpy(w.data() + first, node.bytes.data(), size);
+          *out++ = static_cast<int32_t>(size);
+          const size_t words = (size + 3) / 4;
+          if (words > 0) {
+            out[words - 1] = 0;
+            std::memcpy(out, node.bytes.data(), size);
+          }
+          out += words;
           break;
         }
         case ExprKind::kCharClass:
-          w.push_back(static_cast<int32_t>(node.ranges.size()));
+          *out++ = static_cast<int32_t>(node.ranges.size());
           for (const CodepointRange& r : node.ranges) {
-            w.push_back(static_cast<int32_t>(r.first));
-            w.push_back(static_cast<int32_t>(r.last));
+            *out++ = static_cast<int32_t>(r.first);
+            *out++ = static_cast<int32_t>(r.last);
           }
           break;
         case ExprKind::kRepeat: {
           // Compressed or not is part of the key: the two lower the same counts differently.
           const bool compressed = ctx->Compressible(e);
-          w.push_back(compressed ? 1 : 0);
+          *out++ = compressed ? 1 : 0;
           if (compressed) {
-            w.push_back(FoldedOrExact(node.min_repeat, ctx->max_token_bytes()));
-            w.push_back(node.max_repeat < 0 ? -1 : FoldedOrExact(static_cast<int64_t>(node.max_repeat) - node.min_repeat,
-                                                                 ctx->max_token_bytes()));
+            *out++ = FoldedOrExact(node.min_repeat, ctx->max_token_bytes());
+            *out++ = node.max_repeat < 0 ? -1 : FoldedOrExact(static_cast<int64_t>(node.max_repeat) - node.min_repeat,
+                                                               ctx->max_token_bytes());
           } else {
-            w.push_back(node.min_repeat);
-            w.push_back(node.max_repeat);
+            *out++ = node.min_repeat;
+            *out++ = node.max_repeat;
           }
           break;
         }
         case ExprKind::kRuleRef:
-          w.push_back(rank_[node.rule_id]);
-          w.push_back(ctx->RuleNullable(node.rule_id) ? 1 : 0);
+          *out++ = rank_[node.rule_id];
+          *out++ = ctx->RuleNullable(node.rule_id) ? 1 : 0;
           break;
         default:
           break;
       }
-      w.push_back(static_cast<int32_t>(node.children.size()));
-      for (ExprId child : node.children) w.push_back(local_[child]);
+      *out++ = static_cast<int32_t>(node.children.size());
+      for (ExprId child : node.children) *out++ = local_[child];
     }
     key->assign(1, 'R');
-    key->append(reinterpret_cast<const char*>(w.data()), w.size() * sizeof(int32_t));
+    key->append(reinterpret_cast<const char*>(w.data()), static_cast<size_t>(out - w.data()) * sizeof(int32_t));
     return true;
   }
 
@@ -1870,6 +1877,18 @@ class BodyKeyWriter {
   // LowerCompressed folds `count` iterations into a counted loop when count - chain >= 2,
   // where chain (explicit copies after the loop copy) is at most max_token_bytes + 2.
   static constexpr int32_t kFoldedCount = -2;
+  // The most words Write spends on `node`: kind, its payload, child count, children.
+  static size_t MaxWords(const ExprNode& node) {
+    size_t payload = 0;
+    switch (node.kind) {
+      case ExprKind::kBytes: payload = 1 + (node.bytes.size() + 3) / 4; break;
+      case ExprKind::kCharClass: payload = 1 + 2 * node.ranges.size(); break;
+      case ExprKind::kRepeat: payload = 3; break;
+      case ExprKind::kRuleRef: payload = 2; break;
+      default: break;
+    }
+    return 2 + payload + node.children.size();
+  }
   static int32_t FoldedOrExact(int64_t count, int32_t max_token_bytes) {
     return count >= static_cast<int64_t>(max_token_bytes) + 4 ? kFoldedCount : static_cast<int32_t>(count);
   }
@@ -2189,49 +2208,55 @@ GrammarFsm BuildGrammarFsm(const GrammarAst& ast, const FsmBuildLimits& limits) 
     fsm.rule_first_node.push_back(base + static_cast<NodeId>(dfas[r].nodes.size()));
   }
   {
-    // Sized once: the tables are appended to rule by rule below.
+    // Sized once: append_dfa below fills the tables rule by rule through cursors.
     size_t nodes = 0, byte_edges = 0, rule_edges = 0;
     auto count = [&](const Dfa& dfa) {
       nodes += dfa.nodes.size();
-      byte_edges += dfa.byte_edges.size();
-      rule_edges += dfa.rule_edges.size();
+      for (const Dfa::Node& node : dfa.nodes) {
+        byte_edges += node.byte_end - node.byte_begin;
+        rule_edges += node.rule_end - node.rule_begin;
+      }
     };
     for (const Dfa& dfa : dfas) count(dfa);
     for (const Dfa& dfa : lookahead_dfas) count(dfa);
-    fsm.node_rule.reserve(nodes);
-    fsm.node_accepting.reserve(nodes);
-    fsm.byte_edge_begin.reserve(nodes + 1);
-    fsm.rule_edge_begin.reserve(nodes + 1);
-    fsm.byte_edges.reserve(byte_edges);
-    fsm.rule_edges.reserve(rule_edges);
+    fsm.node_rule.resize(nodes);
+    fsm.node_accepting.resize(nodes);
+    fsm.byte_edge_begin.resize(nodes + 1);
+    fsm.rule_edge_begin.resize(nodes + 1);
+    fsm.byte_edges.resize(byte_edges);
+    fsm.rule_edges.resize(rule_edges);
   }
-  fsm.byte_edge_begin.push_back(0);
-  fsm.rule_edge_begin.push_back(0);
-  std::vector<int32_t> node_loop, node_gate_loop;
-  auto append_dfa = [&fsm, &node_loop, &node_gate_loop](const Dfa& dfa, RuleId owner) {
-    NodeId base = static_cast<NodeId>(fsm.node_rule.size());
+  fsm.byte_edge_begin[0] = 0;
+  fsm.rule_edge_begin[0] = 0;
+  std::vector<int32_t> node_loop(fsm.node_rule.size(), -1), node_gate_loop(fsm.node_rule.size(), -1);
+  NodeId next_node = 0;
+  int32_t next_byte_edge = 0, next_rule_edge = 0;
+  auto append_dfa = [&](const Dfa& dfa, RuleId owner) {
+    const NodeId base = next_node;
     const int32_t loop_base = static_cast<int32_t>(fsm.counted_loops.size());
     for (const CountedLoop& loop : dfa.loops) {
       fsm.counted_loops.push_back(loop.head < 0 ? loop : CountedLoop{base + loop.head, base + loop.gate, loop.limit});
     }
     for (int32_t i = 0; i < dfa.size(); ++i) {
       const Dfa::Node& node = dfa.nodes[i];
-      node_loop.push_back(node.loop < 0 ? -1 : loop_base + node.loop);
-      node_gate_loop.push_back(node.gate_loop < 0 ? -1 : loop_base + node.gate_loop);
-      fsm.node_rule.push_back(owner);
-      fsm.node_accepting.push_back(node.accepting);
-      for (const ByteEdge& e : dfa.BytesOf(i)) fsm.byte_edges.push_back({e.lo, e.hi, base + e.target});
+      const NodeId global = base + i;
+      if (node.loop >= 0) node_loop[global] = loop_base + node.loop;
+      if (node.gate_loop >= 0) node_gate_loop[global] = loop_base + node.gate_loop;
+      fsm.node_rule[global] = owner;
+      fsm.node_accepting[global] = node.accepting;
+      for (const ByteEdge& e : dfa.BytesOf(i)) fsm.byte_edges[next_byte_edge++] = {e.lo, e.hi, base + e.target};
       for (const RuleEdge& e : dfa.RulesOf(i)) {
         // Every pass must keep rule ids valid; the parser indexes rule tables with them.
         if (e.rule < 0 || e.rule >= static_cast<RuleId>(fsm.rule_start.size())) {
           throw GrammarSyntaxError("internal error: a rule edge names rule " + std::to_string(e.rule) +
                                    " of " + std::to_string(fsm.rule_start.size()));
         }
-        fsm.rule_edges.push_back({e.rule, base + e.target});
+        fsm.rule_edges[next_rule_edge++] = {e.rule, base + e.target};
       }
-      fsm.byte_edge_begin.push_back(static_cast<int32_t>(fsm.byte_edges.size()));
-      fsm.rule_edge_begin.push_back(static_cast<int32_t>(fsm.rule_edges.size()));
+      fsm.byte_edge_begin[global + 1] = next_byte_edge;
+      fsm.rule_edge_begin[global + 1] = next_rule_edge;
     }
+    next_node += dfa.size();
     return base;
   };
   for (int32_t r = 0; r < num_rules; ++r) append_dfa(dfas[r], r);
