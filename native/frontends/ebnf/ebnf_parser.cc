@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <deque>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -130,31 +131,39 @@ class Lexer {
  public:
   explicit Lexer(const SourceText& source) : source_(source) {}
 
-  XG2_EBNF_NOINLINE Token Next() {
+  // Lexes the next token into `token`, overwriting all of it; its string and vector keep
+  // their capacity, so a parser that recycles tokens allocates only for growth.
+  XG2_EBNF_NOINLINE void Next(Token* out) {
     SkipSpaceAndComments();
-    Token token;
+    Token& token = *out;
+    token.kind = TokenKind::kEnd;
     token.offset = pos_;
-    if (pos_ >= source_.size()) return token;  // kEnd
+    token.text.clear();
+    token.ranges.clear();
+    token.min_repeat = 0;
+    token.max_repeat = -1;
+    token.number = 0;
+    if (pos_ >= source_.size()) return;  // kEnd
     char c = source_.At(pos_);
-    if (IsIdentifierStart(c)) return LexIdentifier();
+    if (IsIdentifierStart(c)) return LexIdentifier(token);
     switch (c) {
-      case ':': return LexDefine();
+      case ':': return LexDefine(token);
       case '"':
-      case '\'': return LexLiteral();
-      case '[': return LexCharClass();
-      case '{': return LexRepeatBounds();
-      case '.': return Single(TokenKind::kAnyChar);
-      case '(': return Single(TokenKind::kLeftParen);
-      case ')': return Single(TokenKind::kRightParen);
-      case '=': return Single(TokenKind::kEquals);
-      case '|': return Single(TokenKind::kPipe);
-      case '?': return Single(TokenKind::kQuestion);
-      case '*': return Single(TokenKind::kStar);
-      case '+': return Single(TokenKind::kPlus);
-      case ',': return Single(TokenKind::kComma);
+      case '\'': return LexLiteral(token);
+      case '[': return LexCharClass(token);
+      case '{': return LexRepeatBounds(token);
+      case '.': return Single(TokenKind::kAnyChar, token);
+      case '(': return Single(TokenKind::kLeftParen, token);
+      case ')': return Single(TokenKind::kRightParen, token);
+      case '=': return Single(TokenKind::kEquals, token);
+      case '|': return Single(TokenKind::kPipe, token);
+      case '?': return Single(TokenKind::kQuestion, token);
+      case '*': return Single(TokenKind::kStar, token);
+      case '+': return Single(TokenKind::kPlus, token);
+      case ',': return Single(TokenKind::kComma, token);
       default: break;
     }
-    if (IsDigit(c)) return LexNumber();
+    if (IsDigit(c)) return LexNumber(token);
     size_t start = pos_;
     uint32_t cp = DecodeSourceChar();
     if (cp >= 0x21 && cp < 0x7F) {
@@ -164,11 +173,10 @@ class Lexer {
   }
 
  private:
-  Token Single(TokenKind kind) {
-    Token token;
+  // Each Lex* starts on a token that Next has reset, at pos_ == token.offset.
+  void Single(TokenKind kind, Token& token) {
     token.kind = kind;
-    token.offset = pos_++;
-    return token;
+    ++pos_;
   }
 
   void SkipSpaceAndComments() {
@@ -184,43 +192,32 @@ class Lexer {
     }
   }
 
-  Token LexIdentifier() {
-    Token token;
+  void LexIdentifier(Token& token) {
     token.kind = TokenKind::kIdentifier;
-    token.offset = pos_;
     while (pos_ < source_.size() && IsIdentifierChar(source_.At(pos_))) ++pos_;
-    token.text = std::string(source_.text().substr(token.offset, pos_ - token.offset));
-    return token;
+    token.text.assign(source_.text().substr(token.offset, pos_ - token.offset));
   }
 
   // Decimal digits; values above kMaxTokenLiteralId are kept saturated for the error message.
-  Token LexNumber() {
-    Token token;
+  void LexNumber(Token& token) {
     token.kind = TokenKind::kNumber;
-    token.offset = pos_;
     while (IsDigit(source_.At(pos_))) {
       token.number = std::min<int64_t>(token.number * 10 + (source_.At(pos_) - '0'),
                                        int64_t{1} << 40);
       ++pos_;
     }
-    return token;
   }
 
-  Token LexDefine() {
+  void LexDefine(Token& token) {
     if (source_.text().substr(pos_, 3) != "::=") source_.Fail(pos_, "expected '::='");
-    Token token;
     token.kind = TokenKind::kDefine;
-    token.offset = pos_;
     pos_ += 3;
-    return token;
   }
 
   // A literal ends at its matching quote on the same line; the other quote character
   // needs no escape inside it.
-  Token LexLiteral() {
-    Token token;
+  void LexLiteral(Token& token) {
     token.kind = TokenKind::kLiteral;
-    token.offset = pos_;
     char quote = source_.At(pos_++);
     while (true) {
       if (pos_ >= source_.size() || source_.At(pos_) == '\n') {
@@ -230,15 +227,12 @@ class Lexer {
       AppendUtf8(LexCodepoint(), &token.text);
     }
     ++pos_;
-    return token;
   }
 
   // `[`, optional `^`, then items (a character or a range `a-z`) up to `]`. A `-` that
   // is first or right before `]` stands for itself.
-  Token LexCharClass() {
-    Token token;
+  void LexCharClass(Token& token) {
     token.kind = TokenKind::kCharClass;
-    token.offset = pos_;
     // Grammars repeat a few classes many times (`[ \n\t]`, `[0-9]`, a JSON string's
     // character): a class spelled as before reuses its normalised ranges.
     const std::string_view spelling = ClassSpelling(pos_);
@@ -247,7 +241,7 @@ class Lexer {
       if (cached != class_ranges_.end()) {
         token.ranges = cached->second;
         pos_ += spelling.size();
-        return token;
+        return;
       }
     }
     ++pos_;
@@ -278,7 +272,6 @@ class Lexer {
     token.ranges = NormalizeRanges(std::move(ranges), negated);
     if (token.ranges.empty()) source_.Fail(token.offset, "character class matches no character");
     if (!spelling.empty()) class_ranges_.emplace(spelling, token.ranges);
-    return token;
   }
 
   // The source text of the class opening at `open` ('[' to the first unescaped ']'), or empty
@@ -301,10 +294,9 @@ class Lexer {
   }
 
   // `{m}`, `{m,}`, `{m,n}` or `{,n}`; spaces are allowed around the numbers.
-  Token LexRepeatBounds() {
-    Token token;
+  void LexRepeatBounds(Token& token) {
     token.kind = TokenKind::kRepeat;
-    token.offset = pos_++;
+    ++pos_;
     SkipBlanks();
     bool has_min = IsDigit(source_.At(pos_));
     token.min_repeat = has_min ? LexBound() : 0;
@@ -327,7 +319,6 @@ class Lexer {
       source_.Fail(token.offset, "repetition lower bound " + std::to_string(token.min_repeat) +
                                      " exceeds upper bound " + std::to_string(token.max_repeat));
     }
-    return token;
   }
 
   void SkipBlanks() {
@@ -470,20 +461,25 @@ class Parser {
   // A rule reference seen before all rules are known.
   struct PendingRuleRef {
     ExprId node;
-    std::string name;
+    std::string_view name;  // a view of the source
     size_t offset;
   };
 
   // `ahead` < kMaxLookahead.
   const Token& Peek(size_t ahead = 0) {
-    while (num_lookahead_ <= ahead) lookahead_[num_lookahead_++] = lexer_.Next();
-    return lookahead_[ahead];
+    while (num_lookahead_ <= ahead) {
+      lexer_.Next(&ring_[(ring_head_ + num_lookahead_) % kRingSize]);
+      ++num_lookahead_;
+    }
+    return ring_[(ring_head_ + ahead) % kRingSize];
   }
 
-  Token Take() {
+  // The next token, taken off the lookahead. The reference stays valid until the next Take
+  // (the ring has a slot more than the lookahead can fill); the caller may move from it.
+  Token& Take() {
     Peek();
-    Token token = std::move(lookahead_[0]);
-    for (size_t i = 1; i < num_lookahead_; ++i) lookahead_[i - 1] = std::move(lookahead_[i]);
+    Token& token = ring_[ring_head_];
+    ring_head_ = (ring_head_ + 1) % kRingSize;
     --num_lookahead_;
     return token;
   }
@@ -500,15 +496,18 @@ class Parser {
   // name ::= choice [ (= choice) ]
   void ParseRule() {
     if (!At(TokenKind::kIdentifier)) FailUnexpected(Peek(), "a rule name");
-    Token name = Take();
+    const Token& name_token = Take();
+    const size_t name_offset = name_token.offset;
+    // An identifier is spelled in the source as it is: the name is a view of the source.
+    const std::string_view name = source_.text().substr(name_offset, name_token.text.size());
     if (!At(TokenKind::kDefine)) {
-      FailUnexpected(Peek(), "'::=' after rule name '" + name.text + "'");
+      FailUnexpected(Peek(), "'::=' after rule name '" + std::string(name) + "'");
     }
     Take();
-    RuleId id = DeclareRule(name);
+    RuleId id = DeclareRule(name, name_offset);
     rule_tag_dispatches_.clear();
     ExprId body = ParseChoice(0);
-    LiftTagDispatches(body, name);
+    LiftTagDispatches(body, name, name_offset);
     ExprId lookahead = -1;
     if (AtLookahead()) {
       lookahead = ParseLookahead();
@@ -517,7 +516,7 @@ class Parser {
                      "a lookahead '(= ...)' must be the last element of a rule body");
       }
     }
-    if (!AtRuleEnd()) FailUnexpected(Peek(), "the end of rule '" + name.text + "'");
+    if (!AtRuleEnd()) FailUnexpected(Peek(), "the end of rule '" + std::string(name) + "'");
     ast_.rules[id].body = body;
     ast_.rules[id].lookahead = lookahead;
   }
@@ -525,15 +524,16 @@ class Parser {
   // Every TagDispatch of the rule just parsed other than its whole body moves into a rule of
   // its own (a TagDispatch is lowered as a whole rule, grammar_ast.h): the node is copied to
   // a new rule and turns into a reference to it in place.
-  XG2_EBNF_NOINLINE void LiftTagDispatches(ExprId body, const Token& owner) {
+  XG2_EBNF_NOINLINE void LiftTagDispatches(ExprId body, std::string_view owner, size_t owner_offset) {
     int counter = 0;
     for (ExprId node : rule_tag_dispatches_) {
       if (node == body) continue;
-      Token name = owner;
+      std::string name;
       do {
-        name.text = owner.text + "_tag_dispatch_" + std::to_string(++counter);
-      } while (rule_ids_.count(name.text) != 0);
-      RuleId lifted = DeclareRule(name);
+        name = std::string(owner) + "_tag_dispatch_" + std::to_string(++counter);
+      } while (rule_ids_.count(name) != 0);
+      lifted_names_.push_back(std::move(name));
+      RuleId lifted = DeclareRule(lifted_names_.back(), owner_offset);
       ast_.rules[lifted].body = AddLeaf(ast_.node(node));
       ExprNode ref;
       ref.kind = ExprKind::kRuleRef;
@@ -543,17 +543,18 @@ class Parser {
     rule_tag_dispatches_.clear();
   }
 
-  // Adds the rule `name` with no body yet; a second definition of a name is an error.
-  RuleId DeclareRule(const Token& name) {
-    auto inserted = rule_ids_.emplace(name.text, static_cast<RuleId>(ast_.rules.size()));
+  // Adds the rule `name` (a view that outlives the parser's use of it: of the source, or of
+  // lifted_names_) with no body yet; a second definition of a name is an error.
+  RuleId DeclareRule(std::string_view name, size_t offset) {
+    auto inserted = rule_ids_.emplace(name, static_cast<RuleId>(ast_.rules.size()));
     if (!inserted.second) {
-      source_.Fail(name.offset, "rule '" + name.text + "' is already defined at " +
-                                    source_.Position(rule_offsets_[inserted.first->second]));
+      source_.Fail(offset, "rule '" + std::string(name) + "' is already defined at " +
+                               source_.Position(rule_offsets_[inserted.first->second]));
     }
     RuleDef rule;
-    rule.name = name.text;
+    rule.name = std::string(name);
     ast_.rules.push_back(std::move(rule));
-    rule_offsets_.push_back(name.offset);
+    rule_offsets_.push_back(offset);
     return inserted.first->second;
   }
 
@@ -649,9 +650,9 @@ class Parser {
 
   // A rule reference, literal, class or `.`.
   XG2_EBNF_NOINLINE ExprId ParseAtom() {
-    Token token = Take();
+    Token& token = Take();
     switch (token.kind) {
-      case TokenKind::kIdentifier: return ParseRuleRef(std::move(token));
+      case TokenKind::kIdentifier: return ParseRuleRef(token);
       case TokenKind::kLiteral: {
         ExprNode node;
         if (!token.text.empty()) {
@@ -666,13 +667,14 @@ class Parser {
     }
   }
 
-  ExprId ParseRuleRef(Token&& name) {
+  // `name` is the token just taken.
+  ExprId ParseRuleRef(const Token& name) {
     if (name.text == "TagDispatch" && At(TokenKind::kLeftParen)) return ParseTagDispatch();
     if (name.text == "Token" && At(TokenKind::kLeftParen)) return ParseTokenLiteral();
     ExprNode node;
     node.kind = ExprKind::kRuleRef;
     ExprId id = AddLeaf(std::move(node));
-    pending_refs_.push_back({id, std::move(name.text), name.offset});
+    pending_refs_.push_back({id, source_.text().substr(name.offset, name.text.size()), name.offset});
     return id;
   }
 
@@ -894,7 +896,7 @@ class Parser {
   void ResolveRuleRefs() {
     for (const PendingRuleRef& ref : pending_refs_) {
       auto found = rule_ids_.find(ref.name);
-      if (found == rule_ids_.end()) source_.Fail(ref.offset, "undefined rule '" + ref.name + "'");
+      if (found == rule_ids_.end()) source_.Fail(ref.offset, "undefined rule '" + std::string(ref.name) + "'");
       ast_.node(ref.node).rule_id = found->second;
     }
     for (const PendingTagRef& ref : pending_tag_refs_) {
@@ -948,12 +950,19 @@ class Parser {
   SourceText source_;
   Lexer lexer_;
   std::string root_rule_name_;
+  // Tokens are lexed into a ring and never moved: ring_[ring_head_] and the num_lookahead_
+  // (<= kMaxLookahead) slots after it are lexed, not yet taken; the slot before ring_head_
+  // holds the token taken last.
   static constexpr size_t kMaxLookahead = 2;
-  Token lookahead_[kMaxLookahead];  // lookahead_[0, num_lookahead_): lexed, not yet taken
+  static constexpr size_t kRingSize = kMaxLookahead + 1;
+  Token ring_[kRingSize];
+  size_t ring_head_ = 0;
   size_t num_lookahead_ = 0;
   GrammarAst ast_;
   std::vector<int> heights_;  // heights_[id]: height of the tree under node id
-  std::unordered_map<std::string, RuleId> rule_ids_;
+  // Keys view the source or lifted_names_ (whose strings never move).
+  std::unordered_map<std::string_view, RuleId> rule_ids_;
+  std::deque<std::string> lifted_names_;  // names of the rules LiftTagDispatches adds
   std::vector<size_t> rule_offsets_;  // rule_offsets_[id]: where rule id's name is
   std::vector<PendingRuleRef> pending_refs_;
   std::vector<ExprId> pending_;  // children being collected (ParseChoice, ParseSequence)
