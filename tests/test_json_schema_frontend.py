@@ -307,6 +307,25 @@ def test_keyword_table(name):
 # --------------------------------------------------------------------------------------
 # strict_mode
 
+@pytest.mark.parametrize("members_before", [0, 3, 15, 16, 40])
+def test_repeated_schema_key_keeps_first_position_and_last_value(members_before):
+    # As Python's json module reads it: the later value wins, at the first key's position.
+    # Objects of 16 members and more find duplicates through an index, smaller ones by a scan.
+    names = [f"p{i}" for i in range(members_before)]
+    head = ", ".join(f'"{name}": {{"type": "null"}}' for name in names)
+    text = ('{"type": "object", "required": ["dup"], "properties": {'
+            + (head + ", " if head else "")
+            + '"dup": {"type": "string"}, "tail": {"type": "null"}, "dup": {"type": "integer"}}}')
+    schema = json.loads(text)
+    assert list(schema["properties"]) == [*names, "dup", "tail"]
+    ebnf = to_ebnf(text, strict_mode=True)
+    assert ebnf_accepts(ebnf, '{"dup": 7}')
+    assert not ebnf_accepts(ebnf, '{"dup": "seven"}')
+    assert ebnf_accepts(ebnf, '{"dup": 7, "tail": null}')
+    assert not ebnf_accepts(ebnf, '{"tail": null, "dup": 7}')
+    jsonschema.validate({"dup": 7, "tail": None}, schema)
+
+
 def test_strict_mode_rejects_undeclared_properties():
     schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
     check(schema, [{}, {"a": 1}], [{"b": 1}, {"a": 1, "b": 2}], strict_mode=True)

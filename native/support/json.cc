@@ -140,6 +140,10 @@ class JsonParser {
     CheckDepth(depth);
     Expect('{');
     std::vector<JsonValue::Member> members;
+    // Duplicate keys are found by a scan while the object is small, and through an index
+    // once it has kIndexedMembers members: most schema objects have a handful of keys, and
+    // an index per object cost more than the rest of the parse.
+    constexpr size_t kIndexedMembers = 16;
     std::unordered_map<std::string, size_t> index_of_key;
     SkipWhitespace();
     if (Peek() == '}') {
@@ -154,11 +158,25 @@ class JsonParser {
       Expect(':');
       SkipWhitespace();
       JsonValue value = ParseValue(depth);
-      auto found = index_of_key.find(key);
-      if (found != index_of_key.end()) {
-        members[found->second].second = std::move(value);
+      size_t duplicate = members.size();
+      if (members.size() < kIndexedMembers) {
+        for (size_t m = 0; m < members.size(); ++m) {
+          if (members[m].first == key) duplicate = m;
+        }
       } else {
-        index_of_key.emplace(key, members.size());
+        if (index_of_key.empty()) {
+          for (size_t m = 0; m < members.size(); ++m) index_of_key.emplace(members[m].first, m);
+        }
+        auto found = index_of_key.find(key);
+        if (found != index_of_key.end()) {
+          duplicate = found->second;
+        } else {
+          index_of_key.emplace(key, members.size());
+        }
+      }
+      if (duplicate < members.size()) {
+        members[duplicate].second = std::move(value);
+      } else {
         members.emplace_back(std::move(key), std::move(value));
       }
       SkipWhitespace();
