@@ -194,12 +194,20 @@ void RuleSet::DefineNamed(const std::string& name, const Fragment& body) {
 }
 
 Fragment RuleSet::Share(std::string_view hint, const Fragment& body) {
+  return ShareLazily(body, [hint] { return hint; });
+}
+
+std::optional<Fragment> RuleSet::Existing(const Fragment& body) const {
   if (body.never()) return body;
   if (body.binding() == Fragment::Binding::kAtom && body.text().size() <= kMaxInlineAtomLength) {
     return body;
   }
   auto found = name_of_body_.find(body.text());
   if (found != name_of_body_.end()) return Fragment::Atom(found->second);
+  return std::nullopt;
+}
+
+Fragment RuleSet::DefineShared(std::string_view hint, const Fragment& body) {
   std::string name = Reserve(hint);
   Define(name, body);
   name_of_body_.emplace(body.text(), name);

@@ -5,6 +5,7 @@
 #define XG2_FRONTENDS_JSON_SCHEMA_EBNF_BUILDER_H_
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -71,6 +72,12 @@ class RuleSet {
   // A fragment for `body`: itself when it is a short atom, else a reference to a rule with
   // exactly that body (an existing one when some rule already has it). Never stays never.
   Fragment Share(std::string_view hint, const Fragment& body);
+  // Share(hint(), body), with `hint` called only when a new rule is named.
+  template <typename HintFn>
+  Fragment ShareLazily(const Fragment& body, HintFn&& hint) {
+    if (std::optional<Fragment> existing = Existing(body)) return *std::move(existing);
+    return DefineShared(hint(), body);
+  }
   // A reference to a rule `name ::= body (= lookahead)` (an existing one with the same text,
   // else a fresh one): `lookahead` must follow every use of the reference. A rule with a
   // lookahead stays a rule (grammar/inline_rules.h never inlines one), so this also shares
@@ -123,6 +130,11 @@ class RuleSet {
     bool productive = false;  // known to derive a finite string (else UnproductiveRules decides)
   };
   void AddBytes(size_t bytes);
+  // What Share returns for `body` without naming a rule: `body` itself (never, or a short
+  // atom) or a reference to the rule that has this body; nullopt when Share must name one.
+  std::optional<Fragment> Existing(const Fragment& body) const;
+  // Names a new rule for `body` (which no rule has) and returns a reference to it.
+  Fragment DefineShared(std::string_view hint, const Fragment& body);
 
   size_t max_total_bytes_;
   size_t total_bytes_ = 0;

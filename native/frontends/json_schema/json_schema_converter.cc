@@ -1115,7 +1115,7 @@ Fragment SchemaConverter::AnyOf(const Node& node, int depth) {
   if (nullable != nullptr && nullable->is_bool() && nullable->bool_value()) {
     choices.push_back(Fragment::Literal("null"));
   }
-  return rules_.Share(RuleHint(node.pointer), Alt(choices));
+  return rules_.ShareLazily(Alt(choices), [&] { return RuleHint(node.pointer); });
 }
 
 bool SchemaConverter::EnumValueAllowed(const JsonValue& value, const Node& node) {
@@ -1266,7 +1266,7 @@ Fragment SchemaConverter::EnumOrConst(const Node& node, int depth) {
     }
     choices.push_back(ConstValue(*value, depth));
   }
-  return rules_.Share(RuleHint(node.pointer), Alt(choices));
+  return rules_.ShareLazily(Alt(choices), [&] { return RuleHint(node.pointer); });
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1342,7 +1342,7 @@ Fragment SchemaConverter::TypedValue(const Node& node, int depth) {
       choices.push_back(ObjectValue(node, depth));
     }
   }
-  return rules_.Share(RuleHint(node.pointer), Alt(choices));
+  return rules_.ShareLazily(Alt(choices), [&] { return RuleHint(node.pointer); });
 }
 
 Fragment SchemaConverter::IntegerValue(const Node& node) {

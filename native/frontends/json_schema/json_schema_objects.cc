@@ -680,7 +680,7 @@ Fragment SchemaConverter::ArrayValue(const Node& node, int depth) {
   std::vector<Fragment> choices;
   if (min_items == 0) choices.push_back(layout_.EmptyContainer('[', ']'));
   choices.push_back(Seq({layout_.Open('[', layout_depth), content, layout_.Close(']', layout_depth)}));
-  return rules_.Share(RuleHint(node.pointer) + "_array", Alt(choices));
+  return rules_.ShareLazily(Alt(choices), [&] { return RuleHint(node.pointer) + "_array"; });
 }
 
 }  // namespace schema_internal

@@ -772,7 +772,7 @@ Fragment SchemaConverter::OneOf(const Node& node, int depth) {
   for (size_t i = 0; i < items.size(); ++i) {
     choices.push_back(Schema(items[i], base + "/" + std::to_string(i), depth));
   }
-  return rules_.Share(RuleHint(node.pointer), Alt(choices));
+  return rules_.ShareLazily(Alt(choices), [&] { return RuleHint(node.pointer); });
 }
 
 }  // namespace schema_internal
