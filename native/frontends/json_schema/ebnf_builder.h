@@ -31,7 +31,7 @@ class Fragment {
   static Fragment Atom(std::string text);
 
   bool never() const { return never_; }
-  bool epsilon() const { return !never_ && text_ == "\"\""; }
+  bool epsilon() const { return !never_ && std::string_view(text_) == "\"\""; }
   // Valid EBNF unless never().
   const std::string& text() const { return text_; }
   Binding binding() const { return binding_; }

@@ -75,7 +75,7 @@ std::string TypeOfKeyword(const std::string& keyword) {
 
 const char* const kAllTypes[] = {"null", "boolean", "object", "array", "number", "string"};
 
-bool IsTypeName(const std::string& name) {
+bool IsTypeName(std::string_view name) {
   return name == "integer" || std::find(std::begin(kAllTypes), std::end(kAllTypes), name) !=
                                   std::end(kAllTypes);
 }
@@ -545,8 +545,10 @@ Fragment SchemaConverter::Schema(const JsonValue& schema, const std::string& poi
 
 void SchemaConverter::CheckKeywords(const Node& node) {
   const JsonValue& schema = node.schema;
-  for (const auto& [keyword, value] : schema.object_members()) {
-    std::optional<Role> role = RoleOf(keyword);
+  for (const auto& [keyword_text, value] : schema.object_members()) {
+    // A view compares with each literal below inline (length first).
+    const std::string_view keyword = keyword_text;
+    std::optional<Role> role = RoleOf(keyword_text);
     bool unsupported = role && *role == Role::kUnsupported;
     // Keywords that are no-ops in some of their forms.
     if (keyword == "uniqueItems") {
@@ -557,14 +559,14 @@ void SchemaConverter::CheckKeywords(const Node& node) {
         Unsupported("unsupported keyword 'uniqueItems' at " + ShowPointer(node.pointer) +
                     ": the items are not a listed domain of at most " + std::to_string(kMaxUniqueDomain) +
                     " values (enum, const, boolean, null)");
-        ignored_keywords_.insert({node.pointer, keyword});
+        ignored_keywords_.insert({node.pointer, keyword_text});
         continue;
       }
     } else if (keyword == "contains") {
       std::string why = ContainsRefusal(node);
       if (!why.empty()) {
         Unsupported("unsupported keyword 'contains' at " + ShowPointer(node.pointer) + ": " + why);
-        ignored_keywords_.insert({node.pointer, keyword});
+        ignored_keywords_.insert({node.pointer, keyword_text});
       }
       continue;
     } else if (keyword == "not") {
@@ -583,11 +585,11 @@ void SchemaConverter::CheckKeywords(const Node& node) {
       unsupported = false;  // rewritten into allOf before this point (or empty)
     } else if (keyword == "required" && value.is_bool()) {
       unsupported = value.bool_value();  // draft-3 form
-      if (!unsupported) ignored_keywords_.insert({node.pointer, keyword});
+      if (!unsupported) ignored_keywords_.insert({node.pointer, keyword_text});
     }
     if (!unsupported) continue;
-    Unsupported("unsupported keyword " + Quoted(keyword) + " at " + ShowPointer(node.pointer));
-    ignored_keywords_.insert({node.pointer, keyword});
+    Unsupported("unsupported keyword " + Quoted(keyword_text) + " at " + ShowPointer(node.pointer));
+    ignored_keywords_.insert({node.pointer, keyword_text});
   }
 }
 
@@ -1003,7 +1005,8 @@ void SchemaConverter::IndexIdentifiers(const JsonValue& value, std::string* poin
     return;
   }
   if (!value.is_object()) return;
-  for (const auto& [key, member] : value.object_members()) {
+  for (const auto& [key_text, member] : value.object_members()) {
+    const std::string_view key = key_text;
     if (key == "enum" || key == "const" || key == "default" || key == "examples") continue;
     if (member.is_string() && key == "$anchor") {
       identifiers_.emplace("#" + member.string_value(), std::make_pair(&value, *pointer));
@@ -1275,26 +1278,27 @@ Fragment SchemaConverter::EnumOrConst(const Node& node, int depth) {
 std::vector<std::string> SchemaConverter::AllowedTypes(const Node& node) {
   std::vector<std::string> types;
   const JsonValue* type = node.schema.Find("type");
-  std::string invalid = "keyword 'type' at " + ShowPointer(node.pointer) +
-                        " must be a type name or an array of type names";
+  auto invalid = [&node]() -> std::string {
+    return "keyword 'type' at " + ShowPointer(node.pointer) + " must be a type name or an array of type names";
+  };
   if (type == nullptr || IsIgnored(node, "type")) {
     types.assign(std::begin(kAllTypes), std::end(kAllTypes));
   } else if (type->is_string()) {
     if (type->string_value() == "any") {
       types.assign(std::begin(kAllTypes), std::end(kAllTypes));
     } else {
-      if (!IsTypeName(type->string_value())) Invalid(invalid);
+      if (!IsTypeName(type->string_value())) Invalid(invalid());
       types.push_back(type->string_value());
     }
   } else if (type->is_array()) {
     for (const JsonValue& name : type->array_items()) {
-      if (!name.is_string() || !IsTypeName(name.string_value())) Invalid(invalid);
+      if (!name.is_string() || !IsTypeName(name.string_value())) Invalid(invalid());
       if (std::find(types.begin(), types.end(), name.string_value()) == types.end()) {
         types.push_back(name.string_value());
       }
     }
   } else {
-    Invalid(invalid);
+    Invalid(invalid());
   }
   const JsonValue* nullable = node.schema.Find("nullable");
   if (nullable != nullptr) {
