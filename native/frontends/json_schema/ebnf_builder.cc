@@ -45,14 +45,27 @@ Fragment Fragment::Atom(std::string text) {
 }
 
 std::string Fragment::TextAs(Binding needed) const {
-  if (static_cast<int>(binding_) <= static_cast<int>(needed)) return text_;
-  return "(" + text_ + ")";
+  std::string text;
+  AppendTextAs(needed, &text);
+  return text;
+}
+
+void Fragment::AppendTextAs(Binding needed, std::string* out) const {
+  if (static_cast<int>(binding_) <= static_cast<int>(needed)) {
+    out->append(text_);
+    return;
+  }
+  out->push_back('(');
+  out->append(text_);
+  out->push_back(')');
 }
 
 Fragment Seq(const std::vector<Fragment>& parts) {
   std::string text;
   int count = 0;
-  Fragment last = Fragment::Epsilon();
+  // With one part left (count == 1): that part, or the literal merged into `text`.
+  const Fragment* only = nullptr;
+  bool merged = false;
   bool text_ends_with_literal = false;
   for (const Fragment& part : parts) {
     if (part.never()) return Fragment::Never();
@@ -60,24 +73,29 @@ Fragment Seq(const std::vector<Fragment>& parts) {
     if (part.literal_ && text_ends_with_literal) {
       // Adjacent literals merge: drop the closing quote and the next opening quote.
       text.pop_back();
-      text += part.text().substr(1);
-      last = Fragment(text, Fragment::Binding::kAtom, false);
-      last.literal_ = true;
+      text.append(part.text(), 1, std::string::npos);
+      merged = true;
       continue;
     }
     if (count++ > 0) text.push_back(' ');
-    text += part.TextAs(Fragment::Binding::kSequence);
+    part.AppendTextAs(Fragment::Binding::kSequence, &text);
     text_ends_with_literal = part.literal_;
-    last = part;
+    only = &part;
+    merged = false;
   }
   if (count == 0) return Fragment::Epsilon();
-  if (count == 1) return last;
+  if (count == 1 && !merged) return *only;
+  if (count == 1) {
+    Fragment literal(std::move(text), Fragment::Binding::kAtom, false);
+    literal.literal_ = true;
+    return literal;
+  }
   return Fragment(std::move(text), Fragment::Binding::kSequence, false);
 }
 
 Fragment Alt(const std::vector<Fragment>& choices) {
   std::vector<const Fragment*> kept;
-  std::unordered_set<std::string> seen;
+  std::unordered_set<std::string_view> seen;  // views of the choices' texts
   for (const Fragment& choice : choices) {
     if (choice.never() || !seen.insert(choice.text()).second) continue;
     kept.push_back(&choice);
@@ -87,7 +105,7 @@ Fragment Alt(const std::vector<Fragment>& choices) {
   std::string text;
   for (size_t i = 0; i < kept.size(); ++i) {
     if (i > 0) text += " | ";
-    text += kept[i]->TextAs(Fragment::Binding::kAlternation);
+    kept[i]->AppendTextAs(Fragment::Binding::kAlternation, &text);
   }
   return Fragment(std::move(text), Fragment::Binding::kAlternation, false);
 }

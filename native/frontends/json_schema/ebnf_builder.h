@@ -37,6 +37,8 @@ class Fragment {
   Binding binding() const { return binding_; }
   // The text, parenthesised unless it binds at least as tightly as `needed`.
   std::string TextAs(Binding needed) const;
+  // Appends TextAs(needed) to `out`.
+  void AppendTextAs(Binding needed, std::string* out) const;
 
  private:
   friend Fragment Seq(const std::vector<Fragment>& parts);

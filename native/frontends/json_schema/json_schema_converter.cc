@@ -376,7 +376,8 @@ void SchemaConverter::Unsupported(const std::string& message) {
 void SchemaConverter::Invalid(const std::string& message) const { throw SchemaError(message); }
 
 bool SchemaConverter::IsIgnored(const Node& node, const std::string& keyword) const {
-  return ignored_keywords_.count({node.pointer, keyword}) > 0;
+  // Mostly empty: then no key pair is built.
+  return !ignored_keywords_.empty() && ignored_keywords_.count({node.pointer, keyword}) > 0;
 }
 
 std::optional<long long> SchemaConverter::CountKeyword(const Node& node, const char* keyword) {
