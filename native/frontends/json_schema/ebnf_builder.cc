@@ -62,6 +62,9 @@ void Fragment::AppendTextAs(Binding needed, std::string* out) const {
 
 Fragment Seq(const std::vector<Fragment>& parts) {
   std::string text;
+  size_t capacity = 0;  // an upper bound: each part with parentheses and a separator
+  for (const Fragment& part : parts) capacity += part.text().size() + 3;
+  text.reserve(capacity);
   int count = 0;
   // With one part left (count == 1): that part, or the literal merged into `text`.
   const Fragment* only = nullptr;
@@ -103,6 +106,9 @@ Fragment Alt(const std::vector<Fragment>& choices) {
   if (kept.empty()) return Fragment::Never();
   if (kept.size() == 1) return *kept[0];
   std::string text;
+  size_t capacity = 0;  // an upper bound: each choice with parentheses and a separator
+  for (const Fragment* choice : kept) capacity += choice->text().size() + 5;
+  text.reserve(capacity);
   for (size_t i = 0; i < kept.size(); ++i) {
     if (i > 0) text += " | ";
     kept[i]->AppendTextAs(Fragment::Binding::kAlternation, &text);
