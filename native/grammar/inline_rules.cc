@@ -231,44 +231,54 @@ void InlineSmallRules(GrammarAst* ast, const InlineOptions& options) {
   // entry (matcher/token_mask_cache.h).
   constexpr int64_t kMaxInlinedCopiesSize = 120000;
   std::vector<uint8_t> keep_call(ast->nodes.size(), 0);
-  std::function<void(ExprId, int64_t)> mark = [&](ExprId e, int64_t copies) {
-    const ExprNode& node = ast->node(e);
-    if (copies > 1 && node.kind == ExprKind::kRuleRef && inlinable[node.rule_id] &&
-        copies * rule_size[node.rule_id] > kMaxInlinedCopiesSize) {
-      keep_call[e] = 1;
+  // Each walk below visits every node of a rule body once, in no particular order (an
+  // explicit stack: bodies can be deep).
+  std::vector<std::pair<ExprId, int64_t>> copies_stack;
+  for (const RuleDef& rule : ast->rules) {
+    copies_stack.assign(1, {rule.body, 1});
+    while (!copies_stack.empty()) {
+      const auto [e, copies] = copies_stack.back();
+      copies_stack.pop_back();
+      const ExprNode& node = ast->node(e);
+      if (copies > 1 && node.kind == ExprKind::kRuleRef && inlinable[node.rule_id] &&
+          copies * rule_size[node.rule_id] > kMaxInlinedCopiesSize) {
+        keep_call[e] = 1;
+      }
+      int64_t inner = copies;
+      if (node.kind == ExprKind::kRepeat) {
+        inner = copies * RepeatCopies(node, options);
+        inner = std::min<int64_t>(inner, 1 << 20);
+      }
+      for (ExprId child : node.children) copies_stack.push_back({child, inner});
     }
-    int64_t inner = copies;
-    if (node.kind == ExprKind::kRepeat) {
-      inner = copies * RepeatCopies(node, options);
-      inner = std::min<int64_t>(inner, 1 << 20);
-    }
-    for (ExprId child : node.children) mark(child, inner);
-  };
-  for (const RuleDef& rule : ast->rules) mark(rule.body, 1);
+  }
 
   // A rule inlined at many places of one caller is copied into the caller's DFA once per place,
   // and the copies rarely merge: each is followed by something else (the object rule of a
   // schema with 200 properties has one value copy per property, each before its own rest).
   // Past kMaxInlinedFanoutSize nodes in one caller, the references there stay calls.
   constexpr int64_t kMaxInlinedFanoutSize = 4096;
-  std::unordered_map<RuleId, int64_t> occurrences;
-  std::function<void(ExprId)> count = [&](ExprId e) {
-    const ExprNode& node = ast->node(e);
-    if (node.kind == ExprKind::kRuleRef && inlinable[node.rule_id] && !keep_call[e]) ++occurrences[node.rule_id];
-    for (ExprId child : node.children) count(child);
-  };
-  std::function<void(ExprId)> keep_fanned_out = [&](ExprId e) {
-    const ExprNode& node = ast->node(e);
-    if (node.kind == ExprKind::kRuleRef && inlinable[node.rule_id] &&
-        occurrences[node.rule_id] * rule_size[node.rule_id] > kMaxInlinedFanoutSize) {
-      keep_call[e] = 1;
-    }
-    for (ExprId child : node.children) keep_fanned_out(child);
-  };
+  std::vector<int64_t> occurrences(num_rules, 0);  // in the rule being walked; reset after it
+  std::vector<ExprId> refs_in_rule;                // its references to inlinable rules
+  std::vector<ExprId> stack;
   for (const RuleDef& rule : ast->rules) {
-    occurrences.clear();
-    count(rule.body);
-    keep_fanned_out(rule.body);
+    refs_in_rule.clear();
+    stack.assign(1, rule.body);
+    while (!stack.empty()) {
+      const ExprId e = stack.back();
+      stack.pop_back();
+      const ExprNode& node = ast->node(e);
+      if (node.kind == ExprKind::kRuleRef && inlinable[node.rule_id]) {
+        refs_in_rule.push_back(e);
+        if (!keep_call[e]) ++occurrences[node.rule_id];
+      }
+      for (ExprId child : node.children) stack.push_back(child);
+    }
+    for (ExprId e : refs_in_rule) {
+      const RuleId callee = ast->node(e).rule_id;
+      if (occurrences[callee] * rule_size[callee] > kMaxInlinedFanoutSize) keep_call[e] = 1;
+    }
+    for (ExprId e : refs_in_rule) occurrences[ast->node(e).rule_id] = 0;
   }
 
   // Replace each remaining reference to an inlinable rule by the rule's body root. Children are
