@@ -39,15 +39,17 @@ enum class ExprKind : uint8_t {
   kTagDispatch,
 };
 
+// The fields that the passes' walks over the node table read (kind, rule id, repetition
+// bounds, children) come first, in the node's first 48 bytes; the payloads of leaves follow.
 struct ExprNode {
   ExprKind kind = ExprKind::kEmpty;
-  std::string bytes;                  // kBytes
+  RuleId rule_id = -1;                 // kRuleRef
+  int32_t min_repeat = 0;              // kRepeat
+  int32_t max_repeat = -1;             // kRepeat; -1 means unbounded
+  int32_t tag_dispatch = -1;           // kTagDispatch: index into GrammarAst::tag_dispatches
+  std::vector<ExprId> children;        // kSequence, kChoice (>= 1), kRepeat (exactly 1)
+  std::string bytes;                   // kBytes
   std::vector<CodepointRange> ranges;  // kCharClass: sorted, disjoint, non-adjacent, non-empty
-  RuleId rule_id = -1;                // kRuleRef
-  std::vector<ExprId> children;       // kSequence, kChoice (>= 1), kRepeat (exactly 1)
-  int32_t min_repeat = 0;             // kRepeat
-  int32_t max_repeat = -1;            // kRepeat; -1 means unbounded
-  int32_t tag_dispatch = -1;          // kTagDispatch: index into GrammarAst::tag_dispatches
 };
 
 // Parameters of a TagDispatch (XGrammar 2, section 3.1): free text in which the first
