@@ -1807,8 +1807,8 @@ class BodyKeyWriter {
     }
     std::sort(refs_.begin(), refs_.end());
     for (size_t k = 0; k < refs_.size(); ++k) rank_[refs_[k]] = static_cast<int32_t>(k);
-    // The key's words gather in a reused buffer and reach the string in one copy.
-    // The buffer is sized for the largest key first and written through a cursor.
+    // The key's words gather in a reused buffer, sized for the longest key first and written
+    // through a cursor, and reach the string in one copy.
     size_t bound = 2;
     for (ExprId e : order_) bound += MaxWords(ast_.node(e));
     std::vector<int32_t>& w = words_;

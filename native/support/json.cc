@@ -465,24 +465,35 @@ bool JsonEquals(const JsonValue& a, const JsonValue& b) {
   return false;
 }
 
+bool UnescapeJsonPointerToken(std::string_view escaped, std::string* out) {
+  out->clear();
+  for (size_t i = 0; i < escaped.size(); ++i) {
+    if (escaped[i] != '~') {
+      out->push_back(escaped[i]);
+      continue;
+    }
+    const char next = i + 1 < escaped.size() ? escaped[i + 1] : '\0';
+    if (next != '0' && next != '1') return false;
+    out->push_back(next == '0' ? '~' : '/');
+    ++i;
+  }
+  return true;
+}
+
 std::vector<std::string> SplitJsonPointer(std::string_view pointer, bool uri_fragment) {
   std::string decoded = uri_fragment ? PercentDecode(pointer) : std::string(pointer);
   std::vector<std::string> tokens;
   if (decoded.empty()) return tokens;
   if (decoded[0] != '/') throw InvalidArgumentError("JSON pointer must start with '/'");
-  std::string token;
-  for (size_t i = 1; i <= decoded.size(); ++i) {
-    if (i == decoded.size() || decoded[i] == '/') {
-      tokens.push_back(std::move(token));
-      token.clear();
-    } else if (decoded[i] == '~') {
-      char next = i + 1 < decoded.size() ? decoded[i + 1] : '\0';
-      if (next != '0' && next != '1') throw InvalidArgumentError("bad '~' escape in JSON pointer");
-      token.push_back(next == '0' ? '~' : '/');
-      ++i;
-    } else {
-      token.push_back(decoded[i]);
+  const std::string_view rest(decoded);
+  for (size_t start = 1; start <= rest.size();) {
+    size_t end = rest.find('/', start);
+    if (end == std::string_view::npos) end = rest.size();
+    tokens.emplace_back();
+    if (!UnescapeJsonPointerToken(rest.substr(start, end - start), &tokens.back())) {
+      throw InvalidArgumentError("bad '~' escape in JSON pointer");
     }
+    start = end + 1;
   }
   return tokens;
 }

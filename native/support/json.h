@@ -87,6 +87,9 @@ bool JsonEquals(const JsonValue& a, const JsonValue& b);
 // InvalidArgumentError for a pointer that is neither empty nor starts with '/', for a bad
 // "~" escape or a bad percent escape.
 std::vector<std::string> SplitJsonPointer(std::string_view pointer, bool uri_fragment = false);
+// Writes the reference token `escaped` ("a~1b") unescaped ("a/b") to `out`; false for a bad
+// "~" escape.
+bool UnescapeJsonPointerToken(std::string_view escaped, std::string* out);
 
 // Escapes one reference token for use in a JSON pointer ("~" -> "~0", "/" -> "~1").
 std::string EscapeJsonPointerToken(std::string_view token);

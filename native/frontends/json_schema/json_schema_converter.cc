@@ -407,17 +407,7 @@ std::string SchemaConverter::RuleHint(const std::string& pointer) const {
   while (start <= pointer.size()) {
     size_t end = pointer.find('/', start);
     if (end == std::string::npos) end = pointer.size();
-    token.clear();
-    for (size_t i = start; i < end; ++i) {
-      if (pointer[i] != '~') {
-        token.push_back(pointer[i]);
-        continue;
-      }
-      char next = i + 1 < end ? pointer[i + 1] : '\0';
-      if (next != '0' && next != '1') return "node";
-      token.push_back(next == '0' ? '~' : '/');
-      ++i;
-    }
+    if (!UnescapeJsonPointerToken(std::string_view(pointer).substr(start, end - start), &token)) return "node";
     if (token != "properties" && token != "$defs" && token != "definitions") {
       if (!hint.empty()) hint += "_";
       hint += token;
