@@ -9,6 +9,9 @@
 
 namespace xg2 {
 
+const std::vector<JsonValue> JsonValue::kNoItems;
+const std::vector<JsonValue::Member> JsonValue::kNoMembers;
+
 JsonValue JsonValue::Bool(bool value) {
   JsonValue v;
   v.kind_ = JsonKind::kBool;
@@ -34,14 +37,14 @@ JsonValue JsonValue::String(std::string utf8) {
 JsonValue JsonValue::Array(std::vector<JsonValue> items) {
   JsonValue v;
   v.kind_ = JsonKind::kArray;
-  v.items_ = std::move(items);
+  v.items_ = std::make_shared<const std::vector<JsonValue>>(std::move(items));
   return v;
 }
 
 JsonValue JsonValue::Object(std::vector<Member> members) {
   JsonValue v;
   v.kind_ = JsonKind::kObject;
-  v.members_ = std::move(members);
+  v.members_ = std::make_shared<const std::vector<Member>>(std::move(members));
   return v;
 }
 
@@ -50,7 +53,7 @@ bool JsonValue::is_integral_number() const {
 }
 
 const JsonValue* JsonValue::Find(std::string_view key) const {
-  for (const Member& member : members_) {
+  for (const Member& member : object_members()) {
     if (member.first == key) return &member.second;
   }
   return nullptr;

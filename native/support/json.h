@@ -6,6 +6,7 @@
 #define XG2_SUPPORT_JSON_H_
 
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -52,8 +53,8 @@ class JsonValue {
   // True when the number has no fractional part (1, 1.0 and 1e2 all are integers).
   bool is_integral_number() const;
   const std::string& string_value() const { return text_; }
-  const std::vector<JsonValue>& array_items() const { return items_; }
-  const std::vector<Member>& object_members() const { return members_; }
+  const std::vector<JsonValue>& array_items() const { return items_ ? *items_ : kNoItems; }
+  const std::vector<Member>& object_members() const { return members_ ? *members_ : kNoMembers; }
 
   // The member named `key` of an object, or nullptr (also for non-objects).
   const JsonValue* Find(std::string_view key) const;
@@ -63,8 +64,14 @@ class JsonValue {
   bool bool_ = false;
   double number_ = 0;
   std::string text_;  // number lexeme or string contents (UTF-8)
-  std::vector<JsonValue> items_;
-  std::vector<Member> members_;
+  // A value never changes once built, so copies share the items and members of arrays and
+  // objects: schema merging copies whole subschemas (allOf distribution, $ref expansion),
+  // and a copy costs one reference count instead of a walk over the subtree. Null for the
+  // other kinds, which read the empty tables below.
+  std::shared_ptr<const std::vector<JsonValue>> items_;
+  std::shared_ptr<const std::vector<Member>> members_;
+  static const std::vector<JsonValue> kNoItems;
+  static const std::vector<Member> kNoMembers;
 };
 
 // Parses exactly one JSON value (surrounded by optional whitespace). Strings must be valid
