@@ -60,17 +60,20 @@ void Fragment::AppendTextAs(Binding needed, std::string* out) const {
   out->push_back(')');
 }
 
-Fragment Seq(const std::vector<Fragment>& parts) {
+// Seq and Alt over a vector of operands or a braced list of references to them.
+template <typename Iterator>
+Fragment SeqOf(Iterator begin, Iterator end) {
   std::string text;
   size_t capacity = 0;  // an upper bound: each part with parentheses and a separator
-  for (const Fragment& part : parts) capacity += part.text().size() + 3;
+  for (Iterator it = begin; it != end; ++it) capacity += static_cast<const Fragment&>(*it).text().size() + 3;
   text.reserve(capacity);
   int count = 0;
   // With one part left (count == 1): that part, or the literal merged into `text`.
   const Fragment* only = nullptr;
   bool merged = false;
   bool text_ends_with_literal = false;
-  for (const Fragment& part : parts) {
+  for (Iterator it = begin; it != end; ++it) {
+    const Fragment& part = *it;
     if (part.never()) return Fragment::Never();
     if (part.epsilon()) continue;
     if (part.literal_ && text_ends_with_literal) {
@@ -96,10 +99,12 @@ Fragment Seq(const std::vector<Fragment>& parts) {
   return Fragment(std::move(text), Fragment::Binding::kSequence, false);
 }
 
-Fragment Alt(const std::vector<Fragment>& choices) {
+template <typename Iterator>
+Fragment AltOf(Iterator begin, Iterator end) {
   std::vector<const Fragment*> kept;
   std::unordered_set<std::string_view> seen;  // views of the choices' texts
-  for (const Fragment& choice : choices) {
+  for (Iterator it = begin; it != end; ++it) {
+    const Fragment& choice = *it;
     if (choice.never() || !seen.insert(choice.text()).second) continue;
     kept.push_back(&choice);
   }
@@ -115,6 +120,11 @@ Fragment Alt(const std::vector<Fragment>& choices) {
   }
   return Fragment(std::move(text), Fragment::Binding::kAlternation, false);
 }
+
+Fragment Seq(const std::vector<Fragment>& parts) { return SeqOf(parts.begin(), parts.end()); }
+Fragment Seq(std::initializer_list<FragmentRef> parts) { return SeqOf(parts.begin(), parts.end()); }
+Fragment Alt(const std::vector<Fragment>& choices) { return AltOf(choices.begin(), choices.end()); }
+Fragment Alt(std::initializer_list<FragmentRef> choices) { return AltOf(choices.begin(), choices.end()); }
 
 Fragment Repeat(const Fragment& body, int min, int max) {
   if (max == 0) return Fragment::Epsilon();

@@ -5,6 +5,7 @@
 #define XG2_FRONTENDS_JSON_SCHEMA_EBNF_BUILDER_H_
 
 #include <cstddef>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -14,6 +15,20 @@
 #include <vector>
 
 namespace xg2 {
+
+class Fragment;
+
+// An operand of Seq and Alt, read in place: Seq({a, b}) would otherwise copy the text of each
+// operand into a vector first. A temporary operand lives to the end of the full expression
+// that contains the call, so Seq({a, Seq({b, c})}) is safe.
+class FragmentRef {
+ public:
+  FragmentRef(const Fragment& fragment) : fragment_(&fragment) {}  // NOLINT(runtime/explicit)
+  operator const Fragment&() const { return *fragment_; }            // NOLINT(runtime/explicit)
+
+ private:
+  const Fragment* fragment_;
+};
 
 // An EBNF expression, or `never` (the empty language, which EBNF cannot spell; combinators
 // simplify it away: a sequence with a never part is never, an alternation drops it).
@@ -41,8 +56,10 @@ class Fragment {
   void AppendTextAs(Binding needed, std::string* out) const;
 
  private:
-  friend Fragment Seq(const std::vector<Fragment>& parts);
-  friend Fragment Alt(const std::vector<Fragment>& choices);
+  template <typename Iterator>
+  friend Fragment SeqOf(Iterator begin, Iterator end);
+  template <typename Iterator>
+  friend Fragment AltOf(Iterator begin, Iterator end);
   friend Fragment Repeat(const Fragment& body, int min, int max);
   Fragment(std::string text, Binding binding, bool never)
       : text_(std::move(text)), binding_(binding), never_(never) {}
@@ -54,8 +71,10 @@ class Fragment {
 };
 
 Fragment Seq(const std::vector<Fragment>& parts);
+Fragment Seq(std::initializer_list<FragmentRef> parts);
 // Alternatives are deduplicated by text, keeping the first occurrence's position.
 Fragment Alt(const std::vector<Fragment>& choices);
+Fragment Alt(std::initializer_list<FragmentRef> choices);
 // `body` repeated min..max times; max < 0 means unbounded. Requires 0 <= min <= max
 // (when bounded).
 Fragment Repeat(const Fragment& body, int min, int max);

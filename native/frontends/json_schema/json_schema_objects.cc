@@ -309,14 +309,16 @@ Fragment SchemaConverter::MembersInOrder(const std::vector<Fragment>& members,
   size_t first_required =
       std::find(required.begin(), required.end(), true) - required.begin();
   Fragment separator = layout_.ItemSeparator(layout_depth);
-  Fragment extras = Repeat(Seq({separator, extra_member}), 0, -1);
-  std::vector<Fragment> rest(count + 1, extras);
+  std::vector<Fragment> rest(count + 1, Fragment::Never());
+  rest[count] = Repeat(Seq({separator, extra_member}), 0, -1);
+  const Fragment& extras = rest[count];
+  const std::string rest_hint = hint + "_rest";
   for (size_t j = count; j-- > 0;) {
     Fragment member = Seq({separator, members[j]});
     rest[j] = Seq({required[j] ? member : Optional(member), rest[j + 1]});
     // rest[j] for 1 <= j <= first_required is referenced twice (by rest[j-1] and as the
     // tail after a first member), so it becomes a rule; the others are used once, inline.
-    if (j >= 1 && j <= first_required) rest[j] = rules_.Share(hint + "_rest", rest[j]);
+    if (j >= 1 && j <= first_required) rest[j] = rules_.Share(rest_hint, rest[j]);
   }
   std::vector<Fragment> first_choices;
   for (size_t i = 0; i < count && i <= first_required; ++i) {
@@ -344,6 +346,7 @@ Fragment SchemaConverter::MembersInOrderCounted(const std::vector<Fragment>& mem
   long long saturate = max_count >= 0 ? max_count + 1 : min_count;
   Fragment separator = layout_.ItemSeparator(layout_depth);
   std::map<std::pair<size_t, long long>, Fragment> memo;
+  const std::string rest_hint = hint + "_rest";
   auto extras = [&](long long so_far) {
     if (max_count >= 0 && so_far > max_count) return Fragment::Never();
     long long low = std::max(0LL, min_count - so_far);
@@ -360,7 +363,7 @@ Fragment SchemaConverter::MembersInOrderCounted(const std::vector<Fragment>& mem
     if (found != memo.end()) return found->second;
     Fragment present = Seq({separator, members[j], rest(j + 1, so_far + 1)});
     Fragment tail = required[j] ? present : Alt({present, rest(j + 1, so_far)});
-    tail = rules_.Share(hint + "_rest", tail);
+    tail = rules_.Share(rest_hint, tail);
     memo.emplace(std::make_pair(j, so_far), tail);
     return tail;
   };
