@@ -589,6 +589,22 @@ def test_empty_recursion_is_an_error_not_a_hang():
         to_ebnf({"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"})
 
 
+def test_productivity_decided_through_chains_and_cycles():
+    # RuleSet::UnproductiveRules settles most rules by propagation (all named rules productive)
+    # and the rest by their trees: a cycle with no way out must be found behind a chain and
+    # dropped from an alternative, while a cycle with a base case stays.
+    loop = {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}
+    chain = {f"c{i}": {"$ref": f"#/$defs/c{i + 1}"} for i in range(5)}
+    dead_behind_chain = {"$defs": {**loop, **chain, "c5": {"$ref": "#/$defs/a"}},
+                         "anyOf": [{"type": "integer"}, {"$ref": "#/$defs/c0"}]}
+    check(dead_behind_chain, [1, -4], ["x", [], None])
+    with pytest.raises(SchemaError):
+        to_ebnf({"$defs": dead_behind_chain["$defs"], "$ref": "#/$defs/c0"})
+    tree = {"$defs": {**chain, "c5": {"type": "object", "properties": {"kids": {
+        "type": "array", "items": {"$ref": "#/$defs/c0"}}}, "required": ["kids"]}}, "$ref": "#/$defs/c0"}
+    check(tree, [{"kids": []}, {"kids": [{"kids": []}]}], [{}, {"kids": [1]}])
+
+
 def test_rule_names_are_valid_and_bodies_shared():
     schema = {"type": "object", "properties": {
         "weird name!": {"type": "string", "maxLength": 2}, "9x": {"type": "string", "maxLength": 2},

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 
 #include "support/error.h"
 
@@ -472,41 +473,96 @@ class ProductivityTree {
   int root_ = 0;
 };
 
-// False when `body` (as this builder writes it) names no rule: only literals, classes and
-// operators, which always derive some finite string (a body is never `never`), so that most
-// bodies need no ProductivityTree.
-bool RefersToRules(const std::string& body) {
+// Appends to `refs` the index of each rule that `body` (as this builder writes it) names, and
+// returns true; false when the text names a rule the set does not know or is not this
+// builder's (the ProductivityTree then decides). `name` is scratch.
+bool CollectRuleReferences(const std::string& body, const std::unordered_map<std::string, size_t>& rule_index,
+                           std::vector<int32_t>* refs, std::string* name) {
+  auto starts_name = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
+  auto continues_name = [&](char c) { return starts_name(c) || (c >= '0' && c <= '9'); };
   for (size_t pos = 0; pos < body.size(); ++pos) {
     const char c = body[pos];
     if (c == '"' || c == '[') {
+      // To the closing quote or bracket: the next one that an odd run of backslashes does
+      // not escape (memchr, as literals make up most of the text).
       const char close = c == '"' ? '"' : ']';
-      for (++pos; pos < body.size() && body[pos] != close; ++pos) {
-        if (body[pos] == '\\') ++pos;
+      for (;;) {
+        const void* found = std::memchr(body.data() + pos + 1, close, body.size() - pos - 1);
+        if (found == nullptr) return false;
+        pos = static_cast<const char*>(found) - body.data();
+        size_t backslashes = 0;
+        while (body[pos - 1 - backslashes] == '\\') ++backslashes;
+        if (backslashes % 2 == 0) break;
       }
     } else if (c == '{') {
       pos = body.find('}', pos);
-      if (pos == std::string::npos) return true;  // not this builder's text: let the tree decide
-    } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
-      return true;
+      if (pos == std::string::npos) return false;
+    } else if (starts_name(c)) {
+      size_t end = pos + 1;
+      while (end < body.size() && continues_name(body[end])) ++end;
+      name->assign(body, pos, end - pos);
+      auto found = rule_index.find(*name);
+      if (found == rule_index.end()) return false;
+      refs->push_back(static_cast<int32_t>(found->second));
+      pos = end - 1;
     }
   }
-  return false;
+  return true;
 }
 
 }  // namespace
 
 std::vector<std::string> RuleSet::UnproductiveRules() const {
+  const size_t n = rules_.size();
+  std::vector<uint8_t> productive(n, 0);
+  // First the sufficient condition: a body whose named rules are all productive is productive
+  // (a body is never `never`, and operators over productive operands derive some finite
+  // string). Propagated from the rules that name none, as in Kahn's topological order over
+  // the distinct references (CSR: refs[ref_begin[i], ref_begin[i + 1]) are those of rule i).
+  std::vector<int32_t> ref_begin(n + 1, 0), refs, pending(n, -1), ready;
+  std::string name;
+  for (size_t i = 0; i < n; ++i) {
+    const Rule& rule = rules_[i];
+    const size_t first = refs.size();
+    if (!rule.discarded && !rule.body.empty()) {
+      if (rule.productive) {
+        ready.push_back(static_cast<int32_t>(i));
+      } else if (CollectRuleReferences(rule.body, index_of_name_, &refs, &name)) {
+        std::sort(refs.begin() + first, refs.end());
+        refs.erase(std::unique(refs.begin() + first, refs.end()), refs.end());
+        pending[i] = static_cast<int32_t>(refs.size() - first);
+        if (pending[i] == 0) ready.push_back(static_cast<int32_t>(i));
+      } else {
+        refs.resize(first);  // left to the tree
+      }
+    }
+    ref_begin[i + 1] = static_cast<int32_t>(refs.size());
+  }
+  std::vector<int32_t> user_begin(n + 1, 0), users(refs.size());
+  for (int32_t callee : refs) ++user_begin[callee + 1];
+  for (size_t i = 0; i < n; ++i) user_begin[i + 1] += user_begin[i];
+  {
+    std::vector<int32_t> fill(user_begin.begin(), user_begin.end() - 1);
+    for (size_t i = 0; i < n; ++i) {
+      for (int32_t k = ref_begin[i]; k < ref_begin[i + 1]; ++k) users[fill[refs[k]]++] = static_cast<int32_t>(i);
+    }
+  }
+  while (!ready.empty()) {
+    const int32_t rule = ready.back();
+    ready.pop_back();
+    productive[rule] = 1;
+    for (int32_t k = user_begin[rule]; k < user_begin[rule + 1]; ++k) {
+      if (--pending[users[k]] == 0) ready.push_back(users[k]);
+    }
+  }
+  // The rest (rules on or after a cycle, and alternatives with an unproductive choice) by
+  // their trees, to the least fixpoint.
   ProductivityArena arena;
   std::vector<std::pair<size_t, ProductivityTree>> trees;  // (rule index, body)
-  std::vector<uint8_t> productive(rules_.size(), 0);
-  for (size_t i = 0; i < rules_.size(); ++i) {
+  for (size_t i = 0; i < n; ++i) {
     const Rule& rule = rules_[i];
-    if (rule.discarded || rule.body.empty()) continue;
-    if (rule.productive || !RefersToRules(rule.body)) {
-      productive[i] = 1;
-    } else {
-      trees.emplace_back(i, ProductivityTree(rule.body, index_of_name_, &arena));
-    }
+    if (rule.discarded || rule.body.empty() || productive[i]) continue;
+    trees.emplace_back(i, ProductivityTree(rule.body, index_of_name_, &arena));
   }
   // Invariant: `productive` only grows; stop when a round adds nothing.
   for (bool changed = true; changed;) {
