@@ -219,7 +219,18 @@ class Lexer {
   void LexLiteral(Token& token) {
     token.kind = TokenKind::kLiteral;
     char quote = source_.At(pos_++);
+    const std::string_view text = source_.text();
     while (true) {
+      // A run of ASCII bytes that are neither the quote, a backslash nor a line end (most of
+      // a literal) stands for itself: copied at once, not code point by code point.
+      size_t run_end = pos_;
+      while (run_end < text.size()) {
+        const char c = text[run_end];
+        if (static_cast<unsigned char>(c) >= 0x80 || c == quote || c == '\\' || c == '\n') break;
+        ++run_end;
+      }
+      token.text.append(text.data() + pos_, run_end - pos_);
+      pos_ = run_end;
       if (pos_ >= source_.size() || source_.At(pos_) == '\n') {
         source_.Fail(token.offset, "unterminated string literal");
       }
@@ -468,10 +479,10 @@ class Parser {
   // `ahead` < kMaxLookahead.
   const Token& Peek(size_t ahead = 0) {
     while (num_lookahead_ <= ahead) {
-      lexer_.Next(&ring_[(ring_head_ + num_lookahead_) % kRingSize]);
+      lexer_.Next(&ring_[(ring_head_ + num_lookahead_) & (kRingSize - 1)]);
       ++num_lookahead_;
     }
-    return ring_[(ring_head_ + ahead) % kRingSize];
+    return ring_[(ring_head_ + ahead) & (kRingSize - 1)];
   }
 
   // The next token, taken off the lookahead. The reference stays valid until the next Take
@@ -479,7 +490,7 @@ class Parser {
   Token& Take() {
     Peek();
     Token& token = ring_[ring_head_];
-    ring_head_ = (ring_head_ + 1) % kRingSize;
+    ring_head_ = (ring_head_ + 1) & (kRingSize - 1);
     --num_lookahead_;
     return token;
   }
@@ -954,7 +965,9 @@ class Parser {
   // (<= kMaxLookahead) slots after it are lexed, not yet taken; the slot before ring_head_
   // holds the token taken last.
   static constexpr size_t kMaxLookahead = 2;
-  static constexpr size_t kRingSize = kMaxLookahead + 1;
+  // kMaxLookahead + 1 slots are needed; a power of two makes the wrap-around a mask.
+  static constexpr size_t kRingSize = 4;
+  static_assert(kRingSize > kMaxLookahead && (kRingSize & (kRingSize - 1)) == 0, "ring size");
   Token ring_[kRingSize];
   size_t ring_head_ = 0;
   size_t num_lookahead_ = 0;
