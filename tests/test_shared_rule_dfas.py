@@ -156,3 +156,21 @@ def test_rule_calling_a_lifted_repetition_body_is_not_shared() -> None:
     assert dumps[0] == dumps[1]
     m = xg.GrammarMatcher(c.compile_grammar(grammar))
     assert m.accept_string("(" + "ab" * 20 + "y)") and m.is_completed()
+
+
+def test_shared_table_is_observable() -> None:
+    # A body no other test compiles (a fresh token in every alternative): the first grammar
+    # misses and stores it, a second grammar with the same body under another rule finds it.
+    token = os.urandom(6).hex()
+    body = " | ".join(f'"{token}{i:03d}" [a-f]{{2}} ("x" | "y{i % 5}")' for i in range(200))
+    before = xg.shared_rule_dfa_stats()
+    _warm("ebnf", f'root ::= "<" first ">" | "[" first "]"\nfirst ::= {body}\n')
+    stored = xg.shared_rule_dfa_stats()
+    _warm("ebnf", f'root ::= "[" second "]" | "<" second ">"\nsecond ::= {body}\n')
+    found = xg.shared_rule_dfa_stats()
+    assert set(found) == {"entries", "bytes", "limit_bytes", "hits", "misses", "evictions"}
+    assert stored["misses"] > before["misses"]
+    assert found["hits"] > stored["hits"]
+    assert found["misses"] == stored["misses"]
+    assert 0 < found["bytes"] <= found["limit_bytes"] == 32 << 20
+    assert found["entries"] >= 1

@@ -17,7 +17,7 @@ from .bitmask import (
     get_bitmask_shape,
     reset_token_bitmask,
 )
-from .compiler import CompiledGrammar, CompileLimits, GrammarCompiler
+from .compiler import CompiledGrammar, CompileLimits, GrammarCompiler, shared_rule_dfa_stats
 from .exceptions import (
     CompilationCancelledError,
     CompilationTimeoutError,
@@ -41,6 +41,7 @@ __all__ = [
     "GrammarCompiler",
     "CompiledGrammar",
     "CompileLimits",
+    "shared_rule_dfa_stats",
     "GrammarMatcher",
     "batch_fill_next_token_bitmask",
     "allocate_token_bitmask",

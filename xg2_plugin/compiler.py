@@ -164,6 +164,17 @@ def ebnf_string_literal(text: str) -> str:
     return "".join(out)
 
 
+def shared_rule_dfa_stats() -> dict[str, int]:
+    """The process-wide table of rule DFAs that every compiler shares.
+
+    Large rule bodies are determinised and minimised once per process and found again by
+    content when another grammar (from any compiler) holds the same body. Returns ``entries``
+    and ``bytes`` held now, ``limit_bytes`` (past it the oldest entries are dropped), and the
+    ``hits``, ``misses`` and ``evictions`` since the process started.
+    """
+    return dict(_native._shared_rule_dfa_stats())
+
+
 def _check_text(text: Any, what: str, max_bytes: int) -> str:
     """Checks that ``text`` is a str of valid Unicode within the input size limit."""
     if not isinstance(text, str):

@@ -11,6 +11,7 @@
 
 #include "bindings/registry.h"
 #include "frontends/ebnf/ebnf_parser.h"
+#include "grammar/grammar_fsm.h"
 #include "matcher/compiled_grammar.h"
 #include "matcher/grammar_matcher.h"
 #include "support/error.h"
@@ -344,6 +345,18 @@ void BindMatcher(py::module_& m) {
       },
       py::arg("matchers"), py::arg("address"), py::arg("row_stride_words"), py::arg("num_words"),
       py::arg("rows"), py::arg("num_threads"));
+
+  m.def("_shared_rule_dfa_stats", []() {
+    const SharedRuleDfaStats stats = GetSharedRuleDfaStats();
+    py::dict out;
+    out["entries"] = stats.entries;
+    out["bytes"] = stats.bytes;
+    out["limit_bytes"] = stats.limit_bytes;
+    out["hits"] = stats.hits;
+    out["misses"] = stats.misses;
+    out["evictions"] = stats.evictions;
+    return out;
+  });
 
   // Tests: waits (without the GIL) until the background thread's queue is empty.
   m.def("_wait_for_background_work", []() {

@@ -1737,7 +1737,12 @@ class SharedRuleDfas {
   std::shared_ptr<const SharedRuleDfa> Find(const std::string& key) {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = entries_.find(key);
-    return it == entries_.end() ? nullptr : it->second;
+    if (it == entries_.end()) {
+      ++misses_;
+      return nullptr;
+    }
+    ++hits_;
+    return it->second;
   }
   // Oldest entries go first when the table would pass its memory bound.
   void Store(const std::string& key, std::shared_ptr<const SharedRuleDfa> entry) {
@@ -1752,7 +1757,19 @@ class SharedRuleDfas {
       bytes_ -= Bytes(it->first, *it->second);
       entries_.erase(it);
       order_.pop_front();
+      ++evictions_;
     }
+  }
+  SharedRuleDfaStats Stats() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    SharedRuleDfaStats stats;
+    stats.entries = entries_.size();
+    stats.bytes = bytes_;
+    stats.limit_bytes = kMaxSharedDfaBytes;
+    stats.hits = hits_;
+    stats.misses = misses_;
+    stats.evictions = evictions_;
+    return stats;
   }
 
  private:
@@ -1765,6 +1782,7 @@ class SharedRuleDfas {
   std::unordered_map<std::string, std::shared_ptr<const SharedRuleDfa>> entries_;
   std::deque<std::string> order_;
   size_t bytes_ = 0;
+  uint64_t hits_ = 0, misses_ = 0, evictions_ = 0;
 };
 
 // Writes the content key of a rule body into `key`: the settings the lowering reads, then the
@@ -2148,6 +2166,8 @@ void MergeRightLinearGroups(std::vector<Dfa>* dfas, const std::vector<uint8_t>& 
 }
 
 }  // namespace
+
+SharedRuleDfaStats GetSharedRuleDfaStats() { return SharedRuleDfas::Instance().Stats(); }
 
 GrammarFsm BuildGrammarFsm(const GrammarAst& ast, const FsmBuildLimits& limits) {
   GrammarFsm fsm;

@@ -137,6 +137,18 @@ constexpr int32_t kDefaultRepetitionCompressionThreshold = 64;
 // GrammarSyntaxError for constructs the matcher cannot run.
 GrammarFsm BuildGrammarFsm(const GrammarAst& ast, const FsmBuildLimits& limits = {});
 
+// The process-wide table of shared rule DFAs (fsm_builder.cc, "Shared rule DFAs"): what it
+// holds now and its lookups since the process started.
+struct SharedRuleDfaStats {
+  size_t entries = 0;
+  size_t bytes = 0;        // as the table counts them against its bound
+  size_t limit_bytes = 0;  // the bound: past it the oldest entries go
+  uint64_t hits = 0;
+  uint64_t misses = 0;
+  uint64_t evictions = 0;
+};
+SharedRuleDfaStats GetSharedRuleDfaStats();
+
 }  // namespace xg2
 
 #endif  // XG2_GRAMMAR_GRAMMAR_FSM_H_
