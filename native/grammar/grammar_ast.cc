@@ -219,7 +219,7 @@ class EbnfPrinter {
     FailMalformed("unknown expression kind");
   }
 
-  void PrintJoined(const std::vector<ExprId>& children, const char* separator,
+  void PrintJoined(const ExprChildren& children, const char* separator,
                    Precedence needed) {
     if (children.empty()) {
       out_ += "\"\"";

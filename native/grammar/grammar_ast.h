@@ -9,6 +9,9 @@
 #define XG2_GRAMMAR_GRAMMAR_AST_H_
 
 #include <cstdint>
+#include <cstring>
+#include <initializer_list>
+#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
@@ -41,13 +44,114 @@ enum class ExprKind : uint8_t {
 
 // The fields that the passes' walks over the node table read (kind, rule id, repetition
 // bounds, children) come first, in the node's first 48 bytes; the payloads of leaves follow.
+// The children of an expression node. Nearly every node has at most four (a repetition has
+// one, most sequences and choices two or three), and those are stored in the node itself, so
+// the passes that walk the node table read them without following a pointer; a longer list
+// lives on the heap. 24 bytes, as a std::vector. Invariant: the ids are inline exactly when
+// capacity_ == kInline.
+class ExprChildren {
+ public:
+  using value_type = ExprId;
+  using iterator = ExprId*;
+  using const_iterator = const ExprId*;
+
+  ExprChildren() = default;
+  ExprChildren(std::initializer_list<ExprId> ids) { Append(ids.begin(), ids.size()); }
+  ExprChildren(const std::vector<ExprId>& ids) { Append(ids.data(), ids.size()); }  // NOLINT(runtime/explicit)
+  ExprChildren(const ExprId* ids, size_t count) { Append(ids, count); }
+  ExprChildren(const ExprChildren& other) { Append(other.data(), other.size()); }
+  ExprChildren(ExprChildren&& other) noexcept { Steal(&other); }
+  ExprChildren& operator=(const ExprChildren& other) {
+    if (this != &other) {
+      clear();
+      Append(other.data(), other.size());
+    }
+    return *this;
+  }
+  ExprChildren& operator=(ExprChildren&& other) noexcept {
+    if (this != &other) {
+      Release();
+      Steal(&other);
+    }
+    return *this;
+  }
+  ~ExprChildren() { Release(); }
+
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  ExprId* data() { return OnHeap() ? heap_ : inline_; }
+  const ExprId* data() const { return OnHeap() ? heap_ : inline_; }
+  iterator begin() { return data(); }
+  iterator end() { return data() + size_; }
+  const_iterator begin() const { return data(); }
+  const_iterator end() const { return data() + size_; }
+  std::reverse_iterator<const_iterator> rbegin() const { return std::reverse_iterator<const_iterator>(end()); }
+  std::reverse_iterator<const_iterator> rend() const { return std::reverse_iterator<const_iterator>(begin()); }
+  ExprId& operator[](size_t i) { return data()[i]; }
+  ExprId operator[](size_t i) const { return data()[i]; }
+  ExprId front() const { return data()[0]; }
+  ExprId back() const { return data()[size_ - 1]; }
+
+  void clear() { size_ = 0; }
+  void push_back(ExprId id) { Append(&id, 1); }
+  // Removes the child at `position`; later children move up one place.
+  iterator erase(const_iterator position) {
+    ExprId* at = data() + (position - data());
+    std::memmove(at, at + 1, (end() - at - 1) * sizeof(ExprId));
+    --size_;
+    return at;
+  }
+
+ private:
+  static constexpr uint32_t kInline = 4;
+
+  bool OnHeap() const { return capacity_ > kInline; }
+  void Append(const ExprId* ids, size_t count) {
+    if (size_ + count > capacity_) Grow(size_ + count);
+    std::memcpy(data() + size_, ids, count * sizeof(ExprId));
+    size_ += static_cast<uint32_t>(count);
+  }
+  void Grow(size_t needed) {
+    size_t capacity = capacity_;
+    while (capacity < needed) capacity *= 2;
+    ExprId* grown = new ExprId[capacity];
+    std::memcpy(grown, data(), size_ * sizeof(ExprId));
+    Release();
+    heap_ = grown;
+    capacity_ = static_cast<uint32_t>(capacity);
+  }
+  void Release() {
+    if (OnHeap()) delete[] heap_;
+    capacity_ = kInline;
+  }
+  // Takes `other`'s ids (its heap block, or a copy of its inline ones) and leaves it empty.
+  void Steal(ExprChildren* other) {
+    size_ = other->size_;
+    capacity_ = other->capacity_;
+    if (other->OnHeap()) {
+      heap_ = other->heap_;
+    } else {
+      std::memcpy(inline_, other->inline_, size_ * sizeof(ExprId));
+    }
+    other->size_ = 0;
+    other->capacity_ = kInline;
+  }
+
+  uint32_t size_ = 0;
+  uint32_t capacity_ = kInline;
+  union {
+    ExprId inline_[kInline];
+    ExprId* heap_;
+  };
+};
+
 struct ExprNode {
   ExprKind kind = ExprKind::kEmpty;
   RuleId rule_id = -1;                 // kRuleRef
   int32_t min_repeat = 0;              // kRepeat
   int32_t max_repeat = -1;             // kRepeat; -1 means unbounded
   int32_t tag_dispatch = -1;           // kTagDispatch: index into GrammarAst::tag_dispatches
-  std::vector<ExprId> children;        // kSequence, kChoice (>= 1), kRepeat (exactly 1)
+  ExprChildren children;               // kSequence, kChoice (>= 1), kRepeat (exactly 1)
   std::string bytes;                   // kBytes
   std::vector<CodepointRange> ranges;  // kCharClass: sorted, disjoint, non-adjacent, non-empty
 };

@@ -115,7 +115,7 @@ int SinkLeadingTerminals(GrammarAst* ast) {
   std::sort(removals.begin(), removals.end(),
             [](const auto& a, const auto& b) { return a.first != b.first ? a.first < b.first : a.second > b.second; });
   for (const auto& [seq, index] : removals) {
-    std::vector<ExprId>& children = ast->node(seq).children;
+    ExprChildren& children = ast->node(seq).children;
     children.erase(children.begin() + static_cast<std::ptrdiff_t>(index));
   }
   for (const auto& [rule, leading] : sinks) {

@@ -600,7 +600,7 @@ class Parser {
       pending_.resize(first);
       return only;
     }
-    std::vector<ExprId> children(pending_.begin() + static_cast<std::ptrdiff_t>(first), pending_.end());
+    ExprChildren children(pending_.data() + first, pending_.size() - first);
     pending_.resize(first);
     return AddCompound(kind, std::move(children), offset);
   }
@@ -936,7 +936,7 @@ class Parser {
     return AddNode(std::move(node), offset);
   }
 
-  XG2_EBNF_NOINLINE ExprId AddCompound(ExprKind kind, std::vector<ExprId> children, size_t offset) {
+  XG2_EBNF_NOINLINE ExprId AddCompound(ExprKind kind, ExprChildren children, size_t offset) {
     ExprNode node;
     node.kind = kind;
     node.children = std::move(children);
