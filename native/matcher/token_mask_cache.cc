@@ -972,7 +972,6 @@ ClassificationPair ClassifyRegionOutsiders(const TokenIdSet& region_tokens, cons
                                            NodeId node, const TokenizerInfo& tokenizer, bool want_fsm_only,
                                            DenseStepper& stepper, ClassifyScratch& s) {
   const std::vector<int32_t>& sorted = tokenizer.sorted_text_tokens();
-  const std::vector<std::string>& decoded = tokenizer.decoded_tokens();
   const size_t words = (static_cast<size_t>(tokenizer.vocab_size()) + 31) / 32;
   std::vector<uint32_t> bits = region_tokens.bits;
   int64_t accepted_count = region_tokens.count;
