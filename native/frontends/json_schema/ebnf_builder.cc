@@ -1,7 +1,6 @@
 #include "frontends/json_schema/ebnf_builder.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -66,7 +65,10 @@ template <typename Iterator>
 Fragment SeqOf(Iterator begin, Iterator end) {
   std::string text;
   size_t capacity = 0;  // an upper bound: each part with parentheses and a separator
-  for (Iterator it = begin; it != end; ++it) capacity += static_cast<const Fragment&>(*it).text().size() + 3;
+  for (Iterator it = begin; it != end; ++it) {
+    const Fragment& part = *it;
+    capacity += part.text().size() + 3;
+  }
   text.reserve(capacity);
   int count = 0;
   // With one part left (count == 1): that part, or the literal merged into `text`.
@@ -299,6 +301,27 @@ bool RuleSet::AddShared(const std::vector<std::pair<std::string, std::string>>& 
 
 namespace {
 
+// How UnproductiveRules reads the bodies this builder writes (ProductivityTree and
+// CollectRuleReferences alike): a rule name is a run of these characters ...
+bool IsRuleNameChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+         c == '-';
+}
+
+// ... and a literal or class opening at `open` ends at the first `close` that an even run of
+// backslashes precedes. Returns the position just past it, or npos when it does not close.
+// memchr, because literals make up most of the text.
+size_t QuotedEnd(std::string_view text, size_t open, char close) {
+  for (size_t pos = open;;) {
+    const void* found = std::memchr(text.data() + pos + 1, close, text.size() - pos - 1);
+    if (found == nullptr) return std::string_view::npos;
+    pos = static_cast<const char*>(found) - text.data();
+    size_t backslashes = 0;
+    while (text[pos - 1 - backslashes] == '\\') ++backslashes;  // stops at the opening quote
+    if (backslashes % 2 == 0) return pos + 1;
+  }
+}
+
 // Node kinds of a ProductivityTree: a terminal always derives something; an optional node
 // does too (empty); a rule node derives something when its rule does; a sequence when all
 // children do, an alternation when any does.
@@ -427,10 +450,7 @@ class ProductivityTree {
     return atom;
   }
   void SkipQuoted(char close) {
-    for (++pos_; pos_ < text_.size() && text_[pos_] != close; ++pos_) {
-      if (text_[pos_] == '\\') ++pos_;
-    }
-    ++pos_;
+    pos_ = std::min(QuotedEnd(text_, pos_, close), text_.size());
   }
   int ParseAtom() {
     char c = text_[pos_];
@@ -449,10 +469,7 @@ class ProductivityTree {
       return inner;
     }
     size_t start = pos_;
-    while (pos_ < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[pos_])) ||
-                                   text_[pos_] == '_' || text_[pos_] == '.' || text_[pos_] == '-')) {
-      ++pos_;
-    }
+    while (pos_ < text_.size() && IsRuleNameChar(text_[pos_])) ++pos_;
     if (pos_ == start) {
       ++pos_;  // not produced by this builder; treat as a terminal
       return Add(Kind::kTerminal);
@@ -478,28 +495,18 @@ class ProductivityTree {
 // builder's (the ProductivityTree then decides). `name` is scratch.
 bool CollectRuleReferences(const std::string& body, const std::unordered_map<std::string, size_t>& rule_index,
                            std::vector<int32_t>* refs, std::string* name) {
-  auto starts_name = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
-  auto continues_name = [&](char c) { return starts_name(c) || (c >= '0' && c <= '9'); };
   for (size_t pos = 0; pos < body.size(); ++pos) {
     const char c = body[pos];
     if (c == '"' || c == '[') {
-      // To the closing quote or bracket: the next one that an odd run of backslashes does
-      // not escape (memchr, as literals make up most of the text).
-      const char close = c == '"' ? '"' : ']';
-      for (;;) {
-        const void* found = std::memchr(body.data() + pos + 1, close, body.size() - pos - 1);
-        if (found == nullptr) return false;
-        pos = static_cast<const char*>(found) - body.data();
-        size_t backslashes = 0;
-        while (body[pos - 1 - backslashes] == '\\') ++backslashes;
-        if (backslashes % 2 == 0) break;
-      }
+      const size_t end = QuotedEnd(body, pos, c == '"' ? '"' : ']');
+      if (end == std::string::npos) return false;
+      pos = end - 1;
     } else if (c == '{') {
       pos = body.find('}', pos);
       if (pos == std::string::npos) return false;
-    } else if (starts_name(c)) {
+    } else if (IsRuleNameChar(c)) {
       size_t end = pos + 1;
-      while (end < body.size() && continues_name(body[end])) ++end;
+      while (end < body.size() && IsRuleNameChar(body[end])) ++end;
       name->assign(body, pos, end - pos);
       auto found = rule_index.find(*name);
       if (found == rule_index.end()) return false;
