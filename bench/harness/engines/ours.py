@@ -33,9 +33,9 @@ class OursEngine(Engine):
         self._compiler = xg2_plugin.GrammarCompiler(self._info, **options)
 
     def version(self) -> str:
-        from importlib.metadata import version
-
-        return version("xg2-plugin")
+        # The package's own attribute, not the distribution metadata: a source tree on
+        # PYTHONPATH (how the offline GPU host runs the bench) has no installed metadata.
+        return self._xg.__version__
 
     def settings(self) -> dict[str, Any]:
         return {"GrammarCompiler": {"max_threads": 1, **self.compiler_options},
