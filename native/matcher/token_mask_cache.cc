@@ -1234,9 +1234,12 @@ ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const LeaveSets& leave,
     *over_budget = true;
     return out;
   }
+  const std::vector<int32_t>& child_begin = tokenizer.trie_child_begin();
+  const TrieChild* const children = tokenizer.trie_children().data();
   // Walks the trie nodes [begin, end) (whole subtrees, whose parents' path entries are set),
-  // classifying each; false when the budget runs out.
-  auto walk = [&](int32_t begin, int32_t end) {
+  // classifying each; false when the budget runs out. (`self`: the walk, for the children
+  // visited through a child list.)
+  auto walk = [&](auto& self, int32_t begin, int32_t end) -> bool {
       for (int32_t i = begin; i < end;) {
         if (--work_left < 0) return false;
         const TokenTrieNode t = trie[i];
@@ -1299,6 +1302,26 @@ ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const LeaveSets& leave,
         left_fsm_at[d] = left_fsm;
         pure_state[d] = pure;
         for (int32_t p = tokens.token_begin; p < tokens.exact_end; ++p) accept(sorted[p]);
+        // Through a child list, only the children that `next` steps on or may leave the rule
+        // on are visited. Any other child fails at its byte with no way out, which rejects its
+        // whole subtree (what visiting it would decide), so it is never loaded. Skipping
+        // nodes leaves the prefix lengths kept for the uncertain lists as they were: the next
+        // node visited is a later sibling or shallower.
+        if (has_children && tokens.suffix_bytes >= 0 && !left_lookahead &&
+            !(want_fsm_only && (left_fsm || leavable[next]))) {
+          const int32_t list_begin = child_begin[tokens.suffix_bytes];
+          const int32_t list_end = child_begin[tokens.suffix_bytes + 1];
+          if (list_begin < list_end) {
+            const ByteSet& next_leave = leave[next];
+            for (int32_t k = list_begin; k < list_end; ++k) {
+              const TrieChild child = children[k];
+              if (next_row[child.byte()] < 0 && !next_leave.test(child.byte())) continue;
+              if (!self(self, child.node(), trie[child.node()].subtree_end)) return false;
+            }
+            i = t.subtree_end;
+            continue;
+          }
+        }
         ++i;
       }
       return true;
@@ -1324,7 +1347,7 @@ ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const LeaveSets& leave,
   for (int w = 0; w < 4; ++w) {
     for (uint64_t bits = first_bytes.words[w]; bits; bits &= bits - 1) {
       const int32_t begin = root_child[w * 64 + __builtin_ctzll(bits)];
-      if (begin >= 0 && !walk(begin, trie[begin].subtree_end)) {
+      if (begin >= 0 && !walk(walk, begin, trie[begin].subtree_end)) {
         *over_budget = true;
         return ClassificationPair();
       }
@@ -1375,7 +1398,7 @@ ClassificationPair ClassifyTokens(const GrammarFsm& fsm, const LeaveSets& leave,
           alive = next >= 0;
           if (alive) seed(d + 1, next);
         }
-        if (alive && !walk(entry.trie_node, trie[entry.trie_node].subtree_end)) {
+        if (alive && !walk(walk, entry.trie_node, trie[entry.trie_node].subtree_end)) {
           *over_budget = true;
           return ClassificationPair();
         }

@@ -154,6 +154,33 @@ void TokenizerInfo::BuildTrie() {
   for (size_t i = 0; i < trie_.size(); i = static_cast<size_t>(trie_[i].subtree_end)) {
     trie_root_child_[trie_[i].byte] = static_cast<int32_t>(i);
   }
+  // Child lists (a node's children are i + 1 and then each one's subtree end). Only nodes
+  // with a suffix_bytes entry can have enough children, and TrieChild packs 24-bit indices.
+  trie_child_begin_.assign(trie_suffix_bytes_.size() + 1, 0);
+  if (trie_.size() < (size_t{1} << 24)) {
+    std::vector<int32_t> list_of(trie_suffix_bytes_.size(), -1);
+    std::vector<std::vector<TrieChild>> lists;
+    for (int32_t i = 0; i < static_cast<int32_t>(trie_.size()); ++i) {
+      const int32_t k = trie_tokens_[i].suffix_bytes;
+      if (k < 0) continue;
+      int32_t children = 0;
+      for (int32_t c = i + 1; c < trie_[i].subtree_end; c = trie_[c].subtree_end) ++children;
+      if (children < kTrieChildListMinChildren) continue;
+      list_of[k] = static_cast<int32_t>(lists.size());
+      lists.emplace_back();
+      for (int32_t c = i + 1; c < trie_[i].subtree_end; c = trie_[c].subtree_end) {
+        lists.back().push_back({static_cast<uint32_t>(c) << 8 | trie_[c].byte});
+      }
+    }
+    for (size_t k = 0; k < list_of.size(); ++k) {
+      trie_child_begin_[k] = static_cast<int32_t>(trie_children_.size());
+      if (list_of[k] >= 0) {
+        const std::vector<TrieChild>& list = lists[static_cast<size_t>(list_of[k])];
+        trie_children_.insert(trie_children_.end(), list.begin(), list.end());
+      }
+    }
+    trie_child_begin_.back() = static_cast<int32_t>(trie_children_.size());
+  }
   trie_.shrink_to_fit();
   trie_tokens_.shrink_to_fit();
   trie_suffix_bytes_.shrink_to_fit();
@@ -373,7 +400,8 @@ size_t TokenizerInfo::MemoryBytes() const {
   bytes += (sorted_text_tokens_.capacity() + lcp_.capacity()) * sizeof(int32_t);
   bytes += trie_.capacity() * sizeof(TokenTrieNode) + trie_tokens_.capacity() * sizeof(TokenTrieTokens) +
            trie_suffix_bytes_.capacity() * sizeof(ByteMask) +
-           trie_suffix_max_length_.capacity() * sizeof(uint16_t);
+           trie_suffix_max_length_.capacity() * sizeof(uint16_t) + trie_child_begin_.capacity() * sizeof(int32_t) +
+           trie_children_.capacity() * sizeof(TrieChild);
   bytes += sorted_ascii_bytes_.capacity() * sizeof(sorted_ascii_bytes_[0]) + sorted_well_formed_.capacity() +
            sorted_characters_.capacity();
   std::lock_guard<std::mutex> lock(region_mutex_);

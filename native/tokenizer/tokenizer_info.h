@@ -66,6 +66,17 @@ struct ByteMask {
 
 constexpr int32_t kTrieSuffixBytesMinTokens = 8;
 
+// Trie nodes with at least this many children also list them (TokenizerInfo::trie_children).
+constexpr int32_t kTrieChildListMinChildren = 8;
+
+// One entry of a trie node's child list: the child's index in the trie and its byte, packed
+// so that a scan of a list for the bytes a DFA node steps on reads one small array.
+struct TrieChild {
+  uint32_t packed;  // node index << 8 | byte
+  uint8_t byte() const { return static_cast<uint8_t>(packed & 0xFF); }
+  int32_t node() const { return static_cast<int32_t>(packed >> 8); }
+};
+
 // A set of token ids as a bitset (bit id % 32 of word id / 32), with its size.
 struct TokenIdSet {
   std::vector<uint32_t> bits;
@@ -178,6 +189,13 @@ class TokenizerInfo : public std::enable_shared_from_this<TokenizerInfo> {
   const std::array<int32_t, 256>& trie_root_child() const { return trie_root_child_; }
   // Parallel to trie_suffix_bytes(): the longest token of that subtree, in bytes.
   const std::vector<uint16_t>& trie_suffix_max_length() const { return trie_suffix_max_length_; }
+  // The children of a node whose suffix_bytes index is k, when it has at least
+  // kTrieChildListMinChildren of them: trie_children()[trie_child_begin()[k] ..
+  // trie_child_begin()[k + 1]) in byte order (an empty range otherwise). Visiting the
+  // children a DFA node steps on through this list skips the others without loading them:
+  // siblings lie a whole subtree apart in the trie (after a space, hundreds of them).
+  const std::vector<int32_t>& trie_child_begin() const { return trie_child_begin_; }
+  const std::vector<TrieChild>& trie_children() const { return trie_children_; }
   // Length in bytes of the longest text token.
   int32_t max_token_bytes() const { return max_token_bytes_; }
 
@@ -250,6 +268,8 @@ class TokenizerInfo : public std::enable_shared_from_this<TokenizerInfo> {
   std::array<int32_t, 256> trie_root_child_;
   std::vector<ByteMask> trie_suffix_bytes_;
   std::vector<uint16_t> trie_suffix_max_length_;
+  std::vector<int32_t> trie_child_begin_;
+  std::vector<TrieChild> trie_children_;
   int32_t max_token_bytes_ = 0;
   mutable std::once_flag special_token_text_once_;
   mutable std::unique_ptr<const SpecialTokenText> special_token_text_;
