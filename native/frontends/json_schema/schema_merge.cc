@@ -6,6 +6,7 @@
 // {"anyOf": [{"allOf": [rest, branch_1]}, ...]}. Where an intersection has no exact flat
 // form (two different patterns, two different formats, ...) the policy error names it.
 #include <algorithm>
+#include <cstdint>
 #include <set>
 
 #include "frontends/json_schema/decimal.h"
@@ -519,47 +520,70 @@ const JsonValue& SchemaConverter::Dereferenced(const JsonValue& schema, const st
 
 namespace {
 
-// The JSON types a schema's values can have, from `type`, `const` and `enum` (all types when
-// none says). "number" here means non-integral numbers; integers are "integer".
-std::set<std::string> PossibleTypes(const JsonValue& schema) {
-  std::set<std::string> all = {"null", "boolean", "object", "array", "number", "integer", "string"};
-  if (schema.is_bool()) return schema.bool_value() ? all : std::set<std::string>{};
-  std::set<std::string> types = all;
-  auto keep = [&](const std::set<std::string>& allowed) {
-    std::set<std::string> both;
-    for (const std::string& t : types) {
-      if (allowed.count(t)) both.insert(t);
-    }
-    types = both;
-  };
+// JSON value types as bits of a mask; kNumberType means non-integral numbers only.
+enum JsonTypeBit : uint8_t {
+  kNullType = 1 << 0,
+  kBooleanType = 1 << 1,
+  kObjectType = 1 << 2,
+  kArrayType = 1 << 3,
+  kNumberType = 1 << 4,
+  kIntegerType = 1 << 5,
+  kStringType = 1 << 6,
+};
+constexpr uint8_t kAllJsonTypes = 0x7f;
+
+// The bit of a `type` name ("number" also covers integers); 0 for a name JSON Schema lacks.
+uint8_t TypeNameBits(const std::string& name) {
+  if (name == "null") return kNullType;
+  if (name == "boolean") return kBooleanType;
+  if (name == "object") return kObjectType;
+  if (name == "array") return kArrayType;
+  if (name == "number") return kNumberType | kIntegerType;
+  if (name == "integer") return kIntegerType;
+  if (name == "string") return kStringType;
+  return 0;
+}
+
+uint8_t ValueTypeBit(const JsonValue& v) {
+  switch (v.kind()) {
+    case JsonKind::kNull: return kNullType;
+    case JsonKind::kBool: return kBooleanType;
+    case JsonKind::kNumber: return v.is_integral_number() ? kIntegerType : kNumberType;
+    case JsonKind::kString: return kStringType;
+    case JsonKind::kArray: return kArrayType;
+    case JsonKind::kObject: return kObjectType;
+  }
+  return kNullType;
+}
+
+// The JSON types a schema's values can have (JsonTypeBit mask), from `type`, `const` and
+// `enum` (all types when none says). Called for every pair of oneOf branches, hence a mask.
+uint8_t PossibleTypes(const JsonValue& schema) {
+  if (schema.is_bool()) return schema.bool_value() ? kAllJsonTypes : 0;
+  uint8_t types = kAllJsonTypes;
   if (const JsonValue* type = schema.Find("type")) {
-    std::set<std::string> named;
-    std::vector<JsonValue> names = type->is_array() ? type->array_items() : std::vector<JsonValue>{*type};
-    for (const JsonValue& name : names) {
-      if (!name.is_string()) return all;
-      named.insert(name.string_value());
-      if (name.string_value() == "number") named.insert("integer");
+    uint8_t named = 0;
+    auto name_one = [&](const JsonValue& name) {
+      if (!name.is_string()) return false;
+      named |= TypeNameBits(name.string_value());
+      return true;
+    };
+    if (type->is_array()) {
+      for (const JsonValue& name : type->array_items()) {
+        if (!name_one(name)) return kAllJsonTypes;
+      }
+    } else if (!name_one(*type)) {
+      return kAllJsonTypes;
     }
     const JsonValue* nullable = schema.Find("nullable");
-    if (nullable != nullptr && nullable->is_bool() && nullable->bool_value()) named.insert("null");
-    keep(named);
+    if (nullable != nullptr && nullable->is_bool() && nullable->bool_value()) named |= kNullType;
+    types &= named;
   }
-  auto value_type = [](const JsonValue& v) -> std::string {
-    switch (v.kind()) {
-      case JsonKind::kNull: return "null";
-      case JsonKind::kBool: return "boolean";
-      case JsonKind::kNumber: return v.is_integral_number() ? "integer" : "number";
-      case JsonKind::kString: return "string";
-      case JsonKind::kArray: return "array";
-      case JsonKind::kObject: return "object";
-    }
-    return "null";
-  };
-  if (const JsonValue* constant = schema.Find("const")) keep({value_type(*constant)});
+  if (const JsonValue* constant = schema.Find("const")) types &= ValueTypeBit(*constant);
   if (const JsonValue* values = schema.Find("enum"); values != nullptr && values->is_array()) {
-    std::set<std::string> listed;
-    for (const JsonValue& v : values->array_items()) listed.insert(value_type(v));
-    keep(listed);
+    uint8_t listed = 0;
+    for (const JsonValue& v : values->array_items()) listed |= ValueTypeBit(v);
+    types &= listed;
   }
   return types;
 }
@@ -687,12 +711,8 @@ bool SchemaConverter::FlatExcludes(const JsonValue& a, bool exact_a, const JsonV
     }
     return true;
   }
-  std::set<std::string> ta = PossibleTypes(a), tb = PossibleTypes(b);
-  std::set<std::string> common;
-  for (const std::string& t : ta) {
-    if (tb.count(t)) common.insert(t);
-  }
-  if (common.empty()) return true;
+  const uint8_t common = PossibleTypes(a) & PossibleTypes(b);
+  if (common == 0) return true;
   std::optional<std::vector<JsonValue>> va = ListedValues(a), vb = ListedValues(b);
   if (va && vb) {
     for (const JsonValue& x : *va) {
@@ -703,7 +723,7 @@ bool SchemaConverter::FlatExcludes(const JsonValue& a, bool exact_a, const JsonV
     return true;
   }
   // Past this point only objects can be told apart.
-  if (common != std::set<std::string>{"object"} || !a.is_object() || !b.is_object()) return false;
+  if (common != kObjectType || !a.is_object() || !b.is_object()) return false;
   const JsonValue* pa = a.Find("properties");
   const JsonValue* pb = b.Find("properties");
   // A member that `a` requires and `b` forbids, or whose values under `a` all fail `b`'s schema.
