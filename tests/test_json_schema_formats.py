@@ -232,6 +232,48 @@ def test_large_max_length_after_a_plain_loop_is_a_counted_repetition() -> None:
     assert not string_accepted(grammar, json.dumps("data:image/png;base64,A-A"))
 
 
+def test_large_max_length_after_a_loop_with_escapes_is_a_counted_repetition() -> None:
+    # From the corpus (Github_ultra---o358): the loop class admits `"`, `\\` and control
+    # characters, which the JSON spelling writes as escapes of several characters; each is
+    # still one unit of maxLength (the grammar spells other characters raw, as json.dumps
+    # does without ensure_ascii).
+    schema = {"type": "string", "maxLength": 260, "pattern": "^[A-Za-z0-9_][^<>*#.%&:\\\\+?/]*$"}
+    ebnf, _ = _native._json_schema_to_ebnf(json.dumps(schema))
+    assert "{0,259}" in ebnf and len(ebnf) < 2000, ebnf  # no layered automaton
+    grammar = compile_schema(schema)
+    body = "q\"\n\u0001\u00e9 \U0001F600" * 40
+    for length in (1, 2, 259, 260):
+        value = "x" + body[:length - 1]
+        assert len(value) == length
+        assert string_accepted(grammar, json.dumps(value, ensure_ascii=False)), length
+    assert not string_accepted(grammar, json.dumps("x" + body[:260], ensure_ascii=False))
+    for bad in ("", "-abc", "ab<c", "a\\b", "a/b"):
+        assert not string_accepted(grammar, json.dumps(bad)), bad
+    check_tokens_accepted(grammar, encode_continuation(TOKENIZER, json.dumps("name_with \"quotes\"\ttab")))
+
+
+@pytest.mark.parametrize("pattern", ["^[A-Za-z0-9_][^<>]*$", "^ab[^x]*$", "^(foo|b)[^\"]*$", "^[^a]*$", "^a",
+                                     "^(x|yz)?[^\\\\]*$"])
+@pytest.mark.parametrize("min_length,max_length", [(0, 3), (2, 5), (4, None), (1, 2)])
+def test_length_bounded_pattern_matches_a_reference(pattern: str, min_length: int,
+                                                     max_length: Optional[int]) -> None:
+    # Random strings over characters that are raw, escaped or outside the classes, against
+    # Python's re (the patterns mean the same there; `$` is written `\Z`, which Python's `$`
+    # is not) and the code point count.
+    schema: dict = {"type": "string", "pattern": pattern, "minLength": min_length}
+    if max_length is not None:
+        schema["maxLength"] = max_length
+    grammar = compile_schema(schema)
+    reference = re.compile(pattern.replace("$", "\\Z"))
+    alphabet = ["a", "b", "x", "y", "z", "f", "o", "_", "1", "<", "\"", "\\", "\n", "\u0001", "\u00e9"]
+    rng = random.Random(hash((pattern, min_length, max_length)) & 0xFFFF)
+    for _ in range(300):
+        value = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 7)))
+        expected = bool(reference.search(value)) and min_length <= len(value) <= (max_length if max_length is not None
+                                                                                  else len(value))
+        assert string_accepted(grammar, json.dumps(value, ensure_ascii=False)) == expected, (value, expected)
+
+
 def test_pattern_matching_every_string_leaves_only_the_length() -> None:
     grammar = compile_schema({"type": "string", "maxLength": 4096, "pattern": "([0-9a-zA-Z]+)?"})
     assert string_accepted(grammar, json.dumps("é\"\n" * 1365))

@@ -642,8 +642,51 @@ bool IsPlainCharacter(uint32_t lo, uint32_t hi) {
   return lo >= 0x20 && !(lo <= '"' && hi >= '"') && !(lo <= '\\' && hi >= '\\');
 }
 
-// See LengthBoundedFragment: `dfa` (minimised) as prefixes P, a loop state with plain
-// self-loop characters S and no other edges, and strings F that never reach the loop.
+// `dfa` started from `state` (states 0 and `state` swap numbers), accepting exactly where
+// `accepting(original state number)` holds.
+template <typename AcceptingPredicate>
+CodepointDfa StartedAt(const CodepointDfa& dfa, int32_t state, AcceptingPredicate accepting) {
+  auto renumber = [state](int32_t s) { return s == state ? 0 : s == 0 ? state : s; };
+  CodepointDfa out = dfa;
+  for (size_t i = 0; i < dfa.states.size(); ++i) {
+    const int32_t original = static_cast<int32_t>(i);
+    CodepointDfa::State& copy = out.states[renumber(original)];
+    copy = dfa.states[i];
+    copy.accepting = accepting(original);
+    for (auto& e : copy.edges) e.target = renumber(e.target);
+  }
+  return out;
+}
+
+// The loop of LoopTailFragment as one repeated fragment whose strings are each one unit, or
+// nullopt. Plain self-loop characters are one character class; otherwise (a loop that also
+// takes escapes, such as `[^<>]*` in the JSON spelling, where `\"` leaves the loop state and
+// comes back) the units that lead from `loop` back to it, provided that no unit read from
+// `loop` ends anywhere else: then the strings from `loop` are exactly those units repeated.
+// `dfa` is minimised, so every state it has can still reach acceptance.
+std::optional<Fragment> LoopUnitFragment(const CodepointDfa& dfa, int32_t loop, const CodepointDfa& unit,
+                                         RuleSet* rules, const std::string& hint) {
+  std::string members;
+  bool plain = true;
+  for (const auto& e : dfa.states[loop].edges) {
+    if (e.target != loop || !IsPlainCharacter(e.lo, e.hi)) {
+      plain = false;
+      break;
+    }
+    members += EbnfClassMember(e.lo);
+    if (e.hi > e.lo) members += (e.hi > e.lo + 1 ? "-" : "") + EbnfClassMember(e.hi);
+  }
+  if (plain) return Fragment::Atom("[" + members + "]");
+  CodepointDfa leaves = StartedAt(dfa, loop, [loop](int32_t s) { return s != loop; });
+  if (!Product(leaves, unit, ProductKind::kIntersection).Empty()) return std::nullopt;
+  CodepointDfa returns = StartedAt(dfa, loop, [loop](int32_t s) { return s == loop; });
+  CodepointDfa units = Product(returns, unit, ProductKind::kIntersection);
+  if (units.Empty()) return std::nullopt;
+  return DfaToFragment(units, rules, hint + "_unit");
+}
+
+// See LengthBoundedFragment: `dfa` (minimised) as prefixes P, a loop state whose strings are
+// units from a set S repeated (LoopUnitFragment), and strings F that never reach the loop.
 std::optional<Fragment> LoopTailFragment(const CodepointDfa& dfa, const CodepointDfa& unit, long long min_count,
                                          long long max_count, RuleSet* rules, const std::string& hint) {
   constexpr long long kMaxPrefixLength = 256;
@@ -656,12 +699,6 @@ std::optional<Fragment> LoopTailFragment(const CodepointDfa& dfa, const Codepoin
     }
   }
   if (loop < 0 || !dfa.states[loop].accepting) return std::nullopt;
-  std::string members;
-  for (const auto& e : dfa.states[loop].edges) {
-    if (e.target != loop || !IsPlainCharacter(e.lo, e.hi)) return std::nullopt;
-    members += EbnfClassMember(e.lo);
-    if (e.hi > e.lo) members += (e.hi > e.lo + 1 ? "-" : "") + EbnfClassMember(e.hi);
-  }
   CodepointDfa prefixes = dfa, finite = dfa;
   for (size_t i = 0; i < dfa.states.size(); ++i) prefixes.states[i].accepting = static_cast<int32_t>(i) == loop;
   prefixes.states[loop].edges.clear();
@@ -669,8 +706,10 @@ std::optional<Fragment> LoopTailFragment(const CodepointDfa& dfa, const Codepoin
   finite.states[loop].edges.clear();
   long long longest_prefix = LongestAcceptedLength(prefixes);
   if (longest_prefix < 0 || longest_prefix > kMaxPrefixLength) return std::nullopt;  // another loop
+  std::optional<Fragment> loop_unit = LoopUnitFragment(dfa, loop, unit, rules, hint);
+  if (!loop_unit) return std::nullopt;
   std::vector<Fragment> choices;
-  Fragment loop_class = Fragment::Atom("[" + members + "]");
+  const Fragment& loop_class = *loop_unit;
   for (long long k = 0; k <= longest_prefix && (max_count < 0 || k <= max_count); ++k) {
     CodepointDfa exact = Product(prefixes, Repeated(unit, k, k), ProductKind::kIntersection);
     if (exact.Empty()) continue;

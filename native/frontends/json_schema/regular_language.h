@@ -76,12 +76,12 @@ bool LengthImplied(const CodepointDfa& language, const CodepointDfa& unit, long 
                    long long max_count);
 
 // The strings of `language` with between min_count and max_count (< 0: unbounded) units,
-// as rules in `rules`. When the language is a finite part followed by one loop over plain
-// characters (no JSON escape: each character is one unit), such as
-// `^data:image/(png|jpeg);base64,[A-Za-z0-9+/=]*$`, the loop is written as a counted
-// repetition after each prefix length, so a large maxLength costs no automaton states (the
-// grammar compresses counted repetitions); otherwise it is the product automaton, with
-// DfaToFragment's limits.
+// as rules in `rules`. When the language is a finite part followed by one loop that repeats
+// single units, such as `^data:image/(png|jpeg);base64,[A-Za-z0-9+/=]*$` (plain characters)
+// or `^[A-Za-z_][^<>]*$` (a class that includes JSON escapes such as `\"`), the loop is
+// written as a counted repetition of those units after each prefix length, so a large
+// maxLength costs no automaton states (the grammar compresses counted repetitions);
+// otherwise it is the product automaton, with DfaToFragment's limits.
 // `unit_fragment` is the unit's grammar, for a language of every string (only the length
 // remains).
 Fragment LengthBoundedFragment(const CodepointDfa& language, const CodepointDfa& unit, const Fragment& unit_fragment,
