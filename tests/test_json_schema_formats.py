@@ -252,14 +252,20 @@ def test_large_max_length_after_a_loop_with_escapes_is_a_counted_repetition() ->
     check_tokens_accepted(grammar, encode_continuation(TOKENIZER, json.dumps("name_with \"quotes\"\ttab")))
 
 
-@pytest.mark.parametrize("pattern", ["^[A-Za-z0-9_][^<>]*$", "^ab[^x]*$", "^(foo|b)[^\"]*$", "^[^a]*$", "^a",
-                                     "^(x|yz)?[^\\\\]*$"])
-@pytest.mark.parametrize("min_length,max_length", [(0, 3), (2, 5), (4, None), (1, 2)])
+# Each pattern with prefixes that make its matches likely among random strings.
+REFERENCE_PATTERNS = {"^[A-Za-z0-9_][^<>]*$": ["a", "_"], "^ab[^x]*$": ["ab"], "^(foo|b)[^\"]*$": ["foo", "b"],
+                      "^[^a]*$": [""], "^a": ["a"], "^(x|yz)?[^\\\\]*$": ["x", "yz", ""]}
+
+
+@pytest.mark.parametrize("pattern", list(REFERENCE_PATTERNS))
+# Small bounds take the layered automaton; from 64 length steps a loop that takes escapes is a
+# counted repetition of its units (regular_language.cc, LoopTailFragment).
+@pytest.mark.parametrize("min_length,max_length", [(0, 3), (2, 5), (4, None), (1, 2), (0, 70), (66, None), (64, 67)])
 def test_length_bounded_pattern_matches_a_reference(pattern: str, min_length: int,
                                                      max_length: Optional[int]) -> None:
-    # Random strings over characters that are raw, escaped or outside the classes, against
-    # Python's re (the patterns mean the same there; `$` is written `\Z`, which Python's `$`
-    # is not) and the code point count.
+    # Random strings over characters that are raw, escaped or outside the classes, of lengths
+    # near 0 and near each bound, against Python's re (the patterns mean the same there; `$`
+    # is written `\Z`, which Python's `$` is not) and the code point count.
     schema: dict = {"type": "string", "pattern": pattern, "minLength": min_length}
     if max_length is not None:
         schema["maxLength"] = max_length
@@ -267,11 +273,19 @@ def test_length_bounded_pattern_matches_a_reference(pattern: str, min_length: in
     reference = re.compile(pattern.replace("$", "\\Z"))
     alphabet = ["a", "b", "x", "y", "z", "f", "o", "_", "1", "<", "\"", "\\", "\n", "\u0001", "\u00e9"]
     rng = random.Random(hash((pattern, min_length, max_length)) & 0xFFFF)
+    lengths = [n for bound in (0, min_length, max_length) if bound is not None
+               for n in range(max(0, bound - 3), bound + 4)]
+    matched = 0
     for _ in range(300):
-        value = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 7)))
+        length = rng.choice(lengths)
+        letters = rng.sample(alphabet, rng.randint(1, len(alphabet)))  # some leave out a class's exclusions
+        value = (rng.choice(REFERENCE_PATTERNS[pattern]) +
+                 "".join(rng.choice(letters) for _ in range(length)))[:length]
         expected = bool(reference.search(value)) and min_length <= len(value) <= (max_length if max_length is not None
                                                                                   else len(value))
+        matched += expected
         assert string_accepted(grammar, json.dumps(value, ensure_ascii=False)) == expected, (value, expected)
+    assert matched > 0
 
 
 def test_pattern_matching_every_string_leaves_only_the_length() -> None:

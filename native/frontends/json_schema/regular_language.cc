@@ -663,9 +663,10 @@ CodepointDfa StartedAt(const CodepointDfa& dfa, int32_t state, AcceptingPredicat
 // takes escapes, such as `[^<>]*` in the JSON spelling, where `\"` leaves the loop state and
 // comes back) the units that lead from `loop` back to it, provided that no unit read from
 // `loop` ends anywhere else: then the strings from `loop` are exactly those units repeated.
-// `dfa` is minimised, so every state it has can still reach acceptance.
+// `dfa` is minimised, so every state it has can still reach acceptance. `with_escapes` false
+// allows only the plain class.
 std::optional<Fragment> LoopUnitFragment(const CodepointDfa& dfa, int32_t loop, const CodepointDfa& unit,
-                                         RuleSet* rules, const std::string& hint) {
+                                         bool with_escapes, RuleSet* rules, const std::string& hint) {
   std::string members;
   bool plain = true;
   for (const auto& e : dfa.states[loop].edges) {
@@ -677,6 +678,7 @@ std::optional<Fragment> LoopUnitFragment(const CodepointDfa& dfa, int32_t loop, 
     if (e.hi > e.lo) members += (e.hi > e.lo + 1 ? "-" : "") + EbnfClassMember(e.hi);
   }
   if (plain) return Fragment::Atom("[" + members + "]");
+  if (!with_escapes) return std::nullopt;
   CodepointDfa leaves = StartedAt(dfa, loop, [loop](int32_t s) { return s != loop; });
   if (!Product(leaves, unit, ProductKind::kIntersection).Empty()) return std::nullopt;
   CodepointDfa returns = StartedAt(dfa, loop, [loop](int32_t s) { return s == loop; });
@@ -706,7 +708,15 @@ std::optional<Fragment> LoopTailFragment(const CodepointDfa& dfa, const Codepoin
   finite.states[loop].edges.clear();
   long long longest_prefix = LongestAcceptedLength(prefixes);
   if (longest_prefix < 0 || longest_prefix > kMaxPrefixLength) return std::nullopt;  // another loop
-  std::optional<Fragment> loop_unit = LoopUnitFragment(dfa, loop, unit, rules, hint);
+  // A loop with escapes costs a product per prefix length here and in LoopUnitFragment. With
+  // few length steps the layered automaton that LengthBoundedFragment writes otherwise is small
+  // and cheaper to build (Github_trivial---o34208, minLength 20 after a 21-character prefix:
+  // 5.6 ms here against 1.4 ms); with many it grows a layer of rules per step
+  // (Github_ultra---o358, maxLength 260: 1,815 rules).
+  constexpr long long kMinStepsForEscapeLoop = 64;
+  const long long steps = max_count >= 0 ? max_count : min_count;
+  std::optional<Fragment> loop_unit =
+      LoopUnitFragment(dfa, loop, unit, steps >= kMinStepsForEscapeLoop, rules, hint);
   if (!loop_unit) return std::nullopt;
   std::vector<Fragment> choices;
   const Fragment& loop_class = *loop_unit;

@@ -78,9 +78,10 @@ bool LengthImplied(const CodepointDfa& language, const CodepointDfa& unit, long 
 // The strings of `language` with between min_count and max_count (< 0: unbounded) units,
 // as rules in `rules`. When the language is a finite part followed by one loop that repeats
 // single units, such as `^data:image/(png|jpeg);base64,[A-Za-z0-9+/=]*$` (plain characters)
-// or `^[A-Za-z_][^<>]*$` (a class that includes JSON escapes such as `\"`), the loop is
-// written as a counted repetition of those units after each prefix length, so a large
-// maxLength costs no automaton states (the grammar compresses counted repetitions);
+// or `^[A-Za-z_][^<>]*$` (a class that includes JSON escapes such as `\"`; only for bounds
+// of 64 and more), the loop is written as a counted repetition of those units after each
+// prefix length, so a large maxLength costs no automaton states (the grammar compresses
+// counted repetitions);
 // otherwise it is the product automaton, with DfaToFragment's limits.
 // `unit_fragment` is the unit's grammar, for a language of every string (only the length
 // remains).
