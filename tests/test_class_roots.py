@@ -16,7 +16,7 @@ import pytest
 
 import xg2_plugin as xg
 from xg2_plugin import _native
-from xg2_test_support import compare_masks_along, encode_continuation, hf_tokenizer_info, sampled_walk
+from xg2_test_support import compare_masks_along, encode_continuation, hf_tokenizer, hf_tokenizer_info, sampled_walk
 
 TOKENIZERS = ("llama3.1", "qwen3")
 
@@ -102,7 +102,8 @@ def test_class_loop_that_can_leave_its_rule_keeps_exact_masks(tokenizer: str) ->
 
 
 def test_tables_are_built_in_the_background_and_kept() -> None:
-    info = hf_tokenizer_info("llama3.1")
+    # A TokenizerInfo of its own: the shared one holds whatever tables earlier tests built.
+    info = xg.TokenizerInfo.from_huggingface(hf_tokenizer("llama3.1"))
     _native._wait_for_background_work()
     start = info._handle.memory_bytes()
     compiler = xg.GrammarCompiler(info, precompute_nodes=0, cache_enabled=False)
