@@ -33,13 +33,13 @@ ByteSet ByteRange(int lo, int hi) {
 
 }  // namespace
 
-LeaveSets::LeaveSets(const std::vector<ByteSet>& per_node) : index_(per_node.size()) {
+LeaveSets::LeaveSets(size_t num_nodes, const std::vector<std::pair<NodeId, ByteSet>>& sets) : index_(num_nodes) {
   std::unordered_map<ByteSet, int32_t> position{{ByteSet(), 0}};
   sets_.push_back(ByteSet());
-  for (size_t n = 0; n < per_node.size(); ++n) {
-    if (per_node[n].none()) continue;  // index 0 (most nodes)
-    auto [it, inserted] = position.emplace(per_node[n], static_cast<int32_t>(sets_.size()));
-    if (inserted) sets_.push_back(per_node[n]);
+  for (const auto& [n, set] : sets) {
+    if (set.none()) continue;  // index 0 (most nodes)
+    auto [it, inserted] = position.emplace(set, static_cast<int32_t>(sets_.size()));
+    if (inserted) sets_.push_back(set);
     index_[n] = it->second;
   }
   sets_.shrink_to_fit();
@@ -49,35 +49,64 @@ LeaveSets ComputeLeaveBytes(const GrammarFsm& fsm) {
   const int32_t num_nodes = fsm.num_nodes();
   const int32_t num_rules = fsm.num_rules();
 
-  // inner[n]: bytes that can come next at n without completing rule(n).
-  // first[r] = inner[start(r)]: bytes that can start a non-empty string of rule r.
-  // can_finish[n]: rule(n) can complete from n without consuming a byte.
-  std::vector<ByteSet> inner(num_nodes);
-  std::vector<uint8_t> can_finish(num_nodes, 0);
-  // The fixpoints below only look at nodes with rule edges (lookahead DFAs own no rule).
-  std::vector<NodeId> calling;
-  for (NodeId n = 0; n < num_nodes; ++n) {
-    for (const ByteEdge* e = fsm.byte_edges_begin(n); e != fsm.byte_edges_end(n); ++e) {
-      inner[n] |= ByteRange(e->lo, e->hi);
+  // Only the calling nodes (those with rule edges), the rules' start nodes and the targets of
+  // rule edges take part: they get a slot each, and the sets below are per slot. Most nodes
+  // of a large grammar are none of these (the date-time rules have ~5,000 nodes and ~1,500
+  // slots), and their leave set is empty unless they are accepting.
+  std::vector<int32_t> slot(num_nodes, -1);
+  // inner[s]: bytes that can come next at slot s's node without completing its rule.
+  // inner[slot[start(r)]]: bytes that can start a non-empty string of rule r.
+  // can_finish[s]: the node's rule can complete from it without consuming a byte.
+  std::vector<ByteSet> inner;
+  std::vector<uint8_t> can_finish;
+  auto slot_of = [&](NodeId n) {
+    if (slot[n] < 0) {
+      slot[n] = static_cast<int32_t>(inner.size());
+      ByteSet bytes;
+      for (const ByteEdge* e = fsm.byte_edges_begin(n); e != fsm.byte_edges_end(n); ++e) bytes |= ByteRange(e->lo, e->hi);
+      inner.push_back(bytes);
+      can_finish.push_back(fsm.node_accepting[n]);
     }
-    can_finish[n] = fsm.node_accepting[n];
-    if (fsm.node_rule[n] >= 0 && fsm.rule_edges_begin(n) != fsm.rule_edges_end(n)) calling.push_back(n);
+    return slot[n];
+  };
+  // Each calling node's rule edges as (rule, slot of the callee's start, slot of the target).
+  struct Call {
+    RuleId rule;
+    int32_t start;
+    int32_t target;
+  };
+  struct Caller {
+    NodeId node;
+    int32_t slot;
+    RuleId rule;
+    size_t first_call, end_call;
+  };
+  std::vector<Call> calls;
+  std::vector<Caller> callers;
+  for (NodeId n = 0; n < num_nodes; ++n) {
+    if (fsm.node_rule[n] < 0 || fsm.rule_edges_begin(n) == fsm.rule_edges_end(n)) continue;
+    const size_t first_call = calls.size();
+    for (const RuleEdge* e = fsm.rule_edges_begin(n); e != fsm.rule_edges_end(n); ++e) {
+      calls.push_back({e->rule, slot_of(fsm.rule_start[e->rule]), slot_of(e->target)});
+    }
+    callers.push_back({n, slot_of(n), fsm.node_rule[n], first_call, calls.size()});
   }
   Fixpoint([&](bool forward) {
     bool changed = false;
-    for (size_t k = 0; k < calling.size(); ++k) {
-      const NodeId n = calling[forward ? k : calling.size() - 1 - k];
-      for (const RuleEdge* e = fsm.rule_edges_begin(n); e != fsm.rule_edges_end(n); ++e) {
-        ByteSet next = inner[n] | inner[fsm.rule_start[e->rule]];
-        if (fsm.rule_nullable[e->rule]) {
-          next |= inner[e->target];
-          if (can_finish[e->target] && !can_finish[n]) {
-            can_finish[n] = 1;
+    for (size_t k = 0; k < callers.size(); ++k) {
+      const Caller& caller = callers[forward ? k : callers.size() - 1 - k];
+      for (size_t c = caller.first_call; c < caller.end_call; ++c) {
+        const Call& call = calls[c];
+        ByteSet next = inner[caller.slot] | inner[call.start];
+        if (fsm.rule_nullable[call.rule]) {
+          next |= inner[call.target];
+          if (can_finish[call.target] && !can_finish[caller.slot]) {
+            can_finish[caller.slot] = 1;
             changed = true;
           }
         }
-        if (next != inner[n]) {
-          inner[n] = next;
+        if (next != inner[caller.slot]) {
+          inner[caller.slot] = next;
           changed = true;
         }
       }
@@ -89,13 +118,14 @@ LeaveSets ComputeLeaveBytes(const GrammarFsm& fsm) {
   std::vector<ByteSet> follow(num_rules);
   Fixpoint([&](bool forward) {
     bool changed = false;
-    for (size_t k = 0; k < calling.size(); ++k) {
-      const NodeId n = calling[forward ? k : calling.size() - 1 - k];
-      for (const RuleEdge* e = fsm.rule_edges_begin(n); e != fsm.rule_edges_end(n); ++e) {
-        ByteSet next = follow[e->rule] | inner[e->target];
-        if (can_finish[e->target]) next |= follow[fsm.node_rule[n]];
-        if (next != follow[e->rule]) {
-          follow[e->rule] = next;
+    for (size_t k = 0; k < callers.size(); ++k) {
+      const Caller& caller = callers[forward ? k : callers.size() - 1 - k];
+      for (size_t c = caller.first_call; c < caller.end_call; ++c) {
+        const Call& call = calls[c];
+        ByteSet next = follow[call.rule] | inner[call.target];
+        if (can_finish[call.target]) next |= follow[caller.rule];
+        if (next != follow[call.rule]) {
+          follow[call.rule] = next;
           changed = true;
         }
       }
@@ -103,19 +133,29 @@ LeaveSets ComputeLeaveBytes(const GrammarFsm& fsm) {
     return changed;
   });
 
-  std::vector<ByteSet> leave(num_nodes);
+  // leave[n] is empty at a node that neither calls a rule nor accepts.
+  std::vector<std::pair<NodeId, ByteSet>> leave;
+  size_t next_caller = 0;
   for (NodeId n = 0; n < num_nodes; ++n) {
     if (fsm.node_rule[n] < 0) continue;
-    for (const RuleEdge* e = fsm.rule_edges_begin(n); e != fsm.rule_edges_end(n); ++e) {
-      leave[n] |= inner[fsm.rule_start[e->rule]];
-      if (fsm.rule_nullable[e->rule]) {
-        leave[n] |= inner[e->target];
-        if (can_finish[e->target]) leave[n] |= follow[fsm.node_rule[n]];
+    const bool calls_rules = next_caller < callers.size() && callers[next_caller].node == n;
+    if (!calls_rules && !fsm.node_accepting[n]) continue;
+    ByteSet set;
+    if (calls_rules) {
+      const Caller& caller = callers[next_caller++];
+      for (size_t c = caller.first_call; c < caller.end_call; ++c) {
+        const Call& call = calls[c];
+        set |= inner[call.start];
+        if (fsm.rule_nullable[call.rule]) {
+          set |= inner[call.target];
+          if (can_finish[call.target]) set |= follow[caller.rule];
+        }
       }
     }
-    if (fsm.node_accepting[n]) leave[n] |= follow[fsm.node_rule[n]];
+    if (fsm.node_accepting[n]) set |= follow[fsm.node_rule[n]];
+    leave.emplace_back(n, set);
   }
-  return LeaveSets(leave);
+  return LeaveSets(num_nodes, leave);
 }
 
 }  // namespace xg2

@@ -9,6 +9,7 @@
 #define XG2_GRAMMAR_FOLLOW_SETS_H_
 
 #include <bitset>
+#include <utility>
 #include <vector>
 
 #include "grammar/grammar_fsm.h"
@@ -23,7 +24,8 @@ using ByteSet = std::bitset<256>;
 class LeaveSets {
  public:
   LeaveSets() = default;
-  explicit LeaveSets(const std::vector<ByteSet>& per_node);
+  // The set of each listed node; every other node's set is empty.
+  LeaveSets(size_t num_nodes, const std::vector<std::pair<NodeId, ByteSet>>& sets);
 
   const ByteSet& operator[](NodeId n) const { return sets_[index_[n]]; }
   size_t size() const { return index_.size(); }
