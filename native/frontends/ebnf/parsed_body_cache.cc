@@ -33,30 +33,25 @@ bool ParsedBodyCache::MayHold(uint64_t prefix_hash) const {
   return (filter_[bit / 64].load(std::memory_order_acquire) >> (bit % 64)) & 1;
 }
 
-std::shared_ptr<const ParsedBody> ParsedBodyCache::Find(
-    std::string_view rest, const std::function<bool(const ParsedBody&)>& accept) {
-  if (rest.size() < kMinBodyBytes) return nullptr;
+std::vector<std::shared_ptr<const ParsedBody>> ParsedBodyCache::EntriesStarting(std::string_view rest) {
+  std::vector<std::shared_ptr<const ParsedBody>> entries;
+  if (rest.size() < kMinBodyBytes) return entries;
   const uint64_t prefix_hash = PrefixHash(rest);
-  if (!MayHold(prefix_hash)) return nullptr;
-  std::vector<std::shared_ptr<const ParsedBody>> candidates;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = by_prefix_.find(prefix_hash);
-    if (it == by_prefix_.end()) return nullptr;
-    for (const auto& entry : it->second) {
-      if (rest.size() >= entry->text.size() && rest.compare(0, entry->text.size(), entry->text) == 0) {
-        candidates.push_back(entry);
-      }
+  if (!MayHold(prefix_hash)) return entries;
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = by_prefix_.find(prefix_hash);
+  if (it == by_prefix_.end()) return entries;
+  for (const auto& entry : it->second) {
+    if (rest.size() >= entry->text.size() && rest.compare(0, entry->text.size(), entry->text) == 0) {
+      entries.push_back(entry);
     }
   }
-  for (auto& entry : candidates) {
-    if (accept(*entry)) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      ++hits_;
-      return std::move(entry);
-    }
-  }
-  return nullptr;
+  return entries;
+}
+
+void ParsedBodyCache::CountHit() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++hits_;
 }
 
 bool ParsedBodyCache::Admit(std::string_view text) {

@@ -23,7 +23,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -80,8 +79,16 @@ class ParsedBodyCache {
 
   // The first entry whose text starts `rest` (the grammar text from a body start on) and
   // that `accept` takes, or null. `accept` runs without the cache's lock held.
-  std::shared_ptr<const ParsedBody> Find(std::string_view rest,
-                                         const std::function<bool(const ParsedBody&)>& accept);
+  template <typename Accept>
+  std::shared_ptr<const ParsedBody> Find(std::string_view rest, const Accept& accept) {
+    for (std::shared_ptr<const ParsedBody>& entry : EntriesStarting(rest)) {
+      if (accept(*entry)) {
+        CountHit();
+        return std::move(entry);
+      }
+    }
+    return nullptr;
+  }
   // Whether a span of this text is worth storing: it is admitted the second time it is
   // offered, so that a grammar seen once costs a hash rather than a copy of its nodes.
   bool Admit(std::string_view text);
@@ -91,6 +98,9 @@ class ParsedBodyCache {
 
  private:
   ParsedBodyCache() = default;
+  // The entries whose text starts `rest`; empty, without taking the lock, for most bodies.
+  std::vector<std::shared_ptr<const ParsedBody>> EntriesStarting(std::string_view rest);
+  void CountHit();
   static uint64_t PrefixHash(std::string_view text);
   // One bit per prefix hash bucket, set while some entry has that bucket: a lookup for a
   // body no entry can start with costs a hash and an atomic load, not the lock.
