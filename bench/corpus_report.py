@@ -6,7 +6,7 @@ Every schema of the corpus (or N per category) is compiled; valid instances must
 and invalid ones rejected (string level); the first valid instance of each schema is also
 checked token by token with a full mask at every step; random walks (token choice from the
 mask until a stop token) run on a stratified subset and are validated with jsonschema. Writes a
-Markdown report (default bench/results/corpus_report.md).
+Markdown report (default bench/results/jsonschema-coverage.md).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def main() -> int:
     parser.add_argument("--token-level", type=int, default=1, help="valid instances per schema checked token by token")
     parser.add_argument("--tokenizer", default="llama3.1")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "corpus_report.md")
+    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "jsonschema-coverage.md")
     args = parser.parse_args()
 
     corpus = data_dir() / "jsonschemabench"
