@@ -9,8 +9,20 @@
 # the concurrency tests; XG2_SKIP_SANITIZERS=1 leaves the stage out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+START=$SECONDS
+STAGE_START=$SECONDS
+# A header per stage, with the time the previous stage took and the total so far.
+stage() {
+  local now=$SECONDS
+  if [ "$now" != "$START" ] || [ "$STAGE_START" != "$START" ]; then
+    echo "== done in $((now - STAGE_START)) s (total $((now - START)) s)"
+  fi
+  STAGE_START=$now
+  echo "== [$(date -u +%H:%M:%S)] $*"
+}
 PYTHON=${PYTHON:-python3}
 VENV=${XG2_VENV:-.venv}
+stage "environment: $VENV (create if missing, install torch and the package with its test extras; builds the native engine)"
 if [ ! -x "$VENV/bin/python" ]; then
   "$PYTHON" -m venv "$VENV"
 fi
@@ -21,21 +33,30 @@ fi
 "$VENV/bin/python" -m pip install -q ".[test,fuzz,sanitize]"
 # Run from outside the source tree so the installed package (not the sources) is imported.
 export XG2_DATA_DIR=${XG2_DATA_DIR:-$(cd .. && pwd)/shared/data}
+stage "main test suite (pytest tests/)"
 (cd tests && "../$VENV/bin/python" -m pytest -q -p no:cacheprovider "$@" .)
 status=0
 if [ "${XG2_SKIP_VLLM_TESTS:-0}" != 1 ]; then
+  stage "vLLM CPU environment (scripts/setup_vllm_env.sh)"
   bash scripts/setup_vllm_env.sh
+  stage "vLLM adapter tests"
   VLLM_VENV=${XG2_VLLM_VENV:-.venv-vllm}
   case "$VLLM_VENV" in /*) ;; *) VLLM_VENV="$PWD/$VLLM_VENV" ;; esac
   (cd tests && "$VLLM_VENV/bin/python" -m pytest -q -p no:cacheprovider --durations=5 adapters) || status=$?
 fi
 if [ "${XG2_SKIP_SGLANG_TESTS:-0}" != 1 ]; then
+  stage "SGLang CPU environment (scripts/setup_sglang_env.sh)"
   SGLANG_PYTHON=$(bash scripts/setup_sglang_env.sh | tail -n 1)
+  stage "SGLang adapter tests"
   (cd tests && "$SGLANG_PYTHON" -m pytest -q -p no:cacheprovider --durations=5 adapters/test_sglang_*.py) || status=$?
 fi
 if [ "${XG2_SKIP_SANITIZERS:-0}" != 1 ]; then
+  stage "AddressSanitizer + UBSan build and tests (scripts/sanitize.sh asan)"
   PYTHON="$PWD/$VENV/bin/python" bash scripts/sanitize.sh asan || status=$?
+  stage "fuzzing (scripts/sanitize.sh fuzz, ${XG2_FUZZ_SECONDS:-20} s per harness)"
   PYTHON="$PWD/$VENV/bin/python" bash scripts/sanitize.sh fuzz "${XG2_FUZZ_SECONDS:-20}" || status=$?
+  stage "ThreadSanitizer build and concurrency tests (scripts/sanitize.sh tsan)"
   PYTHON="$PWD/$VENV/bin/python" bash scripts/sanitize.sh tsan || status=$?
 fi
+stage "finished with status $status"
 exit "$status"
