@@ -25,11 +25,17 @@ __all__ = ["BACKEND_NAME", "register"]
 def register() -> None:
     """Makes ``xg2`` a valid vLLM structured-output backend (idempotent).
 
-    vLLM calls this in every process that loads plugins (frontend, engine core, workers).
-
-    Raises:
-        RuntimeError: the installed vLLM version is not one this adapter supports.
+    vLLM calls this in every process that loads plugins (frontend, engine core, workers), for
+    every installed plugin, whether or not the user selected ``xg2``; so it never raises. On a
+    vLLM whose internals the adapter cannot hook, it registers nothing and logs one warning
+    that names the supported versions; vLLM then starts as if the plugin were absent, and
+    selecting ``xg2`` fails there as an unknown backend.
     """
-    from ._patch import install
+    import logging
 
-    install(BACKEND_NAME)
+    from ._patch import UnsupportedVLLMError, install
+
+    try:
+        install(BACKEND_NAME)
+    except UnsupportedVLLMError as error:
+        logging.getLogger("xg2_plugin.adapters.vllm").warning("%s; the xg2 backend is not registered", error)

@@ -10,14 +10,20 @@ other backend straight through:
    instead of vLLM's fallback to ``auto``;
 3. engine core: ``StructuredOutputManager.grammar_init`` constructs :class:`XG2Backend`.
 
-Workers need nothing: the bitmask has vLLM's layout. Any other vLLM version is refused with a
-clear error, since these are private details that change between releases.
+Workers need nothing: the bitmask has vLLM's layout. These are private details that change
+between releases, so before patching anything :func:`install` checks that every internal it
+hooks is there, with the shape it expects; if one is missing it changes nothing and raises
+:class:`UnsupportedVLLMError`. A release outside ``SUPPORTED_VLLM_VERSIONS`` whose internals
+pass that check is hooked, with a warning that it was not tested.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from typing import Any, Literal, get_args
+
+logger = logging.getLogger("xg2_plugin.adapters.vllm")
 
 SUPPORTED_VLLM_VERSIONS = ((0, 32), (0, 33))
 """vLLM major.minor releases whose internals this module was checked against."""
@@ -43,6 +49,54 @@ def vllm_version() -> tuple[str, tuple[int, int]]:
     return text, (release + (0, 0))[:2]
 
 
+def supported_versions_text() -> str:
+    """The checked vLLM releases, as users read them ("0.32, 0.33")."""
+    return ", ".join(f"{a}.{b}" for a, b in SUPPORTED_VLLM_VERSIONS)
+
+
+def missing_internals() -> list[str]:
+    """The vLLM internals :func:`install` hooks that this vLLM lacks (empty: all present).
+
+    Only looks; nothing is changed. Each entry names the module attribute and what is wrong.
+    """
+    import importlib
+
+    missing: list[str] = []
+
+    def find(module_name: str, path: str) -> Any:
+        try:
+            value: Any = importlib.import_module(module_name)
+        except ImportError as error:
+            missing.append(f"{module_name} ({error})")
+            return None
+        for part in path.split("."):
+            if not hasattr(value, part):
+                missing.append(f"{module_name}.{path}")
+                return None
+            value = getattr(value, part)
+        return value
+
+    so_module = "vllm.config.structured_outputs"
+    config_cls = find(so_module, "StructuredOutputsConfig")
+    backend_literal = find(so_module, "StructuredOutputsBackend")
+    find("vllm.config", "VllmConfig")
+    if backend_literal is not None and not get_args(backend_literal):
+        missing.append(f"{so_module}.StructuredOutputsBackend (not a Literal of backend names)")
+    if config_cls is not None:
+        decorators = getattr(config_cls, "__pydantic_decorators__", None)
+        validators = getattr(decorators, "model_validators", {})
+        if "_validate_structured_output_config" not in validators:
+            missing.append(f"{so_module}.StructuredOutputsConfig._validate_structured_output_config")
+        if "backend" not in getattr(config_cls, "__dataclass_fields__", {}):
+            missing.append(f"{so_module}.StructuredOutputsConfig.backend (dataclass field)")
+    find("vllm.sampling_params", "SamplingParams._validate_structured_outputs")
+    find("vllm.sampling_params", "check_json_nesting")
+    find("vllm.exceptions", "VLLMValidationError")
+    find("vllm.v1.structured_output", "StructuredOutputManager.grammar_init")
+    find("pydantic.dataclasses", "rebuild_dataclass")
+    return missing
+
+
 def install(name: str) -> None:
     """Registers backend ``name`` with vLLM in this process (idempotent, thread-safe).
 
@@ -50,27 +104,27 @@ def install(name: str) -> None:
         name: the backend name users pass as ``structured_outputs_config.backend``.
 
     Raises:
-        UnsupportedVLLMError: vLLM is not 0.32 or 0.33, or lacks an internal this module patches.
+        UnsupportedVLLMError: this vLLM lacks an internal the adapter hooks; vLLM is unchanged.
     """
     with _lock:
         if name in _installed:
             return
         text, major_minor = vllm_version()
-        supported = ", ".join(f"{a}.{b}" for a, b in SUPPORTED_VLLM_VERSIONS)
-        if major_minor not in SUPPORTED_VLLM_VERSIONS:
+        missing = missing_internals()
+        if missing:
             raise UnsupportedVLLMError(
-                f"xg2_plugin's vLLM adapter supports vLLM {supported}, but vLLM {text} is installed; "
-                f"install a supported vLLM or uninstall xg2_plugin from this environment"
+                f"the xg2 backend is not available on vLLM {text}: it lacks internals the adapter "
+                f"hooks ({'; '.join(missing)}); xg2_plugin supports vLLM {supported_versions_text()}"
             )
-        try:
-            _patch_config(name)
-            _patch_frontend(name)
-            _patch_engine_core(name)
-        except (AttributeError, KeyError, ImportError, TypeError) as error:
-            raise UnsupportedVLLMError(
-                f"vLLM {text} does not have the internals the xg2 adapter expects for vLLM "
-                f"{supported} ({type(error).__name__}: {error})"
-            ) from error
+        if major_minor not in SUPPORTED_VLLM_VERSIONS:
+            logger.warning(
+                "xg2_plugin was tested with vLLM %s; vLLM %s has the internals it hooks, so the xg2 "
+                "backend is enabled, untested on this release", supported_versions_text(), text,
+            )
+        # The checks above found every attribute these touch, so none of them fails halfway.
+        _patch_config(name)
+        _patch_frontend(name)
+        _patch_engine_core(name)
         _installed.add(name)
 
 

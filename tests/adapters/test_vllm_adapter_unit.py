@@ -77,11 +77,53 @@ def test_cli_flags(xg2_registered: None, flags: list[str]) -> None:
     assert args.structured_outputs_config.disable_any_whitespace is True
 
 
-def test_unsupported_vllm_version_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(vllm, "__version__", "0.31.2")
-    with pytest.raises(_patch.UnsupportedVLLMError, match=r"supports vLLM 0\.32, 0\.33, but vLLM 0\.31\.2"):
-        _patch.install("xg2-version-probe")
-    assert "xg2-version-probe" not in _patch._installed
+def test_vllm_without_a_hooked_internal_gets_no_backend_and_one_warning(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """vLLM calls every installed plugin in every process: on a vLLM the adapter cannot hook,
+    registering must change nothing and raise nothing (vLLM starts as if we were absent)."""
+    from vllm.config import structured_outputs as so_module
+    from vllm.sampling_params import SamplingParams
+    from vllm.v1.structured_output import StructuredOutputManager
+
+    from xg2_plugin.adapters.vllm import register
+
+    monkeypatch.setattr(vllm, "__version__", "0.99.0")
+    monkeypatch.setattr(_patch, "_installed", set())
+    monkeypatch.delattr(StructuredOutputManager, "grammar_init")
+    backends_before = so_module.StructuredOutputsBackend
+    validate_before = SamplingParams._validate_structured_outputs
+    with caplog.at_level("WARNING", logger="xg2_plugin.adapters.vllm"):
+        register()
+    (record,) = [r for r in caplog.records if r.name == "xg2_plugin.adapters.vllm"]
+    assert "StructuredOutputManager.grammar_init" in record.getMessage()
+    assert "supports vLLM 0.32, 0.33" in record.getMessage() and "vLLM 0.99.0" in record.getMessage()
+    assert so_module.StructuredOutputsBackend is backends_before
+    assert SamplingParams._validate_structured_outputs is validate_before
+    assert _patch._installed == set()
+    with pytest.raises(_patch.UnsupportedVLLMError, match="grammar_init"):
+        _patch.install("xg2-missing-internal-probe")
+
+
+def test_untested_vllm_release_with_the_internals_is_hooked_with_a_warning(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The check is on the internals, not the version string: a release we have not tested
+    that has them gets the backend, and the log says it is untested."""
+    from vllm.sampling_params import SamplingParams
+    from vllm.v1.structured_output import StructuredOutputManager
+
+    monkeypatch.setattr(vllm, "__version__", "0.99.0")
+    # install() wraps these two for the probe name; restored after the test.
+    monkeypatch.setattr(SamplingParams, "_validate_structured_outputs", SamplingParams._validate_structured_outputs)
+    monkeypatch.setattr(StructuredOutputManager, "grammar_init", StructuredOutputManager.grammar_init)
+    assert _patch.missing_internals() == []
+    with caplog.at_level("WARNING", logger="xg2_plugin.adapters.vllm"):
+        _patch.install("xg2-untested-release-probe")
+    assert "xg2-untested-release-probe" in _patch._installed
+    assert StructuredOutputsConfig(backend="xg2-untested-release-probe").backend == "xg2-untested-release-probe"
+    (record,) = [r for r in caplog.records if r.name == "xg2_plugin.adapters.vllm"]
+    assert "untested" in record.getMessage() and "0.99.0" in record.getMessage()
 
 
 @pytest.fixture(scope="module")
