@@ -86,6 +86,24 @@ def qwen3_tokenizer(data_dir: Path) -> Any:
     return get_tokenizer(str(data_dir / "tokenizers" / "hf" / "qwen3"))
 
 
+def test_sglang_without_the_backend_registry_gets_no_backend_and_one_warning(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """SGLang calls every installed plugin in every process: on an SGLang without the registry
+    the adapter hooks, registering must raise nothing and register nothing."""
+    from sglang.srt.constrained import base_grammar_backend
+
+    from xg2_plugin.adapters.sglang import register
+
+    registry_before = dict(base_grammar_backend.GRAMMAR_BACKEND_REGISTRY)
+    monkeypatch.delattr(base_grammar_backend, "register_grammar_backend")
+    with caplog.at_level("WARNING", logger="xg2_plugin.adapters.sglang"):
+        register()
+    (record,) = [r for r in caplog.records if r.name == "xg2_plugin.adapters.sglang"]
+    assert "register_grammar_backend" in record.getMessage() and "not registered" in record.getMessage()
+    assert base_grammar_backend.GRAMMAR_BACKEND_REGISTRY == registry_before
+
+
 def walk(grammar: Any, tokens: list[int], vocab_size: int) -> torch.Tensor:
     """Checks that every token is allowed by the mask before it, accepts it; returns the last mask."""
     mask = grammar.allocate_vocab_mask(vocab_size, 1, "cpu")
