@@ -13,14 +13,17 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import threading
 import warnings
+import weakref
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence, Union
 
 from . import _native
+from ._shared_compile import CompileFuture, InFlightCompiles
 from .tokenizer_info import TokenizerInfo
 
 __all__ = ["CompiledGrammar", "CompileLimits", "GrammarCompiler", "ebnf_string_literal"]
@@ -34,6 +37,8 @@ _INT64_MAX = 2 ** 63 - 1
 _SCHEMA_DEPTH_CAP = 2000
 # Structural tags whose lowered EBNF a compiler remembers (most recently used first out).
 _LOWERED_TAGS_KEPT = 64
+# Every compiler of the process, for the fork handler below.
+_COMPILERS: "weakref.WeakSet[GrammarCompiler]" = weakref.WeakSet()
 
 
 @dataclass(frozen=True)
@@ -100,24 +105,6 @@ def _check_timeout(timeout: Optional[float], what: str) -> None:
         raise TypeError(f"{what} must be a number of seconds or None, got {type(timeout).__name__}")
     if not (timeout > 0 and math.isfinite(timeout)):
         raise ValueError(f"{what} must be a positive finite number of seconds, got {timeout}")
-
-
-class _CompileFuture(Future):
-    """A compile's future: ``cancel()`` also stops a compile that is already running.
-
-    A running compile cannot become "cancelled" in the ``concurrent.futures`` sense, so for
-    it ``cancel()`` returns False as usual, but it also asks the native compile to stop at
-    its next safe point; the future then fails with ``CompilationCancelledError``. Identical
-    concurrent requests share one future, so cancelling it cancels it for every waiter.
-    """
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._token = _native.CancellationToken()
-
-    def cancel(self) -> bool:
-        self._token.cancel()
-        return super().cancel()
 
 
 class CompiledGrammar:
@@ -320,8 +307,11 @@ class GrammarCompiler:
         self._cache_bytes = 0
         self._cache_evictions = 0
         self._lowered_tags: "OrderedDict[tuple, str]" = OrderedDict()  # (tag text, any_whitespace) -> EBNF
-        self._in_flight: dict[tuple, Future] = {}
         self._lock = threading.Lock()
+        self._in_flight = InFlightCompiles(self._lock, self._store_locked)
+        self._max_threads = max_threads
+        self._main_thread_executor: Optional[ThreadPoolExecutor] = None  # see _submit
+        _COMPILERS.add(self)
         self._mask_pool = _native.MaskCachePool(mask_cache_limit_bytes)
         self._mask_cache = mask_cache
         self._cross_grammar_cache = cross_grammar_cache
@@ -427,7 +417,7 @@ class GrammarCompiler:
         _run_inline: bool = False,
     ) -> "Future[CompiledGrammar]":
         """Like :meth:`compile_json_schema`, returning a ``concurrent.futures.Future``
-        (``cancel()`` stops the compile even once it runs; see ``_CompileFuture``)."""
+        (``cancel()`` stops the compile even once it runs; see ``CompileFuture``)."""
         text = _schema_to_text(schema, self._limits.max_input_bytes)
         if separators is not None:
             separators = (str(separators[0]), str(separators[1]))
@@ -608,61 +598,62 @@ class GrammarCompiler:
         if timeout is None:
             timeout = self._limits.timeout_s
         with self._lock:
-            known = self._cached_or_in_flight_locked(key)
-            if known is not None:
-                return known
-            future = _CompileFuture()
-            self._in_flight[key] = future
-
-        def run() -> None:
-            if not future.set_running_or_notify_cancel():
-                self._forget(key)
-                return
-            try:
-                if timeout is not None:
-                    future._token.set_timeout(timeout)
-                result = build(future._token)
-            except BaseException as error:  # delivered to every waiter of the future
-                self._forget(key)
-                future.set_exception(error)
-                return
-            self._store(key, result)
-            future.set_result(result)
-
-        if run_inline:
-            run()
+            if self._cache_enabled and key in self._cache:
+                self._cache.move_to_end(key)
+                done: Future = Future()
+                done.set_result(self._cache[key])
+                return done
+            future, job = self._in_flight.join_locked(key, build, timeout, cancel_on_interrupt=run_inline)
+        if job is None:
+            return future  # joined a compile that is queued or running
+        if not run_inline:
+            self._executor.submit(self._in_flight.run, job)
+        elif threading.current_thread() is threading.main_thread():
+            # Only the main thread receives KeyboardInterrupt, and it cannot while native code
+            # runs on it: its synchronous compiles run on a thread of their own while it waits
+            # interruptibly (CompileFuture.result). Other threads compile inline, without the hop.
+            self._main_thread_pool().submit(self._in_flight.run, job)
         else:
-            self._executor.submit(run)
+            self._in_flight.run(job)
         return future
 
-    def _cached_or_in_flight_locked(self, key: tuple) -> "Optional[Future[CompiledGrammar]]":
-        if self._cache_enabled and key in self._cache:
-            self._cache.move_to_end(key)
-            done: Future = Future()
-            done.set_result(self._cache[key])
-            return done
-        return self._in_flight.get(key)
-
-    def _forget(self, key: tuple) -> None:
+    def _main_thread_pool(self) -> ThreadPoolExecutor:
         with self._lock:
-            self._in_flight.pop(key, None)
+            if self._main_thread_executor is None:
+                self._main_thread_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="xg2-sync")
+            return self._main_thread_executor
 
-    def _store(self, key: tuple, grammar: CompiledGrammar) -> None:
-        with self._lock:
-            self._in_flight.pop(key, None)
-            if not self._cache_enabled:
-                return
-            size = grammar.memory_size_bytes
-            if 0 <= self._cache_limit_bytes < size:
-                return
-            # The size is charged once, as measured now: a grammar's own token classifications
-            # keep growing as matchers fill masks (those are the pool's to count), and
-            # re-measuring at eviction would take back more than was charged (the total drifted
-            # below what the cache holds, so it held more than its limit).
-            self._cache_bytes += size - self._cache_charged.get(key, 0)
-            self._cache[key] = grammar
-            self._cache_charged[key] = size
-            while 0 <= self._cache_limit_bytes < self._cache_bytes and self._cache:
-                evicted_key, _ = self._cache.popitem(last=False)
-                self._cache_bytes -= self._cache_charged.pop(evicted_key)
-                self._cache_evictions += 1
+    def _after_fork_in_child(self) -> None:
+        """The parent's threads do not exist in a child of fork(): fresh executors and lock
+        (the parent's lock may have been held by one of them), and the parent's in-flight
+        compiles fail for the callers that were waiting."""
+        self._lock = threading.Lock()
+        self._executor = ThreadPoolExecutor(max_workers=self._max_threads, thread_name_prefix="xg2-compile")
+        self._main_thread_executor = None
+        self._in_flight.reset_after_fork(self._lock)
+
+    def _store_locked(self, key: tuple, grammar: CompiledGrammar) -> None:
+        if not self._cache_enabled:
+            return
+        size = grammar.memory_size_bytes
+        if 0 <= self._cache_limit_bytes < size:
+            return
+        # The size is charged once, as measured now: a grammar's own token classifications
+        # keep growing as matchers fill masks (those are the pool's to count), and
+        # re-measuring at eviction would take back more than was charged (the total drifted
+        # below what the cache holds, so it held more than its limit).
+        self._cache_bytes += size - self._cache_charged.get(key, 0)
+        self._cache[key] = grammar
+        self._cache_charged[key] = size
+        while 0 <= self._cache_limit_bytes < self._cache_bytes and self._cache:
+            evicted_key, _ = self._cache.popitem(last=False)
+            self._cache_bytes -= self._cache_charged.pop(evicted_key)
+            self._cache_evictions += 1
+
+
+def _compilers_after_fork_in_child() -> None:
+    for compiler in list(_COMPILERS):
+        compiler._after_fork_in_child()
+
+
+os.register_at_fork(after_in_child=_compilers_after_fork_in_child)
