@@ -194,3 +194,30 @@ def test_ctrl_c_stops_a_synchronous_compile() -> None:
 
 # Seconds long, so the interrupt lands while it runs; the fix stops it at once.
 SLOW_UNCANCELLED = ENDLESS
+
+
+def test_derived_vocabularies_are_bounded_by_the_cache_limit() -> None:
+    """A grammar naming a token (Token(id)) derives a vocabulary as large as the tokenizer's
+    tables; they count in cache_limit_bytes, are evicted LRU and dropped by clear_cache()."""
+    from xg2_plugin import _native
+
+    info = hf_tokenizer_info(TOKENIZER)
+    vocab_bytes = int(info._handle.memory_bytes())
+    compiler = xg.GrammarCompiler(info, precompute_nodes=0, cache_limit_bytes=3 * vocab_bytes)
+    first = info.vocab_size - 10
+    for i in range(6):
+        grammar = compiler.compile_grammar(f'root ::= "a" Token({first + i})')
+        assert xg.GrammarMatcher(grammar).accept_string(b"a" + _native._token_literal_bytes(first + i))
+        assert len(compiler._token_literal_vocabs) <= 3
+        stats = compiler.cache_stats
+        assert stats["bytes"] <= stats["limit_bytes"]
+        assert stats["derived_vocabularies"] == len(compiler._token_literal_vocabs)
+    assert compiler.cache_stats["evictions"] > 0
+    compiler.clear_cache()
+    assert len(compiler._token_literal_vocabs) == 0 and compiler.cache_stats["bytes"] == 0
+
+    uncached = xg.GrammarCompiler(info, precompute_nodes=0, cache_enabled=False)
+    for i in range(6):
+        uncached.compile_grammar(f'root ::= "a" Token({first + i})')
+    assert len(uncached._token_literal_vocabs) <= 4
+

@@ -37,6 +37,10 @@ _INT64_MAX = 2 ** 63 - 1
 _SCHEMA_DEPTH_CAP = 2000
 # Structural tags whose lowered EBNF a compiler remembers (most recently used first out).
 _LOWERED_TAGS_KEPT = 64
+# Cache entries of derived vocabularies (Token(id) grammars) are keyed (_DERIVED_VOCAB, ids).
+_DERIVED_VOCAB = "derived_vocabulary"
+# Derived vocabularies a compiler without a grammar cache keeps for reuse.
+_DERIVED_VOCABS_UNCACHED = 4
 # Every compiler of the process, for the fork handler below.
 _COMPILERS: "weakref.WeakSet[GrammarCompiler]" = weakref.WeakSet()
 
@@ -320,6 +324,8 @@ class GrammarCompiler:
         # Vocabularies derived for grammars that name tokens with Token(id), keyed by the ids
         # (native/tokenizer/token_literals.h); filled by the native compile under the GIL.
         self._token_literal_vocabs: dict = {}
+        self._vocab_users: dict[tuple, set] = {}  # derived-vocabulary cache key -> grammar keys
+        self._vocab_of: dict[tuple, tuple] = {}  # grammar cache key -> its vocabulary's key
 
     @property
     def tokenizer_info(self) -> TokenizerInfo:
@@ -533,10 +539,12 @@ class GrammarCompiler:
 
     @property
     def cache_stats(self) -> dict[str, int]:
-        """Compiled-grammar cache: ``bytes`` held, ``entries``, ``evictions`` (LRU, past
-        ``cache_limit_bytes``) and ``limit_bytes``."""
+        """Compiled-grammar cache: ``bytes`` held, grammar ``entries``, ``derived_vocabularies``
+        (of grammars naming tokens with Token(id); counted in ``bytes``), ``evictions`` (LRU,
+        past ``cache_limit_bytes``) and ``limit_bytes``."""
         with self._lock:
-            return {"bytes": self._cache_bytes, "entries": len(self._cache),
+            return {"bytes": self._cache_bytes, "entries": len(self._cache) - len(self._vocab_users),
+                    "derived_vocabularies": len(self._vocab_users),
                     "evictions": self._cache_evictions, "limit_bytes": self._cache_limit_bytes}
 
     @property
@@ -571,14 +579,18 @@ class GrammarCompiler:
         }
 
     def clear_cache(self) -> None:
-        """Drops every cached grammar and the shared token classifications."""
+        """Drops every cached grammar, derived vocabulary and the shared token classifications."""
         with self._lock:
             self._cache.clear()
             self._lowered_tags.clear()
             self._cache_charged.clear()
             self._cache_bytes = 0
+            self._vocab_users.clear()
+            self._vocab_of.clear()
+            derived = list(self._token_literal_vocabs.values())
+            self._token_literal_vocabs.clear()
         self._mask_pool.clear()
-        for _vocab, pool in list(self._token_literal_vocabs.values()):  # derived vocabularies' pools
+        for _vocab, pool in derived:  # pools still held by grammars that matchers use
             if pool is not None:
                 pool.clear()
 
@@ -599,7 +611,7 @@ class GrammarCompiler:
             timeout = self._limits.timeout_s
         with self._lock:
             if self._cache_enabled and key in self._cache:
-                self._cache.move_to_end(key)
+                self._touch_locked(key)
                 done: Future = Future()
                 done.set_result(self._cache[key])
                 return done
@@ -634,22 +646,70 @@ class GrammarCompiler:
 
     def _store_locked(self, key: tuple, grammar: CompiledGrammar) -> None:
         if not self._cache_enabled:
+            # Without a cache only the most recent derived vocabularies are kept for reuse.
+            while len(self._token_literal_vocabs) > _DERIVED_VOCABS_UNCACHED:
+                del self._token_literal_vocabs[next(iter(self._token_literal_vocabs))]
             return
         size = grammar.memory_size_bytes
         if 0 <= self._cache_limit_bytes < size:
             return
+        # A grammar naming tokens holds its derived vocabulary (about as large as the tokenizer's
+        # tables): the vocabulary is an entry of the cache too, charged once and kept just older
+        # than its most recent grammar; evicting it evicts the grammars holding it.
+        vocab_key = self._derived_vocab_key_locked(grammar)
+        if vocab_key is not None:
+            self._charge_vocab_locked(vocab_key)
+            self._vocab_users.setdefault(vocab_key, set()).add(key)
+            self._vocab_of[key] = vocab_key
         # The size is charged once, as measured now: a grammar's own token classifications
         # keep growing as matchers fill masks (those are the pool's to count), and
         # re-measuring at eviction would take back more than was charged (the total drifted
         # below what the cache holds, so it held more than its limit).
         self._cache_bytes += size - self._cache_charged.get(key, 0)
         self._cache[key] = grammar
+        self._cache.move_to_end(key)
         self._cache_charged[key] = size
         while 0 <= self._cache_limit_bytes < self._cache_bytes and self._cache:
-            evicted_key, _ = self._cache.popitem(last=False)
-            self._cache_bytes -= self._cache_charged.pop(evicted_key)
-            self._cache_evictions += 1
+            self._evict_oldest_locked()
 
+    def _derived_vocab_key_locked(self, grammar: CompiledGrammar) -> Optional[tuple]:
+        vocab = grammar._handle.tokenizer_info
+        if vocab is self._tokenizer_info._handle:
+            return None
+        for ids, (derived, _pool) in self._token_literal_vocabs.items():
+            if derived is vocab:
+                return (_DERIVED_VOCAB, ids)
+        return None
+
+    def _charge_vocab_locked(self, vocab_key: tuple) -> None:
+        if vocab_key in self._cache:
+            self._cache.move_to_end(vocab_key)
+            return
+        entry = self._token_literal_vocabs[vocab_key[1]]
+        self._cache[vocab_key] = entry
+        self._cache_charged[vocab_key] = int(entry[0].memory_bytes())
+        self._cache_bytes += self._cache_charged[vocab_key]
+
+    def _touch_locked(self, key: tuple) -> None:
+        vocab_key = self._vocab_of.get(key)
+        if vocab_key is not None:
+            self._cache.move_to_end(vocab_key)
+        self._cache.move_to_end(key)
+
+    def _evict_oldest_locked(self) -> None:
+        evicted_key, _ = self._cache.popitem(last=False)
+        self._cache_bytes -= self._cache_charged.pop(evicted_key)
+        self._cache_evictions += 1
+        if evicted_key[0] == _DERIVED_VOCAB:
+            self._token_literal_vocabs.pop(evicted_key[1], None)
+            for user in self._vocab_users.pop(evicted_key, ()):
+                self._vocab_of.pop(user, None)
+                if self._cache.pop(user, None) is not None:
+                    self._cache_bytes -= self._cache_charged.pop(user)
+        else:
+            vocab_key = self._vocab_of.pop(evicted_key, None)
+            if vocab_key is not None:
+                self._vocab_users[vocab_key].discard(evicted_key)
 
 def _compilers_after_fork_in_child() -> None:
     for compiler in list(_COMPILERS):
