@@ -25,7 +25,7 @@ import weakref
 from concurrent.futures import Future
 from typing import Any, Callable, Optional
 
-from . import _native
+from . import _heap_trim, _native
 
 
 class CompileFuture(Future):
@@ -142,6 +142,13 @@ class InFlightCompiles:
             for future in job.callers:
                 self._start_caller_locked(future, now)
             self._retime_locked(job)
+        began = time.monotonic()
+        try:
+            self._run_started(job)
+        finally:
+            _heap_trim.after_compile(time.monotonic() - began)
+
+    def _run_started(self, job: SharedCompile) -> None:
         while True:
             try:
                 result = job.build(job.token)
