@@ -141,6 +141,8 @@ _FORKED_COMPILER = None
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
+@pytest.mark.skipif("libtsan" in os.environ.get("LD_PRELOAD", ""),
+                    reason="ThreadSanitizer refuses to start threads after a multi-threaded fork")
 def test_compiler_created_before_fork_works_in_the_child() -> None:
     global _FORKED_COMPILER
     compiler = xg.GrammarCompiler(hf_tokenizer_info(TOKENIZER), max_threads=2, precompute_nodes=64)
