@@ -33,7 +33,7 @@ case "$MODE" in
     BUILD_DIR=build/tsan
     CMAKE_FLAGS=(-DCMAKE_CXX_FLAGS=-fsanitize=thread -DCMAKE_MODULE_LINKER_FLAGS=-fsanitize=thread)
     RUNTIME=$(gcc -print-file-name=libtsan.so)
-    TESTS=(test_concurrency.py)
+    TESTS=(test_concurrency.py test_compile_futures.py)
     ;;
   *) echo "usage: $0 [asan|tsan|leaks|fuzz] [pytest args...]" >&2; exit 2 ;;
 esac

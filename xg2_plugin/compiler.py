@@ -13,14 +13,17 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import threading
 import warnings
+import weakref
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence, Union
 
 from . import _native
+from ._shared_compile import CompileFuture, InFlightCompiles
 from .tokenizer_info import TokenizerInfo
 
 __all__ = ["CompiledGrammar", "CompileLimits", "GrammarCompiler", "ebnf_string_literal"]
@@ -34,6 +37,12 @@ _INT64_MAX = 2 ** 63 - 1
 _SCHEMA_DEPTH_CAP = 2000
 # Structural tags whose lowered EBNF a compiler remembers (most recently used first out).
 _LOWERED_TAGS_KEPT = 64
+# Cache entries of derived vocabularies (Token(id) grammars) are keyed (_DERIVED_VOCAB, ids).
+_DERIVED_VOCAB = "derived_vocabulary"
+# Derived vocabularies a compiler without a grammar cache keeps for reuse.
+_DERIVED_VOCABS_UNCACHED = 4
+# Every compiler of the process, for the fork handler below.
+_COMPILERS: "weakref.WeakSet[GrammarCompiler]" = weakref.WeakSet()
 
 
 @dataclass(frozen=True)
@@ -100,24 +109,6 @@ def _check_timeout(timeout: Optional[float], what: str) -> None:
         raise TypeError(f"{what} must be a number of seconds or None, got {type(timeout).__name__}")
     if not (timeout > 0 and math.isfinite(timeout)):
         raise ValueError(f"{what} must be a positive finite number of seconds, got {timeout}")
-
-
-class _CompileFuture(Future):
-    """A compile's future: ``cancel()`` also stops a compile that is already running.
-
-    A running compile cannot become "cancelled" in the ``concurrent.futures`` sense, so for
-    it ``cancel()`` returns False as usual, but it also asks the native compile to stop at
-    its next safe point; the future then fails with ``CompilationCancelledError``. Identical
-    concurrent requests share one future, so cancelling it cancels it for every waiter.
-    """
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._token = _native.CancellationToken()
-
-    def cancel(self) -> bool:
-        self._token.cancel()
-        return super().cancel()
 
 
 class CompiledGrammar:
@@ -320,8 +311,11 @@ class GrammarCompiler:
         self._cache_bytes = 0
         self._cache_evictions = 0
         self._lowered_tags: "OrderedDict[tuple, str]" = OrderedDict()  # (tag text, any_whitespace) -> EBNF
-        self._in_flight: dict[tuple, Future] = {}
         self._lock = threading.Lock()
+        self._in_flight = InFlightCompiles(self._lock, self._store_locked)
+        self._max_threads = max_threads
+        self._main_thread_executor: Optional[ThreadPoolExecutor] = None  # see _submit
+        _COMPILERS.add(self)
         self._mask_pool = _native.MaskCachePool(mask_cache_limit_bytes)
         self._mask_cache = mask_cache
         self._cross_grammar_cache = cross_grammar_cache
@@ -330,6 +324,8 @@ class GrammarCompiler:
         # Vocabularies derived for grammars that name tokens with Token(id), keyed by the ids
         # (native/tokenizer/token_literals.h); filled by the native compile under the GIL.
         self._token_literal_vocabs: dict = {}
+        self._vocab_users: dict[tuple, set] = {}  # derived-vocabulary cache key -> grammar keys
+        self._vocab_of: dict[tuple, tuple] = {}  # grammar cache key -> its vocabulary's key
 
     @property
     def tokenizer_info(self) -> TokenizerInfo:
@@ -427,7 +423,7 @@ class GrammarCompiler:
         _run_inline: bool = False,
     ) -> "Future[CompiledGrammar]":
         """Like :meth:`compile_json_schema`, returning a ``concurrent.futures.Future``
-        (``cancel()`` stops the compile even once it runs; see ``_CompileFuture``)."""
+        (``cancel()`` stops the compile even once it runs; see ``CompileFuture``)."""
         text = _schema_to_text(schema, self._limits.max_input_bytes)
         if separators is not None:
             separators = (str(separators[0]), str(separators[1]))
@@ -543,10 +539,12 @@ class GrammarCompiler:
 
     @property
     def cache_stats(self) -> dict[str, int]:
-        """Compiled-grammar cache: ``bytes`` held, ``entries``, ``evictions`` (LRU, past
-        ``cache_limit_bytes``) and ``limit_bytes``."""
+        """Compiled-grammar cache: ``bytes`` held, grammar ``entries``, ``derived_vocabularies``
+        (of grammars naming tokens with Token(id); counted in ``bytes``), ``evictions`` (LRU,
+        past ``cache_limit_bytes``) and ``limit_bytes``."""
         with self._lock:
-            return {"bytes": self._cache_bytes, "entries": len(self._cache),
+            return {"bytes": self._cache_bytes, "entries": len(self._cache) - len(self._vocab_users),
+                    "derived_vocabularies": len(self._vocab_users),
                     "evictions": self._cache_evictions, "limit_bytes": self._cache_limit_bytes}
 
     @property
@@ -581,14 +579,18 @@ class GrammarCompiler:
         }
 
     def clear_cache(self) -> None:
-        """Drops every cached grammar and the shared token classifications."""
+        """Drops every cached grammar, derived vocabulary and the shared token classifications."""
         with self._lock:
             self._cache.clear()
             self._lowered_tags.clear()
             self._cache_charged.clear()
             self._cache_bytes = 0
+            self._vocab_users.clear()
+            self._vocab_of.clear()
+            derived = list(self._token_literal_vocabs.values())
+            self._token_literal_vocabs.clear()
         self._mask_pool.clear()
-        for _vocab, pool in list(self._token_literal_vocabs.values()):  # derived vocabularies' pools
+        for _vocab, pool in derived:  # pools still held by grammars that matchers use
             if pool is not None:
                 pool.clear()
 
@@ -608,61 +610,110 @@ class GrammarCompiler:
         if timeout is None:
             timeout = self._limits.timeout_s
         with self._lock:
-            known = self._cached_or_in_flight_locked(key)
-            if known is not None:
-                return known
-            future = _CompileFuture()
-            self._in_flight[key] = future
-
-        def run() -> None:
-            if not future.set_running_or_notify_cancel():
-                self._forget(key)
-                return
-            try:
-                if timeout is not None:
-                    future._token.set_timeout(timeout)
-                result = build(future._token)
-            except BaseException as error:  # delivered to every waiter of the future
-                self._forget(key)
-                future.set_exception(error)
-                return
-            self._store(key, result)
-            future.set_result(result)
-
-        if run_inline:
-            run()
+            if self._cache_enabled and key in self._cache:
+                self._touch_locked(key)
+                done: Future = Future()
+                done.set_result(self._cache[key])
+                return done
+            future, job = self._in_flight.join_locked(key, build, timeout, cancel_on_interrupt=run_inline)
+        if job is None:
+            return future  # joined a compile that is queued or running
+        if not run_inline:
+            self._executor.submit(self._in_flight.run, job)
+        elif threading.current_thread() is threading.main_thread():
+            # Only the main thread receives KeyboardInterrupt, and it cannot while native code
+            # runs on it: its synchronous compiles run on a thread of their own while it waits
+            # interruptibly (CompileFuture.result). Other threads compile inline, without the hop.
+            self._main_thread_pool().submit(self._in_flight.run, job)
         else:
-            self._executor.submit(run)
+            self._in_flight.run(job)
         return future
 
-    def _cached_or_in_flight_locked(self, key: tuple) -> "Optional[Future[CompiledGrammar]]":
-        if self._cache_enabled and key in self._cache:
-            self._cache.move_to_end(key)
-            done: Future = Future()
-            done.set_result(self._cache[key])
-            return done
-        return self._in_flight.get(key)
-
-    def _forget(self, key: tuple) -> None:
+    def _main_thread_pool(self) -> ThreadPoolExecutor:
         with self._lock:
-            self._in_flight.pop(key, None)
+            if self._main_thread_executor is None:
+                self._main_thread_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="xg2-sync")
+            return self._main_thread_executor
 
-    def _store(self, key: tuple, grammar: CompiledGrammar) -> None:
-        with self._lock:
-            self._in_flight.pop(key, None)
-            if not self._cache_enabled:
-                return
-            size = grammar.memory_size_bytes
-            if 0 <= self._cache_limit_bytes < size:
-                return
-            # The size is charged once, as measured now: a grammar's own token classifications
-            # keep growing as matchers fill masks (those are the pool's to count), and
-            # re-measuring at eviction would take back more than was charged (the total drifted
-            # below what the cache holds, so it held more than its limit).
-            self._cache_bytes += size - self._cache_charged.get(key, 0)
-            self._cache[key] = grammar
-            self._cache_charged[key] = size
-            while 0 <= self._cache_limit_bytes < self._cache_bytes and self._cache:
-                evicted_key, _ = self._cache.popitem(last=False)
-                self._cache_bytes -= self._cache_charged.pop(evicted_key)
-                self._cache_evictions += 1
+    def _after_fork_in_child(self) -> None:
+        """The parent's threads do not exist in a child of fork(): fresh executors and lock
+        (the parent's lock may have been held by one of them), and the parent's in-flight
+        compiles fail for the callers that were waiting."""
+        self._lock = threading.Lock()
+        self._executor = ThreadPoolExecutor(max_workers=self._max_threads, thread_name_prefix="xg2-compile")
+        self._main_thread_executor = None
+        self._in_flight.reset_after_fork(self._lock)
+
+    def _store_locked(self, key: tuple, grammar: CompiledGrammar) -> None:
+        if not self._cache_enabled:
+            # Without a cache only the most recent derived vocabularies are kept for reuse.
+            while len(self._token_literal_vocabs) > _DERIVED_VOCABS_UNCACHED:
+                del self._token_literal_vocabs[next(iter(self._token_literal_vocabs))]
+            return
+        size = grammar.memory_size_bytes
+        if 0 <= self._cache_limit_bytes < size:
+            return
+        # A grammar naming tokens holds its derived vocabulary (about as large as the tokenizer's
+        # tables): the vocabulary is an entry of the cache too, charged once and kept just older
+        # than its most recent grammar; evicting it evicts the grammars holding it.
+        vocab_key = self._derived_vocab_key_locked(grammar)
+        if vocab_key is not None:
+            self._charge_vocab_locked(vocab_key)
+            self._vocab_users.setdefault(vocab_key, set()).add(key)
+            self._vocab_of[key] = vocab_key
+        # The size is charged once, as measured now: a grammar's own token classifications
+        # keep growing as matchers fill masks (those are the pool's to count), and
+        # re-measuring at eviction would take back more than was charged (the total drifted
+        # below what the cache holds, so it held more than its limit).
+        self._cache_bytes += size - self._cache_charged.get(key, 0)
+        self._cache[key] = grammar
+        self._cache.move_to_end(key)
+        self._cache_charged[key] = size
+        while 0 <= self._cache_limit_bytes < self._cache_bytes and self._cache:
+            self._evict_oldest_locked()
+
+    def _derived_vocab_key_locked(self, grammar: CompiledGrammar) -> Optional[tuple]:
+        vocab = grammar._handle.tokenizer_info
+        if vocab is self._tokenizer_info._handle:
+            return None
+        for ids, (derived, _pool) in self._token_literal_vocabs.items():
+            if derived is vocab:
+                return (_DERIVED_VOCAB, ids)
+        return None
+
+    def _charge_vocab_locked(self, vocab_key: tuple) -> None:
+        if vocab_key in self._cache:
+            self._cache.move_to_end(vocab_key)
+            return
+        entry = self._token_literal_vocabs[vocab_key[1]]
+        self._cache[vocab_key] = entry
+        self._cache_charged[vocab_key] = int(entry[0].memory_bytes())
+        self._cache_bytes += self._cache_charged[vocab_key]
+
+    def _touch_locked(self, key: tuple) -> None:
+        vocab_key = self._vocab_of.get(key)
+        if vocab_key is not None:
+            self._cache.move_to_end(vocab_key)
+        self._cache.move_to_end(key)
+
+    def _evict_oldest_locked(self) -> None:
+        evicted_key, _ = self._cache.popitem(last=False)
+        self._cache_bytes -= self._cache_charged.pop(evicted_key)
+        self._cache_evictions += 1
+        if evicted_key[0] == _DERIVED_VOCAB:
+            self._token_literal_vocabs.pop(evicted_key[1], None)
+            for user in self._vocab_users.pop(evicted_key, ()):
+                self._vocab_of.pop(user, None)
+                if self._cache.pop(user, None) is not None:
+                    self._cache_bytes -= self._cache_charged.pop(user)
+        else:
+            vocab_key = self._vocab_of.pop(evicted_key, None)
+            if vocab_key is not None:
+                self._vocab_users[vocab_key].discard(evicted_key)
+
+def _compilers_after_fork_in_child() -> None:
+    for compiler in list(_COMPILERS):
+        compiler._after_fork_in_child()
+
+
+os.register_at_fork(after_in_child=_compilers_after_fork_in_child)

@@ -25,7 +25,7 @@ void BindCompileOptions(py::module_& m) {
       .def("cancel", &CancellationToken::Cancel, "Requests cancellation (thread-safe).")
       .def_property_readonly("cancelled", &CancellationToken::cancelled)
       .def("set_timeout", &CancellationToken::SetTimeout, py::arg("seconds"),
-           "Sets a deadline `seconds` from now; call before the compile starts.");
+           "Sets a deadline `seconds` from now (thread-safe, also while the compile runs); +inf removes it.");
 }
 
 }  // namespace

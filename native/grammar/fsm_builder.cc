@@ -2185,6 +2185,7 @@ GrammarFsm BuildGrammarFsm(const GrammarAst& ast, const FsmBuildLimits& limits) 
   std::vector<std::string> names;
   BodyKeyWriter body_keys(ast);
   for (const RuleDef& rule : ast.rules) {
+    ThrowIfCancelled();  // a rule found in the shared DFA table builds no node (no check there)
     dfas.push_back(ast.node(rule.body).kind == ExprKind::kTagDispatch
                        ? BuildTagDispatchDfa(ast, rule, &budget)
                        : BuildRuleDfaShared(ast, rule.body, &budget, &ctx, rule.name, &scratch, &body_keys));
@@ -2222,6 +2223,7 @@ GrammarFsm BuildGrammarFsm(const GrammarAst& ast, const FsmBuildLimits& limits) 
   // Flatten into the global node space.
   fsm.rule_first_node.push_back(0);
   for (int32_t r = 0; r < num_rules; ++r) {
+    ThrowIfCancelled();
     fsm.rule_names.push_back(names[r]);
     NodeId base = fsm.rule_first_node.back();
     fsm.rule_start.push_back(base);

@@ -5,6 +5,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "support/cancellation.h"
+
 namespace xg2 {
 
 namespace {
@@ -235,6 +237,7 @@ void InlineSmallRules(GrammarAst* ast, const InlineOptions& options) {
   // explicit stack: bodies can be deep).
   std::vector<std::pair<ExprId, int64_t>> copies_stack;
   for (const RuleDef& rule : ast->rules) {
+    ThrowIfCancelled();
     copies_stack.assign(1, {rule.body, 1});
     while (!copies_stack.empty()) {
       const auto [e, copies] = copies_stack.back();
@@ -262,6 +265,7 @@ void InlineSmallRules(GrammarAst* ast, const InlineOptions& options) {
   std::vector<ExprId> refs_in_rule;                // its references to inlinable rules
   std::vector<ExprId> stack;
   for (const RuleDef& rule : ast->rules) {
+    ThrowIfCancelled();
     refs_in_rule.clear();
     stack.assign(1, rule.body);
     while (!stack.empty()) {

@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <thread>
 #ifdef __linux__
+#include <pthread.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -1947,7 +1948,11 @@ class PrecomputeWorker {
   static PrecomputeWorker& Instance() {
     // Leaked on purpose: the detached thread may still run while static objects are
     // destroyed at exit.
-    static PrecomputeWorker* worker = new PrecomputeWorker();
+    static PrecomputeWorker* worker = [] {
+      auto* created = new PrecomputeWorker();
+      pthread_atfork(&BeforeFork, &AfterForkInParent, &AfterForkInChild);
+      return created;
+    }();
     return *worker;
   }
 
@@ -1972,6 +1977,7 @@ class PrecomputeWorker {
   // Blocks until no task or job is queued or running (tests: a deterministic state).
   void WaitIdle() {
     std::unique_lock<std::mutex> lock(mutex_);
+    if (!tasks_.empty() || !jobs_.empty()) StartLocked();  // a child of fork() restarts here too
     idle_.wait(lock, [this]() { return tasks_.empty() && jobs_.empty() && !busy_; });
   }
 
@@ -1981,6 +1987,31 @@ class PrecomputeWorker {
     std::vector<NodeId> nodes;
     size_t next;
   };
+
+  // fork() copies only the forking thread: the worker thread does not exist in the child.
+  // The parent pauses the worker between two items for the fork, so the child inherits no
+  // lock held by it (a grammar's cache, a pool) and a queue in a consistent state; the child
+  // keeps the queue and starts its own thread on the next submission.
+  static void BeforeFork() {
+    PrecomputeWorker& self = Instance();
+    std::unique_lock<std::mutex> lock(self.mutex_);
+    self.fork_pending_ = true;
+    self.paused_.wait(lock, [&self]() { return !self.busy_; });
+    lock.release();  // held across fork(); the handlers below unlock it
+  }
+  static void AfterForkInParent() {
+    PrecomputeWorker& self = Instance();
+    self.fork_pending_ = false;
+    self.mutex_.unlock();
+    self.wake_.notify_all();
+  }
+  static void AfterForkInChild() {
+    PrecomputeWorker& self = Instance();
+    self.fork_pending_ = false;
+    self.started_ = false;
+    self.busy_ = false;
+    self.mutex_.unlock();
+  }
 
   void StartLocked() {
     if (started_) return;
@@ -2002,7 +2033,8 @@ class PrecomputeWorker {
         std::unique_lock<std::mutex> lock(mutex_);
         busy_ = false;
         if (tasks_.empty() && jobs_.empty()) idle_.notify_all();
-        wake_.wait(lock, [this]() { return !tasks_.empty() || !jobs_.empty(); });
+        if (fork_pending_) paused_.notify_all();
+        wake_.wait(lock, [this]() { return !fork_pending_ && (!tasks_.empty() || !jobs_.empty()); });
         busy_ = true;
         if (!tasks_.empty()) {
           task = std::move(tasks_.front());
@@ -2026,10 +2058,12 @@ class PrecomputeWorker {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::condition_variable idle_;
+  std::condition_variable paused_;  // the worker is between items while a fork is pending
   std::vector<Job> jobs_;  // the newest at the back
   std::deque<std::function<void()>> tasks_;
   bool started_ = false;
   bool busy_ = false;  // the thread is running a task or a node
+  bool fork_pending_ = false;  // a thread is in fork(): the worker takes no new item
 };
 
 void RequestClassPrefixTable(const TokenizerInfo& tokenizer, const CharacterClass& cls) {

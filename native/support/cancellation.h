@@ -12,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <limits>
 #include <string>
 
 #include "support/error.h"
@@ -30,7 +31,9 @@ class CompilationTimeoutError : public CompilationCancelledError {
   using CompilationCancelledError::CompilationCancelledError;
 };
 
-// Shared between the thread that requests cancellation and the compiling thread.
+// Shared between the threads that request cancellation or move the deadline and the
+// compiling thread: every member is atomic, so the deadline may change while a compile runs
+// (a compile shared by several callers runs until the latest of their deadlines).
 class CancellationToken {
  public:
   using Clock = std::chrono::steady_clock;
@@ -38,28 +41,39 @@ class CancellationToken {
   void Cancel() { cancelled_.store(true, std::memory_order_relaxed); }
   bool cancelled() const { return cancelled_.load(std::memory_order_relaxed); }
 
-  // A deadline `seconds` from now; a non-positive value means the deadline has passed.
+  // A deadline `seconds` from now; a non-positive value means the deadline has passed and
+  // +infinity (or NaN) removes the deadline.
   void SetTimeout(double seconds) {
-    timeout_seconds_ = seconds;
-    deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                   std::chrono::duration<double>(seconds));
-    has_deadline_ = true;
+    if (!(seconds < kNoDeadlineSeconds)) {
+      deadline_ticks_.store(kNoDeadline, std::memory_order_relaxed);
+      return;
+    }
+    timeout_seconds_.store(seconds, std::memory_order_relaxed);
+    const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                             std::chrono::duration<double>(seconds));
+    deadline_ticks_.store(deadline.time_since_epoch().count(), std::memory_order_relaxed);
   }
 
   // Throws if cancelled, or (when `check_clock`) if the deadline has passed.
   void Check(bool check_clock) const {
     if (cancelled()) throw CompilationCancelledError("compilation cancelled");
-    if (check_clock && has_deadline_ && Clock::now() >= deadline_) {
+    if (!check_clock) return;
+    const Clock::rep deadline = deadline_ticks_.load(std::memory_order_relaxed);
+    if (deadline != kNoDeadline && Clock::now().time_since_epoch().count() >= deadline) {
       throw CompilationTimeoutError("compilation timed out after " +
-                                    std::to_string(timeout_seconds_) + " s");
+                                    std::to_string(timeout_seconds_.load(std::memory_order_relaxed)) +
+                                    " s");
     }
   }
 
  private:
+  // Deadlines further away than this (about 30 years) are no deadline: the tick count of
+  // now + seconds would overflow.
+  static constexpr double kNoDeadlineSeconds = 1e9;
+  static constexpr Clock::rep kNoDeadline = std::numeric_limits<Clock::rep>::max();
   std::atomic<bool> cancelled_{false};
-  bool has_deadline_ = false;
-  double timeout_seconds_ = 0;
-  Clock::time_point deadline_{};
+  std::atomic<Clock::rep> deadline_ticks_{kNoDeadline};
+  std::atomic<double> timeout_seconds_{0};
 };
 
 namespace cancellation_detail {
