@@ -6,6 +6,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 
@@ -362,6 +363,24 @@ void BindMatcher(py::module_& m) {
         if (rows.size() != matchers.size()) {
           throw InvalidArgumentError("batch fill: " + std::to_string(matchers.size()) +
                                      " matchers but " + std::to_string(rows.size()) + " rows");
+        }
+        // The Python layer checks these with messages naming the arguments; here they guard
+        // the raw writes: rows distinct and apart by at least a row, matchers distinct.
+        std::vector<int64_t> sorted_rows(rows);
+        std::sort(sorted_rows.begin(), sorted_rows.end());
+        if (std::adjacent_find(sorted_rows.begin(), sorted_rows.end()) != sorted_rows.end()) {
+          throw InvalidArgumentError("batch fill: indices must be distinct (each row is written by one matcher)");
+        }
+        if (rows.size() > 1 && row_stride_words < num_words) {
+          throw InvalidArgumentError("batch fill: bitmask rows overlap in memory");
+        }
+        if (std::find(matchers.begin(), matchers.end(), nullptr) != matchers.end()) {
+          throw py::type_error("batch fill: matchers must be GrammarMatcher objects, got None");
+        }
+        std::vector<GrammarMatcher*> sorted_matchers(matchers);
+        std::sort(sorted_matchers.begin(), sorted_matchers.end());
+        if (std::adjacent_find(sorted_matchers.begin(), sorted_matchers.end()) != sorted_matchers.end()) {
+          throw InvalidArgumentError("batch fill: matchers must be distinct objects (one per row)");
         }
         py::gil_scoped_release release;
         std::vector<uint8_t> need_apply(matchers.size());
