@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 import xg2_plugin as xg
+from xg2_plugin.bitmask import bitmask_to_bool_array
 from xg2_test_support import hf_tokenizer_info, require_data
 
 HERE = Path(__file__).resolve().parent
@@ -596,3 +597,323 @@ def test_lenient_alternative_distribution_is_bounded() -> None:
     # Strict mode refuses the same schema for its first merge past the bound.
     with pytest.raises(xg.UnsupportedSchemaError, match="combined branches"):
         _compiler().compile_json_schema(json.loads(path.read_text())["schema"], strict_mode=False)
+
+
+# ---- bad types at every entry: each is refused with a TypeError / ValueError naming the argument ----
+
+
+class _Entry:
+    """What the bad-type cases call: a compiled grammar, a fresh matcher, a good bitmask."""
+
+    def __init__(self, compiled: xg.CompiledGrammar) -> None:
+        self.grammar = compiled
+        self.info = compiled.tokenizer_info
+        self.words = xg.get_bitmask_shape(1, self.info.vocab_size)[1]
+
+    def matcher(self, **kwargs: Any) -> xg.GrammarMatcher:
+        return xg.GrammarMatcher(self.grammar, **kwargs)
+
+    def bitmask(self, rows: int = 2) -> np.ndarray:
+        return np.zeros((rows, self.words), dtype=np.int32)
+
+    def logits(self, rows: int = 2) -> np.ndarray:
+        return np.zeros((rows, self.info.vocab_size), dtype=np.float32)
+
+    def stride0_numpy(self) -> np.ndarray:
+        row = np.zeros((1, self.words), dtype=np.int32)
+        return np.lib.stride_tricks.as_strided(row, shape=(2, self.words), strides=(0, 4))
+
+
+def _rolled_back(e: _Entry, count: Any) -> None:
+    matcher = e.matcher()
+    assert matcher.accept_string("{")
+    matcher.rollback(count)
+
+
+def _hf_tokenizer_with_ids(ids: dict[str, int]) -> Any:
+    """A real `tokenizers.Tokenizer` (byte-level BPE, no merges) with the given vocabulary."""
+    tokenizers = pytest.importorskip("tokenizers")
+    spec = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": [], "normalizer": None,
+            "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
+                              "use_regex": True},
+            "post_processor": None, "decoder": {"type": "ByteLevel", "add_prefix_space": True,
+                                                "trim_offsets": True, "use_regex": True},
+            "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
+                      "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "vocab": ids,
+                      "merges": []}}
+    return tokenizers.Tokenizer.from_str(json.dumps(spec))
+
+
+def _tekken(vocab: list[dict], **config: Any) -> dict:
+    return {"config": {"default_num_special_tokens": 3, **config}, "vocab": vocab,
+            "special_tokens": [{"rank": 2, "token_str": "</s>"}]}
+
+
+# (case id, call, accepted exception types, text the message must contain: the argument's name)
+BadTypeCase = tuple[str, Callable[[_Entry], Any], tuple[type, ...], str]
+_TYPE = (TypeError,)
+_VALUE = (ValueError,)
+
+BAD_TYPE_CASES: list[BadTypeCase] = [
+    # GrammarMatcher methods
+    ("accept_token_bool", lambda e: e.matcher().accept_token(True), _TYPE, "token_id"),
+    ("accept_token_float", lambda e: e.matcher().accept_token(1.0), _TYPE, "token_id"),
+    ("accept_token_str", lambda e: e.matcher().accept_token("90"), _TYPE, "token_id"),
+    ("rollback_bool", lambda e: _rolled_back(e, True), _TYPE, "num_tokens"),
+    ("rollback_float", lambda e: _rolled_back(e, 1.0), _TYPE, "num_tokens"),
+    ("validate_tokens_dict", lambda e: e.matcher().validate_tokens({90: 1}), _TYPE, "token_ids"),
+    ("validate_tokens_set", lambda e: e.matcher().validate_tokens({90}), _TYPE, "token_ids"),
+    ("validate_tokens_str", lambda e: e.matcher().validate_tokens("90"), _TYPE, "token_ids"),
+    ("validate_tokens_int", lambda e: e.matcher().validate_tokens(90), _TYPE, "token_ids"),
+    ("validate_tokens_bool_item", lambda e: e.matcher().validate_tokens([True]), _TYPE, "token_ids[0]"),
+    ("validate_tokens_float_item", lambda e: e.matcher().validate_tokens([90, 1.5]), _TYPE, "token_ids[1]"),
+    ("accept_string_int", lambda e: e.matcher().accept_string(5), _TYPE, "text"),
+    ("accept_string_int_list", lambda e: e.matcher().accept_string([123, 34]), _TYPE, "text"),
+    ("accept_string_none", lambda e: e.matcher().accept_string(None), _TYPE, "text"),
+    ("fill_index_str", lambda e: e.matcher().fill_next_token_bitmask(e.bitmask(), "0"), _TYPE, "index"),
+    ("fill_index_float", lambda e: e.matcher().fill_next_token_bitmask(e.bitmask(), 0.0), _TYPE, "index"),
+    ("fill_rows_alias_numpy", lambda e: e.matcher().fill_next_token_bitmask(e.stride0_numpy(), 1), _VALUE,
+     "overlap"),
+    # GrammarMatcher constructor
+    ("stop_token_ids_float", lambda e: e.matcher(stop_token_ids=[1.9]), _TYPE, "stop_token_ids[0]"),
+    ("stop_token_ids_str", lambda e: e.matcher(stop_token_ids="50"), _TYPE, "stop_token_ids"),
+    ("stop_token_ids_bool", lambda e: e.matcher(stop_token_ids=[True]), _TYPE, "stop_token_ids[0]"),
+    ("stop_token_ids_dict", lambda e: e.matcher(stop_token_ids={50: 1}), _TYPE, "stop_token_ids"),
+    ("stop_token_ids_huge", lambda e: e.matcher(stop_token_ids=[2 ** 40]), (xg.InvalidArgumentError,),
+     str(2 ** 40)),
+    ("override_stop_tokens_bool", lambda e: e.matcher(override_stop_tokens=True), _TYPE,
+     "override_stop_tokens"),
+    ("override_stop_tokens_float", lambda e: e.matcher(override_stop_tokens=[2.5]), _TYPE,
+     "override_stop_tokens[0]"),
+    ("terminate_without_stop_token_str", lambda e: e.matcher(terminate_without_stop_token="no"), _TYPE,
+     "terminate_without_stop_token"),
+    # batch_fill_next_token_bitmask
+    ("batch_none_matcher", lambda e: xg.batch_fill_next_token_bitmask([e.matcher(), None], e.bitmask()), _TYPE,
+     "matchers[1]"),
+    ("batch_matchers_int", lambda e: xg.batch_fill_next_token_bitmask(5, e.bitmask()), _TYPE, "matchers"),
+    ("batch_duplicate_indices",
+     lambda e: xg.batch_fill_next_token_bitmask([e.matcher(), e.matcher()], e.bitmask(), [0, 0]), _VALUE,
+     "indices"),
+    ("batch_index_bool", lambda e: xg.batch_fill_next_token_bitmask([e.matcher()], e.bitmask(), [True]), _TYPE,
+     "indices[0]"),
+    ("batch_index_float", lambda e: xg.batch_fill_next_token_bitmask([e.matcher()], e.bitmask(), [0.0]), _TYPE,
+     "indices[0]"),
+    ("batch_indices_dict", lambda e: xg.batch_fill_next_token_bitmask([e.matcher()], e.bitmask(), {0: 0}),
+     _TYPE, "indices"),
+    ("batch_max_threads_float",
+     lambda e: xg.batch_fill_next_token_bitmask([e.matcher()], e.bitmask(), max_threads=1.5), _TYPE,
+     "max_threads"),
+    ("batch_max_threads_str",
+     lambda e: xg.batch_fill_next_token_bitmask([e.matcher()], e.bitmask(), max_threads="2"), _TYPE,
+     "max_threads"),
+    ("batch_max_threads_zero",
+     lambda e: xg.batch_fill_next_token_bitmask([e.matcher()], e.bitmask(), max_threads=0), _VALUE,
+     "max_threads"),
+    ("batch_rows_alias_numpy",
+     lambda e: xg.batch_fill_next_token_bitmask([e.matcher(), e.matcher()], e.stride0_numpy()), _VALUE,
+     "overlap"),
+    # apply_token_bitmask_inplace and the bitmask helpers
+    ("apply_float_bitmask",
+     lambda e: xg.apply_token_bitmask_inplace(e.logits(), e.bitmask().astype(np.float32)), _VALUE, "bitmask"),
+    ("apply_int64_bitmask",
+     lambda e: xg.apply_token_bitmask_inplace(e.logits(), e.bitmask().astype(np.int64)), _VALUE, "bitmask"),
+    ("apply_list_bitmask", lambda e: xg.apply_token_bitmask_inplace(e.logits(), [[0] * e.words] * 2), _TYPE,
+     "bitmask"),
+    ("apply_int_logits",
+     lambda e: xg.apply_token_bitmask_inplace(e.logits().astype(np.int32), e.bitmask()), _VALUE, "logits"),
+    ("apply_3d_logits", lambda e: xg.apply_token_bitmask_inplace(e.logits()[None], e.bitmask()), _VALUE,
+     "logits"),
+    ("apply_index_bool", lambda e: xg.apply_token_bitmask_inplace(e.logits(), e.bitmask(), [True]), _TYPE,
+     "indices[0]"),
+    ("apply_index_float", lambda e: xg.apply_token_bitmask_inplace(e.logits(), e.bitmask(), [1.0]), _TYPE,
+     "indices[0]"),
+    ("apply_vocab_size_float",
+     lambda e: xg.apply_token_bitmask_inplace(e.logits(), e.bitmask(), vocab_size=1.5), _TYPE, "vocab_size"),
+    ("bitmask_shape_float", lambda e: xg.get_bitmask_shape(1.5, 100), _TYPE, "batch_size"),
+    # GrammarCompiler.__init__
+    ("compiler_max_threads_float", lambda e: xg.GrammarCompiler(e.info, max_threads=1.5), _TYPE, "max_threads"),
+    ("compiler_max_threads_bool", lambda e: xg.GrammarCompiler(e.info, max_threads=True), _TYPE, "max_threads"),
+    ("compiler_cache_enabled_str", lambda e: xg.GrammarCompiler(e.info, cache_enabled="no"), _TYPE,
+     "cache_enabled"),
+    ("compiler_cache_limit_float", lambda e: xg.GrammarCompiler(e.info, cache_limit_bytes=1.5), _TYPE,
+     "cache_limit_bytes"),
+    ("compiler_mask_cache_limit_huge", lambda e: xg.GrammarCompiler(e.info, mask_cache_limit_bytes=2 ** 70),
+     _VALUE, "mask_cache_limit_bytes"),
+    ("compiler_precompute_float", lambda e: xg.GrammarCompiler(e.info, precompute_nodes=1.5), _TYPE,
+     "precompute_nodes"),
+    ("compiler_repetition_threshold_float",
+     lambda e: xg.GrammarCompiler(e.info, repetition_compression_threshold=1.5), _TYPE,
+     "repetition_compression_threshold"),
+    # compile arguments owned by this family: separators and timeout
+    ("separators_one_item", lambda e: _compiler().compile_json_schema({"type": "object"}, separators=(",",)),
+     _TYPE, "separators"),
+    ("separators_str", lambda e: _compiler().compile_json_schema({"type": "object"}, separators=", "), _TYPE,
+     "separators"),
+    ("separators_ints", lambda e: _compiler().compile_json_schema({"type": "object"}, separators=(1, 2)),
+     _TYPE, "separators"),
+    ("timeout_huge_int", lambda e: _compiler().compile_json_schema({"type": "object"}, timeout=10 ** 400),
+     _VALUE, "timeout"),
+    ("timeout_huge_float", lambda e: _compiler().compile_json_schema({"type": "object"}, timeout=1e300),
+     _VALUE, "timeout"),
+    # TokenizerInfo constructors
+    ("tokenizer_vocab_size_beyond_int32", lambda e: xg.TokenizerInfo([b"a"], vocab_size=2 ** 40), _VALUE,
+     "vocab_size"),
+    ("tokenizer_special_id_beyond_int32",
+     lambda e: xg.TokenizerInfo([b"a", b"b"], special_token_ids=[2 ** 40]), _VALUE, "special_token_ids"),
+    ("tokenizer_stop_id_float", lambda e: xg.TokenizerInfo([b"a", b"b"], stop_token_ids=[1.9]), _TYPE,
+     "stop_token_ids"),
+    ("tekken_negative_rank",
+     lambda e: xg.TokenizerInfo.from_mistral_tekken(_tekken([{"rank": -2, "token_bytes": "YQ=="}])), _VALUE,
+     "rank"),
+    ("tekken_rank_str",
+     lambda e: xg.TokenizerInfo.from_mistral_tekken(_tekken([{"rank": "0", "token_bytes": "YQ=="}])), _VALUE,
+     "rank"),
+    ("tekken_missing_rank", lambda e: xg.TokenizerInfo.from_mistral_tekken(_tekken([{"token_bytes": "YQ=="}])),
+     _VALUE, "rank"),
+]
+
+
+# Sizes that, unchecked, allocate gigabytes (a vocab_size of 2**31 - 1 took 4.2 GB; one id of
+# 2**31 in a tokenizer.json sized a 2**31-entry table): run in a child under an address-space
+# limit, so that a regression fails with MemoryError there instead of exhausting the machine.
+HUGE_SIZE_CASES: list[tuple[str, Callable[[], Any], tuple[type, ...], str]] = [
+    ("bitmask_shape_huge_vocab", lambda: xg.allocate_token_bitmask(1, 2 ** 40), _VALUE, "vocab_size"),
+    ("tokenizer_vocab_size_int32_max", lambda: xg.TokenizerInfo([b"a"], vocab_size=2 ** 31 - 1), _VALUE,
+     "vocab_size"),
+    ("huggingface_sparse_id", lambda: xg.TokenizerInfo.from_huggingface(_hf_tokenizer_with_ids(
+        {"a": 0, "b": 2 ** 31})), _VALUE, "2147483648"),
+    ("huggingface_vocab_size_huge",
+     lambda: xg.TokenizerInfo.from_huggingface(_hf_tokenizer_with_ids({"a": 0, "b": 1}), vocab_size=2 ** 31 - 1,
+                                                 stop_token_ids=[1]),
+     _VALUE, "vocab_size"),
+    ("tekken_huge_vocab_size",
+     lambda: xg.TokenizerInfo.from_mistral_tekken(_tekken([], default_vocab_size=2 ** 40)), _VALUE,
+     "default_vocab_size"),
+]
+
+
+@pytest.fixture(scope="module")
+def entry(grammar: xg.CompiledGrammar) -> _Entry:
+    return _Entry(grammar)
+
+
+@pytest.mark.parametrize("call,expected,names", [c[1:] for c in BAD_TYPE_CASES], ids=[c[0] for c in BAD_TYPE_CASES])
+def test_bad_types_at_every_entry(entry: _Entry, call: Callable[[_Entry], Any], expected: tuple[type, ...],
+                                  names: str) -> None:
+    with pytest.raises(expected) as raised:
+        call(entry)
+    assert names in str(raised.value), f"{type(raised.value).__name__}: {raised.value}"
+
+
+def _huge_size_child() -> None:
+    """In the child: each HUGE_SIZE_CASES outcome as one JSON line."""
+    for name, call, _, _ in HUGE_SIZE_CASES:
+        print(json.dumps([name, *_outcome(call)]), flush=True)
+
+
+@pytest.mark.skipif(any(runtime in os.environ.get("LD_PRELOAD", "") for runtime in ("libasan", "libtsan")),
+                    reason="a sanitizer runtime cannot run under an address-space limit")
+def test_huge_sizes_are_refused_before_allocating() -> None:
+    code = ("import resource\n"
+            "resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))\n"
+            "import test_hostile_inputs as t\n"
+            "t._huge_size_child()\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE)] + [os.path.abspath(p) for p in sys.path if p]))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=CHILD_TIMEOUT_S, env=env, cwd=str(HERE))
+    outcomes = {line[0]: line[1:] for line in map(json.loads, proc.stdout.splitlines())}
+    for name, _, expected, names in HUGE_SIZE_CASES:
+        assert name in outcomes, f"{name}: no outcome (child rc {proc.returncode}) {proc.stderr[-2000:]}"
+        kind, message = outcomes[name]
+        cls = _type_by_name(kind)
+        assert cls is not None and issubclass(cls, expected), (name, kind, message)
+        assert names in message, (name, kind, message)
+
+
+def test_torch_bitmask_layouts_are_refused(entry: _Entry) -> None:
+    """Broadcast (stride-0) views and sparse tensors, on the single and the batch fill paths and
+    in apply_token_bitmask_inplace: typed errors, and no row is written."""
+    torch = pytest.importorskip("torch")
+    row = torch.zeros((1, entry.words), dtype=torch.int32)
+    aliased = row.expand(2, -1)
+    with pytest.raises(ValueError, match="overlap"):
+        entry.matcher().fill_next_token_bitmask(aliased, 1)
+    with pytest.raises(ValueError, match="overlap"):
+        xg.batch_fill_next_token_bitmask([entry.matcher(), entry.matcher()], aliased)
+    assert not row.any()
+    sparse = torch.zeros((2, entry.words), dtype=torch.int32).to_sparse()
+    with pytest.raises(ValueError, match="strided"):
+        entry.matcher().fill_next_token_bitmask(sparse)
+    with pytest.raises(ValueError, match="strided"):
+        xg.batch_fill_next_token_bitmask([entry.matcher()], sparse)
+    logits = torch.zeros((2, entry.info.vocab_size))
+    with pytest.raises(ValueError, match="strided"):
+        xg.apply_token_bitmask_inplace(logits, sparse)
+    with pytest.raises(ValueError, match="bitmask must have dtype int32"):
+        xg.apply_token_bitmask_inplace(logits, torch.zeros((2, entry.words), dtype=torch.float32))
+    assert not logits.isinf().any()
+    # Dense buffers still work on every path (a fresh matcher's mask is not all-allowed).
+    good = torch.zeros((2, entry.words), dtype=torch.int32)
+    assert entry.matcher().fill_next_token_bitmask(good, 1)
+    assert xg.batch_fill_next_token_bitmask([entry.matcher(), entry.matcher()], good) == [True, True]
+    xg.apply_token_bitmask_inplace(logits, good)
+    allowed = bitmask_to_bool_array(good[1], entry.info.vocab_size)
+    assert 0 < allowed.sum() < entry.info.vocab_size
+    assert np.array_equal(~logits[1].isinf().numpy(), allowed)
+
+
+def test_valid_arguments_still_accepted(entry: _Entry) -> None:
+    """The checks above refuse only what they name: numpy integers, tuples, iterators,
+    bytearray, one stop id as an int and large thread counts keep working."""
+    matcher = entry.matcher(stop_token_ids=entry.info.stop_token_ids[0])
+    assert matcher.stop_token_ids == entry.info.stop_token_ids[:1]
+    brace = entry.info.decoded_vocab.index(b"{")
+    assert matcher.validate_tokens((np.int64(brace),)) == 1
+    assert matcher.validate_tokens(iter([brace])) == 1
+    assert matcher.accept_token(np.int32(brace))
+    matcher.rollback(np.int64(1))
+    assert matcher.accept_string(bytearray(b"{")) and matcher.accept_string(memoryview(b'"a"'))
+    bitmask = entry.bitmask()
+    assert xg.batch_fill_next_token_bitmask([entry.matcher(), entry.matcher()], bitmask, (np.int64(1), 0),
+                                            max_threads=2 ** 40) == [True, True]
+    xg.GrammarCompiler(entry.info, max_threads=2, cache_limit_bytes=-1, mask_cache_limit_bytes=-1,
+                       precompute_nodes=-1)
+    grammar = _compiler().compile_json_schema({"type": "object"}, separators=[",", ":"], timeout=10 ** 9)
+    assert xg.GrammarMatcher(grammar).accept_string("{}")
+    assert xg.TokenizerInfo([b"a"], vocab_size=xg._native.MAX_VOCAB_SIZE).vocab_size == xg._native.MAX_VOCAB_SIZE
+    with pytest.raises(ValueError, match="vocab_size"):
+        xg.TokenizerInfo([b"a"], vocab_size=xg._native.MAX_VOCAB_SIZE + 1)
+
+
+def test_json_nesting_limit_is_the_documented_one() -> None:
+    """README: a schema's JSON text nests at most 512 arrays/objects (max_schema_depth, 2000,
+    counts schema levels and $ref hops). Both the dict path (checked in Python before dumping)
+    and the text path (the native parser) accept 512 levels and refuse 513 with the same limit
+    in the message. Run in a child on a 2 MiB-stack thread: the deepest accepted schema must
+    compile within a small worker stack."""
+    readme = (HERE.parent / "README.md").read_text()
+    assert "may nest at most 512 arrays/objects" in readme
+    code = (
+        "import json, threading\n"
+        "import xg2_plugin as xg\n"
+        "import test_hostile_inputs as t\n"
+        "def run():\n"
+        "    c = t._compiler()\n"
+        "    for levels in (512, 513):\n"
+        "        schema = t._nested_array_schema(levels - 1)\n"  # the innermost {"type": ...} is a level
+        "        for form in (schema, json.dumps(schema)):\n"
+        "            try:\n"
+        "                c.compile_json_schema(form)\n"
+        "                print(levels, 'ok')\n"
+        "            except xg.ResourceLimitError as error:\n"
+        "                print(levels, 'refused', '512' in str(error))\n"
+        "threading.stack_size(2 << 20)\n"
+        "worker = threading.Thread(target=run)\n"
+        "worker.start()\n"
+        "worker.join()\n"
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE)] + [os.path.abspath(p) for p in sys.path if p]))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=CHILD_TIMEOUT_S, env=env, cwd=str(HERE))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.split("\n")[:4] == ["512 ok", "512 ok", "513 refused True", "513 refused True"], proc.stdout

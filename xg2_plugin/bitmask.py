@@ -7,10 +7,14 @@ or torch CPU tensors; they are written in place, never copied.
 
 from __future__ import annotations
 
+import operator
+from collections.abc import Mapping, Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
 import numpy as np
+
+from . import _native
 
 __all__ = [
     "allocate_token_bitmask",
@@ -22,9 +26,14 @@ __all__ = [
 
 
 def get_bitmask_shape(batch_size: int, vocab_size: int) -> tuple[int, int]:
-    """Shape of a bitmask for ``batch_size`` rows over ``vocab_size`` tokens."""
-    if batch_size < 0 or vocab_size <= 0:
-        raise ValueError(f"invalid bitmask shape request: batch_size={batch_size}, vocab_size={vocab_size}")
+    """Shape of a bitmask for ``batch_size`` rows over ``vocab_size`` tokens
+    (``vocab_size`` at most ``TokenizerInfo``'s cap, ``xg2_plugin._native.MAX_VOCAB_SIZE``)."""
+    batch_size = _int_argument(batch_size, "batch_size")
+    vocab_size = _int_argument(vocab_size, "vocab_size")
+    if batch_size < 0:
+        raise ValueError(f"batch_size must be >= 0, got {batch_size}")
+    if not 0 < vocab_size <= _native.MAX_VOCAB_SIZE:
+        raise ValueError(f"vocab_size must be in [1, {_native.MAX_VOCAB_SIZE}], got {vocab_size}")
     return (batch_size, (vocab_size + 31) // 32)
 
 
@@ -66,10 +75,16 @@ class BitmaskView:
     num_words: int
 
 
+# Rows that overlap (a broadcast view: torch expand(), numpy as_strided with stride 0) would
+# let the fill of one row overwrite another.
+_OVERLAP = "bitmask rows overlap in memory (strides {}); pass a buffer whose rows are distinct"
+
+
 def view_bitmask(bitmask: Any) -> BitmaskView:
     """Validates a bitmask buffer and returns its raw layout.
 
-    Raises ``ValueError`` for a wrong dtype, dimensionality, device or stride, and
+    Raises ``ValueError`` for a wrong dtype, dimensionality, device, layout or stride (rows
+    must be contiguous and must not overlap), and
     ``TypeError`` for an object that is neither a numpy array nor a torch tensor.
     """
     if isinstance(bitmask, np.ndarray):
@@ -83,6 +98,8 @@ def view_bitmask(bitmask: Any) -> BitmaskView:
         strides = bitmask.strides if bitmask.ndim == 2 else (bitmask.strides[0] * bitmask.shape[0], bitmask.strides[0])
         if bitmask.size and (strides[1] != 4 or strides[0] % 4 != 0 or strides[0] < 0):
             raise ValueError(f"bitmask rows must be contiguous int32 words, got strides {bitmask.strides}")
+        if bitmask.size and shape[0] > 1 and strides[0] // 4 < shape[1]:
+            raise ValueError(_OVERLAP.format(bitmask.strides))
         return BitmaskView(bitmask.ctypes.data, shape[0], strides[0] // 4 if shape[0] > 1 else shape[1], shape[1])
     torch = _torch()
     if torch is not None and isinstance(bitmask, torch.Tensor):
@@ -93,12 +110,16 @@ def view_bitmask(bitmask: Any) -> BitmaskView:
                 f"bitmask must be on the CPU to be filled, got device {bitmask.device}; "
                 "fill a CPU tensor and copy it to the accelerator"
             )
+        if bitmask.layout != torch.strided:
+            raise ValueError(f"bitmask must be a dense (strided) tensor, got layout {bitmask.layout}")
         if bitmask.dim() not in (1, 2):
             raise ValueError(f"bitmask must be 1-D or 2-D, got shape {tuple(bitmask.shape)}")
         shape = tuple(bitmask.shape) if bitmask.dim() == 2 else (1, bitmask.shape[0])
         strides = bitmask.stride() if bitmask.dim() == 2 else (bitmask.shape[0], bitmask.stride(0))
         if bitmask.numel() and (strides[1] != 1 or strides[0] < 0):
             raise ValueError(f"bitmask rows must be contiguous int32 words, got strides {bitmask.stride()}")
+        if bitmask.numel() and shape[0] > 1 and strides[0] < shape[1]:
+            raise ValueError(_OVERLAP.format(bitmask.stride()))
         return BitmaskView(bitmask.data_ptr(), shape[0], strides[0] if shape[0] > 1 else shape[1], shape[1])
     raise TypeError(f"bitmask must be a numpy array or a torch tensor, got {type(bitmask).__name__}")
 
@@ -127,13 +148,28 @@ def apply_token_bitmask_inplace(
     is_torch = torch is not None and isinstance(logits, torch.Tensor)
     if not is_torch and not isinstance(logits, np.ndarray):
         raise TypeError(f"logits must be a numpy array or a torch tensor, got {type(logits).__name__}")
+    _check_apply_operand(logits, "logits", torch, floating=True)
+    if is_torch and isinstance(bitmask, np.ndarray):
+        bitmask = torch.from_numpy(bitmask)
+    elif not is_torch and torch is not None and isinstance(bitmask, torch.Tensor):
+        bitmask = bitmask.cpu().numpy()
+    if not isinstance(bitmask, np.ndarray) and not (torch is not None and isinstance(bitmask, torch.Tensor)):
+        raise TypeError(f"bitmask must be a numpy array or a torch tensor, got {type(bitmask).__name__}")
+    _check_apply_operand(bitmask, "bitmask", torch, floating=False)
     squeeze = logits.ndim == 1
     logits2d = logits[None, :] if squeeze else logits
     mask2d = bitmask[None, :] if bitmask.ndim == 1 else bitmask
     width = min(logits2d.shape[-1], mask2d.shape[-1] * 32)
     if vocab_size is not None:
-        width = min(width, vocab_size)
-    rows = list(range(logits2d.shape[0])) if indices is None else list(indices)
+        width = min(width, _int_argument(vocab_size, "vocab_size"))
+        if width < 0:
+            raise ValueError(f"vocab_size must be >= 0, got {vocab_size}")
+    if indices is None:
+        rows = list(range(logits2d.shape[0]))
+    elif isinstance(indices, (str, bytes, Mapping, AbstractSet)):
+        raise TypeError(f"indices must be a sequence of ints, got {type(indices).__name__}")
+    else:
+        rows = [_int_argument(r, f"indices[{i}]") for i, r in enumerate(indices)]
     for r in rows:
         if not 0 <= r < logits2d.shape[0] or r >= mask2d.shape[0]:
             raise ValueError(f"index {r} is out of range for logits with {logits2d.shape[0]} rows "
@@ -147,3 +183,29 @@ def apply_token_bitmask_inplace(
         for r in rows:
             allowed = bitmask_to_bool_array(mask2d[r], width)
             logits2d[r, :width][~allowed] = -np.inf
+
+
+def _int_argument(value: Any, name: str) -> int:
+    """``value`` as an int (numpy integers too), TypeError naming ``name`` for anything else."""
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be an int, got bool")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}") from None
+
+
+def _check_apply_operand(array: Any, name: str, torch: Any, *, floating: bool) -> None:
+    """Dtype, layout and rank of an ``apply_token_bitmask_inplace`` operand: logits must be
+    floating point (they receive ``-inf``), the bitmask int32; both dense, 1-D or 2-D."""
+    if isinstance(array, np.ndarray):
+        ok = np.issubdtype(array.dtype, np.floating) if floating else array.dtype == np.int32
+    else:
+        if array.layout != torch.strided:
+            raise ValueError(f"{name} must be a dense (strided) tensor, got layout {array.layout}")
+        ok = array.dtype.is_floating_point if floating else array.dtype == torch.int32
+    if not ok:
+        wanted = "a floating-point dtype" if floating else "dtype int32"
+        raise ValueError(f"{name} must have {wanted}, got {array.dtype}")
+    if array.ndim not in (1, 2):
+        raise ValueError(f"{name} must be 1-D or 2-D, got shape {tuple(array.shape)}")

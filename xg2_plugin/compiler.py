@@ -102,13 +102,22 @@ class CompileLimits:
         return native
 
 
+# About 31 years: the native deadline is a steady-clock time in int64 nanoseconds.
+_MAX_TIMEOUT_S = 10 ** 9
+
+
 def _check_timeout(timeout: Optional[float], what: str) -> None:
     if timeout is None:
         return
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
         raise TypeError(f"{what} must be a number of seconds or None, got {type(timeout).__name__}")
-    if not (timeout > 0 and math.isfinite(timeout)):
+    # Compared before any float conversion: an int too large for a float (10**400) would
+    # raise OverflowError there, and a deadline past the native clock's range would wrap.
+    if isinstance(timeout, float) and not math.isfinite(timeout) or not timeout > 0:
         raise ValueError(f"{what} must be a positive finite number of seconds, got {timeout}")
+    if timeout > _MAX_TIMEOUT_S:
+        shown = repr(timeout) if len(repr(timeout)) <= 24 else repr(timeout)[:12] + f"... ({len(repr(timeout))} digits)"
+        raise ValueError(f"{what} must be at most {_MAX_TIMEOUT_S} seconds (None: no timeout), got {shown}")
 
 
 class CompiledGrammar:
@@ -183,8 +192,12 @@ def _check_text(text: Any, what: str, max_bytes: int) -> str:
     return text
 
 
-# Nesting deeper than the native JSON parser accepts (support/json.cc) is refused before
-# serialising, without recursion.
+# Nesting deeper than the native JSON parser accepts (support/json.h ParseJson's max_depth)
+# is refused before serialising, without recursion. This bounds the JSON text (arrays and
+# objects inside each other), as documented in README.md beside max_schema_depth, which counts
+# schema levels plus $ref hops: the converter recurses a few KB of stack per schema level, so
+# 512 JSON levels keep a compile within a small worker-thread stack also under ASan, where
+# 2000 would not.
 _MAX_JSON_NESTING = 512
 
 
@@ -249,6 +262,23 @@ def _schema_to_text(schema: SchemaLike, max_bytes: int = _INT64_MAX) -> str:
     )
 
 
+def _check_init_arguments(**arguments: Any) -> None:
+    """Types and ranges of GrammarCompiler's scalar arguments (a float thread count or a
+    str flag would otherwise be truncated or read as true)."""
+    for name, value in arguments.items():
+        if name in ("cache_enabled", "mask_cache", "cross_grammar_cache"):
+            if not isinstance(value, bool):
+                raise TypeError(f"{name} must be a bool, got {type(value).__name__}")
+            continue
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+        lowest = {"max_threads": 1, "cache_limit_bytes": -1, "mask_cache_limit_bytes": -1,
+                  "precompute_nodes": -1}.get(name, -(2 ** 31))
+        highest = {"cache_limit_bytes": _INT64_MAX, "mask_cache_limit_bytes": _INT64_MAX}.get(name, 2 ** 31 - 1)
+        if not lowest <= value <= highest:
+            raise ValueError(f"{name} must be in [{lowest}, {highest}], got {value}")
+
+
 class GrammarCompiler:
     """Compiles grammars for one tokenizer, with a shared byte-bounded cache.
 
@@ -300,8 +330,11 @@ class GrammarCompiler:
             raise TypeError(f"limits must be a CompileLimits, got {type(limits).__name__}")
         self._limits = limits
         self._native_limits = limits._to_native()
-        if max_threads < 1:
-            raise ValueError(f"max_threads must be >= 1, got {max_threads}")
+        _check_init_arguments(max_threads=max_threads, cache_enabled=cache_enabled,
+                              cache_limit_bytes=cache_limit_bytes, mask_cache_limit_bytes=mask_cache_limit_bytes,
+                              mask_cache=mask_cache, cross_grammar_cache=cross_grammar_cache,
+                              precompute_nodes=precompute_nodes,
+                              repetition_compression_threshold=repetition_compression_threshold)
         self._tokenizer_info = tokenizer_info
         self._executor = ThreadPoolExecutor(max_workers=max_threads, thread_name_prefix="xg2-compile")
         self._cache_enabled = cache_enabled
@@ -426,7 +459,10 @@ class GrammarCompiler:
         (``cancel()`` stops the compile even once it runs; see ``CompileFuture``)."""
         text = _schema_to_text(schema, self._limits.max_input_bytes)
         if separators is not None:
-            separators = (str(separators[0]), str(separators[1]))
+            if (not isinstance(separators, (tuple, list)) or len(separators) != 2
+                    or not all(isinstance(item, str) for item in separators)):
+                raise TypeError(f"separators must be a pair of str (item, key), got {separators!r}"[:200])
+            separators = (separators[0], separators[1])
         key = ("json_schema", text, any_whitespace, indent, separators, strict_mode, max_whitespace, lenient,
                any_order)
 

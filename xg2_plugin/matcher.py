@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import operator
 import os
+from collections.abc import Iterable, Mapping, Set as AbstractSet
 from typing import Any, Optional, Sequence, Union
 
 from . import _native
@@ -15,21 +16,51 @@ __all__ = ["GrammarMatcher", "batch_fill_next_token_bitmask"]
 _INT32_MIN, _INT32_MAX = -(2 ** 31), 2 ** 31 - 1
 
 
-def _token_id(value: Any, vocab_size: int) -> int:
-    """An int token id (TypeError for other types). Ids beyond int32 are reported here with
-    the native message, since they cannot cross into the engine to be rejected there."""
-    token = operator.index(value)
+def _int_argument(value: Any, name: str) -> int:
+    """``value`` as an int: numpy integers are accepted, bool and float are not (a TypeError
+    naming ``name``). Exact ints take the first, cheapest test (the per-token path)."""
+    if type(value) is int:
+        return value
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be an int, got bool")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}") from None
+
+
+def _token_id(value: Any, vocab_size: int, name: str = "token_id") -> int:
+    """An int token id. Ids beyond int32 are reported here with the native message, since
+    they cannot cross into the engine to be rejected there."""
+    token = value if type(value) is int else _int_argument(value, name)
     if not _INT32_MIN <= token <= _INT32_MAX:
         raise _native.InvalidArgumentError(f"token id {token} is outside the vocabulary [0, {vocab_size})")
     return token
 
 
-def _row_index(value: Any, rows: int) -> int:
-    if isinstance(value, bool):
-        raise TypeError("bitmask index must be an int, got bool")
-    index = operator.index(value)
+def _token_id_list(values: Any, vocab_size: int, name: str) -> list[int]:
+    """An ordered collection of token ids as a list. Unordered or textual collections (a
+    dict, a set, a str) are refused: iterating them would give keys, arbitrary order or
+    characters."""
+    if isinstance(values, (str, bytes, bytearray, Mapping, AbstractSet)) or not isinstance(values, Iterable):
+        raise TypeError(f"{name} must be a sequence of ints, got {type(values).__name__}")
+    return [_token_id(t, vocab_size, f"{name}[{i}]") for i, t in enumerate(values)]
+
+
+def _stop_token_list(values: Any, vocab_size: int, name: str) -> Optional[list[int]]:
+    """``stop_token_ids`` / ``override_stop_tokens``: None, one int, or a sequence of ints
+    (the engine checks that each is inside the vocabulary)."""
+    if values is None:
+        return None
+    if isinstance(values, bool):
+        raise TypeError(f"{name} must be an int or a sequence of ints, got bool")
+    return _token_id_list([values] if type(values) is int else values, vocab_size, name)
+
+
+def _row_index(value: Any, rows: int, name: str = "bitmask index") -> int:
+    index = _int_argument(value, name)
     if not 0 <= index < rows:
-        raise ValueError(f"bitmask index {index} is out of range for {rows} rows")
+        raise ValueError(f"{name} {index} is out of range for {rows} rows")
     return index
 
 
@@ -54,14 +85,15 @@ class GrammarMatcher:
     ) -> None:
         if not isinstance(compiled_grammar, CompiledGrammar):
             raise TypeError(f"compiled_grammar must be a CompiledGrammar, got {type(compiled_grammar).__name__}")
-        if stop_token_ids is None and override_stop_tokens is not None:
-            stop_token_ids = [override_stop_tokens] if isinstance(override_stop_tokens, int) else override_stop_tokens
+        if not isinstance(terminate_without_stop_token, bool):
+            raise TypeError(
+                f"terminate_without_stop_token must be a bool, got {type(terminate_without_stop_token).__name__}")
+        vocab_size = compiled_grammar.tokenizer_info.vocab_size
+        stops = _stop_token_list(stop_token_ids, vocab_size, "stop_token_ids")
+        if stops is None:
+            stops = _stop_token_list(override_stop_tokens, vocab_size, "override_stop_tokens")
         self._compiled_grammar = compiled_grammar
-        self._handle = _native.GrammarMatcher(
-            compiled_grammar._handle,
-            None if stop_token_ids is None else [int(t) for t in stop_token_ids],
-            terminate_without_stop_token,
-        )
+        self._handle = _native.GrammarMatcher(compiled_grammar._handle, stops, terminate_without_stop_token)
 
     @classmethod
     def _wrap(cls, compiled_grammar: CompiledGrammar, handle: Any) -> "GrammarMatcher":
@@ -101,16 +133,21 @@ class GrammarMatcher:
 
     def accept_string(self, text: Union[str, bytes]) -> bool:
         """Consumes raw text as one step (undone by ``rollback(1)``); False if not allowed."""
-        data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
+        if isinstance(text, str):
+            data = text.encode("utf-8")
+        elif isinstance(text, (bytes, bytearray, memoryview)):
+            data = bytes(text)
+        else:  # bytes(5) would be five NUL bytes, bytes([123, 34]) the text '{"'
+            raise TypeError(f"text must be str or bytes, got {type(text).__name__}")
         return bool(self._handle.accept_string(data))
 
     def validate_tokens(self, token_ids: Sequence[int]) -> int:
         """Length of the longest prefix of ``token_ids`` the grammar accepts; state unchanged."""
-        return int(self._handle.validate_tokens([_token_id(t, self.vocab_size) for t in token_ids]))
+        return int(self._handle.validate_tokens(_token_id_list(token_ids, self.vocab_size, "token_ids")))
 
     def rollback(self, num_tokens: int = 1) -> None:
         """Undoes the last ``num_tokens`` accepted steps (any depth since the last reset)."""
-        count = operator.index(num_tokens)
+        count = _int_argument(num_tokens, "num_tokens")
         if not 0 <= count <= _INT32_MAX:
             raise _native.InvalidArgumentError(
                 f"cannot roll back {count} tokens: only {self.num_accepted_steps} accepted since the last reset")
@@ -169,22 +206,40 @@ def batch_fill_next_token_bitmask(
     named ``xg2-fill``, started on first use and kept between batches); default: one thread per
     matcher, at most the CPU count.
     """
+    if isinstance(matchers, (str, bytes, Mapping, AbstractSet)) or not isinstance(matchers, Iterable):
+        raise TypeError(f"matchers must be a sequence of GrammarMatcher, got {type(matchers).__name__}")
+    matchers = list(matchers)
     view = view_bitmask(bitmask)
-    rows = list(range(len(matchers))) if indices is None else [_row_index(i, view.rows) for i in indices]
+    if indices is None:
+        rows = list(range(len(matchers)))
+    elif isinstance(indices, (str, bytes, Mapping, AbstractSet)) or not isinstance(indices, Iterable):
+        raise TypeError(f"indices must be a sequence of ints, got {type(indices).__name__}")
+    else:
+        rows = [_row_index(r, view.rows, f"indices[{i}]") for i, r in enumerate(indices)]
     if len(rows) != len(matchers):
         raise ValueError(f"{len(matchers)} matchers but {len(rows)} indices")
     for r in rows:
         if not 0 <= r < view.rows:
             raise ValueError(f"bitmask index {r} is out of range for {view.rows} rows")
-    if len(set(id(m) for m in matchers)) != len(matchers):
-        raise ValueError("batch fill needs distinct matchers (one per row)")
-    for m in matchers:
+    if len(set(rows)) != len(rows):
+        raise ValueError(f"indices must be distinct (each row is written by one matcher), got {rows}")
+    for i, m in enumerate(matchers):
+        if not isinstance(m, GrammarMatcher):
+            raise TypeError(f"matchers[{i}] must be a GrammarMatcher, got {type(m).__name__}")
         needed = (m.vocab_size + 31) // 32
         if view.num_words < needed:
             raise ValueError(f"bitmask rows have {view.num_words} words; the vocabulary needs {needed}")
-    threads = max_threads if max_threads is not None else min(len(matchers), os.cpu_count() or 1)
+    if len(set(id(m) for m in matchers)) != len(matchers):
+        raise ValueError("matchers must be distinct objects (one per row)")
+    if max_threads is None:
+        threads = min(len(matchers), os.cpu_count() or 1)
+    else:
+        threads = _int_argument(max_threads, "max_threads")
+        if threads < 1:
+            raise ValueError(f"max_threads must be >= 1, got {threads}")
+    threads = max(1, min(threads, len(matchers)))  # more threads than rows would idle
     return list(
         _native.batch_fill_next_token_bitmask(
-            [m._handle for m in matchers], view.address, view.row_stride_words, view.num_words, rows, max(1, threads)
+            [m._handle for m in matchers], view.address, view.row_stride_words, view.num_words, rows, threads
         )
     )

@@ -137,6 +137,7 @@ class TokenizerInfo:
             vocab_size = len(decoded_vocab)
         elif not isinstance(vocab_size, int) or isinstance(vocab_size, bool):
             raise TypeError(f"vocab_size must be an int, not {type(vocab_size).__name__}")
+        _check_tokenizer_size(vocab_size, "vocab_size")
         if not isinstance(add_prefix_space, bool):
             raise TypeError(f"add_prefix_space must be a bool, not {type(add_prefix_space).__name__}")
         self._handle = _native.TokenizerInfo(
@@ -215,6 +216,8 @@ class TokenizerInfo:
         if not vocab:
             raise ValueError("the tokenizer's vocabulary is empty")
 
+        _check_vocabulary_ids(vocab.items(), "the tokenizer's vocabulary")
+        _check_vocabulary_ids(((added.content, i) for i, added in added_tokens.items()), "added token")
         tokenizer_size = max(max(vocab.values()), max(added_tokens, default=-1)) + 1
         encoded: list[str | bytes] = [""] * tokenizer_size
         for token, token_id in vocab.items():
@@ -276,11 +279,13 @@ class TokenizerInfo:
         """
         if not all(hasattr(encoding, name) for name in ("n_vocab", "encode", "decode_single_token_bytes")):
             raise TypeError(f"from_tiktoken expects a tiktoken.Encoding, not {type(encoding).__name__}")
-        tokenizer_size = int(encoding.n_vocab)
+        tokenizer_size = _check_tokenizer_size(encoding.n_vocab, "the encoding's n_vocab")
         decoded: list[bytes] = [b""] * tokenizer_size
         mergeable_ranks: Mapping[bytes, int] | None = getattr(encoding, "_mergeable_ranks", None)
         special_tokens: Mapping[str, int] = getattr(encoding, "_special_tokens", None) or {}
+        _check_vocabulary_ids(special_tokens.items(), "special token", tokenizer_size)
         if mergeable_ranks is not None:
+            _check_vocabulary_ids(mergeable_ranks.items(), "mergeable rank", tokenizer_size)
             for token_bytes, rank in mergeable_ranks.items():
                 decoded[rank] = token_bytes
         else:
@@ -326,7 +331,7 @@ class TokenizerInfo:
         Control, unknown and unused pieces are special.
         """
         processor = _sentencepiece_processor(model_path_or_processor)
-        tokenizer_size = processor.get_piece_size()
+        tokenizer_size = _check_tokenizer_size(processor.get_piece_size(), "the model's piece count")
         pieces = processor.id_to_piece(list(range(tokenizer_size)))
         decoded = _native.decode_vocabulary(pieces, int(VocabType.BYTE_FALLBACK))
         special_ids = [
@@ -364,25 +369,33 @@ class TokenizerInfo:
         data = _load_tekken(path_or_dict)
         config = data["config"]
         listed_specials: list[Mapping[str, Any]] = list(data.get("special_tokens") or [])
-        num_special = int(config.get("default_num_special_tokens", len(listed_specials)))
-        tokenizer_size = int(config.get("default_vocab_size", num_special + len(data["vocab"])))
+        num_special = _tekken_int(config.get("default_num_special_tokens", len(listed_specials)),
+                                  "config.default_num_special_tokens")
+        tokenizer_size = _tekken_int(config.get("default_vocab_size", num_special + len(data["vocab"])),
+                                     "config.default_vocab_size")
         if num_special < 0 or tokenizer_size < num_special:
             raise ValueError(
                 f"tekken config is inconsistent: {num_special} special tokens, vocab size {tokenizer_size}"
             )
+        _check_tokenizer_size(tokenizer_size, "tekken config.default_vocab_size")
         decoded: list[bytes] = [b""] * tokenizer_size
-        for entry in data["vocab"]:
-            token_id = num_special + int(entry["rank"])
+        for index, entry in enumerate(data["vocab"]):
+            rank = _tekken_entry(entry, "rank", f"vocab[{index}]")
+            if rank < 0:
+                raise ValueError(f"tekken vocab[{index}] has a negative rank {rank}")
+            token_id = num_special + rank
             if token_id < tokenizer_size:
                 try:
                     decoded[token_id] = base64.b64decode(entry["token_bytes"], validate=True)
-                except (binascii.Error, TypeError) as error:
+                except (binascii.Error, TypeError, KeyError) as error:
                     raise ValueError(f"tekken rank {entry['rank']} has invalid token_bytes") from error
         eos_id = _TEKKEN_DEFAULT_EOS_ID
-        for entry in listed_specials:
-            token_id = int(entry["rank"])
+        for index, entry in enumerate(listed_specials):
+            token_id = _tekken_entry(entry, "rank", f"special_tokens[{index}]")
             if 0 <= token_id < num_special:
-                decoded[token_id] = str(entry["token_str"]).encode("utf-8")
+                if not isinstance(entry.get("token_str"), str):
+                    raise ValueError(f"tekken special_tokens[{index}] must have a string 'token_str'")
+                decoded[token_id] = entry["token_str"].encode("utf-8")
                 if entry["token_str"] == "</s>":
                     eos_id = token_id
         return cls._from_decoded(
@@ -455,6 +468,46 @@ def _as_vocab_type(value: VocabType | int) -> VocabType:
         raise ValueError(
             f"vocab_type must be one of {[f'{t.name}={t.value}' for t in VocabType]}, got {value}"
         ) from None
+
+
+def _check_tokenizer_size(size: Any, what: str) -> int:
+    """A vocabulary size within the engine's cap (``_native.MAX_VOCAB_SIZE``, a few million),
+    checked before any per-id table is built."""
+    if isinstance(size, bool) or not isinstance(size, int):
+        raise TypeError(f"{what} must be an int, not {type(size).__name__}")
+    if not 0 < size <= _native.MAX_VOCAB_SIZE:
+        raise ValueError(f"{what} must be in [1, {_native.MAX_VOCAB_SIZE}], got {size}")
+    return size
+
+
+def _check_vocabulary_ids(
+    tokens_and_ids: Iterable[tuple[Any, Any]], what: str, limit: int | None = None
+) -> None:
+    """Every id an int in ``[0, limit)`` (default: the vocabulary cap), checked before a
+    table indexed by id is allocated: a negative id would index from the end, and one huge
+    id would size the table."""
+    limit = _native.MAX_VOCAB_SIZE if limit is None else limit
+    pairs = list(tokens_and_ids)
+    ids = [token_id for _, token_id in pairs]
+    if not ids or (all(type(i) is int for i in ids) and 0 <= min(ids) and max(ids) < limit):
+        return
+    for token, token_id in pairs:
+        if isinstance(token_id, bool) or not isinstance(token_id, int):
+            raise TypeError(f"{what} {token!r} has a non-integer id {token_id!r}")
+        if not 0 <= token_id < limit:
+            raise ValueError(f"{what} {token!r} has id {token_id}, outside [0, {limit})")
+
+
+def _tekken_int(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"tekken {what} must be an integer, got {value!r}")
+    return value
+
+
+def _tekken_entry(entry: Any, key: str, what: str) -> int:
+    if not isinstance(entry, Mapping) or key not in entry:
+        raise ValueError(f"tekken {what} must be an object with a {key!r}")
+    return _tekken_int(entry[key], f"{what}.{key}")
 
 
 def _check_token_sequence(tokens: object, name: str) -> None:

@@ -6,6 +6,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 
@@ -59,6 +60,12 @@ BitmaskLayout LayoutFromShape(uintptr_t address, const std::vector<int64_t>& sha
   if (!empty && (col_stride != item_stride_unit || row_stride % item_stride_unit != 0 || row_stride < 0)) {
     throw InvalidArgumentError(std::string("bitmask rows must be contiguous int32 words, got strides ") +
                                ShapeText(strides) + stride_note);
+  }
+  // Rows that overlap (a broadcast view such as expand() or as_strided with stride 0) would
+  // let the fill of one row overwrite another.
+  if (!empty && layout.rows > 1 && row_stride / item_stride_unit < layout.num_words) {
+    throw InvalidArgumentError(std::string("bitmask rows overlap in memory (strides ") + ShapeText(strides) +
+                               stride_note + "); pass a buffer whose rows are distinct");
   }
   layout.row_stride_words = layout.rows > 1 ? row_stride / item_stride_unit : layout.num_words;
   return layout;
@@ -149,12 +156,32 @@ BitmaskLayout TorchLayout(py::handle bitmask, PyObject* int32_dtype) {
                                py::str(bitmask.attr("device")).cast<std::string>() +
                                "; fill a CPU tensor and copy it to the accelerator");
   }
-  std::vector<int64_t> shape = TupleOfInts(get(names->shape), "shape");
-  std::vector<int64_t> strides = TupleOfInts(call(names->stride), "stride()");
-  py::object data_ptr = call(names->data_ptr);
-  const unsigned long long address = PyLong_AsUnsignedLongLong(data_ptr.ptr());
-  if (address == static_cast<unsigned long long>(-1) && PyErr_Occurred()) throw py::error_already_set();
-  return LayoutFromShape(static_cast<uintptr_t>(address), shape, strides, 1, "");
+  // A sparse (or otherwise non-strided) tensor has no buffer to fill; its layout is looked
+  // up only once something fails, so that dense fills pay nothing for the check.
+  auto refuse_if_not_strided = [&] {
+    py::object layout = bitmask.attr("layout");
+    if (!layout.equal(py::module_::import("torch").attr("strided"))) {
+      throw InvalidArgumentError("bitmask must be a dense (strided) tensor, got layout " +
+                                 py::str(layout).cast<std::string>());
+    }
+  };
+  std::vector<int64_t> shape;
+  std::vector<int64_t> strides;
+  BitmaskLayout layout;
+  unsigned long long address = 0;
+  try {
+    shape = TupleOfInts(get(names->shape), "shape");
+    strides = TupleOfInts(call(names->stride), "stride()");
+    layout = LayoutFromShape(0, shape, strides, 1, "");
+    py::object data_ptr = call(names->data_ptr);
+    address = PyLong_AsUnsignedLongLong(data_ptr.ptr());
+    if (address == static_cast<unsigned long long>(-1) && PyErr_Occurred()) throw py::error_already_set();
+  } catch (const std::exception&) {
+    refuse_if_not_strided();
+    throw;
+  }
+  layout.address = static_cast<uintptr_t>(address);
+  return layout;
 }
 
 BitmaskLayout ViewBitmask(py::handle bitmask) {
@@ -191,7 +218,9 @@ BitmaskLayout ViewBitmask(py::handle bitmask) {
 // Row `index` of a validated bitmask, checked against the vocabulary of `matcher`.
 uint32_t* BitmaskRow(const GrammarMatcher& matcher, py::handle bitmask, py::handle index, int64_t* num_words) {
   BitmaskLayout layout = ViewBitmask(bitmask);
-  if (PyBool_Check(index.ptr())) throw py::type_error("bitmask index must be an int, got bool");
+  if (PyBool_Check(index.ptr()) || !PyIndex_Check(index.ptr())) {
+    throw py::type_error(std::string("bitmask index must be an int, got ") + Py_TYPE(index.ptr())->tp_name);
+  }
   PyObject* as_int = PyNumber_Index(index.ptr());
   if (!as_int) throw py::error_already_set();
   const long long row = PyLong_AsLongLong(as_int);
@@ -334,6 +363,24 @@ void BindMatcher(py::module_& m) {
         if (rows.size() != matchers.size()) {
           throw InvalidArgumentError("batch fill: " + std::to_string(matchers.size()) +
                                      " matchers but " + std::to_string(rows.size()) + " rows");
+        }
+        // The Python layer checks these with messages naming the arguments; here they guard
+        // the raw writes: rows distinct and apart by at least a row, matchers distinct.
+        std::vector<int64_t> sorted_rows(rows);
+        std::sort(sorted_rows.begin(), sorted_rows.end());
+        if (std::adjacent_find(sorted_rows.begin(), sorted_rows.end()) != sorted_rows.end()) {
+          throw InvalidArgumentError("batch fill: indices must be distinct (each row is written by one matcher)");
+        }
+        if (rows.size() > 1 && row_stride_words < num_words) {
+          throw InvalidArgumentError("batch fill: bitmask rows overlap in memory");
+        }
+        if (std::find(matchers.begin(), matchers.end(), nullptr) != matchers.end()) {
+          throw py::type_error("batch fill: matchers must be GrammarMatcher objects, got None");
+        }
+        std::vector<GrammarMatcher*> sorted_matchers(matchers);
+        std::sort(sorted_matchers.begin(), sorted_matchers.end());
+        if (std::adjacent_find(sorted_matchers.begin(), sorted_matchers.end()) != sorted_matchers.end()) {
+          throw InvalidArgumentError("batch fill: matchers must be distinct objects (one per row)");
         }
         py::gil_scoped_release release;
         std::vector<uint8_t> need_apply(matchers.size());

@@ -5,6 +5,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -78,7 +79,43 @@ VocabType VocabTypeFromPython(py::handle value) {
   return static_cast<VocabType>(number);
 }
 
+// An int argument (not bool; numpy integers are accepted through __index__) that fits
+// int32, with TypeError / InvalidArgumentError messages naming `what`.
+int32_t Int32Argument(py::handle value, const std::string& what) {
+  if (PyBool_Check(value.ptr()) || !PyIndex_Check(value.ptr())) {
+    throw py::type_error(what + " must be an int, not " + Py_TYPE(value.ptr())->tp_name);
+  }
+  py::object as_int = py::reinterpret_steal<py::object>(PyNumber_Index(value.ptr()));
+  if (!as_int) throw py::error_already_set();
+  int overflow = 0;
+  const long long number = PyLong_AsLongLongAndOverflow(as_int.ptr(), &overflow);
+  if (number == -1 && PyErr_Occurred()) throw py::error_already_set();
+  if (overflow != 0 || number < INT32_MIN || number > INT32_MAX) {
+    throw InvalidArgumentError(what + " " + std::string(py::str(as_int)) + " is out of range");
+  }
+  return static_cast<int32_t>(number);
+}
+
+// A list or tuple of int ids (each one an Int32Argument); `what` names the argument.
+std::vector<int32_t> IdsFromSequence(py::handle sequence, const char* what) {
+  if (!PyList_Check(sequence.ptr()) && !PyTuple_Check(sequence.ptr())) {
+    throw py::type_error(std::string(what) + " must be a list or tuple of ints, not " +
+                         Py_TYPE(sequence.ptr())->tp_name);
+  }
+  py::object items = py::reinterpret_steal<py::object>(PySequence_Fast(sequence.ptr(), what));
+  if (!items) throw py::error_already_set();
+  const Py_ssize_t size = PySequence_Fast_GET_SIZE(items.ptr());
+  PyObject** item_array = PySequence_Fast_ITEMS(items.ptr());
+  std::vector<int32_t> ids(static_cast<size_t>(size));
+  for (Py_ssize_t i = 0; i < size; ++i) {
+    ids[static_cast<size_t>(i)] = Int32Argument(item_array[i], std::string(what) + "[" + std::to_string(i) + "]");
+  }
+  return ids;
+}
+
 void BindTokenizer(py::module_& m) {
+  m.attr("MAX_VOCAB_SIZE") = kMaxVocabSize;
+
   py::enum_<VocabType>(m, "VocabType", "How a tokenizer's vocabulary strings encode bytes.")
       .value("RAW", VocabType::kRaw)
       .value("BYTE_FALLBACK", VocabType::kByteFallback)
@@ -88,9 +125,18 @@ void BindTokenizer(py::module_& m) {
       m, "TokenizerInfo",
       "Immutable vocabulary table: the bytes each token id appends to the output, and which ids "
       "are special, stop or padding.")
-      .def(py::init([](py::handle decoded_tokens, py::handle vocab_type, int32_t vocab_size,
-                       std::vector<int32_t> stop_token_ids, std::vector<int32_t> special_token_ids,
+      .def(py::init([](py::handle decoded_tokens, py::handle vocab_type, py::handle vocab_size_object,
+                       py::handle stop_token_objects, py::handle special_token_objects,
                        bool add_prefix_space) {
+             // The size is checked before the token list is copied (TokenizerInfo checks
+             // it again before allocating its per-id tables).
+             const int32_t vocab_size = Int32Argument(vocab_size_object, "vocab_size");
+             if (vocab_size < 1 || vocab_size > kMaxVocabSize) {
+               throw InvalidArgumentError("vocab_size must be in [1, " + std::to_string(kMaxVocabSize) +
+                                          "], got " + std::to_string(vocab_size));
+             }
+             std::vector<int32_t> stop_token_ids = IdsFromSequence(stop_token_objects, "stop_token_ids");
+             std::vector<int32_t> special_token_ids = IdsFromSequence(special_token_objects, "special_token_ids");
              std::vector<std::string> tokens = StringsFromSequence(decoded_tokens, "decoded_tokens");
              VocabType type = VocabTypeFromPython(vocab_type);
              py::gil_scoped_release release;

@@ -17,6 +17,11 @@ TokenizerInfo::TokenizerInfo(std::vector<std::string> decoded_tokens, VocabType 
       stop_token_ids_(std::move(stop_token_ids)),
       special_token_ids_(std::move(special_token_ids)),
       add_prefix_space_(add_prefix_space) {
+  // Checked before any per-id table is allocated.
+  if (vocab_size_ < 1 || vocab_size_ > kMaxVocabSize) {
+    throw InvalidArgumentError("vocab_size must be in [1, " + std::to_string(kMaxVocabSize) + "], got " +
+                               std::to_string(vocab_size_));
+  }
   if (vocab_size_ < static_cast<int32_t>(decoded_tokens_.size())) {
     throw InvalidArgumentError("vocab_size " + std::to_string(vocab_size_) +
                                " is smaller than the tokenizer's vocabulary (" +

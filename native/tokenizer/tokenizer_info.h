@@ -149,9 +149,15 @@ enum class VocabType : int32_t {
   kByteLevel = 2,     // GPT-2 byte-level BPE: each byte mapped to a printable code point
 };
 
+// The largest vocab_size a TokenizerInfo accepts. The largest real vocabularies have about
+// 2^18 ids; the cap leaves room for padded and future models while refusing, before any
+// per-id table is allocated, a size that could only be a mistake (2^31 - 1 would take GBs).
+constexpr int32_t kMaxVocabSize = 1 << 22;
+
 // Immutable after construction; shared by every compiled grammar and matcher of one model.
 //
 // Invariants:
+//  * 1 <= vocab_size() <= kMaxVocabSize.
 //  * vocab_size() >= decoded_tokens.size(); ids in [decoded_tokens.size(), vocab_size())
 //    are model padding and are never allowed.
 //  * Special ids and ids whose decoded text is empty are never "text" tokens: they are
