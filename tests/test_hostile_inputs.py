@@ -730,6 +730,7 @@ BAD_TYPE_CASES: list[BadTypeCase] = [
     ("apply_vocab_size_float",
      lambda e: xg.apply_token_bitmask_inplace(e.logits(), e.bitmask(), vocab_size=1.5), _TYPE, "vocab_size"),
     ("bitmask_shape_float", lambda e: xg.get_bitmask_shape(1.5, 100), _TYPE, "batch_size"),
+    ("reset_bitmask_list", lambda e: xg.reset_token_bitmask([[0] * e.words]), _TYPE, "bitmask"),
     # GrammarCompiler.__init__
     ("compiler_max_threads_float", lambda e: xg.GrammarCompiler(e.info, max_threads=1.5), _TYPE, "max_threads"),
     ("compiler_max_threads_bool", lambda e: xg.GrammarCompiler(e.info, max_threads=True), _TYPE, "max_threads"),
