@@ -59,10 +59,13 @@ def allocate_token_bitmask(batch_size: int, vocab_size: int) -> Any:
 
 def reset_token_bitmask(bitmask: Any) -> None:
     """Sets every bit of ``bitmask`` (all tokens allowed)."""
+    torch = _torch()
     if isinstance(bitmask, np.ndarray):
         bitmask.fill(-1)
-    else:
+    elif torch is not None and isinstance(bitmask, torch.Tensor):
         bitmask.fill_(-1)
+    else:
+        raise TypeError(f"bitmask must be a numpy array or a torch tensor, got {type(bitmask).__name__}")
 
 
 @dataclass(frozen=True)

@@ -113,7 +113,7 @@ def _check_timeout(timeout: Optional[float], what: str) -> None:
         raise TypeError(f"{what} must be a number of seconds or None, got {type(timeout).__name__}")
     # Compared before any float conversion: an int too large for a float (10**400) would
     # raise OverflowError there, and a deadline past the native clock's range would wrap.
-    if isinstance(timeout, float) and not math.isfinite(timeout) or not timeout > 0:
+    if (isinstance(timeout, float) and not math.isfinite(timeout)) or not timeout > 0:
         raise ValueError(f"{what} must be a positive finite number of seconds, got {timeout}")
     if timeout > _MAX_TIMEOUT_S:
         shown = repr(timeout) if len(repr(timeout)) <= 24 else repr(timeout)[:12] + f"... ({len(repr(timeout))} digits)"
@@ -195,9 +195,9 @@ def _check_text(text: Any, what: str, max_bytes: int) -> str:
 # Nesting deeper than the native JSON parser accepts (support/json.h ParseJson's max_depth)
 # is refused before serialising, without recursion. This bounds the JSON text (arrays and
 # objects inside each other), as documented in README.md beside max_schema_depth, which counts
-# schema levels plus $ref hops: the converter recurses a few KB of stack per schema level, so
-# 512 JSON levels keep a compile within a small worker-thread stack also under ASan, where
-# 2000 would not.
+# schema levels plus $ref hops. The converter recurses a few KB of stack per nesting level:
+# 512 levels fit a worker thread's stack with room to spare; 2000 would take most of an
+# 8 MiB stack in a release build, and more with ASan's larger frames.
 _MAX_JSON_NESTING = 512
 
 
