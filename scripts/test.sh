@@ -4,9 +4,10 @@
 # Then the vLLM and SGLang adapter tests run in their own CPU venvs (scripts/setup_vllm_env.sh,
 # .venv-vllm; scripts/setup_sglang_env.sh, .venv-sglang); XG2_SKIP_VLLM_TESTS=1 and
 # XG2_SKIP_SGLANG_TESTS=1 leave them out. Then the sanitizer stage (scripts/sanitize.sh):
-# an ASan+UBSan build runs the hostile-input, property, matcher and regression tests and
-# every fuzz harness for XG2_FUZZ_SECONDS (default 20) each, and a ThreadSanitizer build runs
-# the concurrency tests; XG2_SKIP_SANITIZERS=1 leaves the stage out.
+# an ASan+UBSan build runs the hostile-input, property, matcher and regression tests, the
+# native libFuzzer targets (fuzz/native, built with clang, installed here when missing) run
+# for XG2_FUZZ_SECONDS (default 20) each, and a ThreadSanitizer build runs the concurrency
+# tests; XG2_SKIP_SANITIZERS=1 leaves the stage out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -35,6 +36,11 @@ if [ "${XG2_SKIP_SGLANG_TESTS:-0}" != 1 ]; then
 fi
 if [ "${XG2_SKIP_SANITIZERS:-0}" != 1 ]; then
   PYTHON="$PWD/$VENV/bin/python" bash scripts/sanitize.sh asan || status=$?
+  if ! command -v clang++ >/dev/null; then
+    echo "== installing clang and its runtime libraries (libFuzzer) for the fuzz targets"
+    apt-get update -q && apt-get install -y -q clang libclang-rt-14-dev || status=$?
+  fi
+  echo "== native fuzz targets (${XG2_FUZZ_SECONDS:-20}s each)"
   PYTHON="$PWD/$VENV/bin/python" bash scripts/sanitize.sh fuzz "${XG2_FUZZ_SECONDS:-20}" || status=$?
   PYTHON="$PWD/$VENV/bin/python" bash scripts/sanitize.sh tsan || status=$?
 fi
