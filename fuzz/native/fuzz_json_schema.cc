@@ -1,5 +1,6 @@
 // libFuzzer target: the JSON Schema frontend. The input is schema text; its length picks the
-// options (bit 0: any_whitespace, bit 1: any_order, bit 2: strict_mode off, bit 3: indent 2);
+// options (bit 0: any_whitespace, bit 1: any_order, bit 2: strict_mode off, bit 3: indent 2,
+// bit 4: at most 2 whitespace characters per gap);
 // a schema the strict converter refuses as unsupported is converted again leniently. A schema
 // that converts is compiled and matched briefly against its own first bytes.
 #include "frontends/json_schema/json_schema_converter.h"
@@ -13,7 +14,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   options.any_order = size & 2;
   options.strict_mode = !(size & 4);
   if (size & 8) options.indent = 2;
-  if (!options.any_whitespace) options.max_whitespace = 2;
+  if (size & 16) options.max_whitespace = 2;
   xg2::JsonSchemaConversion conversion;
   auto convert = [&] {
     xg2::ScopedCompileLimits scope(&Limits());
