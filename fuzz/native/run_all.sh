@@ -30,8 +30,9 @@ for target in "${TARGETS[@]}"; do
   grep -E "^#[0-9]+[[:space:]]+(INITED|DONE)|^stat::(number_of_executed_units|average_exec_per_sec|peak_rss_mb)" "$log"
   if [ "$code" -ne 0 ]; then
     # The report: sanitizer / invariant / timeout text and the path of the saved input.
-    grep -v -E "^#[0-9]+[[:space:]]+(NEW|REDUCE|pulse|RELOAD|INITED)|^INFO:|^Shadow|^=?>? +0x|^  [A-Z][a-z ]+: " "$log" \
+    grep -v -E "^#[0-9]+[[:space:]]+(NEW|REDUCE|pulse|RELOAD|INITED)|^INFO:|Test unit written|^Base64|^Shadow|^=?>? +0x|^  [A-Z][a-z ]+: " "$log" \
       | head -n 80
+    grep -E "Test unit written to|^Base64:" "$log"
     echo "$target: FAILED (exit $code); the input is under $BUILD_DIR/crashes/" >&2
     status=1
   fi
