@@ -6,7 +6,7 @@
 # XG2_SKIP_SGLANG_TESTS=1 leave them out. Then the sanitizer stage (scripts/sanitize.sh):
 # an ASan+UBSan build runs the hostile-input, property, matcher and regression tests, the
 # native libFuzzer targets (fuzz/native, built with clang, installed here when missing) run
-# for XG2_FUZZ_SECONDS (default 20) each, and a ThreadSanitizer build runs the concurrency
+# for XG2_FUZZ_SECONDS (default 15) each, and a ThreadSanitizer build runs the concurrency
 # tests; XG2_SKIP_SANITIZERS=1 leaves the stage out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,8 +40,8 @@ if [ "${XG2_SKIP_SANITIZERS:-0}" != 1 ]; then
     echo "== installing clang and its runtime libraries (libFuzzer) for the fuzz targets"
     apt-get update -q && apt-get install -y -q clang libclang-rt-14-dev || status=$?
   fi
-  echo "== native fuzz targets (${XG2_FUZZ_SECONDS:-20}s each)"
-  PYTHON="$PWD/$VENV/bin/python" bash scripts/sanitize.sh fuzz "${XG2_FUZZ_SECONDS:-20}" || status=$?
+  echo "== native fuzz targets (${XG2_FUZZ_SECONDS:-15}s each)"
+  PYTHON="$PWD/$VENV/bin/python" bash scripts/sanitize.sh fuzz "${XG2_FUZZ_SECONDS:-15}" || status=$?
   PYTHON="$PWD/$VENV/bin/python" bash scripts/sanitize.sh tsan || status=$?
 fi
 exit "$status"
