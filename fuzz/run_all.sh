@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs every atheris harness for a fixed budget each: bash fuzz/run_all.sh [seconds] [jobs].
-# Corpora grow in fuzz/corpus/<harness>/ (seeded from fuzz/seeds/<harness>/, not committed);
-# crashing inputs land in fuzz/crashes/. Copy each into fuzz/regressions/<harness>/ once
+# Corpora grow in build/atheris_corpus/<harness>/ (seeded from fuzz/seeds/<harness>/; not
+# committed: fuzz/corpus/ holds the native targets' corpora); crashing inputs land in
+# fuzz/crashes/. Copy each into fuzz/regressions/<harness>/ once
 # fixed: tests/test_regressions.py replays that directory.
-# Set PYTHON to the interpreter (the sanitizer stage: see scripts/sanitize.sh fuzz). The seed is
+# Set PYTHON to the interpreter (see scripts/sanitize.sh atheris). The seed is
 # fixed (XG2_FUZZ_SEED, default 1) so a CI run is repeatable; pick other seeds for longer runs.
 set -uo pipefail
 cd "$(dirname "$0")"
@@ -12,7 +13,7 @@ PYTHON=${PYTHON:-python3}
 status=0
 mkdir -p crashes
 for harness in fuzz_ebnf fuzz_regex fuzz_json_schema fuzz_structural_tag fuzz_matcher; do
-  corpus="corpus/$harness"
+  corpus="../build/atheris_corpus/$harness"
   mkdir -p "$corpus"
   seeds=()
   [ -d "seeds/$harness" ] && seeds=("seeds/$harness")

@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # Runs native-facing tests against a sanitizer build of the engine.
 #
-#   bash scripts/sanitize.sh [asan|tsan|leaks|fuzz] [pytest args... | fuzz seconds]
+#   bash scripts/sanitize.sh [asan|tsan|leaks|fuzz|atheris] [pytest args... | fuzz seconds]
 #
 # asan (default): AddressSanitizer + UndefinedBehaviorSanitizer (CMake option XG2_SANITIZE)
 #   over the hostile-input, property, matcher and regression tests and the fuzz-corpus replay.
 # tsan: ThreadSanitizer over tests/test_concurrency.py.
-# fuzz: every atheris harness (fuzz/run_all.sh) for N seconds each (default 20) on the asan build.
+# fuzz: the native libFuzzer targets (fuzz/native, CMake option XG2_FUZZ; clang, ASan + UBSan +
+#   coverage, no Python), built into build/fuzz and run for N seconds each (default 20) from
+#   their corpora in fuzz/corpus/ (fuzz/native/run_all.sh).
+# atheris: every atheris harness over the Python API (fuzz/run_all.sh) for N seconds each on
+#   the asan build (the native code is not coverage-guided there; kept for the Python layer).
 # The sanitized module is built into build/<mode> and staged, with the Python sources, in
 # build/<mode>/stage, which goes first on PYTHONPATH. The sanitizer runtime is preloaded
 # because the Python interpreter itself is not instrumented. Leak detection is off under
@@ -21,8 +25,24 @@ PYTHON=${PYTHON:-python3}
 # cmake, ninja and pybind11 come from the interpreter's environment (the sanitize extra).
 PATH="$(dirname "$(command -v "$PYTHON")"):$PATH"
 export PATH
+if [ "$MODE" = fuzz ]; then
+  command -v clang++ >/dev/null || { echo "$0 fuzz: needs clang++ with libFuzzer" >&2; exit 2; }
+  BUILD_DIR=build/fuzz
+  if [ ! -f "$BUILD_DIR/build.ninja" ]; then
+    # Optimisation and sanitizer flags come from the XG2_FUZZ block of CMakeLists.txt.
+    cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO= \
+      -DCMAKE_CXX_COMPILER=clang++ -DXG2_FUZZ=ON -DPython_EXECUTABLE="$(command -v "$PYTHON")" \
+      -Dpybind11_DIR="$("$PYTHON" -m pybind11 --cmakedir)" >/dev/null
+  fi
+  ninja -j "${XG2_BUILD_JOBS:-2}" -C "$BUILD_DIR" xg2_fuzz_targets >/dev/null
+  # Leaks are findings too; a UBSan report stops the input (the targets build with
+  # -fno-sanitize-recover), and libFuzzer saves it like a crash.
+  export ASAN_OPTIONS="detect_leaks=1:detect_stack_use_after_return=0"
+  export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
+  exec bash fuzz/native/run_all.sh "$BUILD_DIR" "${1:-20}"
+fi
 case "$MODE" in
-  asan|leaks|fuzz)
+  asan|leaks|atheris)
     BUILD_DIR=build/asan
     CMAKE_FLAGS=(-DXG2_SANITIZE=ON)
     RUNTIME=$(gcc -print-file-name=libasan.so)
@@ -35,7 +55,7 @@ case "$MODE" in
     RUNTIME=$(gcc -print-file-name=libtsan.so)
     TESTS=(test_concurrency.py test_compile_futures.py)
     ;;
-  *) echo "usage: $0 [asan|tsan|leaks|fuzz] [pytest args...]" >&2; exit 2 ;;
+  *) echo "usage: $0 [asan|tsan|leaks|fuzz|atheris] [pytest args... | fuzz seconds]" >&2; exit 2 ;;
 esac
 if [ ! -f "$BUILD_DIR/build.ninja" ]; then
   # -O1 with line tables: usable stack traces, a fraction of the -O2 -g build time.
@@ -77,7 +97,7 @@ else
   export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:detect_stack_use_after_return=0:log_path=$REPORTS/asan"
 fi
 export XG2_DATA_DIR=${XG2_DATA_DIR:-$(cd .. && pwd)/shared/data}
-if [ "$MODE" = fuzz ]; then
+if [ "$MODE" = atheris ]; then
   # libFuzzer's own allocation hooks and ASan's leak check do not mix under Python. Crash
   # reports go to the terminal here, where the harness prints its crashing input.
   export ASAN_OPTIONS="${ASAN_OPTIONS%%:log_path=*}" UBSAN_OPTIONS="${UBSAN_OPTIONS%%:log_path=*}"

@@ -4,9 +4,10 @@
 # Then the vLLM and SGLang adapter tests run in their own CPU venvs (scripts/setup_vllm_env.sh,
 # .venv-vllm; scripts/setup_sglang_env.sh, .venv-sglang); XG2_SKIP_VLLM_TESTS=1 and
 # XG2_SKIP_SGLANG_TESTS=1 leave them out. Then the sanitizer stage (scripts/sanitize.sh):
-# an ASan+UBSan build runs the hostile-input, property, matcher and regression tests and
-# every fuzz harness for XG2_FUZZ_SECONDS (default 20) each, and a ThreadSanitizer build runs
-# the concurrency tests; XG2_SKIP_SANITIZERS=1 leaves the stage out.
+# an ASan+UBSan build runs the hostile-input, property, matcher and regression tests, the
+# native libFuzzer targets (fuzz/native, built with clang, installed here when missing) run
+# for XG2_FUZZ_SECONDS (default 15) each, and a ThreadSanitizer build runs the concurrency
+# tests; XG2_SKIP_SANITIZERS=1 leaves the stage out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 START=$SECONDS
@@ -53,8 +54,12 @@ fi
 if [ "${XG2_SKIP_SANITIZERS:-0}" != 1 ]; then
   stage "AddressSanitizer + UBSan build and tests (scripts/sanitize.sh asan)"
   PYTHON="$PWD/$VENV/bin/python" bash scripts/sanitize.sh asan || status=$?
-  stage "fuzzing (scripts/sanitize.sh fuzz, ${XG2_FUZZ_SECONDS:-20} s per harness)"
-  PYTHON="$PWD/$VENV/bin/python" bash scripts/sanitize.sh fuzz "${XG2_FUZZ_SECONDS:-20}" || status=$?
+  if ! command -v clang++ >/dev/null; then
+    stage "installing clang and libFuzzer for the fuzz targets (apt-get)"
+    { apt-get update -qq && apt-get install -y -qq clang libclang-rt-14-dev >/dev/null; } || status=$?
+  fi
+  stage "native fuzz targets (scripts/sanitize.sh fuzz, ${XG2_FUZZ_SECONDS:-15} s per target)"
+  PYTHON="$PWD/$VENV/bin/python" bash scripts/sanitize.sh fuzz "${XG2_FUZZ_SECONDS:-15}" || status=$?
   stage "ThreadSanitizer build and concurrency tests (scripts/sanitize.sh tsan)"
   PYTHON="$PWD/$VENV/bin/python" bash scripts/sanitize.sh tsan || status=$?
 fi

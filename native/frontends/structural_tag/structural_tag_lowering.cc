@@ -370,7 +370,7 @@ class Lowering {
     if (!definitions.empty() && member.is_object()) {
       std::vector<JsonValue::Member> merged = definitions;
       for (const auto& [key, value] : member.object_members()) {
-        auto same = std::find_if(merged.begin(), merged.end(), [&](const auto& m) { return m.first == key; });
+        auto same = std::find_if(merged.begin(), merged.end(), [&key = key](const auto& m) { return m.first == key; });
         if (same != merged.end()) {
           same->second = value;
         } else {
