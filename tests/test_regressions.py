@@ -37,6 +37,20 @@ def test_triggered_structural_tag_survives_rule_inlining() -> None:
         assert matcher.accept_token(token), info.decoded_vocab[token]
 
 
+@pytest.mark.parametrize("ebnf", [
+    'root ::= "x"\na ::= a "y" | "z"',
+    'root ::= "x"\nm ::= m',
+])
+def test_unreachable_self_referencing_rule_compiles(ebnf: str) -> None:
+    # The FSM builder computed nullability for every node of the AST, including the bodies of
+    # rules dropped as unreachable, whose rule references index past the rule table (a heap
+    # overflow, found by the native EBNF fuzz target; the ASan stage runs this test).
+    grammar = xg.GrammarCompiler(hf_tokenizer_info("gpt2"), cache_enabled=False).compile_grammar(ebnf)
+    assert xg._native.ebnf_accepts(ebnf, b"x") and not xg._native.ebnf_accepts(ebnf, b"xy")
+    matcher = xg.GrammarMatcher(grammar)
+    assert matcher.accept_string("x") and matcher.is_completed()
+
+
 @pytest.mark.parametrize("dialect, accepts_fraction", [
     ("http://json-schema.org/draft-04/schema#", False),
     ("https://json-schema.org/draft/2020-12/schema", True),

@@ -8,6 +8,7 @@
 // DFA state carries at most one counter consistently, and where it does not, the repetition
 // is lifted into a synthetic rule of its own and the rule is lowered again.
 #include <algorithm>
+#include <cassert>
 #include <climits>
 #include <cstring>
 #include <deque>
@@ -177,9 +178,6 @@ class LoweringContext {
       : ast_(ast), threshold_(limits.repetition_compression_threshold),
         max_token_bytes_(std::max(limits.max_token_bytes, 1)) {
     ComputeRuleNullable();
-    expr_nullable_.assign(ast.nodes.size(), -1);
-    std::vector<uint32_t> stamps(ast.nodes.size(), 0);
-    for (ExprId e = 0; e < static_cast<ExprId>(ast.nodes.size()); ++e) StampedNullable(e, &expr_nullable_, &stamps, 1);
     contains_compressible_.assign(ast.nodes.size(), -1);
     // Parents are counted among the nodes the rules reach: inlining leaves the bodies of the
     // rules it dropped in the node table, and a parent there is never lowered.
@@ -198,6 +196,14 @@ class LoweringContext {
         uses_[child] = static_cast<uint8_t>(std::min(uses_[child] + 1, kMinFragmentUses));
         if (!reached[child]) reached[child] = 1, stack.push_back(child);
       }
+    }
+    // Nullability only of the nodes the rules reach: the bodies of rules that inlining or
+    // reachability dropped stay in the node table, and their rule references may name rules
+    // that no longer exist (an index past rule_nullable_).
+    expr_nullable_.assign(ast.nodes.size(), -1);
+    std::vector<uint32_t> stamps(ast.nodes.size(), 0);
+    for (ExprId e = 0; e < static_cast<ExprId>(ast.nodes.size()); ++e) {
+      if (reached[e]) StampedNullable(e, &expr_nullable_, &stamps, 1);
     }
     fragment_size_.assign(ast.nodes.size(), -1);
   }
@@ -414,6 +420,7 @@ class LoweringContext {
       case ExprKind::kCharClass:
         break;
       case ExprKind::kRuleRef:
+        assert(node.rule_id >= 0 && static_cast<size_t>(node.rule_id) < rule_nullable_.size());
         nullable = rule_nullable_[node.rule_id];
         break;
       case ExprKind::kSequence:
