@@ -13,12 +13,28 @@ VENV=${1:-${XG2_SGLANG_VENV:-.venv-sglang}}
 SGLANG_VERSION=0.5.23
 TORCH_VERSION=2.13.0
 MARKER="$VENV/.xg2-sglang-ready"
-PIP=("$VENV/bin/python" -m pip install -q)
+
+# Progress goes to stderr: stdout's last line is the venv's python, for callers to capture.
+say() { echo "setup_sglang_env: $*" >&2; }
+# pip install, its output kept in $VENV/xg2-setup.log. SGLang goes in without its CUDA
+# requirements, so pip's closing check lists every one of them as "not installed", and this
+# machine's pip config names index locations it lacks; neither is a failure. On a failure the
+# log's tail is printed.
+pip_install() {
+  if ! "$VENV/bin/python" -m pip install -q "$@" >>"$VENV/xg2-setup.log" 2>&1; then
+    say "pip install $* failed; the end of $VENV/xg2-setup.log:"
+    grep -v -e "is ignored: it is neither a file nor a directory" -e "which is not installed" \
+      "$VENV/xg2-setup.log" | tail -n 30 >&2
+    exit 1
+  fi
+}
 
 if [ ! -x "$VENV/bin/python" ]; then
+  say "creating $VENV"
   "$PYTHON" -m venv "$VENV"
   echo '*' >"$VENV/.gitignore"
 fi
+: >"$VENV/xg2-setup.log"
 
 # SGLang's imports on the CPU path (versions as sglang pins them where it pins). xgrammar and
 # apache-tvm-ffi have CPU wheels and are imported unconditionally (the detokenizer's
@@ -33,17 +49,22 @@ REQUIREMENTS=(
 )
 wanted="torch==$TORCH_VERSION sglang==$SGLANG_VERSION ${REQUIREMENTS[*]}"
 if [ "$(cat "$MARKER" 2>/dev/null)" != "$wanted" ]; then
-  "${PIP[@]}" --upgrade pip
+  say "installing SGLang $SGLANG_VERSION for CPU into $VENV (once; several minutes)"
+  pip_install --upgrade pip
   # Every later install is held to the CPU torch, so no resolver step can pull a CUDA build.
   echo "torch==$TORCH_VERSION" >"$VENV/constraints.txt"
-  "${PIP[@]}" "torch==$TORCH_VERSION"
-  "${PIP[@]}" --no-deps "sglang==$SGLANG_VERSION"
-  "${PIP[@]}" -c "$VENV/constraints.txt" "${REQUIREMENTS[@]}"
+  say "  torch $TORCH_VERSION (CPU)"
+  pip_install "torch==$TORCH_VERSION"
+  say "  sglang $SGLANG_VERSION (without its CUDA requirements)"
+  pip_install --no-deps "sglang==$SGLANG_VERSION"
+  say "  the ${#REQUIREMENTS[@]} packages SGLang imports on the CPU path"
+  pip_install -c "$VENV/constraints.txt" "${REQUIREMENTS[@]}"
   echo "$wanted" >"$MARKER"
 fi
 
 # Import stubs for sgl_kernel, torchvision and torchaudio, active in every process of this
 # venv (the scheduler runs in spawned subprocesses) through a .pth file.
+say "import stubs for sgl_kernel, torchvision, torchaudio"
 site=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 cat >"$site/_xg2_sglang_cpu_stubs.py" <<'PY'
 """Import stubs for native modules with no CPU build on PyPI (test environment only).
@@ -91,5 +112,7 @@ PY
 echo "import _xg2_sglang_cpu_stubs; _xg2_sglang_cpu_stubs.install()" >"$site/_xg2_sglang_cpu_stubs.pth"
 
 # This package (the native build reuses build/ from the main venv's install).
-"${PIP[@]}" -c "$VENV/constraints.txt" .
+say "installing xg2-plugin from $PWD (builds the native engine; minutes on a first build)"
+pip_install -c "$VENV/constraints.txt" .
+say "ready: $VENV"
 echo "$(cd "$VENV" && pwd)/bin/python"

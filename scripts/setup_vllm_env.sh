@@ -27,15 +27,19 @@ pip_quiet() {
 }
 
 if [ ! -x "$PY" ]; then
+  echo "setup_vllm_env: creating $VENV"
   "$PYTHON" -m venv "$VENV"
   printf '*\n' >"$VENV/.gitignore"
 fi
 if [ "$(cat "$STAMP" 2>/dev/null)" != "$SPEC" ]; then
-  echo "setup_vllm_env: installing $SPEC into $VENV (once; about 5 minutes)"
+  echo "setup_vllm_env: installing $SPEC into $VENV (once; 5 to 10 minutes)"
   pip_quiet install --upgrade pip
+  echo "setup_vllm_env:   torch 2.13.0 (CPU)"
   pip_quiet install "torch==2.13.0"
+  echo "setup_vllm_env:   $SPEC and its requirements"
   pip_quiet install "$SPEC"
   pip_quiet uninstall -y torchvision torchaudio torchcodec
+  echo "setup_vllm_env:   pytest, jsonschema, openai"
   pip_quiet install "pytest>=8" "jsonschema>=4.20" "openai>=1.0"
   echo "$SPEC" >"$STAMP"
 fi
@@ -74,6 +78,7 @@ fi
 # the venv runs the working tree's engine and adapter.
 INSTALLED="$VENV/.xg2-installed"
 if [ ! -f "$INSTALLED" ] || [ -n "$(find native xg2_plugin adapters CMakeLists.txt pyproject.toml -newer "$INSTALLED" -print -quit)" ]; then
+  echo "setup_vllm_env: installing xg2-plugin from $PWD into $VENV (builds the native engine; minutes on a first build)"
   touch "$INSTALLED.new"
   pip_quiet install --no-deps --force-reinstall .
   mv "$INSTALLED.new" "$INSTALLED"

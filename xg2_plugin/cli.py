@@ -1,9 +1,11 @@
 """``xg2-demo``: constrained decoding with the engine alone, on an embedded default.
 
-Compiles a JSON Schema for a real tokenizer, then decodes with random logits (a stand-in for a
-model's scores: the grammar, not the model, guarantees the structure) while applying the
-engine's masks each step. Prints the output, whether it validates, and the grammar time per
-token. The vLLM and SGLang adapters run the same loop inside the serving engines.
+Compiles a JSON Schema for a tokenizer (by default the project's own small byte-level BPE,
+trained offline at first run, see ``xg2_plugin.demo_tokenizer``; ``--tokenizer DIR`` for any
+Hugging Face tokenizer folder), then decodes with random logits (a stand-in for a model's
+scores: the grammar, not the model, guarantees the structure) while applying the engine's
+masks each step. Prints the output, whether it validates, and the grammar time per token. The
+vLLM and SGLang adapters run the same loop inside the serving engines.
 """
 
 from __future__ import annotations
@@ -33,36 +35,56 @@ DEFAULT_SCHEMA = {
 }
 
 
-def default_data_dir() -> Path:
-    """Test and demo data: $XG2_DATA_DIR, else ../shared/data next to the source checkout."""
-    env = os.environ.get("XG2_DATA_DIR")
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parents[2] / "shared" / "data"
+def tokenizer_file(value: Optional[str], data_dir: Optional[Path]) -> Path:
+    """The ``tokenizer.json`` to use: the demo's own by default, else the one ``value`` names.
+
+    ``value`` is a Hugging Face tokenizer folder, a ``tokenizer.json`` file, or the name of a
+    folder under ``DATA_DIR/tokenizers/hf/`` (``--data-dir``, else $XG2_DATA_DIR).
+    """
+    from .demo_tokenizer import MissingDependencyError, build_demo_tokenizer
+
+    if value is None:
+        try:
+            return build_demo_tokenizer() / "tokenizer.json"
+        except MissingDependencyError as error:
+            raise SystemExit(f"xg2-demo: {error}") from None
+    path = Path(value)
+    if path.is_dir():
+        path = path / "tokenizer.json"
+    data_dir = data_dir or (Path(os.environ["XG2_DATA_DIR"]) if os.environ.get("XG2_DATA_DIR") else None)
+    if not path.is_file() and data_dir is not None:
+        path = data_dir / "tokenizers" / "hf" / value / "tokenizer.json"
+    if not path.is_file():
+        raise SystemExit(f"xg2-demo: --tokenizer {value}: no tokenizer.json there (looked for {path}); pass a "
+                         "Hugging Face tokenizer folder or file, or leave --tokenizer out for the demo's own tokenizer")
+    return path
 
 
-def load_tokenizer(name: str, data_dir: Path):
-    """Loads a tokenizer.json folder from the data directory (needs the `tokenizers` package)."""
-    import tokenizers
-
-    path = data_dir / "tokenizers" / "hf" / name / "tokenizer.json"
-    if not path.exists():
-        raise SystemExit(f"tokenizer not found: {path} (set XG2_DATA_DIR or pass --data-dir)")
+def load_tokenizer(path: Path):
+    """Loads ``tokenizer.json`` with the `tokenizers` package."""
+    try:
+        import tokenizers
+    except ImportError:
+        raise SystemExit("xg2-demo: loading a tokenizer needs the `tokenizers` package: "
+                         "pip install 'xg2-plugin[hf]' (or pip install tokenizers)") from None
     return tokenizers.Tokenizer.from_file(str(path))
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--tokenizer", default="llama3.1", help="folder under tokenizers/hf/ (default llama3.1)")
-    parser.add_argument("--data-dir", type=Path, default=None, help="data directory (default $XG2_DATA_DIR)")
+    parser.add_argument("--tokenizer", default=None, metavar="DIR",
+                        help="Hugging Face tokenizer folder or tokenizer.json, or a folder name under "
+                             "DATA_DIR/tokenizers/hf/ (default: the demo's own tokenizer, built offline at first run)")
+    parser.add_argument("--data-dir", type=Path, default=None,
+                        help="test data directory for --tokenizer NAME (default $XG2_DATA_DIR)")
     parser.add_argument("--schema", type=Path, default=None, help="JSON Schema file (default: an embedded schema)")
     parser.add_argument("--samples", type=int, default=3)
     parser.add_argument("--max-tokens", type=int, default=256)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
 
-    data_dir = args.data_dir or default_data_dir()
-    tokenizer = load_tokenizer(args.tokenizer, data_dir)
+    path = tokenizer_file(args.tokenizer, args.data_dir)
+    tokenizer = load_tokenizer(path)
     schema = json.loads(args.schema.read_text()) if args.schema else DEFAULT_SCHEMA
 
     t0 = time.perf_counter()
@@ -72,7 +94,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     # Random logits would happily emit whitespace forever; fix the layout as a model would.
     grammar = compiler.compile_json_schema(schema, any_whitespace=False)
     t2 = time.perf_counter()
-    print(f"tokenizer {args.tokenizer}: {info.vocab_size} tokens ({(t1 - t0) * 1e3:.0f} ms to load)")
+    print(f"tokenizer {path.parent if args.tokenizer is None else args.tokenizer}: {info.vocab_size} tokens "
+          f"({(t1 - t0) * 1e3:.0f} ms to load)")
     print(f"schema compiled in {(t2 - t1) * 1e3:.1f} ms: {grammar}")
 
     rng = np.random.default_rng(args.seed)

@@ -1,4 +1,4 @@
-"""A tiny random-weights Llama next to a real tokenizer, for tests and the demo.
+"""A tiny random-weights Llama next to a tokenizer (a real one, or the demo's own), for tests and the demo.
 
 Random weights make the model's choices arbitrary, so every structure in its output comes
 from the grammar: constrained output that validates is a real end-to-end check of the
@@ -8,6 +8,7 @@ CPU in milliseconds per token.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -28,7 +29,8 @@ def build_tiny_llama(
 ) -> Path:
     """Saves a random-weights Llama model (safetensors) with a copy of a tokenizer.
 
-    Reuses ``out_dir`` when it already holds a model built with the same settings.
+    Reuses ``out_dir`` when it already holds a model built with the same settings and
+    tokenizer files.
 
     Args:
         tokenizer_dir: a Hugging Face tokenizer folder (``tokenizer.json`` and
@@ -41,14 +43,25 @@ def build_tiny_llama(
 
     Returns:
         ``out_dir``, loadable by ``vllm.LLM(model=str(out_dir))``.
-    """
-    import transformers
 
+    Raises:
+        FileNotFoundError: ``tokenizer_dir`` has no ``tokenizer.json``.
+    """
     tokenizer_dir, out_dir = Path(tokenizer_dir), Path(out_dir)
-    settings = {"tokenizer": str(tokenizer_dir.resolve()), "hidden": hidden_size, "layers": num_layers, "seed": seed}
+    if not (tokenizer_dir / "tokenizer.json").is_file():
+        raise FileNotFoundError(f"{tokenizer_dir} is not a Hugging Face tokenizer folder (no tokenizer.json in it)")
+    # The tokenizer's files are part of the key: a rebuilt tokenizer needs a rebuilt model.
+    files = hashlib.sha256()
+    for name in _TOKENIZER_FILES:
+        if (tokenizer_dir / name).exists():
+            files.update(name.encode() + b"\0" + (tokenizer_dir / name).read_bytes())
+    settings = {"tokenizer": str(tokenizer_dir.resolve()), "files": files.hexdigest(), "hidden": hidden_size,
+                "layers": num_layers, "seed": seed}
     stamp = out_dir / "xg2_tiny_model.json"
     if stamp.exists() and json.loads(stamp.read_text()) == settings:
         return out_dir
+
+    import transformers
 
     tokenizer = transformers.AutoTokenizer.from_pretrained(str(tokenizer_dir))
     _save_random_llama(

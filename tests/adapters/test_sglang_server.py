@@ -1,4 +1,4 @@
-"""``sglang serve --grammar-backend xg2`` as a subprocess on a loopback port.
+"""``sglang serve --grammar-backend xg2``, started with the command the README documents.
 
 The CLI must accept the name (the plugin adds it to the argparse choices), and the native
 ``/generate`` endpoint and the OpenAI endpoints must return constrained output. Every wait
@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -23,8 +24,17 @@ pytest.importorskip("sglang")
 requests = pytest.importorskip("requests")
 jsonschema = pytest.importorskip("jsonschema")
 
-from sglang_fixtures import ENGINE_ARGS, free_port, sglang_tiny_llama  # noqa: E402,F401
+from sglang_fixtures import free_port, sglang_tiny_llama  # noqa: E402,F401
 
+# The README's SGLang CPU command, verbatim, with MODEL replaced by the tiny model's path (the
+# test adds only `--port`). On a CPU-only install SGLang needs SGLANG_USE_CPU_ENGINE=1 (without
+# it the scheduler imports vLLM's CUDA ops) and a CPU attention and sampling backend.
+DOCUMENTED_ENV = {"SGLANG_USE_CPU_ENGINE": "1"}
+DOCUMENTED_COMMAND = (
+    "sglang serve --model-path MODEL --grammar-backend xg2 --device cpu --attention-backend torch_native"
+    " --sampling-backend pytorch --disable-cuda-graph --disable-overlap-schedule --max-total-tokens 4096"
+    " --constrained-json-disable-any-whitespace --tool-call-parser llama3"
+)
 STARTUP_TIMEOUT_S = 420
 REQUEST_TIMEOUT_S = 120
 SCHEMA = {
@@ -70,28 +80,18 @@ TOOLS = [
 ]
 
 
-def cli_flags(args: dict[str, Any]) -> list[str]:
-    flags = []
-    for name, value in args.items():
-        flag = "--" + name.replace("_", "-")
-        if value is True:
-            flags.append(flag)
-        elif value is not False:
-            flags += [flag, str(value)]
-    return flags
-
-
 @pytest.fixture(scope="module")
 def server(sglang_tiny_llama: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:  # noqa: F811
     """Base URL of a running ``sglang serve`` with the xg2 backend."""
     port = free_port()
-    command = [
-        str(Path(sys.executable).parent / "sglang"), "serve", "--model-path", str(sglang_tiny_llama),
-        "--host", "127.0.0.1", "--port", str(port), "--tool-call-parser", "llama3", *cli_flags(ENGINE_ARGS),
-    ]
+    words = shlex.split(DOCUMENTED_COMMAND)
+    assert words[0] == "sglang"
+    command = [str(Path(sys.executable).parent / "sglang"),
+               *(str(sglang_tiny_llama) if word == "MODEL" else word for word in words[1:]), "--port", str(port)]
     log_path = tmp_path_factory.mktemp("sglang-serve") / "server.log"
     with open(log_path, "wb") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=os.environ.copy())
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                                   env={**os.environ, **DOCUMENTED_ENV})
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
