@@ -209,3 +209,11 @@ def test_openai_tool_call(server: str, whitespace_token_ids: list[int], tool_cho
         name = call["function"]["name"]
         assert name in schemas, call
         jsonschema.validate(json.loads(call["function"]["arguments"]), schemas[name])
+
+
+def test_readme_shows_the_command_this_module_starts() -> None:
+    """The README's SGLang CPU command is the one the server fixture runs (env, words, order)."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    flat = " ".join(readme.replace("\\\n", " ").replace(".venv-sglang/bin/", "").split())
+    env = " ".join(f"{name}={value}" for name, value in DOCUMENTED_ENV.items())
+    assert f"{env} {DOCUMENTED_COMMAND}" in flat

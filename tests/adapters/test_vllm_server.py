@@ -150,3 +150,11 @@ def test_invalid_schema_fails_only_its_request(client: Any) -> None:
         with pytest.raises(openai.BadRequestError, match="xg2 backend"):
             failing.result(timeout=REQUEST_TIMEOUT_S)
         assert [f.result(timeout=REQUEST_TIMEOUT_S).message.content in ("up", "down") for f in good] == [True, True]
+
+
+def test_readme_shows_the_command_this_module_starts() -> None:
+    """The README's vLLM CPU command is the one the server fixture runs (env, words, order)."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    flat = " ".join(readme.replace("\\\n", " ").replace(".venv-vllm/bin/", "").split())
+    env = " ".join(f"{name}={value}" for name, value in DOCUMENTED_ENV.items())
+    assert f"{env} {DOCUMENTED_COMMAND}" in flat
