@@ -209,3 +209,96 @@ def test_batch_fill_works_in_a_forked_child(reference: list) -> None:
         pytest.fail("batch fill in a forked child did not finish (deadlock)")
     assert child.exitcode == 0
     assert result.get(timeout=5) == "ok"
+
+
+# One matcher driven from two threads at once is misuse, but it must surface as a typed error,
+# never as a crash: the native calls release the GIL, so nothing in Python serialises them.
+# The hammering runs in a child process so that a crash fails this test instead of pytest.
+_MISUSE_CHILD = r"""
+import sys, threading
+import numpy as np
+import xg2_plugin as xg
+from xg2_test_support import hf_tokenizer_info
+
+info = hf_tokenizer_info("gpt2")
+grammar = xg.GrammarCompiler(info).compile_json_schema('{"type": "array", "items": {"type": "string"}}')
+matcher = xg.GrammarMatcher(grammar)
+assert matcher.accept_string('["')
+text_token = info.decoded_vocab.index(b"a")
+refused = {"fill": 0, "accept": 0}
+errors = []
+done = threading.Event()
+
+def filler():
+    bitmask = np.zeros(xg.get_bitmask_shape(1, info.vocab_size), dtype=np.int32)
+    for i in range(ITERATIONS):
+        try:
+            if i % 2:
+                matcher.fill_next_token_bitmask(bitmask)
+            else:
+                matcher._fill_next_token_bitmask_reference(bitmask)
+            matcher.fork().is_completed()
+        except xg.ConcurrentUseError:
+            refused["fill"] += 1
+        except BaseException as e:
+            errors.append(repr(e))
+    done.set()
+
+def acceptor():
+    pending = 0  # accepted tokens not yet rolled back
+    calls = 0
+    while not done.is_set() or calls < ITERATIONS:
+        calls += 1
+        try:
+            if matcher.accept_token(text_token):
+                pending += 1
+            matcher.rollback(pending)
+            pending = 0
+            matcher.is_terminated()
+            matcher.validate_tokens([text_token, text_token])
+        except xg.ConcurrentUseError:
+            refused["accept"] += 1
+        except BaseException as e:
+            errors.append(repr(e))
+        if calls > 50 * ITERATIONS:
+            break
+    done.wait()
+    matcher.rollback(pending)
+
+threads = [threading.Thread(target=filler), threading.Thread(target=acceptor)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+assert not errors, errors
+# A refused call did nothing: the matcher is where it was, and agrees with a fresh one.
+fresh = xg.GrammarMatcher(grammar)
+assert fresh.accept_string('["')
+masks = []
+for m in (matcher, fresh):
+    bitmask = np.zeros(xg.get_bitmask_shape(1, info.vocab_size), dtype=np.int32)
+    m._fill_next_token_bitmask_reference(bitmask)
+    masks.append(bitmask)
+assert matcher.num_accepted_steps == 1
+assert np.array_equal(masks[0], masks[1])
+print("refused", refused["fill"] + refused["accept"])
+"""
+
+
+def test_one_matcher_from_two_threads_raises_concurrent_use_error() -> None:
+    """Fill in one thread, accept / rollback / validate in another, on the same matcher: no
+    crash, the colliding calls raise ConcurrentUseError, and the matcher stays consistent."""
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.path.dirname(os.path.abspath(__file__)),
+         os.environ.get("PYTHONPATH", "")]))
+    script = "ITERATIONS = 100\n" + _MISUSE_CHILD
+    try:
+        child = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    except subprocess.TimeoutExpired:
+        pytest.fail("two threads on one matcher did not finish (deadlock)")
+    assert child.returncode == 0, f"child exited with {child.returncode}:\n{child.stderr[-3000:]}"
+    refused = int(child.stdout.split("refused")[-1])
+    assert refused > 0, "the threads never collided: the test did not exercise concurrent use"

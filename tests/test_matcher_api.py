@@ -301,3 +301,49 @@ def test_choice(compiler: xg.GrammarCompiler) -> None:
         assert (m.accept_string(text) and m.is_completed()) == ok, text
     with pytest.raises(ValueError):
         compiler.compile_choice([])
+
+
+def test_matcher_without_stop_tokens_terminates_at_a_dead_end(compiler: xg.GrammarCompiler, info: xg.TokenizerInfo) -> None:
+    """With no stop token to end on, a complete output that no token can extend terminates
+    (instead of an all-zero mask forever); a complete output that can grow does not."""
+    ids = {t: i for i, t in enumerate(VOCAB)}
+    m = xg.GrammarMatcher(compiler.compile_grammar('root ::= "ab"'), stop_token_ids=[])
+    assert not m.is_terminated()
+    assert m.accept_string("ab")
+    assert m.is_terminated() and m.is_completed()
+    assert allowed_ids(m, info.vocab_size) == set()
+    assert not m.accept_token(ids[b"a"])
+    m.rollback(1)
+    assert not m.is_terminated()
+    assert m.accept_token(ids[b"ab"])
+    assert m.is_terminated()
+
+    growing = xg.GrammarMatcher(compiler.compile_grammar('root ::= "a"+'), stop_token_ids=[])
+    assert growing.accept_token(ids[b"a"])
+    assert growing.is_completed() and not growing.is_terminated()
+    assert ids[b"a"] in allowed_ids(growing, info.vocab_size)
+
+
+def test_dead_end_counts_tokens_not_bytes(compiler: xg.GrammarCompiler, info: xg.TokenizerInfo) -> None:
+    """A byte the grammar allows but no token spells is no way on: still a dead end."""
+    m = xg.GrammarMatcher(compiler.compile_grammar('root ::= "x" | "xq"'), stop_token_ids=[])  # no token has a q
+    assert m.accept_string("x")
+    assert m.is_terminated()
+    assert allowed_ids(m, info.vocab_size) == set()
+
+
+def test_tokenizer_without_eos_terminates_at_a_dead_end() -> None:
+    bare = xg.TokenizerInfo(TEXT_TOKENS, xg.VocabType.RAW, stop_token_ids=[])
+    m = xg.GrammarMatcher(xg.GrammarCompiler(bare).compile_grammar('root ::= "{" "}"'))
+    assert m.stop_token_ids == []
+    assert m.accept_string("{}")
+    assert m.is_terminated()
+
+
+def test_stop_tokens_keep_the_matcher_open_at_a_dead_end(compiler: xg.GrammarCompiler, info: xg.TokenizerInfo) -> None:
+    """With a stop token the end is the stop token's to make (no change for the usual case)."""
+    m = xg.GrammarMatcher(compiler.compile_grammar('root ::= "ab"'))
+    assert m.accept_string("ab")
+    assert not m.is_terminated()
+    assert allowed_ids(m, info.vocab_size) == {STOP}
+    assert m.accept_token(STOP) and m.is_terminated()

@@ -21,6 +21,7 @@ from .compiler import CompiledGrammar, CompileLimits, GrammarCompiler, shared_ru
 from .exceptions import (
     CompilationCancelledError,
     CompilationTimeoutError,
+    ConcurrentUseError,
     GrammarSyntaxError,
     InvalidArgumentError,
     RegexError,
@@ -56,6 +57,7 @@ __all__ = [
     "StructuralTagError",
     "ResourceLimitError",
     "InvalidArgumentError",
+    "ConcurrentUseError",
     "CompilationCancelledError",
     "CompilationTimeoutError",
 ]

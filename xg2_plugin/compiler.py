@@ -52,8 +52,10 @@ class CompileLimits:
 
     The defaults accept every JSONSchemaBench schema the engine supports while keeping a
     hostile input from exhausting memory or time. Matching is bounded too: each byte step of
-    a matcher creates at most ``max_earley_items_per_step`` items, so ``accept_token`` and
-    ``fill_next_token_bitmask`` do bounded work per vocabulary token.
+    a matcher creates at most ``max_earley_items_per_step`` items, and the parser's work is
+    budgeted per accepted token and per mask fill (``max_earley_work_per_token`` /
+    ``_per_fill``), so a pathologically ambiguous grammar raises ``ResourceLimitError``
+    instead of stalling the server; the matcher is then as it was before the call.
 
     Attributes:
         max_input_bytes: size of the grammar, schema, regex or choice list text (UTF-8).
@@ -66,6 +68,11 @@ class CompileLimits:
             repetitions are unrolled, and determinisation blow-up).
         max_earley_items_per_step: Earley items one byte step may create in a matcher of the
             grammar (pathological ambiguity fails the step instead of running unboundedly).
+        max_earley_work_per_token: elementary parser operations (item scans, predictions,
+            completions, duplicates included) one accepted token may cost: ``accept_token``,
+            each token of ``validate_tokens``, each byte of ``accept_string``.
+        max_earley_work_per_fill: the same for one ``fill_next_token_bitmask`` (cached or
+            reference) or ``find_jump_forward_string`` as a whole.
         timeout_s: default wall-clock limit of one compilation, counted from when it starts
             running (``None``: no limit); ``compile_*(timeout=...)`` overrides it.
     """
@@ -76,6 +83,8 @@ class CompileLimits:
     max_repetition_bound: int = 1_000_000
     max_fsm_nodes: int = 4_000_000
     max_earley_items_per_step: int = 1 << 20
+    max_earley_work_per_token: int = 1 << 18
+    max_earley_work_per_fill: int = 1 << 28
     timeout_s: Optional[float] = None
 
     def __post_init__(self) -> None:
@@ -83,6 +92,7 @@ class CompileLimits:
             "max_input_bytes": _INT64_MAX, "max_schema_depth": _SCHEMA_DEPTH_CAP,
             "max_generated_grammar_bytes": _INT64_MAX, "max_repetition_bound": _INT32_MAX,
             "max_fsm_nodes": _INT64_MAX, "max_earley_items_per_step": _INT32_MAX,
+            "max_earley_work_per_token": _INT64_MAX, "max_earley_work_per_fill": _INT64_MAX,
         }
         for name, cap in caps.items():
             value = getattr(self, name)
@@ -99,6 +109,8 @@ class CompileLimits:
         native.max_repetition_bound = self.max_repetition_bound
         native.max_fsm_nodes = self.max_fsm_nodes
         native.max_earley_items_per_step = self.max_earley_items_per_step
+        native.max_earley_work_per_token = self.max_earley_work_per_token
+        native.max_earley_work_per_fill = self.max_earley_work_per_fill
         return native
 
 

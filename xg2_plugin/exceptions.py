@@ -12,6 +12,9 @@ C++ errors cross the boundary with their type intact.
 * ``StructuralTagError`` (a ``SchemaError``) -- a malformed structural tag; names the JSON path.
 * ``ResourceLimitError`` -- a configured limit (size, depth, repetition, items) was exceeded.
 * ``InvalidArgumentError`` (also ``ValueError``) -- e.g. a token id outside the vocabulary.
+* ``ConcurrentUseError`` (also ``RuntimeError``) -- a ``GrammarMatcher`` entered from a second
+  thread while another call on it was still running (a matcher serves one caller at a time);
+  the refused call did nothing and the matcher stays usable.
 * ``CompilationCancelledError`` -- a compile stopped by ``Future.cancel()``.
 * ``CompilationTimeoutError`` (a ``CompilationCancelledError``) -- a compile past its timeout.
 """
@@ -19,6 +22,7 @@ C++ errors cross the boundary with their type intact.
 from ._native import (
     CompilationCancelledError,
     CompilationTimeoutError,
+    ConcurrentUseError,
     GrammarSyntaxError,
     InvalidArgumentError,
     RegexError,
@@ -38,6 +42,7 @@ __all__ = [
     "StructuralTagError",
     "ResourceLimitError",
     "InvalidArgumentError",
+    "ConcurrentUseError",
     "CompilationCancelledError",
     "CompilationTimeoutError",
 ]

@@ -69,7 +69,11 @@ class GrammarMatcher:
 
     Args:
         compiled_grammar: the grammar (shared, never modified).
-        stop_token_ids: tokens that end generation; defaults to the tokenizer's.
+        stop_token_ids: tokens that end generation; defaults to the tokenizer's. A stop id is
+            a stop even when its text is ordinary text: allowed (and accepted) only where the
+            grammar may end. With none (``[]``, or a tokenizer without EOS) the matcher
+            terminates by itself once the output is complete and no token can follow; a
+            grammar whose complete outputs can always grow then ends only by length.
         terminate_without_stop_token: end as soon as the grammar is complete, without
             waiting for (or allowing) a stop token.
         override_stop_tokens: alias of ``stop_token_ids`` (xgrammar's spelling).
@@ -162,7 +166,9 @@ class GrammarMatcher:
         self._handle.reset()
 
     def is_terminated(self) -> bool:
-        """True after a stop token was accepted (or, with terminate_without_stop_token, once complete)."""
+        """True after a stop token was accepted (or, with terminate_without_stop_token, once complete;
+        without stop tokens, once complete at a dead end). Check it before sampling: a
+        terminated matcher's mask allows only its stop tokens."""
         return bool(self._handle.is_terminated())
 
     def is_completed(self) -> bool:

@@ -18,7 +18,9 @@ void BindCompileOptions(py::module_& m) {
       .def_readwrite("max_generated_grammar_bytes", &CompileLimits::max_generated_grammar_bytes)
       .def_readwrite("max_repetition_bound", &CompileLimits::max_repetition_bound)
       .def_readwrite("max_fsm_nodes", &CompileLimits::max_fsm_nodes)
-      .def_readwrite("max_earley_items_per_step", &CompileLimits::max_earley_items_per_step);
+      .def_readwrite("max_earley_items_per_step", &CompileLimits::max_earley_items_per_step)
+      .def_readwrite("max_earley_work_per_token", &CompileLimits::max_earley_work_per_token)
+      .def_readwrite("max_earley_work_per_fill", &CompileLimits::max_earley_work_per_fill);
 
   py::class_<CancellationToken, std::shared_ptr<CancellationToken>>(m, "CancellationToken")
       .def(py::init<>())

@@ -299,9 +299,11 @@ void BindMatcher(py::module_& m) {
         limits.max_token_bytes = max_token_bytes;
         auto fsm = std::make_shared<const GrammarFsm>(BuildGrammarFsm(ParseEbnf(ebnf, root_rule_name), limits));
         EarleyParser parser(fsm);
-        return parser.AdvanceString(bytes.data(), static_cast<int32_t>(bytes.size())) ==
-                   static_cast<int32_t>(bytes.size()) &&
-               parser.CanEnd();
+        for (char byte : bytes) {
+          parser.SetWorkBudget(WorkBudget::kToken);  // each byte as one token
+          if (!parser.Advance(static_cast<uint8_t>(byte))) return false;
+        }
+        return parser.CanEnd();
       },
       py::arg("ebnf"), py::arg("text"), py::arg("root_rule_name") = "root",
       py::arg("repetition_compression_threshold") = 0, py::arg("max_token_bytes") = 0);
@@ -350,7 +352,7 @@ void BindMatcher(py::module_& m) {
       .def("is_completed", &GrammarMatcher::IsCompleted)
       .def("find_jump_forward_string",
            [](GrammarMatcher& self) { return py::bytes(self.FindJumpForwardString()); })
-      .def("fork", [](const GrammarMatcher& self) { return GrammarMatcher(self); })
+      .def("fork", [](const GrammarMatcher& self) { return self.Fork(); })
       .def_property_readonly("num_accepted_steps", &GrammarMatcher::num_accepted_steps)
       .def_property_readonly("stop_token_ids", &GrammarMatcher::stop_token_ids);
 

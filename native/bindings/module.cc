@@ -33,6 +33,7 @@ void BindExceptions(py::module_& m) {
   static py::exception<ResourceLimitError> limit_error(m, "ResourceLimitError", error.ptr());
   static py::exception<InvalidArgumentError> argument_error(m, "InvalidArgumentError",
                                                             PyExc_ValueError);
+  static py::exception<ConcurrentUseError> concurrent_use_error(m, "ConcurrentUseError", PyExc_RuntimeError);
   static py::exception<CompilationCancelledError> cancelled_error(m, "CompilationCancelledError",
                                                                   error.ptr());
   static py::exception<CompilationTimeoutError> timeout_error(m, "CompilationTimeoutError",
@@ -43,6 +44,9 @@ void BindExceptions(py::module_& m) {
     py::object bases = py::make_tuple(py::handle(PyExc_ValueError), error);
     PyObject_SetAttrString(cls, "__bases__", bases.ptr());
   }
+  // Misuse of a single-caller object is a RuntimeError (not bad input) and an XG2Error.
+  PyObject_SetAttrString(concurrent_use_error.ptr(), "__bases__",
+                         py::make_tuple(py::handle(PyExc_RuntimeError), error).ptr());
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
@@ -60,6 +64,8 @@ void BindExceptions(py::module_& m) {
       PyErr_SetString(limit_error.ptr(), e.what());
     } catch (const InvalidArgumentError& e) {
       PyErr_SetString(argument_error.ptr(), e.what());
+    } catch (const ConcurrentUseError& e) {
+      PyErr_SetString(concurrent_use_error.ptr(), e.what());
     } catch (const CompilationTimeoutError& e) {
       PyErr_SetString(timeout_error.ptr(), e.what());
     } catch (const CompilationCancelledError& e) {

@@ -29,6 +29,8 @@ std::shared_ptr<const CompiledGrammar> CompileEbnf(const std::string& ebnf,
   limits.max_nodes = compile_limits.max_fsm_nodes;
   compiled->fsm = std::make_shared<const GrammarFsm>(BuildGrammarFsm(ast, limits));
   compiled->earley_limits.max_items_per_step = compile_limits.max_earley_items_per_step;
+  compiled->earley_limits.max_work_per_token = compile_limits.max_earley_work_per_token;
+  compiled->earley_limits.max_work_per_fill = compile_limits.max_earley_work_per_fill;
   compiled->tokenizer = std::move(tokenizer);
   compiled->ebnf = ebnf;
   compiled->mask_cache = std::make_shared<GrammarMaskCache>(compiled->fsm, compiled->tokenizer,

@@ -106,7 +106,25 @@ EarleyParser::EarleyParser(std::shared_ptr<const GrammarFsm> fsm, EarleyLimits l
   Reset();
 }
 
+void EarleyParser::SetWorkBudget(WorkBudget budget) {
+  budget_ = budget;
+  work_left_ = budget == WorkBudget::kToken ? limits_.max_work_per_token : limits_.max_work_per_fill;
+}
+
+void EarleyParser::Spend(int64_t work) {
+  work_left_ -= work;
+  if (work_left_ < 0) {
+    const bool token = budget_ == WorkBudget::kToken;
+    throw ResourceLimitError(
+        std::string("Earley parser work for one ") + (token ? "token" : "mask fill") + " exceeded " +
+        std::to_string(token ? limits_.max_work_per_token : limits_.max_work_per_fill) +
+        " operations (CompileLimits." + (token ? "max_earley_work_per_token" : "max_earley_work_per_fill") +
+        "; grammar too ambiguous)");
+  }
+}
+
 void EarleyParser::Reset() {
+  SetWorkBudget(WorkBudget::kToken);
   scannable_.clear();
   waiters_.clear();
   can_end_.clear();
@@ -144,39 +162,11 @@ void EarleyParser::CloseSet() {
   const int32_t here = static_cast<int32_t>(can_end_.size());
   const size_t waiters_start = waiters_.size();
   bool can_end = false;
-  for (size_t i = 0; i < pending_.size(); ++i) {
-    if (static_cast<int32_t>(pending_.size()) > limits_.max_items_per_step) {
-      throw ResourceLimitError("Earley step exceeded " + std::to_string(limits_.max_items_per_step) +
-                               " items (grammar too ambiguous)");
-    }
-    const EarleyItem item = pending_[i];
-    // Predict.
-    for (const RuleEdge* e = g.rule_edges_begin(item.node); e != g.rule_edges_end(item.node); ++e) {
-      waiters_.push_back({e->rule, e->target, item.origin, item.guard_in, item.guard, item.count});
-      AddItem({g.rule_start[e->rule], here, item.guard, item.guard, 0});
-      // Nullable rules carry no assertion (checked at build time), so the guard is unchanged.
-      if (g.rule_nullable[e->rule]) AddItem({e->target, item.origin, item.guard_in, item.guard, item.count});
-    }
-    // Complete.
-    if (g.node_accepting[item.node]) {
-      RuleId rule = g.node_rule[item.node];
-      GuardId after = item.guard;
-      if (g.rule_lookahead[rule] >= 0) after = guards_.Add(after, g.rule_lookahead[rule]);
-      if (item.origin == 0 && rule == g.root_rule && after == LookaheadGuards::kNone) {
-        can_end = true;
-      }
-      if (item.origin < here) {
-        const EarleyWaiter* begin = waiters_.data() + waiters_begin_[item.origin];
-        const EarleyWaiter* end = waiters_.data() + waiters_begin_[item.origin + 1];
-        const EarleyWaiter* w = std::lower_bound(
-            begin, end, rule, [](const EarleyWaiter& a, RuleId r) { return a.rule < r; });
-        for (; w != end && w->rule == rule; ++w) {
-          if (w->guard_at_call == item.guard_in) {
-            AddItem({w->target, w->origin, w->caller_guard_in, after, w->count});
-          }
-        }
-      }
-    }
+  try {
+    CloseSetItems(here, &can_end);
+  } catch (...) {
+    waiters_.resize(waiters_start);  // the set is not pushed: the history stays as it was
+    throw;
   }
   for (const EarleyItem& item : pending_) {
     if (g.byte_edge_begin[item.node] != g.byte_edge_begin[item.node + 1]) scannable_.push_back(item);
@@ -188,10 +178,54 @@ void EarleyParser::CloseSet() {
   can_end_.push_back(can_end);
 }
 
+void EarleyParser::CloseSetItems(int32_t here, bool* can_end) {
+  const GrammarFsm& g = *fsm_;
+  for (size_t i = 0; i < pending_.size(); ++i) {
+    if (static_cast<int32_t>(pending_.size()) > limits_.max_items_per_step) {
+      throw ResourceLimitError("Earley step exceeded " + std::to_string(limits_.max_items_per_step) +
+                               " items (CompileLimits.max_earley_items_per_step; grammar too ambiguous)");
+    }
+    const EarleyItem item = pending_[i];
+    int64_t work = 1;
+    // Predict.
+    for (const RuleEdge* e = g.rule_edges_begin(item.node); e != g.rule_edges_end(item.node); ++e) {
+      ++work;
+      waiters_.push_back({e->rule, e->target, item.origin, item.guard_in, item.guard, item.count});
+      AddItem({g.rule_start[e->rule], here, item.guard, item.guard, 0});
+      // Nullable rules carry no assertion (checked at build time), so the guard is unchanged.
+      if (g.rule_nullable[e->rule]) AddItem({e->target, item.origin, item.guard_in, item.guard, item.count});
+    }
+    // Complete.
+    if (g.node_accepting[item.node]) {
+      RuleId rule = g.node_rule[item.node];
+      GuardId after = item.guard;
+      if (g.rule_lookahead[rule] >= 0) after = guards_.Add(after, g.rule_lookahead[rule]);
+      if (item.origin == 0 && rule == g.root_rule && after == LookaheadGuards::kNone) {
+        *can_end = true;
+      }
+      if (item.origin < here) {
+        const EarleyWaiter* begin = waiters_.data() + waiters_begin_[item.origin];
+        const EarleyWaiter* end = waiters_.data() + waiters_begin_[item.origin + 1];
+        const EarleyWaiter* w = std::lower_bound(
+            begin, end, rule, [](const EarleyWaiter& a, RuleId r) { return a.rule < r; });
+        const EarleyWaiter* first = w;
+        for (; w != end && w->rule == rule; ++w) {
+          if (w->guard_at_call == item.guard_in) {
+            AddItem({w->target, w->origin, w->caller_guard_in, after, w->count});
+          }
+        }
+        work += w - first;
+      }
+    }
+    Spend(work);
+  }
+}
+
 bool EarleyParser::Advance(uint8_t byte) {
   const GrammarFsm& g = *fsm_;
   const int32_t pos = position();
   BeginSet();
+  Spend(scannable_begin_[pos + 1] - scannable_begin_[pos]);
   for (int32_t i = scannable_begin_[pos]; i < scannable_begin_[pos + 1]; ++i) {
     const EarleyItem& item = scannable_[i];
     NodeId next = g.StepByte(item.node, byte);

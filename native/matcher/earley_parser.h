@@ -87,7 +87,15 @@ struct EarleyLimits {
   // Upper bound on items created in one byte step; a grammar that exceeds it (pathological
   // ambiguity) makes the step fail with ResourceLimitError instead of running unboundedly.
   int32_t max_items_per_step = 1 << 20;
+  // Budgets of elementary operations (see EarleyParser::SetWorkBudget): for one token, and
+  // for one query that walks many tokens (a mask fill). Items per step do not bound the
+  // work: an ambiguous grammar completes O(n) items against O(n) waiters each at byte n.
+  int64_t max_work_per_token = int64_t{1} << 18;
+  int64_t max_work_per_fill = int64_t{1} << 28;
 };
+
+// Which of the EarleyLimits budgets a stretch of parser work draws on.
+enum class WorkBudget { kToken, kFill };
 
 // Open-addressing set of items, cleared in O(1) by bumping a generation.
 class ItemSet {
@@ -131,6 +139,12 @@ class EarleyParser {
 
   void Reset();
 
+  // Starts a fresh budget of limits.max_work_per_token or max_work_per_fill operations for
+  // the bytes that follow. One operation is one scanned item, prediction, completion or
+  // waiter visited, duplicates included. Past the budget, Advance throws ResourceLimitError
+  // (naming the limit) and leaves the parser at the position it had before that byte.
+  void SetWorkBudget(WorkBudget budget);
+
   // The items of the current position that have byte edges (the only ones a byte advances).
   const EarleyItem* scannable_begin() const { return scannable_.data() + scannable_begin_[position()]; }
   const EarleyItem* scannable_end() const { return scannable_.data() + scannable_begin_[position() + 1]; }
@@ -141,10 +155,17 @@ class EarleyParser {
   void BeginSet();
   void AddItem(const EarleyItem& item);
   // Runs predict / complete to a fixpoint on the pending items and closes the current set.
+  // Throws ResourceLimitError (history unchanged) past a limit.
   void CloseSet();
+  // The predict / complete loop of CloseSet for the set at position `here`.
+  void CloseSetItems(int32_t here, bool* can_end);
+  // Spends `work` operations of the budget; throws past it (callers undo their scratch).
+  void Spend(int64_t work);
 
   std::shared_ptr<const GrammarFsm> fsm_;
   EarleyLimits limits_;
+  int64_t work_left_ = 0;
+  WorkBudget budget_ = WorkBudget::kToken;
 
   // History, one entry per position (CSR offsets have one more element).
   std::vector<EarleyItem> scannable_;

@@ -8,6 +8,31 @@
 
 namespace xg2 {
 
+namespace {
+
+constexpr const char* kMatcherName = "GrammarMatcher";
+
+// Returns the parser to the position it had when this was made, on destruction (also when an
+// exception unwinds), unless Keep() was called.
+class ParserRewind {
+ public:
+  explicit ParserRewind(EarleyParser& parser) : parser_(parser), position_(parser.position()) {}
+  ~ParserRewind() {
+    if (!keep_) parser_.PopTo(position_);
+  }
+  ParserRewind(const ParserRewind&) = delete;
+  ParserRewind& operator=(const ParserRewind&) = delete;
+  int32_t position() const { return position_; }
+  void Keep() { keep_ = true; }
+
+ private:
+  EarleyParser& parser_;
+  const int32_t position_;
+  bool keep_ = false;
+};
+
+}  // namespace
+
 GrammarMatcher::GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar,
                                std::optional<std::vector<int32_t>> stop_token_ids,
                                bool terminate_without_stop_token)
@@ -39,34 +64,79 @@ GrammarMatcher::GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar,
 
 bool GrammarMatcher::IsStop(int32_t token_id) const { return is_stop_[token_id] != 0; }
 
-bool GrammarMatcher::IsTerminated() const {
-  return terminated_ || (terminate_without_stop_token_ && parser_.CanEnd());
+bool GrammarMatcher::IsTerminated() {
+  ExclusiveUse::Scope claim(in_use_, kMatcherName);
+  return Terminated();
 }
 
-bool GrammarMatcher::IsCompleted() const { return terminated_ || parser_.CanEnd(); }
+bool GrammarMatcher::Terminated() {
+  return terminated_ || (terminate_without_stop_token_ && parser_.CanEnd()) || AtDeadEnd();
+}
+
+bool GrammarMatcher::StopTokensAllowed() {
+  return Terminated() || (parser_.CanEnd() && !terminate_without_stop_token_);
+}
+
+bool GrammarMatcher::AtDeadEnd() {
+  if (!stop_token_ids_.empty() || terminated_ || !parser_.CanEnd()) return false;
+  if (dead_end_ == kUnknown) {
+    bool any_token = false;
+    if (parser_.scannable_begin() != parser_.scannable_end()) {
+      std::vector<uint32_t> row(BitmaskWords(tokenizer_->vocab_size()), 0);
+      parser_.SetWorkBudget(WorkBudget::kFill);
+      WalkTokens(nullptr, nullptr, tokenizer_->sorted_text_tokens().size(), row.data());
+      any_token = std::any_of(row.begin(), row.end(), [](uint32_t w) { return w != 0; });
+    }
+    dead_end_ = any_token ? kNo : kYes;
+  }
+  return dead_end_ == kYes;
+}
+
+bool GrammarMatcher::IsCompleted() const {
+  ExclusiveUse::Scope claim(in_use_, kMatcherName);
+  return terminated_ || parser_.CanEnd();
+}
+
+int32_t GrammarMatcher::num_accepted_steps() const {
+  ExclusiveUse::Scope claim(in_use_, kMatcherName);
+  return AcceptedSteps();
+}
+
+GrammarMatcher GrammarMatcher::Fork() const {
+  ExclusiveUse::Scope claim(in_use_, kMatcherName);
+  return GrammarMatcher(*this);
+}
 
 bool GrammarMatcher::AcceptToken(int32_t token_id) {
+  ExclusiveUse::Scope claim(in_use_, kMatcherName);
+  return AcceptTokenUnclaimed(token_id);
+}
+
+bool GrammarMatcher::AcceptTokenUnclaimed(int32_t token_id) {
   if (token_id < 0 || token_id >= tokenizer_->vocab_size()) {
     throw InvalidArgumentError("token id " + std::to_string(token_id) +
                                " is outside the vocabulary [0, " +
                                std::to_string(tokenizer_->vocab_size()) + ")");
   }
-  if (IsTerminated()) return false;
+  if (Terminated()) return false;
   if (IsStop(token_id)) {
     if (terminate_without_stop_token_ || !parser_.CanEnd()) return false;
     step_start_.push_back(parser_.position());
     terminated_ = true;
+    StateChanged();
     return true;
   }
   if (!tokenizer_->IsTextToken(token_id)) return false;
   const std::string& bytes = tokenizer_->decoded_tokens()[token_id];
-  int32_t start = parser_.position();
+  ParserRewind rewind(parser_);
+  parser_.SetWorkBudget(WorkBudget::kToken);
   if (parser_.AdvanceString(bytes.data(), static_cast<int32_t>(bytes.size())) !=
       static_cast<int32_t>(bytes.size())) {
-    parser_.PopTo(start);
     return false;
   }
-  step_start_.push_back(start);
+  rewind.Keep();
+  step_start_.push_back(rewind.position());
+  StateChanged();
   // A stop token accepted as a grammar terminal (Harmony `<|call|>`) that leaves the root
   // complete ends generation, as any stop token does; Rollback undoes it with the step.
   if (parser_.CanEnd() &&
@@ -77,31 +147,44 @@ bool GrammarMatcher::AcceptToken(int32_t token_id) {
 }
 
 bool GrammarMatcher::AcceptString(const std::string& bytes) {
-  if (IsTerminated()) return false;
-  int32_t start = parser_.position();
-  if (parser_.AdvanceString(bytes.data(), static_cast<int32_t>(bytes.size())) !=
-      static_cast<int32_t>(bytes.size())) {
-    parser_.PopTo(start);
-    return false;
+  ExclusiveUse::Scope claim(in_use_, kMatcherName);
+  if (Terminated()) return false;
+  ParserRewind rewind(parser_);
+  for (char byte : bytes) {
+    parser_.SetWorkBudget(WorkBudget::kToken);  // each byte is charged as one token
+    if (!parser_.Advance(static_cast<uint8_t>(byte))) return false;
   }
-  step_start_.push_back(start);
+  rewind.Keep();
+  step_start_.push_back(rewind.position());
+  StateChanged();
   return true;
 }
 
 int32_t GrammarMatcher::ValidateTokens(const std::vector<int32_t>& tokens) {
+  ExclusiveUse::Scope claim(in_use_, kMatcherName);
   int32_t accepted = 0;
-  for (int32_t id : tokens) {
-    if (!AcceptToken(id)) break;
-    ++accepted;
+  try {
+    for (int32_t id : tokens) {
+      if (!AcceptTokenUnclaimed(id)) break;
+      ++accepted;
+    }
+  } catch (...) {
+    RollbackUnclaimed(accepted);  // the state stays as it was before the call
+    throw;
   }
-  Rollback(accepted);
+  RollbackUnclaimed(accepted);
   return accepted;
 }
 
 void GrammarMatcher::Rollback(int32_t num_tokens) {
-  if (num_tokens < 0 || num_tokens > num_accepted_steps()) {
+  ExclusiveUse::Scope claim(in_use_, kMatcherName);
+  RollbackUnclaimed(num_tokens);
+}
+
+void GrammarMatcher::RollbackUnclaimed(int32_t num_tokens) {
+  if (num_tokens < 0 || num_tokens > AcceptedSteps()) {
     throw InvalidArgumentError("cannot roll back " + std::to_string(num_tokens) +
-                               " tokens: only " + std::to_string(num_accepted_steps()) +
+                               " tokens: only " + std::to_string(AcceptedSteps()) +
                                " accepted since the last reset");
   }
   if (num_tokens == 0) return;
@@ -109,12 +192,15 @@ void GrammarMatcher::Rollback(int32_t num_tokens) {
   step_start_.resize(step_start_.size() - num_tokens);
   parser_.PopTo(target);
   terminated_ = false;  // a stop token can only be the last step
+  StateChanged();
 }
 
 void GrammarMatcher::Reset() {
+  ExclusiveUse::Scope claim(in_use_, kMatcherName);
   parser_.Reset();
   step_start_.clear();
   terminated_ = false;
+  StateChanged();
 }
 
 void GrammarMatcher::CheckRowWidth(int64_t num_words) const {
@@ -134,18 +220,19 @@ bool GrammarMatcher::BeginFill(uint32_t* words, int64_t num_words, const uint32_
   } else {
     std::memset(words, 0, sizeof(uint32_t) * num_words);
   }
-  auto allow = [words](int32_t id) { words[id >> 5] |= (1u << (id & 31)); };
-  if (IsTerminated()) {
-    for (int32_t id : stop_token_ids_) allow(id);
-    return false;
-  }
-  if (parser_.CanEnd() && !terminate_without_stop_token_) {
-    for (int32_t id : stop_token_ids_) allow(id);
-  }
-  return true;
+  parser_.SetWorkBudget(WorkBudget::kFill);  // one budget for the whole fill
+  return !Terminated();
 }
 
-bool GrammarMatcher::FinishFill(const uint32_t* words) const {
+bool GrammarMatcher::FinishFill(uint32_t* words) {
+  const bool stops = StopTokensAllowed();
+  for (int32_t id : stop_token_ids_) {
+    if (stops) {
+      words[id >> 5] |= 1u << (id & 31);
+    } else {
+      words[id >> 5] &= ~(1u << (id & 31));
+    }
+  }
   const int32_t vocab_size = tokenizer_->vocab_size();
   const int64_t needed = BitmaskWords(vocab_size);
   for (int64_t w = 0; w < needed; ++w) {
@@ -162,7 +249,8 @@ void GrammarMatcher::WalkTokens(const int32_t* positions, const int32_t* shared_
   const std::vector<int32_t>& sorted = tokenizer_->sorted_text_tokens();
   const std::vector<int32_t>& lcp = tokenizer_->lcp();
   const std::vector<std::string>& decoded = tokenizer_->decoded_tokens();
-  const int32_t base = parser_.position();
+  ParserRewind rewind(parser_);  // also when the work budget runs out mid-walk
+  const int32_t base = rewind.position();
   // Invariant: the parser has consumed the first `depth` bytes of the previous token, and
   // if that token was longer, its byte at `depth` was rejected.
   int32_t depth = 0;
@@ -189,10 +277,14 @@ void GrammarMatcher::WalkTokens(const int32_t* positions, const int32_t* shared_
     while (depth < size && parser_.Advance(static_cast<uint8_t>(bytes[depth]))) ++depth;
     if (depth == size) words[sorted[pos] >> 5] |= 1u << (sorted[pos] & 31);
   }
-  parser_.PopTo(base);
 }
 
 bool GrammarMatcher::FillNextTokenBitmaskReference(uint32_t* words, int64_t num_words) {
+  ExclusiveUse::Scope claim(in_use_, kMatcherName);
+  return FillReferenceUnclaimed(words, num_words);
+}
+
+bool GrammarMatcher::FillReferenceUnclaimed(uint32_t* words, int64_t num_words) {
   if (BeginFill(words, num_words)) {
     WalkTokens(nullptr, nullptr, tokenizer_->sorted_text_tokens().size(), words);
   }
@@ -200,15 +292,16 @@ bool GrammarMatcher::FillNextTokenBitmaskReference(uint32_t* words, int64_t num_
 }
 
 bool GrammarMatcher::FillNextTokenBitmask(uint32_t* words, int64_t num_words) {
+  ExclusiveUse::Scope claim(in_use_, kMatcherName);
   GrammarMaskCache& cache = *grammar_->mask_cache;
-  // A terminated matcher allows its stop tokens only (BeginFill sets them).
-  if (!cache.options().enabled || IsTerminated()) return FillNextTokenBitmaskReference(words, num_words);
+  // A terminated matcher allows its stop tokens only (FinishFill sets them).
+  if (!cache.options().enabled || Terminated()) return FillReferenceUnclaimed(words, num_words);
   CheckRowWidth(num_words);  // before any entry is built for a row that cannot take it
 
   fill_nodes_.clear();
   for (const EarleyItem* it = parser_.scannable_begin(); it != parser_.scannable_end(); ++it) {
     // A pending lookahead can veto tokens the rule's DFA accepts: decide exactly.
-    if (it->guard != LookaheadGuards::kNone) return FillNextTokenBitmaskReference(words, num_words);
+    if (it->guard != LookaheadGuards::kNone) return FillReferenceUnclaimed(words, num_words);
     fill_nodes_.push_back(it->node);
   }
   std::sort(fill_nodes_.begin(), fill_nodes_.end());
@@ -267,11 +360,14 @@ bool GrammarMatcher::FillNextTokenBitmask(uint32_t* words, int64_t num_words) {
 }
 
 std::string GrammarMatcher::FindJumpForwardString() {
+  ExclusiveUse::Scope claim(in_use_, kMatcherName);
   constexpr int32_t kMaxJumpForwardBytes = 4096;
-  const int32_t base = parser_.position();
+  if (Terminated()) return "";
+  ParserRewind rewind(parser_);
+  parser_.SetWorkBudget(WorkBudget::kFill);
   std::string forced;
   bool allowed[256];
-  while (!IsTerminated() && !parser_.CanEnd() &&
+  while (!parser_.CanEnd() &&
          static_cast<int32_t>(forced.size()) < kMaxJumpForwardBytes) {
     parser_.AllowedBytes(allowed);
     int only = -1;
@@ -290,7 +386,6 @@ std::string GrammarMatcher::FindJumpForwardString() {
     }
     forced.push_back(static_cast<char>(only));
   }
-  parser_.PopTo(base);
   // Cut a trailing incomplete UTF-8 character.
   size_t end = forced.size();
   size_t lead = end;

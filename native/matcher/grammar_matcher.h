@@ -11,12 +11,30 @@
 
 #include "matcher/compiled_grammar.h"
 #include "matcher/earley_parser.h"
+#include "support/exclusive_use.h"
 
 namespace xg2 {
 
 // Number of 32-bit words in one bitmask row for `vocab_size` tokens.
 inline int64_t BitmaskWords(int64_t vocab_size) { return (vocab_size + 31) / 32; }
 
+// One matcher serves one caller at a time: every public call claims it (ExclusiveUse), and a
+// call from a second thread while one is running throws ConcurrentUseError, doing nothing.
+//
+// Stop tokens: a plain stop token (one of the stop ids the grammar does not name) is a stop
+// everywhere, even when its text is also ordinary text: the mask allows it exactly where
+// AcceptToken accepts it, where the grammar may end, and accepting it terminates.
+// A matcher with no plain stop token (stop_token_ids = [], a tokenizer without EOS) cannot
+// end by a token, so it terminates by itself once the output is complete and no token can
+// follow (a dead end); a complete output that can still be extended keeps it going. A
+// grammar with no complete sentence at a dead end then never terminates (the caller's
+// length limit ends it), but its mask is never empty before a dead end either.
+//
+// Work (EarleyLimits): each accepted token (AcceptToken, each token of ValidateTokens) and
+// each byte of AcceptString may cost max_work_per_token parser operations; each mask fill,
+// FindJumpForwardString and dead-end check max_work_per_fill. Past a budget the call throws
+// ResourceLimitError and the matcher state is as it was before the call (a fill's row is
+// then unspecified).
 class GrammarMatcher {
  public:
   // `stop_token_ids` overrides the tokenizer's stop tokens when given. Stop tokens that the
@@ -45,18 +63,33 @@ class GrammarMatcher {
   // through the parser, sharing the work of common prefixes. Kept as the test oracle.
   bool FillNextTokenBitmaskReference(uint32_t* words, int64_t num_words);
 
-  bool IsTerminated() const;
+  bool IsTerminated();
   // True when the output so far is a complete sentence (a stop token would be accepted).
   bool IsCompleted() const;
   // The longest byte string every continuation must start with (cut to whole UTF-8
   // characters); empty when there is a choice or the grammar may end here.
   std::string FindJumpForwardString();
+  // An independent copy in the current state.
+  GrammarMatcher Fork() const;
 
-  int32_t num_accepted_steps() const { return static_cast<int32_t>(step_start_.size()); }
+  int32_t num_accepted_steps() const;
   const CompiledGrammar& grammar() const { return *grammar_; }
   const std::vector<int32_t>& stop_token_ids() const { return stop_token_ids_; }
 
  private:
+  // The calls without the claim (public calls claim once and use these).
+  bool Terminated();
+  bool AcceptTokenUnclaimed(int32_t token_id);
+  void RollbackUnclaimed(int32_t num_tokens);
+  bool FillReferenceUnclaimed(uint32_t* words, int64_t num_words);
+  int32_t AcceptedSteps() const { return static_cast<int32_t>(step_start_.size()); }
+  // Whether the mask allows (and AcceptToken accepts) the plain stop tokens now.
+  bool StopTokensAllowed();
+  // Complete, without a plain stop token to end with, and no token can follow (see the
+  // class comment); decided by a walk of the vocabulary, remembered until the state changes.
+  bool AtDeadEnd();
+  void StateChanged() { dead_end_ = kUnknown; }
+
   bool IsStop(int32_t token_id) const;
   // Shared head of both fills: validates, clears (or starts from `dense_start`, a bitset of
   // the vocabulary's words, saving a pass over the row), sets stop tokens. Returns false when
@@ -64,7 +97,9 @@ class GrammarMatcher {
   bool BeginFill(uint32_t* words, int64_t num_words, const uint32_t* dense_start = nullptr);
   // Throws InvalidArgumentError when a row of `num_words` words cannot hold the vocabulary.
   void CheckRowWidth(int64_t num_words) const;
-  bool FinishFill(const uint32_t* words) const;
+  // Sets the plain stop tokens' bits to StopTokensAllowed() (a stop token whose text is also
+  // ordinary text may have been set by the walk) and returns whether the row needs applying.
+  bool FinishFill(uint32_t* words);
   // Runs the parser over the tokens at `positions` (ascending indices into the sorted
   // vocabulary; all of them when null) and sets the bits of those it accepts. `shared`, when
   // given, holds each token's common prefix length with the previous one in the list.
@@ -83,6 +118,9 @@ class GrammarMatcher {
   // Per accepted step: the parser position before it; whether it was a stop token.
   std::vector<int32_t> step_start_;
   bool terminated_ = false;
+  enum DeadEnd : int8_t { kUnknown, kNo, kYes };
+  DeadEnd dead_end_ = kUnknown;
+  ExclusiveUse in_use_;
   // Scratch for the cached fill (kept to avoid allocation per token).
   std::vector<NodeId> fill_nodes_;
   std::vector<int32_t> fill_uncertain_;

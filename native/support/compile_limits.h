@@ -24,6 +24,10 @@ struct CompileLimits {
   int64_t max_fsm_nodes = 4000000;
   // Earley items created in one byte step of a matcher of the grammar (EarleyLimits).
   int32_t max_earley_items_per_step = 1 << 20;
+  // Elementary Earley operations in a matcher of the grammar (EarleyLimits): for one
+  // accepted token (or one byte of an accepted string), and for one mask fill.
+  int64_t max_earley_work_per_token = int64_t{1} << 18;
+  int64_t max_earley_work_per_fill = int64_t{1} << 28;
 };
 
 namespace compile_limits_detail {

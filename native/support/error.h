@@ -63,6 +63,13 @@ class InvalidArgumentError : public Error {
   using Error::Error;
 };
 
+// An object that serves one caller at a time (a GrammarMatcher) was entered by a second
+// thread while the first was still inside it. The call did nothing; the object stays usable.
+class ConcurrentUseError : public Error {
+ public:
+  using Error::Error;
+};
+
 }  // namespace xg2
 
 #endif  // XG2_SUPPORT_ERROR_H_
