@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "support/cancellation.h"
 #include "support/error.h"
 
 namespace xg2 {
@@ -529,6 +530,7 @@ std::vector<std::string> RuleSet::UnproductiveRules() const {
   std::vector<int32_t> ref_begin(n + 1, 0), refs, pending(n, -1), ready;
   std::string name;
   for (size_t i = 0; i < n; ++i) {
+    ThrowIfCancelled();
     const Rule& rule = rules_[i];
     const size_t first = refs.size();
     if (!rule.discarded && !rule.body.empty()) {

@@ -1796,6 +1796,8 @@ Fragment SchemaConverter::StringValue(const Node& node) {
         min_length.reset();
         max_length.reset();
       }
+    } catch (const CompilationCancelledError&) {
+      throw;
     } catch (const Error&) {
       // Not regular or too large: the product below reports it.
     }
@@ -1836,6 +1838,8 @@ Fragment SchemaConverter::StringValue(const Node& node) {
                                            Seq({Fragment::Literal("\""), intersected, Fragment::Literal("\"")}));
       string_languages_.emplace(cache_key, result);
       return result;
+    } catch (const CompilationCancelledError&) {
+      throw;
     } catch (const Error& e) {
       // Too many automaton states (or a grammar that is not regular): keep the first.
       if (languages.size() > 1) {

@@ -7,12 +7,15 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <string_view>
+#include <unordered_set>
 
 #include "frontends/json_schema/regular_language.h"
 #include "frontends/json_schema/schema_converter_internal.h"
 #include "frontends/regex/regex_converter.h"
-#include "support/json.h"
+#include "support/cancellation.h"
 #include "support/error.h"
+#include "support/json.h"
 
 namespace xg2 {
 namespace schema_internal {
@@ -115,6 +118,7 @@ Fragment SchemaConverter::KeyNotIn(const std::vector<std::string>& names) {
   Fragment any_tail = Repeat(CommonRule("json_key_char"), 0, -1);
   std::vector<Fragment> fragment_of(trie.size(), Fragment::Never());
   for (size_t i = trie.size(); i-- > 0;) {
+    ThrowIfCancelled();
     std::vector<Fragment> choices;
     if (!trie[i].terminal) choices.push_back(Fragment::Epsilon());
     std::set<uint32_t> child_characters;
@@ -298,8 +302,12 @@ Fragment SchemaConverter::UndeclaredMembers(const Node& node, const NameLanguage
 
 // The object grammar for `members` in order (members[i] is "key: value"), where required[i]
 // says whether member i must appear, followed by any number of `extra_member`s (never:
-// none). Built from the end: rest[j] is members j.. each preceded by a separator. The first
+// none). rest[j] is members j.. each preceded by a separator, then the extras. The first
 // member present is any optional one before the first required one, or that one.
+// rest[j] for 1 <= j <= first_required is referenced twice (by rest[j-1] and as the tail
+// after a first member), so it becomes a rule. The tail after the first required member is
+// used once, inline, and is written as one sequence: folding it from the end would copy each
+// suffix once per member, quadratic in the number of members.
 Fragment SchemaConverter::MembersInOrder(const std::vector<Fragment>& members,
                                          const std::vector<bool>& required,
                                          const Fragment& extra_member, const std::string& hint,
@@ -309,16 +317,25 @@ Fragment SchemaConverter::MembersInOrder(const std::vector<Fragment>& members,
   size_t first_required =
       std::find(required.begin(), required.end(), true) - required.begin();
   Fragment separator = layout_.ItemSeparator(layout_depth);
-  std::vector<Fragment> rest(count + 1, Fragment::Never());
-  rest[count] = Repeat(Seq({separator, extra_member}), 0, -1);
-  const Fragment& extras = rest[count];
+  const Fragment extras = Repeat(Seq({separator, extra_member}), 0, -1);
+  size_t inline_from = std::min(first_required + 1, count);
+  std::vector<Fragment> rest(inline_from + 1, Fragment::Never());
+  {
+    std::vector<Fragment> tail;
+    tail.reserve(count - inline_from + 1);
+    for (size_t j = inline_from; j < count; ++j) {
+      ThrowIfCancelled();
+      Fragment member = Seq({separator, members[j]});
+      tail.push_back(required[j] ? std::move(member) : Optional(member));
+    }
+    tail.push_back(extras);
+    rest[inline_from] = Seq(tail);
+  }
   const std::string rest_hint = hint + "_rest";
-  for (size_t j = count; j-- > 0;) {
+  for (size_t j = inline_from; j-- > 1;) {
+    ThrowIfCancelled();
     Fragment member = Seq({separator, members[j]});
-    rest[j] = Seq({required[j] ? member : Optional(member), rest[j + 1]});
-    // rest[j] for 1 <= j <= first_required is referenced twice (by rest[j-1] and as the
-    // tail after a first member), so it becomes a rule; the others are used once, inline.
-    if (j >= 1 && j <= first_required) rest[j] = rules_.Share(rest_hint, rest[j]);
+    rest[j] = rules_.Share(rest_hint, Seq({required[j] ? member : Optional(member), rest[j + 1]}));
   }
   std::vector<Fragment> first_choices;
   for (size_t i = 0; i < count && i <= first_required; ++i) {
@@ -484,20 +501,16 @@ Fragment SchemaConverter::ObjectValue(const Node& node, int depth) {
   if (additional != nullptr && !additional->is_object() && !additional->is_bool()) {
     Invalid("keyword 'additionalProperties'" + where + " must be a schema");
   }
-  std::vector<std::string> required_names;
+  std::vector<std::string> required_names;  // in `required` order, without repeats
+  std::unordered_set<std::string_view> required_set;  // views of the schema's strings
   if (required != nullptr) {
     if (!required->is_array()) Invalid("keyword 'required'" + where + " must be an array of strings");
     for (const JsonValue& name : required->array_items()) {
       if (!name.is_string()) Invalid("keyword 'required'" + where + " must be an array of strings");
-      if (std::find(required_names.begin(), required_names.end(), name.string_value()) ==
-          required_names.end()) {
-        required_names.push_back(name.string_value());
-      }
+      if (required_set.insert(name.string_value()).second) required_names.push_back(name.string_value());
     }
   }
-  auto is_required = [&](const std::string& name) {
-    return std::find(required_names.begin(), required_names.end(), name) != required_names.end();
-  };
+  auto is_required = [&](const std::string& name) { return required_set.count(name) > 0; };
 
   // What undeclared members may hold: nothing (never), any value, or a schema.
   Fragment key_separator = layout_.KeySeparator();
@@ -519,6 +532,7 @@ Fragment SchemaConverter::ObjectValue(const Node& node, int depth) {
   NameLanguages languages = NameLanguagesOf(node);
 
   std::vector<std::string> names;
+  std::unordered_set<std::string_view> declared;  // views of the schema's property names
   std::vector<Fragment> members;
   std::vector<bool> member_required;
   std::string properties_pointer = ChildPointer(node.pointer, "properties");
@@ -545,6 +559,7 @@ Fragment SchemaConverter::ObjectValue(const Node& node, int depth) {
   for (size_t i = 0; properties != nullptr && i < properties->object_members().size(); ++i) {
     const auto& [name, subschema] = properties->object_members()[i];
     names.push_back(name);
+    declared.insert(name);
     bool allowed = true;
     Fragment value = with_patterns(name, &subschema, ChildPointer(properties_pointer, name), &allowed);
     if (value.never()) {
@@ -558,7 +573,7 @@ Fragment SchemaConverter::ObjectValue(const Node& node, int depth) {
   // values follow the patterns they match, else additionalProperties; without it (strict
   // mode) any value is accepted.
   for (const std::string& name : required_names) {
-    if (std::find(names.begin(), names.end(), name) != names.end()) continue;
+    if (declared.count(name) > 0) continue;
     bool allowed = true;
     Fragment value = with_patterns(name, nullptr, ChildPointer(node.pointer, "required"), &allowed);
     bool matches_pattern = false;

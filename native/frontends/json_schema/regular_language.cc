@@ -15,6 +15,7 @@
 #include "frontends/ebnf/ebnf_parser.h"
 #include "frontends/regex/regex_converter.h"
 #include "grammar/grammar_ast.h"
+#include "support/cancellation.h"
 #include "support/error.h"
 #include "support/graph.h"
 #include "support/partition_refinement.h"
@@ -40,6 +41,7 @@ class NfaBuilder {
   std::vector<std::vector<NfaEdge>> nodes;
 
   int32_t NewNode() {
+    ThrowIfCancelled();
     if (nodes.size() >= kMaxAutomatonStates) {
       throw ResourceLimitError("regular language too large (more than " +
                                std::to_string(kMaxAutomatonStates) + " automaton states)");
@@ -139,6 +141,7 @@ class SubsetConstruction {
     std::vector<int32_t> targets;
     std::vector<CodepointDfa::Edge> out;
     for (int32_t k = 0; static_cast<size_t>(k) < sets_.size(); ++k) {
+      ThrowIfCancelled();
       edges.clear();
       cuts.clear();
       // The set's pointers are read before IdOf below can grow the pool.
@@ -335,6 +338,7 @@ CodepointDfa Product(const CodepointDfa& a, const CodepointDfa& b, ProductKind k
   id_of(0, 0);
   std::vector<CodepointDfa::Edge> edges;
   for (int32_t k = 0; static_cast<size_t>(k) < pairs.size(); ++k) {
+    ThrowIfCancelled();
     const int32_t x = pairs.begin(k)[0], y = pairs.begin(k)[1];
     edges.clear();
     for (const CodepointDfa::Edge& ea : a.states[x].edges) {

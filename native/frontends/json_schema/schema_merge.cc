@@ -8,9 +8,13 @@
 #include <algorithm>
 #include <cstdint>
 #include <set>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "frontends/json_schema/decimal.h"
 #include "frontends/json_schema/schema_converter_internal.h"
+#include "support/cancellation.h"
 #include "support/error.h"
 
 namespace xg2 {
@@ -74,6 +78,36 @@ const JsonValue* FindIn(const Members& members, const std::string& key) {
     if (member.first == key) return &member.second;
   }
   return nullptr;
+}
+
+// The `required` list `a` followed by the names of `b` that `a` lacks (each once). Names
+// are looked up by hash (a linear search per name is quadratic in long lists); entries that
+// are not strings (invalid, refused later) are compared as JSON among themselves.
+JsonValue UnitedNames(const JsonValue& a, const JsonValue& b) {
+  std::vector<JsonValue> names = a.is_array() ? a.array_items() : std::vector<JsonValue>{};
+  std::unordered_set<std::string_view> strings;  // views of the input documents' strings
+  std::vector<const JsonValue*> others;
+  auto known = [&](const JsonValue& name) {
+    if (name.is_string()) return !strings.insert(name.string_value()).second;
+    if (std::any_of(others.begin(), others.end(), [&](const JsonValue* n) { return JsonEquals(*n, name); })) return true;
+    others.push_back(&name);
+    return false;
+  };
+  for (const JsonValue& name : a.array_items()) known(name);
+  for (const JsonValue& name : b.array_items()) {
+    ThrowIfCancelled();
+    if (!known(name)) names.push_back(name);
+  }
+  return JsonValue::Array(std::move(names));
+}
+
+// Name -> value of an object's members, the first of each name (as Find returns); empty
+// for a null or non-object value (whose Find finds nothing).
+std::unordered_map<std::string_view, const JsonValue*> MemberIndex(const JsonValue* object) {
+  std::unordered_map<std::string_view, const JsonValue*> index;
+  if (object == nullptr) return index;
+  for (const auto& [name, value] : object->object_members()) index.emplace(name, &value);
+  return index;
 }
 
 bool IsTrueSchema(const JsonValue* schema) {
@@ -219,6 +253,7 @@ void SchemaConverter::CollectParts(const JsonValue& schema, const std::string& p
 
 // a ∩ b for two flat schema objects (no applicators).
 JsonValue SchemaConverter::MergeObjects(const JsonValue& a, const JsonValue& b, const std::string& pointer) {
+  ThrowIfCancelled();
   Members out = a.object_members();
   std::string where = " at " + ShowPointer(pointer);
   auto refuse = [&](const std::string& keyword, const std::string& why) {
@@ -259,12 +294,7 @@ JsonValue SchemaConverter::MergeObjects(const JsonValue& a, const JsonValue& b, 
                keyword == "maxContains") {
       merged = mine->number_value() <= value.number_value() ? *mine : value;
     } else if (keyword == "required") {
-      std::vector<JsonValue> names = mine->is_array() ? mine->array_items() : std::vector<JsonValue>{};
-      for (const JsonValue& name : value.is_array() ? value.array_items() : std::vector<JsonValue>{}) {
-        bool known = std::any_of(names.begin(), names.end(), [&](const JsonValue& n) { return JsonEquals(n, name); });
-        if (!known) names.push_back(name);
-      }
-      merged = JsonValue::Array(std::move(names));
+      merged = UnitedNames(*mine, value);
     } else if (keyword == "enum") {
       std::vector<JsonValue> kept;
       for (const JsonValue& x : mine->is_array() ? mine->array_items() : std::vector<JsonValue>{}) {
@@ -369,8 +399,11 @@ void SchemaConverter::MergeObjectKeywords(const JsonValue& a, const JsonValue& b
   auto add_side = [&](const JsonValue* props, const JsonValue* other_props, const JsonValue* other_add,
                       bool first_side) {
     if (props == nullptr || !props->is_object()) return;
+    std::unordered_map<std::string_view, const JsonValue*> other_index = MemberIndex(other_props);
     for (const auto& [name, schema] : props->object_members()) {
-      const JsonValue* other = other_props != nullptr ? other_props->Find(name) : nullptr;
+      ThrowIfCancelled();
+      auto found = other_index.find(name);
+      const JsonValue* other = found == other_index.end() ? nullptr : found->second;
       if (!first_side && other != nullptr) continue;  // merged on the first side
       std::vector<JsonValue> conjuncts = {schema};
       if (other != nullptr) {
@@ -606,16 +639,19 @@ bool Requires(const JsonValue& schema, const std::string& name) {
   return false;
 }
 
-// True when `schema` forbids a member named `name` outright.
-bool ForbidsName(const JsonValue& schema, const std::string& name) {
+// True when `schema` forbids a member outright whose schema under its `properties` is
+// `declared` (null: the name is not declared there).
+bool ForbidsMember(const JsonValue& schema, const JsonValue* declared) {
+  if (declared != nullptr) return declared->is_bool() && !declared->bool_value();
   const JsonValue* additional = schema.Find("additionalProperties");
-  const JsonValue* properties = schema.Find("properties");
-  if (properties != nullptr && properties->is_object()) {
-    const JsonValue* declared = properties->Find(name);
-    if (declared != nullptr) return declared->is_bool() && !declared->bool_value();
-  }
   return additional != nullptr && additional->is_bool() && !additional->bool_value() &&
          schema.Find("patternProperties") == nullptr;
+}
+
+const JsonValue* Lookup(const std::unordered_map<std::string_view, const JsonValue*>& index,
+                        const std::string& name) {
+  auto found = index.find(name);
+  return found == index.end() ? nullptr : found->second;
 }
 
 }  // namespace
@@ -684,6 +720,7 @@ std::optional<std::set<std::string>> GeneratedNames(const JsonValue& schema, boo
 // GeneratedNames). Decided, never guessed: false whenever no rule below applies.
 bool SchemaConverter::Excludes(const JsonValue& a_in, const JsonValue& b_in, const std::string& pointer,
                                int budget, bool generated) {
+  ThrowIfCancelled();
   if (budget <= 0) return false;
   bool exact_a = true, exact_b = true;
   std::optional<JsonValue> flat_a = FlatBranch(a_in, pointer, &exact_a);
@@ -728,11 +765,13 @@ bool SchemaConverter::FlatExcludes(const JsonValue& a, bool exact_a, const JsonV
   const JsonValue* pb = b.Find("properties");
   // A member that `a` requires and `b` forbids, or whose values under `a` all fail `b`'s schema.
   if (const JsonValue* required = a.Find("required"); required != nullptr && required->is_array()) {
+    std::unordered_map<std::string_view, const JsonValue*> index_a = MemberIndex(pa), index_b = MemberIndex(pb);
     for (const JsonValue& name : required->array_items()) {
+      ThrowIfCancelled();
       if (!name.is_string()) continue;
-      if (ForbidsName(b, name.string_value())) return true;
-      const JsonValue* sa = pa != nullptr ? pa->Find(name.string_value()) : nullptr;
-      const JsonValue* sb = pb != nullptr ? pb->Find(name.string_value()) : nullptr;
+      const JsonValue* sa = Lookup(index_a, name.string_value());
+      const JsonValue* sb = Lookup(index_b, name.string_value());
+      if (ForbidsMember(b, sb)) return true;
       if (sb == nullptr && b.Find("patternProperties") == nullptr) {
         const JsonValue* additional = b.Find("additionalProperties");
         if (additional != nullptr && !additional->is_bool()) sb = additional;
