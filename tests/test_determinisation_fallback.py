@@ -67,6 +67,7 @@ def _check_masks_on_walks(grammar: xg.CompiledGrammar, seed: int) -> None:
     rng = random.Random(seed)
     for _ in range(2):
         walk = sampled_walk(grammar, rng, 24)
+        assert walk
         assert compare_masks_along(grammar, walk, require_accept=True) == len(walk) + 1
 
 
