@@ -3,10 +3,12 @@
 //   2. Subset construction: epsilon-NFA -> DFA, splitting byte ranges into disjoint pieces.
 //   3. Minimisation: partition refinement (Moore for small machines, Hopcroft above).
 //   4. Nullability fixpoint over rules, and flattening into GrammarFsm's CSR tables.
-// Long repetitions are compressed on the way (grammar_fsm.h, "Repetition state compression"):
-// step 1 lowers them as a counted loop copy plus an explicit tail, step 2 checks that every
-// DFA state carries at most one counter consistently, and where it does not, the repetition
-// is lifted into a synthetic rule of its own and the rule is lowered again.
+// A rule whose determinisation explodes is split into rules of its parts (see
+// DeterminisationExplosion). Long repetitions are compressed on the way (grammar_fsm.h,
+// "Repetition state compression"): step 1 lowers them as a counted loop copy plus an
+// explicit tail, step 2 checks that every DFA state carries at most one counter
+// consistently, and where it does not, the repetition is lifted into a synthetic rule of its
+// own and the rule is lowered again.
 #include <algorithm>
 #include <cassert>
 #include <climits>
@@ -162,6 +164,29 @@ struct CounterConflict {
   ExprId expr;
 };
 
+// Determinisation fallback. Subset construction can be exponential in the NFA
+// ([ab]*a[ab]{22} needs 2^23 states: after any `a`, which of the next 22 bytes were `a`).
+// A build stops once its DFA passes DeterminisationCap states (or its states' NFA node sets
+// pass kMaxSubsetSetEntries) and throws this with the expression it was determinising. The
+// enclosing rule build (the one with a LoweringContext) then lowers that expression's
+// compound parts (all but bytes, classes and rule references) as calls of synthetic rules
+// and builds again (LoweringContext::OnExplosion). The language is unchanged: the Earley
+// parser follows the calls exactly, whatever nondeterminism there is between a caller and
+// its callees. An expression whose compound parts are all calls determinises in linear
+// size (a chain, a trie or a loop of leaves and calls), so each retry makes progress, and
+// every part, now a rule, goes through the same cap in turn. No DFA below the cap changes.
+// A lookahead assertion must stay one byte-only DFA: past the cap it is refused.
+struct DeterminisationExplosion {
+  ExprId expr;
+};
+
+// The most DFA states one determinisation may make before it falls back (see above).
+int64_t DeterminisationCap(int64_t nfa_nodes) {
+  constexpr int64_t kMinCap = 4096;
+  constexpr int64_t kStatesPerNfaNode = 64;
+  return std::max(kMinCap, kStatesPerNfaNode * nfa_nodes);
+}
+
 // The repeated expression of a compressed repetition, as a DFA that is a prefix code.
 struct RepetitionBody {
   Dfa dfa;
@@ -225,7 +250,7 @@ class LoweringContext {
                          node.kind != ExprKind::kRepeat)) {
       return false;
     }
-    return FragmentSize(e) >= kMinFragmentSize && !ContainsCompressible(e);
+    return FragmentSize(e) >= kMinFragmentSize && !ContainsCompressible(e) && !Exploded(e);
   }
   const Dfa& Fragment(ExprId e, int64_t* budget, const std::string& owner);
 
@@ -299,9 +324,14 @@ class LoweringContext {
   RuleId first_synthetic_rule() const { return static_cast<RuleId>(ast_.rules.size()); }
   std::vector<Synthetic>& synthetic() { return synthetic_; }
   bool IsLifted(ExprId e) const { return lifted_.count(e) > 0; }
-  // No repetition has been lifted into a rule or kept explicit yet: lowering an expression
-  // depends on nothing but the expression and the settings.
-  bool Pristine() const { return lifted_.empty() && explicit_.empty(); }
+  // Lowered as a call of a synthetic rule whose body it is (determinisation fallback).
+  bool IsSplit(ExprId e) const { return split_.count(e) > 0; }
+  // Its determinisation passed the cap: never a fragment or an inline repetition body.
+  bool Exploded(ExprId e) const { return exploded_.count(e) > 0; }
+  // No repetition has been lifted into a rule or kept explicit, and no determinisation
+  // has fallen back, yet: lowering an expression depends on nothing but the expression
+  // and the settings.
+  bool Pristine() const { return lifted_.empty() && explicit_.empty() && split_.empty(); }
   int32_t threshold() const { return threshold_; }
   bool RuleNullable(RuleId r) const { return rule_nullable_[r]; }
   // Expression nodes of `e` with every bounded repetition unrolled (capped): the size of
@@ -325,6 +355,23 @@ class LoweringContext {
     return found;
   }
 
+  // The determinisation of `expr` passed the cap: its compound children become calls.
+  void OnExplosion(ExprId expr, const std::string& owner) {
+    bool progress = exploded_.insert(expr).second;
+    for (ExprId child : ast_.node(expr).children) {
+      const ExprKind kind = ast_.node(child).kind;
+      if (kind == ExprKind::kSequence || kind == ExprKind::kChoice || kind == ExprKind::kRepeat) {
+        progress = split_.insert(child).second || progress;
+      }
+    }
+    // Not expected (the retry of an exploded expression is linear in size); a guard against
+    // retrying forever.
+    if (!progress) {
+      throw ResourceLimitError("rule '" + owner + "': determinisation exceeded its state limit and no "
+                               "smaller lowering is left");
+    }
+  }
+
   void OnConflict(ExprId expr, ExprId exempt) {
     if (expr == exempt || lifted_.count(expr)) {
       explicit_.insert(expr);
@@ -335,11 +382,12 @@ class LoweringContext {
   }
 
   // The synthetic rule whose body is `expr` (one per expression).
-  RuleId SyntheticRule(ExprId expr, const std::string& owner) {
+  // `kind` names it in dumps: "#rep" for a lifted repetition or body, "#part" for a split.
+  RuleId SyntheticRule(ExprId expr, const std::string& owner, const char* kind = "#rep") {
     auto it = synthetic_of_.find(expr);
     if (it != synthetic_of_.end()) return it->second;
     RuleId id = first_synthetic_rule() + static_cast<RuleId>(synthetic_.size());
-    synthetic_.push_back({expr, expr, owner + "#rep" + std::to_string(synthetic_.size())});
+    synthetic_.push_back({expr, expr, owner + kind + std::to_string(synthetic_.size())});
     synthetic_of_.emplace(expr, id);
     return id;
   }
@@ -447,6 +495,8 @@ class LoweringContext {
   std::vector<int8_t> contains_compressible_;
   std::set<ExprId> lifted_;    // lowered as a call of a synthetic rule
   std::set<ExprId> explicit_;  // never compressed (conflicts even alone)
+  std::set<ExprId> split_;     // lowered as a call of a synthetic rule (OnExplosion)
+  std::set<ExprId> exploded_;  // determinisations that passed the cap
   std::map<ExprId, RuleId> synthetic_of_;
   std::vector<Synthetic> synthetic_;
   std::map<ExprId, RepetitionBody> bodies_;
@@ -563,6 +613,11 @@ class NfaBuilder {
   }
 
   int32_t LowerOnce(ExprId expr, int32_t from, int32_t continuation) {
+    if (ctx_ && expr != exempt_ && ctx_->IsSplit(expr)) {
+      int32_t to = NewNode();
+      nfa_->AddEdge(from, {ctx_->SyntheticRule(expr, owner_, "#part"), 0, 0, to});
+      return to;
+    }
     if (fragments_ && ctx_->IsFragment(expr)) return EmitFragment(ctx_->Fragment(expr, budget_, owner_), from);
     const ExprNode& node = ast_.node(expr);
     switch (node.kind) {
@@ -651,7 +706,7 @@ class NfaBuilder {
   const RepetitionBody& Body(ExprId child) {
     if (const RepetitionBody* known = ctx_->FindBody(child)) return *known;
     RepetitionBody body;
-    bool lift = ctx_->ContainsCompressible(child);
+    bool lift = ctx_->ContainsCompressible(child) || ctx_->IsSplit(child) || ctx_->Exploded(child);
     if (!lift) {
       body.dfa = BuildRuleDfa(ast_, child, budget_, nullptr, -1, owner_, ctx_->scratch());
       bool prefix_code = !body.dfa.nodes[0].accepting;
@@ -923,10 +978,14 @@ class SubsetConstruction {
   // `scratch` null: working memory of its own.
   // `stop_at_budget`: running out of `budget` stops the construction early (exhausted()
   // then says so, and the result is incomplete) instead of throwing ResourceLimitError.
-  SubsetConstruction(const Nfa& nfa, int64_t* budget, SubsetScratch* scratch = nullptr, bool stop_at_budget = false)
+  // `max_states`: making more states than this stops it early too (whatever the budget), and
+  // so does passing kMaxSubsetSetEntries then.
+  SubsetConstruction(const Nfa& nfa, int64_t* budget, SubsetScratch* scratch = nullptr, bool stop_at_budget = false,
+                     int64_t max_states = INT64_MAX)
       : nfa_(nfa),
         budget_(budget),
         stop_at_budget_(stop_at_budget),
+        max_states_(max_states),
         own_(scratch ? nullptr : std::make_unique<SubsetScratch>()),
         s_(scratch ? *scratch : *own_) {
     s_.member_of.clear();
@@ -1077,8 +1136,12 @@ class SubsetConstruction {
     const int32_t known = Find(set, hash);
     if (known >= 0) return known;
     if (exhausted_) return 0;
+    if (s_.dfa.size() >= max_states_) {
+      exhausted_ = true;
+      return 0;
+    }
     if (s_.set_pool.size() + set.size() > kMaxSubsetSetEntries) {
-      if (stop_at_budget_) {
+      if (stop_at_budget_ || max_states_ != INT64_MAX) {
         exhausted_ = true;
         return 0;
       }
@@ -1298,6 +1361,7 @@ class SubsetConstruction {
   const Nfa& nfa_;
   int64_t* budget_;
   bool stop_at_budget_;
+  int64_t max_states_;
   bool exhausted_ = false;
   std::unique_ptr<SubsetScratch> own_;  // only without a caller's scratch (its FlatDfa allocates)
   SubsetScratch& s_;
@@ -1637,8 +1701,11 @@ Dfa BuildRuleDfa(const GrammarAst& ast, ExprId body, int64_t* budget, LoweringCo
       nfa.accept = builder.LowerRule(body, nfa.start);
       nfa.Finish();
       s.largest_nfa = std::max<int64_t>(s.largest_nfa, nfa.num_nodes);
-      SubsetConstruction subsets(nfa, budget, &s.subsets);
-      Dfa dfa = Minimize(subsets.Run(), &s.minimize);
+      SubsetConstruction subsets(nfa, budget, &s.subsets, /*stop_at_budget=*/false,
+                                 DeterminisationCap(nfa.num_nodes));
+      const FlatDfa& determinised = subsets.Run();
+      if (subsets.exhausted()) throw DeterminisationExplosion{body};
+      Dfa dfa = Minimize(determinised, &s.minimize);
       *budget += static_cast<int64_t>(nfa.num_nodes);  // the NFA is freed; only DFA nodes stay
       if (report) {
         report->nfa_nodes = nfa.num_nodes;
@@ -1651,6 +1718,11 @@ Dfa BuildRuleDfa(const GrammarAst& ast, ExprId body, int64_t* budget, LoweringCo
       // it explicitly) and lower the rule again.
       *budget = saved_budget;
       ctx->OnConflict(conflict.expr, exempt);
+    } catch (const DeterminisationExplosion& explosion) {
+      // Without a context (a fragment, a repetition body, a lookahead) the caller decides.
+      if (!ctx) throw;
+      *budget = saved_budget;
+      ctx->OnExplosion(explosion.expr, owner);
     }
   }
 }
@@ -2220,8 +2292,16 @@ GrammarFsm BuildGrammarFsm(const GrammarAst& ast, const FsmBuildLimits& limits) 
   for (int32_t r = 0; r < num_ast_rules; ++r) {
     if (ast.rules[r].lookahead < 0) continue;
     ExprId body = InlineRuleRefs(ast, ast.rules[r].lookahead, &inlined, ast.rules[r].name, 0);
-    // Guards step byte-only DFAs without counters: assertions are never compressed.
-    Dfa dfa = BuildRuleDfa(inlined, body, &budget, nullptr, -1, ast.rules[r].name, &scratch);
+    // Guards step byte-only DFAs without counters: assertions are never compressed, nor
+    // split into rules.
+    Dfa dfa;
+    try {
+      dfa = BuildRuleDfa(inlined, body, &budget, nullptr, -1, ast.rules[r].name, &scratch);
+    } catch (const DeterminisationExplosion&) {
+      throw ResourceLimitError("rule '" + ast.rules[r].name +
+                               "': the DFA of its lookahead assertion exceeds the determinisation limits "
+                               "(states, or the memory of their NFA node sets)");
+    }
     if (dfa.nodes[0].accepting) continue;  // matches the empty string: always true
     lookahead_dfa[r] = static_cast<int32_t>(lookahead_dfas.size());
     lookahead_dfas.push_back(std::move(dfa));

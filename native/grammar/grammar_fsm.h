@@ -13,7 +13,9 @@
 //    lookahead assertion. A rule with a lookahead is never nullable, and its lookahead does
 //    not accept the empty string (such an assertion is trivially true and is dropped).
 //  * Rules past the grammar's own (index >= the AST's rule count) are synthetic: bodies of
-//    compressed repetitions lifted into a rule of their own (see below).
+//    compressed repetitions lifted into a rule of their own (see below), and parts of a rule
+//    whose subset construction passed its state cap (fsm_builder.cc, "Determinisation
+//    fallback"), so that no rule DFA has more than max(4096, 64 x its NFA nodes) states.
 //
 // Repetition state compression (XGrammar 2, section 3.5 and Algorithm 3). A repetition
 // x{lo,hi} whose explicit expansion would exceed a threshold is lowered as
@@ -133,7 +135,8 @@ struct FsmBuildLimits {
 constexpr int32_t kDefaultRepetitionCompressionThreshold = 64;
 
 // Lowers every rule of `ast` into a minimal DFA (subset construction, then partition
-// refinement). Throws ResourceLimitError when limits are exceeded and
+// refinement; a rule whose DFA would be exponential is split into rules of its parts).
+// Throws ResourceLimitError when limits are exceeded and
 // GrammarSyntaxError for constructs the matcher cannot run.
 GrammarFsm BuildGrammarFsm(const GrammarAst& ast, const FsmBuildLimits& limits = {});
 
