@@ -8,6 +8,7 @@
 #include <deque>
 #include <exception>
 #include <functional>
+#include <new>
 #include <stdexcept>
 #include <thread>
 #ifdef __linux__
@@ -2007,6 +2008,14 @@ class PrecomputeWorker {
   }
   static void AfterForkInChild() {
     PrecomputeWorker& self = Instance();
+    // The parent's worker was waiting on wake_ (and other threads may have waited on idle_):
+    // those waiters do not exist here, but a glibc condition variable still counts them, and
+    // its next notify_all would block for ever waiting for them to leave. Nothing in the child
+    // waits on these yet, so each is constructed afresh (not destroyed: that is undefined
+    // with waiters recorded, and they own no memory).
+    new (&self.wake_) std::condition_variable();
+    new (&self.idle_) std::condition_variable();
+    new (&self.paused_) std::condition_variable();
     self.fork_pending_ = false;
     self.started_ = false;
     self.busy_ = false;
