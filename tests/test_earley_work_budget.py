@@ -50,8 +50,9 @@ print("accepted", accepted)
 
 def test_ambiguous_grammar_stops_promptly_with_default_limits() -> None:
     tests_dir = os.path.dirname(os.path.abspath(__file__))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [os.path.dirname(tests_dir), tests_dir, os.environ.get("PYTHONPATH", "")]))
+    # The child imports the engine this process imported, not the source tree (no built
+    # module there in CI).
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([tests_dir] + [os.path.abspath(p) for p in sys.path if p]))
     script = f"GRAMMAR = {AMBIGUOUS!r}\n" + _DEFAULT_LIMITS_CHILD
     try:
         child = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=240)

@@ -25,6 +25,8 @@ void BindCompileOptions(py::module_& m) {
   py::class_<CancellationToken, std::shared_ptr<CancellationToken>>(m, "CancellationToken")
       .def(py::init<>())
       .def("cancel", &CancellationToken::Cancel, "Requests cancellation (thread-safe).")
+      .def("_cancel_after_checks", &CancellationToken::CancelAfterChecks, py::arg("checks"),
+           "Tests: cancel at the given safe-point check from now (0: the next one).")
       .def_property_readonly("cancelled", &CancellationToken::cancelled)
       .def("set_timeout", &CancellationToken::SetTimeout, py::arg("seconds"),
            "Sets a deadline `seconds` from now (thread-safe, also while the compile runs); +inf removes it.");

@@ -54,8 +54,16 @@ class CancellationToken {
     deadline_ticks_.store(deadline.time_since_epoch().count(), std::memory_order_relaxed);
   }
 
+  // Tests: cancels at the `checks`-th safe-point check from now (0: the next one), so a test
+  // can stop a compile at every safe point in turn without reading a clock.
+  void CancelAfterChecks(int64_t checks) { checks_left_.store(checks, std::memory_order_relaxed); }
+
   // Throws if cancelled, or (when `check_clock`) if the deadline has passed.
   void Check(bool check_clock) const {
+    if (checks_left_.load(std::memory_order_relaxed) >= 0 &&
+        checks_left_.fetch_sub(1, std::memory_order_relaxed) == 0) {
+      cancelled_.store(true, std::memory_order_relaxed);
+    }
     if (cancelled()) throw CompilationCancelledError("compilation cancelled");
     if (!check_clock) return;
     const Clock::rep deadline = deadline_ticks_.load(std::memory_order_relaxed);
@@ -71,7 +79,8 @@ class CancellationToken {
   // now + seconds would overflow.
   static constexpr double kNoDeadlineSeconds = 1e9;
   static constexpr Clock::rep kNoDeadline = std::numeric_limits<Clock::rep>::max();
-  std::atomic<bool> cancelled_{false};
+  mutable std::atomic<bool> cancelled_{false};
+  mutable std::atomic<int64_t> checks_left_{-1};  // -1: no countdown (CancelAfterChecks)
   std::atomic<Clock::rep> deadline_ticks_{kNoDeadline};
   std::atomic<double> timeout_seconds_{0};
 };
