@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 import xg2_plugin as xg
-from xg2_test_support import hf_tokenizer_info
+from xg2_test_support import child_env, hf_tokenizer_info
 
 TOKENIZER = "gpt2"
 HERE = Path(__file__).resolve().parent
@@ -190,7 +190,7 @@ def test_ctrl_c_stops_a_synchronous_compile() -> None:
         "except KeyboardInterrupt:\n"
         "    print('interrupted', compiler.cache_stats['entries'], len(compiler._in_flight))\n"
     )
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE)] + [os.path.abspath(p) for p in sys.path if p]))
+    env = child_env()
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=CHILD_TIMEOUT_S, env=env, cwd=str(HERE))
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -23,7 +23,7 @@ import pytest
 
 import xg2_plugin as xg
 from xg2_plugin.bitmask import bitmask_to_bool_array
-from xg2_test_support import data_dir, hf_tokenizer_info
+from xg2_test_support import child_env, data_dir, hf_tokenizer_info
 
 TOKENIZER = "gpt2"
 NUM_SCHEMAS = 6
@@ -291,10 +291,7 @@ def test_one_matcher_from_two_threads_raises_concurrent_use_error() -> None:
     import subprocess
     import sys
 
-    # The child imports the engine this process imported (an installed package, or the
-    # sanitizer stage's staged build), not the source tree, which has no built module in CI.
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [os.path.dirname(os.path.abspath(__file__))] + [os.path.abspath(p) for p in sys.path if p]))
+    env = child_env()
     script = "ITERATIONS = 100\n" + _MISUSE_CHILD
     try:
         child = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)

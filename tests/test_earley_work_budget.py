@@ -8,7 +8,6 @@ items per step, but completes each against O(n) waiters, so byte n costs O(n^2).
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 
@@ -16,7 +15,7 @@ import numpy as np
 import pytest
 
 import xg2_plugin as xg
-from xg2_test_support import hf_tokenizer_info
+from xg2_test_support import child_env, hf_tokenizer_info
 
 AMBIGUOUS = 'root ::= s\ns ::= s s | "a" | ""'
 
@@ -49,10 +48,7 @@ print("accepted", accepted)
 
 
 def test_ambiguous_grammar_stops_promptly_with_default_limits() -> None:
-    tests_dir = os.path.dirname(os.path.abspath(__file__))
-    # The child imports the engine this process imported, not the source tree (no built
-    # module there in CI).
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([tests_dir] + [os.path.abspath(p) for p in sys.path if p]))
+    env = child_env()
     script = f"GRAMMAR = {AMBIGUOUS!r}\n" + _DEFAULT_LIMITS_CHILD
     try:
         child = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=240)

@@ -22,7 +22,7 @@ import pytest
 
 import xg2_plugin as xg
 from xg2_plugin.bitmask import bitmask_to_bool_array
-from xg2_test_support import hf_tokenizer_info, require_data
+from xg2_test_support import child_env, hf_tokenizer_info, require_data
 
 HERE = Path(__file__).resolve().parent
 TOKENIZER = "gpt2"
@@ -247,7 +247,7 @@ def _child(group: str) -> None:
 def _run_group_in_child(group: str) -> dict[str, tuple[str, str]]:
     # The child imports the same engine as this process (the installed package, the working
     # tree or a sanitizer stage): it inherits this interpreter's search path.
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE)] + [os.path.abspath(p) for p in sys.path if p]))
+    env = child_env()
     code = f"import sys; sys.setrecursionlimit(10000); import test_hostile_inputs as t; t._child({group!r})"
     try:
         proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -590,7 +590,7 @@ def test_lenient_alternative_distribution_is_bounded() -> None:
         "except xg.XG2Error as error:\n"
         "    print(type(error).__name__, error)\n"
     )
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE)] + [os.path.abspath(p) for p in sys.path if p]))
+    env = child_env()
     proc = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True,
                           timeout=CHILD_TIMEOUT_S, env=env, cwd=str(HERE))
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -821,7 +821,7 @@ def test_huge_sizes_are_refused_before_allocating() -> None:
             "resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))\n"
             "import test_hostile_inputs as t\n"
             "t._huge_size_child()\n")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE)] + [os.path.abspath(p) for p in sys.path if p]))
+    env = child_env()
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=CHILD_TIMEOUT_S, env=env, cwd=str(HERE))
     outcomes = {line[0]: line[1:] for line in map(json.loads, proc.stdout.splitlines())}
@@ -915,7 +915,7 @@ def test_json_nesting_limit_is_the_documented_one() -> None:
         "worker.start()\n"
         "worker.join()\n"
     )
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE)] + [os.path.abspath(p) for p in sys.path if p]))
+    env = child_env()
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=CHILD_TIMEOUT_S, env=env, cwd=str(HERE))
     assert proc.returncode == 0, proc.stderr[-3000:]

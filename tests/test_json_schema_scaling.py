@@ -18,7 +18,7 @@ import pytest
 
 import xg2_plugin as xg
 from xg2_plugin import _native
-from xg2_test_support import hf_tokenizer_info, string_accepted
+from xg2_test_support import child_env, hf_tokenizer_info, string_accepted
 
 HERE = Path(__file__).resolve().parent
 TOKENIZER = "gpt2"
@@ -73,7 +73,7 @@ def _child(count: int) -> None:
 @pytest.mark.skipif(any(runtime in os.environ.get("LD_PRELOAD", "") for runtime in ("libasan", "libtsan")),
                     reason="a sanitizer runtime cannot run under an address-space limit")
 def test_many_required_properties_fit_in_bounded_memory() -> None:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE)] + [os.path.abspath(p) for p in sys.path if p]))
+    env = child_env()
     code = f"import test_json_schema_scaling as t; t._child({MANY})"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=CHILD_TIMEOUT_S, env=env, cwd=str(HERE))

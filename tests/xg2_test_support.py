@@ -6,6 +6,7 @@ import functools
 import json
 import os
 import re
+import sys
 import urllib.parse
 from pathlib import Path
 from typing import Any, Iterable, Optional
@@ -17,6 +18,14 @@ import xg2_plugin as xg
 from xg2_plugin.bitmask import bitmask_to_bool_array
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def child_env() -> dict[str, str]:
+    """The environment for a child Python process that imports the engine this process
+    imported (an installed package, or the sanitizer stage's staged build; the source tree
+    has no built module in CI) and the test helpers beside this file."""
+    here = str(Path(__file__).resolve().parent)
+    return dict(os.environ, PYTHONPATH=os.pathsep.join([here] + [os.path.abspath(p) for p in sys.path if p]))
 
 
 def data_dir() -> Path:

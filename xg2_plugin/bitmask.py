@@ -189,7 +189,10 @@ def apply_token_bitmask_inplace(
 
 
 def _int_argument(value: Any, name: str) -> int:
-    """``value`` as an int (numpy integers too), TypeError naming ``name`` for anything else."""
+    """``value`` as an int: numpy integers are accepted, bool and float are not (a TypeError
+    naming ``name``). Exact ints take the first, cheapest test (the per-token path)."""
+    if type(value) is int:
+        return value
     if isinstance(value, bool):
         raise TypeError(f"{name} must be an int, got bool")
     try:

@@ -2,31 +2,17 @@
 
 from __future__ import annotations
 
-import operator
 import os
 from collections.abc import Iterable, Mapping, Set as AbstractSet
 from typing import Any, Optional, Sequence, Union
 
 from . import _native
-from .bitmask import view_bitmask
+from .bitmask import _int_argument, view_bitmask
 from .compiler import CompiledGrammar
 
 __all__ = ["GrammarMatcher", "batch_fill_next_token_bitmask"]
 
 _INT32_MIN, _INT32_MAX = -(2 ** 31), 2 ** 31 - 1
-
-
-def _int_argument(value: Any, name: str) -> int:
-    """``value`` as an int: numpy integers are accepted, bool and float are not (a TypeError
-    naming ``name``). Exact ints take the first, cheapest test (the per-token path)."""
-    if type(value) is int:
-        return value
-    if isinstance(value, bool):
-        raise TypeError(f"{name} must be an int, got bool")
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}") from None
 
 
 def _token_id(value: Any, vocab_size: int, name: str = "token_id") -> int:
