@@ -206,9 +206,53 @@ def _xml_args(pairs: Sequence[Tuple[str, str]], schema: Dict[str, Any]) -> Dict[
     return out
 
 
+# xgrammar's families whose call syntax is one of ours.
+_SAME_SYNTAX = {"llama": "llama3_json", "qwen_3": "qwen", "qwen_3_coder": "qwen3_coder", "qwen_3_5": "qwen3_coder",
+                "glm_4_7": "glm4", "kimi": "kimi_k2", "deepseek_r1": "deepseek_v3"}
+_M3 = re.escape("]<]minimax[>[")
+
+
+def _typed_args(pairs: Sequence[Tuple[str, str, bool]]) -> Dict[str, Any]:
+    """(key, raw, is_string) triples: strings raw, other values JSON."""
+    return {key: raw if is_string else json.loads(raw) for key, raw, is_string in pairs}
+
+
+def _is_string(schema: Dict[str, Any], key: str) -> bool:
+    return schema.get("properties", {}).get(key, {}).get("type") == "string"
+
+
 def parse_calls(family: str, text: str, schemas: Dict[str, Dict[str, Any]]) -> List[Tuple[str, Any]]:
     """Tool calls in `text` for `family`, as (name, arguments)."""
     S = re.DOTALL
+    family = _SAME_SYNTAX.get(family, family)
+    if family in ("deepseek_v3_2", "deepseek_v4"):
+        out = []
+        for name, body in re.findall(r'<｜DSML｜invoke name="([^"]+)">\n(.*?)</｜DSML｜invoke>', text, S):
+            params = re.findall(r'<｜DSML｜parameter name="([^"]+)" string="(true|false)">(.*?)</｜DSML｜parameter>', body, S)
+            out.append((name, _typed_args([(k, v, s == "true") for k, s, v in params])))
+        return out
+    if family == "minimax":
+        out = []
+        for name, body in re.findall(r'<invoke name="([^"]+)">\n(.*?)</invoke>', text, S):
+            params = re.findall(r'<parameter name="([^"]+)">(.*?)</parameter>', body, S)
+            out.append((name, _typed_args([(k, v, _is_string(schemas.get(name, {}), k)) for k, v in params])))
+        return out
+    if family == "minimax_m3":
+        out = []
+        for name, body in re.findall(_M3 + r'<invoke name="([^"]+)">(.*?)' + _M3 + "</invoke>", text, S):
+            params = re.findall(_M3 + r"<([^/>]+)>(.*?)" + _M3 + r"</\1>", body, S)
+            out.append((name, _typed_args([(k, v, _is_string(schemas.get(name, {}), k)) for k, v in params])))
+        return out
+    if family == "kimi_k3":
+        out = []
+        pattern = r'<\|open\|>call tool="([^"]+)" index="\d+"<\|sep\|>(.*?)<\|close\|>call<\|sep\|>'
+        for name, body in re.findall(pattern, text, S):
+            params = re.findall(r'<\|open\|>argument key="([^"]+)" type="([^"]+)"<\|sep\|>(.*?)<\|close\|>argument<\|sep\|>',
+                                body, S)
+            out.append((name, _typed_args([(k, v, t == "string") for k, t, v in params])))
+        return out
+    if family == "exaone":
+        return [(v["name"], v["arguments"]) for v in map(json.loads, re.findall(r"<tool_call>(.*?)</tool_call>", text, S))]
     if family == "llama3_json":
         if not text.startswith('{"name": '):
             return []

@@ -25,7 +25,17 @@ WALKS = {
     "glm4_7": ("qwen3", "auto", ["</think>", "</arg_value>"] + JSON_CLOSERS + ["</tool_call>"]),
     "harmony": ("gpt-oss", "auto", ["<|end|><|start|>assistant"] + JSON_CLOSERS + ["<|call|>"]),
     "mistral": ("tekken", "disabled", JSON_CLOSERS),
+    # xgrammar's families (those whose arguments are JSON or glm_xml).
+    "llama": ("llama3.1", "disabled", JSON_CLOSERS),
+    "qwen_3": ("qwen3", "auto", ["</think>"] + JSON_CLOSERS + ["\n</tool_call>"]),
+    "exaone": ("qwen3", "auto", ["</think>"] + JSON_CLOSERS + ["</tool_call>"]),
+    "kimi": ("gpt-oss", "auto", ["</think>", "<|tool_call_argument_begin|>"] + JSON_CLOSERS + ["<|tool_call_end|>", "<|tool_calls_section_end|>"]),
+    "deepseek_r1": ("qwen2.5", "auto", ["</think>"] + JSON_CLOSERS + ["\n```<｜tool▁call▁end｜>", "<｜tool▁calls▁end｜>"]),
+    "glm_4_7": ("qwen3", "auto", ["</think>", "</arg_value>"] + JSON_CLOSERS + ["</tool_call>"]),
 }
+# Families whose "required" / forced tags still allow an output without a call (xgrammar
+# 0.2.8's harmony: its messages are any number of analysis messages and calls).
+CALL_OPTIONAL = {"harmony"}
 
 
 @pytest.mark.parametrize("family", sorted(WALKS))
@@ -44,8 +54,8 @@ def test_random_walks_yield_valid_tool_calls(family, choice):
         text, steps = random_walk(tok, grammar, seed=seed, closers=closers)
         assert text is not None, f"walk {seed} did not end in {steps} steps"
         calls = parse_calls(family, text, schemas)
-        assert calls, text
-        if choice == "named":
+        assert calls or family in CALL_OPTIONAL, text
+        if choice == "named" and calls:
             assert [n for n, _ in calls] == [named], text
         for name, args in calls:
             assert name in schemas, text
