@@ -41,7 +41,7 @@ from xgrammar.builtin_structural_tag import _structural_tag_registry  # noqa: E4
 import xg2_plugin as xg  # noqa: E402
 
 from preset_support import BfclCase  # noqa: E402
-from xg2_test_support import require_data  # noqa: E402
+from xg2_test_support import hf_compiler, hf_tokenizer, hf_tokenizer_info  # noqa: E402
 
 MODELS: Tuple[str, ...] = tuple(sorted(_structural_tag_registry))
 TOOL_CHOICES = ("auto", "required", "named", "none")
@@ -176,22 +176,19 @@ class OraclePair:
     """Both engines on one tokenizer, with the same stop tokens."""
 
     def __init__(self, tokenizer_name: str) -> None:
-        import tokenizers
-        import transformers
-
-        path = require_data(f"tokenizers/hf/{tokenizer_name}")
         self.name = tokenizer_name
-        self.hf = tokenizers.Tokenizer.from_file(str(path / "tokenizer.json"))
-        self.ours_info = xg.TokenizerInfo.from_huggingface(self.hf)
+        self.hf = hf_tokenizer(tokenizer_name)
+        self.ours_info = hf_tokenizer_info(tokenizer_name)
         self.vocab_size = self.ours_info.vocab_size
         self.stop_ids = list(self.ours_info.stop_token_ids)
-        fast = transformers.PreTrainedTokenizerFast.from_pretrained(str(path), local_files_only=True)
-        self.xgr_info = xgr.TokenizerInfo.from_huggingface(fast, vocab_size=self.vocab_size,
-                                                           stop_token_ids=self.stop_ids)
-        self.compilers = {"ours": xg.GrammarCompiler(self.ours_info), "xgrammar": xgr.GrammarCompiler(self.xgr_info)}
         self.vocab: List[bytes] = self.ours_info.decoded_vocab
+        # xgrammar's tokenizer from the same token bytes: for these byte-level vocabularies it
+        # is what its from_huggingface builds (same decoded vocabulary, no special ids), in a
+        # fraction of the time; the stop tokens are ours, so both engines stop on the same ids.
+        self.xgr_info = xgr.TokenizerInfo(self.vocab, xgr.VocabType.RAW, vocab_size=self.vocab_size,
+                                          stop_token_ids=self.stop_ids)
+        self.compilers = {"ours": hf_compiler(tokenizer_name), "xgrammar": xgr.GrammarCompiler(self.xgr_info)}
         self.special_ids = frozenset(self.ours_info.special_token_ids) - set(self.stop_ids)
-        self.special_text = {self.vocab[i].decode("utf-8", "replace"): i for i in self.special_ids if self.vocab[i]}
         # Every special token's text, stop tokens included (Harmony's <|call|> is both).
         self.special_by_bytes = {self.vocab[i]: i for i in self.ours_info.special_token_ids if self.vocab[i]}
         self.special_prefixes = {text[:k] for text in self.special_by_bytes for k in range(1, len(text) + 1)}
