@@ -5,11 +5,12 @@ registered model x tool_choice x reasoning mode) over BFCL tool sets; the same t
 compiled by both engines on the same tokenizer, and seeded walks driven by one engine's mask
 check every token against the other engine's mask.
 
-A walk step is a *unit*: the tokens the driving engine emits and the tokens the other engine is
-fed for the same text. They are the same tokens except where a walk driven by xgrammar spells a
-special token's text with ordinary tokens: xgrammar reads special-token text as text, we read
-it as the special token only, so the other side is fed the special token itself (the mapping
-for that documented difference; see DOCUMENTED_DIFFERENCES).
+Special-token text is mapped, not ignored: xgrammar reads a special token's text (Harmony's
+<|channel|>, <|call|>) as text, spelled by any tokens; ours matches it as the special token
+only. The other engine is fed the same text in its own form: in a walk driven by xgrammar, a
+run of ordinary tokens that spells a special token's text reaches ours as that special token
+(checked against ours' mask where the text completes); in a walk driven by ours, a special
+token reaches xgrammar as ordinary tokens of its text.
 
 Sampling, so that walks enter tool calls and finish them: in free text (most of the vocabulary
 allowed) a walk spells one of the tag's literal strings (triggers, begins, ends, constants),
@@ -191,7 +192,7 @@ class OraclePair:
         self.special_ids = frozenset(self.ours_info.special_token_ids) - set(self.stop_ids)
         # Every special token's text, stop tokens included (Harmony's <|call|> is both).
         self.special_by_bytes = {self.vocab[i]: i for i in self.ours_info.special_token_ids if self.vocab[i]}
-        self.special_prefixes = {text[:k] for text in self.special_by_bytes for k in range(1, len(text) + 1)}
+        self.special_prefixes = frozenset({text[:k] for text in self.special_by_bytes for k in range(1, len(text) + 1)})
 
     def text_of(self, token: int) -> str:
         return self.vocab[token].decode("utf-8", "replace")
@@ -319,27 +320,27 @@ class Sampler:
         structural[pair.stop_ids] = True
         return cls(pair, literals, structural, random.Random(seed))
 
-    def literal_unit(self, driver: str, allowed: Optional[np.ndarray]) -> Optional[Tuple[List[int], List[int]]]:
-        """(driver tokens, other tokens) for a literal; xgrammar spells special tokens as text
-        half the time, and the other side (ours) is then fed the special tokens."""
+    def literal_unit(self, driver: str, allowed: Optional[np.ndarray]) -> Optional[List[int]]:
+        """The tokens of a literal; a walk driven by xgrammar spells special-token text with
+        ordinary tokens half the time (as xgrammar's mask allows)."""
         choices = self.literals
         if allowed is not None:
             choices = [s for s in choices if allowed[self.pair.encode(s)[0]]]
         if not choices:
             return None
         text = self.rng.choice(choices)
-        tokens = self.pair.encode(text)
         if driver == "xgrammar" and self.rng.random() < 0.5:
-            return self.pair.encode_plain(text), tokens
-        return tokens, tokens
+            return self.pair.encode_plain(text)
+        return self.pair.encode(text)
 
-    def next_unit(self, driver: str, allowed: np.ndarray, step: int) -> Tuple[List[int], List[int]]:
+    def next_unit(self, driver: str, allowed: np.ndarray, step: int) -> List[int]:
+        """The driver's next tokens: one, or a literal's."""
         r = self.rng.random()
         allowed_ids = np.flatnonzero(allowed)
         if len(allowed_ids) > self.pair.vocab_size // 2:  # free text
             stops = [s for s in self.pair.stop_ids if allowed[s]]
             if stops and step >= 8 and r < 0.2:
-                return [stops[0]], [stops[0]]
+                return [stops[0]]
             if r < 0.6:
                 unit = self.literal_unit(driver, None)
                 if unit is not None:
@@ -351,10 +352,8 @@ class Sampler:
                     return unit
             preferred = np.flatnonzero(allowed & self.structural)
             if len(preferred) and r < 0.9:
-                token = int(self.rng.choice(preferred))
-                return [token], [token]
-        token = int(self.rng.choice(allowed_ids))
-        return [token], [token]
+                return [int(self.rng.choice(preferred))]
+        return [int(self.rng.choice(allowed_ids))]
 
 
 def run_walk(pair: OraclePair, case: TagCase, bfcl: BfclCase, grammars: Dict[str, Any], driver: str,
@@ -367,6 +366,7 @@ def run_walk(pair: OraclePair, case: TagCase, bfcl: BfclCase, grammars: Dict[str
     result = WalkResult()
     text = b""
     pending = b""  # ordinary tokens of xgrammar's that spell the start of a special token's text
+    pending_tokens: List[int] = []
     stops = set(pair.stop_ids)
     begins = [b.encode() for b in call_begins(json.loads(case.tag_json))]
     for _ in range(4 * max_steps):  # draws; a literal the driver cannot spell is drawn again
@@ -377,7 +377,7 @@ def run_walk(pair: OraclePair, case: TagCase, bfcl: BfclCase, grammars: Dict[str
         if not allowed.any():
             result.ended = True  # xgrammar's matcher may end without a stop token
             break
-        driver_tokens, other_tokens = sampler.next_unit(driver, allowed, result.steps)
+        driver_tokens = sampler.next_unit(driver, allowed, result.steps)
         fed = 0
         for token in driver_tokens:
             if not (allowed if fed == 0 else drive.mask())[token]:
@@ -388,9 +388,10 @@ def run_walk(pair: OraclePair, case: TagCase, bfcl: BfclCase, grammars: Dict[str
             drive.rollback(fed)
             continue
         check = sides[other]
+        other_tokens = driver_tokens
         if driver == "ours":  # xgrammar reads special-token text as text: feed it the text
             mapped = []
-            for t in other_tokens:
+            for t in driver_tokens:
                 if t in pair.special_ids:
                     mapped += pair.encode_plain(pair.text_of(t))
                 elif t in stops and pair.text_of(t) in case.tag_json and not drive.is_terminated():
@@ -399,31 +400,35 @@ def run_walk(pair: OraclePair, case: TagCase, bfcl: BfclCase, grammars: Dict[str
                     mapped += pair.encode_plain(pair.text_of(t)) + [t]  # ... that ends the output
                 else:
                     mapped.append(t)
-            result.mapped_specials += mapped != other_tokens
+            result.mapped_specials += mapped != driver_tokens
             other_tokens = mapped
-        queue = list(other_tokens)
+        queue = [(t, True) for t in other_tokens]  # (token, may start a special token's text)
         while queue:
-            token = queue.pop(0)
+            token, may_map = queue.pop(0)
             token_bytes = pair.vocab[token]
             if other == "ours" and token in stops and check.is_terminated():
                 break  # ours ended on a stop token read as the tag's text; xgrammar now stops too
-            if other == "ours" and (pending or not check.mask()[token]):
-                # xgrammar may spell a special token's text with ordinary tokens: ours is fed the
-                # special token for that text, then the rest of the last ordinary token.
+            if other == "ours" and may_map:
+                # Ordinary tokens of xgrammar's that spell a special token's text reach ours as
+                # that special token (then the rest of the last ordinary token); a run that turns
+                # out to spell no special token reaches ours as it is.
                 joined = pending + token_bytes
                 head = next((sp for sp in pair.special_by_bytes if joined.startswith(sp)), None)
                 if head is None and joined in pair.special_prefixes:
-                    pending = joined
+                    pending, pending_tokens = joined, pending_tokens + [token]
                     continue
-                if head is not None:
-                    try:
-                        queue[:0] = pair.encode(joined[len(head):].decode("utf-8"))
-                        token, token_bytes, pending = pair.special_by_bytes[head], head, b""
-                        result.mapped_specials += 1
-                    except UnicodeDecodeError:
-                        token_bytes, pending = joined, b""
-                elif pending:
-                    token_bytes, pending = joined, b""
+                rest = joined[len(head):] if head is not None else b""
+                if head is not None and _is_utf8_prefix(rest) and rest.decode("utf-8", "ignore").encode() == rest:
+                    queue[:0] = [(t, True) for t in pair.encode(rest.decode("utf-8"))]
+                    token, token_bytes = pair.special_by_bytes[head], head
+                    result.mapped_specials += 1
+                elif head is not None:
+                    token_bytes = joined  # a special token's text ends inside a character
+                elif pending_tokens:
+                    queue[:0] = [(pending_tokens[0], False)] + [(t, True) for t in pending_tokens[1:] + [token]]
+                    pending, pending_tokens = b"", []
+                    continue
+                pending, pending_tokens = b"", []
             in_mask = check.mask()[token]
             if not in_mask or token_bytes != pair.vocab[token] or not check.accept(token):
                 detail = "mask" if not in_mask else "accept"
@@ -434,7 +439,8 @@ def run_walk(pair: OraclePair, case: TagCase, bfcl: BfclCase, grammars: Dict[str
                 if other == "ours":
                     _locate_in_ours(check.matcher, found)
                     found.ours_may_stop = bool(check.mask()[pair.stop_ids].any())
-                result.disagreements.append(classify(found, pair.special_ids, frozenset(pair.stop_ids)))
+                result.disagreements.append(classify(found, pair.special_ids, frozenset(pair.stop_ids),
+                                                     pair.special_prefixes))
                 return result
             text += token_bytes
         result.reached_call = result.reached_call or any(b in text for b in begins)
@@ -478,21 +484,28 @@ def _after_xml_name(text: bytes) -> bool:
                                              b"<arg_value>", b"<invoke", b"<parameter"))
 
 
-def classify(d: Disagreement, special_ids: frozenset, stop_ids: frozenset = frozenset()) -> Disagreement:
-    """Sets d.kind. `special_ids`: the tokenizer's special tokens other than stop tokens."""
+def classify(d: Disagreement, special_ids: frozenset, stop_ids: frozenset = frozenset(),
+             special_prefixes: frozenset = frozenset()) -> Disagreement:
+    """Sets d.kind. `special_ids`: the tokenizer's special tokens other than stop tokens;
+    `special_prefixes`: the prefixes of every special token's text."""
     if (d.driver == "xgrammar" and d.token in stop_ids and d.ours_may_stop and d.token_bytes
             and d.token_bytes.decode("utf-8", "replace") in d.tag_json):
         d.kind = "stop_token_is_grammar_text"
     elif d.driver == "xgrammar":
-        refused = d.token_bytes[d.accepted_bytes or 0:][:1]
-        if d.token in special_ids:
+        refused_at = d.accepted_bytes or 0
+        refused = d.token_bytes[refused_at:][:1]
+        inside_json = d.text.rfind(b"{") > d.text.rfind(b">")
+        if d.token in special_ids or (refused_at and d.token_bytes[refused_at:] in special_prefixes):
+            # a special token, or ordinary text that starts a special token's text inside a token
+            # (the walk maps such text to the special token only where it starts a token)
             d.kind = "special_token_as_text"
         elif not _is_utf8_prefix(d.text + d.token_bytes):
             d.kind = "invalid_utf8_text"
+        elif (d.model in XML_STYLE_MODELS and not inside_json and _after_xml_name(d.text)
+              and (refused.isspace() or d.ours_wants_whitespace)):
+            d.kind = "xml_style_whitespace"
         elif refused == b"\r":
             d.kind = "json_whitespace_cr"
-        elif d.model in XML_STYLE_MODELS and _after_xml_name(d.text) and (refused.isspace() or d.ours_wants_whitespace):
-            d.kind = "xml_style_whitespace"
         elif _exclude_starts_end(d):
             d.kind = "exclude_blocks_tag_end"
         else:
