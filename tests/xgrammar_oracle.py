@@ -54,13 +54,19 @@ XML_STYLE_MODELS = frozenset({"qwen_3_coder", "qwen_3_5", "glm_4_7", "mimo", "mi
                               "deepseek_v3_2", "deepseek_v4", "deepseek_v4_1", "kimi_k3", "cohere"})
 
 # class -> why the engines differ on purpose. A disagreement of any other class fails a test.
+# Where xgrammar is wrong and ours right, the class is listed here too, its reason says so.
 DOCUMENTED_DIFFERENCES: Dict[str, str] = {
     "special_token_as_text": (
         "xgrammar treats every token as its text, special tokens (<|eot_id|>, reserved ids) included, "
         "so its free text may contain them; ours never reads a special token as grammar text."),
+    "stop_token_inside_text": (
+        "xgrammar bug: it also reads a stop token as its text (Harmony's <|call|> inside a JSON string), "
+        "but the serving engine stops on it, so the output ends cut off; ours allows a stop token only "
+        "where the output may end."),
     "invalid_utf8_text": (
-        "xgrammar's free text and string contents accept any bytes; ours keeps the output valid "
-        "UTF-8, so a token that cannot continue valid UTF-8 is forbidden."),
+        "xgrammar bug (the detokenized output would hold replacement characters): xgrammar's free "
+        "text and string contents accept any bytes; ours keeps the output valid UTF-8, so a token "
+        "that cannot continue valid UTF-8 is forbidden."),
     "stop_token_is_grammar_text": (
         "a stop token whose text the tag spells (Harmony's <|call|>, <|return|>): ours reads the token as "
         "that text, where the grammar has it, and ends there; xgrammar takes the text only as ordinary "
@@ -491,6 +497,8 @@ def classify(d: Disagreement, special_ids: frozenset, stop_ids: frozenset = froz
     if (d.driver == "xgrammar" and d.token in stop_ids and d.ours_may_stop and d.token_bytes
             and d.token_bytes.decode("utf-8", "replace") in d.tag_json):
         d.kind = "stop_token_is_grammar_text"
+    elif d.driver == "xgrammar" and d.token in stop_ids and not d.ours_may_stop:
+        d.kind = "stop_token_inside_text"
     elif d.driver == "xgrammar":
         refused_at = d.accepted_bytes or 0
         refused = d.token_bytes[refused_at:][:1]
