@@ -250,7 +250,8 @@ Layout::Layout(const JsonSchemaOptions& options)
 }
 
 Fragment Layout::Whitespace() const {
-  Fragment space = Fragment::Atom("[ \\n\\t]");
+  // RFC 8259 insignificant whitespace: space, tab, line feed, carriage return.
+  Fragment space = Fragment::Atom("[ \\t\\n\\r]");
   return max_whitespace_ ? Repeat(space, 0, *max_whitespace_) : Repeat(space, 0, -1);
 }
 
