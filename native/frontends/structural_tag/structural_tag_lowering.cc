@@ -190,13 +190,13 @@ class Lowering {
       schema = &kEmpty;
     }
     if (!xml) {
-      if (!format.excludes.empty()) {
-        throw UnsupportedSchemaError(Where(where) + "json_schema excludes are supported only with the flat XML "
-                                                    "styles (qwen_xml, glm_xml, minimax_xml, deepseek_xml, "
-                                                    "deepseek_v4_1_xml, kimi_k3_xml)");
+      for (const std::string& excluded : format.excludes) {
+        if (excluded.empty()) {
+          throw StructuralTagError(Where(where + "/excludes") + "excluded strings must not be empty");
+        }
       }
       try {
-        return JsonValueRule(*schema, format.max_whitespace, format.any_order);
+        return JsonValueRule(*schema, format.max_whitespace, format.any_order, format.excludes);
       } catch (const SchemaError& error) {
         RethrowLocated(error, *schema);
       }
@@ -369,17 +369,19 @@ class Lowering {
   std::string MemberJson(const Xml& xml, const JsonValue& member, const std::string& pointer) {
     JsonValue schema = WithDefinitions(xml, member);
     try {
-      return JsonValueRule(schema, xml.max_whitespace);
+      return JsonValueRule(schema, xml.max_whitespace, false, xml.excludes);
     } catch (const SchemaError& error) {
       RethrowLocated(error, schema, pointer);
     }
   }
 
   // A JSON value of one of the JSON types `types`, without further constraint.
-  std::string AnyJsonOf(const std::vector<const char*>& types, std::optional<int64_t> max_whitespace) {
+  std::string AnyJsonOf(const std::vector<const char*>& types, std::optional<int64_t> max_whitespace,
+                        const std::vector<std::string>& excludes = {}) {
     std::vector<JsonValue> names;
     for (const char* t : types) names.push_back(JsonValue::String(t));
-    return JsonValueRule(JsonValue::Object({{"type", JsonValue::Array(std::move(names))}}), max_whitespace);
+    return JsonValueRule(JsonValue::Object({{"type", JsonValue::Array(std::move(names))}}), max_whitespace, false,
+                         excludes);
   }
 
   // The kind of a member's schema, as the XML styles tell values apart.
@@ -486,7 +488,8 @@ class Lowering {
       case ValueKind::kUntyped: {
         std::string raw = RawText(style.close, xml.excludes);
         if (style.attribute == XmlTypeAttribute::kStringFlag) {
-          std::string json = AnyJsonOf({"number", "boolean", "null", "array", "object"}, xml.max_whitespace);
+          std::string json =
+              AnyJsonOf({"number", "boolean", "null", "array", "object"}, xml.max_whitespace, xml.excludes);
           return Rule(head("") + " (" + string_attr(true) + " " + raw + " | " + string_attr(false) + " " + ws + " " +
                           json + " " + ws + " " + close + ")",
                       "xml_member");
@@ -497,15 +500,12 @@ class Lowering {
                       " (\"string\" | \"number\" | \"integer\" | \"boolean\" | \"object\" | \"array\" | \"null\") " +
                       Text("\"<|sep|>");
         }
-        std::string json = AnyJsonOf({"array", "object"}, xml.max_whitespace);
+        std::string json = AnyJsonOf({"array", "object"}, xml.max_whitespace, xml.excludes);
         return Rule(head(attribute) + " (" + raw + " | " + ws + " " + json + " " + ws + " " + close + ")",
                     "xml_member");
       }
       case ValueKind::kJson:
         break;
-    }
-    if (!xml.excludes.empty()) {
-      throw UnsupportedSchemaError(Where(where) + "excludes inside a JSON-valued XML member are not supported");
     }
     std::string attribute;
     if (style.attribute == XmlTypeAttribute::kStringFlag) attribute = string_attr(false);
@@ -786,9 +786,12 @@ class Lowering {
 
   // Identical schemas (one tool under several tag spellings, as Harmony has) share one
   // embedded grammar: keyed by the schema text, the whitespace bound and the member order.
-  std::string JsonValueRule(const JsonValue& schema, std::optional<int64_t> max_whitespace, bool any_order = false) {
+  std::string JsonValueRule(const JsonValue& schema, std::optional<int64_t> max_whitespace, bool any_order = false,
+                            const std::vector<std::string>& excludes = {}) {
     std::string text = DumpJson(schema);
-    auto key = std::make_tuple(text, max_whitespace.value_or(-1), any_order);
+    std::string excluded_key;
+    for (const std::string& e : excludes) excluded_key += DumpJsonString(e);
+    auto key = std::make_tuple(text, max_whitespace.value_or(-1), any_order, excluded_key);
     auto found = json_rules_.find(key);
     if (found != json_rules_.end()) return found->second;
     JsonSchemaOptions options;
@@ -796,6 +799,7 @@ class Lowering {
     options.strict_mode = true;
     options.lenient = false;
     options.any_order = any_order;
+    options.string_excludes = excludes;
     if (max_whitespace) options.max_whitespace = static_cast<int>(*max_whitespace);
     std::string name = Embed(JsonSchemaToEbnf(text, options).ebnf, "json");
     json_rules_.emplace(std::move(key), name);
@@ -1025,7 +1029,7 @@ class Lowering {
   const SpecialTokenText* specials_;
   std::vector<std::string> rules_;
   int counter_ = 0;
-  std::map<std::tuple<std::string, int64_t, bool>, std::string> json_rules_;
+  std::map<std::tuple<std::string, int64_t, bool, std::string>, std::string> json_rules_;
   std::string cohere_any_value_;   // CohereAnyValue's rules, once written
   std::string cohere_any_object_;
 };
