@@ -233,9 +233,14 @@ class Lowering {
     std::string message = error.what();
     static const std::string kEmptyRoot = "the schema at / accepts no JSON value";
     if (message.compare(0, kEmptyRoot.size(), kEmptyRoot) == 0) {
-      std::string inner = pointer + LocateEmpty(schema, Definitions(schema), 0);
+      std::string located = LocateEmpty(schema, Definitions(schema), 0);
+      std::string inner = pointer + located;
       static const size_t kPrefix = std::string("the schema at /").size();
       message = "the schema at " + (inner.empty() ? std::string("/") : inner) + message.substr(kPrefix);
+      const JsonValue* culprit = located.empty() ? &schema : ResolveJsonPointer(schema, located);
+      if (culprit && culprit->is_object() && (culprit->Find("enum") || culprit->Find("const"))) {
+        message += " (no value its enum/const lists satisfies its other keywords)";
+      }
     } else if (!pointer.empty()) {
       std::string rebased;
       size_t from = 0;
@@ -306,7 +311,7 @@ class Lowering {
     };
     static const Marker kMarkers[] = {
         {"\"name\": \"", "\""}, {"\"name\":\"", "\""}, {"name=\"", "\""}, {"tool=\"", "\""},
-        {"<function=", ">"},    {"functions.", ":<| "}, {"\xEF\xBD\x9Ctool\xE2\x96\x81sep\xEF\xBD\x9C", "\n<"},
+        {"<function=", ">"},    {"functions.", ":<| "}, {"\xEF\xBD\x9Ctool\xE2\x96\x81sep\xEF\xBD\x9C>", "\n<"},
         {"<tool_call>", "\n<{ "},
     };
     for (const Marker& marker : kMarkers) {
@@ -322,6 +327,14 @@ class Lowering {
   [[noreturn]] static void RethrowForTool(const SchemaError& error, const TagFormat& tag) {
     const std::string* begin = std::get_if<std::string>(&tag.begin);
     std::string name = begin ? ToolName(*begin) : "";
+    if (const SequenceFormat* sequence = std::get_if<SequenceFormat>(&tag.content->body); name.empty() && sequence) {
+      // Cohere names the tool in constant text after a call id.
+      std::string constants;
+      for (const FormatPtr& element : sequence->elements) {
+        if (const auto* text = std::get_if<ConstStringFormat>(&element->body)) constants += text->value;
+      }
+      name = ToolName(constants);
+    }
     std::string who = name.empty() ? "tag " + Repr(begin ? *begin : std::string("<token>")) : "tool " + Repr(name);
     Rethrow(error, who + " (structural tag at " + tag.path + "/content): " + error.what());
   }
@@ -344,10 +357,13 @@ class Lowering {
   }
 
   // Raw text up to (and including) the first `close`; `excludes` may not occur in it.
+  // With excludes the close is outside the free text, where no excluded string is looked for
+  // (the XML wrappers are never part of a match).
   std::string RawText(const std::string& close, const std::vector<std::string>& excludes) {
-    std::string body = "TagDispatch(stop_eos=false, stop_str=(" + Pieces(close) + ",)";
-    if (!excludes.empty()) body += ", excludes=" + StringTuple(excludes, "");
-    return Rule(body + ")", "xml_text");
+    if (excludes.empty()) return Rule("TagDispatch(stop_eos=false, stop_str=(" + Pieces(close) + ",))", "xml_text");
+    std::vector<std::string> forbidden = excludes;
+    forbidden.push_back(close);
+    return Rule("TagDispatch(excludes=" + StringTuple(forbidden, "") + ") " + Text(close), "xml_text");
   }
 
   // The member's schema with the argument object's $defs / definitions (its own keys win).
@@ -588,7 +604,10 @@ class Lowering {
     }
     const JsonValue* choices = member.Find("enum");
     const JsonValue* constant = member.Find("const");
-    if (choices || constant) {
+    const JsonValue* type = member.Find("type");
+    std::string t = type && type->is_string() ? type->string_value() : "";
+    // Typed choices other than strings are JSON values of that type (the converter checks them).
+    if ((choices || constant) && (!type || t == "string")) {
       std::vector<const JsonValue*> values;
       if (constant) values.push_back(constant);
       if (choices && choices->is_array()) {
@@ -606,8 +625,6 @@ class Lowering {
       if (out.empty()) throw SchemaError(Where(where) + "enum must list values");
       return Rule(out, "xml_value");
     }
-    const JsonValue* type = member.Find("type");
-    std::string t = type && type->is_string() ? type->string_value() : "";
     if (t == "object") {
       const JsonValue* properties = member.Find("properties");
       std::string body = properties && properties->is_object() && !properties->object_members().empty()
@@ -735,14 +752,21 @@ class Lowering {
       std::string member_pointer = pointer + "/properties/" + EscapeJsonPointerToken(key);
       std::string member_where = where + "/properties/" + EscapeJsonPointerToken(key);
       std::string item;
-      if (style.family == XmlFamily::kFlat) {
-        item = FlatMember(xml, Text(key), member, member_pointer, member_where);
-      } else if (style.family == XmlFamily::kMinimaxM3) {
-        item = M3Member(xml, key, member, member_pointer, member_where);
-      } else {
-        item = Rule(Text(style.open + " name=\"" + XmlEscapeAttribute(key) + "\"") + " " +
-                        CohereTyped(xml, member, member_pointer, member_where),
-                    "xml_member");
+      try {
+        if (style.family == XmlFamily::kFlat) {
+          item = FlatMember(xml, Text(key), member, member_pointer, member_where);
+        } else if (style.family == XmlFamily::kMinimaxM3) {
+          item = M3Member(xml, key, member, member_pointer, member_where);
+        } else {
+          item = Rule(Text(style.open + " name=\"" + XmlEscapeAttribute(key) + "\"") + " " +
+                          CohereTyped(xml, member, member_pointer, member_where),
+                      "xml_member");
+        }
+      } catch (const SchemaError& error) {
+        // An optional member no value can fill is never written (excludes can do that).
+        bool empty = std::string(error.what()).find("accepts no JSON value") != std::string::npos;
+        if (empty && !required.count(key) && !dynamic_cast<const UnsupportedSchemaError*>(&error)) continue;
+        throw;
       }
       items.push_back(item);
       is_required.push_back(required.count(key) > 0);
