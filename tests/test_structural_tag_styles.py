@@ -259,3 +259,31 @@ def test_unsupported_tool_schema_names_tool_and_property() -> None:
     message = str(caught.value)
     assert message.startswith("tool 'sized' (structural tag at /format/"), message
     assert "/properties/n" in message, message
+
+
+# A call to `ping` in each XML-style family whose whitespace after `<function=NAME>`,
+# `<tool_call>NAME` and `<parameter=...>` used to be fixed.
+CALLS = {
+    "qwen_3_coder": "<tool_call>\n<function=ping>\n<parameter=host>\nh\n</parameter>\n</function>\n</tool_call>",
+    "qwen_3_5": "<tool_call>\n<function=ping>\n<parameter=host>\nh\n</parameter>\n</function>\n</tool_call>",
+    "glm_4_7": "<tool_call>ping<arg_key>host</arg_key><arg_value>h</arg_value></tool_call>",
+    "mimo": "<tool_call><function=ping><parameter=host>h</parameter></function></tool_call>",
+}
+
+
+@pytest.mark.parametrize("model", sorted(CALLS))
+def test_builder_tag_whitespace_agrees_with_xgrammar(model: str) -> None:
+    tag = json.loads(
+        xgr.get_model_structural_tag(model, tools=[TOOLS[1]], tool_choice="required", reasoning="disabled")
+        .model_dump_json()
+    )
+    theirs = xgr.Grammar.from_structural_tag(json.dumps(tag))
+    ours = structural_tag_to_ebnf(tag)
+    call = CALLS[model]
+    positions = [i for i in range(1, len(call)) if call[i - 1] in ">=" or call[i] == "<"]
+    texts = [call] + [call[:i] + ws + call[i:] for i in positions for ws in (" ", "\n\r")]
+    results = [(t, _is_grammar_accept_string(theirs, t), ebnf_accepts(ours, t)) for t in texts]
+    assert results[0][1] and results[0][2]
+    assert any(not ours for _, _, ours in results)
+    disagreements = [r for r in results if r[1] != r[2]]
+    assert not disagreements, disagreements[:5]
