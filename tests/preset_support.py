@@ -202,7 +202,10 @@ def _xml_args(pairs: Sequence[Tuple[str, str]], schema: Dict[str, Any]) -> Dict[
     out = {}
     for key, raw in pairs:
         member = props.get(key, {})
-        out[key] = raw if member.get("type") == "string" or not props else json.loads(raw)
+        if member.get("type") == "string" and ("enum" in member or "const" in member):
+            out[key] = raw.strip()  # the formats allow whitespace around a choice
+        else:
+            out[key] = raw if member.get("type") == "string" or not props else json.loads(raw)
     return out
 
 
@@ -268,15 +271,19 @@ def parse_calls(family: str, text: str, schemas: Dict[str, Dict[str, Any]]) -> L
         return out
     if family == "qwen3_coder":
         out = []
-        for name, body in re.findall(r"<tool_call>\n<function=([^>\n]+)>\n(.*?)</function>\n</tool_call>", text, S):
-            pairs = re.findall(r"<parameter=([^>\n]+)>\n(.*?)\n</parameter>\n", body, S)
+        # As vLLM's qwen3_coder parser reads it: whitespace between the parts, one line break
+        # around a value dropped (the format allows any whitespace there, as xgrammar's does).
+        for name, body in re.findall(r"<tool_call>\s*<function=([^>\n]+)>(.*?)</function>\s*</tool_call>", text, S):
+            pairs = [(k, v[1:] if v.startswith("\n") else v) for k, v in
+                     re.findall(r"<parameter=([^>\n]+)>(.*?)</parameter>", body, S)]
+            pairs = [(k, v[:-1] if v.endswith("\n") else v) for k, v in pairs]
             out.append((name, _xml_args(pairs, schemas.get(name, {}))))
         return out
     if family in ("glm4", "glm4_7"):
         out = []
         for name, body in re.findall(r"<tool_call>([^\n<]+)\n?(.*?)</tool_call>", text, S):
-            pairs = re.findall(r"<arg_key>(.*?)</arg_key>\n?<arg_value>(.*?)</arg_value>\n?", body, S)
-            out.append((name, _xml_args(pairs, schemas.get(name, {}))))
+            pairs = re.findall(r"<arg_key>(.*?)</arg_key>\s*<arg_value>(.*?)</arg_value>", body, S)
+            out.append((name.strip(), _xml_args(pairs, schemas.get(name.strip(), {}))))
         return out
     if family == "deepseek_v3":
         pattern = r"<｜tool▁call▁begin｜>function<｜tool▁sep｜>([^\n]+)\n```json\n(.*?)\n```<｜tool▁call▁end｜>"
@@ -368,6 +375,13 @@ def random_walk(tok: Tok, grammar: xg.CompiledGrammar, seed: int, closers: Seque
                     assert matcher.accept_token(token)
                     ids.append(token)
                 continue
+        if len(ids) >= uniform_steps:
+            # Formats that allow any whitespace run (the XML argument styles, JSON) would let
+            # whitespace tokens, which outnumber the rest, stall the walk.
+            vocab = tok.info.decoded_vocab
+            solid = [t for t in allowed if vocab[int(t)].strip(b" \t\r\n")]
+            if solid:
+                allowed = np.asarray(solid)
         token = int(rng.choice(allowed))
         if token in stops:
             return tok.decode(ids), len(ids)

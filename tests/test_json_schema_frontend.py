@@ -393,7 +393,8 @@ def test_any_whitespace_and_cap():
                  '{ \n"a"\t:[ 1 ,{ } ] }'):
         assert ebnf_accepts(ebnf, text), text
     assert not ebnf_accepts(ebnf, ' {"a": []}')  # no whitespace before the value
-    assert not ebnf_accepts(ebnf, '{"a":\r[]}')  # only space, newline and tab
+    assert ebnf_accepts(ebnf, '{"a":\r\n[]}')  # RFC 8259: space, tab, LF and CR
+    assert not ebnf_accepts(ebnf, '{"a":\x0b[]}')
     capped = to_ebnf(NESTED_SCHEMA, max_whitespace=2)
     assert ebnf_accepts(capped, '{  "a":  [1,  {  }]}')
     assert not ebnf_accepts(capped, '{   "a": []}')

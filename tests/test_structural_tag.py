@@ -105,7 +105,6 @@ def test_semantic_errors(fmt, fragment):
         {"type": "token_dispatch", "rules": [[1, {"type": "const_string", "value": "a"}]]},
         {"type": "token_triggered_tags", "trigger_tokens": [1], "tags": []},
         {"type": "any_text", "max_tokens": 5},
-        {"type": "json_schema", "json_schema": {"type": "object"}, "style": "minimax_xml"},
         {"type": "token", "token": "hello"},
     ],
 )

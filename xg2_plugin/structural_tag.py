@@ -19,17 +19,55 @@ shared by several special ids, or not valid UTF-8, stays plain text.
 What xg2 cannot express exactly raises ``UnsupportedSchemaError`` instead of approximating:
 the token-level forms that constrain ordinary tokens or count tokens (``exclude_token``,
 ``any_tokens``, ``token_triggered_tags``, ``token_dispatch``, ``any_text.max_tokens``,
-``token`` naming an ordinary text token), JSON-schema styles other than ``json``, ``qwen_xml``
-and ``glm_xml``, and ``any_text`` with both ``excludes`` and ``max_chars``.
+``token`` naming an ordinary text token) and ``any_text`` with both ``excludes`` and
+``max_chars``.
 
-XML-style arguments. ``json_schema`` with ``style="qwen_xml"`` (Qwen3-Coder) spells an object's
-members as ``<parameter=NAME>\nVALUE\n</parameter>\n``, ``style="glm_xml"`` (GLM 4.5-4.7) as
-``<arg_key>NAME</arg_key>\n<arg_value>VALUE</arg_value>\n`` (both line breaks optional: GLM 4.7
-writes none), as the chat templates render them:
-members in schema order (optional ones may be left out), a string member's value is its raw
-text (no quotes or escapes; ``enum``/``const``/``pattern`` apply to that text), any other
-member's value is JSON valid under the member's schema. The schema must be an object schema;
-an object without declared properties takes any members with raw-text values.
+JSON-schema styles: the nine of xgrammar 0.2.8, with its language. ``WS`` below is a run of
+JSON whitespace (space, tab, LF, CR; at most ``max_whitespace_cnt`` characters when set).
+An argument object is its members in schema order (optional ones may be left out), each after
+a ``WS``, then a ``WS``; with ``any_order``, members in any order, keys neither required nor
+unique, their count in ``[max(minProperties, #required), maxProperties]``. In the flat styles a
+string member's value is raw text up to the closing string (no quotes or escapes), a
+``const``/``enum`` string is one of its values (``WS`` around it except in the DeepSeek styles),
+a string with ``pattern`` is ``WS`` regex ``WS``, an untyped member is raw text or ``WS`` JSON
+array/object ``WS``, any other member is ``WS`` JSON ``WS``. An object schema without declared
+properties takes any members named ``[a-zA-Z_][a-zA-Z0-9_]*`` with untyped values.
+
+- ``json``: the JSON value.
+- ``qwen_xml`` (Qwen3-Coder, Qwen3.5, MiMo): ``<parameter=NAME>VALUE</parameter>``.
+- ``glm_xml`` (GLM 4.5-4.7): ``<arg_key>NAME</arg_key>WS<arg_value>VALUE</arg_value>``.
+- ``minimax_xml``: ``<parameter name="NAME">VALUE</parameter>``.
+- ``deepseek_xml`` (V3.2, V4): ``<｜DSML｜parameter name="NAME" string="true|false">VALUE</｜DSML｜parameter>``,
+  ``true`` before raw text, ``false`` before JSON (either for an untyped member).
+- ``deepseek_v4_1_xml``: the same with ``｜ parameter`` (a space after the marker).
+- ``kimi_k3_xml``: ``<|open|>argument key="NAME" type="T"<|sep|>VALUE<|close|>argument<|sep|>``,
+  ``T`` the member's JSON type (integers write ``number``; any of the seven names when untyped).
+- ``minimax_m3_xml``: recursive namespace XML, ``M<NAME>VALUE M</NAME>`` with ``M`` =
+  ``]<]minimax[>[``: strings raw, numbers/booleans/null bare, objects as nested members, arrays
+  as ``M<item>...M</item>`` items; untyped members and object schemas without properties are
+  refused, as in xgrammar.
+- ``cohere_xml``: ``<cofl:value name="NAME" type="raw|json|dict|list">VALUE</cofl:value>``: raw
+  strings, ``WS`` JSON scalar ``WS``, ``WS`` nested members ``WS``, ``WS`` nameless items ``WS``
+  (names XML-escaped; an untyped member may be any of the four).
+
+``excludes`` (non-empty; the XML styles refuse ones that start or end with whitespace,
+``cohere_xml`` and ``minimax_m3_xml`` any): no raw text, JSON string or member name contains one
+as written (escapes not decoded); quotes and the XML wrappers are never part of a match;
+strings with ``pattern``/``format`` are not filtered; ``const``/``enum`` values mentioning one
+are left out, and so is an optional member that no value can then fill.
+
+Errors inside a tag name the tool (from the tag's begin, or a constant after it) and the JSON
+pointer inside its parameters, e.g. ``tool 'f' (structural tag at /format/tags/3/content): the
+schema at /properties/x accepts no JSON value (...)``.
+
+Documented differences from xgrammar 0.2.8 (deliberate: xg2 stays exact or refuses): a string
+member with ``format``, ``minLength`` or ``maxLength`` in an XML style is refused (xgrammar
+takes ``WS`` any text ``WS`` there, the closing string included); ``minItems``/``maxItems``/
+``prefixItems`` on minimax_m3 and cohere arrays are refused; ``minLength``/``maxLength`` next to
+``excludes`` are refused (xgrammar drops them); JSON strings stay valid UTF-8 (no lone-surrogate
+``\u`` escapes); a DeepSeek member whose schema is a union with a string branch writes
+``string="false"`` before any JSON value of the union; ``any_order`` with style ``json`` keeps
+each key at most once and required keys present.
 
 Whitespace. ``any_whitespace=False`` (vLLM's ``disable_any_whitespace``) makes the JSON of
 every ``json_schema`` format use fixed separators and no other whitespace, as
@@ -102,7 +140,8 @@ JsonSchemaStyle = Literal[
 
 
 class JSONSchemaFormat(_Model):
-    """A JSON value (``style="json"``) valid under ``json_schema``."""
+    """A value valid under ``json_schema``, written in ``style`` (the module docstring lists the
+    styles, ``any_order``, ``max_whitespace_cnt`` and ``excludes``)."""
 
     type: Literal["json_schema"] = "json_schema"
     json_schema: Union[bool, Dict[str, Any]]

@@ -15,6 +15,7 @@
 #include "frontends/json_schema/number_bounds.h"
 #include "frontends/json_schema/regular_language.h"
 #include "frontends/json_schema/schema_converter_internal.h"
+#include "frontends/json_schema/string_excludes.h"
 #include "frontends/json_schema/string_formats.h"
 #include "frontends/regex/regex_converter.h"
 #include "support/cancellation.h"
@@ -250,7 +251,8 @@ Layout::Layout(const JsonSchemaOptions& options)
 }
 
 Fragment Layout::Whitespace() const {
-  Fragment space = Fragment::Atom("[ \\n\\t]");
+  // RFC 8259 insignificant whitespace: space, tab, line feed, carriage return.
+  Fragment space = Fragment::Atom("[ \\t\\n\\r]");
   return max_whitespace_ ? Repeat(space, 0, *max_whitespace_) : Repeat(space, 0, -1);
 }
 
@@ -431,8 +433,9 @@ Fragment SchemaConverter::CommonRule(const std::string& name) {
     body = Alt({Fragment::Atom("[^\"\\\\\\x00-\\x1F]"),
                 Seq({Fragment::Literal("\\"), Fragment::Atom("[\"\\\\/bfnrt]")})});
   } else if (name == "json_string") {
-    body = Seq({Fragment::Literal("\""), Repeat(CommonRule("json_char"), 0, -1),
-                Fragment::Literal("\"")});
+    body = options_.string_excludes.empty()
+               ? Seq({Fragment::Literal("\""), Repeat(CommonRule("json_char"), 0, -1), Fragment::Literal("\"")})
+               : JsonStringWithout(JsonCharFragment(), options_.string_excludes, &rules_);
   } else if (name == "json_integer") {
     body = Seq({Optional(Fragment::Literal("-")), natural});
   } else if (name == "json_number") {
@@ -1113,6 +1116,7 @@ Fragment SchemaConverter::AnyOf(const Node& node, int depth) {
 }
 
 bool SchemaConverter::EnumValueAllowed(const JsonValue& value, const Node& node) {
+  if (MentionsExcluded(value, options_.string_excludes)) return false;
   std::string value_type = JsonTypeOf(value);
   for (const auto& [keyword, argument] : node.schema.object_members()) {
     if (keyword == "enum" || keyword == "const" || IsPassiveKeyword(keyword) ||
@@ -1860,6 +1864,10 @@ Fragment SchemaConverter::StringValue(const Node& node) {
   if (body && format_fragment && languages.size() == 1 && !excluded) body = FormatInRules(format->string_value());
   if (!body) {
     if (!min_length && !max_length) return JsonStringFragment();
+    if (!options_.string_excludes.empty()) {
+      Unsupported("minLength/maxLength at " + ShowPointer(node.pointer) +
+                  " next to a structural tag's excludes (the length of a filtered string)");
+    }
     body = Repeat(CommonRule("json_char"), static_cast<int>(min_length.value_or(0)),
                   max_length ? static_cast<int>(*max_length) : -1);
   }

@@ -31,6 +31,10 @@ struct JsonSchemaOptions {
   // exactly once); objects with more than kMaxAnyOrderMembers declared properties are the
   // policy error. false: declared properties in schema order.
   bool any_order = false;
+  // Non-empty substrings no string value or member name may contain as written (escapes not
+  // decoded): a structural tag's json_schema `excludes`. Strings with pattern or format are
+  // not filtered; enum/const alternatives that mention one are left out.
+  std::vector<std::string> string_excludes;
 };
 
 struct JsonSchemaConversion {

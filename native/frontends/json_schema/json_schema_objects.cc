@@ -12,6 +12,7 @@
 
 #include "frontends/json_schema/regular_language.h"
 #include "frontends/json_schema/schema_converter_internal.h"
+#include "frontends/json_schema/string_excludes.h"
 #include "frontends/regex/regex_converter.h"
 #include "support/cancellation.h"
 #include "support/error.h"
@@ -540,7 +541,9 @@ Fragment SchemaConverter::ObjectValue(const Node& node, int depth) {
   auto with_patterns = [&](const std::string& name, const JsonValue* own, const std::string& pointer,
                            bool* allowed) -> Fragment {
     std::u32string quoted = DecodeUtf8ToU32(DumpJsonString(name));
-    *allowed = !languages.names || languages.names->Accepts(quoted);
+    // A name with an excluded substring cannot be written (a structural tag's excludes).
+    *allowed = (!languages.names || languages.names->Accepts(quoted)) &&
+               !MentionsExcluded(JsonValue::String(name), options_.string_excludes);
     std::vector<JsonValue> conjuncts;
     if (own != nullptr) conjuncts.push_back(*own);
     for (size_t i = 0; i < languages.patterns.size(); ++i) {

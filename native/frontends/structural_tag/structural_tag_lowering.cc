@@ -7,6 +7,7 @@
 // text (SpecialTokenText::Split); the latter becomes `Token(id)`, which matches that token
 // and only it, so free text never contains special tokens.
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <tuple>
 #include <set>
@@ -18,6 +19,7 @@
 #include "frontends/json_schema/json_schema_converter.h"
 #include "frontends/regex/regex_converter.h"
 #include "frontends/structural_tag/structural_tag.h"
+#include "frontends/structural_tag/xml_styles.h"
 #include "grammar/grammar_ast.h"
 #include "support/error.h"
 
@@ -54,23 +56,6 @@ std::string Repr(std::string_view text) { return "'" + std::string(text) + "'"; 
 std::string Show(const JsonValue* value) {
   if (!value) return "None";
   return value->is_string() ? Repr(value->string_value()) : DumpJson(*value);
-}
-
-// Strings with an optional trailing '?' (an optional piece): the XML argument layouts.
-struct XmlStyle {
-  const char* name_open;                 // before a member's name
-  std::vector<std::string> name_close;   // between name and value; "x?" is an optional "x"
-  const char* value_close;               // ends a value
-  const char* trailer;                   // optional text after a member ("" for none)
-};
-
-// Each line break of a GLM member is optional: GLM 4.5/4.6 templates write them, 4.7 does not.
-const XmlStyle* FindXmlStyle(const std::string& style) {
-  static const XmlStyle kQwen{"<parameter=", {">\n"}, "\n</parameter>\n", ""};
-  static const XmlStyle kGlm{"<arg_key>", {"</arg_key>", "\n?", "<arg_value>"}, "</arg_value>", "\n"};
-  if (style == "qwen_xml") return &kQwen;
-  if (style == "glm_xml") return &kGlm;
-  return nullptr;
 }
 
 class Lowering {
@@ -173,6 +158,9 @@ class Lowering {
     return name;
   }
 
+  // A fresh rule name whose body the caller adds to rules_ (for recursive rules).
+  std::string NewName(const char* hint) { return "st_" + std::string(hint) + "_" + std::to_string(++counter_); }
+
   // Adds a whole grammar with its rules renamed; returns the name of its root rule.
   std::string Embed(std::string_view ebnf, const char* hint) {
     std::string prefix = "st_" + std::string(hint) + "_" + std::to_string(++counter_) + "_";
@@ -195,69 +183,531 @@ class Lowering {
 
   std::string LowerBody(const JsonSchemaFormat& format, const std::string& where) {
     const XmlStyle* xml = FindXmlStyle(format.style);
-    if (!xml && format.style != "json") {
-      throw UnsupportedSchemaError(Where(where) + "json_schema style " + Repr(format.style) +
-                                   " is not supported (supported: 'json', 'qwen_xml', 'glm_xml')");
-    }
-    if (!format.excludes.empty()) {
-      throw UnsupportedSchemaError(Where(where) + "json_schema excludes are not supported");
-    }
-    if (format.any_order && xml) {
-      throw UnsupportedSchemaError(Where(where) + "json_schema any_order is supported only with style 'json'");
-    }
     const JsonValue* schema = format.schema;
     if (schema->is_bool()) {
       if (!schema->bool_value()) throw StructuralTagError(Where(where) + "the JSON schema `false` matches nothing");
       static const JsonValue kEmpty = JsonValue::Object({});
       schema = &kEmpty;
     }
-    if (xml) return XmlArguments(*schema, *xml, format.max_whitespace, where);
-    return JsonValueRule(*schema, format.max_whitespace, format.any_order);
-  }
-
-  // Identical schemas (one tool under several tag spellings, as Harmony has) share one
-  // embedded grammar: keyed by the schema text, the whitespace bound and the member order.
-  std::string JsonValueRule(const JsonValue& schema, std::optional<int64_t> max_whitespace, bool any_order = false) {
-    std::string text = DumpJson(schema);
-    auto key = std::make_tuple(text, max_whitespace.value_or(-1), any_order);
-    auto found = json_rules_.find(key);
-    if (found != json_rules_.end()) return found->second;
-    JsonSchemaOptions options;
-    options.any_whitespace = options_.any_whitespace;
-    options.strict_mode = true;
-    options.lenient = false;
-    options.any_order = any_order;
-    if (max_whitespace) options.max_whitespace = static_cast<int>(*max_whitespace);
-    std::string name = Embed(JsonSchemaToEbnf(text, options).ebnf, "json");
-    json_rules_.emplace(std::move(key), name);
-    return name;
-  }
-
-  // An object's members in an XML-style argument format (xg2_plugin/structural_tag.py):
-  // members in schema order, optional ones may be left out; string values are raw text.
-  std::string XmlArguments(const JsonValue& schema, const XmlStyle& style, std::optional<int64_t> max_whitespace,
-                           const std::string& where) {
-    std::string name_close;
-    for (const std::string& piece : style.name_close) {
-      if (!name_close.empty()) name_close += ' ';
-      if (!piece.empty() && piece.back() == '?') {
-        name_close += "(" + Text(std::string_view(piece).substr(0, piece.size() - 1)) + ")?";
-      } else {
-        name_close += Text(piece);
+    if (!xml) {
+      for (const std::string& excluded : format.excludes) {
+        if (excluded.empty()) {
+          throw StructuralTagError(Where(where + "/excludes") + "excluded strings must not be empty");
+        }
+      }
+      try {
+        return JsonValueRule(*schema, format.max_whitespace, format.any_order, format.excludes);
+      } catch (const SchemaError& error) {
+        RethrowLocated(error, *schema);
       }
     }
-    std::string after = *style.trailer ? " (" + Text(style.trailer) + ")?" : "";
-    if (!schema.is_object()) {
-      throw StructuralTagError(Where(where) + "XML-style arguments need an object schema");
+    Xml xml_state{xml, Whitespace(format.max_whitespace), format.max_whitespace, format.any_order, {}, {}};
+    for (const std::string& excluded : format.excludes) {
+      if (excluded.empty()) throw StructuralTagError(Where(where + "/excludes") + "excluded strings must not be empty");
+      if (xml->family != XmlFamily::kFlat) {
+        throw StructuralTagError(Where(where + "/excludes") + "style " + Repr(xml->name) + " takes no excludes");
+      }
+      if (IsJsonSpace(excluded.front()) || IsJsonSpace(excluded.back())) {
+        throw StructuralTagError(Where(where + "/excludes") + "an XML style's excluded string " + Repr(excluded) +
+                                 " must not start or end with whitespace");
+      }
     }
-    const JsonValue* type = schema.Find("type");
+    xml_state.excludes = format.excludes;
+    if (!schema->is_object()) throw StructuralTagError(Where(where) + "XML-style arguments need an object schema");
+    for (const char* key : {"$defs", "definitions"}) {
+      if (const JsonValue* value = schema->Find(key)) xml_state.definitions.emplace_back(key, *value);
+    }
+    const JsonValue* type = schema->Find("type");
     if (type && !(type->is_string() && type->string_value() == "object")) {
-      throw UnsupportedSchemaError(Where(where) + "XML-style arguments need an object schema, got type " +
-                                   Show(type));
+      throw UnsupportedSchemaError(Where(where) + "XML-style arguments need an object schema, got type " + Show(type));
     }
+    return XmlObject(xml_state, *schema, "", where);
+  }
+
+  // ---- schema errors a tool author can act on ---------------------------------------------
+
+  // Rethrows a JSON Schema error (same type) with its pointers placed under `pointer` (where the
+  // converted schema sits in the arguments schema). "accepts no JSON value" at the root names
+  // the deepest property or items schema that accepts nothing by itself.
+  [[noreturn]] void RethrowLocated(const SchemaError& error, const JsonValue& schema, const std::string& pointer = "") {
+    std::string message = error.what();
+    static const std::string kEmptyRoot = "the schema at / accepts no JSON value";
+    if (message.compare(0, kEmptyRoot.size(), kEmptyRoot) == 0) {
+      std::string located = LocateEmpty(schema, Definitions(schema), 0);
+      std::string inner = pointer + located;
+      static const size_t kPrefix = std::string("the schema at /").size();
+      message = "the schema at " + (inner.empty() ? std::string("/") : inner) + message.substr(kPrefix);
+      const JsonValue* culprit = located.empty() ? &schema : ResolveJsonPointer(schema, located);
+      if (culprit && culprit->is_object() && (culprit->Find("enum") || culprit->Find("const"))) {
+        message += " (no value its enum/const lists satisfies its other keywords)";
+      }
+    } else if (!pointer.empty()) {
+      std::string rebased;
+      size_t from = 0;
+      for (size_t at = message.find(" at /"); at != std::string::npos; at = message.find(" at /", from)) {
+        rebased.append(message, from, at + 4 - from);
+        char next = at + 5 < message.size() ? message[at + 5] : ' ';
+        bool root = next == ' ' || next == ':' || next == ',' || next == ')';
+        rebased += pointer;
+        from = root ? at + 5 : at + 4;
+      }
+      message = rebased + message.substr(from);
+    }
+    Rethrow(error, message);
+  }
+
+  [[noreturn]] static void Rethrow(const SchemaError& error, const std::string& message) {
+    if (dynamic_cast<const UnsupportedSchemaError*>(&error)) throw UnsupportedSchemaError(message);
+    if (dynamic_cast<const StructuralTagError*>(&error)) throw StructuralTagError(message);
+    throw SchemaError(message);
+  }
+
+  static std::vector<JsonValue::Member> Definitions(const JsonValue& schema) {
+    std::vector<JsonValue::Member> definitions;
+    if (!schema.is_object()) return definitions;
+    for (const char* key : {"$defs", "definitions"}) {
+      if (const JsonValue* value = schema.Find(key)) definitions.emplace_back(key, *value);
+    }
+    return definitions;
+  }
+
+  bool AcceptsNothing(const JsonValue& schema) const {
+    JsonSchemaOptions options;
+    options.strict_mode = true;
+    options.lenient = false;
+    try {
+      JsonSchemaToEbnf(DumpJson(schema), options);
+      return false;
+    } catch (const SchemaError& error) {
+      return std::string(error.what()).find("accepts no JSON value") != std::string::npos;
+    }
+  }
+
+  // The pointer (relative to `schema`) of the deepest property/items schema that accepts no
+  // value by itself; empty when no such child exists.
+  std::string LocateEmpty(const JsonValue& schema, const std::vector<JsonValue::Member>& definitions, int depth) {
+    if (!schema.is_object() || depth > 32) return "";
+    Xml scope{nullptr, "", std::nullopt, false, {}, definitions};
+    std::vector<std::pair<std::string, const JsonValue*>> children;
+    if (const JsonValue* properties = schema.Find("properties"); properties && properties->is_object()) {
+      for (const auto& [key, child] : properties->object_members()) {
+        children.emplace_back("/properties/" + EscapeJsonPointerToken(key), &child);
+      }
+    }
+    if (const JsonValue* items = schema.Find("items"); items && items->is_object()) {
+      children.emplace_back("/items", items);
+    }
+    for (const auto& [step, child] : children) {
+      if (AcceptsNothing(WithDefinitions(scope, *child))) return step + LocateEmpty(*child, definitions, depth + 1);
+    }
+    return "";
+  }
+
+  // The tool a tag calls, as its begin string spells it (empty when it does not).
+  static std::string ToolName(const std::string& begin) {
+    struct Marker {
+      const char* before;
+      const char* stops;  // the name ends at the first of these
+    };
+    static const Marker kMarkers[] = {
+        {"\"name\": \"", "\""}, {"\"name\":\"", "\""}, {"name=\"", "\""}, {"tool=\"", "\""},
+        {"<function=", ">"},    {"functions.", ":<| "}, {"\xEF\xBD\x9Ctool\xE2\x96\x81sep\xEF\xBD\x9C>", "\n<"},
+        {"<tool_call>", "\n<{ "},
+    };
+    for (const Marker& marker : kMarkers) {
+      size_t at = begin.find(marker.before);
+      if (at == std::string::npos) continue;
+      size_t start = at + std::strlen(marker.before);
+      std::string name = begin.substr(start, begin.find_first_of(marker.stops, start) - start);
+      if (!name.empty()) return name;
+    }
+    return "";
+  }
+
+  [[noreturn]] static void RethrowForTool(const SchemaError& error, const TagFormat& tag) {
+    const std::string* begin = std::get_if<std::string>(&tag.begin);
+    std::string name = begin ? ToolName(*begin) : "";
+    if (const SequenceFormat* sequence = std::get_if<SequenceFormat>(&tag.content->body); name.empty() && sequence) {
+      // Cohere names the tool in constant text after a call id.
+      std::string constants;
+      for (const FormatPtr& element : sequence->elements) {
+        if (const auto* text = std::get_if<ConstStringFormat>(&element->body)) constants += text->value;
+      }
+      name = ToolName(constants);
+    }
+    std::string who = name.empty() ? "tag " + Repr(begin ? *begin : std::string("<token>")) : "tool " + Repr(name);
+    Rethrow(error, who + " (structural tag at " + tag.path + "/content): " + error.what());
+  }
+
+  // ---- XML-style arguments (xml_styles.h) --------------------------------------------------
+
+  struct Xml {
+    const XmlStyle* style;
+    std::string space;  // one whitespace run
+    std::optional<int64_t> max_whitespace;
+    bool any_order;
+    std::vector<std::string> excludes;  // flat styles only
+    std::vector<JsonValue::Member> definitions;
+  };
+
+  static bool IsJsonSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+  static std::string Whitespace(std::optional<int64_t> max_whitespace) {
+    return max_whitespace ? "[ \\t\\n\\r]{0," + std::to_string(*max_whitespace) + "}" : "[ \\t\\n\\r]*";
+  }
+
+  // Raw text up to (and including) the first `close`; `excludes` may not occur in it.
+  // With excludes the close is outside the free text, where no excluded string is looked for
+  // (the XML wrappers are never part of a match).
+  std::string RawText(const std::string& close, const std::vector<std::string>& excludes) {
+    if (excludes.empty()) return Rule("TagDispatch(stop_eos=false, stop_str=(" + Pieces(close) + ",))", "xml_text");
+    std::vector<std::string> forbidden = excludes;
+    forbidden.push_back(close);
+    return Rule("TagDispatch(excludes=" + StringTuple(forbidden, "") + ") " + Text(close), "xml_text");
+  }
+
+  // The member's schema with the argument object's $defs / definitions (its own keys win).
+  JsonValue WithDefinitions(const Xml& xml, const JsonValue& member) const {
+    if (xml.definitions.empty() || !member.is_object()) return member;
+    std::vector<JsonValue::Member> merged = xml.definitions;
+    for (const auto& [key, value] : member.object_members()) {
+      auto same = std::find_if(merged.begin(), merged.end(), [&key = key](const auto& m) { return m.first == key; });
+      if (same != merged.end()) {
+        same->second = value;
+      } else {
+        merged.emplace_back(key, value);
+      }
+    }
+    return JsonValue::Object(std::move(merged));
+  }
+
+  // A JSON value of `member`; schema errors name the member's pointer (`pointer`).
+  std::string MemberJson(const Xml& xml, const JsonValue& member, const std::string& pointer) {
+    JsonValue schema = WithDefinitions(xml, member);
+    try {
+      return JsonValueRule(schema, xml.max_whitespace, false, xml.excludes);
+    } catch (const SchemaError& error) {
+      RethrowLocated(error, schema, pointer);
+    }
+  }
+
+  // A JSON value of one of the JSON types `types`, without further constraint.
+  std::string AnyJsonOf(const std::vector<const char*>& types, std::optional<int64_t> max_whitespace,
+                        const std::vector<std::string>& excludes = {}) {
+    std::vector<JsonValue> names;
+    for (const char* t : types) names.push_back(JsonValue::String(t));
+    return JsonValueRule(JsonValue::Object({{"type", JsonValue::Array(std::move(names))}}), max_whitespace, false,
+                         excludes);
+  }
+
+  // The kind of a member's schema, as the XML styles tell values apart.
+  enum class ValueKind { kRawString, kStringChoices, kPatternString, kUntyped, kJson };
+
+  static ValueKind KindOf(const JsonValue& member) {
+    if (member.is_bool()) return ValueKind::kUntyped;
+    static const char* const kAnnotations[] = {"description", "title", "default", "examples", "$comment",
+                                               "deprecated", "readOnly", "writeOnly"};
+    bool annotated_only = std::all_of(member.object_members().begin(), member.object_members().end(),
+                                      [](const auto& m) {
+                                        return std::any_of(std::begin(kAnnotations), std::end(kAnnotations),
+                                                           [&](const char* a) { return m.first == a; });
+                                      });
+    if (annotated_only) return ValueKind::kUntyped;
+    const JsonValue* type = member.Find("type");
+    bool string_typed = type && type->is_string() && type->string_value() == "string";
+    const JsonValue* choices = member.Find("enum");
+    const JsonValue* constant = member.Find("const");
+    if ((string_typed || !type) && (choices || constant)) {
+      bool all_strings = constant ? constant->is_string() : choices->is_array();
+      if (choices && choices->is_array()) {
+        for (const JsonValue& v : choices->array_items()) all_strings = all_strings && v.is_string();
+      }
+      if (all_strings) return ValueKind::kStringChoices;
+    }
+    if (!string_typed) return ValueKind::kJson;
+    if (member.Find("pattern")) return ValueKind::kPatternString;
+    return ValueKind::kRawString;
+  }
+
+  // The const/enum strings of `member` without those containing an excluded string.
+  std::vector<std::string> StringChoices(const JsonValue& member, const std::vector<std::string>& excludes,
+                                         const std::string& where) const {
+    std::vector<std::string> values;
+    if (const JsonValue* constant = member.Find("const")) {
+      values.push_back(constant->string_value());
+    } else {
+      for (const JsonValue& v : member.Find("enum")->array_items()) values.push_back(v.string_value());
+    }
+    std::vector<std::string> kept;
+    for (const std::string& v : values) {
+      bool excluded = std::any_of(excludes.begin(), excludes.end(),
+                                  [&](const std::string& e) { return v.find(e) != std::string::npos; });
+      if (!excluded) kept.push_back(v);
+    }
+    if (kept.empty()) throw SchemaError(Where(where) + "no const/enum string is left to choose");
+    return kept;
+  }
+
+  std::string Alternatives(const std::vector<std::string>& values) const {
+    std::string out;
+    for (const std::string& v : values) out += (out.empty() ? "" : " | ") + Text(v);
+    return "(" + out + ")";
+  }
+
+  static void RejectStringLimits(const JsonValue& member, const std::string& where) {
+    static const char* const kLimits[] = {"contentEncoding", "format", "maxLength", "minLength"};  // sorted
+    std::string limits;
+    for (const char* key : kLimits) {
+      if (member.Find(key)) limits += (limits.empty() ? "" : ", ") + std::string(key);
+    }
+    if (!limits.empty()) throw UnsupportedSchemaError(Where(where) + "an XML string value cannot enforce " + limits);
+  }
+
+  // A flat style's member: `name` is the EBNF of the name (a literal or a name rule).
+  std::string FlatMember(const Xml& xml, const std::string& name, const JsonValue& member,
+                         const std::string& pointer, const std::string& where) {
+    const XmlStyle& style = *xml.style;
+    const std::string& ws = xml.space;
+    std::string after_name;
+    for (const std::string& piece : style.after_name) {
+      after_name += (after_name.empty() ? " " : " " + ws + " ") + Text(piece);
+    }
+    auto head = [&](const std::string& attribute) { return Text(style.open) + " " + name + after_name + attribute; };
+    auto type_name = [&](const std::string& t) { return " " + Text("\" type=\"" + t + "\"<|sep|>"); };
+    auto string_attr = [&](bool is_string) {
+      if (style.attribute == XmlTypeAttribute::kStringFlag) {
+        return " " + Text(std::string("\" string=\"") + (is_string ? "true" : "false") + "\">");
+      }
+      if (style.attribute == XmlTypeAttribute::kTypeName) return type_name("string");
+      return std::string();
+    };
+    std::string close = Text(style.close);
+    if (member.is_bool() && !member.bool_value()) {
+      throw StructuralTagError(Where(where) + "the JSON schema `false` matches nothing");
+    }
+    switch (KindOf(member)) {
+      case ValueKind::kRawString:
+        RejectStringLimits(member, where);
+        return Rule(head(string_attr(true)) + " " + RawText(style.close, xml.excludes), "xml_member");
+      case ValueKind::kStringChoices: {
+        std::string choices = Alternatives(StringChoices(member, xml.excludes, where));
+        if (style.space_around_choices) choices = ws + " " + choices + " " + ws;
+        return Rule(head(string_attr(true)) + " " + choices + " " + close, "xml_member");
+      }
+      case ValueKind::kPatternString: {
+        RejectStringLimits(member, where);
+        const JsonValue* pattern = member.Find("pattern");
+        if (!pattern->is_string()) throw StructuralTagError(Where(where + "/pattern") + "pattern must be a string");
+        std::string value = Rule(RegexToEbnf(pattern->string_value()), "xml_pattern");
+        return Rule(head(string_attr(true)) + " " + ws + " " + value + " " + ws + " " + close, "xml_member");
+      }
+      case ValueKind::kUntyped: {
+        std::string raw = RawText(style.close, xml.excludes);
+        if (style.attribute == XmlTypeAttribute::kStringFlag) {
+          std::string json =
+              AnyJsonOf({"number", "boolean", "null", "array", "object"}, xml.max_whitespace, xml.excludes);
+          return Rule(head("") + " (" + string_attr(true) + " " + raw + " | " + string_attr(false) + " " + ws + " " +
+                          json + " " + ws + " " + close + ")",
+                      "xml_member");
+        }
+        std::string attribute;
+        if (style.attribute == XmlTypeAttribute::kTypeName) {
+          attribute = " " + Text("\" type=\"") +
+                      " (\"string\" | \"number\" | \"integer\" | \"boolean\" | \"object\" | \"array\" | \"null\") " +
+                      Text("\"<|sep|>");
+        }
+        std::string json = AnyJsonOf({"array", "object"}, xml.max_whitespace, xml.excludes);
+        return Rule(head(attribute) + " (" + raw + " | " + ws + " " + json + " " + ws + " " + close + ")",
+                    "xml_member");
+      }
+      case ValueKind::kJson:
+        break;
+    }
+    std::string attribute;
+    if (style.attribute == XmlTypeAttribute::kStringFlag) attribute = string_attr(false);
+    if (style.attribute == XmlTypeAttribute::kTypeName) {
+      const JsonValue* type = member.Find("type");
+      std::string t = type && type->is_string() ? type->string_value() : "";
+      if (t == "integer") t = "number";
+      attribute = t.empty() ? " " + Text("\" type=\"") +
+                                  " (\"string\" | \"number\" | \"integer\" | \"boolean\" | \"object\" | \"array\" | "
+                                  "\"null\") " + Text("\"<|sep|>")
+                            : type_name(t);
+    }
+    std::string json = MemberJson(xml, member, pointer);
+    return Rule(head(attribute) + " " + ws + " " + json + " " + ws + " " + close, "xml_member");
+  }
+
+  // minimax_m3: MARK<key>value MARK</key>, the value XML again.
+  std::string M3Member(const Xml& xml, const std::string& key, const JsonValue& member,
+                       const std::string& pointer, const std::string& where) {
+    const std::string& mark = xml.style->open;
+    std::string open = Text(mark + "<" + key + ">");
+    std::string close = Text(mark + "</" + key + ">");
+    if (member.is_bool()) throw UnsupportedSchemaError(Where(where) + "minimax_m3_xml needs a typed schema");
+    ValueKind kind = KindOf(member);
+    if (kind == ValueKind::kUntyped) throw UnsupportedSchemaError(Where(where) + "minimax_m3_xml needs a typed schema");
+    if (kind == ValueKind::kRawString) {
+      RejectStringLimits(member, where);
+      return Rule(open + " " + RawText(mark, {}) + " " + Text("</" + key + ">"), "xml_member");
+    }
+    if (kind == ValueKind::kStringChoices) {
+      return Rule(open + " " + Alternatives(StringChoices(member, {}, where)) + " " + close, "xml_member");
+    }
+    if (kind == ValueKind::kPatternString) {
+      throw UnsupportedSchemaError(Where(where) + "minimax_m3_xml string patterns are not supported");
+    }
+    const JsonValue* type = member.Find("type");
+    std::string t = type && type->is_string() ? type->string_value() : "";
+    if (t == "object") return Rule(open + " " + XmlObject(xml, member, pointer, where) + " " + close, "xml_member");
+    if (t == "array") return Rule(open + " " + M3Array(xml, member, pointer, where) + " " + close, "xml_member");
+    if (t == "integer" || t == "number" || t == "boolean" || t == "null") {
+      return Rule(open + " " + MemberJson(xml, member, pointer) + " " + close, "xml_member");
+    }
+    throw UnsupportedSchemaError(Where(where) + "minimax_m3_xml supports typed values (string, integer, number, "
+                                                "boolean, null, object, array), got " + Show(&member));
+  }
+
+  std::string M3Array(const Xml& xml, const JsonValue& array, const std::string& pointer, const std::string& where) {
+    RejectArrayLimits(array, where);
+    const JsonValue* items = array.Find("items");
+    if (!items || !items->is_object()) throw UnsupportedSchemaError(Where(where) + "minimax_m3_xml arrays need items");
+    std::string item = M3Member(xml, "item", *items, pointer + "/items", where + "/items");
+    return Rule("\"\" | " + xml.space + " " + item + " (" + xml.space + " " + item + ")* " + xml.space, "xml_array");
+  }
+
+  static void RejectArrayLimits(const JsonValue& array, const std::string& where) {
+    for (const char* key : {"contains", "maxItems", "minItems", "prefixItems", "uniqueItems"}) {
+      if (array.Find(key)) {
+        throw UnsupportedSchemaError(Where(where) + "XML arrays cannot enforce " + std::string(key));
+      }
+    }
+  }
+
+  // cohere: ` type="K">` and the value with its close; a member puts `<cofl:value name="KEY"` before.
+  std::string CohereTyped(const Xml& xml, const JsonValue& member, const std::string& pointer,
+                          const std::string& where) {
+    const std::string& ws = xml.space;
+    std::string close = Text(xml.style->close);
+    auto typed = [&](const char* kind) { return Text(std::string(" type=\"") + kind + "\">"); };
+    if (member.is_bool() && !member.bool_value()) {
+      throw StructuralTagError(Where(where) + "the JSON schema `false` matches nothing");
+    }
+    ValueKind kind = KindOf(member);
+    if (kind == ValueKind::kUntyped) return CohereAnyValue(xml);
+    if (kind == ValueKind::kRawString) {
+      RejectStringLimits(member, where);
+      return Rule(typed("raw") + " " + RawText(xml.style->close, {}), "xml_value");
+    }
+    if (kind == ValueKind::kPatternString) {
+      throw UnsupportedSchemaError(Where(where) + "cohere_xml string patterns are not supported");
+    }
+    const JsonValue* choices = member.Find("enum");
+    const JsonValue* constant = member.Find("const");
+    const JsonValue* type = member.Find("type");
+    std::string t = type && type->is_string() ? type->string_value() : "";
+    // Typed choices other than strings are JSON values of that type (the converter checks them).
+    if ((choices || constant) && (!type || t == "string")) {
+      std::vector<const JsonValue*> values;
+      if (constant) values.push_back(constant);
+      if (choices && choices->is_array()) {
+        for (const JsonValue& v : choices->array_items()) values.push_back(&v);
+      }
+      std::string raw;
+      std::string json;
+      for (const JsonValue* v : values) {
+        std::string& out = v->is_string() ? raw : json;
+        out += (out.empty() ? "" : " | ") + Text(v->is_string() ? v->string_value() : DumpJson(*v));
+      }
+      std::string out;
+      if (!raw.empty()) out = typed("raw") + " " + ws + " (" + raw + ") " + ws + " " + close;
+      if (!json.empty()) out += (out.empty() ? "" : " | ") + typed("json") + " " + ws + " (" + json + ") " + ws + " " + close;
+      if (out.empty()) throw SchemaError(Where(where) + "enum must list values");
+      return Rule(out, "xml_value");
+    }
+    if (t == "object") {
+      const JsonValue* properties = member.Find("properties");
+      std::string body = properties && properties->is_object() && !properties->object_members().empty()
+                             ? XmlObject(xml, member, pointer, where)
+                             : CohereAnyObject(xml);
+      return Rule(typed("dict") + " " + ws + " " + body + " " + ws + " " + close, "xml_value");
+    }
+    if (t == "array") {
+      RejectArrayLimits(member, where);
+      const JsonValue* items = member.Find("items");
+      std::string item = items && items->is_object()
+                             ? CohereTyped(xml, *items, pointer + "/items", where + "/items")
+                             : CohereAnyValue(xml);
+      std::string list = Rule("(" + Text(xml.style->open) + " " + item + ")*", "xml_list");
+      return Rule(typed("list") + " " + ws + " " + list + " " + ws + " " + close, "xml_value");
+    }
+    if (t == "integer" || t == "number" || t == "boolean" || t == "null") {
+      return Rule(typed("json") + " " + ws + " " + MemberJson(xml, member, pointer) + " " + ws + " " + close,
+                  "xml_value");
+    }
+    throw UnsupportedSchemaError(Where(where) + "cohere_xml supports typed values (string, integer, number, "
+                                                "boolean, null, object, array) or untyped ones, got " + Show(&member));
+  }
+
+  // Any cohere value, any dict and any list: three mutually recursive rules, written once.
+  std::string CohereAnyValue(const Xml& xml) {
+    if (!cohere_any_value_.empty()) return cohere_any_value_;
+    const std::string& ws = xml.space;
+    std::string close = Text(xml.style->close);
+    std::string value = NewName("xml_any_value");
+    std::string object = NewName("xml_any_dict");
+    std::string list = NewName("xml_any_list");
+    cohere_any_value_ = value;
+    std::string key = Rule("([^\\x00\"&<>] | \"&amp;\" | \"&lt;\" | \"&gt;\" | \"&quot;\")+", "xml_key");
+    std::string scalar = AnyJsonOf({"number", "boolean", "null"}, xml.max_whitespace);
+    rules_.push_back(value + " ::= " + Text(" type=\"raw\">") + " " + RawText(xml.style->close, {}) + " | " +
+                     Text(" type=\"json\">") + " " + ws + " " + scalar + " " + ws + " " + close + " | " +
+                     Text(" type=\"dict\">") + " " + ws + " " + object + " " + ws + " " + close + " | " +
+                     Text(" type=\"list\">") + " " + ws + " " + list + " " + ws + " " + close);
+    std::string member = Text(xml.style->open + " name=\"") + " " + key + " \"\\\"\" " + value;
+    rules_.push_back(object + " ::= " + ws + " " + member + " (" + ws + " " + member + ")* " + ws + " | " + ws);
+    rules_.push_back(list + " ::= (" + Text(xml.style->open) + " " + value + ")*");
+    cohere_any_object_ = object;
+    return value;
+  }
+
+  std::string CohereAnyObject(const Xml& xml) {
+    CohereAnyValue(xml);
+    return cohere_any_object_;
+  }
+
+  static std::string XmlEscapeAttribute(const std::string& text) {
+    std::string out;
+    for (char c : text) {
+      switch (c) {
+        case '&': out += "&amp;"; break;
+        case '<': out += "&lt;"; break;
+        case '>': out += "&gt;"; break;
+        case '"': out += "&quot;"; break;
+        default: out.push_back(c);
+      }
+    }
+    return out;
+  }
+
+  // Any members of a flat style (an object schema that declares no properties).
+  std::string FlatAnyMember(const Xml& xml, const std::string& where) {
+    std::string name = Rule("[a-zA-Z_] [a-zA-Z0-9_]*", "xml_name");
+    static const JsonValue kUntyped = JsonValue::Object({});
+    return FlatMember(xml, name, kUntyped, "", where);
+  }
+
+  // An argument object: its members in schema order (any order with any_order), each after a
+  // whitespace run, then a whitespace run. With no member required it may be empty: only
+  // whitespace, or nothing at all in minimax_m3.
+  std::string XmlObject(const Xml& xml, const JsonValue& schema, const std::string& pointer,
+                        const std::string& where) {
+    const XmlStyle& style = *xml.style;
+    const std::string& ws = xml.space;
+    std::string empty = style.family == XmlFamily::kMinimaxM3 ? "\"\"" : ws;
     static const char* const kUnsupported[] = {
-        "$ref", "allOf", "anyOf", "dependentRequired", "dependentSchemas", "if",
-        "maxProperties", "minProperties", "not", "oneOf", "patternProperties", "propertyNames",
+        "$ref", "allOf", "anyOf", "dependentRequired", "dependentSchemas", "if", "not", "oneOf",
+        "patternProperties", "propertyNames",
     };  // sorted, as the message lists them
     std::string unsupported;
     for (const char* key : kUnsupported) {
@@ -271,17 +721,13 @@ class Lowering {
     const JsonValue* properties = schema.Find("properties");
     if (!properties || properties->is_null()) properties = &kNoMembers;
     if (!properties->is_object()) {
-      throw StructuralTagError(Where(where + "/json_schema/properties") + "properties must be an object");
+      throw StructuralTagError(Where(where + "/properties") + "properties must be an object");
     }
     std::set<std::string> required;
     if (const JsonValue* names = schema.Find("required"); names && !names->is_null()) {
-      if (!names->is_array()) {
-        throw StructuralTagError(Where(where + "/json_schema/required") + "required must be an array");
-      }
+      if (!names->is_array()) throw StructuralTagError(Where(where + "/required") + "required must be an array");
       for (const JsonValue& name : names->array_items()) {
-        if (!name.is_string()) {
-          throw StructuralTagError(Where(where + "/json_schema/required") + "required must list strings");
-        }
+        if (!name.is_string()) throw StructuralTagError(Where(where + "/required") + "required must list strings");
         required.insert(name.string_value());
       }
     }
@@ -292,95 +738,96 @@ class Lowering {
     if (!missing.empty()) {
       throw UnsupportedSchemaError(Where(where) + "required members [" + missing + "] have no schema in properties");
     }
-    std::vector<JsonValue::Member> definitions;
-    for (const char* key : {"$defs", "definitions"}) {
-      if (const JsonValue* value = schema.Find(key)) definitions.emplace_back(key, *value);
-    }
     if (properties->object_members().empty()) {
-      // Any members, raw-text values (an object schema without declared properties).
-      std::string name = Rule("[^<>\\n]+", "xml_name");
-      std::string value =
-          Rule("TagDispatch(stop_eos=false, stop_str=(" + Pieces(style.value_close) + ",))", "xml_text");
-      return Rule("(" + Text(style.name_open) + " " + name + " " + name_close + " " + value + after + ")*",
-                  "xml_args");
+      if (style.family == XmlFamily::kMinimaxM3) {
+        throw UnsupportedSchemaError(Where(where) + "minimax_m3_xml needs declared properties");
+      }
+      std::string member = style.family == XmlFamily::kCohere ? CohereAnyObject(xml) : FlatAnyMember(xml, where);
+      if (style.family == XmlFamily::kCohere) return member;
+      return Rule(ws + " " + member + " (" + ws + " " + member + ")* " + ws + " | " + ws, "xml_args");
     }
-    std::string body;
+    std::vector<std::string> items;
+    std::vector<bool> is_required;
     for (const auto& [key, member] : properties->object_members()) {
-      std::string member_where = where + "/json_schema/properties/" + EscapeJsonPointerToken(key);
-      std::string head = Text(std::string(style.name_open) + key) + " " + name_close;
-      std::string value = XmlValue(member, definitions, style.value_close, max_whitespace, member_where);
-      std::string item = Rule(head + " " + value + after, "xml_member");
-      if (!body.empty()) body += ' ';
-      body += required.count(key) ? item : "(" + item + ")?";
+      std::string member_pointer = pointer + "/properties/" + EscapeJsonPointerToken(key);
+      std::string member_where = where + "/properties/" + EscapeJsonPointerToken(key);
+      std::string item;
+      try {
+        if (style.family == XmlFamily::kFlat) {
+          item = FlatMember(xml, Text(key), member, member_pointer, member_where);
+        } else if (style.family == XmlFamily::kMinimaxM3) {
+          item = M3Member(xml, key, member, member_pointer, member_where);
+        } else {
+          item = Rule(Text(style.open + " name=\"" + XmlEscapeAttribute(key) + "\"") + " " +
+                          CohereTyped(xml, member, member_pointer, member_where),
+                      "xml_member");
+        }
+      } catch (const SchemaError& error) {
+        // An optional member no value can fill is never written (excludes can do that).
+        bool empty = std::string(error.what()).find("accepts no JSON value") != std::string::npos;
+        if (empty && !required.count(key) && !dynamic_cast<const UnsupportedSchemaError*>(&error)) continue;
+        throw;
+      }
+      items.push_back(item);
+      is_required.push_back(required.count(key) > 0);
     }
-    return Rule(body, "xml_args");
+    if (xml.any_order) {
+      int64_t least = static_cast<int64_t>(required.size());
+      if (const JsonValue* min = schema.Find("minProperties"); min && min->is_number()) {
+        least = std::max<int64_t>(least, static_cast<int64_t>(min->number_value()));
+      }
+      std::optional<int64_t> most;
+      if (const JsonValue* max = schema.Find("maxProperties"); max && max->is_number()) {
+        most = static_cast<int64_t>(max->number_value());
+      }
+      std::string any;
+      for (const std::string& item : items) any += (any.empty() ? "" : " | ") + item;
+      any = Rule(any, "xml_item");
+      std::string more_min = std::to_string(std::max<int64_t>(least - 1, 0));
+      std::string more_max = most ? std::to_string(std::max<int64_t>(*most - 1, 0)) : "";
+      if (most && *most < std::max<int64_t>(least, 1)) {
+        if (least > 0) throw SchemaError(Where(where) + "the object needs more members than maxProperties allows");
+        return Rule(empty, "xml_args");
+      }
+      std::string body = ws + " " + any + " (" + ws + " " + any + "){" + more_min + "," + more_max + "} " + ws;
+      return Rule(least > 0 ? body : body + " | " + empty, "xml_args");
+    }
+    bool any_required = std::find(is_required.begin(), is_required.end(), true) != is_required.end();
+    // rest[i]: the members after i, each optional unless required.
+    std::vector<std::string> rest(items.size() + 1);
+    for (size_t i = items.size(); i-- > 0;) {
+      std::string piece = ws + " " + items[i];
+      if (!is_required[i]) piece = "(" + piece + ")?";
+      rest[i] = piece + (rest[i + 1].empty() ? "" : " " + rest[i + 1]);
+    }
+    if (any_required) return Rule(rest[0] + " " + ws, "xml_args");
+    std::string first;  // the first member present, then the rest
+    for (size_t i = 0; i < items.size(); ++i) {
+      first += (first.empty() ? "" : " | ") + items[i] + (rest[i + 1].empty() ? "" : " " + rest[i + 1]);
+    }
+    return Rule(ws + " (" + first + ") " + ws + " | " + empty, "xml_args");
   }
 
-  // A member's value followed by `close`: raw text for strings, JSON otherwise.
-  std::string XmlValue(const JsonValue& member, const std::vector<JsonValue::Member>& definitions,
-                       const std::string& close, std::optional<int64_t> max_whitespace, const std::string& where) {
-    if (member.is_bool() && !member.bool_value()) {
-      throw StructuralTagError(Where(where) + "the JSON schema `false` matches nothing");
-    }
-    const JsonValue* type = member.is_object() ? member.Find("type") : nullptr;
-    if (type && type->is_string() && type->string_value() == "string") {
-      static const char* const kLimits[] = {"$ref", "allOf", "anyOf", "contentEncoding", "format",
-                                            "maxLength", "minLength", "not", "oneOf"};  // sorted
-      std::string limits;
-      for (const char* key : kLimits) {
-        if (member.Find(key)) limits += (limits.empty() ? "" : ", ") + std::string(key);
-      }
-      if (!limits.empty()) {
-        throw UnsupportedSchemaError(Where(where) + "a raw-text XML value cannot enforce " + limits);
-      }
-      std::string closing = Text(close);
-      const JsonValue* constant = member.Find("const");
-      const JsonValue* choices = member.Find("enum");
-      if (constant || choices) {
-        std::vector<const JsonValue*> values;
-        if (constant) {
-          values.push_back(constant);
-        } else if (choices->is_array()) {
-          for (const JsonValue& value : choices->array_items()) values.push_back(&value);
-        } else {
-          throw StructuralTagError(Where(where) + "enum must be an array");
-        }
-        std::string alternatives;
-        for (const JsonValue* value : values) {
-          if (!value->is_string()) continue;
-          if (!alternatives.empty()) alternatives += " | ";
-          alternatives += Text(value->string_value());
-        }
-        if (alternatives.empty()) throw StructuralTagError(Where(where) + "enum/const has no string value");
-        return Rule("(" + alternatives + ") " + closing, "xml_enum");
-      }
-      if (const JsonValue* pattern = member.Find("pattern")) {
-        if (!pattern->is_string()) throw StructuralTagError(Where(where + "/pattern") + "pattern must be a string");
-        return Rule(RegexToEbnf(pattern->string_value()) + " " + closing, "xml_pattern");
-      }
-      // Free text up to the first occurrence of the closing string (a stop string, so the
-      // value can never contain it, even overlapping the close).
-      return Rule("TagDispatch(stop_eos=false, stop_str=(" + Pieces(close) + ",))", "xml_text");
-    }
-    // A JSON value; the object's $defs / definitions come along so that its $refs resolve
-    // (the member's own keys win).
-    if (member.is_bool()) {
-      return Rule(JsonValueRule(JsonValue::Object({}), max_whitespace) + " " + Text(close), "xml_json");
-    }
-    if (!definitions.empty() && member.is_object()) {
-      std::vector<JsonValue::Member> merged = definitions;
-      for (const auto& [key, value] : member.object_members()) {
-        auto same = std::find_if(merged.begin(), merged.end(), [&key = key](const auto& m) { return m.first == key; });
-        if (same != merged.end()) {
-          same->second = value;
-        } else {
-          merged.emplace_back(key, value);
-        }
-      }
-      return Rule(JsonValueRule(JsonValue::Object(std::move(merged)), max_whitespace) + " " + Text(close),
-                  "xml_json");
-    }
-    return Rule(JsonValueRule(member, max_whitespace) + " " + Text(close), "xml_json");
+  // Identical schemas (one tool under several tag spellings, as Harmony has) share one
+  // embedded grammar: keyed by the schema text, the whitespace bound and the member order.
+  std::string JsonValueRule(const JsonValue& schema, std::optional<int64_t> max_whitespace, bool any_order = false,
+                            const std::vector<std::string>& excludes = {}) {
+    std::string text = DumpJson(schema);
+    std::string excluded_key;
+    for (const std::string& e : excludes) excluded_key += DumpJsonString(e);
+    auto key = std::make_tuple(text, max_whitespace.value_or(-1), any_order, excluded_key);
+    auto found = json_rules_.find(key);
+    if (found != json_rules_.end()) return found->second;
+    JsonSchemaOptions options;
+    options.any_whitespace = options_.any_whitespace;
+    options.strict_mode = true;
+    options.lenient = false;
+    options.any_order = any_order;
+    options.string_excludes = excludes;
+    if (max_whitespace) options.max_whitespace = static_cast<int>(*max_whitespace);
+    std::string name = Embed(JsonSchemaToEbnf(text, options).ebnf, "json");
+    json_rules_.emplace(std::move(key), name);
+    return name;
   }
 
   std::string LowerBody(const GrammarFormat& format, const std::string&) { return Embed(format.ebnf, "grammar"); }
@@ -500,7 +947,20 @@ class Lowering {
                                   "text");
       return Rule(begin + " " + dispatch, "tag");
     }
-    std::string content = text ? LowerAnyText(*text, where + "/content", end_texts) : Lower(*tag.content);
+    std::string content;
+    if (text) {
+      content = LowerAnyText(*text, where + "/content", end_texts);
+    } else {
+      try {
+        content = Lower(*tag.content);
+      } catch (const SchemaError& error) {
+        if (std::string(error.what()).compare(0, 5, "tool ") == 0 ||
+            std::string(error.what()).compare(0, 4, "tag ") == 0) {
+          throw;
+        }
+        RethrowForTool(error, tag);
+      }
+    }
     return Rule(begin + " " + content + " (" + end + ")", "tag");
   }
 
@@ -593,7 +1053,9 @@ class Lowering {
   const SpecialTokenText* specials_;
   std::vector<std::string> rules_;
   int counter_ = 0;
-  std::map<std::tuple<std::string, int64_t, bool>, std::string> json_rules_;
+  std::map<std::tuple<std::string, int64_t, bool, std::string>, std::string> json_rules_;
+  std::string cohere_any_value_;   // CohereAnyValue's rules, once written
+  std::string cohere_any_object_;
 };
 
 }  // namespace
