@@ -10,13 +10,22 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import socket
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Optional, Sequence
 
 import pytest
 
 LLAMA3_EOS_IDS = [128001, 128008, 128009]
+# Qwen3's vocabulary as its models pad it (the tokenizer has 151,669 ids), and its <|im_end|>.
+QWEN3_VOCAB = 151936
+QWEN3_IM_END = 151645
+SERVER_STARTUP_TIMEOUT_S = 420
 ENGINE_ARGS: dict[str, Any] = {
     "device": "cpu",
     "attention_backend": "torch_native",
@@ -39,12 +48,23 @@ os.environ.setdefault("SGLANG_USE_CPU_ENGINE", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
-def build_tiny_llama(path: Path, tokenizer_dir: Path) -> Path:
+def build_tiny_llama(
+    path: Path,
+    tokenizer_dir: Path,
+    *,
+    vocab: int = 128256,
+    bos_token_id: Optional[int] = 128000,
+    eos_token_ids: Sequence[int] = tuple(LLAMA3_EOS_IDS),
+) -> Path:
     """Writes a random-weights Llama with the tokenizer from ``tokenizer_dir`` into ``path``.
 
     Args:
         path: an empty directory to write config, weights and tokenizer into.
-        tokenizer_dir: a Llama-3.1 ``tokenizer.json`` / ``tokenizer_config.json`` directory.
+        tokenizer_dir: a ``tokenizer.json`` / ``tokenizer_config.json`` directory (by
+            default Llama-3.1's, whose vocabulary and special ids the defaults are).
+        vocab: the model's vocabulary (logits width), at least the tokenizer's.
+        bos_token_id: the tokenizer's BOS id, if it has one.
+        eos_token_ids: the ids that end generation.
 
     Returns:
         ``path``, loadable by SGLang as ``--model-path``.
@@ -52,7 +72,8 @@ def build_tiny_llama(path: Path, tokenizer_dir: Path) -> Path:
     import torch
     from safetensors.torch import save_file
 
-    hidden, intermediate, layers, heads, kv_heads, vocab = 64, 128, 2, 4, 2, 128256
+    hidden, intermediate, layers, heads, kv_heads = 64, 128, 2, 4, 2
+    eos = list(eos_token_ids)
     head_dim = hidden // heads
     config = {
         "architectures": ["LlamaForCausalLM"],
@@ -70,8 +91,8 @@ def build_tiny_llama(path: Path, tokenizer_dir: Path) -> Path:
         "hidden_act": "silu",
         "tie_word_embeddings": True,
         "torch_dtype": "float32",
-        "bos_token_id": 128000,
-        "eos_token_id": LLAMA3_EOS_IDS,
+        "bos_token_id": bos_token_id,
+        "eos_token_id": eos,
     }
     generator = torch.Generator().manual_seed(0)
 
@@ -98,7 +119,7 @@ def build_tiny_llama(path: Path, tokenizer_dir: Path) -> Path:
     save_file(weights, str(path / "model.safetensors"), metadata={"format": "pt"})
     (path / "config.json").write_text(json.dumps(config, indent=1))
     (path / "generation_config.json").write_text(
-        json.dumps({"bos_token_id": 128000, "eos_token_id": LLAMA3_EOS_IDS})
+        json.dumps({"bos_token_id": bos_token_id, "eos_token_id": eos})
     )
     for name in ("tokenizer.json", "tokenizer_config.json"):
         shutil.copy(tokenizer_dir / name, path / name)
@@ -109,6 +130,18 @@ def build_tiny_llama(path: Path, tokenizer_dir: Path) -> Path:
 def sglang_tiny_llama(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny random-weights Llama with the real Llama-3.1 tokenizer (session-wide)."""
     return build_tiny_llama(tmp_path_factory.mktemp("tiny-llama"), data_dir / "tokenizers" / "hf" / "llama3.1")
+
+
+@pytest.fixture(scope="session")
+def sglang_tiny_qwen3(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny random-weights Llama with the real Qwen3 tokenizer (session-wide)."""
+    return build_tiny_llama(
+        tmp_path_factory.mktemp("tiny-qwen3"),
+        data_dir / "tokenizers" / "hf" / "qwen3",
+        vocab=QWEN3_VOCAB,
+        bos_token_id=None,
+        eos_token_ids=[QWEN3_IM_END],
+    )
 
 
 @pytest.fixture(scope="session")
@@ -136,3 +169,46 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+@contextmanager
+def sglang_server(arguments: Sequence[str], log_path: Path, env: Optional[dict[str, str]] = None) -> Iterator[str]:
+    """``sglang serve ARGUMENTS --port P`` in its own process group; yields its base URL.
+
+    Waits (bounded) until ``/health`` answers; the process group is terminated on exit.
+
+    Args:
+        arguments: the words after ``sglang serve``, without ``--port``.
+        log_path: file that receives the server's output (quoted when it fails to start).
+        env: variables set on top of this process's environment.
+    """
+    import requests
+
+    port = free_port()
+    command = [str(Path(sys.executable).parent / "sglang"), "serve", *arguments, "--port", str(port)]
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                                   env={**os.environ, **(env or {})})
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + SERVER_STARTUP_TIMEOUT_S
+        while True:
+            if process.poll() is not None:
+                pytest.fail(f"sglang serve exited with {process.returncode}:\n{log_path.read_text()[-4000:]}")
+            try:
+                if requests.get(base + "/health", timeout=5).status_code == 200:
+                    break
+            except requests.RequestException:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"sglang serve not healthy after {SERVER_STARTUP_TIMEOUT_S}s:\n{log_path.read_text()[-4000:]}")
+            time.sleep(2)
+        yield base
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+            try:
+                process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(timeout=30)

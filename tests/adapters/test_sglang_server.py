@@ -8,13 +8,8 @@ is bounded; the server's process group is terminated afterwards.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -24,7 +19,7 @@ pytest.importorskip("sglang")
 requests = pytest.importorskip("requests")
 jsonschema = pytest.importorskip("jsonschema")
 
-from sglang_fixtures import free_port, sglang_tiny_llama  # noqa: E402,F401
+from sglang_fixtures import sglang_server, sglang_tiny_llama  # noqa: E402,F401
 
 # The README's SGLang CPU command, verbatim, with MODEL replaced by the tiny model's path (the
 # test adds only `--port`). On a CPU-only install SGLang needs SGLANG_USE_CPU_ENGINE=1 (without
@@ -35,7 +30,6 @@ DOCUMENTED_COMMAND = (
     " --sampling-backend pytorch --disable-cuda-graph --disable-overlap-schedule --max-total-tokens 4096"
     " --constrained-json-disable-any-whitespace --tool-call-parser llama3"
 )
-STARTUP_TIMEOUT_S = 420
 REQUEST_TIMEOUT_S = 120
 SCHEMA = {
     "type": "object",
@@ -83,38 +77,12 @@ TOOLS = [
 @pytest.fixture(scope="module")
 def server(sglang_tiny_llama: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:  # noqa: F811
     """Base URL of a running ``sglang serve`` with the xg2 backend."""
-    port = free_port()
     words = shlex.split(DOCUMENTED_COMMAND)
-    assert words[0] == "sglang"
-    command = [str(Path(sys.executable).parent / "sglang"),
-               *(str(sglang_tiny_llama) if word == "MODEL" else word for word in words[1:]), "--port", str(port)]
+    assert words[:2] == ["sglang", "serve"]
+    arguments = [str(sglang_tiny_llama) if word == "MODEL" else word for word in words[2:]]
     log_path = tmp_path_factory.mktemp("sglang-serve") / "server.log"
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                                   env={**os.environ, **DOCUMENTED_ENV})
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"sglang serve exited with {process.returncode}:\n{log_path.read_text()[-4000:]}")
-            try:
-                if requests.get(base + "/health", timeout=5).status_code == 200:
-                    break
-            except requests.RequestException:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"sglang serve not healthy after {STARTUP_TIMEOUT_S}s:\n{log_path.read_text()[-4000:]}")
-            time.sleep(2)
+    with sglang_server(arguments, log_path, env=DOCUMENTED_ENV) as base:
         yield base
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait(timeout=30)
 
 
 def test_cli_selects_xg2(server: str) -> None:

