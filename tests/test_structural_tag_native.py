@@ -250,3 +250,30 @@ def test_special_tokens_in_tag_dispatch_strings(small_info):
     assert '("a" Token(2), ' in grammar
     assert "stop_str=(Token(3),)" in grammar
     assert "excludes=(Token(4),)" in grammar
+
+
+def test_excluded_string_inside_the_tags_end_string():
+    """Kimi-K3's free text excludes "<|close|>" and its end string starts with it: the end must
+    still complete, and the excluded string must still be forbidden anywhere else."""
+    compiler = hf_compiler("llama3.1")
+    tag = {"type": "structural_tag", "format": {
+        "type": "tag", "begin": "", "end": "<|close|>response<|sep|>",
+        "content": {"type": "any_text", "excludes": ["<|open|>", "<|close|>"]}}}
+    grammar = compiler.compile_structural_tag(json.dumps(tag))
+
+    def accepts(text):
+        matcher = xg.GrammarMatcher(grammar)
+        return matcher.accept_string(text) and matcher.is_completed()
+
+    assert accepts("hi<|close|>response<|sep|>")
+    assert accepts("<|close|>response<|sep|>")
+    assert not accepts("hi<|close|>x<|close|>response<|sep|>")
+    assert not accepts("<|open|><|close|>response<|sep|>")
+
+
+def test_self_overlapping_end_with_an_excluded_substring_is_refused():
+    tag = {"type": "structural_tag", "format": {
+        "type": "tag", "begin": "", "end": "abXab",
+        "content": {"type": "any_text", "excludes": ["X"]}}}
+    with pytest.raises(xg.UnsupportedSchemaError, match="overlaps itself"):
+        hf_compiler("llama3.1").compile_structural_tag(json.dumps(tag))

@@ -836,6 +836,33 @@ class Lowering {
     return Rule(RegexToEbnf(format.pattern), "regex");
   }
 
+  // True when an excluded string of a tag's free text occurs inside one of its end strings
+  // without being that end (Kimi-K3 excludes "<|close|>" before "<|close|>response<|sep|>").
+  // As stop strings the ends would lose to the exclusion (tag_dispatch.h: an excluded string
+  // ends first), so such text is lowered as "text without excludes or ends, then an end". That
+  // is the first-occurrence language only for ends that do not overlap themselves (no proper
+  // prefix equal to a suffix); an overlapping end is refused here instead of approximated.
+  static bool ExcludeInsideEnd(const std::vector<std::string>& excludes, const std::vector<std::string>& ends,
+                               const std::string& where) {
+    bool inside = false;
+    for (const std::string& e : excludes) {
+      for (const std::string& end : ends) {
+        if (e != end && end.find(e) != std::string::npos) inside = true;
+      }
+    }
+    if (!inside) return false;
+    for (const std::string& end : ends) {
+      for (size_t border = 1; border < end.size(); ++border) {
+        if (end.compare(0, border, end, end.size() - border, border) == 0) {
+          throw UnsupportedSchemaError(Where(where + "/end") + "the end string " + Repr(end) +
+                                       " overlaps itself and contains an excluded string of the content; "
+                                       "where its first occurrence ends is not expressible exactly here");
+        }
+      }
+    }
+    return true;
+  }
+
   std::string LowerAnyText(const AnyTextFormat& format, const std::string& where,
                            const std::vector<std::string>& ends = {}) {
     if (format.max_tokens) {
@@ -935,7 +962,8 @@ class Lowering {
       every_end_is_text = end_texts.size() == ends.size();
     }
     const AnyTextFormat* text = std::get_if<AnyTextFormat>(&tag.content->body);
-    if (text && every_end_is_text && !end_texts.empty() && !text->max_chars && !text->max_tokens) {
+    if (text && every_end_is_text && !end_texts.empty() && !text->max_chars && !text->max_tokens &&
+        !ExcludeInsideEnd(text->excludes, end_texts, where)) {
       // Free text up to the first occurrence of an end string: the ends are stop strings,
       // exact even where an end overlaps itself ("\n</p>\n" after text ending in "\n</p>").
       std::vector<std::string> excludes;
