@@ -310,7 +310,8 @@ class GrammarCompiler:
             document order (those a matcher reaches in its first tokens), then the 8 most
             expensive ones, on the process's background thread (newest grammar first; a
             matcher never waits for it). 0: build every state lazily, when a matcher first
-            needs it; -1: build all of them during compilation.
+            needs it; -1: build all of them during compilation (a positive value means -1
+            for structural tags: see ``_compile_ebnf_now``).
         repetition_compression_threshold: repetition state compression (XGrammar 2, section
             3.5): a repetition such as ``x{0,65536}`` whose expansion would hold more than this
             many copies of ``x`` is lowered as a counted loop plus a short explicit tail, so its
@@ -643,9 +644,13 @@ class GrammarCompiler:
                 pool.clear()
 
     def _compile_ebnf_now(self, ebnf: str, root_rule_name: str, kind: str, token: Any = None) -> CompiledGrammar:
+        # A structural tag's call starts after free text, and its first tokens meet states no
+        # earlier fill built: classify every state now (tool schemas share most of them, so
+        # the pool answers most), unless pure JIT (0) was asked for.
+        precompute = -1 if kind == "structural_tag" and self._precompute_nodes > 0 else self._precompute_nodes
         handle = _native.compile_ebnf_with_token_literals(
             self._tokenizer_info._handle, ebnf, root_rule_name, self._token_literal_vocabs,
-            self._mask_pool, self._mask_cache, self._cross_grammar_cache, self._precompute_nodes,
+            self._mask_pool, self._mask_cache, self._cross_grammar_cache, precompute,
             self._repetition_compression_threshold,
             limits=self._native_limits, cancel=token,
         )

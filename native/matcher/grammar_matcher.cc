@@ -84,12 +84,39 @@ bool GrammarMatcher::AtDeadEnd() {
     if (parser_.scannable_begin() != parser_.scannable_end()) {
       std::vector<uint32_t> row(BitmaskWords(tokenizer_->vocab_size()), 0);
       parser_.SetWorkBudget(WorkBudget::kFill);
-      WalkTokens(nullptr, nullptr, tokenizer_->sorted_text_tokens().size(), row.data());
-      any_token = std::any_of(row.begin(), row.end(), [](uint32_t w) { return w != 0; });
+      // The cached classification decides without a vocabulary walk where it can: a token
+      // some unguarded item's node accepts follows; else only uncertain tokens can.
+      std::vector<int32_t> uncertain;
+      if (CachedTokensFollow(&any_token, &uncertain)) {
+        if (!any_token && !uncertain.empty()) WalkTokens(uncertain.data(), nullptr, uncertain.size(), row.data());
+      } else {
+        WalkTokens(nullptr, nullptr, tokenizer_->sorted_text_tokens().size(), row.data());
+      }
+      any_token = any_token || std::any_of(row.begin(), row.end(), [](uint32_t w) { return w != 0; });
     }
     dead_end_ = any_token ? kNo : kYes;
   }
   return dead_end_ == kYes;
+}
+
+bool GrammarMatcher::CachedTokensFollow(bool* accepted_any, std::vector<int32_t>* uncertain) {
+  GrammarMaskCache& cache = *grammar_->mask_cache;
+  if (!cache.options().enabled) return false;
+  *accepted_any = false;
+  for (const EarleyItem* it = parser_.scannable_begin(); it != parser_.scannable_end(); ++it) {
+    if (it->guard != LookaheadGuards::kNone) return false;  // a lookahead may veto: walk all
+  }
+  for (const EarleyItem* it = parser_.scannable_begin(); it != parser_.scannable_end(); ++it) {
+    const TokenClassification& entry = cache.Get(it->node);
+    if (entry.accepted->as_bits() || !entry.accepted->ids.empty()) {
+      *accepted_any = true;
+      return true;
+    }
+    uncertain->insert(uncertain->end(), entry.uncertain_positions.begin(), entry.uncertain_positions.end());
+  }
+  std::sort(uncertain->begin(), uncertain->end());
+  uncertain->erase(std::unique(uncertain->begin(), uncertain->end()), uncertain->end());
+  return true;
 }
 
 bool GrammarMatcher::IsCompleted() const {

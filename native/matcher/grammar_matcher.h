@@ -88,6 +88,10 @@ class GrammarMatcher {
   // Complete, without a plain stop token to end with, and no token can follow (see the
   // class comment); decided by a walk of the vocabulary, remembered until the state changes.
   bool AtDeadEnd();
+  // From the mask cache: whether an unguarded item's node accepts a token (`accepted_any`),
+  // else the sorted union of the nodes' uncertain positions. False (nothing decided) when
+  // the cache is off or an item carries a lookahead guard.
+  bool CachedTokensFollow(bool* accepted_any, std::vector<int32_t>* uncertain);
   void StateChanged() { dead_end_ = kUnknown; }
 
   bool IsStop(int32_t token_id) const;
