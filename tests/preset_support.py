@@ -210,7 +210,7 @@ def _xml_args(pairs: Sequence[Tuple[str, str]], schema: Dict[str, Any]) -> Dict[
 
 
 # xgrammar's families whose call syntax is one of ours.
-_SAME_SYNTAX = {"llama": "llama3_json", "qwen_3": "qwen", "qwen_3_coder": "qwen3_coder", "qwen_3_5": "qwen3_coder",
+_SAME_SYNTAX = {"qwen_3": "qwen", "qwen_3_coder": "qwen3_coder", "qwen_3_5": "qwen3_coder",
                 "glm_4_7": "glm4", "kimi": "kimi_k2", "deepseek_r1": "deepseek_v3"}
 _M3 = re.escape("]<]minimax[>[")
 
@@ -256,6 +256,15 @@ def parse_calls(family: str, text: str, schemas: Dict[str, Dict[str, Any]]) -> L
         return out
     if family == "exaone":
         return [(v["name"], v["arguments"]) for v in map(json.loads, re.findall(r"<tool_call>(.*?)</tool_call>", text, S))]
+    if family == "llama":
+        # xgrammar's llama format: calls are JSON objects triggered by `{"name": ` anywhere in
+        # free text (text may follow a call), each decoded where it starts.
+        decoder, out, start = json.JSONDecoder(), [], text.find('{"name": ')
+        while start >= 0:
+            value, end = decoder.raw_decode(text, start)
+            out.append((value["name"], value["parameters"]))
+            start = text.find('{"name": ', end)
+        return out
     if family == "llama3_json":
         if not text.startswith('{"name": '):
             return []
