@@ -12,7 +12,8 @@ if [ ! -f "$BUILD_DIR/build.ninja" ]; then
     -DPython_EXECUTABLE="$(command -v "$PYTHON")" \
     -Dpybind11_DIR="$("$PYTHON" -m pybind11 --cmakedir)" "$@" >/dev/null
 fi
-ninja -C "$BUILD_DIR" >/dev/null
+# Quiet when it works; the whole log (compiler errors included) when it does not.
+ninja -C "$BUILD_DIR" >"$BUILD_DIR/ninja.log" 2>&1 || { cat "$BUILD_DIR/ninja.log"; exit 1; }
 so=$(ls "$BUILD_DIR"/_native*.so)
 # Copy then rename: processes that have the old module loaded keep their (unlinked) copy.
 cp -f "$so" "xg2_plugin/.$(basename "$so").tmp"

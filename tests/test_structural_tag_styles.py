@@ -287,3 +287,22 @@ def test_builder_tag_whitespace_agrees_with_xgrammar(model: str) -> None:
     assert any(not ours for _, _, ours in results)
     disagreements = [r for r in results if r[1] != r[2]]
     assert not disagreements, disagreements[:5]
+
+
+# One argument value on its own (SGLang's Kimi-K3 tags give qwen_xml a string schema per
+# argument), between two constant strings so that the value's own boundaries are tested.
+ROOT_VALUE_TEXTS = ["<a b>", "<c>", '<"c">', "< c >", "<c\n>", "<>", "<12>", "<x<y>", "<\n1\n>",
+                    "<[1, 2]>", "<true>", "<x</parameter>>", "< [1]>", '<"">']
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": "string", "enum": ["a b", "c"]}, {"type": "string"}, {"type": "string", "pattern": "^[0-9]+$"},
+    {"type": "integer"}, {"type": "array", "items": {"type": "integer"}}, {"type": "boolean"},
+], ids=lambda s: json.dumps(s))
+def test_flat_style_value_without_an_object_agrees_with_xgrammar(schema: dict[str, Any]) -> None:
+    fmt = {"type": "sequence", "elements": [
+        {"type": "const_string", "value": "<"}, {"type": "json_schema", "json_schema": schema, "style": "qwen_xml"},
+        {"type": "const_string", "value": ">"}]}
+    results = _both(fmt, ROOT_VALUE_TEXTS)
+    assert [(t, theirs, ours) for t, theirs, ours in results if theirs != ours] == []
+    assert any(ours for _, _, ours in results) and not all(ours for _, _, ours in results)

@@ -66,15 +66,17 @@ def test_object_without_properties_takes_any_members():
     assert accepts(tag, "<parameter=a>\nfree text\n</parameter>\n<parameter=b>\n1\n</parameter>\n")
 
 
-@pytest.mark.parametrize("schema,message", [
-    ({"type": "array"}, "object schema"),
-    ({"type": "object", "properties": {"s": {"type": "string", "minLength": 2}}}, "minLength"),
-    ({"type": "object", "properties": {}, "required": ["x"]}, "required"),
-    ({"type": "object", "anyOf": [{}]}, "anyOf"),
+@pytest.mark.parametrize("style,schema,message", [
+    # A flat style (qwen_xml...) takes a lone value (test_structural_tag_styles.py); the
+    # nesting styles do not.
+    ("minimax_m3_xml", {"type": "array"}, "object schema"),
+    ("qwen_xml", {"type": "object", "properties": {"s": {"type": "string", "minLength": 2}}}, "minLength"),
+    ("qwen_xml", {"type": "object", "properties": {}, "required": ["x"]}, "required"),
+    ("qwen_xml", {"type": "object", "anyOf": [{}]}, "anyOf"),
 ])
-def test_unsupported_xml_schemas_are_typed_errors(schema, message):
+def test_unsupported_xml_schemas_are_typed_errors(style, schema, message):
     with pytest.raises(xg.UnsupportedSchemaError, match=message):
-        hf_compiler("llama3.1").compile_structural_tag(xml("qwen_xml", schema))
+        hf_compiler("llama3.1").compile_structural_tag(xml(style, schema))
 
 
 def test_tag_end_that_overlaps_itself_is_exact():

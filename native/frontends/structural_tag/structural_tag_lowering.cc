@@ -219,6 +219,7 @@ class Lowering {
     }
     const JsonValue* type = schema->Find("type");
     if (type && !(type->is_string() && type->string_value() == "object")) {
+      if (xml->family == XmlFamily::kFlat) return XmlRootValue(xml_state, *schema, where);
       throw UnsupportedSchemaError(Where(where) + "XML-style arguments need an object schema, got type " + Show(type));
     }
     return XmlObject(xml_state, *schema, "", where);
@@ -401,6 +402,37 @@ class Lowering {
   }
 
   // The kind of a member's schema, as the XML styles tell values apart.
+  // A flat style's schema that is not an object: one parameter value on its own, spelled as
+  // inside a member but without the member's wrapper (SGLang's Kimi-K3 tags give qwen_xml a
+  // string schema per argument this way). As xgrammar 0.2.8: no whitespace around it; raw
+  // text may not contain the style's value close or an excluded string.
+  std::string XmlRootValue(const Xml& xml, const JsonValue& schema, const std::string& where) {
+    switch (KindOf(schema)) {
+      case ValueKind::kRawString: {
+        RejectStringLimits(schema, where);
+        std::vector<std::string> forbidden = xml.excludes;
+        forbidden.push_back(xml.style->close);
+        return Rule("TagDispatch(excludes=" + StringTuple(forbidden, "") + ")", "xml_text");
+      }
+      case ValueKind::kStringChoices:
+        return Alternatives(StringChoices(schema, xml.excludes, where));
+      case ValueKind::kPatternString: {
+        RejectStringLimits(schema, where);
+        const JsonValue* pattern = schema.Find("pattern");
+        if (!pattern->is_string()) throw StructuralTagError(Where(where + "/pattern") + "pattern must be a string");
+        return Rule(RegexToEbnf(pattern->string_value()), "xml_pattern");
+      }
+      case ValueKind::kUntyped:
+      case ValueKind::kJson:
+        break;
+    }
+    try {
+      return JsonValueRule(schema, xml.max_whitespace, false, xml.excludes);
+    } catch (const SchemaError& error) {
+      RethrowLocated(error, schema);
+    }
+  }
+
   enum class ValueKind { kRawString, kStringChoices, kPatternString, kUntyped, kJson };
 
   static ValueKind KindOf(const JsonValue& member) {
