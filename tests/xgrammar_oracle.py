@@ -36,7 +36,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 import numpy as np
 import pytest
 
-xgr = pytest.importorskip("xgrammar", reason="xgrammar==0.2.8 (the test extras) is the oracle")
+import xgrammar as xgr  # xgrammar==0.2.8, the oracle (test extras); missing, the tests fail rather than skip
 from xgrammar.builtin_structural_tag import _structural_tag_registry  # noqa: E402
 
 import xg2_plugin as xg  # noqa: E402
@@ -76,8 +76,8 @@ DOCUMENTED_DIFFERENCES: Dict[str, str] = {
         "ours allows it; xgrammar's integer grammar leaves it out."),
 }
 
-# Classes of defects in ours that another engineer is fixing (issue 36); named so a report
-# groups them. They are not allowed.
+# Defect classes ours had (fixed; named so that a report groups them if one comes back).
+# They are never allowed.
 KNOWN_DEFECTS: Dict[str, str] = {
     "json_whitespace_cr": "ours drops CR from JSON whitespace (RFC 8259 allows it)",
     "xml_style_whitespace": ("ours forbids or requires whitespace where xgrammar's XML styles take any: "
