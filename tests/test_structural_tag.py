@@ -100,13 +100,8 @@ def test_semantic_errors(fmt, fragment):
 @pytest.mark.parametrize(
     "fmt",
     [
-        {"type": "exclude_token", "exclude_tokens": [1]},
-        {"type": "any_tokens"},
-        {"type": "token_dispatch", "rules": [[1, {"type": "const_string", "value": "a"}]]},
-        {"type": "token_triggered_tags", "trigger_tokens": [1], "tags": []},
         {"type": "any_text", "max_tokens": 5},
         {"type": "json_schema", "json_schema": {"type": "object"}, "style": "minimax_xml"},
-        {"type": "token", "token": "hello"},
     ],
 )
 def test_token_level_forms_are_unsupported_not_approximated(fmt):

@@ -2419,6 +2419,8 @@ GrammarFsm BuildGrammarFsm(const GrammarAst& ast, const FsmBuildLimits& limits) 
                                "string is not supported");
     }
   }
+  fsm.token_sets = ast.token_sets;
+  IndexTokenSetEdges(&fsm);
   return fsm;
 }
 
@@ -2428,7 +2430,8 @@ size_t GrammarFsm::MemoryBytes() const {
          byte_edge_begin.capacity() * 4 + byte_edges.capacity() * sizeof(ByteEdge) +
          rule_edge_begin.capacity() * 4 + rule_edges.capacity() * sizeof(RuleEdge) +
          counted_loops.capacity() * sizeof(CountedLoop) + node_loop.capacity() * 4 +
-         node_gate_loop.capacity() * 4;
+         node_gate_loop.capacity() * 4 + token_set_edge_begin.capacity() * 4 +
+         token_set_edges.capacity() * sizeof(TokenSetEdge);
 }
 
 std::string GrammarFsm::ToString() const {

@@ -127,6 +127,15 @@ class EarleyParser {
   // byte stays consumed).
   int32_t AdvanceString(const char* data, int32_t size);
 
+  // Consumes one whole token as one step: its bytes `data[0..size)` through the byte-level
+  // scan (size < 0: the token has no text), and, when the grammar has token sets, each
+  // token-set edge (grammar/grammar_fsm.h) of the current set whose set holds `token_id`, from
+  // this position to the position after the token; both results are merged into that last
+  // set before it is closed. A token with no text that a set takes gets a chart step of its
+  // own (a position that consumed no byte). Returns false and leaves the parser unchanged if
+  // neither path accepts the token.
+  bool AdvanceToken(int32_t token_id, const char* data, int32_t size);
+
   // Rolls back to an earlier position (0 <= position <= this->position()).
   void PopTo(int32_t position);
 
@@ -153,6 +162,10 @@ class EarleyParser {
 
  private:
   void BeginSet();
+  // The items the token-set edges of the current set take on `token_id`, into token_items_.
+  void CollectTokenSetItems(int32_t token_id);
+  // Advance(byte) with token_items_ added to the new set before it is closed.
+  bool AdvanceMerging(uint8_t byte);
   void AddItem(const EarleyItem& item);
   // Runs predict / complete to a fixpoint on the pending items and closes the current set.
   // Throws ResourceLimitError (history unchanged) past a limit.
@@ -176,6 +189,7 @@ class EarleyParser {
 
   // Scratch for the set under construction.
   std::vector<EarleyItem> pending_;
+  std::vector<EarleyItem> token_items_;
   ItemSet seen_;
   LookaheadGuards guards_;
 };

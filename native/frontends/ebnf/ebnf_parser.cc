@@ -773,6 +773,8 @@ class Parser {
   ExprId ParseRuleRef(const Token& name) {
     if (name.text == "TagDispatch" && At(TokenKind::kLeftParen)) return ParseTagDispatch();
     if (name.text == "Token" && At(TokenKind::kLeftParen)) return ParseTokenLiteral();
+    if (name.text == "TokenSet" && At(TokenKind::kLeftParen)) return ParseTokenSet(false);
+    if (name.text == "ExcludeToken" && At(TokenKind::kLeftParen)) return ParseTokenSet(true);
     ExprNode node;
     node.kind = ExprKind::kRuleRef;
     ExprId id = AddLeaf(std::move(node));
@@ -795,10 +797,25 @@ class Parser {
     return AddCompound(ExprKind::kChoice, std::move(alternatives), 0);
   }
 
-  // '(' number (',' number)* [','] ')': the spellings of the listed token ids.
-  std::vector<std::string> ParseTokenIds() {
+  // TokenSet(id, ...) / ExcludeToken(id, ...) after the name: one whole token that is (is not)
+  // listed (grammar_ast.h TokenSetDef), spelled as the set's marker (grammar/token_literal.h).
+  XG2_EBNF_NOINLINE ExprId ParseTokenSet(bool excluded) {
+    token_literal_in_rule_ = true;  // set indices are this grammar's: not a cacheable body
+    size_t open = Peek().offset;
+    TokenSetDef set;
+    set.ids = ParseTokenIdNumbers();
+    set.excluded = excluded;
+    if (!excluded && set.ids.empty()) source_.Fail(open, "TokenSet() needs at least one token id");
+    ExprNode node;
+    node.kind = ExprKind::kBytes;
+    node.bytes = TokenSetMarkerBytes(ast_.AddTokenSet(std::move(set)));
+    return AddLeaf(std::move(node));
+  }
+
+  // '(' [number (',' number)* [',']] ')': the listed token ids.
+  std::vector<int32_t> ParseTokenIdNumbers() {
     size_t open = Take().offset;  // '('
-    std::vector<std::string> spellings;
+    std::vector<int32_t> ids;
     while (!At(TokenKind::kRightParen)) {
       if (!At(TokenKind::kNumber)) FailUnexpected(Peek(), "a token id");
       Token id = Take();
@@ -806,11 +823,19 @@ class Parser {
         source_.Fail(id.offset, "token id " + std::to_string(id.number) + " exceeds the limit of " +
                                     std::to_string(kMaxTokenLiteralId));
       }
-      spellings.push_back(TokenLiteralBytes(static_cast<int32_t>(id.number)));
+      ids.push_back(static_cast<int32_t>(id.number));
       if (!At(TokenKind::kComma)) break;
       Take();
     }
     ExpectClosingParen(open);
+    return ids;
+  }
+
+  // '(' number (',' number)* [','] ')': the spellings of the listed token ids.
+  std::vector<std::string> ParseTokenIds() {
+    size_t open = Peek().offset;
+    std::vector<std::string> spellings;
+    for (int32_t id : ParseTokenIdNumbers()) spellings.push_back(TokenLiteralBytes(id));
     if (spellings.empty()) source_.Fail(open, "Token() needs at least one token id");
     return spellings;
   }
@@ -1080,7 +1105,7 @@ class Parser {
   };
   std::vector<PendingTagRef> pending_tag_refs_;
   std::vector<ExprId> rule_tag_dispatches_;  // kTagDispatch nodes of the rule being parsed
-  bool token_literal_in_rule_ = false;       // the rule being parsed names a Token(...)
+  bool token_literal_in_rule_ = false;       // the rule being parsed names a Token(...) or a token set
   // Cached bodies this grammar took; pending_refs_ view their rule names.
   std::vector<std::shared_ptr<const ParsedBody>> cached_bodies_;
 };
@@ -1095,6 +1120,7 @@ bool MayNameTokenLiterals(std::string_view text) {
   constexpr std::string_view kName = "Token";
   for (size_t at = text.find(kName); at != std::string_view::npos; at = text.find(kName, at + 1)) {
     size_t pos = at + kName.size();
+    if (text.substr(pos, 3) == "Set") pos += 3;  // TokenSet(...)
     while (pos < text.size()) {
       const char c = text[pos];
       if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
