@@ -100,7 +100,6 @@ def test_semantic_errors(fmt, fragment):
 @pytest.mark.parametrize(
     "fmt",
     [
-        {"type": "any_text", "max_tokens": 5},
         {"type": "json_schema", "json_schema": {"type": "object"}, "style": "minimax_xml"},
     ],
 )

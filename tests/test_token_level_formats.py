@@ -189,3 +189,71 @@ def test_printed_grammar_keeps_token_sets():
     from xg2_plugin import _native
     printed = _native._ebnf_roundtrip("root ::= ExcludeToken(5, 3) TokenSet(7)")
     assert "ExcludeToken(3, 5)" in printed and "TokenSet(7)" in printed
+
+
+# ---- any_text.max_tokens: token budgets of a byte-level region ---------------------------
+
+SPECIAL = np.zeros(128256, dtype=bool)
+SPECIAL[128000:] = True  # never free text in xg2 (free text in this xgrammar TokenizerInfo)
+SPECIAL[[EOS, EOT]] = False
+
+
+def any_text(max_tokens):
+    return {"type": "any_text", "max_tokens": max_tokens}
+
+
+BUDGET_CASES = [
+    (seq(any_text(1), const("b")), [AB]),                # a token running on past the end counts once
+    (seq(any_text(0), const("b")), [B]),
+    (seq(any_text(2), const("b")), [C, D, B]),           # spent: only what follows the region
+    (seq(any_text(2), const("b")), [C, AB]),
+    (seq(const("a"), any_text(1), const("c")), [AB, D, C]),  # "ab" runs into the region: not counted
+    (seq(const("a"), any_text(1), const("c")), [A, B, C]),
+    (seq(any_text(1), const("bc")), [AB, C]),
+    (any_text(1), [C]),
+    (seq(any_text(1), any_text(1)), [C, D]),
+]
+
+
+@pytest.mark.parametrize("fmt,path", BUDGET_CASES, ids=[str(i) for i in range(len(BUDGET_CASES))])
+def test_any_text_budget_masks_match_xgrammar(oracle, fmt, path):
+    xgr, xinfo = oracle
+    vocab_size = hf_tokenizer_info(TOKENIZER).vocab_size
+    ours = xg.GrammarMatcher(hf_compiler(TOKENIZER).compile_structural_tag(st(fmt)))
+    theirs = xgr.GrammarMatcher(xgr.GrammarCompiler(xinfo, cache_enabled=False).compile_structural_tag(st(fmt)))
+    for step, token in enumerate(path + [None]):
+        mine, expected = masks(ours, vocab_size) & ~SPECIAL, oracle_mask(xgr, theirs, vocab_size) & ~SPECIAL
+        differ = np.flatnonzero(mine != expected)
+        assert differ.size == 0, f"step {step}: masks differ on {differ[:10]} (ours {mine.sum()}, xgrammar {expected.sum()})"
+        if token is None:
+            break
+        assert ours.accept_token(token) and theirs.accept_token(token), f"step {step}: token {token}"
+
+
+def test_any_text_budget_is_enforced_by_accept_and_restored_by_rollback_and_fork():
+    vocab_size = hf_tokenizer_info(TOKENIZER).vocab_size
+    m = xg.GrammarMatcher(hf_compiler(TOKENIZER).compile_structural_tag(st(seq(any_text(2), const("b")))))
+    assert m.accept_token(C) and m.accept_token(D)
+    assert not m.accept_token(C)  # a third token in the region (xgrammar accepts it; its mask does not)
+    assert np.flatnonzero(masks(m, vocab_size)).tolist() == [B]
+    m.rollback(1)
+    one_left = masks(m, vocab_size)
+    assert one_left[C] and one_left[AB]
+    fork = m.fork()
+    assert fork.accept_token(C) and not fork.accept_token(C)
+    assert np.array_equal(masks(m, vocab_size), one_left)
+    # accept_string is one step, as in xgrammar.
+    assert m.accept_string("dd") and np.flatnonzero(masks(m, vocab_size)).tolist() == [B]
+
+
+def test_ebnf_token_budget_attribute():
+    vocab_size = hf_tokenizer_info(TOKENIZER).vocab_size
+    m = matcher('root ::= think "b"\nthink[max_tokens=2] ::= [a-z]*')
+    assert m.accept_token(C) and m.accept_token(D) and not m.accept_token(C)
+    assert np.flatnonzero(masks(m, vocab_size)).tolist() == [B]
+    from xg2_plugin import _native
+    assert "think[max_tokens=2] ::=" in _native._ebnf_roundtrip('root ::= think "b"\nthink[max_tokens=2] ::= [a-z]*')
+    with pytest.raises(xg.GrammarSyntaxError, match="belongs on a rule definition"):
+        matcher('root ::= think[max_tokens=2]\nthink ::= "a"')
+    with pytest.raises(xg.GrammarSyntaxError, match="calls no other rule"):
+        matcher('root ::= think "b"\nthink[max_tokens=2] ::= "(" x ")"\nx ::= "a" | "(" x ")"')

@@ -2419,6 +2419,17 @@ GrammarFsm BuildGrammarFsm(const GrammarAst& ast, const FsmBuildLimits& limits) 
                                "string is not supported");
     }
   }
+  for (RuleId r = 0; r < static_cast<RuleId>(ast.rules.size()); ++r) {
+    if (ast.rules[r].max_tokens < 0) continue;
+    if (fsm.rule_max_tokens.empty()) fsm.rule_max_tokens.assign(num_rules, -1);
+    fsm.rule_max_tokens[r] = ast.rules[r].max_tokens;
+    for (NodeId n = fsm.rule_first_node[r]; n < fsm.rule_first_node[r + 1]; ++n) {
+      if (fsm.rule_edge_begin[n] != fsm.rule_edge_begin[n + 1]) {
+        throw GrammarSyntaxError("rule '" + fsm.rule_names[r] +
+                                 "': a token budget [max_tokens=N] needs a rule that calls no other rule");
+      }
+    }
+  }
   fsm.token_sets = ast.token_sets;
   IndexTokenSetEdges(&fsm);
   return fsm;

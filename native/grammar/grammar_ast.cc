@@ -168,7 +168,9 @@ class EbnfPrinter {
   std::string PrintGrammar() {
     for (const RuleDef& rule : ast_.rules) {
       if (!IsValidRuleName(rule.name)) Fail("rule name '" + rule.name + "' cannot be printed");
-      out_ += rule.name + " ::= ";
+      out_ += rule.name;
+      if (rule.max_tokens >= 0) out_ += "[max_tokens=" + std::to_string(rule.max_tokens) + "]";
+      out_ += " ::= ";
       Print(rule.body, Precedence::kChoice);
       if (rule.lookahead >= 0) {
         out_ += " (= ";

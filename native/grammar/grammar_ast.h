@@ -193,6 +193,9 @@ struct RuleDef {
   // Optional rule-level lookahead assertion `(= ...)`: the rule may complete only where the
   // text that follows starts with a string of this expression. -1 when absent.
   ExprId lookahead = -1;
+  // Token budget `name[max_tokens=N] ::= ...` (grammar/grammar_fsm.h, "Token budgets"): at most
+  // N tokens may begin inside one match of the rule. -1 when absent.
+  int32_t max_tokens = -1;
 };
 
 struct GrammarAst {

@@ -55,6 +55,15 @@
 // whole token. Invariants: the nodes strictly inside a marker path have marker bytes only (a
 // marker is atomic in every word of the rule), and one marker is at most one iteration of a
 // compressed loop, so the walk crosses no gate before its last node.
+//
+// Token budgets (`name[max_tokens=N] ::= ...`, any_text.max_tokens). rule_max_tokens[r] = N
+// bounds the tokens that BEGIN inside one match of rule r (xgrammar 0.2.8's count: a token that
+// runs into the match from before it does not count, one that runs on past its end does). The
+// parser numbers its history steps (each accepted token or string is one step) and stores per
+// position the step that created it; an item of rule r with origin o may scan a byte of step k
+// only while k - step_at[o] <= N (the steps that began at or after o). Invariant, checked by
+// the builder: a budgeted rule's DFA has no rule edges, so every byte of a match is scanned by
+// the rule's own items (the passes never inline, merge or sink a budgeted rule).
 #ifndef XG2_GRAMMAR_GRAMMAR_FSM_H_
 #define XG2_GRAMMAR_GRAMMAR_FSM_H_
 
@@ -98,6 +107,7 @@ struct GrammarFsm {
   std::vector<NodeId> rule_first_node;  // size num_rules + 1
   std::vector<uint8_t> rule_nullable;
   std::vector<NodeId> rule_lookahead;
+  std::vector<int32_t> rule_max_tokens;  // empty when no rule has a budget; else -1 or N per rule
   bool has_lookahead = false;
 
   std::vector<RuleId> node_rule;

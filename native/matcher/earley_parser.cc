@@ -129,6 +129,7 @@ void EarleyParser::Reset() {
   scannable_.clear();
   waiters_.clear();
   can_end_.clear();
+  step_at_.clear();
   scannable_begin_.assign(1, 0);
   waiters_begin_.assign(1, 0);
   BeginSet();
@@ -177,6 +178,7 @@ void EarleyParser::CloseSet() {
   scannable_begin_.push_back(static_cast<int32_t>(scannable_.size()));
   waiters_begin_.push_back(static_cast<int32_t>(waiters_.size()));
   can_end_.push_back(can_end);
+  step_at_.push_back(here == 0 ? 0 : step_);
 }
 
 void EarleyParser::CloseSetItems(int32_t here, bool* can_end) {
@@ -236,7 +238,7 @@ bool EarleyParser::AdvanceMerging(uint8_t byte) {
   for (int32_t i = scannable_begin_[pos]; i < scannable_begin_[pos + 1]; ++i) {
     const EarleyItem& item = scannable_[i];
     NodeId next = g.StepByte(item.node, byte);
-    if (next < 0) continue;
+    if (next < 0 || !WithinBudget(item)) continue;
     GuardId guard = guards_.Step(item.guard, byte, g);
     if (guard != LookaheadGuards::kDead) AddItem({next, item.origin, item.guard_in, guard, item.count});
   }
@@ -252,6 +254,7 @@ void EarleyParser::CollectTokenSetItems(int32_t token_id) {
   Spend(scannable_begin_[pos + 1] - scannable_begin_[pos]);
   for (int32_t i = scannable_begin_[pos]; i < scannable_begin_[pos + 1]; ++i) {
     const EarleyItem& item = scannable_[i];
+    if (!WithinBudget(item)) continue;
     for (const TokenSetEdge* e = g.token_set_edges_begin(item.node); e != g.token_set_edges_end(item.node); ++e) {
       if (!g.token_sets[e->set].Contains(token_id)) continue;
       // A pending lookahead reads the token as its marker, as the rule does.
@@ -305,6 +308,7 @@ int32_t EarleyParser::AdvanceString(const char* data, int32_t size) {
 
 void EarleyParser::PopTo(int32_t target) {
   can_end_.resize(target + 1);
+  step_at_.resize(target + 1);
   scannable_begin_.resize(target + 2);
   waiters_begin_.resize(target + 2);
   scannable_.resize(scannable_begin_.back());

@@ -136,6 +136,17 @@ class EarleyParser {
   // neither path accepts the token.
   bool AdvanceToken(int32_t token_id, const char* data, int32_t size);
 
+  // Numbers the history step (token or string) the following bytes belong to, for token
+  // budgets (grammar/grammar_fsm.h): `step` is 1 + the number of steps accepted before it.
+  // Every position records the step that created it; rollback and fork keep that exact.
+  void SetStep(int32_t step) { step_ = step; }
+  // False when `item` is in a budgeted rule that may take no byte of the current step.
+  bool WithinBudget(const EarleyItem& item) const {
+    if (fsm_->rule_max_tokens.empty()) return true;
+    const int32_t budget = fsm_->rule_max_tokens[fsm_->node_rule[item.node]];
+    return budget < 0 || step_ - step_at_[item.origin] <= budget;
+  }
+
   // Rolls back to an earlier position (0 <= position <= this->position()).
   void PopTo(int32_t position);
 
@@ -186,6 +197,8 @@ class EarleyParser {
   std::vector<EarleyWaiter> waiters_;
   std::vector<int32_t> waiters_begin_;
   std::vector<uint8_t> can_end_;
+  std::vector<int32_t> step_at_;  // per position: the step whose bytes created it (0 for the start)
+  int32_t step_ = 1;
 
   // Scratch for the set under construction.
   std::vector<EarleyItem> pending_;

@@ -312,7 +312,9 @@ bool GrammarMatcher::FillNextTokenBitmask(uint32_t* words, int64_t num_words) {
   for (const EarleyItem* it = parser_.scannable_begin(); it != parser_.scannable_end(); ++it) {
     // A pending lookahead can veto tokens the rule's DFA accepts: decide exactly.
     if (it->guard != LookaheadGuards::kNone) return FillReferenceUnclaimed(words, num_words);
-    fill_nodes_.push_back(it->node);
+    // An item whose token budget is spent takes no byte of the next token; any other takes the
+    // whole token as one, so its node's classification is exact.
+    if (parser_.WithinBudget(*it)) fill_nodes_.push_back(it->node);
   }
   std::sort(fill_nodes_.begin(), fill_nodes_.end());
   fill_nodes_.erase(std::unique(fill_nodes_.begin(), fill_nodes_.end()), fill_nodes_.end());
@@ -378,6 +380,7 @@ bool GrammarMatcher::ActiveTokenSets() {
   const GrammarFsm& fsm = *grammar_->fsm;
   if (!fsm.has_token_sets()) return false;
   for (const EarleyItem* it = parser_.scannable_begin(); it != parser_.scannable_end(); ++it) {
+    if (!parser_.WithinBudget(*it)) continue;
     for (const TokenSetEdge* e = fsm.token_set_edges_begin(it->node); e != fsm.token_set_edges_end(it->node); ++e) {
       fill_token_sets_.push_back(e->set);
     }

@@ -88,7 +88,11 @@ class GrammarMatcher {
   // Complete, without a plain stop token to end with, and no token can follow (see the
   // class comment); decided by a walk of the vocabulary, remembered until the state changes.
   bool AtDeadEnd();
-  void StateChanged() { dead_end_ = kUnknown; }
+  // Also numbers the next step for the parser's token budgets (EarleyParser::SetStep).
+  void StateChanged() {
+    dead_end_ = kUnknown;
+    parser_.SetStep(AcceptedSteps() + 1);
+  }
 
   bool IsStop(int32_t token_id) const;
   // Shared head of both fills: validates, clears (or starts from `dense_start`, a bitset of

@@ -78,7 +78,8 @@ class Lowering {
  public:
   explicit Lowering(const LoweringOptions& options)
       : options_(options),
-        tokens_(options, {[this](const std::string& body, const char* hint) { return Rule(body, hint); },
+        tokens_(options, {[this](const std::string& body, const char* hint,
+                                 const std::string& attribute) { return Rule(body, hint, attribute); },
                           [this](const Format& format) { return Lower(format); },
                           [this](const TagFormat& tag, const std::string& begin) { return LowerTag(tag, &begin); }}) {
     static const SpecialTokenText kNone;
@@ -153,9 +154,10 @@ class Lowering {
 
   // ---- rules ----------------------------------------------------------------------------
 
-  std::string Rule(const std::string& body, const char* hint) {
+  // `attribute`: a rule attribute such as "[max_tokens=8]".
+  std::string Rule(const std::string& body, const char* hint, const std::string& attribute = "") {
     std::string name = "st_" + std::string(hint) + "_" + std::to_string(++counter_);
-    rules_.push_back(name + " ::= " + body);
+    rules_.push_back(name + attribute + " ::= " + body);
     return name;
   }
 
@@ -377,14 +379,12 @@ class Lowering {
 
   std::string LowerAnyText(const AnyTextFormat& format, const std::string& where,
                            const std::vector<std::string>& ends = {}) {
-    if (format.max_tokens) {
-      throw UnsupportedSchemaError(Where(where) +
-                                   "any_text.max_tokens counts tokens, which the byte-level matcher cannot");
-    }
     std::vector<std::string> excludes = ends;
     for (const std::string& e : format.excludes) {
       if (std::find(ends.begin(), ends.end(), e) == ends.end()) excludes.push_back(e);
     }
+    if (format.max_tokens) return tokens_.BudgetedText(*format.max_tokens, format.max_chars.has_value(),
+                                                       StringTuple(excludes, where), where);
     if (format.max_chars) {
       if (!excludes.empty()) {
         throw UnsupportedSchemaError(Where(where) +

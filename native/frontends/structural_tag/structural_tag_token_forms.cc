@@ -63,6 +63,15 @@ std::vector<int32_t> TokenFormLowering::ResolveAll(const std::vector<TokenRef>& 
   return ids;
 }
 
+std::string TokenFormLowering::BudgetedText(int64_t max_tokens, bool has_max_chars, const std::string& excludes,
+                                            const std::string& where) {
+  if (has_max_chars) {
+    throw UnsupportedSchemaError(Where(where) + "any_text with both max_tokens and max_chars is not supported");
+  }
+  if (max_tokens == 0) return "\"\"";
+  return host_.rule("TagDispatch(excludes=" + excludes + ")", "text", "[max_tokens=" + std::to_string(max_tokens) + "]");
+}
+
 std::string TokenFormLowering::OrdinaryToken(int32_t id) const { return "TokenSet(" + std::to_string(id) + ")"; }
 
 // Free tokens (neither excluded nor a trigger) with dispatch on the triggers; bodies[i] is the
@@ -75,19 +84,19 @@ std::string TokenFormLowering::LowerDispatch(const std::vector<int32_t>& trigger
   for (size_t i = 0; i < triggers.size(); ++i) {
     dispatched += (dispatched.empty() ? "" : " | ") + ("TokenSet(" + std::to_string(triggers[i]) + ") " + bodies[i]);
   }
-  std::string one = host_.rule(dispatched, "token_tag");
+  std::string one = host_.rule(dispatched, "token_tag", "");
   std::string free = ExcludeToken(excluded);
-  if (at_least_one) return host_.rule(loop ? one + " (" + free + " | " + one + ")*" : one, "token_dispatch");
-  return host_.rule(loop ? "(" + free + " | " + one + ")*" : free + "* " + one + "?", "token_dispatch");
+  if (at_least_one) return host_.rule(loop ? one + " (" + free + " | " + one + ")*" : one, "token_dispatch", "");
+  return host_.rule(loop ? "(" + free + " | " + one + ")*" : free + "* " + one + "?", "token_dispatch", "");
 }
 
 std::string TokenFormLowering::Lower(const TokenLevelFormat& format, const std::string& where) {
   std::vector<int32_t> excluded = ResolveAll(format.exclude_tokens, where + "/exclude_tokens");
   if (format.type == "exclude_token") return ExcludeToken(excluded);
   if (format.type == "any_tokens") {
-    if (!format.max_tokens) return host_.rule(ExcludeToken(excluded) + "*", "any_tokens");
+    if (!format.max_tokens) return host_.rule(ExcludeToken(excluded) + "*", "any_tokens", "");
     if (*format.max_tokens == 0) return "\"\"";
-    return host_.rule(ExcludeToken(excluded) + "{0," + std::to_string(*format.max_tokens) + "}", "any_tokens");
+    return host_.rule(ExcludeToken(excluded) + "{0," + std::to_string(*format.max_tokens) + "}", "any_tokens", "");
   }
   if (format.type == "token_dispatch") {
     std::vector<int32_t> triggers;
@@ -99,7 +108,7 @@ std::string TokenFormLowering::Lower(const TokenLevelFormat& format, const std::
         throw StructuralTagError(Where(path + "/0") + "token " + std::to_string(id) + " is the pattern of an earlier rule");
       }
       triggers.push_back(id);
-      bodies.push_back(host_.rule(host_.lower(*format.rules[i].second), "dispatched"));
+      bodies.push_back(host_.rule(host_.lower(*format.rules[i].second), "dispatched", ""));
     }
     return LowerDispatch(triggers, bodies, excluded, format.loop, false);
   }
@@ -127,7 +136,7 @@ std::string TokenFormLowering::Lower(const TokenLevelFormat& format, const std::
   for (size_t i = 0; i < triggers.size(); ++i) {
     if (bodies[i].empty()) continue;  // a trigger without tags is free text, as in triggered_tags
     used.push_back(triggers[i]);
-    used_bodies.push_back(host_.rule(bodies[i], "trigger"));
+    used_bodies.push_back(host_.rule(bodies[i], "trigger", ""));
   }
   return LowerDispatch(used, used_bodies, excluded, !format.stop_after_first, format.at_least_one);
 }

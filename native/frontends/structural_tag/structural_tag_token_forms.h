@@ -10,7 +10,11 @@
 //  * token_dispatch: free tokens (not excluded, not a pattern token) until a pattern token,
 //    after which its format follows; loop: back to free tokens, else the dispatch ends;
 //  * token_triggered_tags: the same with tags whose begin is a trigger token; at_least_one
-//    starts with a tag (no free tokens before it), stop_after_first ends after one tag.
+//    starts with a tag (no free tokens before it), stop_after_first ends after one tag;
+//  * any_text.max_tokens: at most max_tokens tokens BEGIN inside the text (one that runs into
+//    it from before does not count, one that runs on past its end does); xgrammar enforces it
+//    in the mask only, xg2 in accept_token too (a mask allows exactly what is accepted).
+//    accept_string counts as one token, as it does in xgrammar.
 // A token is named by id (checked against the vocabulary) or by its text (a special token's
 // text, else the only token that decodes to exactly that text); anything else is a
 // StructuralTagError naming the JSON path.
@@ -32,7 +36,8 @@ class TokenFormLowering {
  public:
   // What the token forms need from the main lowering (structural_tag_lowering.cc).
   struct Host {
-    std::function<std::string(const std::string& body, const char* hint)> rule;  // adds a rule, returns its name
+    // Adds a rule (with a rule attribute such as "[max_tokens=8]", or ""); returns its name.
+    std::function<std::string(const std::string& body, const char* hint, const std::string& attribute)> rule;
     std::function<std::string(const Format& format)> lower;
     // A tag with its begin replaced by `begin` (EBNF).
     std::function<std::string(const TagFormat& tag, const std::string& begin)> lower_tag;
@@ -45,6 +50,10 @@ class TokenFormLowering {
   // The EBNF of the `token` format on an ordinary (non-special) token.
   std::string OrdinaryToken(int32_t id) const;
   std::string Lower(const TokenLevelFormat& format, const std::string& where);
+  // any_text with max_tokens: free text (TagDispatch excluding `excludes`, an EBNF string tuple)
+  // in a rule with a token budget (grammar/grammar_fsm.h, "Token budgets").
+  std::string BudgetedText(int64_t max_tokens, bool has_max_chars, const std::string& excludes,
+                           const std::string& where);
 
  private:
   std::vector<int32_t> ResolveAll(const std::vector<TokenRef>& tokens, const std::string& path);
