@@ -80,8 +80,8 @@ def test_shape_errors_name_the_json_path(value, message):
 @pytest.mark.parametrize("fmt,error_type,message", [
     ({"type": "sequence", "elements": [const("a"), {"type": "sequence", "elements": []}]}, StructuralTagError,
      "at /format/elements/1/elements: a sequence needs at least one element"),
-    ({"type": "or", "elements": [{"type": "any_text", "max_tokens": 3}]}, xg.UnsupportedSchemaError,
-     "at /format/elements/0: any_text.max_tokens"),
+    ({"type": "or", "elements": [{"type": "any_text", "max_tokens": 3, "max_chars": 4}]}, xg.UnsupportedSchemaError,
+     "at /format/elements/0: any_text with both max_tokens and max_chars"),
     ({"type": "tag", "begin": "<a>", "content": const("x"), "end": []}, StructuralTagError,
      "at /format/end: a tag needs at least one end string"),
     ({"type": "dispatch", "rules": [["", const("x")]]}, StructuralTagError, "at /format/rules/0: the pattern must not be empty"),
