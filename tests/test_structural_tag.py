@@ -100,15 +100,10 @@ def test_semantic_errors(fmt, fragment):
 @pytest.mark.parametrize(
     "fmt",
     [
-        {"type": "exclude_token", "exclude_tokens": [1]},
-        {"type": "any_tokens"},
-        {"type": "token_dispatch", "rules": [[1, {"type": "const_string", "value": "a"}]]},
-        {"type": "token_triggered_tags", "trigger_tokens": [1], "tags": []},
-        {"type": "any_text", "max_tokens": 5},
-        {"type": "token", "token": "hello"},
+        {"type": "any_text", "max_tokens": 5, "max_chars": 10},
     ],
 )
-def test_token_level_forms_are_unsupported_not_approximated(fmt):
+def test_inexpressible_forms_are_unsupported_not_approximated(fmt):
     with pytest.raises(xg.UnsupportedSchemaError):
         hf_compiler("gpt-oss").compile_structural_tag(st(fmt))
 

@@ -80,13 +80,14 @@ def test_shape_errors_name_the_json_path(value, message):
 @pytest.mark.parametrize("fmt,error_type,message", [
     ({"type": "sequence", "elements": [const("a"), {"type": "sequence", "elements": []}]}, StructuralTagError,
      "at /format/elements/1/elements: a sequence needs at least one element"),
-    ({"type": "or", "elements": [{"type": "any_text", "max_tokens": 3}]}, xg.UnsupportedSchemaError,
-     "at /format/elements/0: any_text.max_tokens"),
+    ({"type": "or", "elements": [{"type": "any_text", "max_tokens": 3, "max_chars": 4}]}, xg.UnsupportedSchemaError,
+     "at /format/elements/0: any_text with both max_tokens and max_chars"),
     ({"type": "tag", "begin": "<a>", "content": const("x"), "end": []}, StructuralTagError,
      "at /format/end: a tag needs at least one end string"),
     ({"type": "dispatch", "rules": [["", const("x")]]}, StructuralTagError, "at /format/rules/0: the pattern must not be empty"),
-    ({"type": "token", "token": 99}, StructuralTagError, "at /format: token id 99 is outside the vocabulary"),
-    ({"type": "any_tokens"}, xg.UnsupportedSchemaError, "at /format: any_tokens constrains ordinary tokens"),
+    ({"type": "token", "token": 99}, StructuralTagError, "at /format/token: token id 99 is outside the vocabulary"),
+    ({"type": "any_tokens", "exclude_tokens": [99]}, StructuralTagError,
+     "at /format/exclude_tokens/0: token id 99 is outside the vocabulary"),
 ])
 def test_lowering_errors_name_the_json_path(fmt, error_type, message):
     error = native_error(st(fmt))
@@ -231,14 +232,15 @@ def test_special_token_text_becomes_the_token(small_info):
     assert not xg.GrammarMatcher(grammar).accept_string("a<x><y>")
 
 
-def test_token_format_resolves_special_tokens_only(small_info):
+def test_token_format_resolves_special_and_ordinary_tokens(small_info):
     ok = structural_tag_to_ebnf(st({"type": "token", "token": "<x><y>"}), small_info)
     assert "Token(3)" in ok
     assert "Token(14)" in structural_tag_to_ebnf(st({"type": "token", "token": 14}), small_info)
-    with pytest.raises(xg.UnsupportedSchemaError, match="not the text of a special token"):
+    with pytest.raises(StructuralTagError, match="more than one token"):
         structural_tag_to_ebnf(st({"type": "token", "token": "<dup>"}), small_info)
-    with pytest.raises(xg.UnsupportedSchemaError, match="ordinary text token"):
-        structural_tag_to_ebnf(st({"type": "token", "token": 0}), small_info)
+    # An ordinary token is a one-token set (tests/test_token_level_formats.py).
+    assert "TokenSet(0)" in structural_tag_to_ebnf(st({"type": "token", "token": 0}), small_info)
+    assert "TokenSet(1)" in structural_tag_to_ebnf(st({"type": "token", "token": "b"}), small_info)
     with pytest.raises(StructuralTagError, match="outside the vocabulary"):
         structural_tag_to_ebnf(st({"type": "token", "token": len(VOCAB)}), small_info)
 

@@ -47,6 +47,7 @@ void BindStructuralTag(py::module_& m) {
         if (tokenizer_info != nullptr) {
           options.special_tokens = &tokenizer_info->special_token_text();
           options.vocab_size = tokenizer_info->vocab_size();
+          options.tokenizer = tokenizer_info;
         }
         options.any_whitespace = any_whitespace;
         return structural_tag::StructuralTagToEbnf(text, options);

@@ -40,12 +40,15 @@ std::shared_ptr<CompiledGrammar> CompileWithTokenLiterals(
   options.cross_grammar = cross_grammar_cache;
   options.precompute = precompute_nodes;
   std::vector<int32_t> ids;
+  bool token_sets = false;  // TokenSet / ExcludeToken: markers no token may spell
   if (MayNameTokenLiterals(ebnf)) {
     py::gil_scoped_release release;
-    ids = TokenLiteralIds(ParseEbnf(ebnf, root_rule_name));
+    GrammarAst ast = ParseEbnf(ebnf, root_rule_name);
+    ids = TokenLiteralIds(ast);
+    token_sets = !ast.token_sets.empty();
   }
   std::shared_ptr<const TokenizerInfo> vocab = tokenizer;
-  if (!ids.empty()) {
+  if (!ids.empty() || token_sets) {
     py::tuple key = py::cast(ids);
     std::shared_ptr<MaskCachePool> derived_pool;
     if (vocab_cache.contains(key)) {

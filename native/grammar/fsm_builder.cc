@@ -2419,6 +2419,19 @@ GrammarFsm BuildGrammarFsm(const GrammarAst& ast, const FsmBuildLimits& limits) 
                                "string is not supported");
     }
   }
+  for (RuleId r = 0; r < static_cast<RuleId>(ast.rules.size()); ++r) {
+    if (ast.rules[r].max_tokens < 0) continue;
+    if (fsm.rule_max_tokens.empty()) fsm.rule_max_tokens.assign(num_rules, -1);
+    fsm.rule_max_tokens[r] = ast.rules[r].max_tokens;
+    for (NodeId n = fsm.rule_first_node[r]; n < fsm.rule_first_node[r + 1]; ++n) {
+      if (fsm.rule_edge_begin[n] != fsm.rule_edge_begin[n + 1]) {
+        throw GrammarSyntaxError("rule '" + fsm.rule_names[r] +
+                                 "': a token budget [max_tokens=N] needs a rule that calls no other rule");
+      }
+    }
+  }
+  fsm.token_sets = ast.token_sets;
+  IndexTokenSetEdges(&fsm);
   return fsm;
 }
 
@@ -2428,7 +2441,8 @@ size_t GrammarFsm::MemoryBytes() const {
          byte_edge_begin.capacity() * 4 + byte_edges.capacity() * sizeof(ByteEdge) +
          rule_edge_begin.capacity() * 4 + rule_edges.capacity() * sizeof(RuleEdge) +
          counted_loops.capacity() * sizeof(CountedLoop) + node_loop.capacity() * 4 +
-         node_gate_loop.capacity() * 4;
+         node_gate_loop.capacity() * 4 + token_set_edge_begin.capacity() * 4 +
+         token_set_edges.capacity() * sizeof(TokenSetEdge);
 }
 
 std::string GrammarFsm::ToString() const {

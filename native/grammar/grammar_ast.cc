@@ -69,6 +69,20 @@ std::vector<CodepointRange> Complement(const std::vector<CodepointRange>& ranges
 // Surrogates and code points above kMaxCodepoint are removed in both modes: a class
 // matches UTF-8 encodings, and those have none. Ranges on either side of the surrogate
 // block stay separate (they are not adjacent as code points).
+bool TokenSetDef::Contains(int32_t id) const {
+  return std::binary_search(ids.begin(), ids.end(), id) != excluded;
+}
+
+int32_t GrammarAst::AddTokenSet(TokenSetDef set) {
+  std::sort(set.ids.begin(), set.ids.end());
+  set.ids.erase(std::unique(set.ids.begin(), set.ids.end()), set.ids.end());
+  for (size_t i = 0; i < token_sets.size(); ++i) {
+    if (token_sets[i] == set) return static_cast<int32_t>(i);
+  }
+  token_sets.push_back(std::move(set));
+  return static_cast<int32_t>(token_sets.size() - 1);
+}
+
 std::vector<CodepointRange> NormalizeRanges(std::vector<CodepointRange> ranges, bool negate) {
   std::vector<CodepointRange> normalized = SortAndMerge(KeepEncodable(ranges));
   if (!negate) return normalized;
@@ -154,7 +168,9 @@ class EbnfPrinter {
   std::string PrintGrammar() {
     for (const RuleDef& rule : ast_.rules) {
       if (!IsValidRuleName(rule.name)) Fail("rule name '" + rule.name + "' cannot be printed");
-      out_ += rule.name + " ::= ";
+      out_ += rule.name;
+      if (rule.max_tokens >= 0) out_ += "[max_tokens=" + std::to_string(rule.max_tokens) + "]";
+      out_ += " ::= ";
       Print(rule.body, Precedence::kChoice);
       if (rule.lookahead >= 0) {
         out_ += " (= ";
@@ -236,6 +252,13 @@ class EbnfPrinter {
     std::vector<std::string> pieces;
     size_t start = 0;
     for (size_t i = 0; i < bytes.size();) {
+      if (DecodeTokenSetMarker(bytes, i) >= 0) {
+        if (i > start) pieces.push_back(bytes.substr(start, i - start));
+        pieces.push_back(bytes.substr(i, kTokenSetMarkerSize));
+        i += kTokenSetMarkerSize;
+        start = i;
+        continue;
+      }
       if (DecodeTokenLiteral(bytes, i) < 0) {
         ++i;
         continue;
@@ -254,8 +277,15 @@ class EbnfPrinter {
     std::vector<std::string> pieces = SplitTokenLiterals(bytes);
     for (size_t i = 0; i < pieces.size(); ++i) {
       if (i > 0) out_ += " ";
+      int32_t set = DecodeTokenSetMarker(pieces[i], 0);
       int32_t id = DecodeTokenLiteral(pieces[i], 0);
-      if (id >= 0 && pieces[i].size() == static_cast<size_t>(kTokenLiteralSize)) {
+      if (set >= 0 && pieces[i].size() == static_cast<size_t>(kTokenSetMarkerSize) &&
+          set < static_cast<int32_t>(ast_.token_sets.size())) {
+        const TokenSetDef& def = ast_.token_sets[set];
+        out_ += def.excluded ? "ExcludeToken(" : "TokenSet(";
+        for (size_t k = 0; k < def.ids.size(); ++k) out_ += (k ? ", " : "") + std::to_string(def.ids[k]);
+        out_ += ")";
+      } else if (id >= 0 && pieces[i].size() == static_cast<size_t>(kTokenLiteralSize)) {
         out_ += "Token(" + std::to_string(id) + ")";
       } else {
         PrintLiteral(pieces[i]);

@@ -175,19 +175,38 @@ struct TagDispatchDef {
   std::vector<std::string> excludes;
 };
 
+// A set of whole tokens, the terminal of TokenSet(ids) (excluded = false: exactly the listed
+// ids) and ExcludeToken(ids) (excluded = true: every id of the vocabulary but the listed ones).
+// Either way a plain stop token is never a member: the matcher handles stop tokens first.
+// In rule bodies the set is a kBytes node spelling its marker (grammar/token_literal.h).
+// Invariant: ids sorted and unique.
+struct TokenSetDef {
+  std::vector<int32_t> ids;
+  bool excluded = false;
+  bool operator==(const TokenSetDef& o) const { return excluded == o.excluded && ids == o.ids; }
+  bool Contains(int32_t id) const;
+};
+
 struct RuleDef {
   std::string name;
   ExprId body = -1;
   // Optional rule-level lookahead assertion `(= ...)`: the rule may complete only where the
   // text that follows starts with a string of this expression. -1 when absent.
   ExprId lookahead = -1;
+  // Token budget `name[max_tokens=N] ::= ...` (grammar/grammar_fsm.h, "Token budgets"): at most
+  // N tokens may begin inside one match of the rule. -1 when absent.
+  int32_t max_tokens = -1;
 };
 
 struct GrammarAst {
   std::vector<ExprNode> nodes;
   std::vector<RuleDef> rules;
   std::vector<TagDispatchDef> tag_dispatches;
+  std::vector<TokenSetDef> token_sets;  // indexed by the markers in the rule bodies
   RuleId root_rule = -1;
+
+  // The index of `set` in token_sets (added when new).
+  int32_t AddTokenSet(TokenSetDef set);
 
   ExprId AddNode(ExprNode node) {
     nodes.push_back(std::move(node));

@@ -45,6 +45,25 @@
 //    every count, and all the folded states share one cache entry (h's).
 // History (rollback = truncation, fork = copy) needs nothing more: the count is part of the
 // item, stored in the per-position chart like the rest of it.
+//
+// Token sets (grammar_ast.h TokenSetDef; TokenSet(...) / ExcludeToken(...) in EBNF). A token-set
+// terminal is an ordinary byte path in the rule DFA spelling the set's marker
+// (grammar/token_literal.h), so construction, minimisation and repetition compression treat
+// it as a literal. No token's bytes contain a marker byte, so the byte-level scan never enters
+// one; IndexTokenSetEdges records, per node, each complete marker path out of it as a token-set
+// edge (set, target), and the parser takes those edges only in its token step, consuming one
+// whole token. Invariants: the nodes strictly inside a marker path have marker bytes only (a
+// marker is atomic in every word of the rule), and one marker is at most one iteration of a
+// compressed loop, so the walk crosses no gate before its last node.
+//
+// Token budgets (`name[max_tokens=N] ::= ...`, any_text.max_tokens). rule_max_tokens[r] = N
+// bounds the tokens that BEGIN inside one match of rule r (xgrammar 0.2.8's count: a token that
+// runs into the match from before it does not count, one that runs on past its end does). The
+// parser numbers its history steps (each accepted token or string is one step) and stores per
+// position the step that created it; an item of rule r with origin o may scan a byte of step k
+// only while k - step_at[o] <= N (the steps that began at or after o). Invariant, checked by
+// the builder: a budgeted rule's DFA has no rule edges, so every byte of a match is scanned by
+// the rule's own items (the passes never inline, merge or sink a budgeted rule).
 #ifndef XG2_GRAMMAR_GRAMMAR_FSM_H_
 #define XG2_GRAMMAR_GRAMMAR_FSM_H_
 
@@ -76,6 +95,11 @@ struct CountedLoop {
   int32_t limit;  // the most iterations folded into h
 };
 
+struct TokenSetEdge {
+  int32_t set;  // index into GrammarFsm::token_sets
+  NodeId target;
+};
+
 struct GrammarFsm {
   RuleId root_rule = -1;
   std::vector<std::string> rule_names;
@@ -83,6 +107,7 @@ struct GrammarFsm {
   std::vector<NodeId> rule_first_node;  // size num_rules + 1
   std::vector<uint8_t> rule_nullable;
   std::vector<NodeId> rule_lookahead;
+  std::vector<int32_t> rule_max_tokens;  // empty when no rule has a budget; else -1 or N per rule
   bool has_lookahead = false;
 
   std::vector<RuleId> node_rule;
@@ -96,6 +121,15 @@ struct GrammarFsm {
   std::vector<CountedLoop> counted_loops;
   std::vector<int32_t> node_loop;
   std::vector<int32_t> node_gate_loop;
+
+  // Empty when the grammar has no token set; otherwise token_set_edge_begin is a CSR over
+  // nodes (see the file comment).
+  std::vector<TokenSetDef> token_sets;
+  std::vector<int32_t> token_set_edge_begin;
+  std::vector<TokenSetEdge> token_set_edges;
+  bool has_token_sets() const { return !token_sets.empty(); }
+  const TokenSetEdge* token_set_edges_begin(NodeId n) const { return token_set_edges.data() + token_set_edge_begin[n]; }
+  const TokenSetEdge* token_set_edges_end(NodeId n) const { return token_set_edges.data() + token_set_edge_begin[n + 1]; }
 
   int32_t num_rules() const { return static_cast<int32_t>(rule_start.size()); }
 
@@ -139,6 +173,10 @@ constexpr int32_t kDefaultRepetitionCompressionThreshold = 64;
 // Throws ResourceLimitError when limits are exceeded and
 // GrammarSyntaxError for constructs the matcher cannot run.
 GrammarFsm BuildGrammarFsm(const GrammarAst& ast, const FsmBuildLimits& limits = {});
+
+// Fills fsm->token_set_edges from the marker paths of its nodes (token_set_edges.cc); a no-op
+// when fsm->token_sets is empty.
+void IndexTokenSetEdges(GrammarFsm* fsm);
 
 // The process-wide table of shared rule DFAs (fsm_builder.cc, "Shared rule DFAs"): what it
 // holds now and its lookups since the process started.

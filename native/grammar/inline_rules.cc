@@ -105,7 +105,7 @@ RightLinearRules FindRightLinearRules(const GrammarAst& ast) {
   std::vector<std::pair<ExprId, bool>> stack;
   for (RuleId r = 0; r < n; ++r) {
     const RuleDef& rule = ast.rules[r];
-    if (rule.lookahead >= 0 || ast.node(rule.body).kind == ExprKind::kTagDispatch) continue;
+    if (rule.lookahead >= 0 || rule.max_tokens >= 0 || ast.node(rule.body).kind == ExprKind::kTagDispatch) continue;
     bool only_tail_calls = true;
     stack.assign(1, {rule.body, true});
     while (!stack.empty() && only_tail_calls) {
@@ -206,7 +206,7 @@ void InlineSmallRules(GrammarAst* ast, const InlineOptions& options) {
                                 [&](RuleId callee) { return !inlinable[callee] || keeps_call[callee]; });
     const bool merged_later = right_linear_entry[r] && keeps_call[r];
     // A TagDispatch must stay a whole rule body (grammar/tag_dispatch.h).
-    inlinable[r] = r != ast->root_rule && ast->rules[r].lookahead < 0 &&
+    inlinable[r] = r != ast->root_rule && ast->rules[r].lookahead < 0 && ast->rules[r].max_tokens < 0 &&
                    ast->node(ast->rules[r].body).kind != ExprKind::kTagDispatch &&
                    size <= options.max_inlined_size && !merged_later;
     return size;

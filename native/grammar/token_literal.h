@@ -55,6 +55,27 @@ inline int32_t DecodeTokenLiteral(const std::string& bytes, size_t pos) {
   return id;
 }
 
+// Token-set markers: the terminal "one whole token from token set k" (TokenSet / ExcludeToken,
+// grammar_ast.h TokenSetDef) is spelled kTokenLiteralLead, kTokenLiteralLead, then k in the
+// same seven base-7 digits. No token ever decodes to these bytes (the derived vocabulary drops
+// every token with a byte >= 0xF8), so the byte-level scan never crosses a marker; only the
+// token step of the Earley parser does (EarleyParser::AdvanceToken), at a token boundary.
+// A marker and a token literal differ in their second byte, so neither is a prefix of the other.
+constexpr int kTokenSetMarkerSize = 2 + kTokenLiteralDigits;
+
+inline std::string TokenSetMarkerBytes(int32_t set) {
+  return std::string(1, static_cast<char>(kTokenLiteralLead)) + TokenLiteralBytes(set);
+}
+
+// The set index of the marker at `bytes[pos]`; -1 when none starts there.
+inline int32_t DecodeTokenSetMarker(const std::string& bytes, size_t pos) {
+  if (pos + kTokenSetMarkerSize > bytes.size() ||
+      static_cast<uint8_t>(bytes[pos]) != kTokenLiteralLead) {
+    return -1;
+  }
+  return DecodeTokenLiteral(bytes, pos + 1);
+}
+
 }  // namespace xg2
 
 #endif  // XG2_GRAMMAR_TOKEN_LITERAL_H_

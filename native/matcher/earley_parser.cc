@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "grammar/token_literal.h"
 #include "support/error.h"
 
 namespace xg2 {
@@ -128,6 +129,7 @@ void EarleyParser::Reset() {
   scannable_.clear();
   waiters_.clear();
   can_end_.clear();
+  step_at_.clear();
   scannable_begin_.assign(1, 0);
   waiters_begin_.assign(1, 0);
   BeginSet();
@@ -176,6 +178,7 @@ void EarleyParser::CloseSet() {
   scannable_begin_.push_back(static_cast<int32_t>(scannable_.size()));
   waiters_begin_.push_back(static_cast<int32_t>(waiters_.size()));
   can_end_.push_back(can_end);
+  step_at_.push_back(here == 0 ? 0 : step_);
 }
 
 void EarleyParser::CloseSetItems(int32_t here, bool* can_end) {
@@ -222,18 +225,77 @@ void EarleyParser::CloseSetItems(int32_t here, bool* can_end) {
 }
 
 bool EarleyParser::Advance(uint8_t byte) {
+  token_items_.clear();
+  return AdvanceMerging(byte);
+}
+
+bool EarleyParser::AdvanceMerging(uint8_t byte) {
   const GrammarFsm& g = *fsm_;
   const int32_t pos = position();
   BeginSet();
+  for (const EarleyItem& item : token_items_) AddItem(item);
   Spend(scannable_begin_[pos + 1] - scannable_begin_[pos]);
   for (int32_t i = scannable_begin_[pos]; i < scannable_begin_[pos + 1]; ++i) {
     const EarleyItem& item = scannable_[i];
     NodeId next = g.StepByte(item.node, byte);
-    if (next < 0) continue;
+    if (next < 0 || !WithinBudget(item)) continue;
     GuardId guard = guards_.Step(item.guard, byte, g);
     if (guard != LookaheadGuards::kDead) AddItem({next, item.origin, item.guard_in, guard, item.count});
   }
   if (pending_.empty()) return false;
+  CloseSet();
+  return true;
+}
+
+void EarleyParser::CollectTokenSetItems(int32_t token_id) {
+  const GrammarFsm& g = *fsm_;
+  token_items_.clear();
+  const int32_t pos = position();
+  Spend(scannable_begin_[pos + 1] - scannable_begin_[pos]);
+  for (int32_t i = scannable_begin_[pos]; i < scannable_begin_[pos + 1]; ++i) {
+    const EarleyItem& item = scannable_[i];
+    if (!WithinBudget(item)) continue;
+    for (const TokenSetEdge* e = g.token_set_edges_begin(item.node); e != g.token_set_edges_end(item.node); ++e) {
+      if (!g.token_sets[e->set].Contains(token_id)) continue;
+      // A pending lookahead reads the token as its marker, as the rule does.
+      GuardId guard = item.guard;
+      if (guard != LookaheadGuards::kNone) {
+        const std::string marker = TokenSetMarkerBytes(e->set);
+        for (size_t k = 0; k < marker.size() && guard != LookaheadGuards::kDead; ++k) {
+          guard = guards_.Step(guard, static_cast<uint8_t>(marker[k]), g);
+        }
+      }
+      if (guard != LookaheadGuards::kDead) {
+        token_items_.push_back({e->target, item.origin, item.guard_in, guard, item.count});
+      }
+    }
+  }
+}
+
+bool EarleyParser::AdvanceToken(int32_t token_id, const char* data, int32_t size) {
+  if (!fsm_->has_token_sets()) {
+    return size > 0 && AdvanceString(data, size) == size;
+  }
+  const int32_t start = position();
+  CollectTokenSetItems(token_id);
+  if (size > 0) {
+    std::vector<EarleyItem> taken;
+    taken.swap(token_items_);  // the byte steps before the last one add nothing
+    const int32_t before_last = AdvanceString(data, size - 1);
+    taken.swap(token_items_);
+    if (before_last == size - 1) {
+      try {
+        if (AdvanceMerging(static_cast<uint8_t>(data[size - 1]))) return true;
+      } catch (...) {
+        PopTo(start);
+        throw;
+      }
+    }
+    PopTo(start);
+  }
+  if (token_items_.empty()) return false;
+  BeginSet();
+  for (const EarleyItem& item : token_items_) AddItem(item);
   CloseSet();
   return true;
 }
@@ -246,6 +308,7 @@ int32_t EarleyParser::AdvanceString(const char* data, int32_t size) {
 
 void EarleyParser::PopTo(int32_t target) {
   can_end_.resize(target + 1);
+  step_at_.resize(target + 1);
   scannable_begin_.resize(target + 2);
   waiters_begin_.resize(target + 2);
   scannable_.resize(scannable_begin_.back());

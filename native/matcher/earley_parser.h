@@ -127,6 +127,26 @@ class EarleyParser {
   // byte stays consumed).
   int32_t AdvanceString(const char* data, int32_t size);
 
+  // Consumes one whole token as one step: its bytes `data[0..size)` through the byte-level
+  // scan (size < 0: the token has no text), and, when the grammar has token sets, each
+  // token-set edge (grammar/grammar_fsm.h) of the current set whose set holds `token_id`, from
+  // this position to the position after the token; both results are merged into that last
+  // set before it is closed. A token with no text that a set takes gets a chart step of its
+  // own (a position that consumed no byte). Returns false and leaves the parser unchanged if
+  // neither path accepts the token.
+  bool AdvanceToken(int32_t token_id, const char* data, int32_t size);
+
+  // Numbers the history step (token or string) the following bytes belong to, for token
+  // budgets (grammar/grammar_fsm.h): `step` is 1 + the number of steps accepted before it.
+  // Every position records the step that created it; rollback and fork keep that exact.
+  void SetStep(int32_t step) { step_ = step; }
+  // False when `item` is in a budgeted rule that may take no byte of the current step.
+  bool WithinBudget(const EarleyItem& item) const {
+    if (fsm_->rule_max_tokens.empty()) return true;
+    const int32_t budget = fsm_->rule_max_tokens[fsm_->node_rule[item.node]];
+    return budget < 0 || step_ - step_at_[item.origin] <= budget;
+  }
+
   // Rolls back to an earlier position (0 <= position <= this->position()).
   void PopTo(int32_t position);
 
@@ -153,6 +173,10 @@ class EarleyParser {
 
  private:
   void BeginSet();
+  // The items the token-set edges of the current set take on `token_id`, into token_items_.
+  void CollectTokenSetItems(int32_t token_id);
+  // Advance(byte) with token_items_ added to the new set before it is closed.
+  bool AdvanceMerging(uint8_t byte);
   void AddItem(const EarleyItem& item);
   // Runs predict / complete to a fixpoint on the pending items and closes the current set.
   // Throws ResourceLimitError (history unchanged) past a limit.
@@ -173,9 +197,12 @@ class EarleyParser {
   std::vector<EarleyWaiter> waiters_;
   std::vector<int32_t> waiters_begin_;
   std::vector<uint8_t> can_end_;
+  std::vector<int32_t> step_at_;  // per position: the step whose bytes created it (0 for the start)
+  int32_t step_ = 1;
 
   // Scratch for the set under construction.
   std::vector<EarleyItem> pending_;
+  std::vector<EarleyItem> token_items_;
   ItemSet seen_;
   LookaheadGuards guards_;
 };

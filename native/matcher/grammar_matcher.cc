@@ -94,6 +94,11 @@ bool GrammarMatcher::AtDeadEnd() {
       }
       any_token = any_token || std::any_of(row.begin(), row.end(), [](uint32_t w) { return w != 0; });
     }
+    if (!any_token && ActiveTokenSets()) {
+      std::vector<uint32_t> row(BitmaskWords(tokenizer_->vocab_size()), 0);
+      TryActiveTokenSets(row.data());
+      any_token = std::any_of(row.begin(), row.end(), [](uint32_t w) { return w != 0; });
+    }
     dead_end_ = any_token ? kNo : kYes;
   }
   return dead_end_ == kYes;
@@ -153,12 +158,13 @@ bool GrammarMatcher::AcceptTokenUnclaimed(int32_t token_id) {
     StateChanged();
     return true;
   }
-  if (!tokenizer_->IsTextToken(token_id)) return false;
+  // A token without text can still be a member of a token set (grammar/grammar_fsm.h).
+  const bool text = tokenizer_->IsTextToken(token_id);
+  if (!text && !grammar_->fsm->has_token_sets()) return false;
   const std::string& bytes = tokenizer_->decoded_tokens()[token_id];
   ParserRewind rewind(parser_);
   parser_.SetWorkBudget(WorkBudget::kToken);
-  if (parser_.AdvanceString(bytes.data(), static_cast<int32_t>(bytes.size())) !=
-      static_cast<int32_t>(bytes.size())) {
+  if (!parser_.AdvanceToken(token_id, bytes.data(), text ? static_cast<int32_t>(bytes.size()) : -1)) {
     return false;
   }
   rewind.Keep();
@@ -314,6 +320,10 @@ bool GrammarMatcher::FillNextTokenBitmaskReference(uint32_t* words, int64_t num_
 bool GrammarMatcher::FillReferenceUnclaimed(uint32_t* words, int64_t num_words) {
   if (BeginFill(words, num_words)) {
     WalkTokens(nullptr, nullptr, tokenizer_->sorted_text_tokens().size(), words);
+    if (grammar_->fsm->has_token_sets()) {
+      ActiveTokenSets();
+      TryActiveTokenSets(words);
+    }
   }
   return FinishFill(words);
 }
@@ -329,7 +339,9 @@ bool GrammarMatcher::FillNextTokenBitmask(uint32_t* words, int64_t num_words) {
   for (const EarleyItem* it = parser_.scannable_begin(); it != parser_.scannable_end(); ++it) {
     // A pending lookahead can veto tokens the rule's DFA accepts: decide exactly.
     if (it->guard != LookaheadGuards::kNone) return FillReferenceUnclaimed(words, num_words);
-    fill_nodes_.push_back(it->node);
+    // An item whose token budget is spent takes no byte of the next token; any other takes the
+    // whole token as one, so its node's classification is exact.
+    if (parser_.WithinBudget(*it)) fill_nodes_.push_back(it->node);
   }
   std::sort(fill_nodes_.begin(), fill_nodes_.end());
   fill_nodes_.erase(std::unique(fill_nodes_.begin(), fill_nodes_.end()), fill_nodes_.end());
@@ -383,7 +395,65 @@ bool GrammarMatcher::FillNextTokenBitmask(uint32_t* words, int64_t num_words) {
     }
     WalkTokens(fill_uncertain_.data(), nullptr, fill_uncertain_.size(), words);
   }
+  if (grammar_->fsm->has_token_sets()) {
+    ActiveTokenSets();
+    OrActiveTokenSets(words);
+  }
   return FinishFill(words);
+}
+
+bool GrammarMatcher::ActiveTokenSets() {
+  fill_token_sets_.clear();
+  const GrammarFsm& fsm = *grammar_->fsm;
+  if (!fsm.has_token_sets()) return false;
+  for (const EarleyItem* it = parser_.scannable_begin(); it != parser_.scannable_end(); ++it) {
+    if (!parser_.WithinBudget(*it)) continue;
+    for (const TokenSetEdge* e = fsm.token_set_edges_begin(it->node); e != fsm.token_set_edges_end(it->node); ++e) {
+      fill_token_sets_.push_back(e->set);
+    }
+  }
+  std::sort(fill_token_sets_.begin(), fill_token_sets_.end());
+  fill_token_sets_.erase(std::unique(fill_token_sets_.begin(), fill_token_sets_.end()), fill_token_sets_.end());
+  return !fill_token_sets_.empty();
+}
+
+void GrammarMatcher::OrActiveTokenSets(uint32_t* words) {
+  const int32_t vocab_size = tokenizer_->vocab_size();
+  const int64_t vocab_words = BitmaskWords(vocab_size);
+  for (int32_t set_index : fill_token_sets_) {
+    const TokenSetDef& set = grammar_->fsm->token_sets[set_index];
+    if (!set.excluded) {
+      for (int32_t id : set.ids) {
+        if (id < vocab_size) words[id >> 5] |= 1u << (id & 31);
+      }
+      continue;
+    }
+    // Every id but the excluded ones: whole words, then the excluded ids of each word kept
+    // as they were.
+    size_t k = 0;
+    for (int64_t w = 0; w < vocab_words; ++w) {
+      uint32_t members = ~0u;
+      for (; k < set.ids.size() && (set.ids[k] >> 5) == w; ++k) members &= ~(1u << (set.ids[k] & 31));
+      while (k < set.ids.size() && (set.ids[k] >> 5) < w) ++k;
+      words[w] |= members;
+    }
+    if (vocab_size & 31) words[vocab_words - 1] &= (1u << (vocab_size & 31)) - 1;
+  }
+}
+
+void GrammarMatcher::TryActiveTokenSets(uint32_t* words) {
+  const int32_t vocab_size = tokenizer_->vocab_size();
+  ParserRewind rewind(parser_);
+  for (int32_t id = 0; id < vocab_size; ++id) {
+    if (words[id >> 5] & (1u << (id & 31))) continue;
+    bool member = false;
+    for (int32_t set_index : fill_token_sets_) member = member || grammar_->fsm->token_sets[set_index].Contains(id);
+    if (!member) continue;
+    if (parser_.AdvanceToken(id, nullptr, -1)) {
+      words[id >> 5] |= 1u << (id & 31);
+      parser_.PopTo(rewind.position());
+    }
+  }
 }
 
 std::string GrammarMatcher::FindJumpForwardString() {

@@ -92,7 +92,11 @@ class GrammarMatcher {
   // else the sorted union of the nodes' uncertain positions. False (nothing decided) when
   // the cache is off or an item carries a lookahead guard.
   bool CachedTokensFollow(bool* accepted_any, std::vector<int32_t>* uncertain);
-  void StateChanged() { dead_end_ = kUnknown; }
+  // Also numbers the next step for the parser's token budgets (EarleyParser::SetStep).
+  void StateChanged() {
+    dead_end_ = kUnknown;
+    parser_.SetStep(AcceptedSteps() + 1);
+  }
 
   bool IsStop(int32_t token_id) const;
   // Shared head of both fills: validates, clears (or starts from `dense_start`, a bitset of
@@ -109,6 +113,15 @@ class GrammarMatcher {
   // given, holds each token's common prefix length with the previous one in the list.
   void WalkTokens(const int32_t* positions, const int32_t* shared, size_t count, uint32_t* words);
   void WalkAllTokens(uint32_t* words);
+  // Token sets (grammar/grammar_fsm.h): the sets of the token-set edges out of the current
+  // set's items (sorted, unique), into fill_token_sets_; whether any item is guarded.
+  bool ActiveTokenSets();
+  // ORs the members of fill_token_sets_ into `words`: exact, as a token-set edge ends inside
+  // its rule at a live DFA node (the fast path, used when no item is guarded).
+  void OrActiveTokenSets(uint32_t* words);
+  // The reference for token sets: every member of an active set not yet in `words` is tried
+  // by a real token step, and set when the parser takes it.
+  void TryActiveTokenSets(uint32_t* words);
 
   std::shared_ptr<const CompiledGrammar> grammar_;
   const TokenizerInfo* tokenizer_;
@@ -131,6 +144,7 @@ class GrammarMatcher {
   std::vector<const TokenClassification*> fill_entries_;       // per fill node
   std::vector<const TokenClassification*> fill_contributors_;
   std::vector<uint64_t> fill_position_bits_;
+  std::vector<int32_t> fill_token_sets_;
 };
 
 }  // namespace xg2

@@ -111,6 +111,7 @@ struct Token {
   int32_t min_repeat = 0;              // kRepeat
   int32_t max_repeat = -1;             // kRepeat; -1: unbounded
   int64_t number = 0;                  // kNumber
+  int64_t max_tokens = -1;             // kIdentifier followed by `[max_tokens=N]` (a rule attribute)
 };
 
 bool IsIdentifierStart(char c) {
@@ -145,6 +146,7 @@ class Lexer {
     token.min_repeat = 0;
     token.max_repeat = -1;
     token.number = 0;
+    token.max_tokens = -1;
     if (pos_ >= source_.size()) return;  // kEnd
     char c = source_.At(pos_);
     if (IsIdentifierStart(c)) return LexIdentifier(token);
@@ -205,6 +207,21 @@ class Lexer {
     token.kind = TokenKind::kIdentifier;
     while (pos_ < source_.size() && IsIdentifierChar(source_.At(pos_))) ++pos_;
     token.text.assign(source_.text().substr(token.offset, pos_ - token.offset));
+    // `name[max_tokens=N]`, xgrammar's rule attribute (written right after the name).
+    constexpr std::string_view kAttribute = "[max_tokens=";
+    if (source_.text().substr(pos_, kAttribute.size()) != kAttribute) return;
+    const size_t attribute = pos_;
+    pos_ += kAttribute.size();
+    if (!IsDigit(source_.At(pos_))) source_.Fail(pos_, "expected the number of tokens after 'max_tokens='");
+    int64_t value = 0;
+    while (IsDigit(source_.At(pos_))) {
+      value = std::min<int64_t>(value * 10 + (source_.At(pos_) - '0'), int64_t{1} << 40);
+      ++pos_;
+    }
+    if (source_.At(pos_) != ']') source_.Fail(pos_, "expected ']' after the max_tokens value");
+    ++pos_;
+    if (value > INT32_MAX) source_.Fail(attribute, "max_tokens exceeds 2147483647");
+    token.max_tokens = value;
   }
 
   // Decimal digits; values above kMaxTokenLiteralId are kept saturated for the error message.
@@ -520,6 +537,7 @@ class Parser {
     if (!At(TokenKind::kIdentifier)) FailUnexpected(Peek(), "a rule name");
     const Token& name_token = Take();
     const size_t name_offset = name_token.offset;
+    const int64_t max_tokens = name_token.max_tokens;
     // An identifier is spelled in the source as it is: the name is a view of the source.
     const std::string_view name = source_.text().substr(name_offset, name_token.text.size());
     if (!At(TokenKind::kDefine)) {
@@ -527,6 +545,7 @@ class Parser {
     }
     Take();
     RuleId id = DeclareRule(name, name_offset);
+    ast_.rules[id].max_tokens = static_cast<int32_t>(max_tokens);
     // With no token looked ahead, the lexer stands right after `::=`: the body's span starts.
     const bool at_body_start = num_lookahead_ == 0;
     const size_t body_start = lexer_.pos();
@@ -771,8 +790,13 @@ class Parser {
 
   // `name` is the token just taken.
   ExprId ParseRuleRef(const Token& name) {
+    if (name.max_tokens >= 0) {
+      source_.Fail(name.offset, "[max_tokens=N] belongs on a rule definition, not on a reference to '" + name.text + "'");
+    }
     if (name.text == "TagDispatch" && At(TokenKind::kLeftParen)) return ParseTagDispatch();
     if (name.text == "Token" && At(TokenKind::kLeftParen)) return ParseTokenLiteral();
+    if (name.text == "TokenSet" && At(TokenKind::kLeftParen)) return ParseTokenSet(false);
+    if (name.text == "ExcludeToken" && At(TokenKind::kLeftParen)) return ParseTokenSet(true);
     ExprNode node;
     node.kind = ExprKind::kRuleRef;
     ExprId id = AddLeaf(std::move(node));
@@ -795,10 +819,25 @@ class Parser {
     return AddCompound(ExprKind::kChoice, std::move(alternatives), 0);
   }
 
-  // '(' number (',' number)* [','] ')': the spellings of the listed token ids.
-  std::vector<std::string> ParseTokenIds() {
+  // TokenSet(id, ...) / ExcludeToken(id, ...) after the name: one whole token that is (is not)
+  // listed (grammar_ast.h TokenSetDef), spelled as the set's marker (grammar/token_literal.h).
+  XG2_EBNF_NOINLINE ExprId ParseTokenSet(bool excluded) {
+    token_literal_in_rule_ = true;  // set indices are this grammar's: not a cacheable body
+    size_t open = Peek().offset;
+    TokenSetDef set;
+    set.ids = ParseTokenIdNumbers();
+    set.excluded = excluded;
+    if (!excluded && set.ids.empty()) source_.Fail(open, "TokenSet() needs at least one token id");
+    ExprNode node;
+    node.kind = ExprKind::kBytes;
+    node.bytes = TokenSetMarkerBytes(ast_.AddTokenSet(std::move(set)));
+    return AddLeaf(std::move(node));
+  }
+
+  // '(' [number (',' number)* [',']] ')': the listed token ids.
+  std::vector<int32_t> ParseTokenIdNumbers() {
     size_t open = Take().offset;  // '('
-    std::vector<std::string> spellings;
+    std::vector<int32_t> ids;
     while (!At(TokenKind::kRightParen)) {
       if (!At(TokenKind::kNumber)) FailUnexpected(Peek(), "a token id");
       Token id = Take();
@@ -806,11 +845,19 @@ class Parser {
         source_.Fail(id.offset, "token id " + std::to_string(id.number) + " exceeds the limit of " +
                                     std::to_string(kMaxTokenLiteralId));
       }
-      spellings.push_back(TokenLiteralBytes(static_cast<int32_t>(id.number)));
+      ids.push_back(static_cast<int32_t>(id.number));
       if (!At(TokenKind::kComma)) break;
       Take();
     }
     ExpectClosingParen(open);
+    return ids;
+  }
+
+  // '(' number (',' number)* [','] ')': the spellings of the listed token ids.
+  std::vector<std::string> ParseTokenIds() {
+    size_t open = Peek().offset;
+    std::vector<std::string> spellings;
+    for (int32_t id : ParseTokenIdNumbers()) spellings.push_back(TokenLiteralBytes(id));
     if (spellings.empty()) source_.Fail(open, "Token() needs at least one token id");
     return spellings;
   }
@@ -1080,7 +1127,7 @@ class Parser {
   };
   std::vector<PendingTagRef> pending_tag_refs_;
   std::vector<ExprId> rule_tag_dispatches_;  // kTagDispatch nodes of the rule being parsed
-  bool token_literal_in_rule_ = false;       // the rule being parsed names a Token(...)
+  bool token_literal_in_rule_ = false;       // the rule being parsed names a Token(...) or a token set
   // Cached bodies this grammar took; pending_refs_ view their rule names.
   std::vector<std::shared_ptr<const ParsedBody>> cached_bodies_;
 };
@@ -1095,6 +1142,7 @@ bool MayNameTokenLiterals(std::string_view text) {
   constexpr std::string_view kName = "Token";
   for (size_t at = text.find(kName); at != std::string_view::npos; at = text.find(kName, at + 1)) {
     size_t pos = at + kName.size();
+    if (text.substr(pos, 3) == "Set") pos += 3;  // TokenSet(...)
     while (pos < text.size()) {
       const char c = text[pos];
       if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {

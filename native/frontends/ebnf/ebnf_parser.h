@@ -12,7 +12,8 @@ namespace xg2 {
 // text, an undefined rule reference, a duplicate rule, or a missing root rule.
 GrammarAst ParseEbnf(std::string_view text, std::string_view root_rule_name = "root");
 
-// False when `text` cannot hold a token literal: no `Token` followed (after spaces and
+// False when `text` cannot hold a token literal or a token set: no `Token` or `TokenSet` (also
+// the tail of `ExcludeToken`) followed (after spaces and
 // comments) by `(`. Token literals come only from that syntax (an escape spells a code point,
 // always valid UTF-8), so a grammar without it need not be parsed to find none.
 bool MayNameTokenLiterals(std::string_view text);

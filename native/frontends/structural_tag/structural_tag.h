@@ -22,6 +22,7 @@
 
 #include "support/json.h"
 #include "tokenizer/special_token_text.h"
+#include "tokenizer/tokenizer_info.h"
 
 namespace xg2 {
 namespace structural_tag {
@@ -127,11 +128,18 @@ struct DispatchFormat {
   std::vector<std::string> excludes;
 };
 
-// exclude_token, any_tokens, token_triggered_tags, token_dispatch: validated like the others,
-// but they constrain ordinary tokens by id, which the byte-level matcher cannot express, so
-// the lowering rejects them.
+// exclude_token, any_tokens, token_triggered_tags, token_dispatch: lowered to token sets by
+// structural_tag_token_forms.h. Fields a type does not have keep their defaults.
 struct TokenLevelFormat {
   std::string type;
+  std::vector<TokenRef> exclude_tokens;
+  std::optional<int64_t> max_tokens;      // any_tokens; in [0, 2^31 - 1]
+  std::vector<TokenRef> trigger_tokens;   // token_triggered_tags
+  std::vector<TagFormat> tags;            // token_triggered_tags
+  bool at_least_one = false;              // token_triggered_tags
+  bool stop_after_first = false;          // token_triggered_tags
+  std::vector<std::pair<TokenRef, FormatPtr>> rules;  // token_dispatch; format never null
+  bool loop = true;                       // token_dispatch
 };
 
 struct Format {
@@ -159,6 +167,9 @@ struct LoweringOptions {
   const SpecialTokenText* special_tokens = nullptr;
   // Vocabulary size for token-id checks (0: no tokenizer, every id is outside it).
   int32_t vocab_size = 0;
+  // The vocabulary that token texts and ids of token-level formats resolve against (null: no
+  // tokenizer; then a token named by its text must be a special token's).
+  const TokenizerInfo* tokenizer = nullptr;
   // The JSON of json_schema formats may use any whitespace (false: compact separators).
   bool any_whitespace = true;
 };

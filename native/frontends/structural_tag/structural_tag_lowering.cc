@@ -19,6 +19,7 @@
 #include "frontends/json_schema/json_schema_converter.h"
 #include "frontends/regex/regex_converter.h"
 #include "frontends/structural_tag/structural_tag.h"
+#include "frontends/structural_tag/structural_tag_token_forms.h"
 #include "frontends/structural_tag/xml_styles.h"
 #include "grammar/grammar_ast.h"
 #include "support/error.h"
@@ -60,7 +61,12 @@ std::string Show(const JsonValue* value) {
 
 class Lowering {
  public:
-  explicit Lowering(const LoweringOptions& options) : options_(options) {
+  explicit Lowering(const LoweringOptions& options)
+      : options_(options),
+        tokens_(options, {[this](const std::string& body, const char* hint,
+                                 const std::string& attribute) { return Rule(body, hint, attribute); },
+                          [this](const Format& format) { return Lower(format); },
+                          [this](const TagFormat& tag, const std::string& begin) { return LowerTag(tag, &begin); }}) {
     static const SpecialTokenText kNone;
     specials_ = options.special_tokens ? options.special_tokens : &kNone;
   }
@@ -119,29 +125,10 @@ class Lowering {
     return out + ")";
   }
 
-  // The special token a token format names; ordinary tokens are token-level constraints.
+  // A special token as Token(id); an ordinary one as a one-token set (structural_tag_token_forms.h).
   std::string TokenTerm(const TokenFormat& token, const std::string& path) const {
-    int64_t id;
-    if (const std::string* text = std::get_if<std::string>(&token.token)) {
-      id = specials_->IdOfText(*text);
-      if (id < 0) {
-        throw UnsupportedSchemaError(Where(path) + Repr(*text) +
-                                     " is not the text of a special token of this tokenizer; "
-                                     "token-level constraints on ordinary tokens are not supported "
-                                     "by the byte-level matcher");
-      }
-    } else {
-      id = std::get<int64_t>(token.token);
-      bool special = id >= 0 && id <= INT32_MAX && specials_->HasId(static_cast<int32_t>(id));
-      if (!special) {
-        if (id < 0 || id >= options_.vocab_size) {
-          throw StructuralTagError(Where(path) + "token id " + std::to_string(id) + " is outside the vocabulary");
-        }
-        throw UnsupportedSchemaError(Where(path) + "token " + std::to_string(id) +
-                                     " is an ordinary text token; token-level constraints on "
-                                     "ordinary tokens are not supported by the byte-level matcher");
-      }
-    }
+    int32_t id = tokens_.Resolve(token.token, path + "/token");
+    if (!specials_->HasId(id)) return tokens_.OrdinaryToken(id);
     return "Token(" + std::to_string(id) + ")";
   }
 
@@ -152,9 +139,10 @@ class Lowering {
 
   // ---- rules ----------------------------------------------------------------------------
 
-  std::string Rule(const std::string& body, const char* hint) {
+  // `attribute`: a rule attribute such as "[max_tokens=8]".
+  std::string Rule(const std::string& body, const char* hint, const std::string& attribute = "") {
     std::string name = "st_" + std::string(hint) + "_" + std::to_string(++counter_);
-    rules_.push_back(name + " ::= " + body);
+    rules_.push_back(name + attribute + " ::= " + body);
     return name;
   }
 
@@ -897,14 +885,12 @@ class Lowering {
 
   std::string LowerAnyText(const AnyTextFormat& format, const std::string& where,
                            const std::vector<std::string>& ends = {}) {
-    if (format.max_tokens) {
-      throw UnsupportedSchemaError(Where(where) +
-                                   "any_text.max_tokens counts tokens, which the byte-level matcher cannot");
-    }
     std::vector<std::string> excludes = ends;
     for (const std::string& e : format.excludes) {
       if (std::find(ends.begin(), ends.end(), e) == ends.end()) excludes.push_back(e);
     }
+    if (format.max_tokens) return tokens_.BudgetedText(*format.max_tokens, format.max_chars.has_value(),
+                                                       StringTuple(excludes, where), where);
     if (format.max_chars) {
       if (!excludes.empty()) {
         throw UnsupportedSchemaError(Where(where) +
@@ -919,11 +905,7 @@ class Lowering {
 
   std::string LowerBody(const TokenFormat& format, const std::string& where) { return TokenTerm(format, where); }
 
-  std::string LowerBody(const TokenLevelFormat& format, const std::string& where) {
-    throw UnsupportedSchemaError(Where(where) + format.type +
-                                 " constrains ordinary tokens by id, which the byte-level matcher cannot "
-                                 "express exactly");
-  }
+  std::string LowerBody(const TokenLevelFormat& format, const std::string& where) { return tokens_.Lower(format, where); }
 
   // ---- combinators ----------------------------------------------------------------------
 
@@ -1110,6 +1092,7 @@ class Lowering {
   }
 
   const LoweringOptions& options_;
+  mutable TokenFormLowering tokens_;  // resolves token texts lazily
   const SpecialTokenText* specials_;
   std::vector<std::string> rules_;
   int counter_ = 0;

@@ -132,11 +132,13 @@ TokenRef ReadTokenRef(const JsonValue& value, const std::string& path) {
   ShapeError(path, std::string("expected a token id or a token's text, got ") + KindName(value));
 }
 
-void ReadTokenRefs(const JsonValue& value, const std::string& path) {
+std::vector<TokenRef> ReadTokenRefs(const JsonValue& value, const std::string& path) {
   if (!value.is_array()) ShapeError(path, std::string("expected an array of tokens, got ") + KindName(value));
+  std::vector<TokenRef> refs;
   for (size_t i = 0; i < value.array_items().size(); ++i) {
-    ReadTokenRef(value.array_items()[i], ChildPath(path, i));
+    refs.push_back(ReadTokenRef(value.array_items()[i], ChildPath(path, i)));
   }
+  return refs;
 }
 
 const JsonValue& RequiredArray(const Fields& fields, const char* key) {
@@ -354,43 +356,41 @@ class Parser {
       dispatch.excludes = OptionalStrings(fields, "excludes");
       return dispatch;
     }
-    // Token-level forms: checked field by field, rejected by the lowering.
-    if (type == "exclude_token") {
-      Fields fields(value, path, "exclude_token", {"type", "exclude_tokens"});
-      if (const JsonValue* ids = fields.Find("exclude_tokens")) ReadTokenRefs(*ids, fields.PathOf("exclude_tokens"));
-      return TokenLevelFormat{type};
-    }
-    if (type == "any_tokens") {
-      Fields fields(value, path, "any_tokens", {"type", "exclude_tokens", "max_tokens"});
-      if (const JsonValue* ids = fields.Find("exclude_tokens")) ReadTokenRefs(*ids, fields.PathOf("exclude_tokens"));
-      OptionalInt(fields, "max_tokens", 0, kInt32Max);
-      return TokenLevelFormat{type};
-    }
-    if (type == "token_triggered_tags") {
-      Fields fields(value, path, "token_triggered_tags",
-                    {"type", "trigger_tokens", "tags", "exclude_tokens", "at_least_one", "stop_after_first"});
-      ReadTokenRefs(fields.Required("trigger_tokens"), fields.PathOf("trigger_tokens"));
-      ParseTags(fields, depth);
-      if (const JsonValue* ids = fields.Find("exclude_tokens")) ReadTokenRefs(*ids, fields.PathOf("exclude_tokens"));
-      OptionalBool(fields, "at_least_one", false);
-      OptionalBool(fields, "stop_after_first", false);
-      return TokenLevelFormat{type};
-    }
-    if (type == "token_dispatch") {
-      Fields fields(value, path, "token_dispatch", {"type", "rules", "loop", "exclude_tokens"});
-      const JsonValue& rules = RequiredArray(fields, "rules");
-      for (size_t i = 0; i < rules.array_items().size(); ++i) {
-        const JsonValue& rule = rules.array_items()[i];
-        std::string rule_path = ChildPath(fields.PathOf("rules"), i);
-        if (!rule.is_array() || rule.array_items().size() != 2) {
-          ShapeError(rule_path, "expected a [token, format] pair");
-        }
-        ReadTokenRef(rule.array_items()[0], rule_path + "/0");
-        ParseFormat(rule.array_items()[1], rule_path + "/1", depth + 1);
+    // Token-level forms (lowered by structural_tag_token_forms.cc).
+    if (type == "exclude_token" || type == "any_tokens" || type == "token_triggered_tags" ||
+        type == "token_dispatch") {
+      TokenLevelFormat token_level{type};
+      const bool any = type == "any_tokens", triggered = type == "token_triggered_tags";
+      Fields fields(value, path, type.c_str(),
+                    triggered ? std::initializer_list<const char*>{"type", "trigger_tokens", "tags", "exclude_tokens",
+                                                                   "at_least_one", "stop_after_first"}
+                    : type == "token_dispatch" ? std::initializer_list<const char*>{"type", "rules", "loop", "exclude_tokens"}
+                    : any ? std::initializer_list<const char*>{"type", "exclude_tokens", "max_tokens"}
+                          : std::initializer_list<const char*>{"type", "exclude_tokens"});
+      if (const JsonValue* ids = fields.Find("exclude_tokens")) {
+        token_level.exclude_tokens = ReadTokenRefs(*ids, fields.PathOf("exclude_tokens"));
       }
-      OptionalBool(fields, "loop", true);
-      if (const JsonValue* ids = fields.Find("exclude_tokens")) ReadTokenRefs(*ids, fields.PathOf("exclude_tokens"));
-      return TokenLevelFormat{type};
+      if (any) token_level.max_tokens = OptionalInt(fields, "max_tokens", 0, kInt32Max);
+      if (triggered) {
+        token_level.trigger_tokens = ReadTokenRefs(fields.Required("trigger_tokens"), fields.PathOf("trigger_tokens"));
+        token_level.tags = ParseTags(fields, depth);
+        token_level.at_least_one = OptionalBool(fields, "at_least_one", false);
+        token_level.stop_after_first = OptionalBool(fields, "stop_after_first", false);
+      }
+      if (type == "token_dispatch") {
+        const JsonValue& rules = RequiredArray(fields, "rules");
+        for (size_t i = 0; i < rules.array_items().size(); ++i) {
+          const JsonValue& rule = rules.array_items()[i];
+          std::string rule_path = ChildPath(fields.PathOf("rules"), i);
+          if (!rule.is_array() || rule.array_items().size() != 2) {
+            ShapeError(rule_path, "expected a [token, format] pair");
+          }
+          token_level.rules.emplace_back(ReadTokenRef(rule.array_items()[0], rule_path + "/0"),
+                                         ParseFormat(rule.array_items()[1], rule_path + "/1", depth + 1));
+        }
+        token_level.loop = OptionalBool(fields, "loop", true);
+      }
+      return token_level;
     }
     ShapeError(path + "/type",
                "unknown format " + Quoted(type) +
