@@ -16,11 +16,15 @@ ordinary tokens spell such text; serving parsers read the special token, so xg2 
 Where special-token texts overlap, the longest one that starts at a position wins. A text
 shared by several special ids, or not valid UTF-8, stays plain text.
 
+Token-level forms. ``token`` (an id, or a token's text), ``exclude_token``, ``any_tokens``,
+``token_triggered_tags`` and ``token_dispatch`` take whole tokens, only at token boundaries;
+stop tokens are never members of their sets. A token budget (``any_text.max_tokens``,
+``any_tokens.max_tokens``) counts the tokens that begin inside the region (one that runs past
+its end counts once); once spent, only what may follow the region is allowed, by the mask and
+by ``accept_token`` alike, and ``rollback``/``fork`` restore the count exactly.
+
 What xg2 cannot express exactly raises ``UnsupportedSchemaError`` instead of approximating:
-the token-level forms that constrain ordinary tokens or count tokens (``exclude_token``,
-``any_tokens``, ``token_triggered_tags``, ``token_dispatch``, ``any_text.max_tokens``,
-``token`` naming an ordinary text token) and ``any_text`` with both ``excludes`` and
-``max_chars``.
+``any_text`` with both ``max_chars`` and ``excludes`` or ``max_tokens``.
 
 JSON-schema styles: the nine of xgrammar 0.2.8, with its language. ``WS`` below is a run of
 JSON whitespace (space, tab, LF, CR; at most ``max_whitespace_cnt`` characters when set).
@@ -189,14 +193,14 @@ class TokenFormat(_Model):
 
 
 class ExcludeTokenFormat(_Model):
-    """One token not in ``exclude_tokens`` (token-level; unsupported)."""
+    """One whole token not in ``exclude_tokens`` (never a stop token)."""
 
     type: Literal["exclude_token"] = "exclude_token"
     exclude_tokens: List[TokenRef] = []
 
 
 class AnyTokensFormat(_Model):
-    """Any tokens except ``exclude_tokens`` (token-level; unsupported)."""
+    """Any whole tokens except ``exclude_tokens`` (and stop tokens), at most ``max_tokens`` of them."""
 
     type: Literal["any_tokens"] = "any_tokens"
     exclude_tokens: List[TokenRef] = []
