@@ -1,4 +1,4 @@
-"""Tool-calling requests shared by the vLLM and SGLang suites, and the check of their answers.
+"""Tool-calling requests shared by the vLLM and SGLang server tests, and the check of their answers.
 
 The tools are strict (OpenAI's ``strict: true``), which is what makes both engines put each
 tool's parameter schema into the grammar: without it vLLM and SGLang constrain only the call's
@@ -11,14 +11,9 @@ it, whatever the model prefers.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import jsonschema
-
-# Qwen3-Coder's XML tool-call format (`<tool_call>\n<function=NAME>\n<parameter=...>`), which
-# xgrammar's builder expresses with the json_schema style "qwen_xml".
-QWEN3_CODER_TEMPLATE = Path("chat_templates") / "Qwen3-Coder.jinja"
 
 TOOLS: list[dict[str, Any]] = [
     {
