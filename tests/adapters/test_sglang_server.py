@@ -29,7 +29,7 @@ requests = pytest.importorskip("requests")
 pytest.importorskip("jsonschema")  # tool_call_cases validates the arguments with it
 
 from sglang_fixtures import sglang_server, sglang_tiny_qwen3  # noqa: E402,F401
-from tool_call_cases import MAX_TOKENS, MESSAGES, TOOL_CHOICES, TOOLS, check_tool_call  # noqa: E402
+from tool_call_cases import MAX_TOKENS, MESSAGES, TOOL_CHOICES, TOOLS, check_tool_call, whitespace_bias  # noqa: E402
 
 # The README's SGLang CPU command, verbatim, with MODEL replaced by the tiny model's path (the
 # test adds only `--port`). On a CPU-only install SGLang needs SGLANG_USE_CPU_ENGINE=1 (without
@@ -114,7 +114,7 @@ def test_openai_completions_regex(server: str) -> None:
 
 
 @pytest.mark.parametrize("case", sorted(TOOL_CHOICES))
-def test_qwen3_coder_tool_call(server: str, case: str) -> None:
+def test_qwen3_coder_tool_call(server: str, sglang_tiny_qwen3: Path, case: str) -> None:  # noqa: F811
     response = requests.post(
         server + "/v1/chat/completions",
         json={
@@ -125,6 +125,7 @@ def test_qwen3_coder_tool_call(server: str, case: str) -> None:
             "parallel_tool_calls": False,
             "max_tokens": MAX_TOKENS,
             "temperature": 1.0,
+            "logit_bias": whitespace_bias(sglang_tiny_qwen3),
         },
         timeout=REQUEST_TIMEOUT_S,
     )

@@ -28,7 +28,7 @@ openai = pytest.importorskip("openai")
 
 import jsonschema  # noqa: E402
 
-from tool_call_cases import MAX_TOKENS, MESSAGES, TOOL_CHOICES, TOOLS, check_tool_call  # noqa: E402
+from tool_call_cases import MAX_TOKENS, MESSAGES, TOOL_CHOICES, TOOLS, check_tool_call, whitespace_bias  # noqa: E402
 from vllm_helpers import openai_server  # noqa: E402
 
 
@@ -93,7 +93,7 @@ def test_regex_and_choice(client: Any) -> None:
 
 
 @pytest.mark.parametrize("case", sorted(TOOL_CHOICES))
-def test_qwen3_coder_tool_call(client: Any, case: str) -> None:
+def test_qwen3_coder_tool_call(client: Any, tiny_qwen3: Path, case: str) -> None:
     response = client.chat.completions.create(
         model=served_model(client),
         messages=MESSAGES,
@@ -103,6 +103,7 @@ def test_qwen3_coder_tool_call(client: Any, case: str) -> None:
         max_tokens=MAX_TOKENS,
         temperature=1.0,
         seed=0,
+        logit_bias=whitespace_bias(tiny_qwen3),
     )
     (choice,) = response.choices
     check_tool_call(choice.message.model_dump(), case)
