@@ -3,6 +3,15 @@
 The CLI must accept the name (the plugin adds it to the argparse choices), and the native
 ``/generate`` endpoint and the OpenAI endpoints must return constrained output. Every wait
 is bounded; the server's process group is terminated afterwards.
+
+The server runs the tiny Qwen3 model with ``--tool-call-parser qwen3_coder``: for tool_choice
+"required" and a named function, SGLang's ``FunctionCallParser.get_structure_constraint`` asks
+the Qwen3-Coder detector for a model-native structural tag, which it builds with xgrammar's
+``get_model_structural_tag("qwen_3_coder", ...)`` and sends as the request's ``structural_tag``:
+the call's arguments are a ``json_schema`` content of style ``qwen_xml``. The response's
+``tool_calls`` are what SGLang's Qwen3-Coder detector parses back from the generated text, so a
+valid call shows the backend enforced the XML format and the tool's schema at every step. The
+tokenizer's own (Qwen3) chat template renders the prompt; the grammar sets the output format.
 """
 
 from __future__ import annotations
@@ -11,15 +20,16 @@ import json
 import re
 import shlex
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 import pytest
 
 pytest.importorskip("sglang")
 requests = pytest.importorskip("requests")
-jsonschema = pytest.importorskip("jsonschema")
+pytest.importorskip("jsonschema")  # tool_call_cases validates the arguments with it
 
-from sglang_fixtures import sglang_server, sglang_tiny_llama  # noqa: E402,F401
+from sglang_fixtures import sglang_server, sglang_tiny_qwen3  # noqa: E402,F401
+from tool_call_cases import MAX_TOKENS, MESSAGES, TOOL_CHOICES, TOOLS, check_tool_call, whitespace_bias  # noqa: E402
 
 # The README's SGLang CPU command, verbatim, with MODEL replaced by the tiny model's path (the
 # test adds only `--port`). On a CPU-only install SGLang needs SGLANG_USE_CPU_ENGINE=1 (without
@@ -28,7 +38,7 @@ DOCUMENTED_ENV = {"SGLANG_USE_CPU_ENGINE": "1"}
 DOCUMENTED_COMMAND = (
     "sglang serve --model-path MODEL --grammar-backend xg2 --device cpu --attention-backend torch_native"
     " --sampling-backend pytorch --disable-cuda-graph --disable-overlap-schedule --max-total-tokens 4096"
-    " --constrained-json-disable-any-whitespace --tool-call-parser llama3"
+    " --constrained-json-disable-any-whitespace --tool-call-parser qwen3_coder"
 )
 REQUEST_TIMEOUT_S = 120
 SCHEMA = {
@@ -38,48 +48,14 @@ SCHEMA = {
     "additionalProperties": False,
 }
 REGEX = r"(yes|no), [0-9]"
-LLAMA3_EOT = 128009  # <|eot_id|>, one of the model's EOS ids
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "description": "Weather forecast for a city.",
-            "strict": True,
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "city": {"type": "string", "enum": ["Paris", "Oslo"]},
-                    "days": {"type": "integer", "minimum": 1, "maximum": 7},
-                },
-                "required": ["city", "days"],
-                "additionalProperties": False,
-            },
-        },
-    },
-    {
-        "type": "function",
-        "function": {
-            "name": "get_time",
-            "description": "Local time in a time zone.",
-            "strict": True,
-            "parameters": {
-                "type": "object",
-                "properties": {"zone": {"type": "string", "enum": ["UTC", "CET"]}},
-                "required": ["zone"],
-                "additionalProperties": False,
-            },
-        },
-    },
-]
 
 
 @pytest.fixture(scope="module")
-def server(sglang_tiny_llama: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:  # noqa: F811
+def server(sglang_tiny_qwen3: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:  # noqa: F811
     """Base URL of a running ``sglang serve`` with the xg2 backend."""
     words = shlex.split(DOCUMENTED_COMMAND)
     assert words[:2] == ["sglang", "serve"]
-    arguments = [str(sglang_tiny_llama) if word == "MODEL" else word for word in words[2:]]
+    arguments = [str(sglang_tiny_qwen3) if word == "MODEL" else word for word in words[2:]]
     log_path = tmp_path_factory.mktemp("sglang-serve") / "server.log"
     with sglang_server(arguments, log_path, env=DOCUMENTED_ENV) as base:
         yield base
@@ -137,46 +113,28 @@ def test_openai_completions_regex(server: str) -> None:
     assert re.fullmatch(REGEX, response.json()["choices"][0]["text"]), response.json()
 
 
-@pytest.fixture(scope="module")
-def whitespace_token_ids(sglang_tiny_llama: Path) -> list[int]:  # noqa: F811
-    """Ids of the tokens that are only whitespace."""
-    from transformers import AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(str(sglang_tiny_llama))
-    texts = tokenizer.batch_decode([[i] for i in range(len(tokenizer))])
-    return [i for i, text in enumerate(texts) if text and text.isspace()]
-
-
-@pytest.mark.parametrize("tool_choice", ["required", {"type": "function", "function": {"name": "get_time"}}])
-def test_openai_tool_call(server: str, whitespace_token_ids: list[int], tool_choice: Any) -> None:
-    # With --tool-call-parser llama3, SGLang constrains tool_choice "required" and a named
-    # function with its legacy structural tag (at_least_one; strict tools carry their schema).
-    # Biases steer the random model without loosening the grammar: <|eot_id|> up, so it ends
-    # right after the call where the grammar first allows it; whitespace-only tokens down,
-    # since structural-tag JSON keeps flexible whitespace and a random model pads with it.
-    bias = {str(i): -100 for i in whitespace_token_ids}
-    bias[str(LLAMA3_EOT)] = 100
+@pytest.mark.parametrize("case", sorted(TOOL_CHOICES))
+def test_qwen3_coder_tool_call(server: str, sglang_tiny_qwen3: Path, case: str) -> None:  # noqa: F811
     response = requests.post(
         server + "/v1/chat/completions",
         json={
             "model": "default",
-            "messages": [{"role": "user", "content": "What is the weather in Oslo?"}],
+            "messages": MESSAGES,
             "tools": TOOLS,
-            "tool_choice": tool_choice,
-            "max_tokens": 48,
-            "temperature": 0,
-            "logit_bias": bias,
+            "tool_choice": TOOL_CHOICES[case],
+            "parallel_tool_calls": False,
+            "max_tokens": MAX_TOKENS,
+            "temperature": 1.0,
+            "logit_bias": whitespace_bias(sglang_tiny_qwen3),
         },
         timeout=REQUEST_TIMEOUT_S,
     )
     assert response.status_code == 200, response.text
-    message = response.json()["choices"][0]["message"]
-    assert message.get("tool_calls"), response.json()
-    schemas = {tool["function"]["name"]: tool["function"]["parameters"] for tool in TOOLS}
-    for call in message["tool_calls"]:
-        name = call["function"]["name"]
-        assert name in schemas, call
-        jsonschema.validate(json.loads(call["function"]["arguments"]), schemas[name])
+    (choice,) = response.json()["choices"]
+    check_tool_call(choice["message"], case)
+    # SGLang reports "tool_calls" for a parsed call only when generation stopped on EOS (where
+    # the grammar allowed it); a call cut off by max_tokens keeps "length".
+    assert choice["finish_reason"] == "tool_calls", choice
 
 
 def test_readme_shows_the_command_this_module_starts() -> None:

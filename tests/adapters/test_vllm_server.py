@@ -1,6 +1,14 @@
 """The OpenAI-compatible server started with the command the README documents.
 
-The server runs as a subprocess on a free port; every wait is bounded.
+The server runs as a subprocess on a free port; every wait is bounded. It serves the tiny
+Qwen3 model with ``--tool-call-parser qwen3_coder``: for tool_choice "required" and a named
+function, vLLM's serving layer builds the request's grammar with xgrammar's
+``get_model_structural_tag("qwen_3_coder", ...)`` (``parallel_tool_calls`` false stops it after
+the first call) and sends it to the backend as a STRUCTURAL_TAG spec whose call arguments are a
+``json_schema`` content of style ``qwen_xml``. The response's ``tool_calls`` are what vLLM's
+Qwen3-Coder parser reads back from the generated text, so a valid call shows the backend
+enforced the XML format and the tool's schema at every step. The tokenizer's own (Qwen3) chat
+template renders the prompt; the grammar, not the prompt, sets the output format.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ openai = pytest.importorskip("openai")
 
 import jsonschema  # noqa: E402
 
+from tool_call_cases import MAX_TOKENS, MESSAGES, TOOL_CHOICES, TOOLS, check_tool_call, whitespace_bias  # noqa: E402
 from vllm_helpers import openai_server  # noqa: E402
 
 
@@ -30,7 +39,7 @@ from vllm_helpers import openai_server  # noqa: E402
 DOCUMENTED_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1"}
 DOCUMENTED_COMMAND = (
     "python -m vllm.entrypoints.openai.api_server --model MODEL --structured-outputs-config.backend xg2"
-    " --structured-outputs-config.disable_any_whitespace true --enable-auto-tool-choice --tool-call-parser pythonic"
+    " --structured-outputs-config.disable_any_whitespace true --enable-auto-tool-choice --tool-call-parser qwen3_coder"
     " --dtype float32 --enforce-eager"
 )
 REQUEST_TIMEOUT_S = 120
@@ -39,25 +48,17 @@ CITY = {
     "properties": {"city": {"type": "string", "maxLength": 12}, "population": {"type": "integer", "minimum": 0, "maximum": 10**7}},
     "required": ["city", "population"],
 }
-WEATHER_TOOL = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "Current weather in a city",
-        "parameters": {
-            "type": "object",
-            "properties": {"city": {"type": "string", "maxLength": 12}, "unit": {"enum": ["celsius", "fahrenheit"]}},
-            "required": ["city", "unit"],
-        },
-    },
-}
+# How vLLM reports a call that ended on EOS where the grammar allowed it ("length" would mean
+# the grammar never let the call end): "tool_calls" for "required", and "stop" for a named
+# function, as OpenAI reports a forced function.
+TOOL_FINISH_REASONS = {"required": "tool_calls", "named": "stop"}
 
 
 @pytest.fixture(scope="module")
-def client(tiny_llama: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+def client(tiny_qwen3: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     words = shlex.split(DOCUMENTED_COMMAND)
     assert words[:3] == ["python", "-m", "vllm.entrypoints.openai.api_server"]
-    arguments = [str(tiny_llama) if word == "MODEL" else word for word in words[3:]]
+    arguments = [str(tiny_qwen3) if word == "MODEL" else word for word in words[3:]]
     log = tmp_path_factory.mktemp("server") / "vllm-server.log"
     with openai_server(arguments, log, env=DOCUMENTED_ENV) as base:
         yield openai.OpenAI(base_url=base + "/v1", api_key="unused", timeout=REQUEST_TIMEOUT_S, max_retries=0)
@@ -91,13 +92,22 @@ def test_regex_and_choice(client: Any) -> None:
     assert choice.message.content in ("yes", "no")
 
 
-def test_tool_choice_required(client: Any) -> None:
-    # vLLM turns this into a JSON schema: an array of {"name", "parameters"} objects under
-    # 'anyOf' with 'type' beside it.
-    choice = chat(client, max_tokens=96, tools=[WEATHER_TOOL], tool_choice="required", parallel_tool_calls=False)
-    (call,) = choice.message.tool_calls
-    assert call.function.name == "get_weather"
-    jsonschema.validate(json.loads(call.function.arguments), WEATHER_TOOL["function"]["parameters"])
+@pytest.mark.parametrize("case", sorted(TOOL_CHOICES))
+def test_qwen3_coder_tool_call(client: Any, tiny_qwen3: Path, case: str) -> None:
+    response = client.chat.completions.create(
+        model=served_model(client),
+        messages=MESSAGES,
+        tools=TOOLS,
+        tool_choice=TOOL_CHOICES[case],
+        parallel_tool_calls=False,
+        max_tokens=MAX_TOKENS,
+        temperature=1.0,
+        seed=0,
+        logit_bias=whitespace_bias(tiny_qwen3),
+    )
+    (choice,) = response.choices
+    check_tool_call(choice.message.model_dump(), case)
+    assert choice.finish_reason == TOOL_FINISH_REASONS[case], choice
 
 
 def test_invalid_schema_fails_only_its_request(client: Any) -> None:

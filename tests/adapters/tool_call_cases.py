@@ -1,24 +1,25 @@
-"""Tool-calling requests shared by the vLLM and SGLang suites, and the check of their answers.
+"""Tool-calling requests shared by the vLLM and SGLang server tests, and the check of their answers.
 
 The tools are strict (OpenAI's ``strict: true``), which is what makes both engines put each
 tool's parameter schema into the grammar: without it vLLM and SGLang constrain only the call's
 envelope and leave the arguments free (``json_schema: true``). The schemas are bounded (enums,
 integer ranges), so under tool_choice "required" or a named function the grammar leaves a
-random-weights model a finite set of complete calls: the call must end where the grammar lets
-it, whatever the model prefers.
+random-weights model a finite set of calls up to whitespace: the call must end where the
+grammar lets it, whatever the model prefers. The grammar lets whitespace surround each XML
+argument value (as xgrammar's qwen_xml does), which the engines' Qwen3-Coder parsers keep in
+the value, and a random model pads with it; so the requests bias every token that contains
+whitespace down. That steers the model without loosening the grammar: where every allowed
+token contains whitespace (the format's own newlines), one of them is still chosen.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
 
 import jsonschema
-
-# Qwen3-Coder's XML tool-call format (`<tool_call>\n<function=NAME>\n<parameter=...>`), which
-# xgrammar's builder expresses with the json_schema style "qwen_xml".
-QWEN3_CODER_TEMPLATE = Path("chat_templates") / "Qwen3-Coder.jinja"
 
 TOOLS: list[dict[str, Any]] = [
     {
@@ -63,6 +64,16 @@ TOOL_CHOICES = {
 }
 # Generous: a call is about 60 tokens; the grammar, not the budget, must end the output.
 MAX_TOKENS = 256
+
+
+@functools.lru_cache(maxsize=None)
+def whitespace_bias(tokenizer_dir: Path) -> dict[str, int]:
+    """A ``logit_bias`` that pushes down every token of the model's tokenizer that contains whitespace."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir))
+    texts = tokenizer.batch_decode([[i] for i in range(len(tokenizer))])
+    return {str(i): -100 for i, text in enumerate(texts) if any(c.isspace() for c in text)}
 
 
 def check_tool_call(message: dict[str, Any], case: str) -> None:
