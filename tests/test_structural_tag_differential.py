@@ -111,6 +111,9 @@ def test_classifier_allows_only_documented_shapes():
     specials = frozenset({128002})
     invalid = classify(_disagreement("xgrammar", b"abc\xe4", b"x"), specials)
     assert invalid.kind == "invalid_utf8_text" and is_documented(invalid)
+    # 0xED 0xB3 starts a surrogate: invalid, though Python's incremental decoder holds it back.
+    surrogate = classify(_disagreement("xgrammar", b"abc\xed", b"\xb3"), specials)
+    assert surrogate.kind == "invalid_utf8_text" and is_documented(surrogate)
     incomplete = classify(_disagreement("xgrammar", b"abc", b"\xe4\xbd", accepted_bytes=0), specials)
     assert incomplete.kind == "unclassified_ours_forbids" and not is_documented(incomplete)
     special = classify(_disagreement("xgrammar", b"abc", b"<|reserved_special_token_0|>", token=128002), specials)

@@ -475,8 +475,17 @@ def _locate_in_ours(matcher: Any, d: Disagreement) -> None:
 
 
 def _is_utf8_prefix(data: bytes) -> bool:
+    """True iff some continuation makes `data` valid UTF-8. Python's incremental decoder holds
+    back an incomplete tail unchecked (b"\\xed\\xb3" starts a surrogate), so the tail is
+    completed with 0x80 bytes, which any valid prefix of a character accepts."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
     try:
-        codecs.getincrementaldecoder("utf-8")().decode(data, final=False)
+        decoder.decode(data, final=False)
+        tail = decoder.getstate()[0]
+        if tail:
+            lead = tail[0]
+            length = 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
+            (tail + b"\x80" * (length - len(tail))).decode("utf-8")
         return True
     except UnicodeDecodeError:
         return False
