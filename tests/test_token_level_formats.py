@@ -117,6 +117,22 @@ def test_token_sets_take_whole_tokens_at_boundaries_and_never_stop_tokens():
     assert m.accept_token(HEADER_START) and m.accept_token(HEADER_END) and m.is_completed()
 
 
+def test_model_padding_is_never_a_token_set_member():
+    """Ids past the tokenizer's tokens (the model's padded vocabulary) are never allowed, by a
+    complement set's mask or by accept_token; accepting one once read past the vocabulary."""
+    from xg2_test_support import hf_tokenizer
+
+    real = hf_tokenizer_info(TOKENIZER).vocab_size
+    padded = xg.TokenizerInfo.from_huggingface(hf_tokenizer(TOKENIZER), vocab_size=real + 40)
+    grammar = xg.GrammarCompiler(padded).compile_grammar("root ::= ExcludeToken(1) ExcludeToken()")
+    m = xg.GrammarMatcher(grammar)
+    bitmask = xg.allocate_token_bitmask(1, padded.vocab_size)
+    allowed = allowed_tokens(m, bitmask, padded.vocab_size)
+    assert allowed[: real].sum() > 0 and not allowed[real:].any()
+    assert not m.accept_token(real + 3) and not m.accept_token(real + 39)
+    assert m.accept_token(A) and m.accept_token(B) and m.is_completed()
+
+
 def test_a_byte_token_cannot_spell_a_token_set():
     # b"\xff" is the first byte of every token-set marker: only the derived vocabulary (which
     # drops such tokens from text) keeps it from entering one byte by byte.

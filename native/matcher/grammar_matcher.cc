@@ -158,9 +158,11 @@ bool GrammarMatcher::AcceptTokenUnclaimed(int32_t token_id) {
     StateChanged();
     return true;
   }
-  // A token without text can still be a member of a token set (grammar/grammar_fsm.h).
+  // A token without text can still be a member of a token set (grammar/grammar_fsm.h);
+  // model padding (ids past the decoded tokens) never is.
   const bool text = tokenizer_->IsTextToken(token_id);
   if (!text && !grammar_->fsm->has_token_sets()) return false;
+  if (token_id >= RealVocabSize()) return false;
   const std::string& bytes = tokenizer_->decoded_tokens()[token_id];
   ParserRewind rewind(parser_);
   parser_.SetWorkBudget(WorkBudget::kToken);
@@ -418,7 +420,8 @@ bool GrammarMatcher::ActiveTokenSets() {
 }
 
 void GrammarMatcher::OrActiveTokenSets(uint32_t* words) {
-  const int32_t vocab_size = tokenizer_->vocab_size();
+  // Sets range over the real tokens: padding ids are never allowed (tokenizer_info.h).
+  const int32_t vocab_size = RealVocabSize();
   const int64_t vocab_words = BitmaskWords(vocab_size);
   for (int32_t set_index : fill_token_sets_) {
     const TokenSetDef& set = grammar_->fsm->token_sets[set_index];
@@ -442,7 +445,7 @@ void GrammarMatcher::OrActiveTokenSets(uint32_t* words) {
 }
 
 void GrammarMatcher::TryActiveTokenSets(uint32_t* words) {
-  const int32_t vocab_size = tokenizer_->vocab_size();
+  const int32_t vocab_size = RealVocabSize();
   ParserRewind rewind(parser_);
   for (int32_t id = 0; id < vocab_size; ++id) {
     if (words[id >> 5] & (1u << (id & 31))) continue;

@@ -99,6 +99,8 @@ class GrammarMatcher {
   }
 
   bool IsStop(int32_t token_id) const;
+  // Ids below this are the tokenizer's tokens; the rest of vocab_size() is model padding.
+  int32_t RealVocabSize() const { return static_cast<int32_t>(tokenizer_->decoded_tokens().size()); }
   // Shared head of both fills: validates, clears (or starts from `dense_start`, a bitset of
   // the vocabulary's words, saving a pass over the row), sets stop tokens. Returns false when
   // the grammar part of the mask is empty by construction (terminated matcher).
