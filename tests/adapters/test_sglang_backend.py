@@ -405,14 +405,28 @@ def test_inkling_answer_frame_through_sglang_reasoner(make_backend: Any, gpt_oss
     grammar.accept_token(INKLING_END_OF_TEXT)
     assert grammar.is_terminated()
 
-    # Without an open answer message the frame starts with an optional thinking message of
-    # `any_tokens`, a token-level form the byte-level engine does not enforce: the request
-    # fails with that reason instead of running under a weaker grammar.
+    # Without an open answer message the frame starts with an optional thinking message whose
+    # body is `any_tokens` (every token but <|end_message|>), then the answer message.
+    from sglang.srt.parser.inkling_tokenizer import CONTENT_THINKING, INKLING_SPECIAL_TOKEN_IDS
+
+    thinking = INKLING_SPECIAL_TOKEN_IDS[CONTENT_THINKING]
     plain = backend.get_request_grammar_key(key, input_ids=prompt[:-3], thinking_budget=None)
     assert plain == key
-    failed = get_grammar(backend, plain, reasoning=True)
-    assert isinstance(failed, InvalidGrammarObject)
-    assert "any_tokens" in failed.error_message
+    framed = get_grammar(backend, plain, reasoning=True)
+    assert not isinstance(framed, InvalidGrammarObject), getattr(framed, "error_message", "")
+    framed.fill_vocab_mask(mask, 0)
+    assert allowed_ids(mask, 0, GPT_OSS_VOCAB) == [INKLING_MESSAGE_MODEL]
+    framed.accept_token(INKLING_MESSAGE_MODEL)
+    framed.fill_vocab_mask(mask, 0)
+    assert allowed_ids(mask, 0, GPT_OSS_VOCAB) == sorted([thinking, INKLING_CONTENT_TEXT])
+    framed.accept_token(thinking)
+    for token in gpt_oss_tokenizer.encode("so {", add_special_tokens=False) + [INKLING_MESSAGE_MODEL]:
+        framed.fill_vocab_mask(mask, 0)
+        assert allowed(mask, 0, token) and allowed(mask, 0, INKLING_END_MESSAGE)
+        framed.accept_token(token)
+    framed.accept_token(INKLING_END_MESSAGE)
+    framed.fill_vocab_mask(mask, 0)
+    assert allowed_ids(mask, 0, GPT_OSS_VOCAB) == [INKLING_MESSAGE_MODEL]
 
 
 def test_reserved_framing_tokens_match_only_as_frame_tokens(backend: Any, llama_tokenizer: Any) -> None:  # noqa: F811
