@@ -83,12 +83,18 @@ def masks(matcher, vocab_size):
     return allowed
 
 
-@pytest.mark.parametrize("fmt,path", CASES, ids=[f"{i}-{c[0]['type']}" for i, c in enumerate(CASES)])
-def test_masks_and_acceptance_match_xgrammar(oracle, fmt, path):
+def both_matchers(oracle, fmt):
+    """(xgrammar module, our matcher, xgrammar's matcher, vocabulary size) for the tag `fmt`.
+    xgrammar's compiler cache confuses ExcludeToken sets across tags: a fresh one each time."""
     xgr, xinfo = oracle
-    vocab_size = hf_tokenizer_info(TOKENIZER).vocab_size
     ours = xg.GrammarMatcher(hf_compiler(TOKENIZER).compile_structural_tag(st(fmt)))
     theirs = xgr.GrammarMatcher(xgr.GrammarCompiler(xinfo, cache_enabled=False).compile_structural_tag(st(fmt)))
+    return xgr, ours, theirs, hf_tokenizer_info(TOKENIZER).vocab_size
+
+
+@pytest.mark.parametrize("fmt,path", CASES, ids=[f"{i}-{c[0]['type']}" for i, c in enumerate(CASES)])
+def test_masks_and_acceptance_match_xgrammar(oracle, fmt, path):
+    xgr, ours, theirs, vocab_size = both_matchers(oracle, fmt)
     for step, token in enumerate(path + [None]):
         mine, expected = masks(ours, vocab_size), oracle_mask(xgr, theirs, vocab_size)
         differ = np.flatnonzero(mine != expected)
@@ -233,10 +239,7 @@ BUDGET_CASES = [
 
 @pytest.mark.parametrize("fmt,path", BUDGET_CASES, ids=[str(i) for i in range(len(BUDGET_CASES))])
 def test_any_text_budget_masks_match_xgrammar(oracle, fmt, path):
-    xgr, xinfo = oracle
-    vocab_size = hf_tokenizer_info(TOKENIZER).vocab_size
-    ours = xg.GrammarMatcher(hf_compiler(TOKENIZER).compile_structural_tag(st(fmt)))
-    theirs = xgr.GrammarMatcher(xgr.GrammarCompiler(xinfo, cache_enabled=False).compile_structural_tag(st(fmt)))
+    xgr, ours, theirs, vocab_size = both_matchers(oracle, fmt)
     for step, token in enumerate(path + [None]):
         mine, expected = masks(ours, vocab_size) & ~SPECIAL, oracle_mask(xgr, theirs, vocab_size) & ~SPECIAL
         differ = np.flatnonzero(mine != expected)

@@ -144,22 +144,21 @@ def _has_schema(node: Any) -> bool:
     return isinstance(node, list) and any(_has_schema(v) for v in node)
 
 
+def _objects(node: Any) -> Iterator[Dict[str, Any]]:
+    """Every JSON object in `node`, depth first."""
+    if isinstance(node, dict):
+        yield node
+        for value in node.values():
+            yield from _objects(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _objects(item)
+
+
 def call_begins(tag: Any) -> List[str]:
     """The begin strings of the tags whose content holds tool arguments (a JSON schema)."""
-    found: List[str] = []
-
-    def visit(node: Any) -> None:
-        if isinstance(node, dict):
-            if node.get("type") == "tag" and node.get("begin") and _has_schema(node.get("content")):
-                found.append(node["begin"])
-            for value in node.values():
-                visit(value)
-        elif isinstance(node, list):
-            for item in node:
-                visit(item)
-
-    visit(tag)
-    return sorted(set(found))
+    return sorted({node["begin"] for node in _objects(tag)
+                   if node.get("type") == "tag" and node.get("begin") and _has_schema(node.get("content"))})
 
 
 def argument_strings(case: BfclCase) -> List[str]:
@@ -538,21 +537,12 @@ def exclude_end_overlaps(tag: Any) -> List[Tuple[str, str]]:
     """(excluded string, end string) pairs where a tag's free-text content excludes a string
     that its own end string starts with (kimi_k3: "<|close|>" and "<|close|>response<|sep|>")."""
     pairs: List[Tuple[str, str]] = []
-
-    def visit(node: Any) -> None:
-        if isinstance(node, dict):
-            content = node.get("content")
-            if node.get("type") == "tag" and isinstance(content, dict) and content.get("type") == "any_text":
-                ends = node.get("end")
-                for end in ends if isinstance(ends, list) else [ends]:
-                    pairs.extend((x, end) for x in content.get("excludes") or [] if isinstance(end, str) and end.startswith(x))
-            for value in node.values():
-                visit(value)
-        elif isinstance(node, list):
-            for item in node:
-                visit(item)
-
-    visit(tag)
+    for node in _objects(tag):
+        content = node.get("content")
+        if node.get("type") == "tag" and isinstance(content, dict) and content.get("type") == "any_text":
+            ends = node.get("end")
+            for end in ends if isinstance(ends, list) else [ends]:
+                pairs.extend((x, end) for x in content.get("excludes") or [] if isinstance(end, str) and end.startswith(x))
     return pairs
 
 
