@@ -34,8 +34,11 @@ fi
 "$VENV/bin/python" -m pip install -q ".[test,fuzz,sanitize]"
 # Run from outside the source tree so the installed package (not the sources) is imported.
 export XG2_DATA_DIR=${XG2_DATA_DIR:-$(cd .. && pwd)/shared/data}
-stage "main test suite (pytest tests/)"
-(cd tests && "../$VENV/bin/python" -m pytest -q -p no:cacheprovider "$@" .)
+# The main suite runs on every core (pytest-xdist; XG2_TEST_WORKERS overrides the count, 0 runs
+# it in this process): its tests share nothing across processes, and work stealing keeps the
+# long differential cases from leaving one worker alone at the end.
+stage "main test suite (pytest tests/, ${XG2_TEST_WORKERS:-auto} workers)"
+(cd tests && "../$VENV/bin/python" -m pytest -q -p no:cacheprovider -n "${XG2_TEST_WORKERS:-auto}" --dist worksteal "$@" .)
 status=0
 if [ "${XG2_SKIP_VLLM_TESTS:-0}" != 1 ]; then
   stage "vLLM CPU environment (scripts/setup_vllm_env.sh)"
