@@ -8,6 +8,7 @@
 #include "frontends/ebnf/ebnf_parser.h"
 #include "frontends/json_schema/json_schema_converter.h"
 #include "frontends/lark/lark_common.h"
+#include "frontends/lark/lark_ignore.h"
 #include "frontends/lark/lark_parser.h"
 #include "frontends/lark/lark_regex.h"
 #include "grammar/grammar_ast.h"
@@ -89,33 +90,62 @@ class Lowering {
     if (start == rules_.end()) {
       throw GrammarSyntaxError("Lark grammar has no 'start' rule (the root of the language)");
     }
-    std::vector<std::string> ignore_alternatives;
+    std::vector<std::string> ignore_bodies;
     for (const Expr& ignore : grammar_.ignores) {
       bool nullable = false;
       std::string body = Terminal(ignore, /*common=*/false, &nullable);
       if (nullable) Fail(ignore.position, "the %ignore'd text can be empty (Lark refuses zero-width terminals)");
-      ignore_alternatives.push_back(body);
+      ignore_bodies.push_back(body);
     }
     for (auto& [name, info] : user_terminals_) LowerTerminal(&info);
     for (const auto& [alias, name] : aliases_) LowerTerminal(&common_terminals_.at(name));
+    if (!ignore_bodies.empty()) LowerIgnores(ignore_bodies);
     for (const auto& [name, def] : rules_) {
       std::string head = "r_" + name;
       if (def->max_tokens >= 0) head += "[max_tokens=" + std::to_string(def->max_tokens) + "]";
       out_.push_back(head + " ::= " + Rule(def->body));
     }
     std::string root = "root ::= r_start";
-    if (!ignore_alternatives.empty()) {
-      std::string joined;
-      for (const std::string& alternative : ignore_alternatives) joined += (joined.empty() ? "" : " | ") + alternative;
-      out_.push_back(std::string(kIgnoreRule) + " ::= " + joined);
-      root += std::string(" ") + kIgnoreRule + "*";
-    }
+    if (!ignore_bodies.empty()) root += std::string(" ") + kIgnoreRule + "_end*";
     std::string ebnf = root + "\n";
     for (const std::string& line : out_) ebnf += line + "\n";
     return ebnf;
   }
 
  private:
+  // lark_ignore (before a terminal) takes a maximal match of an ignored terminal, as Lark's
+  // greedy skip does (lark_ignore.h); lark_ignore_end (after the start rule, where the text
+  // ends) any match.
+  void LowerIgnores(const std::vector<std::string>& bodies) {
+    std::string names, analysed = "root ::= ";
+    for (size_t i = 0; i < bodies.size(); ++i) {
+      std::string name = std::string(kIgnoreRule) + "_body_" + std::to_string(i + 1);
+      analysed += (i > 0 ? " | " : "") + name;
+      names += (i > 0 ? " | " : "") + name;
+    }
+    analysed += "\n";
+    for (const std::string& line : out_) analysed += line + "\n";  // terminals only, so far
+    for (size_t i = 0; i < bodies.size(); ++i) {
+      analysed += std::string(kIgnoreRule) + "_body_" + std::to_string(i + 1) + " ::= " + bodies[i] + "\n";
+    }
+    GrammarAst ast = ParseEbnf(analysed, "root");
+    std::string before_terminal;
+    for (size_t i = 0; i < bodies.size(); ++i) {
+      std::string body_name = std::string(kIgnoreRule) + "_body_" + std::to_string(i + 1);
+      out_.push_back(body_name + " ::= " + bodies[i]);
+      RuleId id = -1;
+      for (size_t r = 0; r < ast.rules.size(); ++r) {
+        if (ast.rules[r].name == body_name) id = static_cast<RuleId>(r);
+      }
+      std::string lookahead = lark::MaximalMatchLookahead(ast, id, grammar_.ignores[i].position);
+      std::string maximal = std::string(kIgnoreRule) + "_" + std::to_string(i + 1);
+      out_.push_back(maximal + " ::= " + body_name + (lookahead.empty() ? "" : " (= " + lookahead + ")"));
+      before_terminal += (i > 0 ? " | " : "") + maximal;
+    }
+    out_.push_back(std::string(kIgnoreRule) + " ::= " + before_terminal);
+    out_.push_back(std::string(kIgnoreRule) + "_end ::= " + names);
+  }
+
   void CollectDefinitions() {
     std::map<std::string, Position> seen;
     auto claim = [&](const std::string& name, const Position& position) {
