@@ -184,3 +184,21 @@ def test_ignored_text_is_skipped_greedily(compiler, text, samples):
     for sample, expected in samples:
         assert lark_accepts(parser, sample) == expected, sample
         assert xg2_accepts(grammar, sample) == expected, sample
+
+
+COMMON = ["DIGIT", "HEXDIGIT", "INT", "SIGNED_INT", "DECIMAL", "FLOAT", "SIGNED_FLOAT", "NUMBER",
+          "SIGNED_NUMBER", "ESCAPED_STRING", "LCASE_LETTER", "UCASE_LETTER", "LETTER", "WORD", "CNAME",
+          "WS_INLINE", "WS", "CR", "LF", "NEWLINE", "SH_COMMENT", "CPP_COMMENT", "C_COMMENT", "SQL_COMMENT"]
+COMMON_SAMPLES = ["1", "f", "G", "-1", "+1.5", "1e5", "1.e3", ".5", "1.", "e5", "1e", "--1", "0x1", "-.5E-2",
+                  '"a"', '"a\\"b"', '"a\nb"', '"\\\\"', '"a', '"a"b"', "abc", "_a1", "1a", "A_b", "a", "Z",
+                  " ", "\t \t", " \n", "\r\n\n", "\n\r", "\r", "# x", "// x", "/* a */", "/* a */ */", "/**/",
+                  "/* * */", "/* **/", "/*/", "-- x", "--", "#"]
+
+
+@pytest.mark.parametrize("name", COMMON)
+def test_common_terminals_match_larks_own_library(compiler, name):
+    text = f"start: {name}\n%import common.{name}"
+    grammar = compiler.compile_lark(text)
+    parser = lark_parser(text)
+    disagree = [s for s in COMMON_SAMPLES if xg2_accepts(grammar, s) != lark_accepts(parser, s)]
+    assert disagree == []
