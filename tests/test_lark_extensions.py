@@ -102,3 +102,13 @@ def test_named_grammars_are_refused_as_an_argument(compiler):
     with pytest.raises(xg.InvalidArgumentError, match="named_grammars"):
         compiler.compile_lark('start: "a"', named_grammars={"sub": 'start: "b"'})
     assert xg2_accepts(compiler.compile_lark('start: "a"', named_grammars={}), "a")
+
+
+def test_hostile_sizes_are_typed_errors(compiler):
+    chain = "start: T0\n" + "".join(f'T{i}: T{i + 1} "x"\n' for i in range(3000)) + 'T3000: "y"'
+    with pytest.raises(xg.ResourceLimitError, match="terminals refer to terminals more than 1000 deep"):
+        compiler.compile_lark(chain)
+    with pytest.raises(xg.GrammarSyntaxError, match="nested deeper than 200"):
+        compiler.compile_lark("start: " + "(" * 5000 + '"a"' + ")" * 5000)
+    with pytest.raises(TypeError, match="lark_string must be a str"):
+        compiler.compile_lark(b'start: "a"')

@@ -23,6 +23,7 @@ using lark::Expr;
 using lark::Position;
 
 constexpr const char* kIgnoreRule = "lark_ignore";
+constexpr int kMaxTerminalDepth = 1000;
 
 [[noreturn]] void Fail(const Position& position, const std::string& message) {
   throw GrammarSyntaxError(lark::Where(position) + message);
@@ -195,8 +196,14 @@ class Lowering {
     const Definition& def = *info->definition;
     if (info->state == 1) Fail(def.position, "terminal '" + def.name + "' is recursive (terminals must be regular)");
     info->state = 1;
+    // Terminals used by terminals lower recursively: bound the chain (the native stack).
+    if (++terminal_depth_ > kMaxTerminalDepth) {
+      throw ResourceLimitError(lark::Where(def.position) + "terminals refer to terminals more than " +
+                               std::to_string(kMaxTerminalDepth) + " deep");
+    }
     bool nullable = false;
     std::string body = Terminal(def.body, info->common, &nullable);
+    --terminal_depth_;
     if (nullable) {
       Fail(def.position, "terminal '" + def.name + "' can match the empty string (Lark refuses zero-width terminals)");
     }
@@ -375,6 +382,7 @@ class Lowering {
   std::map<std::string, std::string> aliases_;  // imported name -> common terminal
   std::vector<std::string> out_;
   int json_count_ = 0;
+  int terminal_depth_ = 0;
 };
 
 }  // namespace
