@@ -448,6 +448,17 @@ class GrammarCompiler:
             structural_tag, any_whitespace=any_whitespace, timeout=timeout, _run_inline=True
         ).result()
 
+    def compile_lark(
+        self, lark_string: str, *, named_grammars: Optional[dict] = None, timeout: Optional[float] = None
+    ) -> CompiledGrammar:
+        """Compiles a Lark grammar (rooted at its ``start`` rule; dialect and the llguidance
+        extensions in docs/lark.md). Its language is the grammar's context-free language, as
+        Lark's Earley parser reads it. ``named_grammars`` (xgrammar's ``@name`` references) is
+        not supported: only None or an empty dict. ``timeout`` as for compile_grammar."""
+        return self.compile_lark_async(
+            lark_string, named_grammars=named_grammars, timeout=timeout, _run_inline=True
+        ).result()
+
     def compile_choice(self, choices: Sequence[str], *, timeout: Optional[float] = None) -> CompiledGrammar:
         """Compiles a grammar whose output is exactly one of ``choices``."""
         return self.compile_choice_async(choices, timeout=timeout, _run_inline=True).result()
@@ -523,6 +534,23 @@ class GrammarCompiler:
             ("regex", pattern),
             lambda token: self._compile_ebnf_now(
                 "root ::= " + _native._regex_to_ebnf(pattern, cancel=token), "root", "regex", token),
+            _run_inline, timeout,
+        )
+
+    def compile_lark_async(
+        self, lark_string: str, *, named_grammars: Optional[dict] = None, timeout: Optional[float] = None,
+        _run_inline: bool = False,
+    ) -> "Future[CompiledGrammar]":
+        """Like :meth:`compile_lark`, returning a future."""
+        _check_text(lark_string, "lark_string", self._limits.max_input_bytes)
+        if named_grammars:
+            raise _native.InvalidArgumentError("named_grammars (@name references) are not supported by compile_lark")
+        return self._submit(
+            ("lark", lark_string),
+            lambda token: self._compile_ebnf_now(
+                _native._lark_to_ebnf(lark_string, self._tokenizer_info._handle, limits=self._native_limits,
+                                      cancel=token),
+                "root", "lark", token),
             _run_inline, timeout,
         )
 

@@ -26,6 +26,7 @@ from sglang.srt.server_args import ServerArgs
 
 import xg2_plugin
 from xg2_plugin import CompiledGrammar, GrammarCompiler, GrammarMatcher, TokenizerInfo, VocabType, XG2Error
+from xg2_plugin.lark import looks_like_lark
 
 __all__ = ["XG2Grammar", "XG2GrammarBackend", "create_xg2_backend"]
 
@@ -195,6 +196,8 @@ class XG2GrammarBackend(BaseGrammarBackend):
 
     def dispatch_ebnf(self, key_string: str) -> BaseGrammarObject:
         """An EBNF request (also SGLang's ``full_assistant_ebnf``), root rule ``root``."""
+        if looks_like_lark(key_string):  # Lark text in the EBNF field, as vLLM routes it
+            return self._compile("ebnf", key_string, lambda: self.compiler.compile_lark(key_string))
         return self._compile("ebnf", key_string, lambda: self.compiler.compile_grammar(key_string))
 
     def dispatch_structural_tag(self, key_string: str) -> BaseGrammarObject:

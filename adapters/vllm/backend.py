@@ -27,7 +27,6 @@ from vllm.v1.structured_output.backend_types import (
     StructuredOutputOptions,
 )
 from vllm.v1.structured_output.request import get_structured_output_key
-from vllm.v1.structured_output.utils import grammar_is_likely_lark
 
 from xg2_plugin import (
     CompiledGrammar,
@@ -37,6 +36,7 @@ from xg2_plugin import (
     VocabType,
     allocate_token_bitmask,
 )
+from xg2_plugin.lark import looks_like_lark
 
 __all__ = ["XG2Backend", "XG2Grammar", "check_request", "tokenizer_info_from_vllm"]
 
@@ -130,11 +130,8 @@ def compile_spec(
             raise ValueError(f"choice must be a list of strings, got {type(choices).__name__}")
         return compiler.compile_choice(choices)
     if request_type == StructuredOutputOptions.GRAMMAR:
-        if grammar_is_likely_lark(grammar_spec):
-            raise ValueError(
-                "the xg2 backend takes EBNF (GBNF) grammars with `rule ::= ...` definitions; "
-                "Lark grammars are not supported"
-            )
+        if looks_like_lark(grammar_spec):
+            return compiler.compile_lark(grammar_spec)
         return compiler.compile_grammar(grammar_spec)
     if request_type == StructuredOutputOptions.STRUCTURAL_TAG:
         # disable_any_whitespace reaches the JSON of every json_schema format inside the tag.

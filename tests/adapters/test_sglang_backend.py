@@ -174,6 +174,15 @@ def test_cache_hit_is_a_fresh_copy(backend: Any, llama_tokenizer: Any) -> None: 
     assert second.matcher.num_accepted_steps == 0 and first.matcher.num_accepted_steps == 1
 
 
+def test_lark_text_in_the_ebnf_field(backend: Any, llama_tokenizer: Any) -> None:  # noqa: F811
+    # An OpenAI-style custom tool CFG: SGLang hands Lark text to the EBNF dispatch.
+    lark = 'start: "add " NUMBER " to " NUMBER\n%import common.INT -> NUMBER'
+    grammar = get_grammar(backend, ("ebnf", lark))
+    mask = walk(grammar, llama_tokenizer.encode("add 12 to 3", add_special_tokens=False), LLAMA_VOCAB)
+    assert all(allowed(mask, 0, eos) for eos in LLAMA3_EOS_IDS)
+    assert not allowed(mask, 0, llama_tokenizer.encode(" to", add_special_tokens=False)[0])
+
+
 @pytest.mark.parametrize(
     ("key", "message"),
     [
@@ -182,6 +191,7 @@ def test_cache_hit_is_a_fresh_copy(backend: Any, llama_tokenizer: Any) -> None: 
         (("regex", "(ab"), "missing ')'"),
         (("ebnf", "root ::= ("), "line 1"),
         (("full_assistant_ebnf", "root ::= undefined_rule"), "undefined_rule"),
+        (("ebnf", 'start: "a" @sub'), "line 1, column 12"),  # Lark text: compile_lark's error
     ],
 )
 def test_invalid_grammar_returns_sglang_invalid_object(backend: Any, key: tuple[str, str], message: str) -> None:
