@@ -1,6 +1,7 @@
 #include "matcher/draft_tree.h"
 
 #include <algorithm>
+#include <cassert>
 #include <chrono>
 #include <string>
 #include <vector>
@@ -125,7 +126,10 @@ bool TraverseDraftTree(GrammarMatcher& matcher, const DraftTree& tree, uint32_t*
       if (stepped) claimed.Rollback(1);
       // Leave finished nodes until one has a sibling to visit.
       while (tree.next_sibling[node] == -1) {
-        if (path.empty()) return true;
+        if (path.empty()) {
+          assert(claimed.num_accepted_steps() == steps_before && "every node's step was rolled back");
+          return true;
+        }
         const Frame done = path.back();
         path.pop_back();
         if (done.stepped) claimed.Rollback(1);
