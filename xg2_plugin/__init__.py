@@ -32,6 +32,7 @@ from .exceptions import (
     XG2Error,
 )
 from .matcher import GrammarMatcher, batch_fill_next_token_bitmask
+from .batch_matcher import BatchGrammarMatcher
 from .tokenizer_info import TokenizerInfo, VocabType
 
 __version__ = "0.1.0"
@@ -45,6 +46,7 @@ __all__ = [
     "shared_rule_dfa_stats",
     "GrammarMatcher",
     "batch_fill_next_token_bitmask",
+    "BatchGrammarMatcher",
     "allocate_token_bitmask",
     "apply_token_bitmask_inplace",
     "get_bitmask_shape",

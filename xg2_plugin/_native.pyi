@@ -216,3 +216,17 @@ def batch_fill_next_token_bitmask(
     rows: Sequence[int],
     num_threads: int,
 ) -> list[bool]: ...
+def batch_accept_token(matchers: Sequence[GrammarMatcher], tokens: Sequence[int], num_threads: int) -> list[bool]: ...
+def batch_accept_string(matchers: Sequence[GrammarMatcher], strings: Sequence[bytes], num_threads: int) -> list[bool]: ...
+def batch_rollback(matchers: Sequence[GrammarMatcher], num_tokens: Sequence[int], num_threads: int) -> None: ...
+def traverse_draft_tree(
+    matcher: GrammarMatcher,
+    retrieve_next_token: Any,
+    retrieve_next_sibling: Any,
+    draft_tokens: Any,
+    address: int,
+    rows: int,
+    row_stride_words: int,
+    num_words: int,
+    time_threshold: float,
+) -> bool: ...

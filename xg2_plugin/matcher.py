@@ -143,6 +143,30 @@ class GrammarMatcher:
                 f"cannot roll back {count} tokens: only {self.num_accepted_steps} accepted since the last reset")
         self._handle.rollback(count)
 
+    def traverse_draft_tree(
+        self,
+        retrieve_next_token: Any,
+        retrieve_next_sibling: Any,
+        draft_tokens: Any,
+        bitmask: Any,
+        time_threshold: float = -1.0,
+    ) -> bool:
+        """Fills one mask row per node of a speculative draft tree, in one native call.
+
+        Node 0 is the last verified token (already accepted); ``retrieve_next_token[i]`` /
+        ``retrieve_next_sibling[i]`` are node i's first child / next sibling (-1: none) and
+        ``draft_tokens[i]`` its token (1-D int64 CPU tensors or numpy arrays). Row i of
+        ``bitmask`` (int32, one row per node) receives the mask after the tokens on the path
+        from node 0 to node i; a node whose token its parent's mask forbids, or after which
+        the matcher terminates, gets an all-zero row and its subtree is skipped (those rows
+        stay as they were). The matcher ends in the state it started in. Returns False if
+        ``time_threshold`` seconds (> 0) ran out first. Invalid trees are a ``ValueError``.
+        """
+        from ._draft_tree import traverse_draft_tree
+
+        return traverse_draft_tree(
+            self._handle, retrieve_next_token, retrieve_next_sibling, draft_tokens, bitmask, time_threshold)
+
     def fork(self) -> "GrammarMatcher":
         """An independent copy of this matcher in its current state."""
         return GrammarMatcher._wrap(self._compiled_grammar, self._handle.fork())

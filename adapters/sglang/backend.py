@@ -92,6 +92,22 @@ class XG2Grammar(BaseGrammarObject):
         """Writes this request's allowed tokens into row ``idx`` of ``vocab_mask``."""
         self.matcher.fill_next_token_bitmask(vocab_mask, idx)
 
+    def traverse_draft_tree(
+        self,
+        retrieve_next_token: torch.Tensor,
+        retrieve_next_sibling: torch.Tensor,
+        draft_tokens: torch.Tensor,
+        vocab_mask: torch.Tensor,
+        time_threshold: float = -1.0,
+    ) -> bool:
+        """Masks a whole speculative draft tree in one native call (xgrammar's name and
+        arguments; see ``GrammarMatcher.traverse_draft_tree``). SGLang 0.5.23's
+        ``spec_utils.traverse_tree`` does not dispatch to the grammar: it calls
+        ``accept_token`` / ``fill_vocab_mask`` / ``rollback`` once per node, which reach the
+        engine directly; this hook is for callers that hand the tree over whole."""
+        return self.matcher.traverse_draft_tree(
+            retrieve_next_token, retrieve_next_sibling, draft_tokens, vocab_mask, time_threshold)
+
     @staticmethod
     def fill_vocab_mask_batched(entries: List[GrammarRow], vocab_mask: torch.Tensor) -> None:
         """Fills every listed row in parallel, without the GIL; unlisted rows stay untouched."""

@@ -332,6 +332,10 @@ bool GrammarMatcher::FillReferenceUnclaimed(uint32_t* words, int64_t num_words) 
 
 bool GrammarMatcher::FillNextTokenBitmask(uint32_t* words, int64_t num_words) {
   ExclusiveUse::Scope claim(in_use_, kMatcherName);
+  return FillUnclaimed(words, num_words);
+}
+
+bool GrammarMatcher::FillUnclaimed(uint32_t* words, int64_t num_words) {
   GrammarMaskCache& cache = *grammar_->mask_cache;
   // A terminated matcher allows its stop tokens only (FinishFill sets them).
   if (!cache.options().enabled || Terminated()) return FillReferenceUnclaimed(words, num_words);

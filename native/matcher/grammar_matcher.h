@@ -74,6 +74,24 @@ class GrammarMatcher {
 
   int32_t num_accepted_steps() const;
   const CompiledGrammar& grammar() const { return *grammar_; }
+
+  // One claim held over many steps (a draft-tree traversal): the calls of a Claimed skip
+  // the per-call claim, so no other thread can interleave between them. Throws
+  // ConcurrentUseError, as any call does, when the matcher is in use.
+  class Claimed {
+   public:
+    explicit Claimed(GrammarMatcher& matcher) : matcher_(matcher), scope_(matcher.in_use_, "GrammarMatcher") {}
+    bool AcceptToken(int32_t token_id) { return matcher_.AcceptTokenUnclaimed(token_id); }
+    void Rollback(int32_t num_tokens) { matcher_.RollbackUnclaimed(num_tokens); }
+    bool IsTerminated() { return matcher_.Terminated(); }
+    bool FillNextTokenBitmask(uint32_t* words, int64_t num_words) { return matcher_.FillUnclaimed(words, num_words); }
+    int32_t num_accepted_steps() const { return matcher_.AcceptedSteps(); }
+    int64_t vocab_size() const { return matcher_.tokenizer_->vocab_size(); }
+
+   private:
+    GrammarMatcher& matcher_;
+    ExclusiveUse::Scope scope_;
+  };
   const std::vector<int32_t>& stop_token_ids() const { return stop_token_ids_; }
 
  private:
@@ -82,6 +100,7 @@ class GrammarMatcher {
   bool AcceptTokenUnclaimed(int32_t token_id);
   void RollbackUnclaimed(int32_t num_tokens);
   bool FillReferenceUnclaimed(uint32_t* words, int64_t num_words);
+  bool FillUnclaimed(uint32_t* words, int64_t num_words);
   int32_t AcceptedSteps() const { return static_cast<int32_t>(step_start_.size()); }
   // Whether the mask allows (and AcceptToken accepts) the plain stop tokens now.
   bool StopTokensAllowed();

@@ -314,6 +314,59 @@ def test_spec_decode_tree_traversal_restores_state(backend: Any, llama_tokenizer
     assert grammar.is_terminated()
 
 
+def test_sglang_tree_traversal_equals_native_traversal(backend: Any, llama_tokenizer: Any) -> None:  # noqa: F811
+    """SGLang's own per-node helper and the grammar's native walk give the same row for every
+    node SGLang fills; the rows it skips (rejected or terminal nodes) are zero in the native
+    walk, the others untouched by both."""
+    import random
+
+    from sglang.srt.speculative.spec_utils import traverse_tree
+
+    grammar = get_grammar(backend, ("json", json.dumps(SCHEMA)))
+    grammar.accept_token(llama_tokenizer.encode('{"', add_special_tokens=False)[0])
+    steps = grammar.matcher.num_accepted_steps
+    rng = random.Random(40)
+    probe = grammar.allocate_vocab_mask(LLAMA_VOCAB, 1, "cpu")
+    sentinel = 0x5A5A5A5A
+    for num_nodes in (8, 32, 64):
+        parents, tokens = [-1], [0]
+        for node in range(1, num_nodes):
+            parent = rng.randrange(max(0, node - 3), node)
+            path, p = [], parent
+            while p > 0:
+                path.append(tokens[p])
+                p = parents[p]
+            fork = grammar.matcher.fork()
+            allowed_here = []
+            if all(fork.accept_token(t) for t in reversed(path)) and not fork.is_terminated():
+                fork.fill_next_token_bitmask(probe, 0)
+                allowed_here = allowed_ids(probe, 0, LLAMA_VOCAB)
+            use_allowed = allowed_here and rng.random() < 0.85
+            tokens.append(rng.choice(allowed_here) if use_allowed else rng.randrange(LLAMA_VOCAB))
+            parents.append(parent)
+        next_token, next_sibling, last = [-1] * num_nodes, [-1] * num_nodes, {}
+        for node in range(1, num_nodes):
+            if parents[node] in last:
+                next_sibling[last[parents[node]]] = node
+            else:
+                next_token[parents[node]] = node
+            last[parents[node]] = node
+        tree = [torch.tensor(a, dtype=torch.int64) for a in (next_token, next_sibling, tokens)]
+        by_sglang = torch.full((num_nodes, (LLAMA_VOCAB + 31) // 32), sentinel, dtype=torch.int32)
+        native = by_sglang.clone()
+        traverse_tree(*tree, grammar, by_sglang, vocab_size=LLAMA_VOCAB)
+        assert grammar.traverse_draft_tree(*tree, native) is True
+        filled = 0
+        for node in range(num_nodes):
+            if bool((by_sglang[node] == sentinel).all()):
+                assert bool((native[node] == sentinel).all()) or not bool(native[node].any()), node
+            else:
+                assert torch.equal(native[node], by_sglang[node]), node
+                filled += 1
+        assert filled >= 4
+        assert grammar.matcher.num_accepted_steps == steps
+
+
 def test_reasoning_wrapper_applies_grammar_after_think(make_backend: Any, qwen3_tokenizer: Any) -> None:
     from sglang.srt.constrained.reasoner_grammar_backend import ReasonerGrammarBackend, ReasonerGrammarObject
 
