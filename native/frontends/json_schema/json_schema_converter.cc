@@ -391,8 +391,8 @@ std::optional<long long> SchemaConverter::CountKeyword(const Node& node, const c
   }
   if (value->number_value() > static_cast<double>(kMaxRepetitionBound)) {
     Unsupported("keyword " + Quoted(keyword) + " at " + ShowPointer(node.pointer) +
-                ": bound " + value->number_lexeme() + " is too large (limit " +
-                std::to_string(kMaxRepetitionBound) + ")");
+                ": bound " + value->number_lexeme() + " is above " + std::to_string(kMaxRepetitionBound) +
+                ", the largest count the matcher can enforce");
     ignored_keywords_.insert({node.pointer, keyword});
     return std::nullopt;
   }

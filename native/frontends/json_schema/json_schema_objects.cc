@@ -606,8 +606,10 @@ Fragment SchemaConverter::ObjectValue(const Node& node, int depth) {
     ignored_keywords_.insert({node.pointer, "minProperties"});
     min_count = 0;
   }
+  // MembersInOrderCounted's tails: the count of declared members so far never passes their
+  // number, so a large bound adds no states (undeclared members are one counted repetition).
   long long counted_states = static_cast<long long>(members.size() + 1) *
-                             (std::max(min_count, max_count) + 2);
+                             (std::min<long long>(std::max(min_count, max_count), members.size()) + 2);
   if ((min_count > 0 || max_count >= 0) && counted_states > 20000) {
     Unsupported("unsupported keyword '" + std::string(max_count >= 0 ? "maxProperties" : "minProperties") +
                 "' at " + ShowPointer(node.pointer) + ": too many member-count states");

@@ -34,8 +34,10 @@ constexpr int kMaxIndentedNesting = 32;
 // CompileLimits (support/compile_limits.h).
 // Integer bounds with more digits than this are refused.
 constexpr size_t kMaxBoundDigits = 200;
-// Length and item-count bounds above this are refused (they would unroll huge grammars).
-constexpr long long kMaxRepetitionBound = 100000;
+// Length, item and property counts above this are refused: the grammar writes a count as a
+// repetition bound, which the FSM builder folds into a counted loop whose counter (like the
+// matcher's byte positions) is an int32_t. Up to it a bound costs no states.
+constexpr long long kMaxRepetitionBound = 2147483647;
 // multipleOf divisors scaled to an integer (0.05 -> 5) above this are refused: the
 // remainder automaton has about divisor x (fraction digits + 2) states.
 constexpr long long kMaxMultipleOfDivisor = 1000;
