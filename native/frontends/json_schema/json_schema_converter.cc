@@ -595,6 +595,8 @@ Fragment SchemaConverter::SchemaObject(const Node& node, int depth) {
       type != nullptr && type->is_array() && type->array_items().empty() && !IsIgnored(node, "type")) {
     return Fragment::Never();
   }
+  // Listed values are checked against every sibling keyword directly (enum_siblings.cc).
+  if (schema.Find("enum") != nullptr || schema.Find("const") != nullptr) return EnumOrConst(node, depth);
   if (const JsonValue* negated = schema.Find("not"); negated != nullptr && !IsIgnored(node, "not")) {
     std::optional<JsonValue> rewritten = WithoutNot(node, *negated);
     if (rewritten) {
@@ -1173,6 +1175,8 @@ bool SchemaConverter::EnumValueAllowed(const JsonValue& value, const Node& node)
       std::optional<Decimal> divisor = MultipleOf(node);
       std::optional<Decimal> x = ParseDecimal(value.number_lexeme());
       if (divisor && x && !Divides(*divisor, *x)) return false;
+    } else if (std::optional<bool> verdict = ListedValueSiblingAllows(value, node, keyword)) {
+      if (!*verdict) return false;
     } else {
       Unsupported("unsupported keyword " + Quoted(keyword) + " alongside 'enum'/'const' at " +
                   ShowPointer(node.pointer));
@@ -1252,7 +1256,7 @@ Fragment SchemaConverter::EnumOrConst(const Node& node, int depth) {
   }
   std::vector<Fragment> choices;
   for (const JsonValue* value : candidates) {
-    if (!EnumValueAllowed(*value, node)) continue;
+    if (!ListedValueSatisfies(*value, node.schema, node.pointer)) continue;
     if (integer_spelling_only && value->is_number()) {
       const std::string& lexeme = value->number_lexeme();
       if (lexeme.find_first_of(".eE") == std::string::npos) {

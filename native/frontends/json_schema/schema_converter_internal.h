@@ -122,6 +122,12 @@ class SchemaConverter {
   Fragment AnyOf(const Node& node, int depth);
   Fragment EnumOrConst(const Node& node, int depth);
   bool EnumValueAllowed(const JsonValue& value, const Node& node);
+  // enum_siblings.cc: a listed value against a whole subschema, and against one structural
+  // keyword of `node` (nullopt: not evaluated exactly, the policy error).
+  bool ListedValueSatisfies(const JsonValue& value, const JsonValue& schema, const std::string& pointer);
+  std::optional<bool> ListedValueSiblingAllows(const JsonValue& value, const Node& node, const std::string& keyword);
+  std::optional<bool> ListedObjectAllows(const JsonValue& value, const Node& node, const std::string& keyword);
+  std::optional<bool> ListedArrayAllows(const JsonValue& value, const Node& node, const std::string& keyword);
   Fragment TypedValue(const Node& node, int depth);
   std::vector<std::string> AllowedTypes(const Node& node);
   Fragment IntegerValue(const Node& node);
@@ -233,6 +239,8 @@ class SchemaConverter {
   // FormatInRules, cleared with rules_.
   std::map<std::string, std::optional<Fragment>> formats_in_rules_;
   int active_depth_ = 0;
+  // ListedValueSatisfies' recursion depth.
+  int listed_value_depth_ = 0;
   // Draft 7 and older ($schema says so): keywords next to $ref are ignored.
   bool legacy_ref_ = false;
   // Draft 3 and 4 ($schema says so): an "integer" is a number written without a fraction, so
