@@ -146,6 +146,8 @@ Fragment UnicodeEscape(uint32_t unit) {
   return Seq(parts);
 }
 
+}  // namespace
+
 // Every JSON spelling of the string bodies of `texts` (raw characters, short escapes and
 // \u escapes of any character), as one regular expression.
 Fragment StringSpellings(const std::vector<std::string>& texts) {
@@ -171,7 +173,6 @@ Fragment StringSpellings(const std::vector<std::string>& texts) {
   return Alt(alternatives);
 }
 
-}  // namespace
 
 // One character of a string body. \u escapes are either a non-surrogate code unit or a
 // surrogate pair (lone surrogates are left out: they have no UTF-8 encoding), so each
@@ -190,16 +191,12 @@ Fragment JsonCharFragment() {
   return Alt({Fragment::Atom("[^\"\\\\\\x00-\\x1F]"), escape});
 }
 
-namespace {
-
 // JsonCharFragment as an automaton (the unit that minLength and maxLength count), built once
 // per process: it is immutable and every length-bounded pattern or format needs it.
 const CodepointDfa& JsonCharDfa() {
   static const CodepointDfa* dfa = new CodepointDfa(DfaFromExpression(JsonCharFragment().text()));
   return *dfa;
 }
-
-}  // namespace
 
 // Format names that no JSON Schema draft defines (e.g. "path", "byte", "int64"): they have
 // no validation meaning (jsonschema's FormatChecker accepts every string for them), so

@@ -569,7 +569,7 @@ Fragment SchemaConverter::ObjectValue(const Node& node, int depth) {
       if (is_required(name)) return Fragment::Never();
       continue;  // the property can never be present
     }
-    members.push_back(Seq({Fragment::Literal(DumpJsonString(name)), key_separator, value}));
+    members.push_back(Seq({DeclaredKey(name), key_separator, value}));
     member_required.push_back(is_required(name));
   }
   // Required but undeclared names come after the declared ones, in `required` order. Their
@@ -586,12 +586,12 @@ Fragment SchemaConverter::ObjectValue(const Node& node, int depth) {
     if (!allowed || (additional_forbidden_explicitly && !matches_pattern)) return Fragment::Never();
     if (value.never()) return Fragment::Never();
     names.push_back(name);
-    members.push_back(Seq({Fragment::Literal(DumpJsonString(name)), key_separator, value}));
+    members.push_back(Seq({DeclaredKey(name), key_separator, value}));
     member_required.push_back(true);
   }
   Fragment extra_member = Fragment::Never();
   if (!languages.active) {
-    if (!additional_value.never()) extra_member = Seq({KeyNotIn(names), key_separator, additional_value});
+    if (!additional_value.never()) extra_member = Seq({UndeclaredKey(names), key_separator, additional_value});
   } else {
     extra_member = UndeclaredMembers(node, languages, names, additional_value, depth);
   }

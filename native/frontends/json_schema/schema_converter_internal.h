@@ -180,6 +180,10 @@ class SchemaConverter {
   Fragment ObjectValue(const Node& node, int depth);
   Fragment ArrayValue(const Node& node, int depth);
   Fragment KeyNotIn(const std::vector<std::string>& names);
+  // key_spellings.cc: a declared name in any JSON spelling; a name that is none of `names`
+  // in any spelling (KeyNotIn's canonical subset where that automaton is too large).
+  Fragment DeclaredKey(const std::string& name);
+  Fragment UndeclaredKey(const std::vector<std::string>& names);
   std::optional<Fragment> MembersInAnyOrder(const std::vector<Fragment>& members, const std::vector<bool>& required,
                                             const Fragment& extra_member, long long min_count, long long max_count,
                                             const Node& node, const std::string& hint, int depth);
@@ -261,6 +265,11 @@ bool IsPassiveKeyword(const std::string& keyword);
 bool IsUnknownFormat(const std::string& format);
 // One JSON string character (an escape counts as one character).
 Fragment JsonCharFragment();
+// The same as a code-point automaton.
+const CodepointDfa& JsonCharDfa();
+// Every JSON spelling of the string bodies of `texts` (raw characters, short escapes and
+// \u escapes of any character, surrogate pairs for astral ones).
+Fragment StringSpellings(const std::vector<std::string>& texts);
 // The values of a const / enum-only schema (annotations aside), else nullopt.
 std::optional<std::vector<JsonValue>> ListedValuesOnly(const JsonValue& schema);
 // The pointer as shown in messages ("/" for the root).
