@@ -89,11 +89,11 @@ def test_random_walks_stay_valid(compiler: xg.GrammarCompiler) -> None:
     rng = random.Random(7)
     info = hf_tokenizer_info(TOKENIZER)
     bitmask = np.full(xg.get_bitmask_shape(1, info.vocab_size), -1, dtype=np.int32)
-    for sibling in SIBLINGS[:3]:
+    for sibling in SIBLINGS[:1]:
         schema = {"type": "object", "properties": {"v": {"enum": VALUES, **sibling}}, "required": ["v"]}
         validator = make_validator(schema)
         grammar = compiler.compile_json_schema(schema, strict_mode=False)
-        out = random_walk(grammar, rng, bitmask, 60)
+        out = random_walk(grammar, rng, bitmask, 40)
         if out is not None:
             instance = json.loads(out.decode("utf-8"))
             assert validator.is_valid(instance), (sibling, out)

@@ -91,6 +91,6 @@ def test_random_walks_stay_valid(grammar: xg.CompiledGrammar) -> None:
     bitmask = np.full(xg.get_bitmask_shape(1, info.vocab_size), -1, dtype=np.int32)
     validator = make_validator(SCHEMA)
     for _ in range(2):
-        out = random_walk(grammar, rng, bitmask, 60)
+        out = random_walk(grammar, rng, bitmask, 40)
         if out is not None:
             assert validator.is_valid(json.loads(out.decode("utf-8"))), out
