@@ -19,6 +19,7 @@ import warnings
 import weakref
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence, Union
 
@@ -63,7 +64,8 @@ class CompileLimits:
         max_generated_grammar_bytes: EBNF a JSON Schema may expand into (bounds ``$ref`` and
             ``allOf`` explosions).
         max_repetition_bound: largest ``n`` in an EBNF ``{m,n}`` repetition. JSON Schema
-            length / item bounds and regex repetitions have their own fixed cap of 100000.
+            length / item / property counts have their own cap of 2^31-1 (counted loops), and
+            regex repetitions one of 100000.
         max_fsm_nodes: automaton nodes built while lowering the grammar (grammar size after
             repetitions are unrolled, and determinisation blow-up).
         max_earley_items_per_step: Earley items one byte step may create in a matcher of the
@@ -343,6 +345,9 @@ class GrammarCompiler:
             raise TypeError(f"limits must be a CompileLimits, got {type(limits).__name__}")
         self._limits = limits
         self._native_limits = limits._to_native()
+        # The JSON Schema frontend's counts (lengths, items, properties; at most 2^31-1, see
+        # its kMaxRepetitionBound) are counted loops; max_repetition_bound limits user EBNF.
+        self._native_schema_limits = dataclasses.replace(limits, max_repetition_bound=_INT32_MAX)._to_native()
         _check_init_arguments(max_threads=max_threads, cache_enabled=cache_enabled,
                               cache_limit_bytes=cache_limit_bytes, mask_cache_limit_bytes=mask_cache_limit_bytes,
                               mask_cache=mask_cache, cross_grammar_cache=cross_grammar_cache,
@@ -680,7 +685,7 @@ class GrammarCompiler:
             self._tokenizer_info._handle, ebnf, root_rule_name, self._token_literal_vocabs,
             self._mask_pool, self._mask_cache, self._cross_grammar_cache, precompute,
             self._repetition_compression_threshold,
-            limits=self._native_limits, cancel=token,
+            limits=self._native_schema_limits if kind == "json_schema" else self._native_limits, cancel=token,
         )
         return CompiledGrammar(handle, self._tokenizer_info, kind)
 

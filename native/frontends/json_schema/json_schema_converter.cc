@@ -146,6 +146,8 @@ Fragment UnicodeEscape(uint32_t unit) {
   return Seq(parts);
 }
 
+}  // namespace
+
 // Every JSON spelling of the string bodies of `texts` (raw characters, short escapes and
 // \u escapes of any character), as one regular expression.
 Fragment StringSpellings(const std::vector<std::string>& texts) {
@@ -171,7 +173,6 @@ Fragment StringSpellings(const std::vector<std::string>& texts) {
   return Alt(alternatives);
 }
 
-}  // namespace
 
 // One character of a string body. \u escapes are either a non-surrogate code unit or a
 // surrogate pair (lone surrogates are left out: they have no UTF-8 encoding), so each
@@ -190,16 +191,12 @@ Fragment JsonCharFragment() {
   return Alt({Fragment::Atom("[^\"\\\\\\x00-\\x1F]"), escape});
 }
 
-namespace {
-
 // JsonCharFragment as an automaton (the unit that minLength and maxLength count), built once
 // per process: it is immutable and every length-bounded pattern or format needs it.
 const CodepointDfa& JsonCharDfa() {
   static const CodepointDfa* dfa = new CodepointDfa(DfaFromExpression(JsonCharFragment().text()));
   return *dfa;
 }
-
-}  // namespace
 
 // Format names that no JSON Schema draft defines (e.g. "path", "byte", "int64"): they have
 // no validation meaning (jsonschema's FormatChecker accepts every string for them), so
@@ -391,8 +388,8 @@ std::optional<long long> SchemaConverter::CountKeyword(const Node& node, const c
   }
   if (value->number_value() > static_cast<double>(kMaxRepetitionBound)) {
     Unsupported("keyword " + Quoted(keyword) + " at " + ShowPointer(node.pointer) +
-                ": bound " + value->number_lexeme() + " is too large (limit " +
-                std::to_string(kMaxRepetitionBound) + ")");
+                ": bound " + value->number_lexeme() + " is above " + std::to_string(kMaxRepetitionBound) +
+                ", the largest count the matcher can enforce");
     ignored_keywords_.insert({node.pointer, keyword});
     return std::nullopt;
   }
@@ -595,6 +592,8 @@ Fragment SchemaConverter::SchemaObject(const Node& node, int depth) {
       type != nullptr && type->is_array() && type->array_items().empty() && !IsIgnored(node, "type")) {
     return Fragment::Never();
   }
+  // Listed values are checked against every sibling keyword directly (enum_siblings.cc).
+  if (schema.Find("enum") != nullptr || schema.Find("const") != nullptr) return EnumOrConst(node, depth);
   if (const JsonValue* negated = schema.Find("not"); negated != nullptr && !IsIgnored(node, "not")) {
     std::optional<JsonValue> rewritten = WithoutNot(node, *negated);
     if (rewritten) {
@@ -1173,6 +1172,8 @@ bool SchemaConverter::EnumValueAllowed(const JsonValue& value, const Node& node)
       std::optional<Decimal> divisor = MultipleOf(node);
       std::optional<Decimal> x = ParseDecimal(value.number_lexeme());
       if (divisor && x && !Divides(*divisor, *x)) return false;
+    } else if (std::optional<bool> verdict = ListedValueSiblingAllows(value, node, keyword)) {
+      if (!*verdict) return false;
     } else {
       Unsupported("unsupported keyword " + Quoted(keyword) + " alongside 'enum'/'const' at " +
                   ShowPointer(node.pointer));
@@ -1252,7 +1253,7 @@ Fragment SchemaConverter::EnumOrConst(const Node& node, int depth) {
   }
   std::vector<Fragment> choices;
   for (const JsonValue* value : candidates) {
-    if (!EnumValueAllowed(*value, node)) continue;
+    if (!ListedValueSatisfies(*value, node.schema, node.pointer)) continue;
     if (integer_spelling_only && value->is_number()) {
       const std::string& lexeme = value->number_lexeme();
       if (lexeme.find_first_of(".eE") == std::string::npos) {

@@ -569,7 +569,7 @@ Fragment SchemaConverter::ObjectValue(const Node& node, int depth) {
       if (is_required(name)) return Fragment::Never();
       continue;  // the property can never be present
     }
-    members.push_back(Seq({Fragment::Literal(DumpJsonString(name)), key_separator, value}));
+    members.push_back(Seq({DeclaredKey(name), key_separator, value}));
     member_required.push_back(is_required(name));
   }
   // Required but undeclared names come after the declared ones, in `required` order. Their
@@ -586,12 +586,12 @@ Fragment SchemaConverter::ObjectValue(const Node& node, int depth) {
     if (!allowed || (additional_forbidden_explicitly && !matches_pattern)) return Fragment::Never();
     if (value.never()) return Fragment::Never();
     names.push_back(name);
-    members.push_back(Seq({Fragment::Literal(DumpJsonString(name)), key_separator, value}));
+    members.push_back(Seq({DeclaredKey(name), key_separator, value}));
     member_required.push_back(true);
   }
   Fragment extra_member = Fragment::Never();
   if (!languages.active) {
-    if (!additional_value.never()) extra_member = Seq({KeyNotIn(names), key_separator, additional_value});
+    if (!additional_value.never()) extra_member = Seq({UndeclaredKey(names), key_separator, additional_value});
   } else {
     extra_member = UndeclaredMembers(node, languages, names, additional_value, depth);
   }
@@ -606,8 +606,10 @@ Fragment SchemaConverter::ObjectValue(const Node& node, int depth) {
     ignored_keywords_.insert({node.pointer, "minProperties"});
     min_count = 0;
   }
+  // MembersInOrderCounted's tails: the count of declared members so far never passes their
+  // number, so a large bound adds no states (undeclared members are one counted repetition).
   long long counted_states = static_cast<long long>(members.size() + 1) *
-                             (std::max(min_count, max_count) + 2);
+                             (std::min<long long>(std::max(min_count, max_count), members.size()) + 2);
   if ((min_count > 0 || max_count >= 0) && counted_states > 20000) {
     Unsupported("unsupported keyword '" + std::string(max_count >= 0 ? "maxProperties" : "minProperties") +
                 "' at " + ShowPointer(node.pointer) + ": too many member-count states");

@@ -34,8 +34,10 @@ constexpr int kMaxIndentedNesting = 32;
 // CompileLimits (support/compile_limits.h).
 // Integer bounds with more digits than this are refused.
 constexpr size_t kMaxBoundDigits = 200;
-// Length and item-count bounds above this are refused (they would unroll huge grammars).
-constexpr long long kMaxRepetitionBound = 100000;
+// Length, item and property counts above this are refused: the grammar writes a count as a
+// repetition bound, which the FSM builder folds into a counted loop whose counter (like the
+// matcher's byte positions) is an int32_t. Up to it a bound costs no states.
+constexpr long long kMaxRepetitionBound = 2147483647;
 // multipleOf divisors scaled to an integer (0.05 -> 5) above this are refused: the
 // remainder automaton has about divisor x (fraction digits + 2) states.
 constexpr long long kMaxMultipleOfDivisor = 1000;
@@ -120,6 +122,12 @@ class SchemaConverter {
   Fragment AnyOf(const Node& node, int depth);
   Fragment EnumOrConst(const Node& node, int depth);
   bool EnumValueAllowed(const JsonValue& value, const Node& node);
+  // enum_siblings.cc: a listed value against a whole subschema, and against one structural
+  // keyword of `node` (nullopt: not evaluated exactly, the policy error).
+  bool ListedValueSatisfies(const JsonValue& value, const JsonValue& schema, const std::string& pointer);
+  std::optional<bool> ListedValueSiblingAllows(const JsonValue& value, const Node& node, const std::string& keyword);
+  std::optional<bool> ListedObjectAllows(const JsonValue& value, const Node& node, const std::string& keyword);
+  std::optional<bool> ListedArrayAllows(const JsonValue& value, const Node& node, const std::string& keyword);
   Fragment TypedValue(const Node& node, int depth);
   std::vector<std::string> AllowedTypes(const Node& node);
   Fragment IntegerValue(const Node& node);
@@ -172,6 +180,10 @@ class SchemaConverter {
   Fragment ObjectValue(const Node& node, int depth);
   Fragment ArrayValue(const Node& node, int depth);
   Fragment KeyNotIn(const std::vector<std::string>& names);
+  // key_spellings.cc: a declared name in any JSON spelling; a name that is none of `names`
+  // in any spelling (KeyNotIn's canonical subset where that automaton is too large).
+  Fragment DeclaredKey(const std::string& name);
+  Fragment UndeclaredKey(const std::vector<std::string>& names);
   std::optional<Fragment> MembersInAnyOrder(const std::vector<Fragment>& members, const std::vector<bool>& required,
                                             const Fragment& extra_member, long long min_count, long long max_count,
                                             const Node& node, const std::string& hint, int depth);
@@ -231,6 +243,8 @@ class SchemaConverter {
   // FormatInRules, cleared with rules_.
   std::map<std::string, std::optional<Fragment>> formats_in_rules_;
   int active_depth_ = 0;
+  // ListedValueSatisfies' recursion depth.
+  int listed_value_depth_ = 0;
   // Draft 7 and older ($schema says so): keywords next to $ref are ignored.
   bool legacy_ref_ = false;
   // Draft 3 and 4 ($schema says so): an "integer" is a number written without a fraction, so
@@ -251,6 +265,11 @@ bool IsPassiveKeyword(const std::string& keyword);
 bool IsUnknownFormat(const std::string& format);
 // One JSON string character (an escape counts as one character).
 Fragment JsonCharFragment();
+// The same as a code-point automaton.
+const CodepointDfa& JsonCharDfa();
+// Every JSON spelling of the string bodies of `texts` (raw characters, short escapes and
+// \u escapes of any character, surrogate pairs for astral ones).
+Fragment StringSpellings(const std::vector<std::string>& texts);
 // The values of a const / enum-only schema (annotations aside), else nullopt.
 std::optional<std::vector<JsonValue>> ListedValuesOnly(const JsonValue& schema);
 // The pointer as shown in messages ("/" for the root).

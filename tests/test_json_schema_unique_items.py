@@ -1,0 +1,49 @@
+"""uniqueItems: exact over listed item domains (JSON equality: 1 and 1.0 are one value),
+otherwise the typed refusal that names the keyword and the pointer."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import xg2_plugin as xg
+from xg2_corpus import make_validator
+from xg2_test_support import hf_tokenizer_info
+
+TOKENIZER = "llama3.1"
+
+
+@pytest.fixture(scope="module")
+def compiler() -> xg.GrammarCompiler:
+    return xg.GrammarCompiler(hf_tokenizer_info(TOKENIZER), cache_enabled=False)
+
+
+def accepts(grammar: xg.CompiledGrammar, text: str) -> bool:
+    matcher = xg.GrammarMatcher(grammar)
+    return matcher.accept_string(text) and matcher.is_completed()
+
+
+@pytest.mark.parametrize("schema, texts", [
+    ({"type": "array", "items": {"enum": [1, 1.0, 2, "a"]}, "uniqueItems": True},
+     ["[1, 1.0]", "[1.0, 1]", "[1, 2]", "[1, 1]", '[2, 1.0, "a"]', '["a", "a"]', "[]"]),
+    ({"type": "array", "items": {"enum": [{"a": 1}, {"a": 1.0}, [1], [1.0]]}, "uniqueItems": True},
+     ['[{"a": 1}, {"a": 1.0}]', "[[1], [1.0]]", '[{"a": 1}, [1]]']),
+    ({"type": "array", "items": {"type": "boolean"}, "uniqueItems": True},
+     ["[true, false]", "[true, true]", "[false]", "[false, true, false]"]),
+    ({"type": "array", "items": {"enum": [None, "x"]}, "uniqueItems": True, "minItems": 2},
+     ['[null, "x"]', '["x", null]', "[null]", "[null, null]"]),
+])
+def test_listed_domains_follow_json_equality(compiler: xg.GrammarCompiler, schema: dict, texts: list) -> None:
+    grammar = compiler.compile_json_schema(schema)
+    validator = make_validator(schema)
+    for text in texts:
+        assert accepts(grammar, text) == validator.is_valid(json.loads(text)), text
+
+
+@pytest.mark.parametrize("items", [{"type": "string"}, {"type": "object"}, {"enum": list(range(9))},
+                                   {"type": "integer", "minimum": 0, "maximum": 3}])
+def test_unbounded_or_large_domains_are_refused_with_the_pointer(compiler: xg.GrammarCompiler, items: dict) -> None:
+    schema = {"type": "object", "properties": {"tags": {"type": "array", "items": items, "uniqueItems": True}}}
+    with pytest.raises(xg.UnsupportedSchemaError, match="'uniqueItems' at /properties/tags"):
+        compiler.compile_json_schema(schema)
