@@ -174,7 +174,7 @@ def test_invalid_schema_is_a_validation_error(llm: Any) -> None:
 def test_engine_side_compile_error_fails_only_its_request(llm: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     # Skip the frontend check so the bad schema reaches the engine core's compile pool, the
     # path a grammar that only fails against the real vocabulary would take.
-    monkeypatch.setattr(xg2_backend, "check_request", lambda params, any_whitespace: None)
+    monkeypatch.setattr(xg2_backend, "check_request", lambda params, config: None)
     outputs = llm.generate(
         ["Email:", "Bad:", "Pick:"],
         [sampling(regex=EMAIL_REGEX), sampling(json=INVALID_SCHEMA), sampling(choice=CHOICES)],
