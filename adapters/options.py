@@ -105,9 +105,9 @@ def whitespace_from_pattern(pattern: Any, what: str = "whitespace_pattern") -> J
 
 
 def cap_tag_whitespace(tag: Any, cap: Optional[int]) -> Any:
-    """Sets ``max_whitespace`` to ``cap`` on every JSON format of a structural tag (in place).
+    """Sets ``max_whitespace_cnt`` to ``cap`` on every JSON format of a structural tag (in place).
 
-    A format's own smaller ``max_whitespace`` is kept. Tags in the legacy
+    A format's own smaller ``max_whitespace_cnt`` is kept. Tags in the legacy
     ``structures``/``triggers`` form have no such field and are returned unchanged.
     """
     if cap is None:
@@ -117,8 +117,8 @@ def cap_tag_whitespace(tag: Any, cap: Optional[int]) -> Any:
         node = stack.pop()
         if isinstance(node, dict):
             if node.get("type") in ("json_schema", "qwen_xml_parameter"):
-                own = node.get("max_whitespace")
-                node["max_whitespace"] = cap if not isinstance(own, int) or isinstance(own, bool) else min(own, cap)
+                own = node.get("max_whitespace_cnt")
+                node["max_whitespace_cnt"] = cap if not isinstance(own, int) or isinstance(own, bool) else min(own, cap)
             stack.extend(node.values())
         elif isinstance(node, list):
             stack.extend(node)

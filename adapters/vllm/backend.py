@@ -186,8 +186,17 @@ def compile_spec(
 
 @lru_cache(maxsize=1)
 def adapter_settings() -> AdapterSettings:
-    """The operator's ``XG2_*`` settings, read once per process."""
+    """The operator's ``XG2_*`` settings as the frontend validation uses them, read once per
+    process (each :class:`XG2Backend` reads them when it is made)."""
     return AdapterSettings.from_env()
+
+
+def reload_settings() -> None:
+    """Makes the frontend validation read the ``XG2_*`` variables again (for a process that
+    changes them after a first request, such as a test session running several engines)."""
+    adapter_settings.cache_clear()
+    _validation_compiler.cache_clear()
+    _validation_schemas.cache_clear()
 
 
 @lru_cache(maxsize=1)
