@@ -32,7 +32,7 @@ class GrammarStatistics:
         self._lock = threading.Lock()
         self._compilers: "weakref.WeakSet[Any]" = weakref.WeakSet()
         self._next_log = 0.0
-        self._logged_activity = -1
+        self._logged_activity = 0  # compiles plus fills at the last line (no line before any)
         self.reset()
 
     def reset(self) -> None:
