@@ -361,6 +361,8 @@ class GrammarCompiler:
         self._cache_charged: dict[tuple, int] = {}  # bytes charged for each cached grammar
         self._cache_bytes = 0
         self._cache_evictions = 0
+        self._cache_hits = 0  # requests served from the cache or a shared in-flight compile
+        self._cache_misses = 0  # compiles started
         self._lowered_tags: "OrderedDict[tuple, str]" = OrderedDict()  # (tag text, any_whitespace) -> EBNF
         self._lock = threading.Lock()
         self._in_flight = InFlightCompiles(self._lock, self._store_locked)
@@ -623,11 +625,14 @@ class GrammarCompiler:
     def cache_stats(self) -> dict[str, int]:
         """Compiled-grammar cache: ``bytes`` held, grammar ``entries``, ``derived_vocabularies``
         (of grammars naming tokens with Token(id); counted in ``bytes``), ``evictions`` (LRU,
-        past ``cache_limit_bytes``) and ``limit_bytes``."""
+        past ``cache_limit_bytes``), ``limit_bytes``, and the compile requests since the compiler
+        was made: ``hits`` (served by the cache or an identical compile already in flight) and
+        ``misses`` (compiles started)."""
         with self._lock:
             return {"bytes": self._cache_bytes, "entries": len(self._cache) - len(self._vocab_users),
                     "derived_vocabularies": len(self._vocab_users),
-                    "evictions": self._cache_evictions, "limit_bytes": self._cache_limit_bytes}
+                    "evictions": self._cache_evictions, "limit_bytes": self._cache_limit_bytes,
+                    "hits": self._cache_hits, "misses": self._cache_misses}
 
     @property
     def mask_cache_size_bytes(self) -> int:
@@ -698,10 +703,15 @@ class GrammarCompiler:
         with self._lock:
             if self._cache_enabled and key in self._cache:
                 self._touch_locked(key)
+                self._cache_hits += 1
                 done: Future = Future()
                 done.set_result(self._cache[key])
                 return done
             future, job = self._in_flight.join_locked(key, build, timeout, cancel_on_interrupt=run_inline)
+            if job is None:
+                self._cache_hits += 1
+            else:
+                self._cache_misses += 1
         if job is None:
             return future  # joined a compile that is queued or running
         if not run_inline:

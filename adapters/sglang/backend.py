@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import time
 from typing import Any, Callable, Iterable, List, Optional, Sequence
 
 import torch
@@ -25,8 +26,20 @@ from sglang.srt.constrained.base_grammar_backend import (
 from sglang.srt.server_args import ServerArgs
 
 import xg2_plugin
-from xg2_plugin import CompiledGrammar, GrammarCompiler, GrammarMatcher, TokenizerInfo, VocabType, XG2Error
+from xg2_plugin import (
+    CompiledGrammar,
+    CompileLimits,
+    GrammarCompiler,
+    GrammarMatcher,
+    TokenizerInfo,
+    VocabType,
+    XG2Error,
+)
 from xg2_plugin.lark import looks_like_lark
+from xg2_plugin.stats import GRAMMAR_STATS
+
+from ..lenient import LenientSchemas
+from ..options import AdapterSettings, JsonLayout, cap_tag_whitespace, whitespace_from_pattern
 
 __all__ = ["XG2Grammar", "XG2GrammarBackend", "create_xg2_backend"]
 
@@ -47,6 +60,11 @@ class XG2Grammar(BaseGrammarObject):
             the model's EOS ids, allowed only where the grammar can end.
         key_string: the request's grammar text, kept for error messages.
         grammar_stats: SGLang's per-request grammar metrics.
+        stats_log_interval_s: seconds between statistics log lines (None: none).
+
+    Attributes:
+        mask_fills: vocabulary-mask rows this request's grammar filled.
+        mask_seconds: the time those fills took (a batched fill's time is shared evenly).
     """
 
     def __init__(
@@ -54,12 +72,20 @@ class XG2Grammar(BaseGrammarObject):
         compiled: CompiledGrammar,
         key_string: str,
         grammar_stats: Optional[GrammarStats] = None,
+        stats_log_interval_s: Optional[float] = None,
     ) -> None:
         super().__init__()
         self.compiled = compiled
         self.key_string = key_string
         self.grammar_stats = grammar_stats
         self.matcher = GrammarMatcher(compiled)
+        self.mask_fills = 0
+        self.mask_seconds = 0.0
+        self._stats_log_interval_s = stats_log_interval_s
+
+    def _record_fill(self, seconds: float) -> None:
+        self.mask_fills += 1
+        self.mask_seconds += seconds
 
     def accept_token(self, token: int) -> None:
         """Consumes ``token``; a token the grammar rejects raises ``ValueError``.
@@ -90,7 +116,12 @@ class XG2Grammar(BaseGrammarObject):
 
     def fill_vocab_mask(self, vocab_mask: torch.Tensor, idx: int) -> None:
         """Writes this request's allowed tokens into row ``idx`` of ``vocab_mask``."""
+        start = time.perf_counter()
         self.matcher.fill_next_token_bitmask(vocab_mask, idx)
+        seconds = time.perf_counter() - start
+        self._record_fill(seconds)
+        GRAMMAR_STATS.record_fills(1, seconds)
+        GRAMMAR_STATS.maybe_log(logger, self._stats_log_interval_s)
 
     def traverse_draft_tree(
         self,
@@ -113,9 +144,15 @@ class XG2Grammar(BaseGrammarObject):
         """Fills every listed row in parallel, without the GIL; unlisted rows stay untouched."""
         ours = [entry for entry in entries if isinstance(entry.grammar, XG2Grammar)]
         if ours:
+            start = time.perf_counter()
             xg2_plugin.batch_fill_next_token_bitmask(
                 [entry.grammar.matcher for entry in ours], vocab_mask, indices=[entry.row for entry in ours]
             )
+            seconds = time.perf_counter() - start
+            for entry in ours:
+                entry.grammar._record_fill(seconds / len(ours))
+            GRAMMAR_STATS.record_fills(len(ours), seconds)
+            GRAMMAR_STATS.maybe_log(logger, ours[0].grammar._stats_log_interval_s)
         for entry in entries:
             if not isinstance(entry.grammar, XG2Grammar):
                 entry.grammar.fill_vocab_mask(vocab_mask, entry.row)
@@ -140,7 +177,8 @@ class XG2Grammar(BaseGrammarObject):
         stats = self.grammar_stats
         if stats is not None:
             stats = dataclasses.replace(stats, is_cache_hit=True, tree_traversal_time=[])
-        return XG2Grammar(self.compiled, self.key_string, stats)
+        GRAMMAR_STATS.record_request()
+        return XG2Grammar(self.compiled, self.key_string, stats, self._stats_log_interval_s)
 
     def try_jump_forward(self, tokenizer: Any) -> None:
         """Jump-forward decoding is not used by SGLang 0.5.23; never offers a jump."""
@@ -160,7 +198,10 @@ class XG2GrammarBackend(BaseGrammarBackend):
         eos_token_ids: the model's EOS ids (several for some models); None uses the
             tokenizer's.
         any_whitespace: JSON output may use any whitespace between tokens (else compact).
-        max_whitespace: cap on consecutive JSON whitespace characters, None for no cap.
+        max_whitespace: cap on consecutive JSON whitespace characters, None for no cap; it
+            also bounds the JSON formats of structural tags.
+        settings: the operator's ``XG2_*`` settings (compile timeout, leniency, statistics
+            log interval); None reads them from the environment.
     """
 
     def __init__(
@@ -171,6 +212,7 @@ class XG2GrammarBackend(BaseGrammarBackend):
         *,
         any_whitespace: bool = True,
         max_whitespace: Optional[int] = None,
+        settings: Optional[AdapterSettings] = None,
     ) -> None:
         super().__init__()
         self.tokenizer_info = TokenizerInfo.from_huggingface(
@@ -179,7 +221,12 @@ class XG2GrammarBackend(BaseGrammarBackend):
         self.vocab_size = vocab_size
         self.any_whitespace = any_whitespace
         self.max_whitespace = max_whitespace
-        self.compiler = GrammarCompiler(self.tokenizer_info)
+        self.layout = JsonLayout(any_whitespace, max_whitespace if any_whitespace else None)
+        self.settings = AdapterSettings.from_env() if settings is None else settings
+        self._limits = CompileLimits(timeout_s=self.settings.compile_timeout_s)
+        self._schemas = LenientSchemas(self.settings.lenient, logger)
+        self.compiler = GrammarCompiler(self.tokenizer_info, limits=self._limits)
+        GRAMMAR_STATS.watch_compiler(self.compiler)
         # Framed grammars (reserve_framing_tokens / compile_framed_grammar) compile for a table
         # in which the frame's control tokens are special: never grammar text, matched by id.
         self._framing_compiler = self.compiler
@@ -187,23 +234,24 @@ class XG2GrammarBackend(BaseGrammarBackend):
     def _compile(
         self, kind: str, key_string: str, compile_fn: Callable[[], CompiledGrammar]
     ) -> BaseGrammarObject:
+        start = time.perf_counter()
         try:
             compiled = compile_fn()
         except _GRAMMAR_ERRORS as error:
+            GRAMMAR_STATS.record_compile(time.perf_counter() - start, False)
             logger.warning("xg2: invalid %s grammar %r: %s", kind, key_string, error)
             return InvalidGrammarObject(f"{type(error).__name__}: {error}")
-        return XG2Grammar(compiled, key_string, GrammarStats(dispatch_type=kind))
+        GRAMMAR_STATS.record_compile(time.perf_counter() - start, True)
+        GRAMMAR_STATS.maybe_log(logger, self.settings.stats_log_interval_s)
+        stats = GrammarStats(dispatch_type=kind, ebnf_size=len(compiled.ebnf))
+        return XG2Grammar(compiled, key_string, stats, self.settings.stats_log_interval_s)
 
     def dispatch_json(self, key_string: str) -> BaseGrammarObject:
         """A JSON Schema request (``$$ANY$$`` means any JSON value)."""
         if key_string == _ANY_JSON_KEY:
             return self._compile("json", key_string, self.compiler.compile_builtin_json_grammar)
         return self._compile(
-            "json",
-            key_string,
-            lambda: self.compiler.compile_json_schema(
-                key_string, any_whitespace=self.any_whitespace, max_whitespace=self.max_whitespace
-            ),
+            "json", key_string, lambda: self._schemas.compile(self.compiler, key_string, self.layout)
         )
 
     def dispatch_regex(self, key_string: str) -> BaseGrammarObject:
@@ -221,7 +269,8 @@ class XG2GrammarBackend(BaseGrammarBackend):
         def compile_tag() -> CompiledGrammar:
             tag = json.loads(key_string)
             _fill_missing_schemas(tag)
-            return self.compiler.compile_structural_tag(_from_legacy(tag), any_whitespace=self.any_whitespace)
+            tag = cap_tag_whitespace(_from_legacy(tag), self.layout.max_whitespace)
+            return self.compiler.compile_structural_tag(tag, any_whitespace=self.any_whitespace)
 
         return self._compile("structural_tag", key_string, compile_tag)
 
@@ -250,7 +299,8 @@ class XG2GrammarBackend(BaseGrammarBackend):
             add_prefix_space=info.add_prefix_space,
             special_token_ids=reserved,
         )
-        self._framing_compiler = GrammarCompiler(framing_info)
+        self._framing_compiler = GrammarCompiler(framing_info, limits=self._limits)
+        GRAMMAR_STATS.watch_compiler(self._framing_compiler)
 
     def compile_framed_grammar(
         self, grammar: BaseGrammarObject, frame: Callable[[dict], dict]
@@ -265,7 +315,7 @@ class XG2GrammarBackend(BaseGrammarBackend):
         """
         if not isinstance(grammar, XG2Grammar):
             return None
-        tag = frame({"type": "grammar", "grammar": grammar.compiled.ebnf})
+        tag = cap_tag_whitespace(frame({"type": "grammar", "grammar": grammar.compiled.ebnf}), self.layout.max_whitespace)
         key_string = json.dumps(tag)
         return self._compile(
             "structural_tag",
@@ -382,6 +432,22 @@ def _from_legacy(tag: Any) -> Any:
     return {"type": "structural_tag", "format": triggered}
 
 
+def server_json_layout(server_args: ServerArgs, settings: AdapterSettings) -> JsonLayout:
+    """The whitespace JSON output may contain under SGLang's server flags.
+
+    ``--constrained-json-whitespace-pattern``, when set, says it exactly (and takes precedence
+    over ``--constrained-json-disable-any-whitespace``, as in SGLang's llguidance backend);
+    ``--constrained-json-max-whitespace-cnt`` (else ``XG2_MAX_WHITESPACE``) caps every gap.
+    """
+    pattern = server_args.constrained_json_whitespace_pattern
+    if pattern is not None:
+        layout = whitespace_from_pattern(pattern, "--constrained-json-whitespace-pattern")
+    else:
+        layout = JsonLayout(any_whitespace=not server_args.constrained_json_disable_any_whitespace)
+    cap = server_args.constrained_json_max_whitespace_cnt
+    return layout.capped(settings.max_whitespace if cap is None else cap)
+
+
 def create_xg2_backend(
     server_args: ServerArgs,
     tokenizer: Any,
@@ -394,13 +460,21 @@ def create_xg2_backend(
     ``--reasoning-parser``, the backend is wrapped in SGLang's ``ReasonerGrammarBackend`` (as
     SGLang does for its built-in backends), so the grammar applies after the reasoning block
     and ``--enable-strict-thinking`` filters tokens while thinking.
+
+    Raises:
+        ValueError: ``--constrained-json-whitespace-pattern`` is a pattern the engine cannot
+            enforce exactly, or an ``XG2_*`` variable has a value it does not take (the server
+            then fails to start with the message).
     """
+    settings = AdapterSettings.from_env()
+    layout = server_json_layout(server_args, settings)
     backend: BaseGrammarBackend = XG2GrammarBackend(
         tokenizer,
         vocab_size,
         eos_token_ids,
-        any_whitespace=not server_args.constrained_json_disable_any_whitespace,
-        max_whitespace=server_args.constrained_json_max_whitespace_cnt,
+        any_whitespace=layout.any_whitespace,
+        max_whitespace=layout.max_whitespace,
+        settings=settings,
     )
     if server_args.reasoning_parser:
         from sglang.srt.constrained.reasoner_grammar_backend import ReasonerGrammarBackend

@@ -1,14 +1,17 @@
 """The only place that changes vLLM: registers a structured-output backend name.
 
 vLLM 0.32/0.33 have no backend registry (the backend name is a ``Literal`` and the engine
-core picks the backend with an if/elif), so three functions are wrapped, each passing every
+core picks the backend with an if/elif), so four functions are wrapped, each passing every
 other backend straight through:
 
 1. config: ``StructuredOutputsConfig.backend`` accepts the name, and its validator allows
    ``disable_any_whitespace`` / ``disable_additional_properties`` with it;
 2. frontend: ``SamplingParams._validate_structured_outputs`` validates our requests (400 errors)
    instead of vLLM's fallback to ``auto``;
-3. engine core: ``StructuredOutputManager.grammar_init`` constructs :class:`XG2Backend`.
+3. engine core: ``StructuredOutputManager.grammar_init`` constructs :class:`XG2Backend`;
+4. engine core: ``StructuredOutputManager._create_grammar`` makes the request's own options
+   (``disable_any_whitespace``, ``whitespace_pattern``) visible to the backend, which vLLM
+   otherwise hands only the request's (type, spec) key.
 
 Workers need nothing: the bitmask has vLLM's layout. These are private details that change
 between releases, so before patching anything :func:`install` checks that every internal it
@@ -93,6 +96,7 @@ def missing_internals() -> list[str]:
     find("vllm.sampling_params", "check_json_nesting")
     find("vllm.exceptions", "VLLMValidationError")
     find("vllm.v1.structured_output", "StructuredOutputManager.grammar_init")
+    find("vllm.v1.structured_output", "StructuredOutputManager._create_grammar")
     find("pydantic.dataclasses", "rebuild_dataclass")
     return missing
 
@@ -160,6 +164,8 @@ def _patch_frontend(name: str) -> None:
     from vllm.exceptions import VLLMValidationError
     from vllm.sampling_params import SamplingParams, check_json_nesting
 
+    from xg2_plugin.exceptions import XG2Error
+
     from . import backend
 
     vllm_validate = SamplingParams._validate_structured_outputs
@@ -182,8 +188,8 @@ def _patch_frontend(name: str) -> None:
         check_json_nesting(params.json)
         check_json_nesting(params.structural_tag, structural_tag=True)
         try:
-            backend.check_request(params, any_whitespace=not structured_outputs_config.disable_any_whitespace)
-        except (ValueError, TypeError) as error:
+            backend.check_request(params, structured_outputs_config)
+        except (ValueError, TypeError, XG2Error) as error:
             raise VLLMValidationError(f"invalid structured output request for the {name} backend: {error}") from error
         params._backend = name
 
@@ -193,9 +199,10 @@ def _patch_frontend(name: str) -> None:
 def _patch_engine_core(name: str) -> None:
     from vllm.v1.structured_output import StructuredOutputManager
 
-    from .backend import XG2Backend
+    from .backend import REQUEST_PARAMS, XG2Backend
 
     vllm_grammar_init = StructuredOutputManager.grammar_init
+    vllm_create_grammar = StructuredOutputManager._create_grammar
 
     def grammar_init(self: StructuredOutputManager, request: Any) -> None:
         params = request.sampling_params
@@ -215,4 +222,15 @@ def _patch_engine_core(name: str) -> None:
                 self.backend_name = name
         vllm_grammar_init(self, request)
 
+    def create_grammar(self: StructuredOutputManager, request: Any) -> Any:
+        # Runs on one compile thread from start to end: the backend reads the parameters there.
+        if not isinstance(self.backend, XG2Backend) or request.sampling_params is None:
+            return vllm_create_grammar(self, request)
+        token = REQUEST_PARAMS.set(request.sampling_params.structured_outputs)
+        try:
+            return vllm_create_grammar(self, request)
+        finally:
+            REQUEST_PARAMS.reset(token)
+
     StructuredOutputManager.grammar_init = grammar_init  # type: ignore[method-assign]
+    StructuredOutputManager._create_grammar = create_grammar  # type: ignore[method-assign]

@@ -12,8 +12,11 @@ vLLM copies it to the device and applies it with its kernels.
 
 from __future__ import annotations
 
+import contextvars
 import json
+import logging
 import os
+import time
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Optional
@@ -30,6 +33,7 @@ from vllm.v1.structured_output.request import get_structured_output_key
 
 from xg2_plugin import (
     CompiledGrammar,
+    CompileLimits,
     GrammarCompiler,
     GrammarMatcher,
     TokenizerInfo,
@@ -37,8 +41,23 @@ from xg2_plugin import (
     allocate_token_bitmask,
 )
 from xg2_plugin.lark import looks_like_lark
+from xg2_plugin.stats import GRAMMAR_STATS
 
-__all__ = ["XG2Backend", "XG2Grammar", "check_request", "tokenizer_info_from_vllm"]
+from ..lenient import LenientSchemas
+from ..options import AdapterSettings, JsonLayout, cap_tag_whitespace, whitespace_from_pattern
+
+__all__ = ["XG2Backend", "XG2Grammar", "check_request", "request_layout", "tokenizer_info_from_vllm"]
+
+logger = logging.getLogger("xg2_plugin.adapters.vllm")
+
+REQUEST_PARAMS: "contextvars.ContextVar[Optional[StructuredOutputsParams]]" = contextvars.ContextVar(
+    "xg2_vllm_request_params", default=None
+)
+"""The structured-output parameters of the request being compiled on this thread.
+
+vLLM hands a backend only the request's (type, spec) key; the engine-core hook in ``_patch``
+sets this around vLLM's own ``_create_grammar`` so the request's own options reach
+:meth:`XG2Backend.compile_grammar`."""
 
 _CACHE_LIMIT_BYTES = int(os.environ.get("XG2_VLLM_CACHE_MB", "512")) << 20
 """Bound on the compiled-grammar cache of one engine (``XG2_VLLM_CACHE_MB``, default 512)."""
@@ -87,12 +106,34 @@ def _tiktoken_encoding(tokenizer: Any) -> Any:
     return None
 
 
+def request_layout(
+    params: Optional[StructuredOutputsParams], engine_disable_any_whitespace: bool, max_whitespace: Optional[int]
+) -> JsonLayout:
+    """The whitespace a request's JSON may contain.
+
+    The request's ``whitespace_pattern``, when set, says it exactly (see
+    :func:`~xg2_plugin.adapters.options.whitespace_from_pattern`); otherwise JSON is compact
+    when the engine's or the request's ``disable_any_whitespace`` is set, flexible else. The
+    operator's cap (``XG2_MAX_WHITESPACE``) then bounds every gap.
+
+    Raises:
+        ValueError: a ``whitespace_pattern`` the engine cannot enforce as written.
+    """
+    if params is not None and params.whitespace_pattern is not None:
+        layout = whitespace_from_pattern(params.whitespace_pattern)
+    else:
+        disable = engine_disable_any_whitespace or bool(params is not None and params.disable_any_whitespace)
+        layout = JsonLayout(any_whitespace=not disable)
+    return layout.capped(max_whitespace)
+
+
 def compile_spec(
     compiler: GrammarCompiler,
     request_type: StructuredOutputOptions,
     grammar_spec: str,
     *,
-    any_whitespace: bool,
+    layout: JsonLayout,
+    schemas: Optional[LenientSchemas] = None,
 ) -> CompiledGrammar:
     """Compiles one vLLM structured-output request with ``compiler``.
 
@@ -101,8 +142,9 @@ def compile_spec(
         request_type: which kind of constraint ``grammar_spec`` is.
         grammar_spec: vLLM's spec string: JSON schema text, ``""`` for a JSON object, a regex,
             a JSON list of choices, EBNF (GBNF) text, or structural-tag JSON.
-        any_whitespace: whether JSON may contain flexible whitespace; when False, JSON is
-            compact (``,`` and ``:`` with no spaces).
+        layout: the whitespace JSON may contain (JSON schema, JSON object, and the JSON
+            formats of a structural tag).
+        schemas: the leniency switch for JSON schemas (None: exact).
 
     Returns:
         The compiled grammar.
@@ -111,17 +153,14 @@ def compile_spec(
         ValueError: the spec is invalid or unsupported (the engine's own error types, which
             name the problem and where it is).
     """
-    separators = None if any_whitespace else (",", ":")
+    if schemas is None:
+        schemas = LenientSchemas(False, None)
     if request_type == StructuredOutputOptions.JSON:
         # strict_mode: properties a schema does not declare are never generated, the behaviour
         # vLLM users get from xgrammar and what disable_additional_properties asks of guidance.
-        return compiler.compile_json_schema(
-            grammar_spec, any_whitespace=any_whitespace, separators=separators, strict_mode=True
-        )
+        return schemas.compile(compiler, grammar_spec, layout, strict_mode=True)
     if request_type == StructuredOutputOptions.JSON_OBJECT:
-        return compiler.compile_json_schema(
-            '{"type": "object"}', any_whitespace=any_whitespace, separators=separators, strict_mode=False
-        )
+        return compiler.compile_json_schema('{"type": "object"}', strict_mode=False, **layout.compile_kwargs())
     if request_type == StructuredOutputOptions.REGEX:
         return compiler.compile_regex(grammar_spec)
     if request_type == StructuredOutputOptions.CHOICE:
@@ -134,34 +173,64 @@ def compile_spec(
             return compiler.compile_lark(grammar_spec)
         return compiler.compile_grammar(grammar_spec)
     if request_type == StructuredOutputOptions.STRUCTURAL_TAG:
-        # disable_any_whitespace reaches the JSON of every json_schema format inside the tag.
-        return compiler.compile_structural_tag(grammar_spec, any_whitespace=any_whitespace)
+        # The layout reaches the JSON of every json_schema format inside the tag.
+        tag: Any = grammar_spec
+        if layout.max_whitespace is not None:
+            tag = cap_tag_whitespace(json.loads(grammar_spec), layout.max_whitespace)
+        return compiler.compile_structural_tag(tag, any_whitespace=layout.any_whitespace)
     raise ValueError(f"unknown structured output request type {request_type!r}")
 
 
 @lru_cache(maxsize=1)
+def adapter_settings() -> AdapterSettings:
+    """The operator's ``XG2_*`` settings as the frontend validation uses them, read once per
+    process (each :class:`XG2Backend` reads them when it is made)."""
+    return AdapterSettings.from_env()
+
+
+def reload_settings() -> None:
+    """Makes the frontend validation read the ``XG2_*`` variables again (for a process that
+    changes them after a first request, such as a test session running several engines)."""
+    adapter_settings.cache_clear()
+    _validation_compiler.cache_clear()
+    _validation_schemas.cache_clear()
+
+
+@lru_cache(maxsize=1)
 def _validation_compiler() -> GrammarCompiler:
-    """A compiler over the 256 single bytes: enough to run every frontend and grammar check."""
+    """A compiler over the 256 single bytes: enough to run every frontend and grammar check
+    (under the operator's compile timeout: it runs in the API server process)."""
     byte_vocab = [bytes([b]) for b in range(256)]
     return GrammarCompiler(
         TokenizerInfo(byte_vocab, VocabType.RAW, stop_token_ids=[]),
         max_threads=1,
         cache_limit_bytes=64 << 20,
+        limits=CompileLimits(timeout_s=adapter_settings().compile_timeout_s),
     )
 
 
-def check_request(params: StructuredOutputsParams, *, any_whitespace: bool) -> None:
-    """Validates a request's constraint in the frontend, without the model's tokenizer.
+@lru_cache(maxsize=1)
+def _validation_schemas() -> LenientSchemas:
+    # Silent: the engine core logs the one warning for a lenient schema.
+    return LenientSchemas(adapter_settings().lenient, None)
+
+
+def check_request(params: StructuredOutputsParams, structured_outputs_config: Any) -> None:
+    """Validates a request's constraint and options in the frontend, without the model's tokenizer.
 
     Args:
         params: the request's structured-output parameters.
-        any_whitespace: the engine's JSON whitespace setting.
+        structured_outputs_config: the engine's ``StructuredOutputsConfig``.
 
     Raises:
-        ValueError: the constraint does not compile; the message is the engine's.
+        ValueError: the constraint does not compile, or an option is one the engine cannot
+            enforce; the message is the engine's.
     """
     request_type, grammar_spec = get_structured_output_key(params)
-    compile_spec(_validation_compiler(), request_type, grammar_spec, any_whitespace=any_whitespace)
+    layout = request_layout(
+        params, structured_outputs_config.disable_any_whitespace, adapter_settings().max_whitespace
+    )
+    compile_spec(_validation_compiler(), request_type, grammar_spec, layout=layout, schemas=_validation_schemas())
 
 
 @dataclass
@@ -174,15 +243,24 @@ class XG2Backend(StructuredOutputBackend):
 
     def __post_init__(self) -> None:
         so_config = self.vllm_config.structured_outputs_config
-        self._any_whitespace = not so_config.disable_any_whitespace
+        self._disable_any_whitespace = bool(so_config.disable_any_whitespace)
+        self.settings = AdapterSettings.from_env()
         self.tokenizer_info = tokenizer_info_from_vllm(self.tokenizer, self.vocab_size)
-        self.compiler = GrammarCompiler(self.tokenizer_info, max_threads=1, cache_limit_bytes=_CACHE_LIMIT_BYTES)
+        self.compiler = GrammarCompiler(
+            self.tokenizer_info,
+            max_threads=1,
+            cache_limit_bytes=_CACHE_LIMIT_BYTES,
+            limits=CompileLimits(timeout_s=self.settings.compile_timeout_s),
+        )
+        self._schemas = LenientSchemas(self.settings.lenient, logger)
+        GRAMMAR_STATS.watch_compiler(self.compiler)
 
     def compile_grammar(
         self,
         request_type: StructuredOutputOptions,
         grammar_spec: str,
         stop_token_ids: Optional[set[int]] = None,
+        params: Optional[StructuredOutputsParams] = None,
     ) -> XG2Grammar:
         """Compiles a request (vLLM calls this from its compile thread pool).
 
@@ -191,13 +269,26 @@ class XG2Backend(StructuredOutputBackend):
             grammar_spec: the constraint as vLLM serialises it.
             stop_token_ids: the request's EOS and user stop ids; they stay masked until the
                 grammar may end, and accepting one terminates the request's grammar.
+            params: the request's structured-output parameters, for its own options
+                (``disable_any_whitespace``, ``whitespace_pattern``); None: those vLLM's
+                engine core is compiling on this thread (:data:`REQUEST_PARAMS`), if any.
 
         Returns:
             A fresh per-request grammar sharing the compiled (cached) grammar.
         """
-        compiled = compile_spec(self.compiler, request_type, grammar_spec, any_whitespace=self._any_whitespace)
+        if params is None:
+            params = REQUEST_PARAMS.get()
+        start = time.perf_counter()
+        ok = False
+        try:
+            layout = request_layout(params, self._disable_any_whitespace, self.settings.max_whitespace)
+            compiled = compile_spec(self.compiler, request_type, grammar_spec, layout=layout, schemas=self._schemas)
+            ok = True
+        finally:
+            GRAMMAR_STATS.record_compile(time.perf_counter() - start, ok)
+            GRAMMAR_STATS.maybe_log(logger, self.settings.stats_log_interval_s)
         stops = sorted(stop_token_ids) if stop_token_ids else None
-        return XG2Grammar(GrammarMatcher(compiled, stop_token_ids=stops))
+        return XG2Grammar(GrammarMatcher(compiled, stop_token_ids=stops), self.settings.stats_log_interval_s)
 
     def allocate_token_bitmask(self, max_num_seqs: int) -> torch.Tensor:
         """An all-allowed int32 CPU bitmask of ``max_num_seqs`` rows over ``vocab_size`` tokens."""
@@ -213,10 +304,18 @@ class XG2Grammar(StructuredOutputGrammar):
 
     Args:
         matcher: the request's matcher (its stop tokens already set).
+        stats_log_interval_s: seconds between statistics log lines (None: none).
+
+    Attributes:
+        mask_fills: bitmask rows this request's grammar filled.
+        mask_seconds: the time those fills took.
     """
 
-    def __init__(self, matcher: GrammarMatcher) -> None:
+    def __init__(self, matcher: GrammarMatcher, stats_log_interval_s: Optional[float] = None) -> None:
         self.matcher = matcher
+        self.mask_fills = 0
+        self.mask_seconds = 0.0
+        self._stats_log_interval_s = stats_log_interval_s
 
     def accept_tokens(self, request_id: str, tokens: list[int]) -> bool:
         """Advances by ``tokens``; all or nothing.
@@ -250,7 +349,13 @@ class XG2Grammar(StructuredOutputGrammar):
 
     def fill_bitmask(self, bitmask: torch.Tensor, batch_index: int) -> None:
         """Writes the allowed next tokens into row ``batch_index`` (the GIL is released)."""
+        start = time.perf_counter()
         self.matcher.fill_next_token_bitmask(bitmask, batch_index)
+        seconds = time.perf_counter() - start
+        self.mask_fills += 1
+        self.mask_seconds += seconds
+        GRAMMAR_STATS.record_fills(1, seconds)
+        GRAMMAR_STATS.maybe_log(logger, self._stats_log_interval_s)
 
     def is_terminated(self) -> bool:
         """True once a stop token was accepted."""

@@ -577,3 +577,88 @@ def test_tool_choice_constraint_built_by_sglang(backend: Any, llama_tokenizer: A
     with pytest.raises(ValueError):
         for token in llama_tokenizer.encode('<|python_tag|>{"name":"get_weather", "arguments":{"city": "Rome"', add_special_tokens=False):
             bad.accept_token(token)
+
+
+# ---- the engines' options (issue 40, section 4) ------------------------------------------
+
+XG2_ENV = ("XG2_MAX_WHITESPACE", "XG2_COMPILE_TIMEOUT_S", "XG2_LENIENT", "XG2_STATS_LOG_INTERVAL_S")
+
+
+def space_allowed_after(backend: Any, tokenizer: Any, key: tuple[str, str], text: str) -> bool:
+    grammar = get_grammar(backend, key)
+    mask = walk(grammar, tokenizer.encode(text, add_special_tokens=False), LLAMA_VOCAB)
+    return allowed(mask, 0, tokenizer.encode(" ", add_special_tokens=False)[0])
+
+
+def test_whitespace_pattern_flag_is_enforced_exactly(
+    make_backend: Any, llama_tokenizer: Any, monkeypatch: pytest.MonkeyPatch  # noqa: F811
+) -> None:
+    for name in XG2_ENV:
+        monkeypatch.delenv(name, raising=False)
+    # The pattern takes precedence over --constrained-json-disable-any-whitespace (as in
+    # SGLang's llguidance backend) and bounds each gap; it reaches structural-tag JSON too.
+    backend = make_backend(llama_tokenizer, LLAMA_VOCAB, set(LLAMA3_EOS_IDS),
+                           constrained_json_disable_any_whitespace=True,
+                           constrained_json_whitespace_pattern="[ \t\n\r]{0,2}")
+    key = ("json", json.dumps(SCHEMA))
+    assert space_allowed_after(backend, llama_tokenizer, key, "{ ")
+    assert not space_allowed_after(backend, llama_tokenizer, key, "{  ")
+    tag = {"type": "structural_tag", "format": {"type": "tag", "begin": "<call>", "end": "</call>",
+                                                 "content": {"type": "json_schema", "json_schema": SCHEMA}}}
+    tag_key = ("structural_tag", json.dumps(tag))
+    assert space_allowed_after(backend, llama_tokenizer, tag_key, "<call>{ ")
+    assert not space_allowed_after(backend, llama_tokenizer, tag_key, "<call>{  ")
+    # The max-whitespace flag caps a pattern without a bound.
+    capped = make_backend(llama_tokenizer, LLAMA_VOCAB, set(LLAMA3_EOS_IDS),
+                          constrained_json_whitespace_pattern="[ \t\n\r]*", constrained_json_max_whitespace_cnt=1)
+    assert space_allowed_after(capped, llama_tokenizer, key, "{")
+    assert not space_allowed_after(capped, llama_tokenizer, key, "{ ")
+    compact = make_backend(llama_tokenizer, LLAMA_VOCAB, set(LLAMA3_EOS_IDS), constrained_json_whitespace_pattern="")
+    assert not space_allowed_after(compact, llama_tokenizer, key, "{")
+
+
+@pytest.mark.parametrize("pattern", [r"\s*", "[\n\t ]*", "[ \t\n\r]+"])
+def test_whitespace_pattern_the_engine_cannot_enforce_stops_the_start(
+    make_backend: Any, llama_tokenizer: Any, pattern: str  # noqa: F811
+) -> None:
+    with pytest.raises(ValueError, match="--constrained-json-whitespace-pattern"):
+        make_backend(llama_tokenizer, LLAMA_VOCAB, set(LLAMA3_EOS_IDS), constrained_json_whitespace_pattern=pattern)
+
+
+def test_timeout_leniency_and_statistics(
+    make_backend: Any, llama_tokenizer: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture  # noqa: F811
+) -> None:
+    from sglang.srt.constrained.base_grammar_backend import InvalidGrammarObject
+
+    from xg2_plugin.adapters.sglang.backend import XG2Grammar
+    from xg2_plugin.stats import grammar_stats
+
+    for name in XG2_ENV:
+        monkeypatch.delenv(name, raising=False)
+    refused = json.dumps({"type": "object", "properties": {"code": {"type": "string", "pattern": "(?<=x)y"}}})
+    exact = make_backend(llama_tokenizer, LLAMA_VOCAB, set(LLAMA3_EOS_IDS))
+    assert exact.compiler.limits.timeout_s == 30.0
+    assert "look-behind" in get_grammar(exact, ("json", refused)).error_message
+
+    monkeypatch.setenv("XG2_LENIENT", "1")
+    lenient = make_backend(llama_tokenizer, LLAMA_VOCAB, set(LLAMA3_EOS_IDS))
+    before = grammar_stats()
+    with caplog.at_level("WARNING", logger="xg2_plugin.adapters.sglang.backend"), pytest.warns(UserWarning):
+        grammars = [lenient.dispatch_json(refused) for _ in range(2)]
+    (record,) = [r for r in caplog.records if "leniently" in r.getMessage()]
+    assert "look-behind" in record.getMessage()
+    assert all(isinstance(g, XG2Grammar) for g in grammars)
+    # Statistics: SGLang's per-request metrics, the grammar's own fill counters, the process's.
+    assert grammars[0].grammar_stats.ebnf_size == len(grammars[0].compiled.ebnf) > 0
+    walk(grammars[0], llama_tokenizer.encode('{"code": "x"', add_special_tokens=False), LLAMA_VOCAB)
+    after = grammar_stats()
+    assert grammars[0].mask_fills > 0 and grammars[0].mask_seconds > 0
+    assert after["mask_fills"] - before["mask_fills"] == grammars[0].mask_fills
+    assert after["compile_calls"] - before["compile_calls"] == 2
+    # Compiles run: the exact attempt that refused, then the lenient one; the second request hits.
+    assert after["cache_hits"] - before["cache_hits"] == 1 and after["cache_misses"] - before["cache_misses"] == 2
+
+    monkeypatch.setenv("XG2_COMPILE_TIMEOUT_S", "1e-9")  # a deadline already past when a compile starts
+    hurried = make_backend(llama_tokenizer, LLAMA_VOCAB, set(LLAMA3_EOS_IDS))
+    timed_out = get_grammar(hurried, ("json", json.dumps(SCHEMA)))
+    assert isinstance(timed_out, InvalidGrammarObject) and "CompilationTimeoutError" in timed_out.error_message

@@ -40,6 +40,11 @@ DOCUMENTED_COMMAND = (
     " --sampling-backend pytorch --disable-cuda-graph --disable-overlap-schedule --max-total-tokens 4096"
     " --constrained-json-disable-any-whitespace --tool-call-parser qwen3_coder"
 )
+# Added to the documented command for this module's server only: the whitespace pattern
+# (over --constrained-json-disable-any-whitespace, as in SGLang's llguidance backend) and the
+# operator's leniency switch.
+TEST_ARGUMENTS = ["--constrained-json-whitespace-pattern", "[ \t\n\r]{0,2}"]
+TEST_ENV = {"XG2_LENIENT": "1"}
 REQUEST_TIMEOUT_S = 120
 SCHEMA = {
     "type": "object",
@@ -51,13 +56,17 @@ REGEX = r"(yes|no), [0-9]"
 
 
 @pytest.fixture(scope="module")
-def server(sglang_tiny_qwen3: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:  # noqa: F811
+def server_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("sglang-serve") / "server.log"
+
+
+@pytest.fixture(scope="module")
+def server(sglang_tiny_qwen3: Path, server_log: Path) -> Iterator[str]:  # noqa: F811
     """Base URL of a running ``sglang serve`` with the xg2 backend."""
     words = shlex.split(DOCUMENTED_COMMAND)
     assert words[:2] == ["sglang", "serve"]
-    arguments = [str(sglang_tiny_qwen3) if word == "MODEL" else word for word in words[2:]]
-    log_path = tmp_path_factory.mktemp("sglang-serve") / "server.log"
-    with sglang_server(arguments, log_path, env=DOCUMENTED_ENV) as base:
+    arguments = [str(sglang_tiny_qwen3) if word == "MODEL" else word for word in words[2:]] + TEST_ARGUMENTS
+    with sglang_server(arguments, server_log, env={**DOCUMENTED_ENV, **TEST_ENV}) as base:
         yield base
 
 
@@ -92,7 +101,7 @@ def test_openai_chat_json_schema(server: str) -> None:
         json={
             "model": "default",
             "messages": [{"role": "user", "content": "Pick a color."}],
-            "max_tokens": 32,
+            "max_tokens": 64,
             "temperature": 0,
             "response_format": {"type": "json_schema", "json_schema": {"name": "pick", "schema": SCHEMA}},
         },
@@ -101,6 +110,49 @@ def test_openai_chat_json_schema(server: str) -> None:
     assert response.status_code == 200, response.text
     value = json.loads(response.json()["choices"][0]["message"]["content"])
     assert value["color"] in ("red", "blue") and 1 <= value["n"] <= 9 and set(value) == {"color", "n"}
+
+
+def test_whitespace_pattern_flag_bounds_each_gap(server: str, sglang_tiny_qwen3: Path) -> None:  # noqa: F811
+    """Whitespace tokens pushed up fill every gap to the pattern's bound of 2, never past it."""
+    from transformers import AutoTokenizer
+
+    # Whitespace-only tokens: Qwen3's byte-level BPE spells space, LF, tab, CR "Ġ", "Ċ", "ĉ", "č".
+    vocab = AutoTokenizer.from_pretrained(str(sglang_tiny_qwen3)).get_vocab()
+    bias = {str(i): 30 for token, i in vocab.items() if token and set(token) <= set("ĠĊĉč")}
+    response = requests.post(
+        server + "/v1/chat/completions",
+        json={
+            "model": "default",
+            "messages": [{"role": "user", "content": "Pick a color."}],
+            "max_tokens": 64,
+            "temperature": 0,
+            "logit_bias": bias,
+            "response_format": {"type": "json_schema", "json_schema": {"name": "pick", "schema": SCHEMA}},
+        },
+        timeout=REQUEST_TIMEOUT_S,
+    )
+    assert response.status_code == 200, response.text
+    (choice,) = response.json()["choices"]
+    content = choice["message"]["content"]
+    assert choice["finish_reason"] == "stop", choice
+    assert set(json.loads(content)) == {"color", "n"}
+    outside_strings = re.sub(r'"(?:[^"\\]|\\.)*"', '""', content)
+    assert max(len(run) for run in re.findall(r"[ \t\n\r]+", outside_strings) or [""]) == 2, content
+
+
+def test_lenient_server_ignores_a_refused_keyword_with_one_warning(server: str, server_log: Path) -> None:
+    refused = {"type": "object", "properties": {"code": {"type": "string", "maxLength": 6, "pattern": "(?<=x)y"}},
+               "required": ["code"], "additionalProperties": False}
+    for _ in range(2):
+        response = requests.post(
+            server + "/generate",
+            json={"text": "x", "sampling_params": {"max_new_tokens": 48, "temperature": 0, "json_schema": json.dumps(refused)}},
+            timeout=REQUEST_TIMEOUT_S,
+        )
+        assert response.status_code == 200, response.text
+        assert set(json.loads(response.json()["text"])) == {"code"}
+    warnings = [line for line in server_log.read_text().splitlines() if "compiled leniently" in line]
+    assert len(warnings) == 1 and "look-behind" in warnings[0], warnings
 
 
 def test_openai_completions_regex(server: str) -> None:

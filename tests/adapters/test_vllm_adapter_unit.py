@@ -260,3 +260,176 @@ def test_bad_requests_raise_engine_errors(backend: XG2Backend) -> None:
     if not hasattr(GrammarCompiler, "compile_structural_tag"):
         with pytest.raises(ValueError, match="structural-tag requests"):
             backend.compile_grammar(StructuredOutputOptions.STRUCTURAL_TAG, '{"type": "structural_tag"}')
+
+
+# ---- the engines' options (issue 40, section 4) ------------------------------------------
+
+WHITESPACE_ENV = ("XG2_MAX_WHITESPACE", "XG2_COMPILE_TIMEOUT_S", "XG2_LENIENT", "XG2_STATS_LOG_INTERVAL_S")
+
+
+@pytest.fixture(scope="module")
+def flexible(make_backend: Any) -> XG2Backend:
+    return make_backend(disable_any_whitespace=False)
+
+
+@pytest.fixture()
+def xg2_env(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Sets XG2_* variables for backends made in the test (and the frontend validation)."""
+    from xg2_plugin.adapters.vllm import backend as backend_module
+
+    for name in WHITESPACE_ENV:
+        monkeypatch.delenv(name, raising=False)
+
+    def set_env(**values: str) -> None:
+        for name, value in values.items():
+            monkeypatch.setenv(name, value)
+        backend_module.reload_settings()
+
+    yield set_env
+    monkeypatch.undo()
+    backend_module.reload_settings()
+
+
+def space_allowed_after(engine: XG2Backend, text: str, **params: Any) -> bool:
+    """Whether a request with these structured-output parameters may write a space after ``text``."""
+    from vllm.sampling_params import StructuredOutputsParams
+
+    grammar = engine.compile_grammar(
+        StructuredOutputOptions.JSON, json.dumps(SCHEMA), params=StructuredOutputsParams(json=SCHEMA, **params)
+    )
+    assert grammar.accept_tokens("req", encode(engine, text)), text
+    bitmask = engine.allocate_token_bitmask(1)
+    grammar.fill_bitmask(bitmask, 0)
+    return encode(engine, " ")[0] in allowed(bitmask)
+
+
+def test_request_whitespace_options_over_the_engine_setting(flexible: XG2Backend, backend: XG2Backend) -> None:
+    assert space_allowed_after(flexible, "{")
+    assert not space_allowed_after(flexible, "{", disable_any_whitespace=True)
+    # disable_additional_properties is what the backend always enforces (strict mode).
+    assert not space_allowed_after(flexible, "{", disable_any_whitespace=True, disable_additional_properties=True)
+    # An explicit pattern says the whitespace exactly, over the engine's compact setting.
+    pattern = "[ \t\n\r]{0,2}"
+    assert not space_allowed_after(backend, "{")
+    assert space_allowed_after(backend, "{ ", whitespace_pattern=pattern)
+    assert not space_allowed_after(backend, "{  ", whitespace_pattern=pattern)
+    assert space_allowed_after(backend, '{"id": ', whitespace_pattern=r"[\r\n\t ]*")
+    assert not space_allowed_after(flexible, "{", whitespace_pattern="")
+
+
+def test_request_options_reach_the_backend_from_vllms_compile_call(flexible: XG2Backend) -> None:
+    """vLLM's manager calls compile_grammar(type, spec, stop_token_ids=...) only; the engine-core
+    hook publishes the request's parameters for the duration of that call."""
+    from vllm.sampling_params import StructuredOutputsParams
+
+    from xg2_plugin.adapters.vllm.backend import REQUEST_PARAMS
+
+    token = REQUEST_PARAMS.set(StructuredOutputsParams(json=SCHEMA, disable_any_whitespace=True))
+    try:
+        grammar = flexible.compile_grammar(StructuredOutputOptions.JSON, json.dumps(SCHEMA), stop_token_ids=None)
+    finally:
+        REQUEST_PARAMS.reset(token)
+    assert grammar.accept_tokens("req", encode(flexible, "{"))
+    bitmask = flexible.allocate_token_bitmask(1)
+    grammar.fill_bitmask(bitmask, 0)
+    assert encode(flexible, " ")[0] not in allowed(bitmask)
+    # The hook wraps vLLM's own _create_grammar.
+    from vllm.v1.structured_output import StructuredOutputManager
+
+    assert StructuredOutputManager._create_grammar.__name__ == "create_grammar"
+
+
+@pytest.mark.parametrize("pattern", [r"\s*", "[ \t\n]*", "[ \t\n\r]+", "[ \t\n\r]{1,3}", " *", "[^x]*"])
+def test_a_whitespace_pattern_the_engine_cannot_enforce_is_refused(backend: XG2Backend, pattern: str) -> None:
+    from vllm.sampling_params import StructuredOutputsParams
+
+    from xg2_plugin.adapters.vllm.backend import check_request
+
+    params = StructuredOutputsParams(json=SCHEMA, whitespace_pattern=pattern)
+    with pytest.raises(ValueError, match="whitespace_pattern"):
+        check_request(params, StructuredOutputsConfig(backend="xg2"))
+    with pytest.raises(ValueError, match="whitespace_pattern"):
+        backend.compile_grammar(StructuredOutputOptions.JSON, json.dumps(SCHEMA), params=params)
+
+
+def test_max_whitespace_from_the_environment_caps_json_and_structural_tags(make_backend: Any, xg2_env: Any) -> None:
+    xg2_env(XG2_MAX_WHITESPACE="1")
+    capped = make_backend(disable_any_whitespace=False)
+    assert space_allowed_after(capped, "{") and not space_allowed_after(capped, "{ ")
+    assert not space_allowed_after(capped, "{ ", whitespace_pattern="[ \t\n\r]*")
+    tag = json.dumps({
+        "type": "structural_tag",
+        "format": {"type": "tag", "begin": "<call>", "content": {"type": "json_schema", "json_schema": SCHEMA},
+                   "end": "</call>"},
+    })
+    space = encode(capped, " ")[0]
+    bitmask = capped.allocate_token_bitmask(2)
+    for row, text in enumerate(("<call>{", "<call>{ ")):
+        grammar = capped.compile_grammar(StructuredOutputOptions.STRUCTURAL_TAG, tag)
+        assert grammar.accept_tokens("req", encode(capped, text))
+        grammar.fill_bitmask(bitmask, row)
+    assert space in allowed(bitmask, 0) and space not in allowed(bitmask, 1)
+
+
+@pytest.mark.parametrize(
+    "name, value", [("XG2_MAX_WHITESPACE", "-1"), ("XG2_COMPILE_TIMEOUT_S", "soon"), ("XG2_LENIENT", "maybe")]
+)
+def test_a_bad_setting_stops_the_backend_from_starting(make_backend: Any, xg2_env: Any, name: str, value: str) -> None:
+    xg2_env(**{name: value})
+    with pytest.raises(ValueError, match=name):
+        make_backend()
+
+
+def test_compiles_have_a_timeout_by_default(make_backend: Any, backend: XG2Backend, xg2_env: Any) -> None:
+    from xg2_plugin import CompilationTimeoutError
+    from xg2_plugin.adapters.vllm.backend import _validation_compiler
+
+    assert backend.compiler.limits.timeout_s == 30.0 and _validation_compiler().limits.timeout_s == 30.0
+    xg2_env(XG2_COMPILE_TIMEOUT_S="none")
+    assert make_backend().compiler.limits.timeout_s is None
+    # A deadline that has certainly passed when the compile starts.
+    xg2_env(XG2_COMPILE_TIMEOUT_S="1e-9")
+    with pytest.raises(CompilationTimeoutError):
+        make_backend().compile_grammar(StructuredOutputOptions.JSON, json.dumps({**SCHEMA, "title": "fresh"}))
+
+
+REFUSED = {"type": "object", "properties": {"code": {"type": "string", "maxLength": 4, "pattern": "(?<=x)y"}}}
+
+
+def test_leniency_switch_logs_one_warning_per_schema(
+    make_backend: Any, backend: XG2Backend, xg2_env: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    from xg2_plugin import UnsupportedSchemaError
+    from xg2_plugin.adapters.vllm.backend import check_request
+    from vllm.sampling_params import StructuredOutputsParams
+
+    with pytest.raises(UnsupportedSchemaError, match="look-behind"):
+        backend.compile_grammar(StructuredOutputOptions.JSON, json.dumps(REFUSED))
+    xg2_env(XG2_LENIENT="1")
+    lenient = make_backend(disable_any_whitespace=True)
+    check_request(StructuredOutputsParams(json=REFUSED), StructuredOutputsConfig(backend="xg2"))
+    with caplog.at_level("WARNING", logger="xg2_plugin.adapters.vllm"), pytest.warns(UserWarning, match="lenient"):
+        grammars = [lenient.compile_grammar(StructuredOutputOptions.JSON, json.dumps(REFUSED)) for _ in range(2)]
+    (record,) = [r for r in caplog.records if r.name == "xg2_plugin.adapters.vllm"]
+    assert "leniently" in record.getMessage() and "look-behind" in record.getMessage()
+    assert grammars[0].matcher.compiled_grammar is grammars[1].matcher.compiled_grammar
+    assert grammars[1].accept_tokens("req", encode(lenient, '{"code":"abc"}'))
+
+
+def test_grammar_statistics(flexible: XG2Backend) -> None:
+    from xg2_plugin.stats import grammar_stats
+
+    engine = flexible
+    hits, misses = engine.compiler.cache_stats["hits"], engine.compiler.cache_stats["misses"]
+    before = grammar_stats()
+    spec = json.dumps({**SCHEMA, "title": "stats"})
+    grammars = [engine.compile_grammar(StructuredOutputOptions.JSON, spec) for _ in range(2)]
+    bitmask = engine.allocate_token_bitmask(1)
+    for _ in range(3):
+        grammars[0].fill_bitmask(bitmask, 0)
+    after = grammar_stats()
+    assert after["requests"] - before["requests"] == 2 and after["compile_calls"] - before["compile_calls"] == 2
+    assert after["cache_misses"] - before["cache_misses"] == 1 and after["cache_hits"] - before["cache_hits"] == 1
+    assert after["mask_fills"] - before["mask_fills"] == 3 and after["mask_seconds_total"] > before["mask_seconds_total"]
+    assert grammars[0].mask_fills == 3 and grammars[0].mask_seconds > 0 and grammars[1].mask_fills == 0
+    assert engine.compiler.cache_stats["hits"] == hits + 1 and engine.compiler.cache_stats["misses"] == misses + 1

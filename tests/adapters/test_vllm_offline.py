@@ -8,6 +8,7 @@ enums, item counts) because a random model rarely chooses to close an open-ended
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -71,8 +72,21 @@ STRUCTURAL_TAG = {
 INVALID_SCHEMA = {"type": "object", "properties": {"code": {"type": "string", "pattern": "(?<=x)y"}}}
 
 
+# The engine's own JSON layout is flexible with a cap (XG2_MAX_WHITESPACE); requests ask for
+# compact JSON themselves (disable_any_whitespace per request) unless a test says otherwise.
+ENGINE_MAX_WHITESPACE = 2
+SMALL = {
+    "type": "object",
+    "properties": {"n": {"type": "integer", "minimum": 0, "maximum": 9}, "ok": {"type": "boolean"}},
+    "required": ["n", "ok"],
+}
+
+
 def sampling(max_tokens: int = 64, **structured: Any) -> SamplingParams:
-    """Random sampling (temperature 1) under one structured-output constraint, if any."""
+    """Random sampling (temperature 1) under one structured-output constraint, if any; JSON is
+    compact unless ``disable_any_whitespace=False`` or a ``whitespace_pattern`` is given."""
+    if structured:
+        structured.setdefault("disable_any_whitespace", True)
     so = StructuredOutputsParams(**structured) if structured else None
     return SamplingParams(temperature=1.0, max_tokens=max_tokens, structured_outputs=so)
 
@@ -87,8 +101,18 @@ def check_json(text: str, schema: dict) -> Any:
 
 @pytest.fixture(scope="module")
 def llm(tiny_llama: Path, xg2_registered: None) -> Iterator[Any]:
-    with offline_llm(tiny_llama, structured_outputs_config={"backend": "xg2", "disable_any_whitespace": True}) as engine:
-        yield engine
+    before = os.environ.get("XG2_MAX_WHITESPACE")
+    os.environ["XG2_MAX_WHITESPACE"] = str(ENGINE_MAX_WHITESPACE)
+    xg2_backend.reload_settings()
+    try:
+        with offline_llm(tiny_llama, structured_outputs_config={"backend": "xg2"}) as engine:
+            yield engine
+    finally:
+        if before is None:
+            del os.environ["XG2_MAX_WHITESPACE"]
+        else:
+            os.environ["XG2_MAX_WHITESPACE"] = before
+        xg2_backend.reload_settings()
 
 
 def generate_one(llm: Any, params: SamplingParams, prompt: str = "Hello") -> Any:
@@ -162,6 +186,34 @@ def test_mixed_batch(llm: Any) -> None:
     assert ebnf_accepts(ARITH_EBNF, texts[5]), texts[5]
 
 
+def longest_whitespace_run(text: str) -> int:
+    return max((len(run) for run in re.findall(r"[ \t\n\r]+", text)), default=0)
+
+
+def test_request_whitespace_options_and_the_engine_cap(llm: Any) -> None:
+    """Whitespace tokens are pushed up, so each request writes as much whitespace as it may:
+    none when the request disables it, at most the engine's cap, at most its own pattern's."""
+    tokenizer = llm.get_tokenizer()
+    texts = tokenizer.batch_decode([[i] for i in range(len(tokenizer))])
+    bias = {i: 20.0 for i, text in enumerate(texts) if text and set(text) <= set(" \t\n\r")}
+    requests = [
+        sampling(json=SMALL),
+        sampling(json=SMALL, disable_any_whitespace=False),
+        sampling(json=SMALL, disable_any_whitespace=False, whitespace_pattern="[ \t\n\r]?"),
+        sampling(json=SMALL, whitespace_pattern="[ \t\n\r]*"),
+    ]
+    for params in requests:
+        params.logit_bias = bias
+    outputs = [o.outputs[0] for o in llm.generate(["Data:"] * len(requests), requests, use_tqdm=False)]
+    for output in outputs:
+        assert output.finish_reason == "stop", output.text
+        jsonschema.validate(json.loads(output.text), SMALL)
+    runs = [longest_whitespace_run(output.text) for output in outputs]
+    assert runs == [0, ENGINE_MAX_WHITESPACE, 1, ENGINE_MAX_WHITESPACE], [o.text for o in outputs]
+    with pytest.raises(VLLMValidationError, match="whitespace_pattern"):
+        generate_one(llm, sampling(json=SMALL, whitespace_pattern=r"\s*"))
+
+
 def test_invalid_schema_is_a_validation_error(llm: Any) -> None:
     with pytest.raises(VLLMValidationError, match=r"xg2 backend: unsupported pattern at /properties/code.*look-behind"):
         generate_one(llm, sampling(json=INVALID_SCHEMA))
@@ -181,7 +233,7 @@ def test_lark_grammar_request(llm: Any) -> None:
 def test_engine_side_compile_error_fails_only_its_request(llm: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     # Skip the frontend check so the bad schema reaches the engine core's compile pool, the
     # path a grammar that only fails against the real vocabulary would take.
-    monkeypatch.setattr(xg2_backend, "check_request", lambda params, any_whitespace: None)
+    monkeypatch.setattr(xg2_backend, "check_request", lambda params, config: None)
     outputs = llm.generate(
         ["Email:", "Bad:", "Pick:"],
         [sampling(regex=EMAIL_REGEX), sampling(json=INVALID_SCHEMA), sampling(choice=CHOICES)],

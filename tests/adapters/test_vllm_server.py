@@ -42,6 +42,9 @@ DOCUMENTED_COMMAND = (
     " --structured-outputs-config.disable_any_whitespace true --enable-auto-tool-choice --tool-call-parser qwen3_coder"
     " --dtype float32 --enforce-eager"
 )
+# Added to the documented environment for this module's server only: the operator's leniency
+# switch (a refused schema keyword is ignored with one warning in the server log).
+TEST_ENV = {"XG2_LENIENT": "1"}
 REQUEST_TIMEOUT_S = 120
 CITY = {
     "type": "object",
@@ -55,12 +58,16 @@ TOOL_FINISH_REASONS = {"required": "tool_calls", "named": "stop"}
 
 
 @pytest.fixture(scope="module")
-def client(tiny_qwen3: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+def server_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("server") / "vllm-server.log"
+
+
+@pytest.fixture(scope="module")
+def client(tiny_qwen3: Path, server_log: Path) -> Iterator[Any]:
     words = shlex.split(DOCUMENTED_COMMAND)
     assert words[:3] == ["python", "-m", "vllm.entrypoints.openai.api_server"]
     arguments = [str(tiny_qwen3) if word == "MODEL" else word for word in words[3:]]
-    log = tmp_path_factory.mktemp("server") / "vllm-server.log"
-    with openai_server(arguments, log, env=DOCUMENTED_ENV) as base:
+    with openai_server(arguments, server_log, env={**DOCUMENTED_ENV, **TEST_ENV}) as base:
         yield openai.OpenAI(base_url=base + "/v1", api_key="unused", timeout=REQUEST_TIMEOUT_S, max_retries=0)
 
 
@@ -110,8 +117,43 @@ def test_qwen3_coder_tool_call(client: Any, tiny_qwen3: Path, case: str) -> None
     assert choice.finish_reason == TOOL_FINISH_REASONS[case], choice
 
 
+def whitespace_tokens(tokenizer_dir: Path) -> list[int]:
+    """Ids of the tokens that are whitespace only (in the byte-level alphabet of Qwen3's BPE,
+    space, line feed, tab and carriage return are spelled "Ġ", "Ċ", "ĉ", "č")."""
+    from transformers import AutoTokenizer
+
+    vocab = AutoTokenizer.from_pretrained(str(tokenizer_dir)).get_vocab()
+    return [i for token, i in vocab.items() if token and set(token) <= set("ĠĊĉč")]
+
+
+def test_request_whitespace_pattern(client: Any, tiny_qwen3: Path) -> None:
+    """The engine is compact (disable_any_whitespace); a request's pattern says its own whitespace,
+    which the pushed-up whitespace tokens then fill to the pattern's bound in some gap."""
+    bias = {str(i): 30 for i in whitespace_tokens(tiny_qwen3)}
+    structured = {"json": CITY, "whitespace_pattern": "[ \t\n\r]{0,2}"}
+    choice = chat(client, max_tokens=64, logit_bias=bias, extra_body={"structured_outputs": structured})
+    assert choice.finish_reason == "stop", choice
+    jsonschema.validate(json.loads(choice.message.content), CITY)
+    outside_strings = re.sub(r'"(?:[^"\\]|\\.)*"', '""', choice.message.content)
+    assert max(len(run) for run in re.findall(r"[ \t\n\r]+", outside_strings) or [""]) == 2, choice.message.content
+    with pytest.raises(openai.BadRequestError, match="whitespace_pattern"):
+        chat(client, max_tokens=8, extra_body={"structured_outputs": {"json": CITY, "whitespace_pattern": r"\s*"}})
+
+
+def test_lenient_server_ignores_a_refused_keyword_with_one_warning(client: Any, server_log: Path) -> None:
+    refused = {"type": "object", "properties": {"code": {"type": "string", "maxLength": 6, "pattern": "(?<=x)y"}},
+               "required": ["code"], "additionalProperties": False}
+    for _ in range(2):
+        choice = chat(client, max_tokens=32, response_format={"type": "json_schema", "json_schema": {"name": "r", "schema": refused}})
+        assert choice.finish_reason == "stop", choice
+        assert set(json.loads(choice.message.content)) == {"code"}
+    warnings = [line for line in server_log.read_text().splitlines() if "compiled leniently" in line]
+    assert len(warnings) == 1 and "look-behind" in warnings[0], warnings
+
+
 def test_invalid_schema_fails_only_its_request(client: Any) -> None:
-    bad = {"type": "object", "properties": {"code": {"type": "string", "pattern": "(?<=x)y"}}}
+    # Invalid whatever the leniency switch says (a refused keyword would compile leniently here).
+    bad = {"type": "object", "properties": 3}
     with ThreadPoolExecutor(3) as pool:
         good = [pool.submit(chat, client, max_tokens=8, extra_body={"structured_outputs": {"choice": ["up", "down"]}}) for _ in range(2)]
         failing = pool.submit(
