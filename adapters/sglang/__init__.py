@@ -19,7 +19,8 @@ BACKEND_NAME = "xg2"
 SUPPORTED_SGLANG_INTERNALS = (
     "sglang.srt.constrained.base_grammar_backend: register_grammar_backend, BaseGrammarBackend, "
     "BaseGrammarObject, GrammarRow, GrammarStats, InvalidGrammarObject; "
-    "sglang.srt.server_args: GRAMMAR_BACKEND_CHOICES, add_grammar_backend_choices, ServerArgs"
+    "sglang.srt.server_args: GRAMMAR_BACKEND_CHOICES, add_grammar_backend_choices, ServerArgs; "
+    "optionally sglang.srt.speculative.spec_utils: traverse_tree (draft-tree masks, adapters/sglang/speculative.py)"
 )
 """What the adapter needs from SGLang (present in the SGLang release the project tests)."""
 
@@ -48,3 +49,6 @@ def register() -> None:
     if BACKEND_NAME not in GRAMMAR_BACKEND_CHOICES:
         add_grammar_backend_choices([BACKEND_NAME])
     register_grammar_backend(BACKEND_NAME, create_xg2_backend)
+    from .speculative import install as install_native_draft_trees
+
+    install_native_draft_trees()

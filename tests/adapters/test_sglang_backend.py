@@ -317,10 +317,14 @@ def test_spec_decode_tree_traversal_restores_state(backend: Any, llama_tokenizer
 def test_sglang_tree_traversal_equals_native_traversal(backend: Any, llama_tokenizer: Any) -> None:  # noqa: F811
     """SGLang's own per-node helper and the grammar's native walk give the same row for every
     node SGLang fills; the rows it skips (rejected or terminal nodes) are zero in the native
-    walk, the others untouched by both."""
+    walk, the others untouched by both. After registration SGLang's ``traverse_tree`` is the
+    native walk for xg2 grammars (adapters/sglang/speculative.py): it is what fills ``native``."""
     import random
 
-    from sglang.srt.speculative.spec_utils import traverse_tree
+    from sglang.srt.speculative import spec_utils
+
+    assert getattr(spec_utils.traverse_tree, "xg2_native", False)
+    traverse_tree = spec_utils.traverse_tree.__wrapped__  # SGLang's per-node walk
 
     grammar = get_grammar(backend, ("json", json.dumps(SCHEMA)))
     grammar.accept_token(llama_tokenizer.encode('{"', add_special_tokens=False)[0])
@@ -355,7 +359,9 @@ def test_sglang_tree_traversal_equals_native_traversal(backend: Any, llama_token
         by_sglang = torch.full((num_nodes, (LLAMA_VOCAB + 31) // 32), sentinel, dtype=torch.int32)
         native = by_sglang.clone()
         traverse_tree(*tree, grammar, by_sglang, vocab_size=LLAMA_VOCAB)
-        assert grammar.traverse_draft_tree(*tree, native) is True
+        fills_before = grammar.mask_fills
+        spec_utils.traverse_tree(*tree, grammar, native, vocab_size=LLAMA_VOCAB)
+        assert grammar.mask_fills == fills_before  # one native call, no per-node fill_vocab_mask
         filled = 0
         for node in range(num_nodes):
             if bool((by_sglang[node] == sentinel).all()):
