@@ -22,6 +22,7 @@ from .exceptions import (
     CompilationCancelledError,
     CompilationTimeoutError,
     ConcurrentUseError,
+    DeserializationError,
     GrammarSyntaxError,
     InvalidArgumentError,
     RegexError,
@@ -60,4 +61,5 @@ __all__ = [
     "ConcurrentUseError",
     "CompilationCancelledError",
     "CompilationTimeoutError",
+    "DeserializationError",
 ]

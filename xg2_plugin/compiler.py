@@ -22,7 +22,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence, Union
 
-from . import _native
+from . import _native, serialization
 from ._shared_compile import CompileFuture, InFlightCompiles
 from .tokenizer_info import TokenizerInfo
 
@@ -157,6 +157,26 @@ class CompiledGrammar:
 
     def __repr__(self) -> str:
         return f"CompiledGrammar({self._source}, rules={self._handle.num_rules}, nodes={self._handle.num_nodes})"
+
+    def serialize_json(self) -> str:
+        """The grammar as JSON text (xg2_plugin/serialization.py); the tokenizer is not included,
+        only its fingerprint, checked by :meth:`deserialize_json`."""
+        return serialization.grammar_to_json(self)
+
+    @staticmethod
+    def deserialize_json(json_str: str, tokenizer_info: TokenizerInfo) -> "CompiledGrammar":
+        """The grammar of :meth:`serialize_json` for ``tokenizer_info``; ``DeserializationError``
+        when the text is corrupt, of another engine version, or made for another tokenizer."""
+        return serialization.grammar_from_json(json_str, tokenizer_info)
+
+    def serialize_bytes(self) -> bytes:
+        """Like :meth:`serialize_json`, as the compact binary blob."""
+        return serialization.grammar_to_bytes(self)
+
+    @staticmethod
+    def deserialize_bytes(data: bytes, tokenizer_info: TokenizerInfo) -> "CompiledGrammar":
+        """Like :meth:`deserialize_json`, from :meth:`serialize_bytes`' blob."""
+        return serialization.grammar_from_bytes(data, tokenizer_info)
 
 
 def ebnf_string_literal(text: str) -> str:
