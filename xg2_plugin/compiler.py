@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence, Union
 
 from . import _native, serialization
+from . import disk_cache as _disk_cache
 from ._shared_compile import CompileFuture, InFlightCompiles
 from .tokenizer_info import TokenizerInfo
 
@@ -339,6 +340,10 @@ class GrammarCompiler:
             exact). 0 or a negative value turns compression off (ablation).
         limits: resource limits and default timeout of every compilation (``CompileLimits()``
             defaults when None).
+        cache_dir: a directory for the persistent compile cache (xg2_plugin/disk_cache.py),
+            shared by processes; ``$XG2_CACHE_DIR`` when None, and off when neither is set.
+        cache_dir_limit_bytes: bound on that directory's grammar files (oldest used go first);
+            -1 means unbounded; ``$XG2_CACHE_DIR_LIMIT_BYTES`` applies with ``$XG2_CACHE_DIR``.
     """
 
     def __init__(
@@ -354,6 +359,8 @@ class GrammarCompiler:
         precompute_nodes: int = 32,
         repetition_compression_threshold: int = 64,
         limits: Optional[CompileLimits] = None,
+        cache_dir: Optional[Union[str, "os.PathLike[str]"]] = None,
+        cache_dir_limit_bytes: int = _disk_cache.DEFAULT_LIMIT_BYTES,
     ) -> None:
         if not isinstance(tokenizer_info, TokenizerInfo):
             raise TypeError(f"tokenizer_info must be a TokenizerInfo, got {type(tokenizer_info).__name__}")
@@ -392,10 +399,17 @@ class GrammarCompiler:
         self._token_literal_vocabs: dict = {}
         self._vocab_users: dict[tuple, set] = {}  # derived-vocabulary cache key -> grammar keys
         self._vocab_of: dict[tuple, tuple] = {}  # grammar cache key -> its vocabulary's key
+        self._disk_cache = (_disk_cache.DiskCache(cache_dir, cache_dir_limit_bytes) if cache_dir is not None
+                            else _disk_cache.DiskCache.from_environment())
 
     @property
     def tokenizer_info(self) -> TokenizerInfo:
         return self._tokenizer_info
+
+    @property
+    def disk_cache(self) -> Optional["_disk_cache.DiskCache"]:
+        """The persistent compile cache (``cache_dir``), or None."""
+        return self._disk_cache
 
     @property
     def limits(self) -> CompileLimits:
@@ -682,6 +696,8 @@ class GrammarCompiler:
         _check_timeout(timeout, "timeout")
         if timeout is None:
             timeout = self._limits.timeout_s
+        if self._disk_cache is not None:
+            build = self._disk_cache.cached_build(self, key, build)
         with self._lock:
             if self._cache_enabled and key in self._cache:
                 self._touch_locked(key)

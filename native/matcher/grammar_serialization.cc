@@ -56,6 +56,24 @@ std::string ComputeFingerprint(const TokenizerInfo& t) {
   return out;
 }
 
+// `text` for an error message: printable ASCII kept, anything else as \xNN, at most 64 bytes
+// (a corrupt blob's version string may hold any bytes; messages must be valid UTF-8).
+std::string Printable(std::string_view text) {
+  static const char* kHex = "0123456789abcdef";
+  std::string out;
+  for (size_t i = 0; i < text.size() && i < 64; ++i) {
+    const uint8_t c = static_cast<uint8_t>(text[i]);
+    if (c >= 0x20 && c < 0x7F && c != '\\') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out += "\\x";
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+    }
+  }
+  return text.size() > 64 ? out + "..." : out;
+}
+
 void WriteHeader(ByteWriter* w, std::string_view magic, const std::string& engine_version,
                  const std::string& fingerprint) {
   w->Raw(magic);
@@ -102,7 +120,7 @@ ByteReader OpenBlob(std::string_view blob, std::string_view magic, const char* w
   const std::string stored_engine = reader.Bytes("engine version");
   if (stored_engine != engine_version) {
     throw DeserializationError(std::string(what) + " blob was written by engine version '" +
-                               stored_engine.substr(0, 64) + "', this is '" + engine_version + "'");
+                               Printable(stored_engine) + "', this is '" + engine_version + "'");
   }
   return reader;
 }
