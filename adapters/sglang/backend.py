@@ -144,6 +144,10 @@ class XG2GrammarBackend(BaseGrammarBackend):
             tokenizer's.
         any_whitespace: JSON output may use any whitespace between tokens (else compact).
         max_whitespace: cap on consecutive JSON whitespace characters, None for no cap.
+
+    Compiled grammars persist across restarts and data-parallel workers when ``XG2_CACHE_DIR``
+    names a directory (xg2_plugin/disk_cache.py): SGLang has no persistent grammar cache of its
+    own, so every compiler of this backend reads and writes that directory.
     """
 
     def __init__(

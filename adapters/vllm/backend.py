@@ -179,7 +179,11 @@ class XG2Backend(StructuredOutputBackend):
         so_config = self.vllm_config.structured_outputs_config
         self._any_whitespace = not so_config.disable_any_whitespace
         self.tokenizer_info = tokenizer_info_from_vllm(self.tokenizer, self.vocab_size)
-        self.compiler = GrammarCompiler(self.tokenizer_info, max_threads=1, cache_limit_bytes=_CACHE_LIMIT_BYTES)
+        # Persistent compile cache: --additional-config '{"xg2_cache_dir": DIR}', else $XG2_CACHE_DIR.
+        additional = self.vllm_config.additional_config
+        cache_dir = additional.get("xg2_cache_dir") if isinstance(additional, dict) else None
+        self.compiler = GrammarCompiler(self.tokenizer_info, max_threads=1, cache_limit_bytes=_CACHE_LIMIT_BYTES,
+                                        cache_dir=cache_dir)
 
     def compile_grammar(
         self,
