@@ -26,6 +26,9 @@ class DeserializationError : public Error {
   using Error::Error;
 };
 
+// Vectors of integers are copied as one block where the host's layout is the format's.
+constexpr bool kLittleEndianHost = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__;
+
 class ByteWriter {
  public:
   template <typename T>
@@ -43,7 +46,11 @@ class ByteWriter {
   template <typename T>
   void Ints(const std::vector<T>& values) {
     Int<uint64_t>(values.size());
-    for (T v : values) Int<T>(v);
+    if (kLittleEndianHost) {
+      if (!values.empty()) out_.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T));
+    } else {
+      for (T v : values) Int<T>(v);
+    }
   }
   std::string& text() { return out_; }
 
@@ -96,7 +103,11 @@ class ByteReader {
   template <typename T>
   std::vector<T> Ints(const char* field) {
     std::vector<T> out(Count(sizeof(T), field));
-    for (T& v : out) v = Int<T>(field);
+    if (kLittleEndianHost) {
+      if (!out.empty()) std::memcpy(out.data(), Raw(out.size() * sizeof(T), field).data(), out.size() * sizeof(T));
+    } else {
+      for (T& v : out) v = Int<T>(field);
+    }
     return out;
   }
   [[noreturn]] void Fail(const std::string& message) const {
