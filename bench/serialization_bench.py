@@ -249,6 +249,11 @@ def main() -> None:
         f"{int(percentile([r['bare_blob_bytes'] for r in schema_rows], 50))} without; serialize p50 "
         f"{share(schema_rows, 'serialize')} ms.",
         "",
+        "A disk file is written as soon as its compile returns, so it carries the classifications built by "
+        "then: for a JSON Schema the background precompute has mostly not run yet, and a disk hit's first "
+        "fills classify the rest (compare its walk with the no-classifications row); a structural tag's file "
+        "carries them all.",
+        "",
     ]
     if tag_rows:
         lines += [

@@ -252,15 +252,6 @@ def test_grammars_share_the_compiled_cache(backend: XG2Backend) -> None:
     assert first.matcher.compiled_grammar is second.matcher.compiled_grammar
 
 
-def test_additional_config_names_the_persistent_cache_dir(tiny_llama: Path, xg2_registered: None, tmp_path: Path) -> None:
-    config = VllmConfig(structured_outputs_config=StructuredOutputsConfig(backend="xg2"),
-                        additional_config={"xg2_cache_dir": str(tmp_path)})
-    backend = XG2Backend(config, tokenizer=get_tokenizer(str(tiny_llama)), vocab_size=PADDED_VOCAB)
-    backend.compile_grammar(StructuredOutputOptions.REGEX, "[0-9]{3}")
-    assert backend.compiler.disk_cache.directory == tmp_path
-    assert len(list(tmp_path.glob("*.xg2"))) == 1
-
-
 def test_bad_requests_raise_engine_errors(backend: XG2Backend) -> None:
     with pytest.raises(ValueError, match="look"):
         backend.compile_grammar(StructuredOutputOptions.REGEX, "(?<=a)b")
