@@ -47,7 +47,7 @@ case "$MODE" in
     CMAKE_FLAGS=(-DXG2_SANITIZE=ON)
     RUNTIME=$(gcc -print-file-name=libasan.so)
     TESTS=(test_hostile_inputs.py test_properties.py test_matcher_api.py test_regressions.py
-           test_tag_dispatch.py)
+           test_tag_dispatch.py test_serialization_corrupt.py)
     ;;
   tsan)
     BUILD_DIR=build/tsan

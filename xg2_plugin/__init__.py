@@ -22,6 +22,7 @@ from .exceptions import (
     CompilationCancelledError,
     CompilationTimeoutError,
     ConcurrentUseError,
+    DeserializationError,
     GrammarSyntaxError,
     InvalidArgumentError,
     RegexError,
@@ -62,4 +63,5 @@ __all__ = [
     "ConcurrentUseError",
     "CompilationCancelledError",
     "CompilationTimeoutError",
+    "DeserializationError",
 ]

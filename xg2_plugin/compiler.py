@@ -23,7 +23,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence, Union
 
-from . import _native
+from . import _native, serialization
+from . import disk_cache as _disk_cache
 from ._shared_compile import CompileFuture, InFlightCompiles
 from .tokenizer_info import TokenizerInfo
 
@@ -159,6 +160,26 @@ class CompiledGrammar:
 
     def __repr__(self) -> str:
         return f"CompiledGrammar({self._source}, rules={self._handle.num_rules}, nodes={self._handle.num_nodes})"
+
+    def serialize_json(self) -> str:
+        """The grammar as JSON text (xg2_plugin/serialization.py); the tokenizer is not included,
+        only its fingerprint, checked by :meth:`deserialize_json`."""
+        return serialization.grammar_to_json(self)
+
+    @staticmethod
+    def deserialize_json(json_str: str, tokenizer_info: TokenizerInfo) -> "CompiledGrammar":
+        """The grammar of :meth:`serialize_json` for ``tokenizer_info``; ``DeserializationError``
+        when the text is corrupt, of another engine version, or made for another tokenizer."""
+        return serialization.grammar_from_json(json_str, tokenizer_info)
+
+    def serialize_bytes(self) -> bytes:
+        """Like :meth:`serialize_json`, as the compact binary blob."""
+        return serialization.grammar_to_bytes(self)
+
+    @staticmethod
+    def deserialize_bytes(data: bytes, tokenizer_info: TokenizerInfo) -> "CompiledGrammar":
+        """Like :meth:`deserialize_json`, from :meth:`serialize_bytes`' blob."""
+        return serialization.grammar_from_bytes(data, tokenizer_info)
 
 
 def ebnf_string_literal(text: str) -> str:
@@ -321,6 +342,10 @@ class GrammarCompiler:
             exact). 0 or a negative value turns compression off (ablation).
         limits: resource limits and default timeout of every compilation (``CompileLimits()``
             defaults when None).
+        cache_dir: a directory for the persistent compile cache (xg2_plugin/disk_cache.py),
+            shared by processes; ``$XG2_CACHE_DIR`` when None, and off when neither is set.
+        cache_dir_limit_bytes: bound on that directory's grammar files (oldest used go first);
+            -1 means unbounded; ``$XG2_CACHE_DIR_LIMIT_BYTES`` applies with ``$XG2_CACHE_DIR``.
     """
 
     def __init__(
@@ -336,6 +361,8 @@ class GrammarCompiler:
         precompute_nodes: int = 32,
         repetition_compression_threshold: int = 64,
         limits: Optional[CompileLimits] = None,
+        cache_dir: Optional[Union[str, "os.PathLike[str]"]] = None,
+        cache_dir_limit_bytes: int = _disk_cache.DEFAULT_LIMIT_BYTES,
     ) -> None:
         if not isinstance(tokenizer_info, TokenizerInfo):
             raise TypeError(f"tokenizer_info must be a TokenizerInfo, got {type(tokenizer_info).__name__}")
@@ -379,10 +406,17 @@ class GrammarCompiler:
         self._token_literal_vocabs: dict = {}
         self._vocab_users: dict[tuple, set] = {}  # derived-vocabulary cache key -> grammar keys
         self._vocab_of: dict[tuple, tuple] = {}  # grammar cache key -> its vocabulary's key
+        self._disk_cache = (_disk_cache.DiskCache(cache_dir, cache_dir_limit_bytes) if cache_dir is not None
+                            else _disk_cache.DiskCache.from_environment())
 
     @property
     def tokenizer_info(self) -> TokenizerInfo:
         return self._tokenizer_info
+
+    @property
+    def disk_cache(self) -> Optional["_disk_cache.DiskCache"]:
+        """The persistent compile cache (``cache_dir``), or None."""
+        return self._disk_cache
 
     @property
     def limits(self) -> CompileLimits:
@@ -700,6 +734,8 @@ class GrammarCompiler:
         _check_timeout(timeout, "timeout")
         if timeout is None:
             timeout = self._limits.timeout_s
+        if self._disk_cache is not None:
+            build = self._disk_cache.cached_build(self, key, build)
         with self._lock:
             if self._cache_enabled and key in self._cache:
                 self._touch_locked(key)

@@ -17,12 +17,15 @@ C++ errors cross the boundary with their type intact.
   the refused call did nothing and the matcher stays usable.
 * ``CompilationCancelledError`` -- a compile stopped by ``Future.cancel()``.
 * ``CompilationTimeoutError`` (a ``CompilationCancelledError``) -- a compile past its timeout.
+* ``DeserializationError`` (also ``ValueError``) -- a serialized grammar or tokenizer that is
+  truncated, corrupt, of another format or engine version, or made for another tokenizer.
 """
 
 from ._native import (
     CompilationCancelledError,
     CompilationTimeoutError,
     ConcurrentUseError,
+    DeserializationError,
     GrammarSyntaxError,
     InvalidArgumentError,
     RegexError,
@@ -45,4 +48,5 @@ __all__ = [
     "ConcurrentUseError",
     "CompilationCancelledError",
     "CompilationTimeoutError",
+    "DeserializationError",
 ]

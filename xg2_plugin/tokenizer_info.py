@@ -446,6 +446,33 @@ class TokenizerInfo:
         """Byte size of the native tables."""
         return self._handle.memory_bytes()
 
+    def serialize_json(self) -> str:
+        """The table as JSON text (xg2_plugin/serialization.py), read back by :meth:`deserialize_json`."""
+        from . import serialization
+
+        return serialization.tokenizer_to_json(self)
+
+    @staticmethod
+    def deserialize_json(json_string: str) -> TokenizerInfo:
+        """The table of :meth:`serialize_json`; ``DeserializationError`` for corrupt text or another
+        engine version."""
+        from . import serialization
+
+        return serialization.tokenizer_from_json(json_string)
+
+    def serialize_bytes(self) -> bytes:
+        """Like :meth:`serialize_json`, as the compact binary blob."""
+        from . import serialization
+
+        return serialization.tokenizer_to_bytes(self)
+
+    @staticmethod
+    def deserialize_bytes(data: bytes) -> TokenizerInfo:
+        """Like :meth:`deserialize_json`, from :meth:`serialize_bytes`' blob."""
+        from . import serialization
+
+        return serialization.tokenizer_from_bytes(data)
+
     def __repr__(self) -> str:
         return (
             f"TokenizerInfo(vocab_size={self.vocab_size}, vocab_type={self.vocab_type.name}, "

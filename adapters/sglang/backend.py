@@ -202,6 +202,10 @@ class XG2GrammarBackend(BaseGrammarBackend):
             also bounds the JSON formats of structural tags.
         settings: the operator's ``XG2_*`` settings (compile timeout, leniency, statistics
             log interval); None reads them from the environment.
+
+    Compiled grammars persist across restarts and data-parallel workers when ``XG2_CACHE_DIR``
+    names a directory (xg2_plugin/disk_cache.py): SGLang has no persistent grammar cache of its
+    own, so every compiler of this backend reads and writes that directory.
     """
 
     def __init__(

@@ -246,11 +246,15 @@ class XG2Backend(StructuredOutputBackend):
         self._disable_any_whitespace = bool(so_config.disable_any_whitespace)
         self.settings = AdapterSettings.from_env()
         self.tokenizer_info = tokenizer_info_from_vllm(self.tokenizer, self.vocab_size)
+        # Persistent compile cache: --additional-config '{"xg2_cache_dir": DIR}', else $XG2_CACHE_DIR.
+        additional = self.vllm_config.additional_config
+        cache_dir = additional.get("xg2_cache_dir") if isinstance(additional, dict) else None
         self.compiler = GrammarCompiler(
             self.tokenizer_info,
             max_threads=1,
             cache_limit_bytes=_CACHE_LIMIT_BYTES,
             limits=CompileLimits(timeout_s=self.settings.compile_timeout_s),
+            cache_dir=cache_dir,
         )
         self._schemas = LenientSchemas(self.settings.lenient, logger)
         GRAMMAR_STATS.watch_compiler(self.compiler)

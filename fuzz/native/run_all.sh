@@ -12,7 +12,7 @@ set -uo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 BUILD_DIR="$(cd "$1" && pwd)"
 SECONDS_EACH=${2:-20}
-TARGETS=(fuzz_ebnf fuzz_regex fuzz_json_schema fuzz_structural_tag fuzz_matcher)
+TARGETS=(fuzz_ebnf fuzz_regex fuzz_json_schema fuzz_structural_tag fuzz_matcher fuzz_serialization)
 declare -A DICTIONARY=([fuzz_ebnf]=ebnf.dict [fuzz_regex]=regex.dict [fuzz_json_schema]=json.dict
                        [fuzz_structural_tag]=json.dict)
 status=0

@@ -290,6 +290,12 @@ class GrammarMaskCache {
   // Nanoseconds spent building entries (classifying, refining or looking up the pool).
   int64_t build_nanoseconds() const { return build_ns_.load(); }
   size_t MemoryBytes() const;
+  // Serialization (matcher/mask_cache_transfer.cc): the classifications built so far, by
+  // ascending node; and installing one in a cache (a deserialized grammar's), which the
+  // caller has checked against this cache's FSM and vocabulary. Import keeps an entry that
+  // is already built, so a racing matcher's build is never replaced.
+  std::vector<std::pair<NodeId, std::shared_ptr<const TokenClassification>>> ExportBuilt() const;
+  void ImportBuilt(NodeId node, std::shared_ptr<const TokenClassification> entry);
 
  private:
   const TokenClassification& Build(NodeId node);

@@ -156,6 +156,22 @@ def test_json_schema_walk_padding_and_every_eos(backend: Any, llama_tokenizer: A
     assert not grammar.is_terminated()
 
 
+def test_restarted_backend_reads_grammars_from_the_cache_dir(
+    make_backend: Any, llama_tokenizer: Any, tmp_path: Path, monkeypatch: Any  # noqa: F811
+) -> None:
+    monkeypatch.setenv("XG2_CACHE_DIR", str(tmp_path))
+    key = ("json", json.dumps(SCHEMA))
+    tokens = llama_tokenizer.encode('{"name": "bob", "age": 7}', add_special_tokens=False)
+    first = make_backend(llama_tokenizer, LLAMA_VOCAB, set(LLAMA3_EOS_IDS))
+    written = walk(get_grammar(first, key), tokens, LLAMA_VOCAB)
+    assert first.compiler.disk_cache.stats["writes"] == 1
+    restarted = make_backend(llama_tokenizer, LLAMA_VOCAB, set(LLAMA3_EOS_IDS))
+    read_back = walk(get_grammar(restarted, key), tokens, LLAMA_VOCAB)
+    assert restarted.compiler.disk_cache.stats["hits"] == 1
+    assert restarted.compiler.disk_cache.stats["misses"] == 0
+    assert torch.equal(read_back, written)
+
+
 def test_rejected_token_raises_value_error(backend: Any, llama_tokenizer: Any) -> None:  # noqa: F811
     grammar = get_grammar(backend, ("regex", "[0-9]+"))
     with pytest.raises(ValueError, match="not allowed"):
