@@ -81,13 +81,10 @@ void RefineHopcroft(const FlatDfa& dfa, int32_t num_initial, std::vector<int32_t
 // canonical, so the result does not depend on which one ran.
 constexpr size_t kMaxMooreNodes = 32;
 
-}  // namespace
-
-Dfa Minimize(const FlatDfa& dfa, MinimizeScratch* scratch) {
-  MinimizeScratch own;
-  MinimizeScratch& m = scratch ? *scratch : own;
+// Marks in scratch->live the states that can reach acceptance (predecessors in CSR form).
+void MarkLiveStates(const FlatDfa& dfa, MinimizeScratch* scratch) {
+  MinimizeScratch& m = *scratch;
   const size_t n = static_cast<size_t>(dfa.size());
-  // Live states: those that can reach acceptance. Predecessors in CSR form.
   std::vector<int32_t>& reverse_begin = m.reverse_begin;
   std::vector<int32_t>& reverse = m.reverse;
   reverse_begin.assign(n + 1, 0);
@@ -103,8 +100,14 @@ Dfa Minimize(const FlatDfa& dfa, MinimizeScratch* scratch) {
   std::vector<uint8_t>& live = m.live;
   live.assign(dfa.accepting.begin(), dfa.accepting.end());
   MarkCoReachable(reverse_begin, reverse, &live, &m.stack);
+}
 
-  // Initial partition: acceptance and the counter roles, which merging must preserve.
+// The initial partition of the live states into scratch->cls (-1 for dead ones): acceptance and
+// the counter roles, which merging must preserve. Returns the number of classes.
+int32_t InitialPartition(const FlatDfa& dfa, MinimizeScratch* scratch) {
+  MinimizeScratch& m = *scratch;
+  const size_t n = static_cast<size_t>(dfa.size());
+  const std::vector<uint8_t>& live = m.live;
   std::vector<int32_t>& cls = m.cls;
   cls.assign(n, -1);
   auto& initial = m.initial;
@@ -119,76 +122,85 @@ Dfa Minimize(const FlatDfa& dfa, MinimizeScratch* scratch) {
     }
     cls[i] = it->second;
   }
-  if (n <= kMaxMooreNodes) {
-    // Each round gives every live state a signature (its class, then its edges' labels and
-    // target classes) and numbers the distinct signatures. Signatures live in one flat
-    // buffer and are grouped by sorting (hash first, then the words), so a round allocates
-    // nothing: the rounds of a long chain of look-alike states stay cheap.
-    std::vector<int64_t>& words = m.words;
-    std::vector<uint32_t>& begin = m.begin;
-    std::vector<uint64_t>& hash = m.hash;
-    std::vector<int32_t>& order = m.order;
-    std::vector<int32_t>& next = m.next;
-    begin.assign(n + 1, 0);
-    hash.assign(n, 0);
-    next.assign(n, -1);
-    size_t num_classes = 0;
-    for (;;) {
-      words.clear();
-      order.clear();
-      for (size_t i = 0; i < n; ++i) {
-        begin[i] = static_cast<uint32_t>(words.size());
-        if (cls[i] < 0) continue;
-        words.push_back(cls[i]);
-        // Neighbouring ranges into one class are one word, so that a state whose range was
-        // cut in two (by a distinction later merged away) still matches its equivalents.
-        size_t first_byte_word = words.size();
-        for (const auto& e : dfa.BytesOf(static_cast<int32_t>(i))) {
-          if (cls[e.target] < 0) continue;
-          const int64_t target = static_cast<uint32_t>(cls[e.target]);
-          if (words.size() > first_byte_word && (words.back() & 0xFFFFFFFF) == target &&
-              ((words.back() >> 32) & 0xFF) + 1 == e.lo) {
-            words.back() = (words.back() & ~(int64_t{0xFF} << 32)) | (static_cast<int64_t>(e.hi) << 32);
-            continue;
-          }
-          words.push_back((static_cast<int64_t>(e.lo) << 40) | (static_cast<int64_t>(e.hi) << 32) | target);
-        }
-        words.push_back(-7);
-        for (const auto& e : dfa.RulesOf(static_cast<int32_t>(i))) {
-          if (cls[e.target] < 0) continue;
-          words.push_back((static_cast<int64_t>(e.rule) << 32) | static_cast<uint32_t>(cls[e.target]));
-        }
-        uint64_t h = 0x9E3779B97F4A7C15ull;
-        for (size_t w = begin[i]; w < words.size(); ++w) {
-          h = (h ^ static_cast<uint64_t>(words[w])) * 0xFF51AFD7ED558CCDull;
-          h ^= h >> 29;
-        }
-        hash[i] = h;
-        order.push_back(static_cast<int32_t>(i));
-      }
-      begin[n] = static_cast<uint32_t>(words.size());
-      auto end_of = [&](int32_t i) { return words.begin() + begin[i + 1]; };
-      auto less = [&](int32_t a, int32_t b) {
-        if (hash[a] != hash[b]) return hash[a] < hash[b];
-        return std::lexicographical_compare(words.begin() + begin[a], end_of(a), words.begin() + begin[b],
-                                            end_of(b));
-      };
-      std::sort(order.begin(), order.end(), less);
-      int32_t classes = 0;
-      for (size_t k = 0; k < order.size(); ++k) {
-        if (k > 0 && less(order[k - 1], order[k])) ++classes;
-        next[order[k]] = classes;
-      }
-      if (!order.empty()) ++classes;
-      for (size_t i = 0; i < n; ++i) cls[i] = cls[i] < 0 ? -1 : next[i];
-      if (static_cast<size_t>(classes) == num_classes) break;
-      num_classes = classes;
-    }
-  } else {
-    RefineHopcroft(dfa, static_cast<int32_t>(initial.size()), &cls, &m);
-  }
+  return static_cast<int32_t>(initial.size());
+}
 
-  // Renumber classes in BFS order from the start so the result is canonical.
+// Refines scratch->cls to the coarsest stable partition by Moore's rounds.
+void RefineMoore(const FlatDfa& dfa, MinimizeScratch* scratch) {
+  MinimizeScratch& m = *scratch;
+  const size_t n = static_cast<size_t>(dfa.size());
+  std::vector<int32_t>& cls = m.cls;
+  // Each round gives every live state a signature (its class, then its edges' labels and
+  // target classes) and numbers the distinct signatures. Signatures live in one flat
+  // buffer and are grouped by sorting (hash first, then the words), so a round allocates
+  // nothing: the rounds of a long chain of look-alike states stay cheap.
+  std::vector<int64_t>& words = m.words;
+  std::vector<uint32_t>& begin = m.begin;
+  std::vector<uint64_t>& hash = m.hash;
+  std::vector<int32_t>& order = m.order;
+  std::vector<int32_t>& next = m.next;
+  begin.assign(n + 1, 0);
+  hash.assign(n, 0);
+  next.assign(n, -1);
+  size_t num_classes = 0;
+  for (;;) {
+    words.clear();
+    order.clear();
+    for (size_t i = 0; i < n; ++i) {
+      begin[i] = static_cast<uint32_t>(words.size());
+      if (cls[i] < 0) continue;
+      words.push_back(cls[i]);
+      // Neighbouring ranges into one class are one word, so that a state whose range was
+      // cut in two (by a distinction later merged away) still matches its equivalents.
+      size_t first_byte_word = words.size();
+      for (const auto& e : dfa.BytesOf(static_cast<int32_t>(i))) {
+        if (cls[e.target] < 0) continue;
+        const int64_t target = static_cast<uint32_t>(cls[e.target]);
+        if (words.size() > first_byte_word && (words.back() & 0xFFFFFFFF) == target &&
+            ((words.back() >> 32) & 0xFF) + 1 == e.lo) {
+          words.back() = (words.back() & ~(int64_t{0xFF} << 32)) | (static_cast<int64_t>(e.hi) << 32);
+          continue;
+        }
+        words.push_back((static_cast<int64_t>(e.lo) << 40) | (static_cast<int64_t>(e.hi) << 32) | target);
+      }
+      words.push_back(-7);
+      for (const auto& e : dfa.RulesOf(static_cast<int32_t>(i))) {
+        if (cls[e.target] < 0) continue;
+        words.push_back((static_cast<int64_t>(e.rule) << 32) | static_cast<uint32_t>(cls[e.target]));
+      }
+      uint64_t h = 0x9E3779B97F4A7C15ull;
+      for (size_t w = begin[i]; w < words.size(); ++w) {
+        h = (h ^ static_cast<uint64_t>(words[w])) * 0xFF51AFD7ED558CCDull;
+        h ^= h >> 29;
+      }
+      hash[i] = h;
+      order.push_back(static_cast<int32_t>(i));
+    }
+    begin[n] = static_cast<uint32_t>(words.size());
+    auto end_of = [&](int32_t i) { return words.begin() + begin[i + 1]; };
+    auto less = [&](int32_t a, int32_t b) {
+      if (hash[a] != hash[b]) return hash[a] < hash[b];
+      return std::lexicographical_compare(words.begin() + begin[a], end_of(a), words.begin() + begin[b],
+                                          end_of(b));
+    };
+    std::sort(order.begin(), order.end(), less);
+    int32_t classes = 0;
+    for (size_t k = 0; k < order.size(); ++k) {
+      if (k > 0 && less(order[k - 1], order[k])) ++classes;
+      next[order[k]] = classes;
+    }
+    if (!order.empty()) ++classes;
+    for (size_t i = 0; i < n; ++i) cls[i] = cls[i] < 0 ? -1 : next[i];
+    if (static_cast<size_t>(classes) == num_classes) break;
+    num_classes = classes;
+  }
+}
+
+// The quotient of `dfa` by the classes in scratch->cls, renumbered in BFS order from the start so
+// the result is canonical.
+Dfa CanonicalQuotient(const FlatDfa& dfa, MinimizeScratch* scratch) {
+  MinimizeScratch& m = *scratch;
+  const std::vector<int32_t>& cls = m.cls;
   Dfa out;
   if (cls[0] < 0) return EmptyLanguageDfa();  // the rule's language is empty
   int32_t num_classes = 0;
@@ -254,6 +266,21 @@ Dfa Minimize(const FlatDfa& dfa, MinimizeScratch* scratch) {
                                       : CountedLoop{-1, -1, loop.limit});
   }
   return out;
+}
+
+}  // namespace
+
+Dfa Minimize(const FlatDfa& dfa, MinimizeScratch* scratch) {
+  MinimizeScratch own;
+  MinimizeScratch& m = scratch ? *scratch : own;
+  MarkLiveStates(dfa, &m);
+  const int32_t num_initial = InitialPartition(dfa, &m);
+  if (static_cast<size_t>(dfa.size()) <= kMaxMooreNodes) {
+    RefineMoore(dfa, &m);
+  } else {
+    RefineHopcroft(dfa, num_initial, &m.cls, &m);
+  }
+  return CanonicalQuotient(dfa, &m);
 }
 
 }  // namespace fsm_build

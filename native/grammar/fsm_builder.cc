@@ -78,78 +78,106 @@ ExprId InlineRuleRefs(const GrammarAst& source, ExprId expr, GrammarAst* target,
   return target->AddNode(std::move(node));
 }
 
-}  // namespace
-
-GrammarFsm BuildGrammarFsm(const GrammarAst& ast, const FsmBuildLimits& limits) {
-  GrammarFsm fsm;
-  const int32_t num_ast_rules = static_cast<int32_t>(ast.rules.size());
-  if (ast.root_rule < 0 || ast.root_rule >= num_ast_rules) {
-    throw GrammarSyntaxError("grammar has no root rule");
-  }
-  fsm.root_rule = ast.root_rule;
-  int64_t budget = limits.max_nodes;
-  LoweringContext ctx(ast, limits);
-  ScratchLease lease;
-  BuildScratch& scratch = *lease.get();
-  ctx.set_scratch(&scratch);
+// The rule DFAs the grammar's own rules and the synthetic rules lowering creates (lifted
+// repetitions and repetition bodies, split parts); lowering one synthetic rule may add more.
+struct RuleDfas {
   std::vector<Dfa> dfas;
   std::vector<std::string> names;
+};
+
+RuleDfas BuildRuleDfas(const GrammarAst& ast, LoweringContext* ctx, int64_t* budget, BuildScratch* scratch) {
+  RuleDfas out;
   BodyKeyWriter body_keys(ast);
   for (const RuleDef& rule : ast.rules) {
     ThrowIfCancelled();  // a rule found in the shared DFA table builds no node (no check there)
-    dfas.push_back(ast.node(rule.body).kind == ExprKind::kTagDispatch
-                       ? BuildTagDispatchDfa(ast, rule, &budget)
-                       : BuildRuleDfaShared(ast, rule.body, &budget, &ctx, rule.name, &scratch, &body_keys));
-    names.push_back(rule.name);
+    out.dfas.push_back(ast.node(rule.body).kind == ExprKind::kTagDispatch
+                           ? BuildTagDispatchDfa(ast, rule, budget)
+                           : BuildRuleDfaShared(ast, rule.body, budget, ctx, rule.name, scratch, &body_keys));
+    out.names.push_back(rule.name);
   }
-  // Synthetic rules (lifted repetitions and repetition bodies); lowering one may add more.
-  for (size_t s = 0; s < ctx.synthetic().size(); ++s) {
-    const LoweringContext::Synthetic synthetic = ctx.synthetic()[s];
-    dfas.push_back(BuildRuleDfa(ast, synthetic.body, &budget, &ctx, synthetic.exempt, synthetic.name, &scratch));
-    names.push_back(synthetic.name);
+  for (size_t s = 0; s < ctx->synthetic().size(); ++s) {
+    const LoweringContext::Synthetic synthetic = ctx->synthetic()[s];
+    out.dfas.push_back(BuildRuleDfa(ast, synthetic.body, budget, ctx, synthetic.exempt, synthetic.name, scratch));
+    out.names.push_back(synthetic.name);
   }
-  {
-    std::vector<uint8_t> excluded(dfas.size(), 0);
-    for (int32_t r = 0; r < num_ast_rules; ++r) {
-      excluded[r] = ast.rules[r].lookahead >= 0 || ast.node(ast.rules[r].body).kind == ExprKind::kTagDispatch;
-    }
-    MergeRightLinearGroups(&dfas, excluded, ast.root_rule, &budget, &scratch);
+  return out;
+}
+
+// Right-linear merging over every rule but those with a lookahead or a TagDispatch body.
+void MergeRightLinearRules(const GrammarAst& ast, std::vector<Dfa>* dfas, int64_t* budget, BuildScratch* scratch) {
+  std::vector<uint8_t> excluded(dfas->size(), 0);
+  for (size_t r = 0; r < ast.rules.size(); ++r) {
+    excluded[r] = ast.rules[r].lookahead >= 0 || ast.node(ast.rules[r].body).kind == ExprKind::kTagDispatch;
   }
-  const int32_t num_rules = static_cast<int32_t>(dfas.size());
-  // Lookahead DFAs: rule references inside an assertion are inlined (the assertion must be
-  // regular), then lowered like a rule body.
-  std::vector<int32_t> lookahead_dfa(num_rules, -1);
-  std::vector<Dfa> lookahead_dfas;
+  MergeRightLinearGroups(dfas, excluded, ast.root_rule, budget, scratch);
+}
+
+// Lookahead DFAs: rule references inside an assertion are inlined (the assertion must be
+// regular), then lowered like a rule body. dfa_of_rule[r] indexes `dfas`, or is -1 for a
+// rule without an assertion (or with one that matches the empty string: always true).
+struct LookaheadDfas {
+  std::vector<int32_t> dfa_of_rule;
+  std::vector<Dfa> dfas;
+};
+
+LookaheadDfas BuildLookaheadDfas(const GrammarAst& ast, int32_t num_rules, int64_t* budget, BuildScratch* scratch) {
+  LookaheadDfas out;
+  out.dfa_of_rule.assign(num_rules, -1);
   GrammarAst inlined;  // the assertions' expressions only
-  for (int32_t r = 0; r < num_ast_rules; ++r) {
+  for (int32_t r = 0; r < static_cast<int32_t>(ast.rules.size()); ++r) {
     if (ast.rules[r].lookahead < 0) continue;
     ExprId body = InlineRuleRefs(ast, ast.rules[r].lookahead, &inlined, ast.rules[r].name, 0);
     // Guards step byte-only DFAs without counters: assertions are never compressed, nor
     // split into rules.
     Dfa dfa;
     try {
-      dfa = BuildRuleDfa(inlined, body, &budget, nullptr, -1, ast.rules[r].name, &scratch);
+      dfa = BuildRuleDfa(inlined, body, budget, nullptr, -1, ast.rules[r].name, scratch);
     } catch (const DeterminisationExplosion&) {
       throw ResourceLimitError("rule '" + ast.rules[r].name +
                                "': the DFA of its lookahead assertion exceeds the determinisation limits "
                                "(states, or the memory of their NFA node sets)");
     }
     if (dfa.nodes[0].accepting) continue;  // matches the empty string: always true
-    lookahead_dfa[r] = static_cast<int32_t>(lookahead_dfas.size());
-    lookahead_dfas.push_back(std::move(dfa));
+    out.dfa_of_rule[r] = static_cast<int32_t>(out.dfas.size());
+    out.dfas.push_back(std::move(dfa));
+  }
+  return out;
+}
+
+// Writes the rule DFAs, then the lookahead DFAs, into fsm's global node space and CSR tables
+// (rule_names, rule_start, rule_first_node, node_*, the edges, counted loops, rule_lookahead).
+class FsmFlattener {
+ public:
+  explicit FsmFlattener(GrammarFsm* fsm) : fsm_(*fsm) {}
+
+  void Flatten(const RuleDfas& rules, const LookaheadDfas& lookaheads) {
+    const int32_t num_rules = static_cast<int32_t>(rules.dfas.size());
+    fsm_.rule_first_node.push_back(0);
+    for (int32_t r = 0; r < num_rules; ++r) {
+      ThrowIfCancelled();
+      fsm_.rule_names.push_back(rules.names[r]);
+      NodeId base = fsm_.rule_first_node.back();
+      fsm_.rule_start.push_back(base);
+      fsm_.rule_first_node.push_back(base + static_cast<NodeId>(rules.dfas[r].nodes.size()));
+    }
+    Reserve(rules.dfas, lookaheads.dfas);
+    for (int32_t r = 0; r < num_rules; ++r) Append(rules.dfas[r], r);
+    fsm_.rule_lookahead.assign(num_rules, -1);
+    for (size_t r = 0; r < lookaheads.dfa_of_rule.size(); ++r) {
+      if (lookaheads.dfa_of_rule[r] >= 0) {
+        fsm_.rule_lookahead[r] = Append(lookaheads.dfas[lookaheads.dfa_of_rule[r]], -1);
+        fsm_.has_lookahead = true;
+      }
+    }
+    if (!fsm_.counted_loops.empty()) {
+      fsm_.node_loop = std::move(node_loop_);
+      fsm_.node_gate_loop = std::move(node_gate_loop_);
+    }
   }
 
-  // Flatten into the global node space.
-  fsm.rule_first_node.push_back(0);
-  for (int32_t r = 0; r < num_rules; ++r) {
-    ThrowIfCancelled();
-    fsm.rule_names.push_back(names[r]);
-    NodeId base = fsm.rule_first_node.back();
-    fsm.rule_start.push_back(base);
-    fsm.rule_first_node.push_back(base + static_cast<NodeId>(dfas[r].nodes.size()));
-  }
-  {
-    // Sized once: append_dfa below fills the tables rule by rule through cursors.
+ private:
+  // Sized once: Append fills the tables rule by rule through cursors.
+  void Reserve(const std::vector<Dfa>& dfas, const std::vector<Dfa>& lookahead_dfas) {
     size_t nodes = 0, byte_edges = 0, rule_edges = 0;
     auto count = [&](const Dfa& dfa) {
       nodes += dfa.nodes.size();
@@ -160,61 +188,59 @@ GrammarFsm BuildGrammarFsm(const GrammarAst& ast, const FsmBuildLimits& limits) 
     };
     for (const Dfa& dfa : dfas) count(dfa);
     for (const Dfa& dfa : lookahead_dfas) count(dfa);
-    fsm.node_rule.resize(nodes);
-    fsm.node_accepting.resize(nodes);
-    fsm.byte_edge_begin.resize(nodes + 1);
-    fsm.rule_edge_begin.resize(nodes + 1);
-    fsm.byte_edges.resize(byte_edges);
-    fsm.rule_edges.resize(rule_edges);
+    fsm_.node_rule.resize(nodes);
+    fsm_.node_accepting.resize(nodes);
+    fsm_.byte_edge_begin.resize(nodes + 1);
+    fsm_.rule_edge_begin.resize(nodes + 1);
+    fsm_.byte_edges.resize(byte_edges);
+    fsm_.rule_edges.resize(rule_edges);
+    fsm_.byte_edge_begin[0] = 0;
+    fsm_.rule_edge_begin[0] = 0;
+    node_loop_.assign(nodes, -1);
+    node_gate_loop_.assign(nodes, -1);
   }
-  fsm.byte_edge_begin[0] = 0;
-  fsm.rule_edge_begin[0] = 0;
-  std::vector<int32_t> node_loop(fsm.node_rule.size(), -1), node_gate_loop(fsm.node_rule.size(), -1);
-  NodeId next_node = 0;
-  int32_t next_byte_edge = 0, next_rule_edge = 0;
-  auto append_dfa = [&](const Dfa& dfa, RuleId owner) {
-    const NodeId base = next_node;
-    const int32_t loop_base = static_cast<int32_t>(fsm.counted_loops.size());
+
+  // Appends `dfa` as the nodes of rule `owner` (-1: a lookahead); returns its first node.
+  NodeId Append(const Dfa& dfa, RuleId owner) {
+    const NodeId base = next_node_;
+    const int32_t loop_base = static_cast<int32_t>(fsm_.counted_loops.size());
     for (const CountedLoop& loop : dfa.loops) {
-      fsm.counted_loops.push_back(loop.head < 0 ? loop : CountedLoop{base + loop.head, base + loop.gate, loop.limit});
+      fsm_.counted_loops.push_back(loop.head < 0 ? loop : CountedLoop{base + loop.head, base + loop.gate, loop.limit});
     }
     for (int32_t i = 0; i < dfa.size(); ++i) {
       const Dfa::Node& node = dfa.nodes[i];
       const NodeId global = base + i;
-      if (node.loop >= 0) node_loop[global] = loop_base + node.loop;
-      if (node.gate_loop >= 0) node_gate_loop[global] = loop_base + node.gate_loop;
-      fsm.node_rule[global] = owner;
-      fsm.node_accepting[global] = node.accepting;
-      for (const ByteEdge& e : dfa.BytesOf(i)) fsm.byte_edges[next_byte_edge++] = {e.lo, e.hi, base + e.target};
+      if (node.loop >= 0) node_loop_[global] = loop_base + node.loop;
+      if (node.gate_loop >= 0) node_gate_loop_[global] = loop_base + node.gate_loop;
+      fsm_.node_rule[global] = owner;
+      fsm_.node_accepting[global] = node.accepting;
+      for (const ByteEdge& e : dfa.BytesOf(i)) fsm_.byte_edges[next_byte_edge_++] = {e.lo, e.hi, base + e.target};
       for (const RuleEdge& e : dfa.RulesOf(i)) {
         // Every pass must keep rule ids valid; the parser indexes rule tables with them.
-        if (e.rule < 0 || e.rule >= static_cast<RuleId>(fsm.rule_start.size())) {
-          throw GrammarSyntaxError("internal error: a rule edge names rule " + std::to_string(e.rule) +
-                                   " of " + std::to_string(fsm.rule_start.size()));
+        if (e.rule < 0 || e.rule >= static_cast<RuleId>(fsm_.rule_start.size())) {
+          throw GrammarSyntaxError("internal error: a rule edge names rule " + std::to_string(e.rule) + " of " +
+                                   std::to_string(fsm_.rule_start.size()));
         }
-        fsm.rule_edges[next_rule_edge++] = {e.rule, base + e.target};
+        fsm_.rule_edges[next_rule_edge_++] = {e.rule, base + e.target};
       }
-      fsm.byte_edge_begin[global + 1] = next_byte_edge;
-      fsm.rule_edge_begin[global + 1] = next_rule_edge;
+      fsm_.byte_edge_begin[global + 1] = next_byte_edge_;
+      fsm_.rule_edge_begin[global + 1] = next_rule_edge_;
     }
-    next_node += dfa.size();
+    next_node_ += dfa.size();
     return base;
-  };
-  for (int32_t r = 0; r < num_rules; ++r) append_dfa(dfas[r], r);
-  fsm.rule_lookahead.assign(num_rules, -1);
-  for (int32_t r = 0; r < num_ast_rules; ++r) {
-    if (lookahead_dfa[r] >= 0) {
-      fsm.rule_lookahead[r] = append_dfa(lookahead_dfas[lookahead_dfa[r]], -1);
-      fsm.has_lookahead = true;
-    }
-  }
-  if (!fsm.counted_loops.empty()) {
-    fsm.node_loop = std::move(node_loop);
-    fsm.node_gate_loop = std::move(node_gate_loop);
   }
 
-  // Nullability: a rule is nullable iff an accepting node is reachable from its start
-  // through rule edges of nullable rules only. Iterate to a fixpoint.
+  GrammarFsm& fsm_;
+  std::vector<int32_t> node_loop_, node_gate_loop_;
+  NodeId next_node_ = 0;
+  int32_t next_byte_edge_ = 0, next_rule_edge_ = 0;
+};
+
+// Nullability: a rule is nullable iff an accepting node is reachable from its start
+// through rule edges of nullable rules only. Iterate to a fixpoint.
+void ComputeRuleNullable(GrammarFsm* fsm_out) {
+  GrammarFsm& fsm = *fsm_out;
+  const int32_t num_rules = fsm.num_rules();
   fsm.rule_nullable.assign(num_rules, 0);
   std::vector<NodeId> stack;
   std::vector<uint8_t> seen;
@@ -244,16 +270,25 @@ GrammarFsm BuildGrammarFsm(const GrammarAst& ast, const FsmBuildLimits& limits) 
       }
     }
   }
-  for (int32_t r = 0; r < num_rules; ++r) {
+}
+
+// A lookahead on a nullable rule is refused (grammar_fsm.h).
+void CheckLookaheadsNotNullable(const GrammarFsm& fsm) {
+  for (int32_t r = 0; r < fsm.num_rules(); ++r) {
     if (fsm.rule_lookahead[r] >= 0 && fsm.rule_nullable[r]) {
       throw GrammarSyntaxError("rule '" + fsm.rule_names[r] +
                                "': a lookahead assertion on a rule that can match the empty "
                                "string is not supported");
     }
   }
+}
+
+// Token budgets (grammar_fsm.h): rule_max_tokens, for rules whose DFA calls no other rule.
+void ApplyTokenBudgets(const GrammarAst& ast, GrammarFsm* fsm_out) {
+  GrammarFsm& fsm = *fsm_out;
   for (RuleId r = 0; r < static_cast<RuleId>(ast.rules.size()); ++r) {
     if (ast.rules[r].max_tokens < 0) continue;
-    if (fsm.rule_max_tokens.empty()) fsm.rule_max_tokens.assign(num_rules, -1);
+    if (fsm.rule_max_tokens.empty()) fsm.rule_max_tokens.assign(fsm.num_rules(), -1);
     fsm.rule_max_tokens[r] = ast.rules[r].max_tokens;
     for (NodeId n = fsm.rule_first_node[r]; n < fsm.rule_first_node[r + 1]; ++n) {
       if (fsm.rule_edge_begin[n] != fsm.rule_edge_begin[n + 1]) {
@@ -262,6 +297,30 @@ GrammarFsm BuildGrammarFsm(const GrammarAst& ast, const FsmBuildLimits& limits) 
       }
     }
   }
+}
+
+}  // namespace
+
+GrammarFsm BuildGrammarFsm(const GrammarAst& ast, const FsmBuildLimits& limits) {
+  GrammarFsm fsm;
+  const int32_t num_ast_rules = static_cast<int32_t>(ast.rules.size());
+  if (ast.root_rule < 0 || ast.root_rule >= num_ast_rules) {
+    throw GrammarSyntaxError("grammar has no root rule");
+  }
+  fsm.root_rule = ast.root_rule;
+  int64_t budget = limits.max_nodes;
+  LoweringContext ctx(ast, limits);
+  ScratchLease lease;
+  BuildScratch& scratch = *lease.get();
+  ctx.set_scratch(&scratch);
+  RuleDfas rules = BuildRuleDfas(ast, &ctx, &budget, &scratch);
+  MergeRightLinearRules(ast, &rules.dfas, &budget, &scratch);
+  const LookaheadDfas lookaheads =
+      BuildLookaheadDfas(ast, static_cast<int32_t>(rules.dfas.size()), &budget, &scratch);
+  FsmFlattener(&fsm).Flatten(rules, lookaheads);
+  ComputeRuleNullable(&fsm);
+  CheckLookaheadsNotNullable(fsm);
+  ApplyTokenBudgets(ast, &fsm);
   fsm.token_sets = ast.token_sets;
   IndexTokenSetEdges(&fsm);
   return fsm;
