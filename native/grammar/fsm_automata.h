@@ -207,6 +207,12 @@ inline int64_t DeterminisationCap(int64_t nfa_nodes) {
   return std::max(kMinCap, kStatesPerNfaNode * nfa_nodes);
 }
 
+// Throw InternalError naming `stage` when the automaton breaks the invariants in the file
+// comment (rule ids are also checked against `num_rules` when it is >= 0). Called through
+// XG2_DCHECK_INVARIANTS (support/dcheck.h): debug and sanitizer builds only.
+void CheckRuleDfaInvariants(const Dfa& dfa, int32_t num_rules, const char* stage);
+void CheckFlatDfaInvariants(const FlatDfa& dfa, const char* stage);
+
 }  // namespace fsm_build
 }  // namespace xg2
 

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "grammar/fsm_automata.h"
+#include "grammar/fsm_invariants.h"
 #include "grammar/grammar_fsm.h"
 #include "grammar/lowering_context.h"
 #include "grammar/right_linear_merge.h"
@@ -30,6 +31,7 @@
 #include "grammar/shared_rule_dfas.h"
 #include "grammar/tag_dispatch.h"
 #include "support/cancellation.h"
+#include "support/dcheck.h"
 #include "support/error.h"
 
 namespace xg2 {
@@ -55,6 +57,7 @@ Dfa BuildTagDispatchDfa(const GrammarAst& ast, const RuleDef& rule, int64_t* bud
     for (const ByteEdge& e : node.byte_edges) dfa.AddByteEdge(e);
     for (const RuleEdge& e : node.rule_edges) dfa.AddRuleEdge(e);
   }
+  XG2_DCHECK_INVARIANTS(fsm_build::CheckRuleDfaInvariants(dfa, -1, "the TagDispatch lowering"));
   return dfa;
 }
 
@@ -101,6 +104,11 @@ RuleDfas BuildRuleDfas(const GrammarAst& ast, LoweringContext* ctx, int64_t* bud
     out.names.push_back(synthetic.name);
   }
   return out;
+}
+
+// The rule DFAs' invariants once the number of rules is known (support/dcheck.h).
+[[maybe_unused]] void CheckRuleDfas(const std::vector<Dfa>& dfas, const char* stage) {
+  for (const Dfa& dfa : dfas) fsm_build::CheckRuleDfaInvariants(dfa, static_cast<int32_t>(dfas.size()), stage);
 }
 
 // Right-linear merging over every rule but those with a lookahead or a TagDispatch body.
@@ -308,13 +316,16 @@ GrammarFsm BuildGrammarFsm(const GrammarAst& ast, const FsmBuildLimits& limits) 
     throw GrammarSyntaxError("grammar has no root rule");
   }
   fsm.root_rule = ast.root_rule;
+  XG2_DCHECK_INVARIANTS(CheckGrammarAstInvariants(ast, "the grammar passes (the FSM builder's input)"));
   int64_t budget = limits.max_nodes;
   LoweringContext ctx(ast, limits);
   ScratchLease lease;
   BuildScratch& scratch = *lease.get();
   ctx.set_scratch(&scratch);
   RuleDfas rules = BuildRuleDfas(ast, &ctx, &budget, &scratch);
+  XG2_DCHECK_INVARIANTS(CheckRuleDfas(rules.dfas, "the rule DFAs"));
   MergeRightLinearRules(ast, &rules.dfas, &budget, &scratch);
+  XG2_DCHECK_INVARIANTS(CheckRuleDfas(rules.dfas, "right-linear merging"));
   const LookaheadDfas lookaheads =
       BuildLookaheadDfas(ast, static_cast<int32_t>(rules.dfas.size()), &budget, &scratch);
   FsmFlattener(&fsm).Flatten(rules, lookaheads);
@@ -323,6 +334,7 @@ GrammarFsm BuildGrammarFsm(const GrammarAst& ast, const FsmBuildLimits& limits) 
   ApplyTokenBudgets(ast, &fsm);
   fsm.token_sets = ast.token_sets;
   IndexTokenSetEdges(&fsm);
+  XG2_DCHECK_INVARIANTS(CheckGrammarFsmInvariants(fsm, "BuildGrammarFsm"));
   return fsm;
 }
 

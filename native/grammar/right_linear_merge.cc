@@ -7,6 +7,7 @@
 #include <string>
 
 #include "grammar/shared_rule_dfas.h"
+#include "support/dcheck.h"
 
 namespace xg2 {
 namespace fsm_build {
@@ -153,6 +154,7 @@ void MergeRightLinearGroups(std::vector<Dfa>* dfas, const std::vector<uint8_t>& 
     if ((*dfas)[r].rule_edges.empty()) continue;
     Dfa dfa = MergedRightLinearDfa(*dfas, static_cast<RuleId>(r), entry, *budget, &offset, scratch);
     if (dfa.nodes.empty()) continue;
+    XG2_DCHECK_INVARIANTS(CheckRuleDfaInvariants(dfa, static_cast<int32_t>(n), "right-linear merging"));
     *budget -= static_cast<int64_t>(dfa.nodes.size());
     merged.emplace_back(static_cast<RuleId>(r), std::move(dfa));
   }

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "grammar/nfa_builder.h"
+#include "support/dcheck.h"
 
 namespace xg2 {
 namespace fsm_build {
@@ -34,6 +35,7 @@ Dfa BuildRuleDfa(const GrammarAst& ast, ExprId body, int64_t* budget, LoweringCo
                                                 DeterminisationCap(nfa.num_nodes));
       if (!determinised) throw DeterminisationExplosion{body};
       Dfa dfa = Minimize(*determinised, &s.minimize);
+      XG2_DCHECK_INVARIANTS(CheckRuleDfaInvariants(dfa, -1, "minimisation"));
       *budget += static_cast<int64_t>(nfa.num_nodes);  // the NFA is freed; only DFA nodes stay
       if (report) {
         report->nfa_nodes = nfa.num_nodes;

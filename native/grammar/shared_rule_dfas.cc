@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "support/dcheck.h"
 #include "support/error.h"
 
 namespace xg2 {
@@ -132,6 +133,7 @@ Dfa BuildRuleDfaShared(const GrammarAst& ast, ExprId body, int64_t* budget, Lowe
       const ExprNode& repeat = ast.node(keys->node_at(origin.node));
       dfa.loops[k].limit = static_cast<int32_t>(FoldedIterations(repeat, origin.optional) - origin.chain);
     }
+    XG2_DCHECK_INVARIANTS(CheckRuleDfaInvariants(dfa, -1, "a shared rule-DFA table hit"));
     return dfa;
   }
   const size_t synthetic_before = ctx->synthetic().size();

@@ -5,6 +5,7 @@
 #include <climits>
 
 #include "support/cancellation.h"
+#include "support/dcheck.h"
 #include "support/error.h"
 
 namespace xg2 {
@@ -416,6 +417,7 @@ const FlatDfa* Determinise(const Nfa& nfa, int64_t* budget, SubsetScratch* scrat
   SubsetConstruction subsets(nfa, budget, scratch, stop_at_budget, max_states);
   const FlatDfa& dfa = subsets.Run();
   if (subsets.exhausted()) return nullptr;
+  XG2_DCHECK_INVARIANTS(CheckFlatDfaInvariants(dfa, "subset construction"));
   return &dfa;
 }
 
