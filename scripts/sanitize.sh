@@ -4,7 +4,8 @@
 #   bash scripts/sanitize.sh [asan|tsan|leaks|fuzz|atheris] [pytest args... | fuzz seconds]
 #
 # asan (default): AddressSanitizer + UndefinedBehaviorSanitizer (CMake option XG2_SANITIZE)
-#   over the hostile-input, property, matcher and regression tests and the fuzz-corpus replay.
+#   over the hostile-input, property, matcher and regression tests, the fuzz-corpus replay and
+#   the native unit tests (native/tests, target xg2_native_tests, built in build/asan).
 # tsan: ThreadSanitizer over tests/test_concurrency.py.
 # fuzz: the native libFuzzer targets (fuzz/native, CMake option XG2_FUZZ; clang, ASan + UBSan +
 #   coverage, no Python), built into build/fuzz and run for N seconds each (default 20) from
@@ -47,7 +48,9 @@ case "$MODE" in
     CMAKE_FLAGS=(-DXG2_SANITIZE=ON)
     RUNTIME=$(gcc -print-file-name=libasan.so)
     TESTS=(test_hostile_inputs.py test_properties.py test_matcher_api.py test_regressions.py
-           test_tag_dispatch.py test_serialization_corrupt.py)
+           test_tag_dispatch.py test_serialization_corrupt.py test_native_unit.py)
+    # The native unit tests (native/tests) build here, instrumented like the module.
+    export XG2_NATIVE_TEST_BUILD_DIR="$PWD/$BUILD_DIR"
     ;;
   tsan)
     BUILD_DIR=build/tsan

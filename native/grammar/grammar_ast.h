@@ -4,7 +4,9 @@
 //
 // Layout: all expression nodes of a grammar live in one arena (GrammarAst::nodes) and
 // refer to each other by index, so a grammar is a few flat vectors that copy and hash
-// cheaply.
+// cheaply. The invariants written on the fields below hold for every node a rule reaches;
+// CheckGrammarAstInvariants (grammar/fsm_invariants.h) checks them where the FSM builder
+// starts, in debug and sanitizer builds.
 #ifndef XG2_GRAMMAR_GRAMMAR_AST_H_
 #define XG2_GRAMMAR_GRAMMAR_AST_H_
 

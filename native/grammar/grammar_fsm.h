@@ -2,7 +2,8 @@
 // single node space (paper section 2: rule-level FSMs). An edge either consumes one byte in a
 // range or "calls" another rule; there are no epsilon edges after construction.
 //
-// Invariants (established by BuildGrammarFsm and relied on by the Earley parser):
+// Invariants (established by BuildGrammarFsm and relied on by the Earley parser; checked by
+// CheckGrammarFsmInvariants, grammar/fsm_invariants.h, in debug and sanitizer builds):
 //  * Nodes of rule r are the contiguous block [rule_first_node[r], rule_first_node[r+1]);
 //    rule_start[r] lies in that block, and every edge target of a node lies in its block.
 //  * Per node, byte edges are sorted by `lo`, pairwise disjoint, and at most one rule edge

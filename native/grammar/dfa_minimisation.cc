@@ -1,0 +1,287 @@
+// Minimisation of a determinised rule (see the header): live states, the initial partition,
+// Moore's rounds or Hopcroft's refinement, and the canonical renumbering.
+#include "grammar/dfa_minimisation.h"
+
+#include <algorithm>
+
+#include "support/graph.h"
+
+namespace xg2 {
+namespace fsm_build {
+namespace {
+
+// Minimises by PartitionRefiner (support/partition_refinement.h) over the live states: `cls`
+// holds the initial class of every live state and -1 for the others, and ends as the coarsest
+// stable refinement. The alphabet is the byte classes of the DFA (bytes no edge boundary
+// separates) plus the rule ids; an edge into a dead state counts as no edge.
+void RefineHopcroft(const FlatDfa& dfa, int32_t num_initial, std::vector<int32_t>* cls_out, MinimizeScratch* m) {
+  std::vector<int32_t>& cls = *cls_out;
+  const int32_t n = dfa.size();
+  // Byte classes: a cut before every edge's lo and after its hi.
+  std::vector<uint8_t>& cut = m->cut;
+  std::vector<int32_t>& rules = m->rules;
+  cut.assign(257, 0);
+  rules.clear();
+  for (int32_t s = 0; s < n; ++s) {
+    if (cls[s] < 0) continue;
+    for (const ByteEdge& e : dfa.BytesOf(s)) {
+      if (cls[e.target] < 0) continue;
+      cut[e.lo] = 1;
+      cut[e.hi + 1] = 1;
+    }
+    for (const RuleEdge& e : dfa.RulesOf(s)) {
+      if (cls[e.target] >= 0) rules.push_back(e.rule);
+    }
+  }
+  std::sort(rules.begin(), rules.end());
+  rules.erase(std::unique(rules.begin(), rules.end()), rules.end());
+  std::vector<int32_t>& byte_class = m->byte_class;
+  byte_class.resize(256);
+  int32_t num_byte_classes = 0;
+  for (int b = 0; b < 256; ++b) {
+    if (b > 0 && cut[b]) ++num_byte_classes;
+    byte_class[b] = num_byte_classes;
+  }
+  ++num_byte_classes;
+  auto rule_symbol = [&](RuleId rule) {
+    return num_byte_classes + static_cast<int32_t>(std::lower_bound(rules.begin(), rules.end(), rule) - rules.begin());
+  };
+  // Incoming edges per target (CSR), each a run of symbols and its source.
+  std::vector<int32_t>& in_begin = m->in_begin;
+  in_begin.assign(n + 1, 0);
+  auto for_each_edge = [&](auto&& visit) {
+    for (int32_t s = 0; s < n; ++s) {
+      if (cls[s] < 0) continue;
+      for (const ByteEdge& e : dfa.BytesOf(s)) {
+        if (cls[e.target] >= 0) visit(e.target, SymbolRun{byte_class[e.lo], byte_class[e.hi], s});
+      }
+      for (const RuleEdge& e : dfa.RulesOf(s)) {
+        if (cls[e.target] < 0) continue;
+        const int32_t symbol = rule_symbol(e.rule);
+        visit(e.target, SymbolRun{symbol, symbol, s});
+      }
+    }
+  };
+  for_each_edge([&](int32_t t, const SymbolRun&) { ++in_begin[t + 1]; });
+  for (int32_t t = 0; t < n; ++t) in_begin[t + 1] += in_begin[t];
+  std::vector<SymbolRun>& in_runs = m->in_runs;
+  in_runs.resize(in_begin[n]);
+  {
+    std::vector<int32_t>& fill = m->fill;
+    fill.assign(in_begin.begin(), in_begin.end() - 1);
+    for_each_edge([&](int32_t t, const SymbolRun& run) { in_runs[fill[t]++] = run; });
+  }
+  m->refiner.Refine(num_initial, in_begin, in_runs, &cls);
+}
+
+// Minimisation: drops states that cannot reach an accepting state, then merges equivalent
+// ones. Small machines use Moore's rounds (cheap without set-up); larger ones Hopcroft's
+// algorithm, whose cost does not grow with the number of rounds (a long literal chain needs
+// one Moore round per state). Both give the coarsest partition, and the renumbering below is
+// canonical, so the result does not depend on which one ran.
+constexpr size_t kMaxMooreNodes = 32;
+
+// Marks in scratch->live the states that can reach acceptance (predecessors in CSR form).
+void MarkLiveStates(const FlatDfa& dfa, MinimizeScratch* scratch) {
+  MinimizeScratch& m = *scratch;
+  const size_t n = static_cast<size_t>(dfa.size());
+  std::vector<int32_t>& reverse_begin = m.reverse_begin;
+  std::vector<int32_t>& reverse = m.reverse;
+  reverse_begin.assign(n + 1, 0);
+  for (const ByteEdge& e : dfa.byte_edges) ++reverse_begin[e.target + 1];
+  for (const RuleEdge& e : dfa.rule_edges) ++reverse_begin[e.target + 1];
+  for (size_t i = 0; i < n; ++i) reverse_begin[i + 1] += reverse_begin[i];
+  reverse.resize(reverse_begin[n]);
+  m.fill.assign(reverse_begin.begin(), reverse_begin.end() - 1);
+  for (size_t i = 0; i < n; ++i) {
+    for (const ByteEdge& e : dfa.BytesOf(static_cast<int32_t>(i))) reverse[m.fill[e.target]++] = static_cast<int32_t>(i);
+    for (const RuleEdge& e : dfa.RulesOf(static_cast<int32_t>(i))) reverse[m.fill[e.target]++] = static_cast<int32_t>(i);
+  }
+  std::vector<uint8_t>& live = m.live;
+  live.assign(dfa.accepting.begin(), dfa.accepting.end());
+  MarkCoReachable(reverse_begin, reverse, &live, &m.stack);
+}
+
+// The initial partition of the live states into scratch->cls (-1 for dead ones): acceptance and
+// the counter roles, which merging must preserve. Returns the number of classes.
+int32_t InitialPartition(const FlatDfa& dfa, MinimizeScratch* scratch) {
+  MinimizeScratch& m = *scratch;
+  const size_t n = static_cast<size_t>(dfa.size());
+  const std::vector<uint8_t>& live = m.live;
+  std::vector<int32_t>& cls = m.cls;
+  cls.assign(n, -1);
+  auto& initial = m.initial;
+  initial.clear();
+  for (size_t i = 0; i < n; ++i) {
+    if (!live[i]) continue;
+    auto key = std::make_tuple(static_cast<bool>(dfa.accepting[i]), dfa.loop[i], dfa.gate_loop[i]);
+    auto it = std::find_if(initial.begin(), initial.end(), [&](const auto& entry) { return entry.first == key; });
+    if (it == initial.end()) {
+      initial.push_back({key, static_cast<int32_t>(initial.size())});
+      it = initial.end() - 1;
+    }
+    cls[i] = it->second;
+  }
+  return static_cast<int32_t>(initial.size());
+}
+
+// Refines scratch->cls to the coarsest stable partition by Moore's rounds.
+void RefineMoore(const FlatDfa& dfa, MinimizeScratch* scratch) {
+  MinimizeScratch& m = *scratch;
+  const size_t n = static_cast<size_t>(dfa.size());
+  std::vector<int32_t>& cls = m.cls;
+  // Each round gives every live state a signature (its class, then its edges' labels and
+  // target classes) and numbers the distinct signatures. Signatures live in one flat
+  // buffer and are grouped by sorting (hash first, then the words), so a round allocates
+  // nothing: the rounds of a long chain of look-alike states stay cheap.
+  std::vector<int64_t>& words = m.words;
+  std::vector<uint32_t>& begin = m.begin;
+  std::vector<uint64_t>& hash = m.hash;
+  std::vector<int32_t>& order = m.order;
+  std::vector<int32_t>& next = m.next;
+  begin.assign(n + 1, 0);
+  hash.assign(n, 0);
+  next.assign(n, -1);
+  size_t num_classes = 0;
+  for (;;) {
+    words.clear();
+    order.clear();
+    for (size_t i = 0; i < n; ++i) {
+      begin[i] = static_cast<uint32_t>(words.size());
+      if (cls[i] < 0) continue;
+      words.push_back(cls[i]);
+      // Neighbouring ranges into one class are one word, so that a state whose range was
+      // cut in two (by a distinction later merged away) still matches its equivalents.
+      size_t first_byte_word = words.size();
+      for (const auto& e : dfa.BytesOf(static_cast<int32_t>(i))) {
+        if (cls[e.target] < 0) continue;
+        const int64_t target = static_cast<uint32_t>(cls[e.target]);
+        if (words.size() > first_byte_word && (words.back() & 0xFFFFFFFF) == target &&
+            ((words.back() >> 32) & 0xFF) + 1 == e.lo) {
+          words.back() = (words.back() & ~(int64_t{0xFF} << 32)) | (static_cast<int64_t>(e.hi) << 32);
+          continue;
+        }
+        words.push_back((static_cast<int64_t>(e.lo) << 40) | (static_cast<int64_t>(e.hi) << 32) | target);
+      }
+      words.push_back(-7);
+      for (const auto& e : dfa.RulesOf(static_cast<int32_t>(i))) {
+        if (cls[e.target] < 0) continue;
+        words.push_back((static_cast<int64_t>(e.rule) << 32) | static_cast<uint32_t>(cls[e.target]));
+      }
+      uint64_t h = 0x9E3779B97F4A7C15ull;
+      for (size_t w = begin[i]; w < words.size(); ++w) {
+        h = (h ^ static_cast<uint64_t>(words[w])) * 0xFF51AFD7ED558CCDull;
+        h ^= h >> 29;
+      }
+      hash[i] = h;
+      order.push_back(static_cast<int32_t>(i));
+    }
+    begin[n] = static_cast<uint32_t>(words.size());
+    auto end_of = [&](int32_t i) { return words.begin() + begin[i + 1]; };
+    auto less = [&](int32_t a, int32_t b) {
+      if (hash[a] != hash[b]) return hash[a] < hash[b];
+      return std::lexicographical_compare(words.begin() + begin[a], end_of(a), words.begin() + begin[b],
+                                          end_of(b));
+    };
+    std::sort(order.begin(), order.end(), less);
+    int32_t classes = 0;
+    for (size_t k = 0; k < order.size(); ++k) {
+      if (k > 0 && less(order[k - 1], order[k])) ++classes;
+      next[order[k]] = classes;
+    }
+    if (!order.empty()) ++classes;
+    for (size_t i = 0; i < n; ++i) cls[i] = cls[i] < 0 ? -1 : next[i];
+    if (static_cast<size_t>(classes) == num_classes) break;
+    num_classes = classes;
+  }
+}
+
+// The quotient of `dfa` by the classes in scratch->cls, renumbered in BFS order from the start so
+// the result is canonical.
+Dfa CanonicalQuotient(const FlatDfa& dfa, MinimizeScratch* scratch) {
+  MinimizeScratch& m = *scratch;
+  const std::vector<int32_t>& cls = m.cls;
+  Dfa out;
+  if (cls[0] < 0) return EmptyLanguageDfa();  // the rule's language is empty
+  int32_t num_classes = 0;
+  for (int32_t c : cls) num_classes = std::max(num_classes, c + 1);
+  std::vector<int32_t>& new_id = m.new_id;
+  std::vector<int32_t>& representative = m.representative;
+  new_id.assign(num_classes, -1);
+  representative.clear();
+  auto id_of = [&](int32_t state) {
+    int32_t& id = new_id[cls[state]];
+    if (id < 0) {
+      id = static_cast<int32_t>(representative.size());
+      representative.push_back(state);
+    }
+    return id;
+  };
+  id_of(0);
+  // Loop heads are reached by the parser's redirect, not necessarily by an edge.
+  std::vector<uint8_t> loop_alive;
+  for (const CountedLoop& loop : dfa.loops) {
+    bool alive = cls[loop.head] >= 0 && loop.gate >= 0 && cls[loop.gate] >= 0;
+    loop_alive.push_back(alive);
+    if (alive) id_of(loop.head);
+  }
+  out.nodes.reserve(num_classes);
+  // Built in scratch arrays and copied once at their final size.
+  std::vector<ByteEdge>& out_bytes = m.out_bytes;
+  std::vector<RuleEdge>& out_rules = m.out_rules;
+  out_bytes.clear();
+  out_rules.clear();
+  for (size_t k = 0; k < representative.size(); ++k) {
+    const int32_t src = representative[k];
+    Dfa::Node node;
+    node.accepting = dfa.accepting[src];
+    if (dfa.loop[src] >= 0 && loop_alive[dfa.loop[src]]) node.loop = dfa.loop[src];
+    if (dfa.gate_loop[src] >= 0 && loop_alive[dfa.gate_loop[src]]) node.gate_loop = dfa.gate_loop[src];
+    node.byte_begin = static_cast<int32_t>(out_bytes.size());
+    node.rule_begin = static_cast<int32_t>(out_rules.size());
+    for (const auto& e : dfa.BytesOf(src)) {
+      if (cls[e.target] < 0) continue;
+      int32_t t = id_of(e.target);
+      if (static_cast<int32_t>(out_bytes.size()) > node.byte_begin && out_bytes.back().target == t &&
+          out_bytes.back().hi + 1 == e.lo) {
+        out_bytes.back().hi = e.hi;
+      } else {
+        out_bytes.push_back({e.lo, e.hi, t});
+      }
+    }
+    for (const auto& e : dfa.RulesOf(src)) {
+      if (cls[e.target] < 0) continue;
+      out_rules.push_back({e.rule, id_of(e.target)});
+    }
+    node.byte_end = static_cast<int32_t>(out_bytes.size());
+    node.rule_end = static_cast<int32_t>(out_rules.size());
+    out.nodes.push_back(node);
+  }
+  out.byte_edges.assign(out_bytes.begin(), out_bytes.end());
+  out.rule_edges.assign(out_rules.begin(), out_rules.end());
+  for (size_t k = 0; k < dfa.loops.size(); ++k) {
+    const CountedLoop& loop = dfa.loops[k];
+    // A dead loop keeps its slot (nodes name loops by index) but is never entered.
+    out.loops.push_back(loop_alive[k] ? CountedLoop{new_id[cls[loop.head]], new_id[cls[loop.gate]], loop.limit}
+                                      : CountedLoop{-1, -1, loop.limit});
+  }
+  return out;
+}
+
+}  // namespace
+
+Dfa Minimize(const FlatDfa& dfa, MinimizeScratch* scratch) {
+  MinimizeScratch own;
+  MinimizeScratch& m = scratch ? *scratch : own;
+  MarkLiveStates(dfa, &m);
+  const int32_t num_initial = InitialPartition(dfa, &m);
+  if (static_cast<size_t>(dfa.size()) <= kMaxMooreNodes) {
+    RefineMoore(dfa, &m);
+  } else {
+    RefineHopcroft(dfa, num_initial, &m.cls, &m);
+  }
+  return CanonicalQuotient(dfa, &m);
+}
+
+}  // namespace fsm_build
+}  // namespace xg2

@@ -1,0 +1,48 @@
+// Minimisation (fsm_builder.cc, stage 3): a determinised rule (FlatDfa) -> its minimal Dfa.
+// States that cannot reach acceptance are dropped, equivalent ones merged (Moore's rounds
+// for small machines, Hopcroft's algorithm through PartitionRefiner above), and the classes
+// renumbered in breadth-first order from the start, so the result is canonical: equal
+// languages (with equal counter roles) give identical Dfas, whichever algorithm ran.
+// Merging preserves acceptance and each state's counted-loop roles (loop, gate_loop); a loop
+// whose head or gate died keeps its slot as {-1, -1, limit}.
+#ifndef XG2_GRAMMAR_DFA_MINIMISATION_H_
+#define XG2_GRAMMAR_DFA_MINIMISATION_H_
+
+#include <cstdint>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "grammar/fsm_automata.h"
+#include "support/partition_refinement.h"
+
+namespace xg2 {
+namespace fsm_build {
+
+// Working memory of minimisation, kept across the rules of one grammar.
+struct MinimizeScratch {
+  std::vector<int32_t> reverse_begin, reverse, fill, stack, cls, new_id, representative;
+  std::vector<uint8_t> live;
+  std::vector<std::pair<std::tuple<bool, int32_t, int32_t>, int32_t>> initial;
+  // Moore's rounds.
+  std::vector<int64_t> words;
+  std::vector<uint32_t> begin;
+  std::vector<uint64_t> hash;
+  std::vector<int32_t> order, next;
+  // Hopcroft: the alphabet and incoming runs, then the refiner's own memory.
+  std::vector<int32_t> rules, byte_class, in_begin;
+  std::vector<SymbolRun> in_runs;
+  std::vector<uint8_t> cut;
+  PartitionRefiner refiner;
+  // The output's edges of one node, before they are copied into it.
+  std::vector<ByteEdge> out_bytes;
+  std::vector<RuleEdge> out_rules;
+};
+
+// `scratch` null: working memory of its own.
+Dfa Minimize(const FlatDfa& dfa, MinimizeScratch* scratch = nullptr);
+
+}  // namespace fsm_build
+}  // namespace xg2
+
+#endif  // XG2_GRAMMAR_DFA_MINIMISATION_H_

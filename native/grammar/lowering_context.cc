@@ -1,0 +1,221 @@
+// LoweringContext's out-of-line members: set-up (expression uses and nullability),
+// structural ids, the fallback and conflict bookkeeping, and the rule nullability fixpoint.
+#include "grammar/lowering_context.h"
+
+#include <cassert>
+
+#include "support/error.h"
+
+namespace xg2 {
+namespace fsm_build {
+
+LoweringContext::LoweringContext(const GrammarAst& ast, const FsmBuildLimits& limits)
+    : ast_(ast), threshold_(limits.repetition_compression_threshold),
+      max_token_bytes_(std::max(limits.max_token_bytes, 1)) {
+  ComputeRuleNullable();
+  contains_compressible_.assign(ast.nodes.size(), -1);
+  // Parents are counted among the nodes the rules reach: inlining leaves the bodies of the
+  // rules it dropped in the node table, and a parent there is never lowered.
+  uses_.assign(ast.nodes.size(), 0);
+  std::vector<uint8_t> reached(ast.nodes.size(), 0);
+  std::vector<ExprId> stack;
+  for (const RuleDef& rule : ast.rules) {
+    for (ExprId root : {rule.body, rule.lookahead}) {
+      if (root >= 0 && !reached[root]) reached[root] = 1, stack.push_back(root);
+    }
+  }
+  while (!stack.empty()) {
+    const ExprId e = stack.back();
+    stack.pop_back();
+    for (ExprId child : ast.node(e).children) {
+      uses_[child] = static_cast<uint8_t>(std::min(uses_[child] + 1, kMinFragmentUses));
+      if (!reached[child]) reached[child] = 1, stack.push_back(child);
+    }
+  }
+  // Nullability only of the nodes the rules reach: the bodies of rules that inlining or
+  // reachability dropped stay in the node table, and their rule references may name rules
+  // that no longer exist (an index past rule_nullable_).
+  expr_nullable_.assign(ast.nodes.size(), -1);
+  std::vector<uint32_t> stamps(ast.nodes.size(), 0);
+  for (ExprId e = 0; e < static_cast<ExprId>(ast.nodes.size()); ++e) {
+    if (reached[e]) StampedNullable(e, &expr_nullable_, &stamps, 1);
+  }
+  fragment_size_.assign(ast.nodes.size(), -1);
+}
+
+int32_t LoweringContext::StructuralId(ExprId e) {
+  if (structural_id_.empty()) structural_id_.assign(ast_.nodes.size(), -1);
+  if (structural_id_[e] >= 0) return structural_id_[e];
+  const ExprNode& node = ast_.node(e);
+  for (ExprId child : node.children) StructuralId(child);
+  // The key: kind, payload, -1, the children's ids (built after the recursion, which uses
+  // the same scratch vector).
+  std::vector<int32_t>& key = structural_key_;
+  key.clear();
+  key.push_back(static_cast<int32_t>(node.kind));
+  switch (node.kind) {
+    case ExprKind::kBytes:
+      key.push_back(static_cast<int32_t>(node.bytes.size()));
+      for (size_t i = 0; i < node.bytes.size(); i += 4) {
+        uint32_t word = 0;
+        for (size_t j = i; j < std::min(i + 4, node.bytes.size()); ++j) {
+          word |= static_cast<uint32_t>(static_cast<uint8_t>(node.bytes[j])) << (8 * (j - i));
+        }
+        key.push_back(static_cast<int32_t>(word));
+      }
+      break;
+    case ExprKind::kCharClass:
+      for (const CodepointRange& r : node.ranges) {
+        key.push_back(static_cast<int32_t>(r.first));
+        key.push_back(static_cast<int32_t>(r.last));
+      }
+      break;
+    case ExprKind::kRuleRef:
+      key.push_back(node.rule_id);
+      break;
+    case ExprKind::kRepeat:
+      key.push_back(node.min_repeat);
+      key.push_back(node.max_repeat);
+      break;
+    case ExprKind::kTagDispatch:
+      key.push_back(node.tag_dispatch);
+      break;
+    default:
+      break;
+  }
+  key.push_back(-1);
+  for (ExprId child : node.children) key.push_back(structural_id_[child]);
+  const int32_t id = structural_ids_.Intern(key);
+  structural_id_[e] = id;
+  return id;
+}
+
+void LoweringContext::OnExplosion(ExprId expr, const std::string& owner) {
+  bool progress = exploded_.insert(expr).second;
+  for (ExprId child : ast_.node(expr).children) {
+    const ExprKind kind = ast_.node(child).kind;
+    if (kind == ExprKind::kSequence || kind == ExprKind::kChoice || kind == ExprKind::kRepeat) {
+      progress = split_.insert(child).second || progress;
+    }
+  }
+  // Not expected (the retry of an exploded expression is linear in size); a guard against
+  // retrying forever.
+  if (!progress) {
+    throw ResourceLimitError("rule '" + owner + "': determinisation exceeded its state limit and no "
+                             "smaller lowering is left");
+  }
+}
+
+void LoweringContext::OnConflict(ExprId expr, ExprId exempt) {
+  if (expr == exempt || lifted_.count(expr)) {
+    explicit_.insert(expr);
+    std::fill(contains_compressible_.begin(), contains_compressible_.end(), -1);
+  } else {
+    lifted_.insert(expr);
+  }
+}
+
+RuleId LoweringContext::SyntheticRule(ExprId expr, const std::string& owner, const char* kind) {
+  auto it = synthetic_of_.find(expr);
+  if (it != synthetic_of_.end()) return it->second;
+  RuleId id = first_synthetic_rule() + static_cast<RuleId>(synthetic_.size());
+  synthetic_.push_back({expr, expr, owner + kind + std::to_string(synthetic_.size())});
+  synthetic_of_.emplace(expr, id);
+  return id;
+}
+
+void LoweringContext::ComputeRuleNullable() {
+  const size_t num_rules = ast_.rules.size();
+  rule_nullable_.assign(num_rules, 0);
+  std::vector<std::vector<RuleId>> callers(num_rules);
+  std::vector<uint32_t> seen(ast_.nodes.size(), 0);
+  std::vector<ExprId> stack;
+  for (size_t r = 0; r < num_rules; ++r) {
+    const uint32_t stamp = static_cast<uint32_t>(r) + 1;
+    stack.assign(1, ast_.rules[r].body);
+    seen[ast_.rules[r].body] = stamp;
+    while (!stack.empty()) {
+      const ExprNode& node = ast_.node(stack.back());
+      stack.pop_back();
+      if (node.kind == ExprKind::kRuleRef) {
+        std::vector<RuleId>& list = callers[node.rule_id];
+        if (list.empty() || list.back() != static_cast<RuleId>(r)) list.push_back(static_cast<RuleId>(r));
+      }
+      for (ExprId child : node.children) {
+        if (seen[child] != stamp) {
+          seen[child] = stamp;
+          stack.push_back(child);
+        }
+      }
+    }
+  }
+  // Each examination gets fresh memo entries (a stamp per examination), so an expression
+  // found not nullable before a callee became nullable is looked at again.
+  std::vector<int8_t> memo(ast_.nodes.size(), -1);
+  std::vector<uint32_t> memo_stamp(ast_.nodes.size(), 0);
+  uint32_t stamp = 0;
+  std::vector<RuleId> queue(num_rules);
+  std::vector<uint8_t> queued(num_rules, 1);
+  for (size_t r = 0; r < num_rules; ++r) queue[r] = static_cast<RuleId>(r);
+  for (size_t k = 0; k < queue.size(); ++k) {
+    const RuleId r = queue[k];
+    queued[r] = 0;
+    if (rule_nullable_[r]) continue;
+    ++stamp;
+    if (!StampedNullable(ast_.rules[r].body, &memo, &memo_stamp, stamp)) continue;
+    rule_nullable_[r] = 1;
+    for (RuleId caller : callers[r]) {
+      if (!rule_nullable_[caller] && !queued[caller]) {
+        queued[caller] = 1;
+        queue.push_back(caller);
+      }
+    }
+  }
+}
+
+bool LoweringContext::StampedNullable(ExprId e, std::vector<int8_t>* memo, std::vector<uint32_t>* memo_stamp, uint32_t stamp) {
+  if ((*memo_stamp)[e] == stamp) return (*memo)[e];
+  const ExprNode& node = ast_.node(e);
+  bool nullable = false;
+  switch (node.kind) {
+    case ExprKind::kEmpty:
+    case ExprKind::kTagDispatch:  // may end at once; conservative either way
+      nullable = true;
+      break;
+    case ExprKind::kBytes:
+    case ExprKind::kCharClass:
+      break;
+    case ExprKind::kRuleRef:
+      assert(node.rule_id >= 0 && static_cast<size_t>(node.rule_id) < rule_nullable_.size());
+      nullable = rule_nullable_[node.rule_id];
+      break;
+    case ExprKind::kSequence:
+      nullable = true;
+      for (ExprId c : node.children) nullable = StampedNullable(c, memo, memo_stamp, stamp) && nullable;
+      break;
+    case ExprKind::kChoice:
+      for (ExprId c : node.children) nullable = StampedNullable(c, memo, memo_stamp, stamp) || nullable;
+      break;
+    case ExprKind::kRepeat:
+      nullable = StampedNullable(node.children[0], memo, memo_stamp, stamp) || node.min_repeat == 0;
+      break;
+  }
+  (*memo_stamp)[e] = stamp;
+  (*memo)[e] = nullable;
+  return nullable;
+}
+
+int64_t LoweringContext::FragmentSize(ExprId e) {
+  if (fragment_size_[e] >= 0) return fragment_size_[e];
+  const ExprNode& node = ast_.node(e);
+  int64_t size = 1;
+  for (ExprId child : node.children) size = std::min<int64_t>(size + FragmentSize(child), 1 << 30);
+  if (node.kind == ExprKind::kRepeat) {
+    const int64_t copies = std::max<int64_t>(1, node.max_repeat < 0 ? node.min_repeat + 1 : node.max_repeat);
+    size = std::min<int64_t>(1 + (size - 1) * copies, 1 << 30);
+  }
+  fragment_size_[e] = size;
+  return size;
+}
+}  // namespace fsm_build
+}  // namespace xg2
