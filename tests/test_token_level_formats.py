@@ -265,6 +265,18 @@ def test_any_text_budget_is_enforced_by_accept_and_restored_by_rollback_and_fork
     assert m.accept_string("dd") and np.flatnonzero(masks(m, vocab_size)).tolist() == [B]
 
 
+@pytest.mark.parametrize("grammar", ['root ::= think\nthink[max_tokens=2] ::= [a-z]*',
+                                     'root ::= "b" think\nthink[max_tokens=2] ::= [a-z]*'])
+def test_token_budget_of_a_rule_called_last(grammar):
+    # A budgeted rule in tail position stays a rule of its own (right-linear merging would
+    # fold its language into the caller's and drop the budget).
+    m = matcher(grammar)
+    if '"b"' in grammar:
+        assert m.accept_token(B)
+    assert m.accept_token(C) and m.accept_token(D) and not m.accept_token(C)
+    assert not masks(m, hf_tokenizer_info(TOKENIZER).vocab_size)[C]
+
+
 def test_ebnf_token_budget_attribute():
     vocab_size = hf_tokenizer_info(TOKENIZER).vocab_size
     m = matcher('root ::= think "b"\nthink[max_tokens=2] ::= [a-z]*')

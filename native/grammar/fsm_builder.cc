@@ -111,11 +111,14 @@ RuleDfas BuildRuleDfas(const GrammarAst& ast, LoweringContext* ctx, int64_t* bud
   for (const Dfa& dfa : dfas) fsm_build::CheckRuleDfaInvariants(dfa, static_cast<int32_t>(dfas.size()), stage);
 }
 
-// Right-linear merging over every rule but those with a lookahead or a TagDispatch body.
+// Right-linear merging over every rule but those with a lookahead, a TagDispatch body or a
+// token budget: each must stay a rule of its own for the parser to apply it (a budgeted rule
+// merged into the caller that tail-calls it would lose its budget).
 void MergeRightLinearRules(const GrammarAst& ast, std::vector<Dfa>* dfas, int64_t* budget, BuildScratch* scratch) {
   std::vector<uint8_t> excluded(dfas->size(), 0);
   for (size_t r = 0; r < ast.rules.size(); ++r) {
-    excluded[r] = ast.rules[r].lookahead >= 0 || ast.node(ast.rules[r].body).kind == ExprKind::kTagDispatch;
+    excluded[r] = ast.rules[r].lookahead >= 0 || ast.rules[r].max_tokens >= 0 ||
+                  ast.node(ast.rules[r].body).kind == ExprKind::kTagDispatch;
   }
   MergeRightLinearGroups(dfas, excluded, ast.root_rule, budget, scratch);
 }
