@@ -38,6 +38,7 @@ def traverse_draft_tree(
     draft_tokens: Any,
     bitmask: Any,
     time_threshold: float,
+    clear_skipped_rows: bool = True,
 ) -> bool:
     next_token = tree_array(retrieve_next_token, "retrieve_next_token")
     next_sibling = tree_array(retrieve_next_sibling, "retrieve_next_sibling")
@@ -50,6 +51,6 @@ def traverse_draft_tree(
     return bool(
         _native.traverse_draft_tree(
             handle, next_token, next_sibling, tokens, view.address, view.rows, view.row_stride_words,
-            view.num_words, float(time_threshold),
+            view.num_words, float(time_threshold), bool(clear_skipped_rows),
         )
     )

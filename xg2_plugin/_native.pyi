@@ -230,6 +230,7 @@ def traverse_draft_tree(
     row_stride_words: int,
     num_words: int,
     time_threshold: float,
+    clear_skipped_rows: bool = True,
 ) -> bool: ...
 
 # Serialization (native/bindings/serialization_bindings.cc).

@@ -150,6 +150,8 @@ class GrammarMatcher:
         draft_tokens: Any,
         bitmask: Any,
         time_threshold: float = -1.0,
+        *,
+        clear_skipped_rows: bool = True,
     ) -> bool:
         """Fills one mask row per node of a speculative draft tree, in one native call.
 
@@ -158,14 +160,17 @@ class GrammarMatcher:
         ``draft_tokens[i]`` its token (1-D int64 CPU tensors or numpy arrays). Row i of
         ``bitmask`` (int32, one row per node) receives the mask after the tokens on the path
         from node 0 to node i; a node whose token its parent's mask forbids, or after which
-        the matcher terminates, gets an all-zero row and its subtree is skipped (those rows
-        stay as they were). The matcher ends in the state it started in. Returns False if
-        ``time_threshold`` seconds (> 0) ran out first. Invalid trees are a ``ValueError``.
+        the matcher terminates, gets an all-zero row (as in xgrammar; with
+        ``clear_skipped_rows=False`` it keeps its row, as SGLang's own traversal does) and its
+        subtree is skipped (those rows stay as they were). The matcher ends in the state it
+        started in. Returns False if ``time_threshold`` seconds (> 0) ran out first. Invalid
+        trees are a ``ValueError``.
         """
         from ._draft_tree import traverse_draft_tree
 
         return traverse_draft_tree(
-            self._handle, retrieve_next_token, retrieve_next_sibling, draft_tokens, bitmask, time_threshold)
+            self._handle, retrieve_next_token, retrieve_next_sibling, draft_tokens, bitmask, time_threshold,
+            clear_skipped_rows)
 
     def fork(self) -> "GrammarMatcher":
         """An independent copy of this matcher in its current state."""

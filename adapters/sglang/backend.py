@@ -130,14 +130,15 @@ class XG2Grammar(BaseGrammarObject):
         draft_tokens: torch.Tensor,
         vocab_mask: torch.Tensor,
         time_threshold: float = -1.0,
+        *,
+        clear_skipped_rows: bool = True,
     ) -> bool:
         """Masks a whole speculative draft tree in one native call (xgrammar's name and
-        arguments; see ``GrammarMatcher.traverse_draft_tree``). SGLang 0.5.23's
-        ``spec_utils.traverse_tree`` does not dispatch to the grammar: it calls
-        ``accept_token`` / ``fill_vocab_mask`` / ``rollback`` once per node, which reach the
-        engine directly; this hook is for callers that hand the tree over whole."""
+        arguments; see ``GrammarMatcher.traverse_draft_tree``). SGLang's own
+        ``spec_utils.traverse_tree`` reaches it through adapters/sglang/speculative.py."""
         return self.matcher.traverse_draft_tree(
-            retrieve_next_token, retrieve_next_sibling, draft_tokens, vocab_mask, time_threshold)
+            retrieve_next_token, retrieve_next_sibling, draft_tokens, vocab_mask, time_threshold,
+            clear_skipped_rows=clear_skipped_rows)
 
     @staticmethod
     def fill_vocab_mask_batched(entries: List[GrammarRow], vocab_mask: torch.Tensor) -> None:

@@ -7,10 +7,10 @@ the backend. :func:`install` wraps that function: for an xg2 grammar the whole w
 native code (``GrammarMatcher.traverse_draft_tree``); any other grammar object (another
 backend's, or SGLang's reasoning wrapper) goes to SGLang's own walk unchanged.
 
-The rows agree with SGLang's walk wherever SGLang writes one. A node whose token the parent's
-mask forbids gets an all-zero row here where SGLang leaves the row as allocated; the target
-model cannot sample that token at the parent, so the node is never accepted and its row is
-never read.
+The rows are SGLang's: a node whose token the parent's mask forbids, or after which the
+grammar is terminated, keeps its row as allocated (all tokens allowed), as in SGLang's walk;
+xgrammar's own traversal would zero it, and a row that forbids every token can turn into
+NaN probabilities in the sampler.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def _native_traverse_tree(original: Callable[..., Any]) -> Callable[..., Any]:
             return original(retrieve_next_token, retrieve_next_sibling, draft_tokens, grammar,
                             allocate_token_bitmask, *args, **kwargs)
         grammar.traverse_draft_tree(retrieve_next_token, retrieve_next_sibling, draft_tokens,
-                                    allocate_token_bitmask)
+                                    allocate_token_bitmask, clear_skipped_rows=False)
         return None
 
     traverse_tree.xg2_native = True  # type: ignore[attr-defined]

@@ -64,7 +64,7 @@ void BindBatch(py::module_& m) {
       "traverse_draft_tree",
       [](GrammarMatcher& matcher, const Int64Array& next_token, const Int64Array& next_sibling,
          const Int64Array& draft_tokens, uintptr_t address, int64_t rows, int64_t row_stride_words,
-         int64_t num_words, double time_threshold) {
+         int64_t num_words, double time_threshold, bool clear_skipped_rows) {
         DraftTree tree;
         tree.num_nodes = next_token.ndim() == 1 ? next_token.shape(0) : -1;
         if (tree.num_nodes < 0) throw InvalidArgumentError("retrieve_next_token must be 1-D");
@@ -84,11 +84,11 @@ void BindBatch(py::module_& m) {
         py::gil_scoped_release release;
         ValidateDraftTree(tree);
         return TraverseDraftTree(matcher, tree, reinterpret_cast<uint32_t*>(address), row_stride_words, num_words,
-                                 time_threshold);
+                                 time_threshold, clear_skipped_rows);
       },
       py::arg("matcher"), py::arg("retrieve_next_token"), py::arg("retrieve_next_sibling"),
       py::arg("draft_tokens"), py::arg("address"), py::arg("rows"), py::arg("row_stride_words"),
-      py::arg("num_words"), py::arg("time_threshold"));
+      py::arg("num_words"), py::arg("time_threshold"), py::arg("clear_skipped_rows") = true);
 }
 
 }  // namespace

@@ -72,7 +72,8 @@ void ValidateDraftTree(const DraftTree& tree) {
 }
 
 bool TraverseDraftTree(GrammarMatcher& matcher, const DraftTree& tree, uint32_t* rows,
-                       int64_t row_stride_words, int64_t num_words, double time_limit_seconds) {
+                       int64_t row_stride_words, int64_t num_words, double time_limit_seconds,
+                       bool clear_skipped_rows) {
   GrammarMatcher::Claimed claimed(matcher);
   const auto start = std::chrono::steady_clock::now();
   auto out_of_time = [&] {
@@ -117,7 +118,7 @@ bool TraverseDraftTree(GrammarMatcher& matcher, const DraftTree& tree, uint32_t*
           filled = true;
         }
       }
-      if (!filled) std::fill_n(row(node), num_words, 0u);
+      if (!filled && clear_skipped_rows) std::fill_n(row(node), num_words, 0u);
       if (filled && tree.next_token[node] != -1) {
         path.push_back({node, stepped});
         node = tree.next_token[node];

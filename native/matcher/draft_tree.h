@@ -6,8 +6,9 @@
 // already accepted; next_token[i] is node i's first child and next_sibling[i] its next
 // sibling (-1: none); tokens[i] is node i's draft token. Node i's row receives the mask after
 // the tokens on the path from node 0 to node i. A node whose token its parent's mask forbids,
-// or after which the matcher is terminated, gets an all-zero row and its subtree is not
-// visited (those rows are left as they were).
+// or after which the matcher is terminated, gets an all-zero row (xgrammar's traversal) or
+// keeps its row (SGLang's, `clear_skipped_rows` false), and its subtree is not visited (those
+// rows are left as they were).
 #ifndef XG2_MATCHER_DRAFT_TREE_H_
 #define XG2_MATCHER_DRAFT_TREE_H_
 
@@ -35,7 +36,8 @@ void ValidateDraftTree(const DraftTree& tree);
 // yet reached keep their rows. Either way, and when a step throws, the matcher ends in the
 // state it had before the call. The tree must have passed ValidateDraftTree.
 bool TraverseDraftTree(GrammarMatcher& matcher, const DraftTree& tree, uint32_t* rows,
-                       int64_t row_stride_words, int64_t num_words, double time_limit_seconds);
+                       int64_t row_stride_words, int64_t num_words, double time_limit_seconds,
+                       bool clear_skipped_rows = true);
 
 }  // namespace xg2
 
