@@ -129,9 +129,10 @@ CASES = {
                                 [{}, {"a": 1}, {"b": 2}, {"a": 1, "b": 2}], [{"c": 1}, {"a": "x"}, Raw('{"b": 2, "a": 1}')]),
     "additional_properties_schema": ({"type": "object", "properties": {"a": {"type": "integer"}},
                                       "additionalProperties": {"type": "string"}},
-                                     [{}, {"a": 1, "b": "x"}, {"ab": "y", "": "z", "A": "w"}, {"b/c": "x"},
-                                      Raw('{"a": 1, "\\u0062": "x"}')],
-                                     [{"b": 1}, Raw('{"a": 1, "a": "x"}'), Raw('{"a": 1, "\\u0061": "x"}')]),
+                                     [{}, {"a": 1, "b": "x"}, {"ab": "y", "": "z", "A": "w"}, {"b/c": "x"}],
+                                     # canonical member names by default (any_key_spelling=False)
+                                     [{"b": 1}, Raw('{"a": 1, "a": "x"}'), Raw('{"a": 1, "\\u0062": "x"}'),
+                                      Raw('{"a": 1, "\\u0061": "x"}')]),
     "additional_key_never_repeats_declared": (
         {"type": "object", "properties": {"a/b": {"type": "integer"}, "é": {"type": "integer"}, "q\"": {"type": "null"}},
          "additionalProperties": True},

@@ -1,6 +1,7 @@
-"""Member names in every JSON spelling: a declared name written with escapes is the same
-name, an undeclared name may be any JSON string, and no spelling of a declared name ever
-passes as undeclared (jsonschema on json.loads of the text as the oracle)."""
+"""Member names in every JSON spelling (compile_json_schema(any_key_spelling=True)): a
+declared name written with escapes is the same name, an undeclared name may be any JSON
+string, and no spelling of a declared name ever passes as undeclared (jsonschema on
+json.loads of the text as the oracle). By default names take their canonical spelling only."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ SCHEMA = {
 @pytest.fixture(scope="module")
 def grammar() -> xg.CompiledGrammar:
     compiler = xg.GrammarCompiler(hf_tokenizer_info(TOKENIZER), cache_enabled=False)
-    return compiler.compile_json_schema(SCHEMA)
+    return compiler.compile_json_schema(SCHEMA, any_key_spelling=True)
 
 
 def accepts(grammar: xg.CompiledGrammar, text: str) -> bool:
@@ -69,6 +70,15 @@ def spellings(name: str, rng: random.Random) -> str:
 def test_escaped_names(grammar: xg.CompiledGrammar, text: str, valid: bool) -> None:
     assert make_validator(SCHEMA).is_valid(json.loads(text)) == valid
     assert accepts(grammar, text) == valid
+
+
+def test_default_is_the_canonical_spelling() -> None:
+    compiler = xg.GrammarCompiler(hf_tokenizer_info(TOKENIZER), cache_enabled=False)
+    canonical = compiler.compile_json_schema(SCHEMA)
+    assert accepts(canonical, '{"a": 1, "\\n": 2, "q\\"": 3, "b": "x", "\u00e8": "y"}')
+    for text in ['{"\\u0061": 1}', '{"a": 1, "\\u00e8": "x"}', '{"a": 1, "a\\/b": 2}']:
+        assert make_validator(SCHEMA).is_valid(json.loads(text))
+        assert not accepts(canonical, text), text  # a sound subset: escaped spellings left out
 
 
 def test_random_spellings_against_the_oracle(grammar: xg.CompiledGrammar) -> None:

@@ -167,6 +167,7 @@ def _json_schema_to_ebnf(
     limits: Optional[CompileLimits] = None,
     cancel: Optional[CancellationToken] = None,
     any_order: bool = False,
+    any_key_spelling: bool = False,
 ) -> tuple[str, list[str]]: ...
 def _structural_tag_to_ebnf(
     tag: str | bytes,

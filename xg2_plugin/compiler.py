@@ -437,6 +437,7 @@ class GrammarCompiler:
         lenient: bool = False,
         timeout: Optional[float] = None,
         any_order: bool = False,
+        any_key_spelling: bool = False,
     ) -> CompiledGrammar:
         """Compiles a JSON Schema (JSON text, dict, or pydantic model class).
 
@@ -453,11 +454,15 @@ class GrammarCompiler:
         object's declared properties, so an object with more than 8 declared properties
         raises ``UnsupportedSchemaError`` (with ``lenient=True`` it keeps the schema order and
         warns), as do min/maxProperties next to undeclared members.
+        Member names are written in their canonical spelling (raw characters and short
+        escapes, as models and ``json.dumps`` write them, and as the peers accept them);
+        ``any_key_spelling=True`` also accepts every other JSON spelling of a name
+        (``{"\\u0061": 1}`` is member ``a``) at about twice the grammar size.
         """
         return self.compile_json_schema_async(
             schema, any_whitespace=any_whitespace, indent=indent, separators=separators,
             strict_mode=strict_mode, max_whitespace=max_whitespace, lenient=lenient,
-            timeout=timeout, any_order=any_order, _run_inline=True,
+            timeout=timeout, any_order=any_order, any_key_spelling=any_key_spelling, _run_inline=True,
         ).result()
 
     def compile_builtin_json_grammar(self, *, timeout: Optional[float] = None) -> CompiledGrammar:
@@ -518,6 +523,7 @@ class GrammarCompiler:
         lenient: bool = False,
         timeout: Optional[float] = None,
         any_order: bool = False,
+        any_key_spelling: bool = False,
         _run_inline: bool = False,
     ) -> "Future[CompiledGrammar]":
         """Like :meth:`compile_json_schema`, returning a ``concurrent.futures.Future``
@@ -529,13 +535,14 @@ class GrammarCompiler:
                 raise TypeError(f"separators must be a pair of str (item, key), got {separators!r}"[:200])
             separators = (separators[0], separators[1])
         key = ("json_schema", text, any_whitespace, indent, separators, strict_mode, max_whitespace, lenient,
-               any_order)
+               any_order, bool(any_key_spelling))
 
         def build(token: Any) -> CompiledGrammar:
             ebnf, warns = _native._json_schema_to_ebnf(
                 text, any_whitespace=any_whitespace, indent=indent, separators=separators,
                 strict_mode=strict_mode, max_whitespace=max_whitespace, lenient=lenient,
                 limits=self._native_limits, cancel=token, any_order=any_order,
+                any_key_spelling=bool(any_key_spelling),
             )
             for message in warns:
                 warnings.warn(f"JSON Schema keyword ignored (lenient): {message}", UserWarning, stacklevel=4)

@@ -33,12 +33,14 @@ void BindJsonSchema(py::module_& m) {
       "_json_schema_to_ebnf",
       [](const std::string& schema, bool any_whitespace, std::optional<int> indent,
          Separators separators, bool strict_mode, std::optional<int> max_whitespace,
-         bool lenient, const CompileLimits* limits, const CancellationToken* cancel, bool any_order) {
+         bool lenient, const CompileLimits* limits, const CancellationToken* cancel, bool any_order,
+         bool any_key_spelling) {
         JsonSchemaOptions options =
             MakeOptions(any_whitespace, indent, std::move(separators), max_whitespace);
         options.strict_mode = strict_mode;
         options.lenient = lenient;
         options.any_order = any_order;
+        options.any_key_spelling = any_key_spelling;
         JsonSchemaConversion result;
         {
           py::gil_scoped_release release;
@@ -51,6 +53,7 @@ void BindJsonSchema(py::module_& m) {
       py::arg("separators") = py::none(), py::arg("strict_mode") = true,
       py::arg("max_whitespace") = py::none(), py::arg("lenient") = false,
       py::arg("limits") = nullptr, py::arg("cancel") = nullptr, py::arg("any_order") = false,
+      py::arg("any_key_spelling") = false,
       "JSON Schema text -> (EBNF text with root rule 'root', warnings).");
   m.def(
       "_json_schema_keyword_table",

@@ -31,6 +31,12 @@ struct JsonSchemaOptions {
   // exactly once); objects with more than kMaxAnyOrderMembers declared properties are the
   // policy error. false: declared properties in schema order.
   bool any_order = false;
+  // true: a member name may be written in any JSON spelling (\uXXXX in either case, surrogate
+  // pairs, short escapes, \/): a declared name in each of them, an undeclared one as any string
+  // that decodes to no declared name (key_spellings.cc). false: names in their canonical
+  // spelling only (raw characters, short escapes), what models write and what the peers accept;
+  // the any-spelling automata are about twice the size and cost that in compile and first masks.
+  bool any_key_spelling = false;
   // Non-empty substrings no string value or member name may contain as written (escapes not
   // decoded): a structural tag's json_schema `excludes`. Strings with pattern or format are
   // not filtered; enum/const alternatives that mention one are left out.

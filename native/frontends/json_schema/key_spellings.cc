@@ -116,7 +116,8 @@ Fragment CharacterOutside(const std::set<uint32_t>& excluded) {
 Fragment SchemaConverter::DeclaredKey(const std::string& name) {
   // A structural tag's excludes are forbidden substrings of the text as written: an escaped
   // spelling could contain one, so the names keep their single canonical spelling there.
-  if (!options_.string_excludes.empty()) return Fragment::Literal(DumpJsonString(name));
+  // Canonical spelling unless asked otherwise (JsonSchemaOptions::any_key_spelling).
+  if (!options_.any_key_spelling || !options_.string_excludes.empty()) return Fragment::Literal(DumpJsonString(name));
   return Seq({Fragment::Literal("\""), StringSpellings({name}), Fragment::Literal("\"")});
 }
 
@@ -126,7 +127,7 @@ Fragment SchemaConverter::DeclaredKey(const std::string& name) {
 // expression (a single rule DFA, which the token-mask cache classifies exactly) until a
 // sub-trie's text grows large. Invariant: trie children have larger indices than parents.
 Fragment SchemaConverter::UndeclaredKey(const std::vector<std::string>& names) {
-  if (!options_.string_excludes.empty()) return KeyNotIn(names);
+  if (!options_.any_key_spelling || !options_.string_excludes.empty()) return KeyNotIn(names);
   struct TrieNode {
     bool terminal = false;
     std::map<uint32_t, size_t> children;
