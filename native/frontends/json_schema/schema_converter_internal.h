@@ -166,6 +166,11 @@ class SchemaConverter {
                     bool generated);
   std::optional<JsonValue> FlatBranch(const JsonValue& schema, const std::string& pointer, bool* exact);
   Fragment OneOf(const Node& node, int depth);
+  // --- one_of_exact.cc: oneOf with branches that may overlap ---
+  // anyOf over i of allOf [B_i, complement of B_j for each j in overlapping[i]]; nullopt
+  // (with `refusal` set) when a complement is not a schema; ResourceLimitError past a bound.
+  std::optional<JsonValue> ExactlyOneOf(const Node& node, const std::vector<JsonValue>& branches,
+                                        const std::vector<std::vector<size_t>>& overlapping, std::string* refusal);
   void MergeArrayKeywords(const JsonValue& a, const JsonValue& b, std::vector<JsonValue::Member>* out);
 
   // --- json_schema_objects.cc: objects, arrays, property keys ---

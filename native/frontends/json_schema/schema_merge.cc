@@ -818,13 +818,25 @@ Fragment SchemaConverter::OneOf(const Node& node, int depth) {
     return a && b && FlatExcludes(*a, exact[i], *b, node.pointer, kDisjointBudget, true) &&
            FlatExcludes(*b, exact[j], *a, node.pointer, kDisjointBudget, true);
   };
+  std::vector<std::vector<size_t>> overlapping(items.size());
+  bool overlaps = false;
   for (size_t i = 0; i < items.size(); ++i) {
     for (size_t j = i + 1; j < items.size(); ++j) {
       if (disjoint(i, j)) continue;
-      Unsupported("keyword 'oneOf' at " + ShowPointer(node.pointer) + ": branches " + std::to_string(i) +
-                  " and " + std::to_string(j) + " are not provably disjoint");
-      i = j = items.size();  // reported once; lenient: the branches become anyOf
+      overlapping[i].push_back(j);
+      overlapping[j].push_back(i);
+      overlaps = true;
     }
+  }
+  if (overlaps) {
+    std::string refusal;
+    if (std::optional<JsonValue> exactly_one = ExactlyOneOf(node, items, overlapping, &refusal)) {
+      synthetic_.push_back(std::move(*exactly_one));
+      return Schema(synthetic_.back(), node.pointer, depth);
+    }
+    // Lenient: the branches become anyOf.
+    Unsupported("keyword 'oneOf' at " + ShowPointer(node.pointer) + ": branches are not provably disjoint and " +
+                refusal);
   }
   std::vector<Fragment> choices;
   std::string base = ChildPointer(node.pointer, "oneOf");
