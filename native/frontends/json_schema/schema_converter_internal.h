@@ -151,6 +151,10 @@ class SchemaConverter {
   // The string spellings `excluded` rules out (StringValue), or nullopt.
   std::optional<std::vector<std::string>> ExcludedStrings(const Node& node);
   const JsonValue& WithoutDependencies(const Node& node);
+  // --- string_language.cc: `not` over string schemas, patterns intersected ---
+  std::optional<CodepointDfa> StringLanguage(const JsonValue& schema, const std::string& pointer, int budget);
+  std::optional<CodepointDfa> NegatedStringLanguage(const Node& node);
+  std::optional<JsonValue> ListedWithoutNot(const Node& node, const JsonValue& negated);
 
   // --- schema_merge.cc: allOf, $ref with siblings, applicators next to other keywords ---
   bool NeedsMerge(const Node& node) const;
@@ -229,6 +233,8 @@ class SchemaConverter {
   std::map<int, std::string> any_value_rules_;
   // Intersected string languages already written (keyword set -> fragment).
   std::map<std::string, Fragment> string_languages_;
+  // NegatedStringLanguage's automata (pointer and negated schema -> language).
+  std::map<std::string, std::optional<CodepointDfa>> negated_string_languages_;
   // NumberIntersection's languages written so far (divisor and parts -> fragment).
   std::map<std::string, Fragment> number_languages_;
   // PatternNames, by pattern.

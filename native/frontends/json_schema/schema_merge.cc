@@ -349,6 +349,14 @@ JsonValue SchemaConverter::MergeObjects(const JsonValue& a, const JsonValue& b, 
     } else if (keyword == "dependentRequired" || keyword == "dependentSchemas" || keyword == "dependencies") {
       refuse(keyword, "two different '" + keyword + "' maps");
       continue;
+    } else if (keyword == "pattern" && mine->is_string() && value.is_string()) {
+      // Strings must match both: the second pattern joins `not` as "a string that does not
+      // match it" (StringValue intersects the automata; other types pass both patterns).
+      JsonValue failing = JsonValue::Object({{"type", JsonValue::String("string")},
+                                             {"not", JsonValue::Object({{"pattern", value}})}});
+      const JsonValue* negated = FindIn(out, "not");
+      Set(&out, "not", negated == nullptr ? failing : JsonValue::Object({{"anyOf", JsonValue::Array({*negated, failing})}}));
+      continue;
     } else if (keyword == "pattern" || keyword == "format") {
       refuse(keyword, "'" + mine->string_value() + "' and '" +
                           (value.is_string() ? value.string_value() : std::string("?")) + "'");
