@@ -2,6 +2,7 @@
 // the language is the union over i of (B_i and not B_j for every j that may overlap B_i):
 // each branch is intersected with the complements (SchemaConverter::Complement) of the
 // branches it is not provably disjoint from. Disjoint pairs need no complement.
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,35 @@ bool DeclaresMembers(const JsonValue& schema) {
                                 schema.Find("additionalProperties") != nullptr);
 }
 
+// Leading allOf conjuncts every branch shares (oneOf next to other keywords is distributed
+// as allOf [siblings..., branch]): B_i implies them, so B_i and not (P and S_j) is
+// B_i and not S_j, and only the rest S_j needs a complement.
+size_t SharedConjuncts(const std::vector<JsonValue>& branches) {
+  std::vector<const std::vector<JsonValue>*> lists;
+  for (const JsonValue& branch : branches) {
+    if (!branch.is_object() || branch.object_members().size() != 1) return 0;
+    const JsonValue* parts = branch.Find("allOf");
+    if (parts == nullptr || !parts->is_array()) return 0;
+    lists.push_back(&parts->array_items());
+  }
+  size_t shared = 0;
+  while (true) {
+    for (const auto* list : lists) {
+      if (list->size() <= shared || !JsonEquals((*list)[shared], (*lists[0])[shared])) return shared;
+    }
+    ++shared;
+  }
+}
+
+JsonValue Unshared(const JsonValue& branch, size_t shared) {
+  if (shared == 0) return branch;
+  const std::vector<JsonValue>& parts = branch.Find("allOf")->array_items();
+  std::vector<JsonValue> rest(parts.begin() + static_cast<std::ptrdiff_t>(shared), parts.end());
+  if (rest.empty()) return JsonValue::Bool(true);
+  if (rest.size() == 1) return rest[0];
+  return JsonValue::Object({{"allOf", JsonValue::Array(std::move(rest))}});
+}
+
 }  // namespace
 
 std::optional<JsonValue> SchemaConverter::ExactlyOneOf(const Node& node, const std::vector<JsonValue>& branches,
@@ -41,6 +71,7 @@ std::optional<JsonValue> SchemaConverter::ExactlyOneOf(const Node& node, const s
   std::vector<std::optional<JsonValue>> complements(2 * branches.size());
   std::vector<bool> built(2 * branches.size(), false);
   size_t written = 0;
+  size_t shared = SharedConjuncts(branches);
   std::vector<JsonValue> disjuncts;
   for (size_t i = 0; i < branches.size(); ++i) {
     std::vector<JsonValue> conjuncts = {branches[i]};
@@ -50,7 +81,7 @@ std::optional<JsonValue> SchemaConverter::ExactlyOneOf(const Node& node, const s
       bool declares = DeclaresMembers(branches[i]);
       size_t slot = 2 * j + (declares ? 1 : 0);
       if (!built[slot]) {
-        complements[slot] = Complement(branches[j], base + "/" + std::to_string(j), declares, 8);
+        complements[slot] = Complement(Unshared(branches[j], shared), base + "/" + std::to_string(j), declares, 8);
         built[slot] = true;
         if (!complements[slot]) {
           *refusal = "branch " + std::to_string(j) + " overlaps branch " + std::to_string(i) +
