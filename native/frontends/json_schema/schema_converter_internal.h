@@ -175,6 +175,10 @@ class SchemaConverter {
   // (with `refusal` set) when a complement is not a schema; ResourceLimitError past a bound.
   std::optional<JsonValue> ExactlyOneOf(const Node& node, const std::vector<JsonValue>& branches,
                                         const std::vector<std::vector<size_t>>& overlapping, std::string* refusal);
+  // --- pattern_properties_merge.cc: object members of a ∩ b with patternProperties ---
+  void MergePatternMembers(const JsonValue& a, const JsonValue& b, const std::string& pointer,
+                           std::vector<JsonValue::Member>* out);
+  bool SomePatternMatches(const JsonValue* patterns, const std::string& name);
   void MergeArrayKeywords(const JsonValue& a, const JsonValue& b, std::vector<JsonValue::Member>* out);
 
   // --- json_schema_objects.cc: objects, arrays, property keys ---

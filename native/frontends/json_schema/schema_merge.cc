@@ -394,14 +394,8 @@ void SchemaConverter::MergeObjectKeywords(const JsonValue& a, const JsonValue& b
   // Patterns cannot be matched against the other side's names here, so they merge only
   // with a side that declares no names and allows any undeclared member.
   if (patterns_a || patterns_b) {
-    const JsonValue* other_props = patterns_a ? props_b : props_a;
-    const JsonValue* other_add = patterns_a ? add_b : add_a;
-    bool other_declares = other_props != nullptr && other_props->is_object() &&
-                          !other_props->object_members().empty();
-    if ((patterns_a && patterns_b) || other_declares || !IsTrueSchema(other_add)) {
-      Unsupported("cannot intersect 'patternProperties' with other object keywords" + where);
-      return;
-    }
+    MergePatternMembers(a, b, pointer, out);  // pattern_properties_merge.cc
+    return;
   }
   Members merged;
   auto add_side = [&](const JsonValue* props, const JsonValue* other_props, const JsonValue* other_add,
