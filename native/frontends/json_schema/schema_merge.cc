@@ -544,9 +544,13 @@ Fragment SchemaConverter::MergedSchema(const Node& node, int depth) {
 
 const JsonValue& SchemaConverter::Dereferenced(const JsonValue& schema, const std::string& pointer) {
   const JsonValue* at = &schema;
-  for (int hops = 0; hops < 32 && at->is_object() && at->object_members().size() == 1; ++hops) {
+  for (int hops = 0; hops < 32 && at->is_object(); ++hops) {
     const JsonValue* ref = at->Find("$ref");
     if (ref == nullptr || !ref->is_string()) break;
+    // Siblings that say nothing (annotations; any sibling before draft 2019) keep the target's language.
+    bool siblings_assert = !legacy_ref_ && std::any_of(at->object_members().begin(), at->object_members().end(),
+        [](const JsonValue::Member& m) { return m.first != "$ref" && !IsPassiveKeyword(m.first); });
+    if (siblings_assert) break;
     std::string target_pointer;
     at = ResolveReference(ref->string_value(), Node{*at, pointer}, &target_pointer);
   }
