@@ -14,6 +14,7 @@
 
 #include "frontends/json_schema/decimal.h"
 #include "frontends/json_schema/schema_converter_internal.h"
+#include "frontends/regex/regex_converter.h"
 #include "support/cancellation.h"
 #include "support/error.h"
 
@@ -251,6 +252,24 @@ void SchemaConverter::CollectParts(const JsonValue& schema, const std::string& p
   }
 }
 
+namespace {
+
+// Whether the regex frontend reads `pattern` (else the intersection stays the policy error: a
+// `not` it could not read would be complemented back into a second pattern without end).
+bool PatternHasAutomaton(const std::string& pattern) {
+  RegexOptions options;
+  options.search = true;
+  options.json_string_body = true;
+  try {
+    RegexToEbnf(pattern, options);
+  } catch (const RegexError&) {
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 // a ∩ b for two flat schema objects (no applicators).
 JsonValue SchemaConverter::MergeObjects(const JsonValue& a, const JsonValue& b, const std::string& pointer) {
   ThrowIfCancelled();
@@ -349,7 +368,7 @@ JsonValue SchemaConverter::MergeObjects(const JsonValue& a, const JsonValue& b, 
     } else if (keyword == "dependentRequired" || keyword == "dependentSchemas" || keyword == "dependencies") {
       refuse(keyword, "two different '" + keyword + "' maps");
       continue;
-    } else if (keyword == "pattern" && mine->is_string() && value.is_string()) {
+    } else if (keyword == "pattern" && mine->is_string() && value.is_string() && PatternHasAutomaton(value.string_value())) {
       // Strings must match both: the second pattern joins `not` as "a string that does not
       // match it" (StringValue intersects the automata; other types pass both patterns).
       JsonValue failing = JsonValue::Object({{"type", JsonValue::String("string")},
