@@ -4,7 +4,7 @@
     PYTHONPATH=. python scripts/schema_coverage.py [--data DIR]
 
 Prints, per category, how many schemas convert (ok), are refused with the policy error
-(unsupported) or are invalid; then the keywords of the first refusal per schema, and the
+(unsupported), are invalid or exceed a limit (invalid), or accept no value at all (empty); then the keywords of the first refusal per schema, and the
 keywords named by any warning when the refused schemas are converted leniently (what would
 have to be supported for them to compile). bench/corpus_report.py is the full report with
 instance and token-level checks.
@@ -53,14 +53,16 @@ def main() -> int:
                     anywhere[keyword] += 1
             except Exception:  # noqa: BLE001 - lenient conversion may still fail; not counted
                 pass
-        except (_native.SchemaError, _native.ResourceLimitError):
-            status = "invalid"
+        except (_native.SchemaError, _native.ResourceLimitError) as error:
+            # A schema no value satisfies (e.g. a oneOf whose every branch is already required
+            # beside it) is exact, not a refusal: counted apart from invalid schemas.
+            status = "empty" if "accepts no JSON value" in str(error) else "invalid"
         categories[category][status] += 1
         categories["all"][status] += 1
     for category, counts in sorted(categories.items(), key=lambda item: (item[0] == "all", item[0])):
         total = sum(counts.values())
         print(f"{category:16s} {counts['ok']:5d}/{total:<5d} ({100 * counts['ok'] / total:5.1f}%)  "
-              f"unsupported {counts['unsupported']}, invalid {counts['invalid']}")
+              f"unsupported {counts['unsupported']}, invalid {counts['invalid']}, empty {counts['empty']}")
     print("first refusal:", ", ".join(f"{k} {v}" for k, v in first.most_common(20)))
     print("any refusal:", ", ".join(f"{k} {v}" for k, v in anywhere.most_common(20)))
     return 0

@@ -17,6 +17,7 @@
 #include "frontends/json_schema/schema_converter_internal.h"
 #include "frontends/json_schema/string_excludes.h"
 #include "frontends/json_schema/string_formats.h"
+#include "frontends/json_schema/string_language.h"
 #include "frontends/regex/regex_converter.h"
 #include "support/cancellation.h"
 #include "support/compile_limits.h"
@@ -634,10 +635,14 @@ Fragment SchemaConverter::SchemaObject(const Node& node, int depth) {
 // directly (a string type excluding listed strings, an enum filtered by the exclusion).
 std::optional<JsonValue> SchemaConverter::WithoutNot(const Node& node, const JsonValue& negated) {
   if (NotReadByGenerators(node)) return std::nullopt;
+  bool listed_node = node.schema.Find("enum") != nullptr || node.schema.Find("const") != nullptr;
+  if (listed_node) {
+    if (std::optional<JsonValue> filtered = ListedWithoutNot(node, negated)) return filtered;
+  }
   bool declares = node.schema.Find("properties") != nullptr || node.schema.Find("patternProperties") != nullptr ||
                   node.schema.Find("additionalProperties") != nullptr;
   std::optional<JsonValue> complement = Complement(negated, node.pointer, declares, 8);
-  if (!complement) return std::nullopt;
+  if (!complement || (listed_node && ComplementRewritesAgain(*complement))) return std::nullopt;
   if (complement->is_bool() && !complement->bool_value()) return JsonValue::Bool(false);
   std::vector<JsonValue::Member> members;
   std::vector<JsonValue> conjuncts;
@@ -762,6 +767,14 @@ std::optional<JsonValue> SchemaConverter::Complement(const JsonValue& schema_in,
     return static_cast<long long>(value.number_value());
   };
   if (std::optional<std::vector<JsonValue>> values = ListedValuesOnly(schema)) return ValuesComplement(*values);
+  if (RejectsNonStrings(schema) && StringLanguage(schema, pointer, budget)) {
+    // Every non-string, and the strings outside its language (read by StringValue).
+    for (const char* type : kAllTypes) {
+      if (std::string(type) != "string") disjuncts.push_back(TypeSchema(type));
+    }
+    disjuncts.push_back(JsonValue::Object({{"type", JsonValue::String("string")}, {"not", schema}}));
+    return AnyOfOrSingle(std::move(disjuncts));
+  }
   for (const auto& [keyword, value] : schema.object_members()) {
     if (IsPassiveKeyword(keyword) || keyword == "then" || keyword == "else" || keyword == "nullable") continue;
     if (keyword == "type") {
@@ -802,6 +815,10 @@ std::optional<JsonValue> SchemaConverter::Complement(const JsonValue& schema_in,
       }
     } else if (keyword == "not") {
       disjuncts.push_back(value);
+    } else if (keyword == "pattern") {
+      // The strings the pattern does not match (StringValue subtracts its language).
+      disjuncts.push_back(JsonValue::Object({{"type", JsonValue::String("string")},
+                                             {"not", JsonValue::Object({{"pattern", value}})}}));
     } else if (keyword == "allOf" || keyword == "anyOf") {
       if (!value.is_array() || value.array_items().empty()) return std::nullopt;
       std::vector<JsonValue> parts;
@@ -849,8 +866,9 @@ bool SchemaConverter::NotReadByGenerators(const Node& node) {
   const JsonValue* negated = node.schema.Find("not");
   if (negated == nullptr) return false;
   std::optional<std::vector<JsonValue>> excluded = ListedValuesOnly(*negated);
-  if (!excluded) return false;
-  if (node.schema.Find("enum") != nullptr || node.schema.Find("const") != nullptr) return true;
+  bool listed_node = node.schema.Find("enum") != nullptr || node.schema.Find("const") != nullptr;
+  if (!excluded) return !listed_node && NegatedStringLanguage(node).has_value();
+  if (listed_node) return true;
   for (const JsonValue& value : *excluded) {
     if (!value.is_string()) return false;
   }
@@ -866,6 +884,7 @@ std::optional<std::vector<std::string>> SchemaConverter::ExcludedStrings(const N
   }
   // The listed values must outlive the loop (a range over `*temporary` would dangle).
   std::optional<std::vector<JsonValue>> listed = ListedValuesOnly(*node.schema.Find("not"));
+  if (!listed) return std::nullopt;  // a string language: NegatedStringLanguage
   std::vector<std::string> excluded;
   for (const JsonValue& value : *listed) excluded.push_back(value.string_value());
   return excluded;
@@ -1782,7 +1801,13 @@ Fragment SchemaConverter::StringValue(const Node& node) {
   }
   // `not: {enum: [strings]}` on a string: the spellings of those strings are subtracted.
   std::optional<std::vector<std::string>> excluded = ExcludedStrings(node);
-  bool with_length = (!languages.empty() || excluded) && (min_length || max_length);
+  // `not` over a string schema: its language (canonical spellings) is subtracted.
+  std::optional<CodepointDfa> excluded_language;
+  if (!excluded && node.schema.Find("enum") == nullptr && node.schema.Find("const") == nullptr) {
+    excluded_language = NegatedStringLanguage(node);
+  }
+  bool subtracts = excluded || excluded_language;
+  bool with_length = (!languages.empty() || subtracts) && (min_length || max_length);
   if (with_length && pattern == nullptr && format_fragment && max_length == std::nullopt &&
       *min_length <= StringFormatMinLength(format->string_value())) {
     // A minimum the format already implies (e.g. minLength 1 next to date-time, whose
@@ -1808,12 +1833,13 @@ Fragment SchemaConverter::StringValue(const Node& node) {
     }
   }
   if (with_length) languages.emplace_back(min_length ? "minLength" : "maxLength", "");
-  if (excluded && languages.empty()) languages.emplace_back("not", "");
-  if (languages.size() > 1 || excluded) {
+  if (subtracts && languages.empty()) languages.emplace_back("not", "");
+  if (languages.size() > 1 || subtracts) {
     // Identical keyword sets (common in generated schemas) share one automaton.
     std::string cache_key = std::to_string(min_length.value_or(0)) + "," + std::to_string(max_length.value_or(-1));
     for (const auto& language : languages) cache_key += "\n" + language.first + "\n" + language.second;
     for (const std::string& text : excluded.value_or(std::vector<std::string>{})) cache_key += "\nnot\n" + text;
+    if (excluded_language) cache_key += "\nnot-language\n" + DumpJson(*node.schema.Find("not"));
     auto cached = string_languages_.find(cache_key);
     if (cached != string_languages_.end()) return cached->second;
     try {
@@ -1830,6 +1856,11 @@ Fragment SchemaConverter::StringValue(const Node& node) {
       }
       if (excluded) {
         language = Product(language, DfaFromExpression(StringSpellings(*excluded).text()), ProductKind::kDifference);
+      }
+      if (excluded_language) {
+        // Within the canonical spellings, where the excluded language is complete.
+        language = Product(Product(language, CanonicalStrings(), ProductKind::kIntersection), *excluded_language,
+                           ProductKind::kDifference);
       }
       std::string chars_hint = RuleHint(node.pointer) + "_chars";
       Fragment intersected =
@@ -1854,7 +1885,7 @@ Fragment SchemaConverter::StringValue(const Node& node) {
         Unsupported("unsupported keyword 'not'" + where + ": " + e.what());
       }
       for (size_t i = 1; i < languages.size(); ++i) ignored_keywords_.insert({node.pointer, languages[i].first});
-      if (excluded) ignored_keywords_.insert({node.pointer, "not"});
+      if (subtracts) ignored_keywords_.insert({node.pointer, "not"});
       if (languages[0].first == "format") body = FormatInRules(format->string_value());
     }
     if (!languages[0].second.empty()) {
@@ -1862,7 +1893,7 @@ Fragment SchemaConverter::StringValue(const Node& node) {
       max_length.reset();
     }
   }
-  if (body && format_fragment && languages.size() == 1 && !excluded) body = FormatInRules(format->string_value());
+  if (body && format_fragment && languages.size() == 1 && !subtracts) body = FormatInRules(format->string_value());
   if (!body) {
     if (!min_length && !max_length) return JsonStringFragment();
     if (!options_.string_excludes.empty()) {

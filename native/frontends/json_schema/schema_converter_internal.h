@@ -159,6 +159,10 @@ class SchemaConverter {
   // The string spellings `excluded` rules out (StringValue), or nullopt.
   std::optional<std::vector<std::string>> ExcludedStrings(const Node& node);
   const JsonValue& WithoutDependencies(const Node& node);
+  // --- string_language.cc: `not` over string schemas, patterns intersected ---
+  std::optional<CodepointDfa> StringLanguage(const JsonValue& schema, const std::string& pointer, int budget);
+  std::optional<CodepointDfa> NegatedStringLanguage(const Node& node);
+  std::optional<JsonValue> ListedWithoutNot(const Node& node, const JsonValue& negated);
 
   // --- schema_merge.cc: allOf, $ref with siblings, applicators next to other keywords ---
   bool NeedsMerge(const Node& node) const;
@@ -174,6 +178,15 @@ class SchemaConverter {
                     bool generated);
   std::optional<JsonValue> FlatBranch(const JsonValue& schema, const std::string& pointer, bool* exact);
   Fragment OneOf(const Node& node, int depth);
+  // --- one_of_exact.cc: oneOf with branches that may overlap ---
+  // anyOf over i of allOf [B_i, complement of B_j for each j in overlapping[i]]; nullopt
+  // (with `refusal` set) when a complement is not a schema; ResourceLimitError past a bound.
+  std::optional<JsonValue> ExactlyOneOf(const Node& node, const std::vector<JsonValue>& branches,
+                                        const std::vector<std::vector<size_t>>& overlapping, std::string* refusal);
+  // --- pattern_properties_merge.cc: object members of a ∩ b with patternProperties ---
+  void MergePatternMembers(const JsonValue& a, const JsonValue& b, const std::string& pointer,
+                           std::vector<JsonValue::Member>* out);
+  bool SomePatternMatches(const JsonValue* patterns, const std::string& name);
   void MergeArrayKeywords(const JsonValue& a, const JsonValue& b, std::vector<JsonValue::Member>* out);
 
   // --- json_schema_objects.cc: objects, arrays, property keys ---
@@ -236,6 +249,8 @@ class SchemaConverter {
   std::map<int, std::string> any_value_rules_;
   // Intersected string languages already written (keyword set -> fragment).
   std::map<std::string, Fragment> string_languages_;
+  // NegatedStringLanguage's automata (pointer and negated schema -> language).
+  std::map<std::string, std::optional<CodepointDfa>> negated_string_languages_;
   // NumberIntersection's languages written so far (divisor and parts -> fragment).
   std::map<std::string, Fragment> number_languages_;
   // PatternNames, by pattern.

@@ -14,6 +14,7 @@
 
 #include "frontends/json_schema/decimal.h"
 #include "frontends/json_schema/schema_converter_internal.h"
+#include "frontends/regex/regex_converter.h"
 #include "support/cancellation.h"
 #include "support/error.h"
 
@@ -251,6 +252,24 @@ void SchemaConverter::CollectParts(const JsonValue& schema, const std::string& p
   }
 }
 
+namespace {
+
+// Whether the regex frontend reads `pattern` (else the intersection stays the policy error: a
+// `not` it could not read would be complemented back into a second pattern without end).
+bool PatternHasAutomaton(const std::string& pattern) {
+  RegexOptions options;
+  options.search = true;
+  options.json_string_body = true;
+  try {
+    RegexToEbnf(pattern, options);
+  } catch (const RegexError&) {
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 // a ∩ b for two flat schema objects (no applicators).
 JsonValue SchemaConverter::MergeObjects(const JsonValue& a, const JsonValue& b, const std::string& pointer) {
   ThrowIfCancelled();
@@ -349,6 +368,14 @@ JsonValue SchemaConverter::MergeObjects(const JsonValue& a, const JsonValue& b, 
     } else if (keyword == "dependentRequired" || keyword == "dependentSchemas" || keyword == "dependencies") {
       refuse(keyword, "two different '" + keyword + "' maps");
       continue;
+    } else if (keyword == "pattern" && mine->is_string() && value.is_string() && PatternHasAutomaton(value.string_value())) {
+      // Strings must match both: the second pattern joins `not` as "a string that does not
+      // match it" (StringValue intersects the automata; other types pass both patterns).
+      JsonValue failing = JsonValue::Object({{"type", JsonValue::String("string")},
+                                             {"not", JsonValue::Object({{"pattern", value}})}});
+      const JsonValue* negated = FindIn(out, "not");
+      Set(&out, "not", negated == nullptr ? failing : JsonValue::Object({{"anyOf", JsonValue::Array({*negated, failing})}}));
+      continue;
     } else if (keyword == "pattern" || keyword == "format") {
       refuse(keyword, "'" + mine->string_value() + "' and '" +
                           (value.is_string() ? value.string_value() : std::string("?")) + "'");
@@ -386,14 +413,8 @@ void SchemaConverter::MergeObjectKeywords(const JsonValue& a, const JsonValue& b
   // Patterns cannot be matched against the other side's names here, so they merge only
   // with a side that declares no names and allows any undeclared member.
   if (patterns_a || patterns_b) {
-    const JsonValue* other_props = patterns_a ? props_b : props_a;
-    const JsonValue* other_add = patterns_a ? add_b : add_a;
-    bool other_declares = other_props != nullptr && other_props->is_object() &&
-                          !other_props->object_members().empty();
-    if ((patterns_a && patterns_b) || other_declares || !IsTrueSchema(other_add)) {
-      Unsupported("cannot intersect 'patternProperties' with other object keywords" + where);
-      return;
-    }
+    MergePatternMembers(a, b, pointer, out);  // pattern_properties_merge.cc
+    return;
   }
   Members merged;
   auto add_side = [&](const JsonValue* props, const JsonValue* other_props, const JsonValue* other_add,
@@ -542,9 +563,13 @@ Fragment SchemaConverter::MergedSchema(const Node& node, int depth) {
 
 const JsonValue& SchemaConverter::Dereferenced(const JsonValue& schema, const std::string& pointer) {
   const JsonValue* at = &schema;
-  for (int hops = 0; hops < 32 && at->is_object() && at->object_members().size() == 1; ++hops) {
+  for (int hops = 0; hops < 32 && at->is_object(); ++hops) {
     const JsonValue* ref = at->Find("$ref");
     if (ref == nullptr || !ref->is_string()) break;
+    // Siblings that say nothing (annotations; any sibling before draft 2019) keep the target's language.
+    bool siblings_assert = !legacy_ref_ && std::any_of(at->object_members().begin(), at->object_members().end(),
+        [](const JsonValue::Member& m) { return m.first != "$ref" && !IsPassiveKeyword(m.first); });
+    if (siblings_assert) break;
     std::string target_pointer;
     at = ResolveReference(ref->string_value(), Node{*at, pointer}, &target_pointer);
   }
@@ -818,13 +843,25 @@ Fragment SchemaConverter::OneOf(const Node& node, int depth) {
     return a && b && FlatExcludes(*a, exact[i], *b, node.pointer, kDisjointBudget, true) &&
            FlatExcludes(*b, exact[j], *a, node.pointer, kDisjointBudget, true);
   };
+  std::vector<std::vector<size_t>> overlapping(items.size());
+  bool overlaps = false;
   for (size_t i = 0; i < items.size(); ++i) {
     for (size_t j = i + 1; j < items.size(); ++j) {
       if (disjoint(i, j)) continue;
-      Unsupported("keyword 'oneOf' at " + ShowPointer(node.pointer) + ": branches " + std::to_string(i) +
-                  " and " + std::to_string(j) + " are not provably disjoint");
-      i = j = items.size();  // reported once; lenient: the branches become anyOf
+      overlapping[i].push_back(j);
+      overlapping[j].push_back(i);
+      overlaps = true;
     }
+  }
+  if (overlaps) {
+    std::string refusal;
+    if (std::optional<JsonValue> exactly_one = ExactlyOneOf(node, items, overlapping, &refusal)) {
+      synthetic_.push_back(std::move(*exactly_one));
+      return Schema(synthetic_.back(), node.pointer, depth);
+    }
+    // Lenient: the branches become anyOf.
+    Unsupported("keyword 'oneOf' at " + ShowPointer(node.pointer) + ": branches are not provably disjoint and " +
+                refusal);
   }
   std::vector<Fragment> choices;
   std::string base = ChildPointer(node.pointer, "oneOf");

@@ -1,0 +1,114 @@
+// JSON Schema -> EBNF: `oneOf` whose branches may overlap. Exactly one branch holds, so
+// the language is the union over i of (B_i and not B_j for every j that may overlap B_i):
+// each branch is intersected with the complements (SchemaConverter::Complement) of the
+// branches it is not provably disjoint from. Disjoint pairs need no complement.
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "frontends/json_schema/schema_converter_internal.h"
+#include "support/cancellation.h"
+#include "support/error.h"
+
+namespace xg2 {
+namespace schema_internal {
+
+namespace {
+
+// JSON nodes the complements of one oneOf may write: n branches need up to n(n-1)
+// complements, each about the size of its branch.
+constexpr size_t kMaxOneOfComplementNodes = size_t{1} << 18;
+
+size_t NodeCount(const JsonValue& value) {
+  size_t count = 1;
+  for (const JsonValue& item : value.array_items()) count += NodeCount(item);
+  for (const auto& [key, member] : value.object_members()) count += NodeCount(member);
+  return count;
+}
+
+bool DeclaresMembers(const JsonValue& schema) {
+  return schema.is_object() && (schema.Find("properties") != nullptr || schema.Find("patternProperties") != nullptr ||
+                                schema.Find("additionalProperties") != nullptr);
+}
+
+// Leading allOf conjuncts every branch shares (oneOf next to other keywords is distributed
+// as allOf [siblings..., branch]): B_i implies them, so B_i and not (P and S_j) is
+// B_i and not S_j, and only the rest S_j needs a complement.
+size_t SharedConjuncts(const std::vector<JsonValue>& branches) {
+  std::vector<const std::vector<JsonValue>*> lists;
+  for (const JsonValue& branch : branches) {
+    if (!branch.is_object() || branch.object_members().size() != 1) return 0;
+    const JsonValue* parts = branch.Find("allOf");
+    if (parts == nullptr || !parts->is_array()) return 0;
+    lists.push_back(&parts->array_items());
+  }
+  size_t shared = 0;
+  while (true) {
+    for (const auto* list : lists) {
+      if (list->size() <= shared || !JsonEquals((*list)[shared], (*lists[0])[shared])) return shared;
+    }
+    ++shared;
+  }
+}
+
+JsonValue Unshared(const JsonValue& branch, size_t shared) {
+  if (shared == 0) return branch;
+  const std::vector<JsonValue>& parts = branch.Find("allOf")->array_items();
+  std::vector<JsonValue> rest(parts.begin() + static_cast<std::ptrdiff_t>(shared), parts.end());
+  if (rest.empty()) return JsonValue::Bool(true);
+  if (rest.size() == 1) return rest[0];
+  return JsonValue::Object({{"allOf", JsonValue::Array(std::move(rest))}});
+}
+
+}  // namespace
+
+std::optional<JsonValue> SchemaConverter::ExactlyOneOf(const Node& node, const std::vector<JsonValue>& branches,
+                                                       const std::vector<std::vector<size_t>>& overlapping,
+                                                       std::string* refusal) {
+  std::string base = ChildPointer(node.pointer, "oneOf");
+  // complements[j][declares]: the values branch j rejects, built once per form (Complement's
+  // `declares`: whether the branch it is merged into declares its members).
+  std::vector<std::optional<JsonValue>> complements(2 * branches.size());
+  std::vector<bool> built(2 * branches.size(), false);
+  size_t written = 0;
+  size_t shared = SharedConjuncts(branches);
+  std::vector<JsonValue> disjuncts;
+  for (size_t i = 0; i < branches.size(); ++i) {
+    std::vector<JsonValue> conjuncts = {branches[i]};
+    bool impossible = false;
+    for (size_t j : overlapping[i]) {
+      ThrowIfCancelled();
+      bool declares = DeclaresMembers(branches[i]);
+      size_t slot = 2 * j + (declares ? 1 : 0);
+      if (!built[slot]) {
+        complements[slot] = Complement(Unshared(branches[j], shared), base + "/" + std::to_string(j), declares, 8);
+        built[slot] = true;
+        if (!complements[slot]) {
+          *refusal = "branch " + std::to_string(j) + " overlaps branch " + std::to_string(i) +
+                     " and its complement is not a schema this converter can build";
+          return std::nullopt;
+        }
+        written += NodeCount(*complements[slot]);
+        if (written > kMaxOneOfComplementNodes) {
+          throw ResourceLimitError("keyword 'oneOf' at " + ShowPointer(node.pointer) +
+                                   ": the complements of its overlapping branches write more than " +
+                                   std::to_string(kMaxOneOfComplementNodes) + " JSON nodes");
+        }
+      }
+      const JsonValue& complement = *complements[slot];
+      if (complement.is_bool()) {
+        impossible = impossible || !complement.bool_value();  // branch j accepts everything
+        continue;
+      }
+      conjuncts.push_back(complement);
+    }
+    if (impossible) continue;
+    disjuncts.push_back(conjuncts.size() == 1 ? conjuncts[0]
+                                              : JsonValue::Object({{"allOf", JsonValue::Array(std::move(conjuncts))}}));
+  }
+  if (disjuncts.empty()) return JsonValue::Bool(false);
+  return JsonValue::Object({{"anyOf", JsonValue::Array(std::move(disjuncts))}});
+}
+
+}  // namespace schema_internal
+}  // namespace xg2

@@ -1,0 +1,133 @@
+"""`not` over string schemas and `oneOf` with overlapping branches (issue 38 part B).
+
+`not S` on a string is the canonical-spelling strings outside S's automaton; `oneOf` whose
+branches may overlap is the union of each branch with the complements of the branches it
+may overlap. Languages are compared with the `jsonschema` library on enumerated instances
+(string level, strict_mode=False), then compiled for a real tokenizer: random walks must
+validate and hand-written counterexamples must be rejected.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+import jsonschema
+import numpy as np
+import pytest
+
+import xg2_plugin as xg
+from xg2_plugin import _native
+from xg2_plugin.testing import ebnf_accepts
+from xg2_corpus import random_walk
+from xg2_test_support import hf_compiler, string_accepted
+
+Unsupported = _native.UnsupportedSchemaError
+
+
+def to_ebnf(schema, **options):
+    ebnf, _ = _native._json_schema_to_ebnf(json.dumps(schema), **options)
+    return ebnf
+
+
+def is_valid(schema, instance):
+    return jsonschema.Draft202012Validator(schema).is_valid(instance)
+
+
+def assert_same_language(schema, instances):
+    ebnf = to_ebnf(schema, strict_mode=False)
+    wrong = [(json.dumps(v, ensure_ascii=False), is_valid(schema, v)) for v in instances
+             if ebnf_accepts(ebnf, json.dumps(v, ensure_ascii=False)) != is_valid(schema, v)]
+    assert not wrong, f"{len(wrong)} disagreements, e.g. {wrong[:5]}"
+
+
+STRINGS = ["", "a", "b", "ab", "ba", "abc", "A1z", "a2Z", "xa", "zz", "a\"z", "é", "a\\b", "\n", "a/b", "aaaa"]
+VALUES = [None, True, False, 0, 1, 2.5, -3, [], ["a"], {}, {"a": 1}, {"b": "x"}, {"a": 1, "b": 2}] + STRINGS
+
+
+# Shapes of `not` that JSONSchemaBench uses (required, properties, enum, type, pattern,
+# anyOf / allOf of those) and string languages around them.
+@pytest.mark.parametrize("schema", [
+    {"not": {"pattern": "^a"}},
+    {"type": "string", "not": {"pattern": "b$"}},
+    {"not": {"type": "string", "pattern": "^a", "minLength": 2}},
+    {"not": {"type": "string", "maxLength": 1}},
+    {"type": "string", "pattern": "a", "not": {"pattern": "^a"}},
+    {"type": "string", "minLength": 1, "not": {"anyOf": [{"pattern": "^a"}, {"enum": ["b", "zz"]}]}},
+    {"type": "string", "not": {"allOf": [{"pattern": "a"}, {"pattern": "b"}]}},
+    {"type": "string", "not": {"not": {"pattern": "^[a-c]+$"}}},
+    {"not": {"anyOf": [{"pattern": "^a"}, {"const": "xa"}]}},
+    {"enum": ["a", "ab", "xa", 1, None], "not": {"pattern": "^a"}},
+    {"const": "ab", "not": {"type": "string", "maxLength": 1}},
+    {"not": {"required": ["a"]}},
+    {"type": "object", "not": {"required": ["a", "b"]}},
+    {"not": {"properties": {"a": {"pattern": "^x"}}, "required": ["a"]}},
+    {"type": "object", "properties": {"b": {"type": "string", "not": {"pattern": "y"}}}},
+])
+def test_not_is_exact(schema):
+    assert_same_language(schema, VALUES)
+
+
+@pytest.mark.parametrize("schema", [
+    {"oneOf": [{"required": ["a"]}, {"required": ["b"]}]},
+    {"type": "object", "oneOf": [{"required": ["a"]}, {"required": ["b"]}, {"properties": {"a": {"const": 1}}}]},
+    {"oneOf": [{"type": "string"}, {"minimum": 2}, {"maximum": 5}]},
+    {"oneOf": [{"pattern": "a"}, {"pattern": "b"}]},
+    {"oneOf": [{"type": "string", "maxLength": 2}, {"pattern": "^a"}, {"const": "abc"}]},
+    {"oneOf": [{"properties": {"a": {"type": "string"}}}, {"required": ["b"]}]},
+    {"oneOf": [{"type": "array"}, {"type": "array", "maxItems": 0}, {"enum": ["a", 1]}, {"type": ["string", "null"]}]},
+    {"type": "object", "properties": {"v": {"oneOf": [{"type": "number"}, {"minimum": 0}]}}},
+])
+def test_overlapping_one_of_is_exact(schema):
+    assert_same_language(schema, VALUES + [3, 4, 6, {"v": 1}, {"v": -1}, {"v": "s"}])
+
+
+@pytest.mark.parametrize("schema,keyword", [
+    ({"not": {"type": "integer"}}, "not"),  # integral numbers have no complement type
+    ({"type": "string", "not": {"format": "email"}}, "not"),  # format languages: no complement
+    ({"oneOf": [{"type": "integer"}, {"minimum": 1}]}, "oneOf"),
+    ({"oneOf": [{"format": "email"}, {"maxLength": 3}]}, "oneOf"),
+])
+def test_forms_without_complement_stay_the_policy_error(schema, keyword):
+    with pytest.raises(Unsupported, match=f"'{keyword}' at /"):
+        to_ebnf(schema)
+
+
+def test_one_of_complement_size_is_bounded():
+    # Each complement of `required` with 20,000 names writes about 120,000 JSON nodes.
+    branches = [{"required": [f"k{b}_{i}" for i in range(20000)]} for b in range(3)]
+    with pytest.raises(xg.ResourceLimitError, match="'oneOf' at /"):
+        to_ebnf({"oneOf": branches})
+
+
+ENGINE_CASES = [
+    ({"type": "object", "properties": {"id": {"type": "string", "maxLength": 8, "not": {"pattern": "^tmp"}}},
+      "required": ["id"], "additionalProperties": False},
+     [{"id": "tmp"}, {"id": "tmpx"}, {"id": "abcdefghi"}, {}]),
+    ({"oneOf": [{"type": "string", "maxLength": 3}, {"type": "string", "pattern": "^ab"}]},
+     ["abc", "ab", "abcdef"[:2], 1]),
+    ({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "boolean"}},
+      "oneOf": [{"required": ["a"]}, {"required": ["b"]}], "additionalProperties": False},
+     [{"a": 1, "b": True}, {}]),
+]
+
+
+@pytest.mark.parametrize("case", range(len(ENGINE_CASES)))
+def test_engine_walks_validate_and_counterexamples_are_rejected(case):
+    schema, invalid = ENGINE_CASES[case]
+    grammar = hf_compiler("llama3.1").compile_json_schema(schema, any_whitespace=False)
+    for value in invalid:
+        assert not is_valid(schema, value), value
+        assert not string_accepted(grammar, json.dumps(value, ensure_ascii=False)), value
+    info = grammar.tokenizer_info
+    bitmask = np.full(xg.get_bitmask_shape(1, info.vocab_size), -1, dtype=np.int32)
+    rng = random.Random(case)
+    finished = 0
+    for _ in range(6):
+        out = random_walk(grammar, rng, bitmask, 48)
+        if out is None:
+            continue
+        value = json.loads(out.decode("utf-8"))
+        assert is_valid(schema, value), out
+        finished += 1
+    assert finished > 0
