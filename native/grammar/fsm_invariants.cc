@@ -279,7 +279,6 @@ class AstChecker {
     if (root < 0 || static_cast<size_t>(root) >= ast_.nodes.size()) {
       Fail("rule '" + rule.name + "' has the " + (is_body ? "body " : "lookahead ") + Str(root));
     }
-    if (!is_body && ast_.node(root).kind == ExprKind::kTagDispatch) Fail("rule '" + rule.name + "' has a TagDispatch lookahead");
     Visit(root);
   }
 

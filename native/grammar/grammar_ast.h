@@ -38,9 +38,10 @@ enum class ExprKind : uint8_t {
   kSequence,   // children in order
   kChoice,     // any one child
   kRepeat,     // children[0] repeated min_repeat..max_repeat times (max_repeat < 0: unbounded)
-  // GrammarAst::tag_dispatches[tag_dispatch] (grammar/tag_dispatch.h). Only ever the whole
-  // body of a rule (RuleDef::body) and never a lookahead: the EBNF parser lifts a TagDispatch
-  // written inside an expression into a rule of its own.
+  // GrammarAst::tag_dispatches[tag_dispatch] (grammar/tag_dispatch.h). In a rule body only
+  // ever the whole body (RuleDef::body): the EBNF parser lifts a TagDispatch written inside an
+  // expression into a rule of its own. A lookahead written as one is the user's error,
+  // reported as a GrammarSyntaxError when the lookahead is lowered (grammar/nfa_builder.cc).
   kTagDispatch,
 };
 
