@@ -94,16 +94,8 @@ Fragment KeyCharacterOutside(const std::set<uint32_t>& excluded) {
 
 }  // namespace
 
-// A JSON string (quotes included) whose decoded value is none of `names`, built on the
-// trie of the names: at each trie node the key may end (unless a name ends there),
-// continue along a child, or leave the trie with any other character and then continue
-// freely. Invariant: trie children always have larger indices than their parent.
-Fragment SchemaConverter::KeyNotIn(const std::vector<std::string>& names) {
-  struct TrieNode {
-    bool terminal = false;
-    std::map<uint32_t, size_t> children;
-  };
-  std::vector<TrieNode> trie(1);
+std::vector<NameTrieNode> NameTrie(const std::vector<std::string>& names) {
+  std::vector<NameTrieNode> trie(1);
   for (const std::string& name : names) {
     size_t at = 0;
     for (uint32_t cp : DecodeUtf8(name)) {
@@ -116,6 +108,15 @@ Fragment SchemaConverter::KeyNotIn(const std::vector<std::string>& names) {
     }
     trie[at].terminal = true;
   }
+  return trie;
+}
+
+// A JSON string (quotes included) whose decoded value is none of `names`, built on the
+// trie of the names: at each trie node the key may end (unless a name ends there),
+// continue along a child, or leave the trie with any other character and then continue
+// freely.
+Fragment SchemaConverter::KeyNotIn(const std::vector<std::string>& names) {
+  const std::vector<NameTrieNode> trie = NameTrie(names);
   Fragment any_tail = Repeat(CommonRule("json_key_char"), 0, -1);
   std::vector<Fragment> fragment_of(trie.size(), Fragment::Never());
   for (size_t i = trie.size(); i-- > 0;) {

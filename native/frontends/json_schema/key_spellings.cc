@@ -128,23 +128,7 @@ Fragment SchemaConverter::DeclaredKey(const std::string& name) {
 // sub-trie's text grows large. Invariant: trie children have larger indices than parents.
 Fragment SchemaConverter::UndeclaredKey(const std::vector<std::string>& names) {
   if (!options_.any_key_spelling || !options_.string_excludes.empty()) return KeyNotIn(names);
-  struct TrieNode {
-    bool terminal = false;
-    std::map<uint32_t, size_t> children;
-  };
-  std::vector<TrieNode> trie(1);
-  for (const std::string& name : names) {
-    size_t at = 0;
-    for (char32_t cp : DecodeUtf8ToU32(name)) {
-      auto found = trie[at].children.find(cp);
-      if (found == trie[at].children.end()) {
-        trie.emplace_back();
-        found = trie[at].children.emplace(cp, trie.size() - 1).first;
-      }
-      at = found->second;
-    }
-    trie[at].terminal = true;
-  }
+  const std::vector<NameTrieNode> trie = NameTrie(names);
   const Fragment any_tail = Repeat(CommonRule("json_char"), 0, -1);
   std::vector<Fragment> fragment_of(trie.size(), Fragment::Never());
   for (size_t i = trie.size(); i-- > 0;) {

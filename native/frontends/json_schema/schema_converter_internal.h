@@ -285,6 +285,15 @@ const CodepointDfa& JsonCharDfa();
 // Every JSON spelling of the string bodies of `texts` (raw characters, short escapes and
 // \u escapes of any character, surrogate pairs for astral ones).
 Fragment StringSpellings(const std::vector<std::string>& texts);
+
+// The trie of the decoded code points of `names` (json_schema_objects.cc), node 0 the root.
+// Invariant: a child always has a larger index than its parent, so a walk from the last
+// node down builds every subtrie before its parent.
+struct NameTrieNode {
+  bool terminal = false;  // a name ends here
+  std::map<uint32_t, size_t> children;
+};
+std::vector<NameTrieNode> NameTrie(const std::vector<std::string>& names);
 // The values of a const / enum-only schema (annotations aside), else nullopt.
 std::optional<std::vector<JsonValue>> ListedValuesOnly(const JsonValue& schema);
 // The pointer as shown in messages ("/" for the root).
