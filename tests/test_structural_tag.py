@@ -64,6 +64,13 @@ def test_legacy_form_is_triggered_tags():
     assert parse_structural_tag(json.dumps(legacy)).format.type == "triggered_tags"
 
 
+@pytest.mark.parametrize("triggers", [[""], ["<f=", ""]])
+def test_empty_trigger_is_refused_with_its_path(triggers):
+    legacy = {"structures": [{"begin": "<f=a>", "schema": {"type": "integer"}, "end": "</f>"}], "triggers": triggers}
+    with pytest.raises(StructuralTagError, match=rf"/triggers/{len(triggers) - 1}.*must not be empty"):
+        structural_tag_to_ebnf(legacy)
+
+
 @pytest.mark.parametrize(
     "value,fragment",
     [

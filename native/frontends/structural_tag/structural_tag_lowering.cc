@@ -1010,6 +1010,11 @@ class Lowering {
     if (format.triggers.empty()) {
       throw StructuralTagError(Where(where + "/triggers") + "at least one trigger is required");
     }
+    for (size_t i = 0; i < format.triggers.size(); ++i) {
+      if (format.triggers[i].empty()) {
+        throw StructuralTagError(Where(where + "/triggers/" + std::to_string(i)) + "a trigger must not be empty");
+      }
+    }
     if (format.tags.empty()) throw StructuralTagError(Where(where + "/tags") + "at least one tag is required");
     // Alternatives per distinct trigger, in the triggers' order.
     std::vector<std::pair<std::string, std::vector<std::string>>> by_trigger;
