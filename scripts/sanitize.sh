@@ -107,8 +107,14 @@ if [ "$MODE" = atheris ]; then
   PYTHONPATH="$STAGE" PYTHON="$PYTHON" exec bash fuzz/run_all.sh "${1:-20}"
 fi
 cd tests
+# The ASan tests share nothing across processes: they run on every core (pytest-xdist, as the
+# main suite; XG2_TEST_WORKERS overrides the count). The TSan tests stay in one process.
+WORKERS=()
+if [ "$MODE" = asan ] && "$PYTHON" -c "import xdist" 2>/dev/null; then
+  WORKERS=(-n "${XG2_TEST_WORKERS:-auto}" --dist worksteal)
+fi
 status=0
-PYTHONPATH="$STAGE" "$PYTHON" -m pytest -q -p no:cacheprovider "$@" "${TESTS[@]}" || status=$?
+PYTHONPATH="$STAGE" "$PYTHON" -m pytest -q -p no:cacheprovider "${WORKERS[@]}" "$@" "${TESTS[@]}" || status=$?
 if compgen -G "$REPORTS/*" >/dev/null; then
   cat "$REPORTS"/* >&2
   echo "sanitizer reports above ($MODE)" >&2

@@ -111,8 +111,15 @@ def install():
 PY
 echo "import _xg2_sglang_cpu_stubs; _xg2_sglang_cpu_stubs.install()" >"$site/_xg2_sglang_cpu_stubs.pth"
 
-# This package (the native build reuses build/ from the main venv's install).
-say "installing xg2-plugin from $PWD (builds the native engine; minutes on a first build)"
-pip_install -c "$VENV/constraints.txt" .
+# This package: the wheel XG2_WHEEL names when set (scripts/test.sh builds one for every venv),
+# else the working tree.
+if [ -n "${XG2_WHEEL:-}" ]; then
+  say "installing $XG2_WHEEL"
+  pip_install -c "$VENV/constraints.txt" "$XG2_WHEEL"
+  pip_install --no-deps --force-reinstall "$XG2_WHEEL"
+else
+  say "installing xg2-plugin from $PWD (builds the native engine; minutes on a first build)"
+  pip_install -c "$VENV/constraints.txt" .
+fi
 say "ready: $VENV"
 echo "$(cd "$VENV" && pwd)/bin/python"

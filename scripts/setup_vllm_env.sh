@@ -74,10 +74,15 @@ PYUNPACK
     touch "$OVERLAY/.xg2-complete"
   fi
 fi
-# The package itself, reinstalled whenever a source file is newer than the last install, so
-# the venv runs the working tree's engine and adapter.
+# The package itself: the wheel XG2_WHEEL names when set (scripts/test.sh builds one for every
+# venv), else the working tree, reinstalled whenever a source file is newer than the last
+# install, so the venv runs the working tree's engine and adapter.
 INSTALLED="$VENV/.xg2-installed"
-if [ ! -f "$INSTALLED" ] || [ -n "$(find native xg2_plugin adapters CMakeLists.txt pyproject.toml -newer "$INSTALLED" -print -quit)" ]; then
+if [ -n "${XG2_WHEEL:-}" ]; then
+  echo "setup_vllm_env: installing $XG2_WHEEL into $VENV"
+  pip_quiet install --no-deps --force-reinstall "$XG2_WHEEL"
+  rm -f "$INSTALLED"
+elif [ ! -f "$INSTALLED" ] || [ -n "$(find native xg2_plugin adapters CMakeLists.txt pyproject.toml -newer "$INSTALLED" -print -quit)" ]; then
   echo "setup_vllm_env: installing xg2-plugin from $PWD into $VENV (builds the native engine; minutes on a first build)"
   touch "$INSTALLED.new"
   pip_quiet install --no-deps --force-reinstall .

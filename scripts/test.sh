@@ -31,7 +31,15 @@ fi
 # torch is optional for the engine; the tests use it to check tensor buffers. 2.13.0 CPU is
 # the build this machine kind provides locally.
 "$VENV/bin/python" -m pip install -q "torch==2.13.0" || echo "torch not available; torch tests will be skipped"
-"$VENV/bin/python" -m pip install -q ".[test,fuzz,sanitize]"
+# The engine is built once, as a wheel that every venv here installs (the vLLM and SGLang venvs
+# run the same interpreter version): building from the source tree in each would compile the
+# whole engine three times, since each isolated build environment puts pybind11 elsewhere.
+rm -rf build/wheelhouse
+"$VENV/bin/python" -m pip wheel -q --no-deps -w build/wheelhouse .
+XG2_WHEEL=$(ls "$PWD"/build/wheelhouse/xg2_plugin-*.whl)
+export XG2_WHEEL
+"$VENV/bin/python" -m pip install -q --no-deps --force-reinstall "$XG2_WHEEL"
+"$VENV/bin/python" -m pip install -q "$XG2_WHEEL[test,fuzz,sanitize]"
 # Run from outside the source tree so the installed package (not the sources) is imported.
 export XG2_DATA_DIR=${XG2_DATA_DIR:-$(cd .. && pwd)/shared/data}
 # The main suite runs on every core (pytest-xdist; XG2_TEST_WORKERS overrides the count, 0 runs
