@@ -175,25 +175,7 @@ class DenseStepper {
   }
   // True when every node inside a multi-byte character from `x` (the (node, decoder state)
   // pairs short of the character's end) exists and cannot leave the rule.
-  bool InnerCharacterNodesStay(NodeId x, const LeaveSets& leave, const std::vector<uint8_t>& leavable) {
-    constexpr size_t kMaxPairs = 64;
-    std::vector<std::pair<NodeId, int8_t>> pairs{{x, kUtf8Boundary}};
-    for (size_t q = 0; q < pairs.size(); ++q) {
-      const auto [from, state] = pairs[q];
-      const NodeId* row = Row(from);
-      for (int b = 0x80; b < 256; ++b) {
-        const int8_t next_state = Utf8DecoderStep(state, static_cast<uint8_t>(b));
-        if (next_state <= kUtf8Boundary) continue;
-        const NodeId to = row[b];
-        if (to < 0 || !CannotLeave(to, leave, leavable)) return false;
-        const std::pair<NodeId, int8_t> pair{to, next_state};
-        if (std::find(pairs.begin(), pairs.end(), pair) != pairs.end()) continue;
-        if (pairs.size() == kMaxPairs) return false;
-        pairs.push_back(pair);
-      }
-    }
-    return true;
-  }
+  bool InnerCharacterNodesStay(NodeId x, const LeaveSets& leave, const std::vector<uint8_t>& leavable);
 
   // True when `n` is a class root: a character class (CharacterClass) of at least
   // kMinClassRootBytes ASCII bytes, those `n` steps on to its major target, plus the
@@ -227,53 +209,7 @@ class DenseStepper {
 
  private:
   bool FindClassRoot(NodeId n, int32_t r, const LeaveSets& leave, const std::vector<uint8_t>& leavable,
-                     int32_t max_copies, ClassChain* out) {
-    const NodeId first_target = MajorTarget(r);
-    if (first_target < 0) return false;
-    CharacterClass cls;
-    cls.ascii = MajorMask(r);
-    cls.ascii.words[2] = cls.ascii.words[3] = 0;
-    if (cls.ascii.Count() < kMinClassRootBytes) return false;
-    cls.multibyte = CharEnd(n, kUtf8Boundary) == first_target;
-    auto cannot_leave = [&](NodeId x) { return CannotLeave(x, leave, leavable); };
-    auto inner_nodes_stay = [&](NodeId x) { return !cls.multibyte || InnerCharacterNodesStay(x, leave, leavable); };
-    std::vector<NodeId>& nodes = out->nodes;
-    nodes.assign(1, n);
-    out->loops = false;
-    for (NodeId x = n;;) {
-      Row(x);
-      const int32_t rx = s_.row_of[x];
-      const NodeId next = MajorTarget(rx);
-      const bool steps_on_all = next >= 0 && cls.ascii.SubsetOf(MajorMask(rx)) &&
-                                (!cls.multibyte || CharEnd(x, kUtf8Boundary) == next);
-      if (!steps_on_all) {
-        // The chain's end: it must step on no character of the class, and not leave.
-        if (x == n) return false;
-        const NodeId* row = Row(x);
-        for (int b = 0; b < 256; ++b) {
-          if (row[b] < 0) continue;
-          if (b < 0x80 ? AsciiIn(cls.ascii, static_cast<uint8_t>(b)) : cls.multibyte && b >= 0xC2 && b <= 0xF4) {
-            return false;
-          }
-        }
-        if (!cannot_leave(x)) return false;
-        break;
-      }
-      if (x != n && !cannot_leave(x)) return false;
-      if (!inner_nodes_stay(x)) return false;
-      if (next == x) {
-        if (!cannot_leave(x)) return false;
-        out->loops = true;
-        break;
-      }
-      if (std::find(nodes.begin(), nodes.end(), next) != nodes.end()) return false;  // a longer cycle
-      if (static_cast<int32_t>(nodes.size()) > max_copies) return false;
-      nodes.push_back(next);
-      x = next;
-    }
-    out->cls = cls;
-    return true;
-  }
+                     int32_t max_copies, ClassChain* out);
 
  public:
   // True when `n` is the first of the last copies of a bounded repetition of one character,
@@ -287,63 +223,7 @@ class DenseStepper {
   // (its next character fails at `end` with nothing left to the parser), in both versions
   // of the classification.
   bool Utf8ChainRoot(NodeId n, const LeaveSets& leave, const std::vector<uint8_t>& leavable, ByteMask* ascii,
-                     int32_t* copies) {
-    constexpr int32_t kMaxCopies = TokenizerInfo::kMaxUtf8ChainCharacters;
-    Row(n);
-    ByteMask consumed = MajorMask(s_.row_of[n]);
-    consumed.words[2] = consumed.words[3] = ~uint64_t{0};
-    if (!(consumed.words[0] | consumed.words[1])) return false;
-    // The copies: the nodes along the major chain whose character mask holds the class.
-    int32_t k = 0;
-    NodeId end = n;
-    while (k <= kMaxCopies && consumed.SubsetOf(LevelMask(end, true))) {
-      const NodeId next = MajorTarget(s_.row_of[end]);
-      if (next == end) return false;  // a loop, not a chain (UTF-8 regions cover loops)
-      end = next;
-      ++k;
-    }
-    if (k < 1 || k > kMaxCopies) return false;  // not a chain, or one too long for the sets
-    {
-      const NodeId* row = Row(end);
-      for (int b = 0; b < 256; ++b) {
-        if (row[b] >= 0 && (b >= 0xC2 ? b <= 0xF4 : AsciiIn(consumed, static_cast<uint8_t>(b)))) return false;
-      }
-    }
-    // The nodes a token of the class passes (or fails at) after its first byte.
-    constexpr size_t kMaxNodes = 4096;
-    std::vector<NodeId>& seen = s_.chain_path;
-    seen.clear();
-    bool back_to_start = false;
-    auto visit = [&](NodeId to) {
-      back_to_start |= to == n && !seen.empty();
-      uint8_t& mark = s_.region_seen[to];
-      if (mark) return;
-      mark = 1;
-      seen.push_back(to);
-    };
-    struct ResetSeen {
-      ClassifyScratch& s;
-      ~ResetSeen() {
-        for (NodeId x : s.chain_path) s.region_seen[x] = 0;
-      }
-    } reset_seen{s_};
-    visit(n);
-    for (size_t q = 0; q < seen.size(); ++q) {
-      const NodeId x = seen[q];
-      if (back_to_start || (q > 0 && (leavable[x] || leave[x].any()))) return false;
-      if (x == end) continue;
-      if (seen.size() > kMaxNodes) return false;
-      for (int b = 0; b < 256; ++b) {
-        const NodeId to = Row(x)[b];
-        if (to >= 0 && (b >= 0x80 || AsciiIn(consumed, static_cast<uint8_t>(b)))) visit(to);
-      }
-    }
-    if (back_to_start) return false;
-    *ascii = consumed;
-    ascii->words[2] = ascii->words[3] = 0;
-    *copies = k;
-    return true;
-  }
+                     int32_t* copies);
 
   // True when every token of a trie subtree is consumed from `n`, by the UTF-8 region
   // argument: the subtree's tokens are all well-formed UTF-8 prefixes and the decoder is in
@@ -385,31 +265,7 @@ class DenseStepper {
   // relies on). A breadth-first search over the region's (node, decoder state) pairs,
   // capped like ExploreUtf8Region.
   bool SingleBoundaryRegion(NodeId root, const ByteMask& ascii, const LeaveSets& leave,
-                            const std::vector<uint8_t>& leavable) {
-    constexpr size_t kMaxPairs = 48;
-    std::vector<std::pair<NodeId, int8_t>> pairs{{root, kUtf8Boundary}};
-    for (size_t q = 0; q < pairs.size(); ++q) {
-      const auto [from, state] = pairs[q];
-      if (leavable[from] || leave[from].any()) return false;
-      const NodeId* row = Row(from);
-      for (int b = 0; b < 256; ++b) {
-        if (b < 0x80 && (state != kUtf8Boundary || !AsciiIn(ascii, static_cast<uint8_t>(b)))) continue;
-        const int8_t next_state = Utf8DecoderStep(state, static_cast<uint8_t>(b));
-        if (next_state < 0) continue;
-        const NodeId to = row[b];
-        if (to < 0) return false;  // not a region after all
-        if (next_state == kUtf8Boundary) {
-          if (to != root) return false;
-          continue;
-        }
-        const std::pair<NodeId, int8_t> pair{to, next_state};
-        if (std::find(pairs.begin(), pairs.end(), pair) != pairs.end()) continue;
-        if (pairs.size() == kMaxPairs) return false;
-        pairs.push_back(pair);
-      }
-    }
-    return true;
-  }
+                            const std::vector<uint8_t>& leavable);
 
   // True when `n` starts a long chain of alike copies of one character class: the copies of
   // a bounded string body far from its bound (json_char{0,512} at its loop head), too many
@@ -427,26 +283,7 @@ class DenseStepper {
   // raised before it, and the class tokens are all accepted: the classification of a region
   // root with one boundary node (ClassifyRegionOutsiders).
   bool LongChainRoot(NodeId n, const LeaveSets& leave, const std::vector<uint8_t>& leavable, int32_t depth,
-                     ByteMask* ascii) {
-    // Only the nodes of a compressed repetition's loop (grammar_fsm.h) are tried: their
-    // explicit copies reach beyond any token. Other chains (explicit bounded copies, the
-    // product automaton of a pattern with a length bound) end within a token's reach, fail
-    // AlikeWithin, and would pay for its pair search each time.
-    if (fsm_.node_loop.empty() || fsm_.node_loop[n] < 0) return false;
-    if (!CannotLeave(n, leave, leavable)) return false;
-    Row(n);
-    const int32_t r = s_.row_of[n];
-    const NodeId next = MajorTarget(r);
-    if (next < 0 || next == n) return false;
-    ByteMask class_ascii = MajorMask(r);
-    class_ascii.words[2] = class_ascii.words[3] = 0;
-    if (!(class_ascii.words[0] | class_ascii.words[1])) return false;
-    if (CharEnd(n, kUtf8Boundary) != next) return false;
-    if (!InnerCharacterNodesStay(n, leave, leavable)) return false;
-    if (!AlikeWithin(n, next, depth, leave, leavable)) return false;
-    *ascii = class_ascii;
-    return true;
-  }
+                     ByteMask* ascii);
 
   // True when every string of at most `depth` bytes walks alike from `a` and from `b`: the
   // same bytes step or fail at each position, at nodes with the same leavable flag and
@@ -456,40 +293,7 @@ class DenseStepper {
   // This is what equal truncated canonical keys (CanonicalSubFsmKeys) would say, without
   // writing two keys that run over the sub-DFAs within a token's reach (a hundred kilobytes
   // each at a long chain's root).
-  bool AlikeWithin(NodeId a, NodeId b, int32_t depth, const LeaveSets& leave, const std::vector<uint8_t>& leavable) {
-    std::vector<NodeId>& partner = s_.alike_partner;
-    std::vector<NodeId>& order = s_.alike_order;
-    std::vector<int32_t>& at_depth = s_.alike_depth;
-    order.clear();
-    at_depth.clear();
-    struct ResetPartners {
-      ClassifyScratch& s;
-      ~ResetPartners() {
-        for (NodeId x : s.alike_order) s.alike_partner[x] = -1;
-      }
-    } reset{s_};
-    auto pair = [&](NodeId x, NodeId y, int32_t d) {
-      if (partner[x] >= 0) return partner[x] == y;
-      if (leavable[x] != leavable[y] || &leave[x] != &leave[y]) return false;  // sets are interned
-      partner[x] = y;
-      order.push_back(x);
-      at_depth.push_back(d);
-      return true;
-    };
-    if (!pair(a, b, 0)) return false;
-    for (size_t q = 0; q < order.size(); ++q) {
-      const NodeId x = order[q];
-      const NodeId y = partner[x];
-      if (x == y || at_depth[q] >= depth) continue;
-      const ByteEdge* ex = fsm_.byte_edges_begin(x);
-      const ByteEdge* ey = fsm_.byte_edges_begin(y);
-      if (fsm_.byte_edges_end(x) - ex != fsm_.byte_edges_end(y) - ey) return false;
-      for (; ex != fsm_.byte_edges_end(x); ++ex, ++ey) {
-        if (ex->lo != ey->lo || ex->hi != ey->hi || !pair(ex->target, ey->target, at_depth[q] + 1)) return false;
-      }
-    }
-    return true;
-  }
+  bool AlikeWithin(NodeId a, NodeId b, int32_t depth, const LeaveSets& leave, const std::vector<uint8_t>& leavable);
 
  private:
   // Tries `root` as a character-boundary node of a UTF-8 region: a set of (DFA node,
@@ -501,144 +305,22 @@ class DenseStepper {
   // continuation byte left" nodes, say). `ascii` starts as every ASCII byte `root` steps on
   // and loses the byte that led to a failing pair (the closing quote of a string body, the
   // backslash of an escape), a few times at most; the closure is capped in size.
-  void AddUtf8Region(NodeId root) {
-    {
-      const NodeId* row = Row(root);
-      for (int b = 0xC2; b <= 0xF4; ++b) {
-        if (row[b] < 0) return;  // not at a character boundary of any region
-      }
-    }
-    ByteMask ascii;
-    {
-      const NodeId* row = Row(root);
-      for (int b = 0; b < 0x80; ++b) {
-        if (row[b] >= 0) ascii.Set(static_cast<uint8_t>(b));
-      }
-    }
-    constexpr int kMaxRegionAttempts = 6;
-    for (int attempt = 0; attempt < kMaxRegionAttempts; ++attempt) {
-      int culprit = -1;
-      if (ExploreUtf8Region(root, ascii, &culprit)) return;
-      if (culprit < 0) return;
-      ascii.words[culprit >> 6] &= ~(uint64_t{1} << (culprit & 63));
-    }
-  }
+  void AddUtf8Region(NodeId root);
 
   // One attempt of AddUtf8Region with a fixed `ascii`; on failure `culprit` is the ASCII
   // byte to drop (or -1: give up). On success records the region in the scratch rows.
   // Reaching the pair cap gives up at once: dropping one ASCII byte does not shorten a chain
   // of copies (json_char{0,N}: every ASCII byte steps to the next copy), and each of the
   // chain's boundary nodes used to pay all kMaxRegionAttempts full explorations.
-  bool ExploreUtf8Region(NodeId root, const ByteMask& ascii, int* culprit) {
-    // Pairs are found breadth-first; membership is one bit per (node, decoder state) in
-    // region_seen, so the closure is linear in its size. The cap bounds the work: an attempt
-    // costs about 256 steps per pair and up to kMaxRegionAttempts run. Regions with one pair
-    // per prefix of many declared words (a property-name position) do not pay for it: with
-    // a cap of 4096, a 180-node word region cost 600 us to classify at its root instead of
-    // 290 us by the plain walk, which accepts most of its subtrees at smaller regions inside.
-    constexpr size_t kMaxRegionPairs = 48;
-    std::vector<NodeId>& nodes = s_.region_nodes;
-    std::vector<int8_t>& states = s_.region_pair_states;
-    std::vector<int16_t>& via = s_.region_via;  // the ASCII byte that last led into the pair's chain
-    nodes.clear();
-    states.clear();
-    via.clear();
-    auto add = [&](NodeId n, int8_t state, int16_t byte) {
-      uint8_t& seen = s_.region_seen[n];
-      if ((seen >> state) & 1) return true;
-      if (nodes.size() == kMaxRegionPairs) return false;
-      seen |= static_cast<uint8_t>(1u << state);
-      nodes.push_back(n);
-      states.push_back(state);
-      via.push_back(byte);
-      return true;
-    };
-    // Clears region_seen for the pairs found, on every way out.
-    struct ResetSeen {
-      ClassifyScratch& s;
-      ~ResetSeen() {
-        for (NodeId n : s.region_nodes) s.region_seen[n] = 0;
-      }
-    } reset_seen{s_};
-    add(root, kUtf8Boundary, -1);
-    for (size_t q = 0; q < nodes.size(); ++q) {
-      const NodeId from = nodes[q];
-      const int8_t state = states[q];
-      for (int b = 0x80; b < 256; ++b) {
-        const int8_t next_state = Utf8DecoderStep(state, static_cast<uint8_t>(b));
-        if (next_state < 0) continue;
-        const NodeId to = Row(from)[b];
-        if (to < 0 || !add(to, next_state, via[q])) {
-          *culprit = to < 0 ? via[q] : -1;
-          if (to >= 0) MarkTriedAfterCap();
-          return false;
-        }
-      }
-      if (state != kUtf8Boundary) continue;
-      NodeId last = -1;
-      for (int b = 0; b < 0x80; ++b) {
-        if (!AsciiIn(ascii, static_cast<uint8_t>(b))) continue;
-        const NodeId to = Row(from)[b];
-        if (to < 0 || (to != last && !add(to, kUtf8Boundary, static_cast<int16_t>(b)))) {
-          *culprit = to < 0 ? b : -1;
-          if (to >= 0) MarkTriedAfterCap();
-          return false;
-        }
-        last = to;
-      }
-    }
-    const size_t count = nodes.size();
-    for (size_t k = 0; k < count; ++k) {
-      Row(nodes[k]);
-      const int32_t r = s_.row_of[nodes[k]];
-      // A node of a recorded region is not tried as a root of its own: that would explore
-      // the same closure again from each of its nodes (quadratic on a region with hundreds
-      // of nodes), for a region at most as useful as the one recorded.
-      s_.region_tried[r] = 1;
-      if (s_.region_root[r] >= 0 && s_.region_root[r] != root) continue;
-      s_.region_root[r] = root;
-      s_.region_states[r] |= static_cast<uint8_t>(1u << states[k]);
-      s_.region_ascii[r] = ascii;
-    }
-    return true;
-  }
+  bool ExploreUtf8Region(NodeId root, const ByteMask& ascii, int* culprit);
 
   // After an attempt reached the pair cap: the nodes it explored are not tried as roots of
   // their own. Their closures are those of the same repeated shape (the copies of a chain
   // json_char{0,N} all reach the cap), and each failed attempt costs about 256 steps per
   // pair; a node that was a region root after all only loses a shortcut, never exactness.
-  void MarkTriedAfterCap() {
-    for (NodeId n : s_.region_nodes) {
-      Row(n);
-      s_.region_tried[s_.row_of[n]] = 1;
-    }
-  }
+  void MarkTriedAfterCap();
 
-  void ComputeMajor(int32_t r) {
-    const NodeId n = s_.touched[r];
-    NodeId major = -1;
-    int32_t major_bytes = 0;
-    for (const ByteEdge* e = fsm_.byte_edges_begin(n); e != fsm_.byte_edges_end(n); ++e) {
-      int32_t bytes = 0;  // bytes of all edges to this target (edges are few)
-      for (const ByteEdge* f = fsm_.byte_edges_begin(n); f != fsm_.byte_edges_end(n); ++f) {
-        if (f->target == e->target) bytes += f->hi - f->lo + 1;
-      }
-      if (bytes > major_bytes) {
-        major_bytes = bytes;
-        major = e->target;
-      }
-    }
-    ByteMask& major_mask = s_.majors[r];
-    major_mask = ByteMask();
-    if (major >= 0) {
-      const NodeId* row = RowAddress(r);
-      for (int b = 0; b < 256; ++b) {
-        if (row[b] == major) major_mask.Set(static_cast<uint8_t>(b));
-      }
-    }
-    s_.major_targets[r] = major;
-    s_.major_done[r] = 1;
-  }
+  void ComputeMajor(int32_t r);
 
   void DropRows() {
     for (NodeId n : s_.touched) s_.row_of[n] = -1;
@@ -652,139 +334,30 @@ class DenseStepper {
   static constexpr int32_t kChainHorizon = 32;
 
   // The mask of `n` at a chain level: its major bytes, or its character mask.
-  ByteMask LevelMask(NodeId n, bool by_chars) {
-    Row(n);
-    const int32_t r = s_.row_of[n];
-    if (!by_chars) return MajorMask(r);
-    if (!s_.char_major_done[r]) {
-      ByteMask mask = MajorMask(r);
-      mask.words[2] = mask.words[3] = 0;
-      const NodeId major = MajorTarget(r);
-      if (major >= 0 && CharEnd(n, kUtf8Boundary) == major) mask.words[2] = mask.words[3] = ~uint64_t{0};
-      s_.char_majors[s_.row_of[n]] = mask;
-      s_.char_major_done[s_.row_of[n]] = 1;
-    }
-    return s_.char_majors[s_.row_of[n]];
-  }
+  ByteMask LevelMask(NodeId n, bool by_chars);
 
   // The node reached from `n`, in decoder state `state`, once the current character is
   // complete (from a boundary: one whole multi-byte character), whichever well-formed bytes
   // complete it; -1 where some such byte fails or two lead to different nodes. Memoized per
   // row and state; at most three levels deep.
-  NodeId CharEnd(NodeId n, int8_t state) {
-    Row(n);
-    if (s_.char_end[s_.row_of[n]][state] != -2) return s_.char_end[s_.row_of[n]][state];
-    s_.char_end[s_.row_of[n]][state] = -1;  // a cycle through `n` fails
-    NodeId end = -2;
-    for (int b = 0x80; b < 256 && end != -1; ++b) {
-      const int8_t next_state = Utf8DecoderStep(state, static_cast<uint8_t>(b));
-      if (next_state < 0) continue;
-      const NodeId to = Row(n)[b];
-      const NodeId reached = to < 0 ? -1 : next_state == kUtf8Boundary ? to : CharEnd(to, next_state);
-      end = (reached < 0 || (end >= 0 && reached != end)) ? -1 : reached;
-    }
-    if (end == -2) end = -1;
-    s_.char_end[s_.row_of[n]][state] = end;
-    return end;
-  }
+  NodeId CharEnd(NodeId n, int8_t state);
 
   // True when `bytes` lies in the intersection of the level's masks over the first `steps`
   // nodes of `n`'s chain.
   bool ChainSubset(ClassifyScratch::ChainLevel& level, bool by_chars, NodeId n, const ByteMask& bytes,
-                   int32_t steps) {
-    if (steps <= 0) return true;
-    Row(n);
-    if (level.valid[s_.row_of[n]] < steps) {
-      // Most asks fail within a step or two (a node off any chain); those are answered by
-      // the plain walk, without computing a chain ahead (rows of nodes no walk needs).
-      constexpr int32_t kProbeSteps = 4;
-      NodeId probe = n;
-      for (int32_t k = 0; k < std::min(steps, kProbeSteps); ++k) {
-        if (!bytes.SubsetOf(LevelMask(probe, by_chars))) return false;
-        const NodeId next = MajorTarget(s_.row_of[probe]);
-        if (next == probe || next < 0) return true;  // a loop, or no byte follows (empty `bytes`)
-        probe = next;
-      }
-      if (steps <= kProbeSteps) return true;
-      ComputeChain(level, by_chars, n, std::max(steps, kChainHorizon));
-      if (level.valid[s_.row_of[n]] < steps) return ChainSubsetByWalk(by_chars, n, bytes, steps);
-    }
-    const int32_t r = s_.row_of[n];
-    const ClassifyScratch::ChainStep* step = s_.chain_steps.data() + level.begin[r] + level.count[r] - 1;
-    while (step->length > steps) --step;  // the first entry has length 1 <= steps
-    return bytes.SubsetOf(step->mask);
-  }
+                   int32_t steps);
 
   // The plain definition of ChainSubset: each node on the way has `bytes` in its mask, and
   // a self-loop ends the check. Used where ComputeChain met a cycle longer than a self-loop
   // (its entries then cover fewer steps than asked).
-  bool ChainSubsetByWalk(bool by_chars, NodeId n, const ByteMask& bytes, int32_t steps) {
-    for (int32_t k = 0; k < steps; ++k) {
-      if (!bytes.SubsetOf(LevelMask(n, by_chars))) return false;
-      const NodeId next = MajorTarget(s_.row_of[n]);
-      if (next == n || next < 0) return true;
-      n = next;
-    }
-    return true;
-  }
+  bool ChainSubsetByWalk(bool by_chars, NodeId n, const ByteMask& bytes, int32_t steps);
 
   // Computes a level's entries of `start` for at least `need` steps (fewer only on a cycle
   // longer than a self-loop): walks the major chain forward until a node whose entries
   // already reach far enough, the chain's end (a self-loop, or a node with no byte edge),
   // or `need` nodes; then fills the nodes walked from the last one back, each node's
   // entries being its mask followed by its successor's entries intersected with it.
-  void ComputeChain(ClassifyScratch::ChainLevel& level, bool by_chars, NodeId start, int32_t need) {
-    constexpr int32_t kInProgress = -2;
-    std::vector<NodeId>& path = s_.chain_path;
-    path.clear();
-    NodeId tail = -1;       // a computed node the last walked node steps to, or -1
-    bool terminal = false;  // the last walked node ends the chain (self-loop or no edge)
-    for (NodeId n = start;;) {
-      Row(n);
-      const int32_t r = s_.row_of[n];
-      const int32_t j = static_cast<int32_t>(path.size());
-      if (j > 0 && level.valid[r] >= need - j) {
-        tail = n;
-        break;
-      }
-      if (level.valid[r] == kInProgress || j == need) break;  // a cycle, or far enough
-      level.valid[r] = kInProgress;
-      path.push_back(n);
-      const NodeId next = MajorTarget(r);
-      if (next == n || next < 0) {
-        terminal = true;
-        break;
-      }
-      n = next;
-    }
-    for (int32_t j = static_cast<int32_t>(path.size()) - 1; j >= 0; --j) {
-      const ByteMask mask = LevelMask(path[j], by_chars);
-      const int32_t r = s_.row_of[path[j]];
-      const int32_t begin = static_cast<int32_t>(s_.chain_steps.size());
-      s_.chain_steps.push_back({1, mask});
-      int32_t valid = 1;
-      if (terminal && j + 1 == static_cast<int32_t>(path.size())) {
-        valid = kChainUnbounded;  // a self-loop repeats the mask; no edge: the mask is empty
-      } else {
-        const NodeId next = j + 1 < static_cast<int32_t>(path.size()) ? path[j + 1] : tail;
-        if (next >= 0) {
-          const int32_t rn = s_.row_of[next];
-          valid = level.valid[rn] == kChainUnbounded ? kChainUnbounded : level.valid[rn] + 1;
-          for (int32_t k = 0; k < level.count[rn]; ++k) {
-            const ClassifyScratch::ChainStep next_step = s_.chain_steps[level.begin[rn] + k];
-            ByteMask both = next_step.mask;
-            for (int w = 0; w < 4; ++w) both.words[w] &= mask.words[w];
-            const ByteMask& last = s_.chain_steps.back().mask;
-            if (std::equal(both.words, both.words + 4, last.words)) continue;
-            s_.chain_steps.push_back({next_step.length + 1, both});
-          }
-        }
-      }
-      level.begin[r] = begin;
-      level.count[r] = static_cast<int32_t>(s_.chain_steps.size()) - begin;
-      level.valid[r] = valid;
-    }
-  }
+  void ComputeChain(ClassifyScratch::ChainLevel& level, bool by_chars, NodeId start, int32_t need);
 
   const GrammarFsm& fsm_;
   ClassifyScratch& s_;
