@@ -1,7 +1,5 @@
 // Token classification at one scannable node (paper section 3.4, appendix B).
 //
-// cross-grammar pool with perfect and partial hits (3.3).
-//
 // For a scannable node n of rule R, every token is classified using R's own DFA:
 //  * accepted  - its bytes can all be consumed along R's byte edges from n. Any Earley item
 //                (n, origin) with no pending lookahead then accepts the token, whatever the
