@@ -1,0 +1,178 @@
+#include "matcher/mask_cache/precompute_worker.h"
+
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <new>
+#include <thread>
+#ifdef __linux__
+#include <pthread.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+#include "matcher/token_mask_cache.h"
+
+namespace xg2 {
+
+namespace {
+
+// The one background thread of the partial JIT (paper section 3.2), shared by every grammar
+// of the process so that compiling many grammars never piles up threads competing with the
+// serving threads. Jobs are taken newest grammar first (the one a matcher is most likely
+// serving right now); within a job nodes are built in the job's order, and a newer job
+// pre-empts the current one between two nodes. A job holds its cache weakly: a grammar
+// dropped before its turn costs nothing. Matchers never wait for the worker: a node they
+// need that is not built yet they build themselves (GrammarMaskCache::Get), and the worker
+// then finds it built.
+class PrecomputeWorker {
+ public:
+  static PrecomputeWorker& Instance() {
+    // Leaked on purpose: the detached thread may still run while static objects are
+    // destroyed at exit.
+    static PrecomputeWorker* worker = [] {
+      auto* created = new PrecomputeWorker();
+      pthread_atfork(&BeforeFork, &AfterForkInParent, &AfterForkInChild);
+      return created;
+    }();
+    return *worker;
+  }
+
+  void Submit(std::weak_ptr<GrammarMaskCache> cache, std::vector<NodeId> nodes) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      jobs_.push_back({std::move(cache), std::move(nodes), 0});
+      StartLocked();
+    }
+    wake_.notify_all();
+  }
+  // A task that makes later classifications cheaper (a tokenizer table); tasks run before
+  // node jobs, oldest first.
+  void SubmitTask(std::function<void()> task) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      tasks_.push_back(std::move(task));
+      StartLocked();
+    }
+    wake_.notify_all();
+  }
+  // Blocks until no task or job is queued or running (tests: a deterministic state).
+  void WaitIdle() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (!tasks_.empty() || !jobs_.empty()) StartLocked();  // a child of fork() restarts here too
+    idle_.wait(lock, [this]() { return tasks_.empty() && jobs_.empty() && !busy_; });
+  }
+
+ private:
+  struct Job {
+    std::weak_ptr<GrammarMaskCache> cache;
+    std::vector<NodeId> nodes;
+    size_t next;
+  };
+
+  // fork() copies only the forking thread: the worker thread does not exist in the child.
+  // The parent pauses the worker between two items for the fork, so the child inherits no
+  // lock held by it (a grammar's cache, a pool) and a queue in a consistent state; the child
+  // keeps the queue and starts its own thread on the next submission.
+  static void BeforeFork() {
+    PrecomputeWorker& self = Instance();
+    std::unique_lock<std::mutex> lock(self.mutex_);
+    self.fork_pending_ = true;
+    self.paused_.wait(lock, [&self]() { return !self.busy_; });
+    lock.release();  // held across fork(); the handlers below unlock it
+  }
+  static void AfterForkInParent() {
+    PrecomputeWorker& self = Instance();
+    self.fork_pending_ = false;
+    self.mutex_.unlock();
+    self.wake_.notify_all();
+  }
+  static void AfterForkInChild() {
+    PrecomputeWorker& self = Instance();
+    // The parent's worker was waiting on wake_ (and other threads may have waited on idle_):
+    // those waiters do not exist here, but a glibc condition variable still counts them, and
+    // its next notify_all would block for ever waiting for them to leave. Nothing in the child
+    // waits on these yet, so each is constructed afresh (not destroyed: that is undefined
+    // with waiters recorded, and they own no memory).
+    new (&self.wake_) std::condition_variable();
+    new (&self.idle_) std::condition_variable();
+    new (&self.paused_) std::condition_variable();
+    self.fork_pending_ = false;
+    self.started_ = false;
+    self.busy_ = false;
+    self.mutex_.unlock();
+  }
+
+  void StartLocked() {
+    if (started_) return;
+    started_ = true;
+    std::thread([this]() { Run(); }).detach();
+  }
+
+  void Run() {
+#ifdef __linux__
+    // Lowest priority for this thread alone (Linux nice is per thread): the precompute is
+    // optional work and must not slow the compiles and fills that run in the foreground.
+    setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 19);
+#endif
+    for (;;) {
+      std::shared_ptr<GrammarMaskCache> cache;
+      NodeId node = -1;
+      std::function<void()> task;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        busy_ = false;
+        if (tasks_.empty() && jobs_.empty()) idle_.notify_all();
+        if (fork_pending_) paused_.notify_all();
+        wake_.wait(lock, [this]() { return !fork_pending_ && (!tasks_.empty() || !jobs_.empty()); });
+        busy_ = true;
+        if (!tasks_.empty()) {
+          task = std::move(tasks_.front());
+          tasks_.pop_front();
+        } else {
+          Job& job = jobs_.back();
+          cache = job.cache.lock();
+          if (cache && job.next < job.nodes.size()) node = job.nodes[job.next++];
+          if (!cache || job.next >= job.nodes.size()) jobs_.pop_back();
+        }
+      }
+      // Background work is optional: a failure (out of memory) only loses the shortcut.
+      try {
+        if (task) task();
+        if (node >= 0) cache->Get(node);
+      } catch (const std::exception&) {
+      }
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::condition_variable idle_;
+  std::condition_variable paused_;  // the worker is between items while a fork is pending
+  std::vector<Job> jobs_;  // the newest at the back
+  std::deque<std::function<void()>> tasks_;
+  bool started_ = false;
+  bool busy_ = false;  // the thread is running a task or a node
+  bool fork_pending_ = false;  // a thread is in fork(): the worker takes no new item
+};
+
+}  // namespace
+
+void RequestClassPrefixTable(const TokenizerInfo& tokenizer, const CharacterClass& cls) {
+  std::weak_ptr<const TokenizerInfo> weak = tokenizer.weak_from_this();
+  PrecomputeWorker::Instance().SubmitTask([weak, cls]() {
+    if (std::shared_ptr<const TokenizerInfo> alive = weak.lock()) alive->BuildClassPrefixTable(cls);
+  });
+}
+
+void SubmitPrecompute(std::weak_ptr<GrammarMaskCache> cache, std::vector<NodeId> nodes) {
+  PrecomputeWorker::Instance().Submit(std::move(cache), std::move(nodes));
+}
+
+void SubmitBackgroundTask(std::function<void()> task) { PrecomputeWorker::Instance().SubmitTask(std::move(task)); }
+
+void WaitForBackgroundWork() { PrecomputeWorker::Instance().WaitIdle(); }
+
+}  // namespace xg2
