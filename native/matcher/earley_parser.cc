@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "grammar/token_literal.h"
+#include "support/dcheck.h"
 #include "support/error.h"
 
 namespace xg2 {
@@ -135,6 +136,7 @@ void EarleyParser::Reset() {
   BeginSet();
   AddItem({fsm_->rule_start[fsm_->root_rule], 0, LookaheadGuards::kNone, LookaheadGuards::kNone, 0});
   CloseSet();
+  XG2_DCHECK_INVARIANTS(CheckChartInvariants("Reset"));
 }
 
 void EarleyParser::BeginSet() {
@@ -244,6 +246,7 @@ bool EarleyParser::AdvanceMerging(uint8_t byte) {
   }
   if (pending_.empty()) return false;
   CloseSet();
+  XG2_DCHECK_INVARIANTS(CheckChartInvariants("a byte step"));
   return true;
 }
 
@@ -297,6 +300,7 @@ bool EarleyParser::AdvanceToken(int32_t token_id, const char* data, int32_t size
   BeginSet();
   for (const EarleyItem& item : token_items_) AddItem(item);
   CloseSet();
+  XG2_DCHECK_INVARIANTS(CheckChartInvariants("a token step without text"));
   return true;
 }
 
@@ -307,12 +311,15 @@ int32_t EarleyParser::AdvanceString(const char* data, int32_t size) {
 }
 
 void EarleyParser::PopTo(int32_t target) {
+  XG2_DCHECK(target >= 0 && target <= position(),
+             "rollback to position " + std::to_string(target) + " of " + std::to_string(position()));
   can_end_.resize(target + 1);
   step_at_.resize(target + 1);
   scannable_begin_.resize(target + 2);
   waiters_begin_.resize(target + 2);
   scannable_.resize(scannable_begin_.back());
   waiters_.resize(waiters_begin_.back());
+  XG2_DCHECK_INVARIANTS(CheckChartInvariants("a rollback"));
 }
 
 void EarleyParser::AllowedBytes(bool allowed[256]) const {

@@ -71,6 +71,8 @@ class LookaheadGuards {
   static constexpr GuardId kDead = -1;
 
   LookaheadGuards();
+  // How many guards are interned: valid ids are [0, size()).
+  GuardId size() const { return static_cast<GuardId>(sets_.size()); }
   // The guard `guard` plus a new assertion starting at lookahead node `start`.
   GuardId Add(GuardId guard, NodeId start);
   // The guard after the text advances by `byte`; kDead if an assertion fails.
@@ -159,6 +161,19 @@ class EarleyParser {
 
   void Reset();
 
+  // Throws InternalError naming `stage` and the first broken chart invariant (see "Chart
+  // invariants" below) of the history's shape and of the newest set. Every set is checked
+  // when it becomes the newest, and rollback keeps a prefix, so checking after each push and
+  // each rollback covers the whole history at the cost of one set. The parser calls it
+  // through XG2_DCHECK_INVARIANTS (debug and sanitizer builds only); tests call it directly.
+  void CheckChartInvariants(const char* stage) const;
+  // Throws InternalError naming `stage` unless `step_start`, the position before each
+  // accepted step (the caller's history: GrammarMatcher), numbers the chart's positions: it
+  // is non-decreasing and within [0, position()], and every position p >= 1 was created by
+  // the step k (1-based) with step_start[k-1] < p <= step_start[k] (the last one running to
+  // position()). A step that created no position (a stop token, an empty string) is allowed.
+  void CheckStepHistory(const std::vector<int32_t>& step_start, const char* stage) const;
+
   // Starts a fresh budget of limits.max_work_per_token or max_work_per_fill operations for
   // the bytes that follow. One operation is one scanned item, prediction, completion or
   // waiter visited, duplicates included. Past the budget, Advance throws ResourceLimitError
@@ -172,6 +187,9 @@ class EarleyParser {
   const GrammarFsm& fsm() const { return *fsm_; }
 
  private:
+  friend class EarleyChartChecker;     // earley_parser_invariants.cc
+  friend struct EarleyParserTestPeer;  // native/tests: breaks the chart on purpose
+
   void BeginSet();
   // The items the token-set edges of the current set take on `token_id`, into token_items_.
   void CollectTokenSetItems(int32_t token_id);
@@ -192,6 +210,32 @@ class EarleyParser {
   WorkBudget budget_ = WorkBudget::kToken;
 
   // History, one entry per position (CSR offsets have one more element).
+  //
+  // Chart invariants (CheckChartInvariants), with P = position():
+  //  * Shape: can_end_ and step_at_ have P + 1 entries, scannable_begin_ and waiters_begin_
+  //    P + 2; both offset arrays start at 0, never decrease, and end at the size of their
+  //    array. Rollback truncates all six to a prefix; nothing else removes an entry.
+  //  * Scannable items of position p: node in range, in a rule block (node_rule >= 0: a
+  //    lookahead node only ever appears inside a guard) and with byte edges (the set keeps
+  //    only those); 0 <= origin <= p; guard_in and guard interned ids (never kDead), and
+  //    both 0 in a grammar without lookahead; an item predicted at p (origin == p) still
+  //    has guard == guard_in (only a completion, which needs origin < p, adds a guard); no
+  //    item twice (AddItem dedups through seen_).
+  //  * Counters: count == 0 outside every loop and on a loop's gate (AddItem normalises
+  //    both), 0 <= count <= that loop's limit at a node of loop k.
+  //  * Token budgets: an item of a budgeted rule at p satisfies
+  //    step_at_[p] - step_at_[origin] <= the rule's budget (WithinBudget held for every
+  //    byte or token-set edge that brought it there; such a rule has no rule edges, so
+  //    nothing else creates its items after prediction).
+  //  * Waiters of position p: sorted by rule; rule in range; target in a rule block;
+  //    0 <= origin <= p; guard ids interned.
+  //  * can_end_[0] == rule_nullable[root_rule] (at position 0 no guard exists yet, and the
+  //    closure completes the root on exactly the nullable derivations).
+  //  * Steps: step_at_[0] == 0, step_at_[p] >= 1 for p >= 1, non-decreasing, and never
+  //    above step_ (the callers number steps upwards and set a lower step only after
+  //    rolling back the positions of the higher ones).
+  // Completed items are not stored (a completion resumes the waiters of its origin while
+  // its set is closed), so the chart holds no completed item to check beyond can_end_.
   std::vector<EarleyItem> scannable_;
   std::vector<int32_t> scannable_begin_;
   std::vector<EarleyWaiter> waiters_;

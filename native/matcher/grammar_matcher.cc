@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "grammar/token_literal.h"
+#include "support/dcheck.h"
 #include "support/error.h"
 
 namespace xg2 {
@@ -156,6 +157,7 @@ bool GrammarMatcher::AcceptTokenUnclaimed(int32_t token_id) {
     step_start_.push_back(parser_.position());
     terminated_ = true;
     StateChanged();
+    XG2_DCHECK_INVARIANTS(parser_.CheckStepHistory(step_start_, "accepting a stop token"));
     return true;
   }
   // A token without text can still be a member of a token set (grammar/grammar_fsm.h);
@@ -172,6 +174,7 @@ bool GrammarMatcher::AcceptTokenUnclaimed(int32_t token_id) {
   rewind.Keep();
   step_start_.push_back(rewind.position());
   StateChanged();
+  XG2_DCHECK_INVARIANTS(parser_.CheckStepHistory(step_start_, "accepting a token"));
   // A stop token accepted as a grammar terminal (Harmony `<|call|>`) that leaves the root
   // complete ends generation, as any stop token does; Rollback undoes it with the step.
   if (parser_.CanEnd() &&
@@ -192,6 +195,7 @@ bool GrammarMatcher::AcceptString(const std::string& bytes) {
   rewind.Keep();
   step_start_.push_back(rewind.position());
   StateChanged();
+  XG2_DCHECK_INVARIANTS(parser_.CheckStepHistory(step_start_, "accepting a string"));
   return true;
 }
 
@@ -228,6 +232,7 @@ void GrammarMatcher::RollbackUnclaimed(int32_t num_tokens) {
   parser_.PopTo(target);
   terminated_ = false;  // a stop token can only be the last step
   StateChanged();
+  XG2_DCHECK_INVARIANTS(parser_.CheckStepHistory(step_start_, "a rollback"));
 }
 
 void GrammarMatcher::Reset() {
@@ -236,6 +241,7 @@ void GrammarMatcher::Reset() {
   step_start_.clear();
   terminated_ = false;
   StateChanged();
+  XG2_DCHECK_INVARIANTS(parser_.CheckStepHistory(step_start_, "Reset"));
 }
 
 void GrammarMatcher::CheckRowWidth(int64_t num_words) const {
