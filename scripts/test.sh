@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # The whole test suite, from nothing: creates .venv, installs the package (building the
 # native engine) with its test dependencies, and runs pytest (extra arguments go to this run).
-# Then the vLLM and SGLang adapter tests run in their own CPU venvs (scripts/setup_vllm_env.sh,
-# .venv-vllm; scripts/setup_sglang_env.sh, .venv-sglang); XG2_SKIP_VLLM_TESTS=1 and
-# XG2_SKIP_SGLANG_TESTS=1 leave them out. Then the sanitizer stage (scripts/sanitize.sh):
-# an ASan+UBSan build runs the hostile-input, property, matcher and regression tests, the
-# native libFuzzer targets (fuzz/native, built with clang, installed here when missing) run
-# for XG2_FUZZ_SECONDS (default 15) each, and a ThreadSanitizer build runs the concurrency
-# tests; XG2_SKIP_SANITIZERS=1 leaves the stage out.
+# Then two lanes run side by side: the vLLM and SGLang adapter tests in their own CPU venvs
+# (scripts/setup_vllm_env.sh, .venv-vllm; scripts/setup_sglang_env.sh, .venv-sglang;
+# XG2_SKIP_VLLM_TESTS=1 and XG2_SKIP_SGLANG_TESTS=1 leave them out), and the sanitizer stage
+# (scripts/sanitize.sh): an ASan+UBSan build runs the hostile-input, property, matcher and
+# regression tests, the native libFuzzer targets (fuzz/native, built with clang, installed here
+# when missing) run for XG2_FUZZ_SECONDS (default 15) each, and a ThreadSanitizer build runs
+# the concurrency tests (XG2_SKIP_SANITIZERS=1 leaves the stage out). XG2_SERIAL_LANES=1 runs
+# the lanes one after the other.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 START=$SECONDS
@@ -50,31 +51,66 @@ stage "main test suite (pytest tests/, ${XG2_TEST_WORKERS:-auto} workers)"
 (cd tests && "../$VENV/bin/python" -m pytest -q -p no:cacheprovider -n "${XG2_TEST_WORKERS:-auto}" --dist worksteal \
   --ignore=test_native_unit.py "$@" .)
 status=0
-if [ "${XG2_SKIP_VLLM_TESTS:-0}" != 1 ]; then
-  stage "vLLM CPU environment (scripts/setup_vllm_env.sh)"
-  bash scripts/setup_vllm_env.sh
-  stage "vLLM adapter tests"
-  VLLM_VENV=${XG2_VLLM_VENV:-.venv-vllm}
-  case "$VLLM_VENV" in /*) ;; *) VLLM_VENV="$PWD/$VLLM_VENV" ;; esac
-  (cd tests && "$VLLM_VENV/bin/python" -m pytest -q -p no:cacheprovider --durations=5 adapters) || status=$?
-fi
-if [ "${XG2_SKIP_SGLANG_TESTS:-0}" != 1 ]; then
-  stage "SGLang CPU environment (scripts/setup_sglang_env.sh)"
-  SGLANG_PYTHON=$(bash scripts/setup_sglang_env.sh | tail -n 1)
-  stage "SGLang adapter tests"
-  (cd tests && "$SGLANG_PYTHON" -m pytest -q -p no:cacheprovider --durations=5 adapters/test_sglang_*.py) || status=$?
-fi
-if [ "${XG2_SKIP_SANITIZERS:-0}" != 1 ]; then
+# The adapter suites mostly wait on engines and servers starting (one core at most), while the
+# sanitizer stages mostly compile (every core): the two lanes run side by side, the adapter
+# lane's output going to a log printed once both have finished. XG2_SERIAL_LANES=1 runs them
+# one after the other with their output inline.
+adapter_lane() {
+  local lane_status=0
+  if [ "${XG2_SKIP_VLLM_TESTS:-0}" != 1 ]; then
+    stage "vLLM CPU environment (scripts/setup_vllm_env.sh)"
+    bash scripts/setup_vllm_env.sh || return $?
+    stage "vLLM adapter tests"
+    local vllm_venv=${XG2_VLLM_VENV:-.venv-vllm}
+    case "$vllm_venv" in /*) ;; *) vllm_venv="$PWD/$vllm_venv" ;; esac
+    (cd tests && "$vllm_venv/bin/python" -m pytest -q -p no:cacheprovider --durations=5 adapters) || lane_status=$?
+  fi
+  if [ "${XG2_SKIP_SGLANG_TESTS:-0}" != 1 ]; then
+    stage "SGLang CPU environment (scripts/setup_sglang_env.sh)"
+    local sglang_python
+    sglang_python=$(bash scripts/setup_sglang_env.sh | tail -n 1) || return $?
+    stage "SGLang adapter tests"
+    (cd tests && "$sglang_python" -m pytest -q -p no:cacheprovider --durations=5 adapters/test_sglang_*.py) \
+      || lane_status=$?
+  fi
+  stage "adapter lane finished with status $lane_status"
+  return "$lane_status"
+}
+sanitizer_lane() {
+  local lane_status=0
   stage "AddressSanitizer + UBSan build and tests (scripts/sanitize.sh asan)"
-  PYTHON="$PWD/$VENV/bin/python" bash scripts/sanitize.sh asan || status=$?
+  PYTHON="$PWD/$VENV/bin/python" bash scripts/sanitize.sh asan || lane_status=$?
   if ! command -v clang++ >/dev/null; then
     stage "installing clang and libFuzzer for the fuzz targets (apt-get)"
-    { apt-get update -qq && apt-get install -y -qq clang libclang-rt-14-dev >/dev/null; } || status=$?
+    { apt-get update -qq && apt-get install -y -qq clang libclang-rt-14-dev >/dev/null; } || lane_status=$?
   fi
   stage "native fuzz targets (scripts/sanitize.sh fuzz, ${XG2_FUZZ_SECONDS:-15} s per target)"
-  PYTHON="$PWD/$VENV/bin/python" bash scripts/sanitize.sh fuzz "${XG2_FUZZ_SECONDS:-15}" || status=$?
+  PYTHON="$PWD/$VENV/bin/python" bash scripts/sanitize.sh fuzz "${XG2_FUZZ_SECONDS:-15}" || lane_status=$?
   stage "ThreadSanitizer build and concurrency tests (scripts/sanitize.sh tsan)"
-  PYTHON="$PWD/$VENV/bin/python" bash scripts/sanitize.sh tsan || status=$?
+  PYTHON="$PWD/$VENV/bin/python" bash scripts/sanitize.sh tsan || lane_status=$?
+  return "$lane_status"
+}
+WANT_ADAPTERS=0
+if [ "${XG2_SKIP_VLLM_TESTS:-0}" != 1 ] || [ "${XG2_SKIP_SGLANG_TESTS:-0}" != 1 ]; then WANT_ADAPTERS=1; fi
+WANT_SANITIZERS=0
+if [ "${XG2_SKIP_SANITIZERS:-0}" != 1 ]; then WANT_SANITIZERS=1; fi
+if [ "$WANT_ADAPTERS" = 1 ] && [ "$WANT_SANITIZERS" = 1 ] && [ "${XG2_SERIAL_LANES:-0}" != 1 ]; then
+  mkdir -p build
+  ADAPTER_LOG="$PWD/build/adapter-lane.log"
+  stage "adapter suites in the background (log: build/adapter-lane.log, printed below when done) beside the sanitizer stages"
+  ( adapter_lane ) >"$ADAPTER_LOG" 2>&1 &
+  ADAPTER_PID=$!
+  sanitizer_lane || status=$?
+  stage "waiting for the adapter lane"
+  adapter_status=0
+  wait "$ADAPTER_PID" || adapter_status=$?
+  echo "== adapter lane log (vLLM, SGLang; each stage's own times inside)"
+  cat "$ADAPTER_LOG"
+  echo "== end of adapter lane log (status $adapter_status)"
+  [ "$adapter_status" = 0 ] || status=$adapter_status
+else
+  if [ "$WANT_ADAPTERS" = 1 ]; then adapter_lane || status=$?; fi
+  if [ "$WANT_SANITIZERS" = 1 ]; then sanitizer_lane || status=$?; fi
 fi
 stage "finished with status $status"
 exit "$status"
