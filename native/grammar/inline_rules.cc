@@ -161,13 +161,18 @@ int64_t RepeatCopies(const ExprNode& node, const InlineOptions& options) {
   return copies;
 }
 
-}  // namespace
+// Which rules may be inlined, with each rule's expanded size (callees first, memoised;
+// recursion is cut at recursive rules, which are never inlined and count as one node).
+struct Inlinability {
+  std::vector<int64_t> rule_size;
+  std::vector<uint8_t> inlinable;
+};
 
-void InlineSmallRules(GrammarAst* ast, const InlineOptions& options) {
-  const int32_t num_rules = static_cast<int32_t>(ast->rules.size());
-  const std::vector<std::vector<RuleId>> refs = RuleReferences(*ast);
+Inlinability FindInlinableRules(const GrammarAst& ast, const InlineOptions& options) {
+  const int32_t num_rules = static_cast<int32_t>(ast.rules.size());
+  const std::vector<std::vector<RuleId>> refs = RuleReferences(ast);
   const std::vector<uint8_t> recursive = RecursiveRules(refs);
-  const RightLinearRules right_linear = FindRightLinearRules(*ast);
+  const RightLinearRules right_linear = FindRightLinearRules(ast);
   // Pure right-linear rules that a rule outside the group calls: the group's entries.
   std::vector<uint8_t> right_linear_entry(num_rules, 0);
   for (RuleId r = 0; r < num_rules; ++r) {
@@ -175,10 +180,9 @@ void InlineSmallRules(GrammarAst* ast, const InlineOptions& options) {
     for (RuleId callee : refs[r]) right_linear_entry[callee] = right_linear.pure[callee];
   }
 
-  // Expanded size of each rule, callees first (memoised; recursion is cut at recursive rules,
-  // which are never inlined and count as one node).
-  std::vector<int64_t> rule_size(num_rules, -1);
-  std::vector<uint8_t> inlinable(num_rules, 0);
+  Inlinability result{std::vector<int64_t>(num_rules, -1), std::vector<uint8_t>(num_rules, 0)};
+  std::vector<int64_t>& rule_size = result.rule_size;
+  std::vector<uint8_t>& inlinable = result.inlinable;
   // Pure right-linear rules whose body, with inlinable callees expanded, still has a call.
   std::vector<uint8_t> keeps_call(num_rules, 0);
   std::function<int64_t(ExprId)> expr_size;
@@ -192,7 +196,7 @@ void InlineSmallRules(GrammarAst* ast, const InlineOptions& options) {
     rule_size[r] = 1;  // provisional, for recursive rules
     if (recursive[r] || chain_depth >= kMaxChainDepth) return 1;
     ++chain_depth;
-    int64_t size = expr_size(ast->rules[r].body);
+    int64_t size = expr_size(ast.rules[r].body);
     --chain_depth;
     rule_size[r] = size;
     // An entry of a right-linear group that keeps a call (its callee is not inlined) becomes
@@ -206,13 +210,13 @@ void InlineSmallRules(GrammarAst* ast, const InlineOptions& options) {
                                 [&](RuleId callee) { return !inlinable[callee] || keeps_call[callee]; });
     const bool merged_later = right_linear_entry[r] && keeps_call[r];
     // A TagDispatch must stay a whole rule body (grammar/tag_dispatch.h).
-    inlinable[r] = r != ast->root_rule && ast->rules[r].lookahead < 0 && ast->rules[r].max_tokens < 0 &&
-                   ast->node(ast->rules[r].body).kind != ExprKind::kTagDispatch &&
+    inlinable[r] = r != ast.root_rule && ast.rules[r].lookahead < 0 && ast.rules[r].max_tokens < 0 &&
+                   ast.node(ast.rules[r].body).kind != ExprKind::kTagDispatch &&
                    size <= options.max_inlined_size && !merged_later;
     return size;
   };
   expr_size = [&](ExprId e) -> int64_t {
-    const ExprNode& node = ast->node(e);
+    const ExprNode& node = ast.node(e);
     if (node.kind == ExprKind::kRuleRef) {
       int64_t callee = size_of_rule(node.rule_id);
       return inlinable[node.rule_id] ? callee : 1;
@@ -226,26 +230,29 @@ void InlineSmallRules(GrammarAst* ast, const InlineOptions& options) {
     return size;
   };
   for (RuleId r = 0; r < num_rules; ++r) size_of_rule(r);
+  return result;
+}
 
-  // A reference inside a bounded repetition is copied once per repetition; it stays a call
-  // when inlining it there would add more than this many nodes. Below the bound, inlining pays:
-  // the copies of a long repetition look alike within one token's reach and share one cache
-  // entry (matcher/token_mask_cache.h).
+// A reference inside a bounded repetition is copied once per repetition; it stays a call
+// when inlining it there would add more than this many nodes. Below the bound, inlining pays:
+// the copies of a long repetition look alike within one token's reach and share one cache
+// entry (matcher/token_mask_cache.h). Marks such references in `keep_call`.
+void KeepCallsCopiedByRepetitions(const GrammarAst& ast, const InlineOptions& options, const Inlinability& rules,
+                                  std::vector<uint8_t>* keep_call) {
   constexpr int64_t kMaxInlinedCopiesSize = 120000;
-  std::vector<uint8_t> keep_call(ast->nodes.size(), 0);
   // Each walk below visits every node of a rule body once, in no particular order (an
   // explicit stack: bodies can be deep).
   std::vector<std::pair<ExprId, int64_t>> copies_stack;
-  for (const RuleDef& rule : ast->rules) {
+  for (const RuleDef& rule : ast.rules) {
     ThrowIfCancelled();
     copies_stack.assign(1, {rule.body, 1});
     while (!copies_stack.empty()) {
       const auto [e, copies] = copies_stack.back();
       copies_stack.pop_back();
-      const ExprNode& node = ast->node(e);
-      if (copies > 1 && node.kind == ExprKind::kRuleRef && inlinable[node.rule_id] &&
-          copies * rule_size[node.rule_id] > kMaxInlinedCopiesSize) {
-        keep_call[e] = 1;
+      const ExprNode& node = ast.node(e);
+      if (copies > 1 && node.kind == ExprKind::kRuleRef && rules.inlinable[node.rule_id] &&
+          copies * rules.rule_size[node.rule_id] > kMaxInlinedCopiesSize) {
+        (*keep_call)[e] = 1;
       }
       int64_t inner = copies;
       if (node.kind == ExprKind::kRepeat) {
@@ -255,73 +262,66 @@ void InlineSmallRules(GrammarAst* ast, const InlineOptions& options) {
       for (ExprId child : node.children) copies_stack.push_back({child, inner});
     }
   }
+}
 
-  // A rule inlined at many places of one caller is copied into the caller's DFA once per place,
-  // and the copies rarely merge: each is followed by something else (the object rule of a
-  // schema with 200 properties has one value copy per property, each before its own rest).
-  // Past kMaxInlinedFanoutSize nodes in one caller, the references there stay calls.
+// A rule inlined at many places of one caller is copied into the caller's DFA once per place,
+// and the copies rarely merge: each is followed by something else (the object rule of a
+// schema with 200 properties has one value copy per property, each before its own rest).
+// Past kMaxInlinedFanoutSize nodes in one caller, the references there stay calls.
+void KeepCallsOfWideFanout(const GrammarAst& ast, const Inlinability& rules, std::vector<uint8_t>* keep_call) {
   constexpr int64_t kMaxInlinedFanoutSize = 4096;
-  std::vector<int64_t> occurrences(num_rules, 0);  // in the rule being walked; reset after it
-  std::vector<ExprId> refs_in_rule;                // its references to inlinable rules
+  std::vector<int64_t> occurrences(ast.rules.size(), 0);  // in the rule being walked; reset after it
+  std::vector<ExprId> refs_in_rule;                        // its references to inlinable rules
   std::vector<ExprId> stack;
-  for (const RuleDef& rule : ast->rules) {
+  for (const RuleDef& rule : ast.rules) {
     ThrowIfCancelled();
     refs_in_rule.clear();
     stack.assign(1, rule.body);
     while (!stack.empty()) {
       const ExprId e = stack.back();
       stack.pop_back();
-      const ExprNode& node = ast->node(e);
-      if (node.kind == ExprKind::kRuleRef && inlinable[node.rule_id]) {
+      const ExprNode& node = ast.node(e);
+      if (node.kind == ExprKind::kRuleRef && rules.inlinable[node.rule_id]) {
         refs_in_rule.push_back(e);
-        if (!keep_call[e]) ++occurrences[node.rule_id];
+        if (!(*keep_call)[e]) ++occurrences[node.rule_id];
       }
       for (ExprId child : node.children) stack.push_back(child);
     }
     for (ExprId e : refs_in_rule) {
-      const RuleId callee = ast->node(e).rule_id;
-      if (occurrences[callee] * rule_size[callee] > kMaxInlinedFanoutSize) keep_call[e] = 1;
+      const RuleId callee = ast.node(e).rule_id;
+      if (occurrences[callee] * rules.rule_size[callee] > kMaxInlinedFanoutSize) (*keep_call)[e] = 1;
     }
-    for (ExprId e : refs_in_rule) occurrences[ast->node(e).rule_id] = 0;
+    for (ExprId e : refs_in_rule) occurrences[ast.node(e).rule_id] = 0;
   }
+}
 
-  // Replace each remaining reference to an inlinable rule by the rule's body root. Children are
-  // shared, not copied: the FSM builder lowers every occurrence of a node separately.
-  for (ExprId e = 0; e < static_cast<ExprId>(ast->nodes.size()); ++e) {
-    if (keep_call[e]) continue;
-    while (ast->node(e).kind == ExprKind::kRuleRef && inlinable[ast->node(e).rule_id]) {
-      ExprNode body = ast->node(ast->rules[ast->node(e).rule_id].body);
-      ast->node(e) = std::move(body);
-    }
-  }
-
-  // Keep only rules reachable from the root, renumbered in order. One walk over the
-  // expression nodes: a node reached once has given all the rules it names (the bodies now
-  // share nodes, and a walk per rule would go through each inlined body again).
+// Keeps only rules reachable from the root, renumbered in order. One walk over the expression
+// nodes: a node reached once has given all the rules it names (the bodies share nodes after
+// inlining, and a walk per rule would go through each inlined body again).
+void DropUnreachableRules(GrammarAst* ast) {
+  const int32_t num_rules = static_cast<int32_t>(ast->rules.size());
   std::vector<uint8_t> reachable(num_rules, 0);
-  {
-    std::vector<uint8_t> seen(ast->nodes.size(), 0);
-    std::vector<ExprId> stack;
-    auto reach = [&](RuleId r) {
-      if (reachable[r]) return;
-      reachable[r] = 1;
-      for (ExprId root : {ast->rules[r].body, ast->rules[r].lookahead}) {
-        if (root >= 0) stack.push_back(root);
-      }
-    };
-    reach(ast->root_rule);
-    while (!stack.empty()) {
-      const ExprId e = stack.back();
-      stack.pop_back();
-      if (seen[e]) continue;
-      seen[e] = 1;
-      const ExprNode& node = ast->node(e);
-      if (node.kind == ExprKind::kRuleRef) reach(node.rule_id);
-      if (node.kind == ExprKind::kTagDispatch) {
-        for (const auto& tag : ast->tag_dispatches[node.tag_dispatch].tags) reach(tag.rule);
-      }
-      for (ExprId child : node.children) stack.push_back(child);
+  std::vector<uint8_t> seen(ast->nodes.size(), 0);
+  std::vector<ExprId> stack;
+  auto reach = [&](RuleId r) {
+    if (reachable[r]) return;
+    reachable[r] = 1;
+    for (ExprId root : {ast->rules[r].body, ast->rules[r].lookahead}) {
+      if (root >= 0) stack.push_back(root);
     }
+  };
+  reach(ast->root_rule);
+  while (!stack.empty()) {
+    const ExprId e = stack.back();
+    stack.pop_back();
+    if (seen[e]) continue;
+    seen[e] = 1;
+    const ExprNode& node = ast->node(e);
+    if (node.kind == ExprKind::kRuleRef) reach(node.rule_id);
+    if (node.kind == ExprKind::kTagDispatch) {
+      for (const auto& tag : ast->tag_dispatches[node.tag_dispatch].tags) reach(tag.rule);
+    }
+    for (ExprId child : node.children) stack.push_back(child);
   }
   std::vector<RuleId> new_id(num_rules, -1);
   std::vector<RuleDef> kept;
@@ -339,6 +339,26 @@ void InlineSmallRules(GrammarAst* ast, const InlineOptions& options) {
   }
   ast->root_rule = new_id[ast->root_rule];
   ast->rules = std::move(kept);
+}
+
+}  // namespace
+
+void InlineSmallRules(GrammarAst* ast, const InlineOptions& options) {
+  const Inlinability rules = FindInlinableRules(*ast, options);
+  std::vector<uint8_t> keep_call(ast->nodes.size(), 0);
+  KeepCallsCopiedByRepetitions(*ast, options, rules, &keep_call);
+  KeepCallsOfWideFanout(*ast, rules, &keep_call);
+
+  // Replace each remaining reference to an inlinable rule by the rule's body root. Children are
+  // shared, not copied: the FSM builder lowers every occurrence of a node separately.
+  for (ExprId e = 0; e < static_cast<ExprId>(ast->nodes.size()); ++e) {
+    if (keep_call[e]) continue;
+    while (ast->node(e).kind == ExprKind::kRuleRef && rules.inlinable[ast->node(e).rule_id]) {
+      ExprNode body = ast->node(ast->rules[ast->node(e).rule_id].body);
+      ast->node(e) = std::move(body);
+    }
+  }
+  DropUnreachableRules(ast);
 }
 
 }  // namespace xg2

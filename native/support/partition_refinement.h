@@ -41,6 +41,19 @@ class PartitionRefiner {
               std::vector<int32_t>* cls);
 
  private:
+  // The initial blocks from `cls`: the states of block b are elems_[first_[b], end_[b]).
+  void InitialPartition(int32_t num_initial, const std::vector<int32_t>& cls);
+  // The runs into `splitter` of each source (sources_), threaded through hits_ from hit_head_.
+  void CollectHits(int32_t splitter, const std::vector<int32_t>& in_begin, const std::vector<SymbolRun>& in_runs);
+  // Each source's signature (its maximal runs into the splitter) into words_, and the source
+  // moved into the touched front of its block; the blocks touched go to touched_.
+  void SignSources();
+  // Splits touched block b into one part per signature plus its untouched states, queueing
+  // all parts but the largest.
+  void SplitBlock(int32_t b);
+  bool SignatureLess(int32_t a, int32_t b) const;
+  bool SameSignature(int32_t a, int32_t b) const;
+
   // One run into the current splitter; `next` threads the runs of one source (-1 ends).
   struct Hit {
     int32_t lo, hi, next;

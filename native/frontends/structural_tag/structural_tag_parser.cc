@@ -246,34 +246,7 @@ class Parser {
       Fields fields(value, path, "const_string", {"type", "value"});
       return ConstStringFormat{ReadString(fields.Required("value"), fields.PathOf("value"))};
     }
-    if (type == "json_schema" || type == "qwen_xml_parameter") {
-      bool deprecated = type == "qwen_xml_parameter";
-      Fields fields = deprecated
-          ? Fields(value, path, "qwen_xml_parameter", {"type", "json_schema"})
-          : Fields(value, path, "json_schema",
-                   {"type", "json_schema", "style", "any_order", "max_whitespace_cnt", "excludes"});
-      JsonSchemaFormat json;
-      json.schema = &fields.Required("json_schema");
-      if (!json.schema->is_object() && !json.schema->is_bool()) {
-        ShapeError(fields.PathOf("json_schema"),
-                   std::string("expected a JSON Schema (an object or a boolean), got ") + KindName(*json.schema));
-      }
-      if (deprecated) {
-        json.style = "qwen_xml";
-        return json;
-      }
-      if (const JsonValue* style = fields.Find("style")) {
-        json.style = ReadString(*style, fields.PathOf("style"));
-        if (std::none_of(std::begin(kJsonSchemaStyles), std::end(kJsonSchemaStyles),
-                         [&](const char* known) { return json.style == known; })) {
-          ShapeError(fields.PathOf("style"), "unknown json_schema style " + Quoted(json.style));
-        }
-      }
-      json.any_order = OptionalBool(fields, "any_order", false);
-      json.max_whitespace = OptionalInt(fields, "max_whitespace_cnt", 0, kInt32Max);
-      json.excludes = OptionalStrings(fields, "excludes");
-      return json;
-    }
+    if (type == "json_schema" || type == "qwen_xml_parameter") return ParseJsonSchema(type, value, path);
     if (type == "grammar") {
       Fields fields(value, path, "grammar", {"type", "grammar"});
       return GrammarFormat{ReadString(fields.Required("grammar"), fields.PathOf("grammar"))};
@@ -338,59 +311,11 @@ class Parser {
       tags.stop_after_first = OptionalBool(fields, "stop_after_first", false);
       return tags;
     }
-    if (type == "dispatch") {
-      Fields fields(value, path, "dispatch", {"type", "rules", "loop", "excludes"});
-      DispatchFormat dispatch;
-      const JsonValue& rules = RequiredArray(fields, "rules");
-      for (size_t i = 0; i < rules.array_items().size(); ++i) {
-        const JsonValue& rule = rules.array_items()[i];
-        std::string rule_path = ChildPath(fields.PathOf("rules"), i);
-        if (!rule.is_array() || rule.array_items().size() != 2) {
-          ShapeError(rule_path, "expected a [pattern, format] pair");
-        }
-        std::string pattern = ReadString(rule.array_items()[0], rule_path + "/0");
-        dispatch.rules.emplace_back(std::move(pattern),
-                                    ParseFormat(rule.array_items()[1], rule_path + "/1", depth + 1));
-      }
-      dispatch.loop = OptionalBool(fields, "loop", true);
-      dispatch.excludes = OptionalStrings(fields, "excludes");
-      return dispatch;
-    }
+    if (type == "dispatch") return ParseDispatch(value, path, depth);
     // Token-level forms (lowered by structural_tag_token_forms.cc).
     if (type == "exclude_token" || type == "any_tokens" || type == "token_triggered_tags" ||
         type == "token_dispatch") {
-      TokenLevelFormat token_level{type};
-      const bool any = type == "any_tokens", triggered = type == "token_triggered_tags";
-      Fields fields(value, path, type.c_str(),
-                    triggered ? std::initializer_list<const char*>{"type", "trigger_tokens", "tags", "exclude_tokens",
-                                                                   "at_least_one", "stop_after_first"}
-                    : type == "token_dispatch" ? std::initializer_list<const char*>{"type", "rules", "loop", "exclude_tokens"}
-                    : any ? std::initializer_list<const char*>{"type", "exclude_tokens", "max_tokens"}
-                          : std::initializer_list<const char*>{"type", "exclude_tokens"});
-      if (const JsonValue* ids = fields.Find("exclude_tokens")) {
-        token_level.exclude_tokens = ReadTokenRefs(*ids, fields.PathOf("exclude_tokens"));
-      }
-      if (any) token_level.max_tokens = OptionalInt(fields, "max_tokens", 0, kInt32Max);
-      if (triggered) {
-        token_level.trigger_tokens = ReadTokenRefs(fields.Required("trigger_tokens"), fields.PathOf("trigger_tokens"));
-        token_level.tags = ParseTags(fields, depth);
-        token_level.at_least_one = OptionalBool(fields, "at_least_one", false);
-        token_level.stop_after_first = OptionalBool(fields, "stop_after_first", false);
-      }
-      if (type == "token_dispatch") {
-        const JsonValue& rules = RequiredArray(fields, "rules");
-        for (size_t i = 0; i < rules.array_items().size(); ++i) {
-          const JsonValue& rule = rules.array_items()[i];
-          std::string rule_path = ChildPath(fields.PathOf("rules"), i);
-          if (!rule.is_array() || rule.array_items().size() != 2) {
-            ShapeError(rule_path, "expected a [token, format] pair");
-          }
-          token_level.rules.emplace_back(ReadTokenRef(rule.array_items()[0], rule_path + "/0"),
-                                         ParseFormat(rule.array_items()[1], rule_path + "/1", depth + 1));
-        }
-        token_level.loop = OptionalBool(fields, "loop", true);
-      }
-      return token_level;
+      return ParseTokenLevel(type, value, path, depth);
     }
     ShapeError(path + "/type",
                "unknown format " + Quoted(type) +
@@ -398,6 +323,90 @@ class Parser {
                    "any_text, token, exclude_token, any_tokens, sequence, or, optional, plus, star, "
                    "repeat, tag, triggered_tags, token_triggered_tags, tags_with_separator, dispatch, "
                    "token_dispatch)");
+  }
+
+  JsonSchemaFormat ParseJsonSchema(const std::string& type, const JsonValue& value, const std::string& path) {
+    bool deprecated = type == "qwen_xml_parameter";
+    Fields fields = deprecated
+        ? Fields(value, path, "qwen_xml_parameter", {"type", "json_schema"})
+        : Fields(value, path, "json_schema",
+                 {"type", "json_schema", "style", "any_order", "max_whitespace_cnt", "excludes"});
+    JsonSchemaFormat json;
+    json.schema = &fields.Required("json_schema");
+    if (!json.schema->is_object() && !json.schema->is_bool()) {
+      ShapeError(fields.PathOf("json_schema"),
+                 std::string("expected a JSON Schema (an object or a boolean), got ") + KindName(*json.schema));
+    }
+    if (deprecated) {
+      json.style = "qwen_xml";
+      return json;
+    }
+    if (const JsonValue* style = fields.Find("style")) {
+      json.style = ReadString(*style, fields.PathOf("style"));
+      if (std::none_of(std::begin(kJsonSchemaStyles), std::end(kJsonSchemaStyles),
+                       [&](const char* known) { return json.style == known; })) {
+        ShapeError(fields.PathOf("style"), "unknown json_schema style " + Quoted(json.style));
+      }
+    }
+    json.any_order = OptionalBool(fields, "any_order", false);
+    json.max_whitespace = OptionalInt(fields, "max_whitespace_cnt", 0, kInt32Max);
+    json.excludes = OptionalStrings(fields, "excludes");
+    return json;
+  }
+
+  DispatchFormat ParseDispatch(const JsonValue& value, const std::string& path, int depth) {
+    Fields fields(value, path, "dispatch", {"type", "rules", "loop", "excludes"});
+    DispatchFormat dispatch;
+    const JsonValue& rules = RequiredArray(fields, "rules");
+    for (size_t i = 0; i < rules.array_items().size(); ++i) {
+      const JsonValue& rule = rules.array_items()[i];
+      std::string rule_path = ChildPath(fields.PathOf("rules"), i);
+      if (!rule.is_array() || rule.array_items().size() != 2) {
+        ShapeError(rule_path, "expected a [pattern, format] pair");
+      }
+      std::string pattern = ReadString(rule.array_items()[0], rule_path + "/0");
+      dispatch.rules.emplace_back(std::move(pattern),
+                                  ParseFormat(rule.array_items()[1], rule_path + "/1", depth + 1));
+    }
+    dispatch.loop = OptionalBool(fields, "loop", true);
+    dispatch.excludes = OptionalStrings(fields, "excludes");
+    return dispatch;
+  }
+
+  TokenLevelFormat ParseTokenLevel(const std::string& type, const JsonValue& value, const std::string& path,
+                                   int depth) {
+    TokenLevelFormat token_level{type};
+    const bool any = type == "any_tokens", triggered = type == "token_triggered_tags";
+    Fields fields(value, path, type.c_str(),
+                  triggered ? std::initializer_list<const char*>{"type", "trigger_tokens", "tags", "exclude_tokens",
+                                                                 "at_least_one", "stop_after_first"}
+                  : type == "token_dispatch" ? std::initializer_list<const char*>{"type", "rules", "loop", "exclude_tokens"}
+                  : any ? std::initializer_list<const char*>{"type", "exclude_tokens", "max_tokens"}
+                        : std::initializer_list<const char*>{"type", "exclude_tokens"});
+    if (const JsonValue* ids = fields.Find("exclude_tokens")) {
+      token_level.exclude_tokens = ReadTokenRefs(*ids, fields.PathOf("exclude_tokens"));
+    }
+    if (any) token_level.max_tokens = OptionalInt(fields, "max_tokens", 0, kInt32Max);
+    if (triggered) {
+      token_level.trigger_tokens = ReadTokenRefs(fields.Required("trigger_tokens"), fields.PathOf("trigger_tokens"));
+      token_level.tags = ParseTags(fields, depth);
+      token_level.at_least_one = OptionalBool(fields, "at_least_one", false);
+      token_level.stop_after_first = OptionalBool(fields, "stop_after_first", false);
+    }
+    if (type == "token_dispatch") {
+      const JsonValue& rules = RequiredArray(fields, "rules");
+      for (size_t i = 0; i < rules.array_items().size(); ++i) {
+        const JsonValue& rule = rules.array_items()[i];
+        std::string rule_path = ChildPath(fields.PathOf("rules"), i);
+        if (!rule.is_array() || rule.array_items().size() != 2) {
+          ShapeError(rule_path, "expected a [token, format] pair");
+        }
+        token_level.rules.emplace_back(ReadTokenRef(rule.array_items()[0], rule_path + "/0"),
+                                       ParseFormat(rule.array_items()[1], rule_path + "/1", depth + 1));
+      }
+      token_level.loop = OptionalBool(fields, "loop", true);
+    }
+    return token_level;
   }
 
   // A token format; inside a tag's begin / end the "type" may be left out.
