@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "support/cancellation.h"
+#include "support/graph.h"
 
 namespace xg2 {
 
@@ -39,52 +40,13 @@ std::vector<std::vector<RuleId>> RuleReferences(const GrammarAst& ast) {
   return refs;
 }
 
-// Rules that lie on a reference cycle (Tarjan's strongly connected components).
+// Rules that lie on a reference cycle: in a component of several rules, or calling themselves.
 std::vector<uint8_t> RecursiveRules(const std::vector<std::vector<RuleId>>& refs) {
-  const int32_t n = static_cast<int32_t>(refs.size());
-  std::vector<int32_t> index(n, -1), low(n, 0);
-  std::vector<uint8_t> on_stack(n, 0), recursive(n, 0);
-  std::vector<RuleId> stack;
-  int32_t counter = 0;
-  // Iterative DFS: (rule, next reference to visit).
-  for (RuleId start = 0; start < n; ++start) {
-    if (index[start] >= 0) continue;
-    std::vector<std::pair<RuleId, size_t>> dfs{{start, 0}};
-    index[start] = low[start] = counter++;
-    stack.push_back(start);
-    on_stack[start] = 1;
-    while (!dfs.empty()) {
-      auto& [r, next] = dfs.back();
-      if (next < refs[r].size()) {
-        RuleId callee = refs[r][next++];
-        if (callee == r) recursive[r] = 1;
-        if (index[callee] < 0) {
-          index[callee] = low[callee] = counter++;
-          stack.push_back(callee);
-          on_stack[callee] = 1;
-          dfs.emplace_back(callee, 0);
-        } else if (on_stack[callee]) {
-          low[r] = std::min(low[r], index[callee]);
-        }
-        continue;
-      }
-      RuleId done = r;
-      dfs.pop_back();
-      if (!dfs.empty()) low[dfs.back().first] = std::min(low[dfs.back().first], low[done]);
-      if (low[done] == index[done]) {
-        std::vector<RuleId> component;
-        RuleId member;
-        do {
-          member = stack.back();
-          stack.pop_back();
-          on_stack[member] = 0;
-          component.push_back(member);
-        } while (member != done);
-        if (component.size() > 1) {
-          for (RuleId m : component) recursive[m] = 1;
-        }
-      }
-    }
+  const StronglyConnectedComponents components = FindStronglyConnectedComponents(refs);
+  std::vector<uint8_t> recursive(refs.size(), 0);
+  for (RuleId r = 0; r < static_cast<RuleId>(refs.size()); ++r) {
+    recursive[r] = components.members[components.component_of[r]].size() > 1 ||
+                   std::find(refs[r].begin(), refs[r].end(), r) != refs[r].end();
   }
   return recursive;
 }

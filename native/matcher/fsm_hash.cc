@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "support/graph.h"
+
 namespace xg2 {
 
 namespace {
@@ -98,49 +100,10 @@ FsmHashes ComputeFsmHashes(const GrammarFsm& fsm) {
     callees[r].erase(std::unique(callees[r].begin(), callees[r].end()), callees[r].end());
   }
 
-  // Tarjan's strongly connected components, iteratively; components come out callees first.
-  std::vector<int32_t> index(num_rules, -1), low(num_rules, 0), component(num_rules, -1);
-  std::vector<uint8_t> on_stack(num_rules, 0);
-  std::vector<RuleId> stack;
-  std::vector<std::vector<RuleId>> components;
-  std::vector<std::pair<RuleId, size_t>> frames;
-  int32_t next_index = 0;
-  for (RuleId root = 0; root < num_rules; ++root) {
-    if (index[root] >= 0) continue;
-    frames.emplace_back(root, 0);
-    index[root] = low[root] = next_index++;
-    stack.push_back(root);
-    on_stack[root] = 1;
-    while (!frames.empty()) {
-      auto& [r, edge] = frames.back();
-      if (edge < callees[r].size()) {
-        RuleId c = callees[r][edge++];
-        if (index[c] < 0) {
-          index[c] = low[c] = next_index++;
-          stack.push_back(c);
-          on_stack[c] = 1;
-          frames.emplace_back(c, 0);
-        } else if (on_stack[c]) {
-          low[r] = std::min(low[r], index[c]);
-        }
-        continue;
-      }
-      const RuleId done = r;
-      frames.pop_back();
-      if (!frames.empty()) low[frames.back().first] = std::min(low[frames.back().first], low[done]);
-      if (low[done] == index[done]) {
-        components.emplace_back();
-        RuleId m;
-        do {
-          m = stack.back();
-          stack.pop_back();
-          on_stack[m] = 0;
-          component[m] = static_cast<int32_t>(components.size() - 1);
-          components.back().push_back(m);
-        } while (m != done);
-      }
-    }
-  }
+  // Components come out callees first.
+  const StronglyConnectedComponents sccs = FindStronglyConnectedComponents(callees);
+  const std::vector<int32_t>& component = sccs.component_of;
+  const std::vector<std::vector<RuleId>>& components = sccs.members;
 
   std::vector<NodeId> scratch_order;
   auto lookahead_hash = [&](RuleId r, Hash128* h) {

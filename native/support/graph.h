@@ -1,8 +1,10 @@
 // Small graph helpers shared by the automaton passes (grammar/fsm_builder.cc,
-// frontends/json_schema/regular_language.cc).
+// frontends/json_schema/regular_language.cc) and the rule-graph passes (grammar/inline_rules.cc,
+// matcher/fsm_hash.cc).
 #ifndef XG2_SUPPORT_GRAPH_H_
 #define XG2_SUPPORT_GRAPH_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -31,6 +33,20 @@ inline void MarkCoReachable(const std::vector<int32_t>& reverse_begin, const std
     }
   }
 }
+
+// The strongly connected components of a directed graph whose vertex v has the successors
+// successors[v] (duplicates allowed). Tarjan's algorithm, iterative (rule graphs can be
+// deeper than the native stack), with roots taken in vertex order and successors in list
+// order, so the result depends only on the graph as given.
+// Invariants of the result: `members` lists the components in reverse topological order (a
+// component comes after every component reachable from it: callees before callers); each
+// component's vertices are listed in the order they leave Tarjan's stack, its root last;
+// component_of[v] is v's component's index in `members`.
+struct StronglyConnectedComponents {
+  std::vector<int32_t> component_of;
+  std::vector<std::vector<int32_t>> members;
+};
+StronglyConnectedComponents FindStronglyConnectedComponents(const std::vector<std::vector<int32_t>>& successors);
 
 }  // namespace xg2
 
