@@ -546,7 +546,7 @@ class GrammarCompiler:
             )
             for message in warns:
                 warnings.warn(f"JSON Schema keyword ignored (lenient): {message}", UserWarning, stacklevel=4)
-            return CompiledGrammar(handle, self._tokenizer_info, "json_schema")
+            return self._grammar(handle, "json_schema")
 
         return self._submit(key, build, _run_inline, timeout)
 
