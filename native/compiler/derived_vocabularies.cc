@@ -68,26 +68,29 @@ size_t DerivedVocabularies::size() const {
 }
 
 bool DerivedVocabularies::Remove(const Ids& ids) {
+  std::list<Entry> removed;  // destroyed after the lock is released
   std::lock_guard<std::mutex> lock(TablesMutex());
   auto it = index_.find(ids);
   if (it == index_.end()) return false;
-  entries_.erase(it->second);
+  removed.splice(removed.end(), entries_, it->second);
   index_.erase(it);
   return true;
 }
 
 bool DerivedVocabularies::RemoveOldest() {
+  std::list<Entry> removed;  // destroyed after the lock is released
   std::lock_guard<std::mutex> lock(TablesMutex());
   if (entries_.empty()) return false;
   index_.erase(entries_.front().first);
-  entries_.pop_front();
+  removed.splice(removed.end(), entries_, entries_.begin());
   return true;
 }
 
 void DerivedVocabularies::Clear() {
+  std::list<Entry> removed;  // destroyed after the lock is released
   std::lock_guard<std::mutex> lock(TablesMutex());
   index_.clear();
-  entries_.clear();
+  removed.swap(entries_);
 }
 
 }  // namespace xg2
