@@ -544,7 +544,7 @@ def test_cancellation_hooks_reach_every_stage() -> None:
     with pytest.raises(xg.CompilationCancelledError):
         _native._regex_to_ebnf("a+", cancel=token)
     with pytest.raises(xg.CompilationCancelledError):
-        _native.compile_ebnf_with_token_literals(info._handle, 'root ::= "a"', "root", {}, cancel=token)
+        _native.GrammarCompiler(info._handle).compile_ebnf('root ::= "a"', cancel=token)
     # The token is uninstalled after each failure: later work on this thread is unaffected.
     assert _native._regex_to_ebnf("a+")
     assert xg.GrammarMatcher(_compiler().compile_regex("a+")).accept_string("aa")

@@ -137,7 +137,7 @@ def _analysis_then_call(tools):
 
 def test_harmony_grammars_share_a_pool_and_stay_exact():
     """Grammars that name the same special tokens share the derived vocabulary's cross-grammar
-    pool (native/bindings/token_literal_bindings.cc); masks built from pooled classifications
+    pool (native/compiler/derived_vocabularies.h); masks built from pooled classifications
     equal the reference walk on a second tool set. The first grammar fills its own masks (no
     background precompute, whose timing is the machine's) so that the pool holds its
     classifications when the second grammar looks them up."""

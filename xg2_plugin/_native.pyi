@@ -111,30 +111,60 @@ class MaskCachePool:
     def __len__(self) -> int: ...
     def clear(self) -> None: ...
 
-def compile_ebnf_with_token_literals(
-    tokenizer_info: TokenizerInfo,
-    ebnf: str,
-    root_rule_name: str,
-    vocab_cache: dict,
-    pool: Optional[MaskCachePool] = None,
-    mask_cache: bool = True,
-    cross_grammar_cache: bool = True,
-    precompute_nodes: int = 32,
-    repetition_compression_threshold: int = 64,
-    limits: Optional[CompileLimits] = None,
-    cancel: Optional[CancellationToken] = None,
-) -> CompiledGrammar: ...
+class DerivedVocabularies:
+    def __init__(self) -> None: ...
+    def __len__(self) -> int: ...
+    def __contains__(self, ids: Sequence[int]) -> bool: ...
+    def __getitem__(self, ids: Sequence[int]) -> tuple[TokenizerInfo, Optional[MaskCachePool]]: ...
+    def items(self) -> list[tuple[tuple[int, ...], tuple[TokenizerInfo, Optional[MaskCachePool]]]]: ...
+    def values(self) -> list[tuple[TokenizerInfo, Optional[MaskCachePool]]]: ...
+    def ids_of(self, vocabulary: TokenizerInfo) -> Optional[tuple[int, ...]]: ...
+    def remove(self, ids: Sequence[int]) -> bool: ...
+    def remove_oldest(self) -> bool: ...
+    def clear(self) -> None: ...
+
+class LoweredStructuralTag:
+    def __eq__(self, other: LoweredStructuralTag) -> bool: ...  # type: ignore[override]
+    def __hash__(self) -> int: ...
+
+class GrammarCompiler:
+    def __init__(
+        self,
+        tokenizer_info: TokenizerInfo,
+        pool: Optional[MaskCachePool] = None,
+        derived_vocabularies: Optional[DerivedVocabularies] = None,
+        mask_cache: bool = True,
+        cross_grammar_cache: bool = True,
+        precompute_nodes: int = 32,
+        repetition_compression_threshold: int = 64,
+        limits: Optional[CompileLimits] = None,
+    ) -> None: ...
+    def compile_json_schema(
+        self,
+        schema: str,
+        any_whitespace: bool = True,
+        indent: Optional[int] = None,
+        separators: Optional[tuple[str, str]] = None,
+        strict_mode: bool = True,
+        max_whitespace: Optional[int] = None,
+        lenient: bool = False,
+        any_order: bool = False,
+        any_key_spelling: bool = False,
+        cancel: Optional[CancellationToken] = None,
+    ) -> tuple[CompiledGrammar, list[str]]: ...
+    def compile_builtin_json(self, cancel: Optional[CancellationToken] = None) -> CompiledGrammar: ...
+    def compile_ebnf(
+        self, ebnf: str, root_rule_name: str = "root", cancel: Optional[CancellationToken] = None
+    ) -> CompiledGrammar: ...
+    def compile_regex(self, pattern: str, cancel: Optional[CancellationToken] = None) -> CompiledGrammar: ...
+    def compile_lark(self, text: str, cancel: Optional[CancellationToken] = None) -> CompiledGrammar: ...
+    def compile_choice(self, choices: Sequence[str], cancel: Optional[CancellationToken] = None) -> CompiledGrammar: ...
+    def lower_structural_tag(self, tag: str, any_whitespace: bool = True) -> LoweredStructuralTag: ...
+    def compile_structural_tag(
+        self, lowered: LoweredStructuralTag, cancel: Optional[CancellationToken] = None
+    ) -> CompiledGrammar: ...
+
 def _token_literal_bytes(token_id: int) -> bytes: ...
-def compile_ebnf(
-    tokenizer_info: TokenizerInfo,
-    ebnf: str,
-    root_rule_name: str = "root",
-    pool: Optional[MaskCachePool] = None,
-    mask_cache: bool = True,
-    cross_grammar_cache: bool = True,
-    precompute_nodes: int = 32,
-    repetition_compression_threshold: int = 64,
-) -> CompiledGrammar: ...
 def ebnf_accepts(
     ebnf: str,
     text: bytes,
@@ -247,7 +277,7 @@ def _deserialize_compiled_grammar(
     base_tokenizer_info: TokenizerInfo,
     data: bytes,
     engine_version: str,
-    vocab_cache: Optional[dict] = None,
+    derived_vocabularies: Optional[DerivedVocabularies] = None,
     pool: Optional[MaskCachePool] = None,
     mask_cache: bool = True,
     cross_grammar_cache: bool = True,

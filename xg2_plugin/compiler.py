@@ -19,7 +19,6 @@ import warnings
 import weakref
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
-import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence, Union
 
@@ -37,10 +36,10 @@ _INT64_MAX = 2 ** 63 - 1
 # The JSON Schema converter recurses once per nesting level: deeper limits than this could
 # exhaust the native stack of a worker thread, so the limit can only be lowered.
 _SCHEMA_DEPTH_CAP = 2000
-# Structural tags whose lowered EBNF a compiler remembers (most recently used first out).
-_LOWERED_TAGS_KEPT = 64
 # Cache entries of derived vocabularies (Token(id) grammars) are keyed (_DERIVED_VOCAB, ids).
 _DERIVED_VOCAB = "derived_vocabulary"
+# Structural tags whose lowering a compiler remembers (most recently used first out).
+_LOWERED_TAGS_KEPT = 64
 # Derived vocabularies a compiler without a grammar cache keeps for reuse.
 _DERIVED_VOCABS_UNCACHED = 4
 # Every compiler of the process, for the fork handler below.
@@ -334,7 +333,7 @@ class GrammarCompiler:
             expensive ones, on the process's background thread (newest grammar first; a
             matcher never waits for it). 0: build every state lazily, when a matcher first
             needs it; -1: build all of them during compilation (a positive value means -1
-            for structural tags: see ``_compile_ebnf_now``).
+            for structural tags: see ``native/compiler/grammar_compiler.h``).
         repetition_compression_threshold: repetition state compression (XGrammar 2, section
             3.5): a repetition such as ``x{0,65536}`` whose expansion would hold more than this
             many copies of ``x`` is lowered as a counted loop plus a short explicit tail, so its
@@ -371,10 +370,6 @@ class GrammarCompiler:
         if not isinstance(limits, CompileLimits):
             raise TypeError(f"limits must be a CompileLimits, got {type(limits).__name__}")
         self._limits = limits
-        self._native_limits = limits._to_native()
-        # The JSON Schema frontend's counts (lengths, items, properties; at most 2^31-1, see
-        # its kMaxRepetitionBound) are counted loops; max_repetition_bound limits user EBNF.
-        self._native_schema_limits = dataclasses.replace(limits, max_repetition_bound=_INT32_MAX)._to_native()
         _check_init_arguments(max_threads=max_threads, cache_enabled=cache_enabled,
                               cache_limit_bytes=cache_limit_bytes, mask_cache_limit_bytes=mask_cache_limit_bytes,
                               mask_cache=mask_cache, cross_grammar_cache=cross_grammar_cache,
@@ -390,7 +385,8 @@ class GrammarCompiler:
         self._cache_evictions = 0
         self._cache_hits = 0  # requests served from the cache or a shared in-flight compile
         self._cache_misses = 0  # compiles started
-        self._lowered_tags: "OrderedDict[tuple, str]" = OrderedDict()  # (tag text, any_whitespace) -> EBNF
+        # (tag text, any_whitespace) -> _native.LoweredStructuralTag
+        self._lowered_tags: "OrderedDict[tuple, Any]" = OrderedDict()
         self._lock = threading.Lock()
         self._in_flight = InFlightCompiles(self._lock, self._store_locked)
         self._max_threads = max_threads
@@ -402,8 +398,13 @@ class GrammarCompiler:
         self._precompute_nodes = precompute_nodes
         self._repetition_compression_threshold = int(repetition_compression_threshold)
         # Vocabularies derived for grammars that name tokens with Token(id), keyed by the ids
-        # (native/tokenizer/token_literals.h); filled by the native compile under the GIL.
-        self._token_literal_vocabs: dict = {}
+        # (native/compiler/derived_vocabularies.h); filled by the native compiles.
+        self._token_literal_vocabs = _native.DerivedVocabularies()
+        # The source-to-grammar compiles (native/compiler/grammar_compiler.h).
+        self._native = _native.GrammarCompiler(
+            tokenizer_info._handle, self._mask_pool, self._token_literal_vocabs, mask_cache, cross_grammar_cache,
+            precompute_nodes, self._repetition_compression_threshold, limits._to_native(),
+        )
         self._vocab_users: dict[tuple, set] = {}  # derived-vocabulary cache key -> grammar keys
         self._vocab_of: dict[tuple, tuple] = {}  # grammar cache key -> its vocabulary's key
         self._disk_cache = (_disk_cache.DiskCache(cache_dir, cache_dir_limit_bytes) if cache_dir is not None
@@ -538,15 +539,14 @@ class GrammarCompiler:
                any_order, bool(any_key_spelling))
 
         def build(token: Any) -> CompiledGrammar:
-            ebnf, warns = _native._json_schema_to_ebnf(
+            handle, warns = self._native.compile_json_schema(
                 text, any_whitespace=any_whitespace, indent=indent, separators=separators,
                 strict_mode=strict_mode, max_whitespace=max_whitespace, lenient=lenient,
-                limits=self._native_limits, cancel=token, any_order=any_order,
-                any_key_spelling=bool(any_key_spelling),
+                any_order=any_order, any_key_spelling=bool(any_key_spelling), cancel=token,
             )
             for message in warns:
                 warnings.warn(f"JSON Schema keyword ignored (lenient): {message}", UserWarning, stacklevel=4)
-            return self._compile_ebnf_now(ebnf, "root", "json_schema", token)
+            return self._grammar(handle, "json_schema")
 
         return self._submit(key, build, _run_inline, timeout)
 
@@ -556,7 +556,7 @@ class GrammarCompiler:
         """Like :meth:`compile_builtin_json_grammar`, returning a future."""
         return self._submit(
             ("builtin_json",),
-            lambda token: self._compile_ebnf_now(_native._builtin_json_ebnf(), "root", "builtin_json", token),
+            lambda token: self._grammar(self._native.compile_builtin_json(cancel=token), "builtin_json"),
             _run_inline, timeout,
         )
 
@@ -569,7 +569,7 @@ class GrammarCompiler:
         _check_text(root_rule_name, "root_rule_name", self._limits.max_input_bytes)
         return self._submit(
             ("ebnf", ebnf, root_rule_name),
-            lambda token: self._compile_ebnf_now(ebnf, root_rule_name, "ebnf", token),
+            lambda token: self._grammar(self._native.compile_ebnf(ebnf, root_rule_name, cancel=token), "ebnf"),
             _run_inline, timeout,
         )
 
@@ -580,8 +580,7 @@ class GrammarCompiler:
         _check_text(pattern, "pattern", self._limits.max_input_bytes)
         return self._submit(
             ("regex", pattern),
-            lambda token: self._compile_ebnf_now(
-                "root ::= " + _native._regex_to_ebnf(pattern, cancel=token), "root", "regex", token),
+            lambda token: self._grammar(self._native.compile_regex(pattern, cancel=token), "regex"),
             _run_inline, timeout,
         )
 
@@ -595,10 +594,7 @@ class GrammarCompiler:
             raise _native.InvalidArgumentError("named_grammars (@name references) are not supported by compile_lark")
         return self._submit(
             ("lark", lark_string),
-            lambda token: self._compile_ebnf_now(
-                _native._lark_to_ebnf(lark_string, self._tokenizer_info._handle, limits=self._native_limits,
-                                      cancel=token),
-                "root", "lark", token),
+            lambda token: self._grammar(self._native.compile_lark(lark_string, cancel=token), "lark"),
             _run_inline, timeout,
         )
 
@@ -615,27 +611,26 @@ class GrammarCompiler:
         from .structural_tag import structural_tag_json
 
         text = structural_tag_json(structural_tag, self._limits.max_input_bytes)
-        # The grammar is cached under its EBNF (tags spelled differently share it); the lowering
-        # itself (about 12 ms for a Harmony tag) is remembered per tag text, so a repeated tool
-        # set skips it too. A tag seen before was already validated.
+        # The grammar is cached under its lowered form (tags spelled differently share it); the
+        # lowering itself (about 12 ms for a Harmony tag) is remembered per tag text, so a
+        # repeated tool set skips it too. A tag seen before was already validated.
         lowered_key = (text, any_whitespace)
         with self._lock:
-            ebnf = self._lowered_tags.get(lowered_key)
-            if ebnf is not None:
+            lowered = self._lowered_tags.get(lowered_key)
+            if lowered is not None:
                 self._lowered_tags.move_to_end(lowered_key)
-        if ebnf is None:
-            ebnf = _native._structural_tag_to_ebnf(
-                text, self._tokenizer_info._handle, any_whitespace=any_whitespace, limits=self._native_limits
-            )
+        if lowered is None:
+            lowered = self._native.lower_structural_tag(text, any_whitespace)
             if self._cache_enabled:
                 with self._lock:
-                    self._lowered_tags[lowered_key] = ebnf
+                    self._lowered_tags[lowered_key] = lowered
                     while len(self._lowered_tags) > _LOWERED_TAGS_KEPT:
                         self._lowered_tags.popitem(last=False)
+        # The disk cache names a grammar by the repr of its key: the tag's text.
         return self._submit(
-            ("ebnf", ebnf, "root"),
-            lambda token: self._compile_ebnf_now(ebnf, "root", "structural_tag", token),
-            _run_inline, timeout,
+            ("structural_tag", lowered),
+            lambda token: self._grammar(self._native.compile_structural_tag(lowered, cancel=token), "structural_tag"),
+            _run_inline, timeout, disk_key=("structural_tag", text, any_whitespace),
         )
 
     def compile_choice_async(
@@ -646,11 +641,12 @@ class GrammarCompiler:
             raise TypeError("choices must be a sequence of str")
         if len(choices) == 0:
             raise ValueError("choices must not be empty")
-        body = " | ".join(ebnf_string_literal(c) for c in choices)
-        _check_text(body, "choices", self._limits.max_input_bytes)
+        # The size limit applies to the alternatives as the grammar spells them.
+        _check_text(" | ".join(ebnf_string_literal(c) for c in choices), "choices", self._limits.max_input_bytes)
+        listed = list(choices)
         return self._submit(
             ("choice", tuple(choices)),
-            lambda token: self._compile_ebnf_now("root ::= " + body, "root", "choice", token),
+            lambda token: self._grammar(self._native.compile_choice(listed, cancel=token), "choice"),
             _run_inline, timeout,
         )
 
@@ -715,34 +711,26 @@ class GrammarCompiler:
             self._cache_bytes = 0
             self._vocab_users.clear()
             self._vocab_of.clear()
-            derived = list(self._token_literal_vocabs.values())
+            derived = self._token_literal_vocabs.values()
             self._token_literal_vocabs.clear()
         self._mask_pool.clear()
         for _vocab, pool in derived:  # pools still held by grammars that matchers use
             if pool is not None:
                 pool.clear()
 
-    def _compile_ebnf_now(self, ebnf: str, root_rule_name: str, kind: str, token: Any = None) -> CompiledGrammar:
-        # A structural tag's call starts after free text, and its first tokens meet states no
-        # earlier fill built: classify every state now (tool schemas share most of them, so
-        # the pool answers most), unless pure JIT (0) was asked for.
-        precompute = -1 if kind == "structural_tag" and self._precompute_nodes > 0 else self._precompute_nodes
-        handle = _native.compile_ebnf_with_token_literals(
-            self._tokenizer_info._handle, ebnf, root_rule_name, self._token_literal_vocabs,
-            self._mask_pool, self._mask_cache, self._cross_grammar_cache, precompute,
-            self._repetition_compression_threshold,
-            limits=self._native_schema_limits if kind == "json_schema" else self._native_limits, cancel=token,
-        )
+    def _grammar(self, handle: Any, kind: str) -> CompiledGrammar:
         return CompiledGrammar(handle, self._tokenizer_info, kind)
 
     def _submit(
-        self, key: tuple, build: Callable[[Any], CompiledGrammar], run_inline: bool, timeout: Optional[float]
+        self, key: tuple, build: Callable[[Any], CompiledGrammar], run_inline: bool, timeout: Optional[float],
+        disk_key: Optional[tuple] = None,
     ) -> "Future[CompiledGrammar]":
+        """``disk_key``: the request's name in the disk cache, when its key has no stable repr."""
         _check_timeout(timeout, "timeout")
         if timeout is None:
             timeout = self._limits.timeout_s
         if self._disk_cache is not None:
-            build = self._disk_cache.cached_build(self, key, build)
+            build = self._disk_cache.cached_build(self, key if disk_key is None else disk_key, build)
         with self._lock:
             if self._cache_enabled and key in self._cache:
                 self._touch_locked(key)
@@ -787,7 +775,7 @@ class GrammarCompiler:
         if not self._cache_enabled:
             # Without a cache only the most recent derived vocabularies are kept for reuse.
             while len(self._token_literal_vocabs) > _DERIVED_VOCABS_UNCACHED:
-                del self._token_literal_vocabs[next(iter(self._token_literal_vocabs))]
+                self._token_literal_vocabs.remove_oldest()
             return
         size = grammar.memory_size_bytes
         if 0 <= self._cache_limit_bytes < size:
@@ -812,13 +800,8 @@ class GrammarCompiler:
             self._evict_oldest_locked()
 
     def _derived_vocab_key_locked(self, grammar: CompiledGrammar) -> Optional[tuple]:
-        vocab = grammar._handle.tokenizer_info
-        if vocab is self._tokenizer_info._handle:
-            return None
-        for ids, (derived, _pool) in self._token_literal_vocabs.items():
-            if derived is vocab:
-                return (_DERIVED_VOCAB, ids)
-        return None
+        ids = self._token_literal_vocabs.ids_of(grammar._handle.tokenizer_info)
+        return None if ids is None else (_DERIVED_VOCAB, ids)
 
     def _charge_vocab_locked(self, vocab_key: tuple) -> None:
         if vocab_key in self._cache:
@@ -840,7 +823,7 @@ class GrammarCompiler:
         self._cache_bytes -= self._cache_charged.pop(evicted_key)
         self._cache_evictions += 1
         if evicted_key[0] == _DERIVED_VOCAB:
-            self._token_literal_vocabs.pop(evicted_key[1], None)
+            self._token_literal_vocabs.remove(evicted_key[1])
             for user in self._vocab_users.pop(evicted_key, ()):
                 self._vocab_of.pop(user, None)
                 if self._cache.pop(user, None) is not None:

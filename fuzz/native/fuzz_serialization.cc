@@ -9,6 +9,7 @@
 #include "frontends/json_schema/json_schema_converter.h"
 #include "fuzz_support.h"
 #include "matcher/grammar_serialization.h"
+#include "tokenizer/token_literals.h"
 
 namespace {
 

@@ -7,7 +7,7 @@
 // input that runs past libFuzzer's -timeout or -rss_limit_mb.
 //
 // Grammars are compiled as the Python compiler compiles them (token literals included,
-// bindings/token_literal_bindings.cc), against a tiny vocabulary built here, under tight
+// compiler/compile_grammar.h), against a tiny vocabulary built here, under tight
 // compile limits so that each input stays short. No cancellation token is installed: a
 // compile that does not finish is a timeout finding, not a typed error.
 #ifndef XG2_FUZZ_NATIVE_FUZZ_SUPPORT_H_
@@ -23,12 +23,13 @@
 #include <string_view>
 #include <vector>
 
+#include "compiler/compile_grammar.h"
+#include "compiler/compile_scope.h"
 #include "frontends/ebnf/ebnf_parser.h"
 #include "matcher/compiled_grammar.h"
 #include "matcher/grammar_matcher.h"
 #include "support/compile_limits.h"
 #include "support/error.h"
-#include "tokenizer/token_literals.h"
 #include "tokenizer/tokenizer_info.h"
 
 namespace xg2::fuzz {
@@ -104,23 +105,16 @@ inline const CompileLimits& Limits() {
   return limits;
 }
 
-// The compile of GrammarCompiler._compile_ebnf_now, without the per-compiler vocabulary
-// cache: JIT mask cache (no background precompute), no cross-grammar pool.
+// The compile of the Python compiler (compiler/compile_grammar.h), without its table of
+// derived vocabularies: JIT mask cache (no background precompute), no cross-grammar pool.
 inline std::shared_ptr<const CompiledGrammar> Compile(const std::string& ebnf,
                                                       const std::string& root_rule_name = "root") {
-  ScopedCompileLimits scope(&Limits());
-  MaskCacheOptions options;
-  options.cross_grammar = false;
-  options.precompute = 0;
-  std::vector<int32_t> ids;
-  if (MayNameTokenLiterals(ebnf)) ids = TokenLiteralIds(ParseEbnf(ebnf, root_rule_name));
-  std::shared_ptr<const TokenizerInfo> vocabulary = Vocabulary();
-  if (!ids.empty()) vocabulary = WithTokenLiterals(*vocabulary, ids);
-  auto compiled = std::const_pointer_cast<CompiledGrammar>(
-      CompileEbnf(ebnf, root_rule_name, vocabulary, nullptr, options));
-  compiled->token_literal_ids = ids;
-  if (std::binary_search(ids.begin(), ids.end(), kStopToken)) compiled->stop_terminal_ids = {kStopToken};
-  return compiled;
+  CompileScope scope(&Limits(), nullptr);
+  CompileTarget target;
+  target.tokenizer = Vocabulary();
+  target.cache_options.cross_grammar = false;
+  target.cache_options.precompute = 0;
+  return CompileEbnfText(ebnf, root_rule_name, target);
 }
 
 inline std::vector<uint32_t> EmptyMask(const GrammarMatcher& matcher) {

@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "bindings/compile_scope.h"
+#include "compiler/compile_scope.h"
 #include "bindings/registry.h"
 #include "frontends/json_schema/json_schema_converter.h"
 

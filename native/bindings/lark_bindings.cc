@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "bindings/compile_scope.h"
+#include "compiler/compile_scope.h"
 #include "bindings/registry.h"
 #include "frontends/lark/lark_lowering.h"
 #include "tokenizer/tokenizer_info.h"

@@ -269,24 +269,6 @@ void BindMatcher(py::module_& m) {
       .def("__len__", &MaskCachePool::size)
       .def("clear", &MaskCachePool::Clear);
 
-  m.def(
-      "compile_ebnf",
-      [](std::shared_ptr<TokenizerInfo> tokenizer, const std::string& ebnf,
-         const std::string& root_rule_name, std::shared_ptr<MaskCachePool> pool, bool mask_cache,
-         bool cross_grammar_cache, int32_t precompute_nodes, int32_t repetition_compression_threshold) {
-        py::gil_scoped_release release;
-        MaskCacheOptions options;
-        options.enabled = mask_cache;
-        options.cross_grammar = cross_grammar_cache;
-        options.precompute = precompute_nodes;
-        return std::const_pointer_cast<CompiledGrammar>(CompileEbnf(
-            ebnf, root_rule_name, tokenizer, std::move(pool), options, repetition_compression_threshold));
-      },
-      py::arg("tokenizer_info"), py::arg("ebnf"), py::arg("root_rule_name") = "root",
-      py::arg("pool") = nullptr, py::arg("mask_cache") = true, py::arg("cross_grammar_cache") = true,
-      py::arg("precompute_nodes") = 32,
-      py::arg("repetition_compression_threshold") = kDefaultRepetitionCompressionThreshold);
-
   // String-level acceptance without a tokenizer: the test oracle for frontends.
   m.def(
       "ebnf_accepts",

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "bindings/compile_scope.h"
+#include "compiler/compile_scope.h"
 #include "bindings/registry.h"
 #include "frontends/regex/regex_converter.h"
 

@@ -1,7 +1,6 @@
 // Python surface of matcher/grammar_serialization.h: compiled grammars and tokenizer tables
 // to bytes and back, and the DeserializationError type. The byte work runs with the GIL
-// released; the derived-vocabulary cache (a dict of the caller's compiler) is read and
-// written with it held, as compile_ebnf_with_token_literals does.
+// released.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -9,9 +8,9 @@
 #include <string>
 
 #include "bindings/registry.h"
+#include "compiler/derived_vocabularies.h"
 #include "matcher/compiled_grammar.h"
 #include "matcher/grammar_serialization.h"
-#include "tokenizer/token_literals.h"
 
 namespace py = pybind11;
 
@@ -27,34 +26,19 @@ std::string_view BytesView(const py::bytes& data) {
 
 // The vocabulary a blob's grammar is matched against and the pool its classifications share:
 // the base tokenizer's, or (a grammar naming tokens) the derived vocabulary, found in or added
-// to `vocab_cache` under the tuple of ids like a compile would.
-std::pair<std::shared_ptr<const TokenizerInfo>, std::shared_ptr<MaskCachePool>> VocabularyFor(
-    const GrammarBlob& blob, const std::shared_ptr<TokenizerInfo>& base, py::object vocab_cache,
-    std::shared_ptr<MaskCachePool> pool) {
+// to `vocabularies` (the compiler's table; null: derived for this grammar alone) like a compile
+// would.
+DerivedVocabulary VocabularyFor(const GrammarBlob& blob, const std::shared_ptr<TokenizerInfo>& base,
+                                const std::shared_ptr<DerivedVocabularies>& vocabularies,
+                                std::shared_ptr<MaskCachePool> pool) {
   if (!blob.derived_vocabulary) return {base, std::move(pool)};
-  py::tuple key = py::cast(blob.token_literal_ids);
-  const bool cached_here = !vocab_cache.is_none();
-  py::dict cache = cached_here ? py::dict(vocab_cache) : py::dict();
-  if (cache.contains(key)) {
-    auto cached = cache[key]
-                      .cast<std::pair<std::shared_ptr<TokenizerInfo>, std::shared_ptr<MaskCachePool>>>();
-    return {cached.first, cached.second};
-  }
-  std::shared_ptr<const TokenizerInfo> vocab;
-  {
-    py::gil_scoped_release release;
-    vocab = WithTokenLiterals(*base, blob.token_literal_ids);
-  }
-  std::shared_ptr<MaskCachePool> derived_pool;
-  if (pool) derived_pool = std::make_shared<MaskCachePool>(pool->limit_bytes());
-  if (cached_here) {
-    cache[key] = py::make_tuple(std::const_pointer_cast<TokenizerInfo>(vocab), derived_pool);
-  }
-  return {vocab, derived_pool};
+  if (vocabularies) return vocabularies->FindOrDerive(*base, blob.token_literal_ids, pool.get());
+  return DeriveVocabulary(*base, blob.token_literal_ids, pool.get());
 }
 
 std::shared_ptr<CompiledGrammar> DeserializeGrammar(std::shared_ptr<TokenizerInfo> base, const py::bytes& data,
-                                                    const std::string& engine_version, py::object vocab_cache,
+                                                    const std::string& engine_version,
+                                                    std::shared_ptr<DerivedVocabularies> vocabularies,
                                                     std::shared_ptr<MaskCachePool> pool, bool mask_cache,
                                                     bool cross_grammar_cache, int32_t precompute_nodes,
                                                     bool verify_checksum) {
@@ -68,10 +52,10 @@ std::shared_ptr<CompiledGrammar> DeserializeGrammar(std::shared_ptr<TokenizerInf
   options.enabled = mask_cache;
   options.cross_grammar = cross_grammar_cache;
   options.precompute = precompute_nodes;
-  auto [vocab, vocab_pool] = VocabularyFor(blob, base, vocab_cache, std::move(pool));
-  if (!vocab_pool) options.cross_grammar = false;
   py::gil_scoped_release release;
-  return AssembleCompiledGrammar(std::move(blob), std::move(vocab), std::move(vocab_pool), options);
+  DerivedVocabulary vocab = VocabularyFor(blob, base, vocabularies, std::move(pool));
+  if (!vocab.pool) options.cross_grammar = false;
+  return AssembleCompiledGrammar(std::move(blob), std::move(vocab.vocabulary), std::move(vocab.pool), options);
 }
 
 void BindSerialization(py::module_& m) {
@@ -132,7 +116,7 @@ void BindSerialization(py::module_& m) {
       py::arg("grammar"), py::arg("base_tokenizer_info"), py::arg("engine_version"),
       py::arg("with_classifications") = true);
   m.def("_deserialize_compiled_grammar", &DeserializeGrammar, py::arg("base_tokenizer_info"), py::arg("data"),
-        py::arg("engine_version"), py::arg("vocab_cache") = py::none(), py::arg("pool") = nullptr,
+        py::arg("engine_version"), py::arg("derived_vocabularies") = nullptr, py::arg("pool") = nullptr,
         py::arg("mask_cache") = true, py::arg("cross_grammar_cache") = true, py::arg("precompute_nodes") = 32,
         py::arg("verify_checksum") = true,
         "A compiled grammar from _serialize_compiled_grammar's bytes, for base_tokenizer_info; "

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "bindings/compile_scope.h"
+#include "compiler/compile_scope.h"
 #include "bindings/registry.h"
 #include "frontends/structural_tag/structural_tag.h"
 #include "tokenizer/tokenizer_info.h"

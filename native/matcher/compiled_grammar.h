@@ -1,5 +1,8 @@
 // A grammar compiled for one tokenizer: the rule FSMs plus the vocabulary they are matched
-// against. Immutable and shared by every matcher created from it.
+// against. Built complete by its constructor (native/compiler/ compiles one, and
+// matcher/grammar_serialization.h reassembles one from bytes) and immutable from then on:
+// every member is const, so one instance is shared by every matcher and thread without locks.
+// The mask cache it points to is the one part that fills later, and it is thread-safe.
 #ifndef XG2_MATCHER_COMPILED_GRAMMAR_H_
 #define XG2_MATCHER_COMPILED_GRAMMAR_H_
 
@@ -14,34 +17,43 @@
 
 namespace xg2 {
 
-struct CompiledGrammar {
-  std::shared_ptr<const GrammarFsm> fsm;
+// What a CompiledGrammar is made of, gathered before it is built.
+struct CompiledGrammarParts {
+  GrammarFsm fsm;
+  // The vocabulary the FSMs are matched against: the tokenizer's own, or the vocabulary
+  // derived for the ids the grammar names with Token(id) (tokenizer/token_literals.h).
   std::shared_ptr<const TokenizerInfo> tokenizer;
   // The EBNF the grammar was built from (after frontend conversion), for inspection.
   std::string ebnf;
-  // Token classifications per node, filled on demand by matchers (thread-safe).
-  std::shared_ptr<GrammarMaskCache> mask_cache;
-  // Limits of every matcher's parser (from the compile's CompileLimits).
   EarleyLimits earley_limits;
+  std::vector<int32_t> token_literal_ids;  // sorted
+  std::vector<int32_t> stop_terminal_ids;  // sorted; a subset of token_literal_ids
+  // Shares token classifications with other grammars of the same vocabulary (may be null).
+  std::shared_ptr<MaskCachePool> pool;
+  MaskCacheOptions cache_options;
+};
+
+struct CompiledGrammar {
+  explicit CompiledGrammar(CompiledGrammarParts parts);
+
+  const std::shared_ptr<const GrammarFsm> fsm;
+  const std::shared_ptr<const TokenizerInfo> tokenizer;
+  // The EBNF the grammar was built from (after frontend conversion), for inspection.
+  const std::string ebnf;
+  // Token classifications per node, filled on demand by matchers (thread-safe).
+  const std::shared_ptr<GrammarMaskCache> mask_cache;
+  // Limits of every matcher's parser (from the compile's CompileLimits).
+  const EarleyLimits earley_limits;
   // Sorted ids the grammar names with Token(id) (tokenizer/token_literals.h), and those of them
   // that are stop tokens of the base vocabulary (Harmony `<|call|>`, `<|return|>`): accepting
   // one as a terminal that completes the grammar terminates the matcher.
-  std::vector<int32_t> token_literal_ids;
-  std::vector<int32_t> stop_terminal_ids;
+  const std::vector<int32_t> token_literal_ids;
+  const std::vector<int32_t> stop_terminal_ids;
 
   size_t MemoryBytes() const {
     return sizeof(*this) + fsm->MemoryBytes() + ebnf.capacity() + mask_cache->MemoryBytes();
   }
 };
-
-// Parses EBNF text and lowers it (the shared tail of every frontend). `pool` (may be null)
-// shares token classifications with other grammars of the same tokenizer.
-// `repetition_compression_threshold`: see FsmBuildLimits (<= 0 turns compression off).
-std::shared_ptr<const CompiledGrammar> CompileEbnf(
-    const std::string& ebnf, const std::string& root_rule_name,
-    std::shared_ptr<const TokenizerInfo> tokenizer, std::shared_ptr<MaskCachePool> pool = nullptr,
-    MaskCacheOptions cache_options = {},
-    int32_t repetition_compression_threshold = kDefaultRepetitionCompressionThreshold);
 
 }  // namespace xg2
 

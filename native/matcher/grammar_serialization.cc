@@ -524,15 +524,16 @@ std::shared_ptr<CompiledGrammar> AssembleCompiledGrammar(GrammarBlob blob, std::
       throw DeserializationError("compiled grammar blob is corrupt: an accepted token set does not fit the vocabulary");
     }
   }
-  auto compiled = std::make_shared<CompiledGrammar>();
-  compiled->fsm = std::make_shared<const GrammarFsm>(std::move(blob.fsm));
-  compiled->tokenizer = std::move(vocab);
-  compiled->ebnf = std::move(blob.ebnf);
-  compiled->earley_limits = blob.earley_limits;
-  compiled->token_literal_ids = std::move(blob.token_literal_ids);
-  compiled->stop_terminal_ids = std::move(blob.stop_terminal_ids);
-  compiled->mask_cache =
-      std::make_shared<GrammarMaskCache>(compiled->fsm, compiled->tokenizer, std::move(pool), cache_options);
+  CompiledGrammarParts parts;
+  parts.fsm = std::move(blob.fsm);
+  parts.tokenizer = std::move(vocab);
+  parts.ebnf = std::move(blob.ebnf);
+  parts.earley_limits = blob.earley_limits;
+  parts.token_literal_ids = std::move(blob.token_literal_ids);
+  parts.stop_terminal_ids = std::move(blob.stop_terminal_ids);
+  parts.pool = std::move(pool);
+  parts.cache_options = cache_options;
+  auto compiled = std::make_shared<CompiledGrammar>(std::move(parts));
   for (StoredClassification& stored : blob.classifications) {
     if (!SortedUnique(stored.uncertain_positions) ||
         (!stored.uncertain_positions.empty() &&

@@ -1,7 +1,7 @@
 // The limits and cancellation token of one compile call, installed on the calling thread
 // (support/compile_limits.h, support/cancellation.h). Null pointers mean defaults / no token.
-#ifndef XG2_BINDINGS_COMPILE_SCOPE_H_
-#define XG2_BINDINGS_COMPILE_SCOPE_H_
+#ifndef XG2_COMPILER_COMPILE_SCOPE_H_
+#define XG2_COMPILER_COMPILE_SCOPE_H_
 
 #include "support/cancellation.h"
 #include "support/compile_limits.h"
@@ -20,4 +20,4 @@ class CompileScope {
 
 }  // namespace xg2
 
-#endif  // XG2_BINDINGS_COMPILE_SCOPE_H_
+#endif  // XG2_COMPILER_COMPILE_SCOPE_H_

@@ -1,0 +1,99 @@
+#include "compiler/grammar_compiler.h"
+
+#include <cstdint>
+#include <limits>
+#include <utility>
+
+#include "compiler/choice_grammar.h"
+#include "compiler/compile_scope.h"
+#include "frontends/lark/lark_lowering.h"
+#include "frontends/regex/regex_converter.h"
+#include "frontends/structural_tag/structural_tag.h"
+
+namespace xg2 {
+
+GrammarCompiler::GrammarCompiler(CompileTarget target, const CompileLimits& limits)
+    : target_(std::move(target)), limits_(limits), schema_limits_(limits) {
+  schema_limits_.max_repetition_bound = std::numeric_limits<int32_t>::max();
+}
+
+std::shared_ptr<CompiledGrammar> GrammarCompiler::Compile(const std::string& ebnf,
+                                                          const std::string& root_rule_name,
+                                                          const CompileLimits& limits,
+                                                          const CancellationToken* cancel) const {
+  CompileScope scope(&limits, cancel);
+  return CompileEbnfText(ebnf, root_rule_name, target_);
+}
+
+JsonSchemaCompilation GrammarCompiler::CompileJsonSchema(const std::string& schema,
+                                                         const JsonSchemaOptions& options,
+                                                         const CancellationToken* cancel) const {
+  JsonSchemaConversion conversion;
+  {
+    CompileScope scope(&limits_, cancel);
+    conversion = JsonSchemaToEbnf(schema, options);
+  }
+  JsonSchemaCompilation result;
+  result.grammar = Compile(conversion.ebnf, "root", schema_limits_, cancel);
+  result.warnings = std::move(conversion.warnings);
+  return result;
+}
+
+std::shared_ptr<CompiledGrammar> GrammarCompiler::CompileBuiltinJson(const CancellationToken* cancel) const {
+  return Compile(BuiltinJsonEbnf(JsonSchemaOptions()), "root", limits_, cancel);
+}
+
+std::shared_ptr<CompiledGrammar> GrammarCompiler::CompileEbnf(const std::string& ebnf,
+                                                              const std::string& root_rule_name,
+                                                              const CancellationToken* cancel) const {
+  return Compile(ebnf, root_rule_name, limits_, cancel);
+}
+
+std::shared_ptr<CompiledGrammar> GrammarCompiler::CompileRegex(const std::string& pattern,
+                                                               const CancellationToken* cancel) const {
+  std::string body;
+  {
+    CompileScope scope(nullptr, cancel);
+    body = RegexToEbnf(pattern, RegexOptions());
+  }
+  return Compile("root ::= " + body, "root", limits_, cancel);
+}
+
+std::shared_ptr<CompiledGrammar> GrammarCompiler::CompileLark(const std::string& text,
+                                                              const CancellationToken* cancel) const {
+  LarkOptions options;
+  options.special_tokens = &target_.tokenizer->special_token_text();
+  options.vocab_size = target_.tokenizer->vocab_size();
+  std::string ebnf;
+  {
+    CompileScope scope(&limits_, cancel);
+    ebnf = LarkToEbnf(text, options);
+  }
+  return Compile(ebnf, "root", limits_, cancel);
+}
+
+std::shared_ptr<CompiledGrammar> GrammarCompiler::CompileChoice(const std::vector<std::string>& choices,
+                                                                const CancellationToken* cancel) const {
+  return Compile(ChoiceEbnf(choices), "root", limits_, cancel);
+}
+
+std::shared_ptr<LoweredStructuralTag> GrammarCompiler::LowerStructuralTag(const std::string& tag_json,
+                                                                               bool any_whitespace) const {
+  CompileScope scope(&limits_, nullptr);
+  structural_tag::LoweringOptions options;
+  options.special_tokens = &target_.tokenizer->special_token_text();
+  options.vocab_size = target_.tokenizer->vocab_size();
+  options.tokenizer = target_.tokenizer.get();
+  options.any_whitespace = any_whitespace;
+  return std::make_shared<LoweredStructuralTag>(structural_tag::StructuralTagToEbnf(tag_json, options));
+}
+
+std::shared_ptr<CompiledGrammar> GrammarCompiler::CompileStructuralTag(const LoweredStructuralTag& lowered,
+                                                                       const CancellationToken* cancel) const {
+  CompileTarget target = target_;
+  if (target.cache_options.precompute > 0) target.cache_options.precompute = -1;
+  CompileScope scope(&limits_, cancel);
+  return CompileEbnfText(lowered.ebnf, "root", target);
+}
+
+}  // namespace xg2
