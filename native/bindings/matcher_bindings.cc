@@ -349,6 +349,8 @@ void BindMatcher(py::module_& m) {
           [](GrammarMatcher& self, py::handle bitmask, py::handle index) {
             int64_t num_words = 0;
             uint32_t* row = BitmaskRow(self, bitmask, index, &num_words);
+            // A fill from cached rows is shorter than giving the GIL away and back.
+            if (self.FillIsShort()) return self.FillNextTokenBitmask(row, num_words);
             py::gil_scoped_release release;
             return self.FillNextTokenBitmask(row, num_words);
           },

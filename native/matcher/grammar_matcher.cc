@@ -414,6 +414,25 @@ bool GrammarMatcher::FillUnclaimed(uint32_t* words, int64_t num_words) {
   return FinishFill(words);
 }
 
+bool GrammarMatcher::FillIsShort() {
+  ExclusiveUse::Scope claim(in_use_, kMatcherName);
+  // Walking this many uncertain tokens through the parser costs a few microseconds.
+  constexpr size_t kShortWalkTokens = 64;
+  const GrammarMaskCache& cache = *grammar_->mask_cache;
+  if (!cache.options().enabled) return false;
+  if (terminated_) return true;
+  // Terminated() may decide a dead end by a walk of the vocabulary (AtDeadEnd).
+  if (stop_token_ids_.empty() && dead_end_ == kUnknown && parser_.CanEnd()) return false;
+  size_t uncertain = 0;
+  for (const EarleyItem* it = parser_.scannable_begin(); it != parser_.scannable_end(); ++it) {
+    if (it->guard != LookaheadGuards::kNone) return false;  // the reference walk
+    const TokenClassification* entry = cache.Find(it->node);
+    if (!entry) return false;
+    uncertain += entry->uncertain_positions.size();
+  }
+  return uncertain <= kShortWalkTokens;
+}
+
 bool GrammarMatcher::ActiveTokenSets() {
   fill_token_sets_.clear();
   const GrammarFsm& fsm = *grammar_->fsm;

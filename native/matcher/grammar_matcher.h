@@ -62,6 +62,11 @@ class GrammarMatcher {
   // The same mask by the exact reference computation only: a walk of the sorted vocabulary
   // through the parser, sharing the work of common prefixes. Kept as the test oracle.
   bool FillNextTokenBitmaskReference(uint32_t* words, int64_t num_words);
+  // Whether FillNextTokenBitmask would now finish without building a cache entry, deciding
+  // a dead end or walking more than a few uncertain tokens: a copy of cached rows, for which
+  // releasing and retaking the GIL around the call would cost about as much as the fill.
+  // A guess that changes nothing in the mask; may be wrong only towards false.
+  bool FillIsShort();
 
   bool IsTerminated();
   // True when the output so far is a complete sentence (a stop token would be accepted).
