@@ -167,6 +167,7 @@ class GrammarMatcher {
   // Scratch for the cached fill (kept to avoid allocation per token).
   std::vector<NodeId> fill_nodes_;
   std::vector<int32_t> fill_uncertain_;
+  std::vector<int32_t> fill_merged_;
   std::vector<const TokenClassification*> fill_entries_;       // per fill node
   std::vector<const TokenClassification*> fill_contributors_;
   std::vector<uint64_t> fill_position_bits_;
