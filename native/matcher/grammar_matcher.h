@@ -65,7 +65,8 @@ class GrammarMatcher {
   // Whether FillNextTokenBitmask would now finish without building a cache entry, deciding
   // a dead end or walking more than a few uncertain tokens: a copy of cached rows, for which
   // releasing and retaking the GIL around the call would cost about as much as the fill.
-  // A guess that changes nothing in the mask; may be wrong only towards false.
+  // A cheap estimate (a short walk may still meet a deep parse, bounded by the fill's work
+  // budget); it changes nothing in the mask.
   bool FillIsShort();
 
   bool IsTerminated();
