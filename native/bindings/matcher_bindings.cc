@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "bindings/registry.h"
+#include "bindings/torch_layout_cache.h"
 #include "frontends/ebnf/ebnf_parser.h"
 #include "grammar/grammar_fsm.h"
 #include "matcher/compiled_grammar.h"
@@ -26,15 +27,6 @@ namespace {
 uint32_t* RowPointer(uintptr_t address, int64_t row_stride_words, int64_t row) {
   return reinterpret_cast<uint32_t*>(address) + row * row_stride_words;
 }
-
-// A validated bitmask buffer: base address, rows, row stride and row width in 32-bit words.
-// The checks and messages are those of xg2_plugin/bitmask.py view_bitmask.
-struct BitmaskLayout {
-  uintptr_t address = 0;
-  int64_t rows = 0;
-  int64_t row_stride_words = 0;
-  int64_t num_words = 0;
-};
 
 std::string ShapeText(const std::vector<int64_t>& shape) {
   std::string text = "(";
@@ -184,12 +176,36 @@ BitmaskLayout TorchLayout(py::handle bitmask, PyObject* int32_dtype) {
   return layout;
 }
 
+// A torch tensor's layout: the checks and messages are those of xg2_plugin/bitmask.py
+// view_bitmask; a tensor that passed them and has not changed since (torch_layout_cache.h)
+// skips them.
+BitmaskLayout TorchBitmask(py::handle bitmask, PyObject* int32_dtype) {
+  static TorchLayoutCache* cache = new TorchLayoutCache();  // holds Python references: never destroyed
+  TorchFingerprint now;
+  if (!now.Read(bitmask.ptr())) {
+    PyErr_Clear();  // a sparse tensor has no data_ptr(): TorchLayout says so
+    return TorchLayout(bitmask, int32_dtype);
+  }
+  if (const BitmaskLayout* known = cache->Find(bitmask.ptr(), now)) return *known;
+  BitmaskLayout layout = TorchLayout(bitmask, int32_dtype);
+  cache->Store(bitmask.ptr(), now, layout);
+  return layout;
+}
+
 BitmaskLayout ViewBitmask(py::handle bitmask) {
   PyObject* object = bitmask.ptr();
+  PyObject* ndarray = NumpyArrayType();
+  PyObject* tensor_type = nullptr;
+  PyObject* int32_dtype = nullptr;
+  // Torch first unless the object is a plain ndarray: a tensor is the common case in serving.
+  const bool plain_ndarray = ndarray && Py_TYPE(object) == reinterpret_cast<PyTypeObject*>(ndarray);
+  if (!plain_ndarray && TorchTypes(&tensor_type, &int32_dtype) &&
+      PyObject_TypeCheck(object, reinterpret_cast<PyTypeObject*>(tensor_type))) {
+    return TorchBitmask(bitmask, int32_dtype);
+  }
   // Only numpy arrays go through the buffer protocol: other buffers (bytes, bytearray) are
   // not bitmasks and get the TypeError below, as in xg2_plugin/bitmask.py.
-  PyObject* ndarray = NumpyArrayType();
-  if (ndarray && PyObject_IsInstance(object, ndarray) == 1) {
+  if (plain_ndarray || (ndarray && PyObject_IsInstance(object, ndarray) == 1)) {
     Py_buffer view;
     if (PyObject_GetBuffer(object, &view, PyBUF_STRIDES | PyBUF_FORMAT) != 0) throw py::error_already_set();
     std::unique_ptr<Py_buffer, void (*)(Py_buffer*)> release(&view, PyBuffer_Release);
@@ -206,10 +222,8 @@ BitmaskLayout ViewBitmask(py::handle bitmask) {
     if (view.readonly) throw InvalidArgumentError("bitmask array is read-only");
     return LayoutFromShape(reinterpret_cast<uintptr_t>(view.buf), shape, strides, 4, " (bytes)");
   }
-  PyObject* tensor_type = nullptr;
-  PyObject* int32_dtype = nullptr;
   if (TorchTypes(&tensor_type, &int32_dtype) && PyObject_IsInstance(object, tensor_type) == 1) {
-    return TorchLayout(bitmask, int32_dtype);
+    return TorchBitmask(bitmask, int32_dtype);
   }
   throw py::type_error(std::string("bitmask must be a numpy array or a torch tensor, got ") +
                        Py_TYPE(object)->tp_name);
@@ -317,6 +331,8 @@ void BindMatcher(py::module_& m) {
           [](GrammarMatcher& self, py::handle bitmask, py::handle index) {
             int64_t num_words = 0;
             uint32_t* row = BitmaskRow(self, bitmask, index, &num_words);
+            // A fill from cached rows is shorter than giving the GIL away and back.
+            if (self.FillIsShort()) return self.FillNextTokenBitmask(row, num_words);
             py::gil_scoped_release release;
             return self.FillNextTokenBitmask(row, num_words);
           },

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 
 #include "grammar/token_literal.h"
 #include "support/dcheck.h"
@@ -389,22 +390,45 @@ bool GrammarMatcher::FillUnclaimed(uint32_t* words, int64_t num_words) {
     WalkTokens(only.uncertain_positions.data(), only.uncertain_lcp.data(),
                only.uncertain_positions.size(), words);
   } else if (fill_contributors_.size() > 1) {
-    // Union of the sorted lists as a bitset over sorted positions (linear, no sort), then
-    // the positions in order, without tokens another node already accepts.
+    // The union of the sorted lists, in order, without tokens another node already accepts.
     const std::vector<int32_t>& sorted = tokenizer_->sorted_text_tokens();
     const size_t position_words = (sorted.size() + 63) / 64;
-    fill_position_bits_.assign(position_words, 0);
-    for (const TokenClassification* entry : fill_contributors_) {
-      for (int32_t pos : entry->uncertain_positions) fill_position_bits_[pos >> 6] |= uint64_t{1} << (pos & 63);
-    }
+    size_t total = 0;
+    for (const TokenClassification* entry : fill_contributors_) total += entry->uncertain_positions.size();
     fill_uncertain_.clear();
-    for (size_t w = 0; w < position_words; ++w) {
-      for (uint64_t bits = fill_position_bits_[w]; bits; bits &= bits - 1) {
-        const int32_t pos = static_cast<int32_t>(w * 64 + __builtin_ctzll(bits));
-        const int32_t id = sorted[pos];
-        if (!(words[id >> 5] & (1u << (id & 31)))) fill_uncertain_.push_back(pos);
+    if (total * fill_contributors_.size() <= position_words) {
+      // Short lists: merged pairwise (cheaper than clearing and scanning a bitset over the
+      // whole vocabulary).
+      for (const TokenClassification* entry : fill_contributors_) {
+        const std::vector<int32_t>& list = entry->uncertain_positions;
+        fill_merged_.clear();
+        std::set_union(fill_uncertain_.begin(), fill_uncertain_.end(), list.begin(), list.end(),
+                       std::back_inserter(fill_merged_));
+        fill_uncertain_.swap(fill_merged_);
+      }
+      fill_uncertain_.erase(std::remove_if(fill_uncertain_.begin(), fill_uncertain_.end(),
+                                           [&](int32_t pos) {
+                                             const int32_t id = sorted[pos];
+                                             return (words[id >> 5] & (1u << (id & 31))) != 0;
+                                           }),
+                            fill_uncertain_.end());
+    } else {
+      // Long lists: a bitset over sorted positions (linear, no sort), read in order.
+      fill_position_bits_.assign(position_words, 0);
+      for (const TokenClassification* entry : fill_contributors_) {
+        for (int32_t pos : entry->uncertain_positions) fill_position_bits_[pos >> 6] |= uint64_t{1} << (pos & 63);
+      }
+      for (size_t w = 0; w < position_words; ++w) {
+        for (uint64_t bits = fill_position_bits_[w]; bits; bits &= bits - 1) {
+          const int32_t pos = static_cast<int32_t>(w * 64 + __builtin_ctzll(bits));
+          const int32_t id = sorted[pos];
+          if (!(words[id >> 5] & (1u << (id & 31)))) fill_uncertain_.push_back(pos);
+        }
       }
     }
+    XG2_DCHECK(std::is_sorted(fill_uncertain_.begin(), fill_uncertain_.end()) &&
+                   std::adjacent_find(fill_uncertain_.begin(), fill_uncertain_.end()) == fill_uncertain_.end(),
+               "the uncertain positions of a fill are ascending and distinct (WalkTokens' contract)");
     WalkTokens(fill_uncertain_.data(), nullptr, fill_uncertain_.size(), words);
   }
   if (grammar_->fsm->has_token_sets()) {
@@ -412,6 +436,25 @@ bool GrammarMatcher::FillUnclaimed(uint32_t* words, int64_t num_words) {
     OrActiveTokenSets(words);
   }
   return FinishFill(words);
+}
+
+bool GrammarMatcher::FillIsShort() {
+  ExclusiveUse::Scope claim(in_use_, kMatcherName);
+  // Walking this many uncertain tokens through the parser costs a few microseconds.
+  constexpr size_t kShortWalkTokens = 64;
+  const GrammarMaskCache& cache = *grammar_->mask_cache;
+  if (!cache.options().enabled) return false;
+  if (terminated_) return true;
+  // Terminated() may decide a dead end by a walk of the vocabulary (AtDeadEnd).
+  if (stop_token_ids_.empty() && dead_end_ == kUnknown && parser_.CanEnd()) return false;
+  size_t uncertain = 0;
+  for (const EarleyItem* it = parser_.scannable_begin(); it != parser_.scannable_end(); ++it) {
+    if (it->guard != LookaheadGuards::kNone) return false;  // the reference walk
+    const TokenClassification* entry = cache.Find(it->node);
+    if (!entry) return false;
+    uncertain += entry->uncertain_positions.size();
+  }
+  return uncertain <= kShortWalkTokens;
 }
 
 bool GrammarMatcher::ActiveTokenSets() {

@@ -62,6 +62,12 @@ class GrammarMatcher {
   // The same mask by the exact reference computation only: a walk of the sorted vocabulary
   // through the parser, sharing the work of common prefixes. Kept as the test oracle.
   bool FillNextTokenBitmaskReference(uint32_t* words, int64_t num_words);
+  // Whether FillNextTokenBitmask would now finish without building a cache entry, deciding
+  // a dead end or walking more than a few uncertain tokens: a copy of cached rows, for which
+  // releasing and retaking the GIL around the call would cost about as much as the fill.
+  // A cheap estimate (a short walk may still meet a deep parse, bounded by the fill's work
+  // budget); it changes nothing in the mask.
+  bool FillIsShort();
 
   bool IsTerminated();
   // True when the output so far is a complete sentence (a stop token would be accepted).
@@ -162,6 +168,7 @@ class GrammarMatcher {
   // Scratch for the cached fill (kept to avoid allocation per token).
   std::vector<NodeId> fill_nodes_;
   std::vector<int32_t> fill_uncertain_;
+  std::vector<int32_t> fill_merged_;
   std::vector<const TokenClassification*> fill_entries_;       // per fill node
   std::vector<const TokenClassification*> fill_contributors_;
   std::vector<uint64_t> fill_position_bits_;
