@@ -34,6 +34,7 @@ class PrecomputeWorker {
     // destroyed at exit.
     static PrecomputeWorker* worker = [] {
       auto* created = new PrecomputeWorker();
+      RegisterForkGate();  // first, so the gate is taken after this pause (support/fork_safe_mutex.h)
       pthread_atfork(&BeforeFork, &AfterForkInParent, &AfterForkInChild);
       return created;
     }();
