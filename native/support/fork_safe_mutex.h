@@ -24,6 +24,8 @@
 //  * a critical section runs native code only: it never waits for the GIL, for another
 //    thread's progress (a thread-pool batch: WorkerPool::Run checks this in debug builds),
 //    or for the forking thread, so the forking thread's wait for readers ends;
+//  * a critical section never calls the precompute worker (mask_cache/precompute_worker.cc):
+//    its prepare handler holds the worker's lock across fork (checked in debug builds);
 //  * the forking thread holds no ForkSafeMutex (the prepare handler aborts with a message
 //    otherwise: waiting for itself would hang);
 //  * prepare handlers run in reverse order of registration, and the precompute worker's

@@ -14,6 +14,8 @@
 #endif
 
 #include "matcher/token_mask_cache.h"
+#include "support/dcheck.h"
+#include "support/fork_safe_mutex.h"
 
 namespace xg2 {
 
@@ -38,6 +40,7 @@ class PrecomputeWorker {
       pthread_atfork(&BeforeFork, &AfterForkInParent, &AfterForkInChild);
       return created;
     }();
+    XG2_DCHECK(ForkSafeLocksHeld() == 0, "precompute worker used inside a ForkSafeMutex section");
     return *worker;
   }
 
