@@ -57,7 +57,8 @@ extern thread_local int depth;
 }  // namespace fork_gate
 
 // A std::mutex held inside the fork gate (BasicLockable and Lockable: use it with
-// std::lock_guard / std::unique_lock; not with std::condition_variable).
+// std::lock_guard / std::unique_lock; not with std::condition_variable). The outermost
+// lock() or try_lock() of a thread waits at the gate while a fork() is in progress.
 class ForkSafeMutex {
  public:
   ForkSafeMutex() = default;
