@@ -300,3 +300,30 @@ def test_one_matcher_from_two_threads_raises_concurrent_use_error() -> None:
     assert child.returncode == 0, f"child exited with {child.returncode}:\n{child.stderr[-3000:]}"
     refused = int(child.stdout.split("refused")[-1])
     assert refused > 0, "the threads never collided: the test did not exercise concurrent use"
+
+
+FORKS_UNDER_LOAD = 40
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
+@pytest.mark.skipif("libtsan" in os.environ.get("LD_PRELOAD", ""),
+                    reason="ThreadSanitizer refuses to start threads after a multi-threaded fork")
+def test_fork_while_threads_hold_engine_locks() -> None:
+    """fork() while other threads compile and fill: every child compiles and fills on the
+    compiler it inherited. fork() copies only the calling thread, so a lock another thread held
+    at that moment (the shared rule-DFA table, the format grammars, the mask-cache pool, the
+    tokenizer's tables...) used to stay locked in the child, and its first compile hung.
+    tests/fork_under_load_child.py runs in a process of its own and kills a hung child by alarm,
+    so a hang fails this test instead of hanging the suite."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).with_name("fork_under_load_child.py")
+    try:
+        run = subprocess.run([sys.executable, str(script), str(FORKS_UNDER_LOAD)], env=child_env(),
+                             capture_output=True, text=True, timeout=600)
+    except subprocess.TimeoutExpired:
+        pytest.fail("forking under load did not finish (the parent itself hung)")
+    assert run.returncode == 0, f"{run.stdout}\n{run.stderr[-3000:]}"
+    assert run.stdout.startswith(f"forks={FORKS_UNDER_LOAD} ok={FORKS_UNDER_LOAD} "), run.stdout

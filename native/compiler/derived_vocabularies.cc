@@ -1,22 +1,16 @@
 #include "compiler/derived_vocabularies.h"
 
-#include <pthread.h>
-
 #include <mutex>
 
+#include "support/fork_safe_mutex.h"
 #include "tokenizer/token_literals.h"
 
 namespace xg2 {
 namespace {
 
-std::mutex& TablesMutex() {
+ForkSafeMutex& TablesMutex() {
   // Leaked on purpose: compile threads may still use a table while statics are destroyed.
-  static std::mutex* mutex = [] {
-    auto* created = new std::mutex();
-    pthread_atfork([] { TablesMutex().lock(); }, [] { TablesMutex().unlock(); },
-                   [] { TablesMutex().unlock(); });
-    return created;
-  }();
+  static ForkSafeMutex* mutex = new ForkSafeMutex();
   return *mutex;
 }
 
@@ -34,7 +28,7 @@ DerivedVocabulary DerivedVocabularies::FindOrDerive(const TokenizerInfo& base, c
                                                     const MaskCachePool* base_pool) {
   if (std::optional<DerivedVocabulary> found = Find(ids)) return *found;
   DerivedVocabulary derived = DeriveVocabulary(base, ids, base_pool);
-  std::lock_guard<std::mutex> lock(TablesMutex());
+  std::lock_guard<ForkSafeMutex> lock(TablesMutex());
   auto it = index_.find(ids);
   if (it != index_.end()) return it->second->second;
   entries_.emplace_back(ids, derived);
@@ -43,14 +37,14 @@ DerivedVocabulary DerivedVocabularies::FindOrDerive(const TokenizerInfo& base, c
 }
 
 std::optional<DerivedVocabulary> DerivedVocabularies::Find(const Ids& ids) const {
-  std::lock_guard<std::mutex> lock(TablesMutex());
+  std::lock_guard<ForkSafeMutex> lock(TablesMutex());
   auto it = index_.find(ids);
   if (it == index_.end()) return std::nullopt;
   return it->second->second;
 }
 
 std::optional<DerivedVocabularies::Ids> DerivedVocabularies::IdsOf(const TokenizerInfo* vocabulary) const {
-  std::lock_guard<std::mutex> lock(TablesMutex());
+  std::lock_guard<ForkSafeMutex> lock(TablesMutex());
   for (const Entry& entry : entries_) {
     if (entry.second.vocabulary.get() == vocabulary) return entry.first;
   }
@@ -58,18 +52,18 @@ std::optional<DerivedVocabularies::Ids> DerivedVocabularies::IdsOf(const Tokeniz
 }
 
 std::vector<std::pair<DerivedVocabularies::Ids, DerivedVocabulary>> DerivedVocabularies::Entries() const {
-  std::lock_guard<std::mutex> lock(TablesMutex());
+  std::lock_guard<ForkSafeMutex> lock(TablesMutex());
   return {entries_.begin(), entries_.end()};
 }
 
 size_t DerivedVocabularies::size() const {
-  std::lock_guard<std::mutex> lock(TablesMutex());
+  std::lock_guard<ForkSafeMutex> lock(TablesMutex());
   return entries_.size();
 }
 
 bool DerivedVocabularies::Remove(const Ids& ids) {
   std::list<Entry> removed;  // destroyed after the lock is released
-  std::lock_guard<std::mutex> lock(TablesMutex());
+  std::lock_guard<ForkSafeMutex> lock(TablesMutex());
   auto it = index_.find(ids);
   if (it == index_.end()) return false;
   removed.splice(removed.end(), entries_, it->second);
@@ -79,7 +73,7 @@ bool DerivedVocabularies::Remove(const Ids& ids) {
 
 bool DerivedVocabularies::RemoveOldest() {
   std::list<Entry> removed;  // destroyed after the lock is released
-  std::lock_guard<std::mutex> lock(TablesMutex());
+  std::lock_guard<ForkSafeMutex> lock(TablesMutex());
   if (entries_.empty()) return false;
   index_.erase(entries_.front().first);
   removed.splice(removed.end(), entries_, entries_.begin());
@@ -88,7 +82,7 @@ bool DerivedVocabularies::RemoveOldest() {
 
 void DerivedVocabularies::Clear() {
   std::list<Entry> removed;  // destroyed after the lock is released
-  std::lock_guard<std::mutex> lock(TablesMutex());
+  std::lock_guard<ForkSafeMutex> lock(TablesMutex());
   index_.clear();
   removed.swap(entries_);
 }

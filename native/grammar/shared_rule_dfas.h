@@ -15,6 +15,7 @@
 #include "grammar/grammar_ast.h"
 #include "grammar/lowering_context.h"
 #include "grammar/rule_dfa_build.h"
+#include "support/fork_safe_mutex.h"
 
 namespace xg2 {
 namespace fsm_build {
@@ -64,7 +65,7 @@ class SharedRuleDfas {
     return *table;
   }
   std::shared_ptr<const SharedRuleDfa> Find(const std::string& key) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<ForkSafeMutex> lock(mutex_);
     auto it = entries_.find(key);
     if (it == entries_.end()) {
       ++misses_;
@@ -77,7 +78,7 @@ class SharedRuleDfas {
   void Store(const std::string& key, std::shared_ptr<const SharedRuleDfa> entry) {
     const size_t bytes = Bytes(key, *entry);
     if (bytes > kMaxSharedDfaBytes / 4) return;
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<ForkSafeMutex> lock(mutex_);
     if (!entries_.emplace(key, std::move(entry)).second) return;
     order_.push_back(key);
     bytes_ += bytes;
@@ -90,7 +91,7 @@ class SharedRuleDfas {
     }
   }
   SharedRuleDfaStats Stats() {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<ForkSafeMutex> lock(mutex_);
     SharedRuleDfaStats stats;
     stats.entries = entries_.size();
     stats.bytes = bytes_;
@@ -107,7 +108,7 @@ class SharedRuleDfas {
            e.dfa.rule_edges.size() * sizeof(RuleEdge) + e.dfa.loops.size() * sizeof(CountedLoop) +
            e.loops.size() * sizeof(SharedRuleDfa::LoopOrigin) + 256;
   }
-  std::mutex mutex_;
+  ForkSafeMutex mutex_;
   std::unordered_map<std::string, std::shared_ptr<const SharedRuleDfa>> entries_;
   std::deque<std::string> order_;
   size_t bytes_ = 0;

@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "matcher/fsm_hash.h"
+#include "support/fork_safe_mutex.h"
 
 namespace xg2 {
 namespace {
@@ -354,18 +355,18 @@ void CheckFsmStructure(const GrammarFsm& f, int32_t vocab_size) {
 std::string TokenizerFingerprint(const TokenizerInfo& tokenizer) {
   // Tables are immutable: the fingerprint is computed once per table (a pass over the whole
   // vocabulary) and kept while the table lives.
-  static std::mutex mutex;
+  static ForkSafeMutex mutex;
   static std::vector<std::pair<std::weak_ptr<const TokenizerInfo>, std::string>> known;
   std::weak_ptr<const TokenizerInfo> self = tokenizer.weak_from_this();
   {
-    std::lock_guard<std::mutex> lock(mutex);
+    std::lock_guard<ForkSafeMutex> lock(mutex);
     for (const auto& [table, fingerprint] : known) {
       if (!table.owner_before(self) && !self.owner_before(table) && !table.expired()) return fingerprint;
     }
   }
   std::string fingerprint = ComputeFingerprint(tokenizer);
   if (!self.expired()) {
-    std::lock_guard<std::mutex> lock(mutex);
+    std::lock_guard<ForkSafeMutex> lock(mutex);
     known.erase(std::remove_if(known.begin(), known.end(), [](const auto& entry) { return entry.first.expired(); }),
                 known.end());
     known.emplace_back(self, fingerprint);

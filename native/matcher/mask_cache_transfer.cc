@@ -8,7 +8,7 @@
 namespace xg2 {
 
 std::vector<std::pair<NodeId, std::shared_ptr<const TokenClassification>>> GrammarMaskCache::ExportBuilt() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<ForkSafeMutex> lock(mutex_);
   // Slots hold raw pointers; the owning pointers are in owned_ (in build order).
   std::unordered_map<const TokenClassification*, std::shared_ptr<const TokenClassification>> owner;
   owner.reserve(owned_.size());
@@ -26,7 +26,7 @@ void GrammarMaskCache::ImportBuilt(NodeId node, std::shared_ptr<const TokenClass
   if (node < 0 || node >= fsm_->num_nodes() || !entry || !entry->accepted) {
     throw InvalidArgumentError("ImportBuilt: node " + std::to_string(node) + " outside the grammar or no entry");
   }
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<ForkSafeMutex> lock(mutex_);
   if (slots_[node].load(std::memory_order_acquire)) return;
   owned_.push_back(entry);
   slots_[node].store(entry.get(), std::memory_order_release);

@@ -58,7 +58,7 @@ bool GrammarMaskCache::HierarchicalKeys(NodeId node, NodeCacheKeys* keys) {
   fsm_only.append(reinterpret_cast<const char*>(&number), sizeof number);
   std::string with_lookahead = fsm_only;
   with_lookahead.push_back('L');
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<ForkSafeMutex> lock(mutex_);
   if (!lookahead_key_done_[rule]) {
     // The lookahead is what the classification reads beyond the FSM: the leave sets of the
     // rule's nodes, in the stable numbering.
@@ -150,7 +150,7 @@ const TokenClassification& GrammarMaskCache::Build(NodeId node) {
   }
   build_ns_.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count(),
                       std::memory_order_relaxed);
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<ForkSafeMutex> lock(mutex_);
   if (const TokenClassification* raced = slots_[node].load(std::memory_order_acquire)) return *raced;
   owned_.push_back(entry);
   slots_[node].store(entry.get(), std::memory_order_release);
@@ -261,7 +261,7 @@ void GrammarMaskCache::StartPrecompute(const std::shared_ptr<GrammarMaskCache>& 
 }
 
 size_t GrammarMaskCache::MemoryBytes() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<ForkSafeMutex> lock(mutex_);
   // Slots and the per-node tables built with the cache (the FSM hashes, built on first pool
   // lookup without this lock, are left out).
   size_t bytes = sizeof(*this) + sizeof(void*) * fsm_->num_nodes() + leave_.MemoryBytes() +

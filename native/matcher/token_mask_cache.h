@@ -25,6 +25,7 @@
 #include "matcher/fsm_hash.h"
 #include "matcher/mask_cache/mask_cache_pool.h"
 #include "matcher/mask_cache/token_classification.h"
+#include "support/fork_safe_mutex.h"
 #include "tokenizer/tokenizer_info.h"
 
 namespace xg2 {
@@ -94,7 +95,7 @@ class GrammarMaskCache {
   FsmHashes hashes_;
   std::vector<std::string> lookahead_keys_;  // per rule, filled under mutex_
   std::vector<uint8_t> lookahead_key_done_;
-  mutable std::mutex mutex_;
+  mutable ForkSafeMutex mutex_;
   std::vector<std::shared_ptr<const TokenClassification>> owned_;
   std::atomic<int64_t> built_{0};
   std::atomic<int64_t> build_ns_{0};

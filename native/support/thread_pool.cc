@@ -6,6 +6,9 @@
 #include <algorithm>
 #include <thread>
 
+#include "support/dcheck.h"
+#include "support/fork_safe_mutex.h"
+
 namespace xg2 {
 namespace {
 
@@ -78,6 +81,8 @@ void WorkerPool::WorkerLoop() {
 }
 
 void WorkerPool::Run(int64_t count, int num_threads, const std::function<void(int64_t)>& task) {
+  // A batch waits for other threads, which may wait at the fork gate (support/fork_safe_mutex.h).
+  XG2_DCHECK(ForkSafeLocksHeld() == 0, "a thread-pool batch started while holding a ForkSafeMutex");
   std::lock_guard<std::mutex> dispatch(dispatch_mutex_);
   const int helpers = static_cast<int>(std::min<int64_t>({count, num_threads, MaxWorkers()})) - 1;
   {

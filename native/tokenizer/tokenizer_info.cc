@@ -213,7 +213,7 @@ std::shared_ptr<const TokenIdSet> TokenizerInfo::Utf8ClassTokens(const ByteMask&
     return {same_kind >= cap, nullptr};  // (full, none)
   };
   {
-    std::lock_guard<std::mutex> lock(region_mutex_);
+    std::lock_guard<ForkSafeMutex> lock(region_mutex_);
     auto [done, set] = find();
     if (done) return set;
   }
@@ -232,7 +232,7 @@ std::shared_ptr<const TokenIdSet> TokenizerInfo::Utf8ClassTokens(const ByteMask&
     set->bits[id >> 5] |= 1u << (id & 31);
     ++set->count;
   }
-  std::lock_guard<std::mutex> lock(region_mutex_);
+  std::lock_guard<ForkSafeMutex> lock(region_mutex_);
   auto [done, existing] = find();
   if (done) return existing;
   class_sets_.emplace_back(key, set);
@@ -249,7 +249,7 @@ std::shared_ptr<const ClassPrefixes> TokenizerInfo::ClassPrefixTableLocked(const
 std::shared_ptr<const ClassPrefixes> TokenizerInfo::FindClassPrefixTable(const CharacterClass& cls,
                                                                          bool* first_request) const {
   if (first_request) *first_request = false;
-  std::lock_guard<std::mutex> lock(region_mutex_);
+  std::lock_guard<ForkSafeMutex> lock(region_mutex_);
   if (std::shared_ptr<const ClassPrefixes> table = ClassPrefixTableLocked(cls)) return table;
   if (!first_request || prefix_table_requests_.size() >= kMaxClassTables || prefix_table_bytes_ >= kMaxClassTableBytes ||
       std::find(prefix_table_requests_.begin(), prefix_table_requests_.end(), cls) != prefix_table_requests_.end()) {
@@ -262,7 +262,7 @@ std::shared_ptr<const ClassPrefixes> TokenizerInfo::FindClassPrefixTable(const C
 
 void TokenizerInfo::BuildClassPrefixTable(const CharacterClass& cls) const {
   {
-    std::lock_guard<std::mutex> lock(region_mutex_);
+    std::lock_guard<ForkSafeMutex> lock(region_mutex_);
     if (ClassPrefixTableLocked(cls) || prefix_tables_.size() >= kMaxClassTables) return;
   }
   // Built outside the lock; a racing thread's equal copy is dropped.
@@ -321,7 +321,7 @@ void TokenizerInfo::BuildClassPrefixTable(const CharacterClass& cls) const {
     for (; k < found.size() && found[k].first == b; ++k) table->entries.push_back(found[k].second);
   }
   table->first_byte_begin[256] = static_cast<int32_t>(table->entries.size());
-  std::lock_guard<std::mutex> lock(region_mutex_);
+  std::lock_guard<ForkSafeMutex> lock(region_mutex_);
   if (ClassPrefixTableLocked(cls) || prefix_tables_.size() >= kMaxClassTables) return;
   prefix_table_bytes_ += table->MemoryBytes();
   prefix_tables_.emplace_back(cls, table);
@@ -342,7 +342,7 @@ std::shared_ptr<const RegionOutsiders> TokenizerInfo::Utf8RegionOutsiders(const 
     return {outsider_sets_.size() >= kMaxUtf8RegionSets, nullptr};  // (full, none)
   };
   {
-    std::lock_guard<std::mutex> lock(region_mutex_);
+    std::lock_guard<ForkSafeMutex> lock(region_mutex_);
     auto [done, set] = find();
     if (done) return set;
   }
@@ -386,7 +386,7 @@ std::shared_ptr<const RegionOutsiders> TokenizerInfo::Utf8RegionOutsiders(const 
     set->positions.push_back(outsiders[i].second);
   }
   set->group_begin.push_back(static_cast<int32_t>(set->positions.size()));
-  std::lock_guard<std::mutex> lock(region_mutex_);
+  std::lock_guard<ForkSafeMutex> lock(region_mutex_);
   auto [done, existing] = find();
   if (done) return existing;
   outsider_sets_.emplace_back(key, set);
@@ -409,7 +409,7 @@ size_t TokenizerInfo::MemoryBytes() const {
            trie_children_.capacity() * sizeof(TrieChild);
   bytes += sorted_ascii_bytes_.capacity() * sizeof(sorted_ascii_bytes_[0]) + sorted_well_formed_.capacity() +
            sorted_characters_.capacity();
-  std::lock_guard<std::mutex> lock(region_mutex_);
+  std::lock_guard<ForkSafeMutex> lock(region_mutex_);
   for (const auto& entry : class_sets_) bytes += entry.second->bits.capacity() * sizeof(uint32_t);
   for (const auto& entry : outsider_sets_) bytes += entry.second->MemoryBytes();
   for (const auto& entry : prefix_tables_) bytes += entry.second->MemoryBytes();

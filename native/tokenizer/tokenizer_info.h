@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "support/fork_safe_mutex.h"
 #include "tokenizer/special_token_text.h"
 
 namespace xg2 {
@@ -296,7 +297,7 @@ class TokenizerInfo : public std::enable_shared_from_this<TokenizerInfo> {
       return ascii_low == o.ascii_low && ascii_high == o.ascii_high && max_characters == o.max_characters;
     }
   };
-  mutable std::mutex region_mutex_;
+  mutable ForkSafeMutex region_mutex_;
   mutable std::vector<std::pair<ClassSetKey, std::shared_ptr<const TokenIdSet>>> class_sets_;
   mutable std::vector<std::pair<ClassSetKey, std::shared_ptr<const RegionOutsiders>>> outsider_sets_;
   mutable std::vector<std::pair<CharacterClass, std::shared_ptr<const ClassPrefixes>>> prefix_tables_;

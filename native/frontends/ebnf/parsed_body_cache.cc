@@ -38,7 +38,7 @@ std::vector<std::shared_ptr<const ParsedBody>> ParsedBodyCache::EntriesStarting(
   if (rest.size() < kMinBodyBytes) return entries;
   const uint64_t prefix_hash = PrefixHash(rest);
   if (!MayHold(prefix_hash)) return entries;
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<ForkSafeMutex> lock(mutex_);
   auto it = by_prefix_.find(prefix_hash);
   if (it == by_prefix_.end()) return entries;
   for (const auto& entry : it->second) {
@@ -50,13 +50,13 @@ std::vector<std::shared_ptr<const ParsedBody>> ParsedBodyCache::EntriesStarting(
 }
 
 void ParsedBodyCache::CountHit() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<ForkSafeMutex> lock(mutex_);
   ++hits_;
 }
 
 bool ParsedBodyCache::Admit(std::string_view text) {
   const uint64_t full_hash = std::hash<std::string_view>()(text);
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<ForkSafeMutex> lock(mutex_);
   if (offered_once_.count(full_hash) != 0) return true;
   offered_once_.insert(full_hash);
   offered_order_.push_back(full_hash);
@@ -70,7 +70,7 @@ bool ParsedBodyCache::Admit(std::string_view text) {
 void ParsedBodyCache::Store(std::shared_ptr<const ParsedBody> entry) {
   if (entry->bytes > kMaxBytes / 4) return;
   const uint64_t prefix_hash = PrefixHash(entry->text);
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<ForkSafeMutex> lock(mutex_);
   std::vector<std::shared_ptr<const ParsedBody>>& bucket = by_prefix_[prefix_hash];
   for (const auto& held : bucket) {
     if (held->text == entry->text) return;  // another thread stored it first
@@ -108,7 +108,7 @@ void ParsedBodyCache::RebuildFilterLocked() {
 }
 
 ParsedBodyCacheStats ParsedBodyCache::Stats() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<ForkSafeMutex> lock(mutex_);
   ParsedBodyCacheStats stats;
   stats.entries = order_.size();
   stats.bytes = bytes_;

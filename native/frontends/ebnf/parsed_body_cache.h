@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "grammar/grammar_ast.h"
+#include "support/fork_safe_mutex.h"
 
 namespace xg2 {
 
@@ -109,7 +110,7 @@ class ParsedBodyCache {
   void RebuildFilterLocked();
 
   std::array<std::atomic<uint64_t>, kFilterBits / 64> filter_{};
-  std::mutex mutex_;
+  ForkSafeMutex mutex_;
   std::unordered_map<uint64_t, std::vector<std::shared_ptr<const ParsedBody>>> by_prefix_;
   std::deque<std::shared_ptr<const ParsedBody>> order_;  // oldest first
   std::unordered_set<uint64_t> offered_once_;            // full-text hashes seen once

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "frontends/regex/regex_converter.h"
+#include "support/fork_safe_mutex.h"
 
 namespace xg2 {
 
@@ -304,10 +305,10 @@ std::optional<Fragment> StringFormatBody(std::string_view format, RuleSet* rules
 }
 
 const PrebuiltFormat& PrebuiltFormatGrammar(std::string_view format) {
-  static std::mutex mutex;
+  static ForkSafeMutex mutex;
   static auto* prebuilt = new std::map<std::string, PrebuiltFormat, std::less<>>();  // never destroyed
   static const PrebuiltFormat kNone;
-  std::lock_guard<std::mutex> lock(mutex);
+  std::lock_guard<ForkSafeMutex> lock(mutex);
   auto found = prebuilt->find(format);
   if (found != prebuilt->end()) return found->second;
   RuleSet rules(std::numeric_limits<size_t>::max());

@@ -68,7 +68,7 @@ NodeCacheKeys CanonicalSubFsmKeys(const GrammarFsm& fsm, const LeaveSets& leave,
 }
 
 std::shared_ptr<const TokenClassification> MaskCachePool::Find(const PoolKey& key) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<ForkSafeMutex> lock(mutex_);
   auto it = index_.find(IndexKey{key.bytes, key.hash});
   if (it == index_.end()) return nullptr;
   lru_.splice(lru_.begin(), lru_, it->second);
@@ -95,7 +95,7 @@ void MaskCachePool::Insert(PoolKey key, std::shared_ptr<const TokenClassificatio
   auto slot_bytes = [](const Slot& slot) {
     return static_cast<int64_t>(slot.key.bytes.capacity() + sizeof(Slot) + 4 * sizeof(void*));
   };
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<ForkSafeMutex> lock(mutex_);
   if (index_.count(IndexKey{key.bytes, key.hash}) ||
       (limit_bytes_ >= 0 &&
        own + accepted + static_cast<int64_t>(key.bytes.size() + sizeof(Slot)) > limit_bytes_)) {
@@ -117,17 +117,17 @@ void MaskCachePool::Insert(PoolKey key, std::shared_ptr<const TokenClassificatio
 }
 
 int64_t MaskCachePool::bytes() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<ForkSafeMutex> lock(mutex_);
   return bytes_;
 }
 
 size_t MaskCachePool::size() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<ForkSafeMutex> lock(mutex_);
   return lru_.size();
 }
 
 void MaskCachePool::Clear() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<ForkSafeMutex> lock(mutex_);
   lru_.clear();
   index_.clear();
   refs_.clear();

@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "matcher/mask_cache/token_classification.h"
+#include "support/fork_safe_mutex.h"
 
 namespace xg2 {
 
@@ -114,7 +115,7 @@ class MaskCachePool {
   };
   void AddRef(const void* object, int64_t bytes);
   void Release(const void* object, int64_t bytes);
-  mutable std::mutex mutex_;
+  mutable ForkSafeMutex mutex_;
   std::list<Slot> lru_;  // most recent first
   std::unordered_map<IndexKey, std::list<Slot>::iterator, IndexKeyHash> index_;
   // Slots referring to each entry / accepted set (counted in bytes_ while non-zero).

@@ -14,6 +14,8 @@
 #endif
 
 #include "matcher/token_mask_cache.h"
+#include "support/dcheck.h"
+#include "support/fork_safe_mutex.h"
 
 namespace xg2 {
 
@@ -34,9 +36,11 @@ class PrecomputeWorker {
     // destroyed at exit.
     static PrecomputeWorker* worker = [] {
       auto* created = new PrecomputeWorker();
+      RegisterForkGate();  // first, so the gate is taken after this pause (support/fork_safe_mutex.h)
       pthread_atfork(&BeforeFork, &AfterForkInParent, &AfterForkInChild);
       return created;
     }();
+    XG2_DCHECK(ForkSafeLocksHeld() == 0, "precompute worker used inside a ForkSafeMutex section");
     return *worker;
   }
 
