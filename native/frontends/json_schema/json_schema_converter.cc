@@ -58,7 +58,8 @@ std::optional<Role> RoleOf(const std::string& keyword) {
   return found->second;
 }
 
-// The JSON type a type-specific keyword applies to ("" for keywords of every type).
+}  // namespace
+
 std::string TypeOfKeyword(const std::string& keyword) {
   static const auto* types = new std::unordered_map<std::string, std::string>{
       {"properties", "object"}, {"required", "object"}, {"additionalProperties", "object"},
@@ -73,6 +74,8 @@ std::string TypeOfKeyword(const std::string& keyword) {
   auto found = types->find(keyword);
   return found == types->end() ? "" : found->second;
 }
+
+namespace {
 
 
 const char* const kAllTypes[] = {"null", "boolean", "object", "array", "number", "string"};

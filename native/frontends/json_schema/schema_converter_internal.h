@@ -178,6 +178,14 @@ class SchemaConverter {
                     bool generated);
   std::optional<JsonValue> FlatBranch(const JsonValue& schema, const std::string& pointer, bool* exact);
   Fragment OneOf(const Node& node, int depth);
+  bool NoPatternAdmits(const JsonValue& schema, const std::string& name);
+  bool NoPatternMatches(const JsonValue& schema, const std::string& name);
+  bool StringsDisjoint(const JsonValue& a, const JsonValue& b, const std::string& pointer);
+  // --- one_of_by_type.cc: oneOf split by JSON type ---
+  // anyOf over the JSON types of allOf [type, oneOf of the branches possible there], with
+  // types where two branches accept every value dropped; nullopt when the branches allow
+  // fewer than two type groups (the split would change nothing).
+  std::optional<JsonValue> OneOfByType(const Node& node, const std::vector<JsonValue>& branches);
   // --- one_of_exact.cc: oneOf with branches that may overlap ---
   // anyOf over i of allOf [B_i, complement of B_j for each j in overlapping[i]]; nullopt
   // (with `refusal` set) when a complement is not a schema; ResourceLimitError past a bound.
@@ -296,6 +304,22 @@ struct NameTrieNode {
 std::vector<NameTrieNode> NameTrie(const std::vector<std::string>& names);
 // The values of a const / enum-only schema (annotations aside), else nullopt.
 std::optional<std::vector<JsonValue>> ListedValuesOnly(const JsonValue& schema);
+// JSON value types as bits of a mask; kNumberType means non-integral numbers only.
+enum JsonTypeBit : uint8_t {
+  kNullType = 1 << 0,
+  kBooleanType = 1 << 1,
+  kObjectType = 1 << 2,
+  kArrayType = 1 << 3,
+  kNumberType = 1 << 4,
+  kIntegerType = 1 << 5,
+  kStringType = 1 << 6,
+};
+constexpr uint8_t kAllJsonTypes = 0x7f;
+// The JSON types a schema's values can have (JsonTypeBit mask), from `type`, `const` and
+// `enum` (all types when none says); sound for any schema, since other keywords only narrow.
+uint8_t PossibleTypes(const JsonValue& schema);
+// The JSON type a type-specific keyword applies to ("" for keywords of every type).
+std::string TypeOfKeyword(const std::string& keyword);
 // The pointer as shown in messages ("/" for the root).
 std::string ShowPointer(const std::string& pointer);
 
