@@ -159,6 +159,8 @@ class SchemaConverter {
   // The string spellings `excluded` rules out (StringValue), or nullopt.
   std::optional<std::vector<std::string>> ExcludedStrings(const Node& node);
   const JsonValue& WithoutDependencies(const Node& node);
+  // member_presence.cc
+  bool NeverAMember(const Node& node, const std::string& name);
   // --- string_language.cc: `not` over string schemas, patterns intersected ---
   std::optional<CodepointDfa> StringLanguage(const JsonValue& schema, const std::string& pointer, int budget);
   std::optional<CodepointDfa> NegatedStringLanguage(const Node& node);
