@@ -1,13 +1,18 @@
-"""`oneOf` decided per JSON type, by string languages, and by patternProperties (issue 38).
+"""`oneOf` decided per JSON type, by string languages, by patternProperties, and with
+complements built inside closed object branches (issue 38).
 
-Three decisions that make more `oneOf`s exact without complements:
+Three decisions that make more `oneOf`s exact without complements, and one complement:
 - split by JSON type: within one type, a branch whose keywords all concern other types
   accepts every value, so two such branches rule the type out and the rest is decided with
   the type known (object branches without `type`, the common hand-written form);
 - two string schemas are disjoint when their automata (pattern, lengths, listed strings)
   share no string;
 - a member one branch requires is forbidden by the other when it is undeclared there, no
-  pattern of its patternProperties matches it and additionalProperties is false.
+  pattern of its patternProperties matches it and additionalProperties is false;
+- when branch B has no complement (an `integer` member, `additionalProperties`), the
+  objects of a closed branch A that fail B are still a schema: a name B requires absent, or
+  a member of A present whose value B's schema for it rejects (B forbids it, disjoint
+  schemas, or the complement of that member schema alone).
 Each language is compared with the `jsonschema` library on instances (strict_mode=False),
 then compiled for a real tokenizer: random walks must validate, counterexamples must be
 rejected.
@@ -114,6 +119,68 @@ UNANCHORED_VALUES = [{"type": "compound"}, {"type": "atomic"}, {"type": "atomic 
                      {"type": 1}, {}]
 
 
+def object_instances(values_by_name, extra=()):
+    """Every object over the names (up to three members, in sorted order: the schemas below
+    declare their properties sorted, and declared order is enforced) with the listed values."""
+    import itertools
+    names = sorted(values_by_name)
+    found = [None, 1, "s", []] + list(extra)
+    for size in range(4):
+        for chosen in itertools.combinations(names, size):
+            for values in itertools.product(*[values_by_name[n] for n in chosen]):
+                found.append(dict(zip(chosen, values)))
+    return found
+
+
+# Closed objects with optional members only: {} satisfies both, and a member one branch
+# forbids tells them apart.
+OPTIONAL_ONLY = {"oneOf": [
+    {"type": "object", "properties": {"bar": {"type": "string"}}, "additionalProperties": False},
+    {"type": "object", "properties": {"foo": {"type": "integer"}}, "additionalProperties": False},
+]}
+OPTIONAL_ONLY_VALUES = object_instances({"bar": ["x", 1], "foo": [1, 1.5, "x"]})
+
+# Optional discriminators (not required): each branch also has its own member.
+OPTIONAL_TAG = {"oneOf": [
+    {"type": "object", "properties": {"d": {"const": "first"}, "first": {"type": "boolean"}},
+     "additionalProperties": False},
+    {"type": "object", "properties": {"d": {"const": "second"}, "second": {"type": "integer"}},
+     "additionalProperties": False},
+]}
+OPTIONAL_TAG_VALUES = object_instances({"d": ["first", "second", "x"], "first": [True, 0], "second": [2, 2.5]})
+
+# A shared required member with the same schema, one optional member each, and a member
+# whose schemas overlap (the complement of one member schema is used).
+SHARED = {"oneOf": [
+    {"type": "object", "properties": {"id": {"type": "integer"}, "s": {"type": "string", "maxLength": 2},
+                                      "x": {"type": "integer"}},
+     "required": ["id"], "additionalProperties": False},
+    {"type": "object", "properties": {"id": {"type": "integer"}, "s": {"type": "string", "pattern": "^a"},
+                                      "y": {"type": "integer"}},
+     "required": ["id"], "additionalProperties": False},
+]}
+SHARED_VALUES = object_instances({"id": [1, 1.5], "x": [2], "y": [3], "s": ["a", "abc", "b", "bcd"]})
+
+@pytest.mark.parametrize("schema,instances", [
+    (OPTIONAL_ONLY, OPTIONAL_ONLY_VALUES),
+    (OPTIONAL_TAG, OPTIONAL_TAG_VALUES),
+    (SHARED, SHARED_VALUES),
+], ids=["optional-only", "optional-tag", "shared"])
+def test_complement_within_closed_objects_is_exact(schema, instances):
+    assert_same_language(schema, instances)
+
+
+def test_complement_within_needs_closed_objects():
+    # Branch 0 is open (strict_mode=False, no additionalProperties): its objects can have
+    # any member, so B's complement would need "a member outside B's names" -> refused.
+    schema = {"oneOf": [
+        {"type": "object", "properties": {"a": {"type": "integer"}}},
+        {"type": "object", "properties": {"b": {"type": "integer"}}, "additionalProperties": False},
+    ]}
+    with pytest.raises(Unsupported, match="'oneOf' at /"):
+        to_ebnf(schema, strict_mode=False)
+
+
 @pytest.mark.parametrize("schema,instances", [
     (TAGGED, TAGGED_VALUES),
     (MIXED, MIXED_VALUES),
@@ -146,6 +213,8 @@ ENGINE_CASES = [
     (MIXED, ["abc", True, {"k": 1.5}, {"j": 1}]),
     (PATTERNS, [{"type": "basic:date:", "value": 3}, {"type": "basic:text:", "value": "2024"}]),
     (PATTERN_PROPERTIES, [{"ios": "a"}, {}, {"ios": "a", "android": "b", "2x": "c"}]),
+    (OPTIONAL_TAG, [{}, {"d": "first", "second": 2}, {"first": True, "second": 2}]),
+    (SHARED, [{"id": 1}, {"id": 1, "s": "a"}, {"id": 1, "x": 2, "y": 3}]),
 ]
 
 

@@ -180,6 +180,8 @@ class SchemaConverter {
                     bool generated);
   std::optional<JsonValue> FlatBranch(const JsonValue& schema, const std::string& pointer, bool* exact);
   Fragment OneOf(const Node& node, int depth);
+  Fragment OverlappingOneOf(const Node& node, const std::vector<JsonValue>& items,
+                            const std::vector<std::vector<size_t>>& overlapping, int depth);
   bool NoPatternAdmits(const JsonValue& schema, const std::string& name);
   bool NoPatternMatches(const JsonValue& schema, const std::string& name);
   bool StringsDisjoint(const JsonValue& a, const JsonValue& b, const std::string& pointer);
@@ -193,6 +195,10 @@ class SchemaConverter {
   // (with `refusal` set) when a complement is not a schema; ResourceLimitError past a bound.
   std::optional<JsonValue> ExactlyOneOf(const Node& node, const std::vector<JsonValue>& branches,
                                         const std::vector<std::vector<size_t>>& overlapping, std::string* refusal);
+  // --- complement_within.cc: the objects of branch `a` that fail branch `b` ---
+  // A schema to intersect with `a` (its objects closed, from a finite set of names), for
+  // `b` made of type / properties / required / additionalProperties; nullopt otherwise.
+  std::optional<JsonValue> ComplementWithin(const JsonValue& a, const JsonValue& b, const std::string& pointer);
   // --- pattern_properties_merge.cc: object members of a ∩ b with patternProperties ---
   void MergePatternMembers(const JsonValue& a, const JsonValue& b, const std::string& pointer,
                            std::vector<JsonValue::Member>* out);

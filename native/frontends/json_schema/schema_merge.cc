@@ -891,34 +891,54 @@ Fragment SchemaConverter::OneOf(const Node& node, int depth) {
     }
   }
   if (overlaps) {
-    std::string refusal;
-    if (std::optional<JsonValue> exactly_one = ExactlyOneOf(node, items, overlapping, &refusal)) {
-      synthetic_.push_back(std::move(*exactly_one));
-      return Schema(synthetic_.back(), node.pointer, depth);
+    try {
+      return OverlappingOneOf(node, items, overlapping, depth);
+    } catch (const ResourceLimitError& error) {
+      // A limit of an automaton the complements need: say which oneOf, where the message does not.
+      if (std::string_view(error.what()).find(" at /") != std::string_view::npos) throw;
+      throw ResourceLimitError("keyword 'oneOf' at " + ShowPointer(node.pointer) +
+                               ": the complements of its overlapping branches: " + error.what());
     }
-    // Split by JSON type: within one type, branches that only constrain other types accept
-    // every value, and the branches that remain may be disjoint there.
-    std::string message = "keyword 'oneOf' at " + ShowPointer(node.pointer) +
-                          ": branches are not provably disjoint and " + refusal;
-    // Strict only: lenient refusals inside the split would not stop it, and nested oneOfs
-    // would each be split again per type (lenient keeps the anyOf below, with its warning).
-    std::optional<JsonValue> by_type;
-    if (!options_.lenient) by_type = OneOfByType(node, items);
-    if (by_type) {
-      synthetic_.push_back(std::move(*by_type));
-      try {
-        return Schema(synthetic_.back(), node.pointer, depth);
-      } catch (const UnsupportedSchemaError& error) {
-        // A oneOf of the split itself (at its anyOf's pointers) refused: report this oneOf.
-        if (std::string_view(error.what()).rfind("keyword 'oneOf' at " + ChildPointer(node.pointer, "anyOf"), 0) == 0) {
-          throw UnsupportedSchemaError(message);
-        }
-        throw;
-      }
-    }
-    // Lenient: the branches become anyOf.
-    Unsupported(message);
   }
+  std::vector<Fragment> choices;
+  std::string base = ChildPointer(node.pointer, "oneOf");
+  for (size_t i = 0; i < items.size(); ++i) {
+    choices.push_back(Schema(items[i], base + "/" + std::to_string(i), depth));
+  }
+  return rules_.ShareLazily(Alt(choices), [&] { return RuleHint(node.pointer); });
+}
+
+// oneOf whose branches may overlap: exactly one holds (ExactlyOneOf), else split by type
+// (OneOfByType), else the policy error; lenient: anyOf with a warning.
+Fragment SchemaConverter::OverlappingOneOf(const Node& node, const std::vector<JsonValue>& items,
+                                           const std::vector<std::vector<size_t>>& overlapping, int depth) {
+  std::string refusal;
+  if (std::optional<JsonValue> exactly_one = ExactlyOneOf(node, items, overlapping, &refusal)) {
+    synthetic_.push_back(std::move(*exactly_one));
+    return Schema(synthetic_.back(), node.pointer, depth);
+  }
+  // Split by JSON type: within one type, branches that only constrain other types accept
+  // every value, and the branches that remain may be disjoint there.
+  std::string message = "keyword 'oneOf' at " + ShowPointer(node.pointer) +
+                        ": branches are not provably disjoint and " + refusal;
+  // Strict only: lenient refusals inside the split would not stop it, and nested oneOfs
+  // would each be split again per type (lenient keeps the anyOf below, with its warning).
+  std::optional<JsonValue> by_type;
+  if (!options_.lenient) by_type = OneOfByType(node, items);
+  if (by_type) {
+    synthetic_.push_back(std::move(*by_type));
+    try {
+      return Schema(synthetic_.back(), node.pointer, depth);
+    } catch (const UnsupportedSchemaError& error) {
+      // A oneOf of the split itself (at its anyOf's pointers) refused: report this oneOf.
+      if (std::string_view(error.what()).rfind("keyword 'oneOf' at " + ChildPointer(node.pointer, "anyOf"), 0) == 0) {
+        throw UnsupportedSchemaError(message);
+      }
+      throw;
+    }
+  }
+  // Lenient: the branches become anyOf.
+  Unsupported(message);
   std::vector<Fragment> choices;
   std::string base = ChildPointer(node.pointer, "oneOf");
   for (size_t i = 0; i < items.size(); ++i) {
