@@ -12,7 +12,8 @@ Three decisions that make more `oneOf`s exact without complements, and one compl
 - when branch B has no complement (an `integer` member, `additionalProperties`), the
   objects of a closed branch A that fail B are still a schema: a name B requires absent, or
   a member of A present whose value B's schema for it rejects (B forbids it, disjoint
-  schemas, or the complement of that member schema alone).
+  schemas, or the complement of that member schema alone); arrays likewise when the item
+  schemas are disjoint (a non-empty array of A fails B).
 Each language is compared with the `jsonschema` library on instances (strict_mode=False),
 then compiled for a real tokenizer: random walks must validate, counterexamples must be
 rejected.
@@ -161,11 +162,20 @@ SHARED = {"oneOf": [
 ]}
 SHARED_VALUES = object_instances({"id": [1, 1.5], "x": [2], "y": [3], "s": ["a", "abc", "b", "bcd"]})
 
+# Arrays whose item schemas are disjoint: [] satisfies both, any item tells them apart.
+ARRAYS = {"oneOf": [
+    {"type": "array", "items": {"type": "number"}},
+    {"type": "array", "items": {"type": "array", "items": {"type": "number"}}},
+]}
+ARRAY_VALUES = [[], [1], [1, 2.5], [[1]], [[1], []], [1, [1]], ["a"], [[]], [["a"]], None, 1, {}]
+
+
 @pytest.mark.parametrize("schema,instances", [
+    (ARRAYS, ARRAY_VALUES),
     (OPTIONAL_ONLY, OPTIONAL_ONLY_VALUES),
     (OPTIONAL_TAG, OPTIONAL_TAG_VALUES),
     (SHARED, SHARED_VALUES),
-], ids=["optional-only", "optional-tag", "shared"])
+], ids=["arrays", "optional-only", "optional-tag", "shared"])
 def test_complement_within_closed_objects_is_exact(schema, instances):
     assert_same_language(schema, instances)
 
@@ -215,6 +225,7 @@ ENGINE_CASES = [
     (PATTERN_PROPERTIES, [{"ios": "a"}, {}, {"ios": "a", "android": "b", "2x": "c"}]),
     (OPTIONAL_TAG, [{}, {"d": "first", "second": 2}, {"first": True, "second": 2}]),
     (SHARED, [{"id": 1}, {"id": 1, "s": "a"}, {"id": 1, "x": 2, "y": 3}]),
+    (ARRAYS, [[], [1, [1]], ["a"]]),
 ]
 
 

@@ -8,7 +8,8 @@
 // B accepts every value of m or the same schema as A; "m present" when B forbids m or A's
 // and B's schemas for m are disjoint; else "m present with a value in the complement of
 // B's schema for m", which needs only that member schema to have a complement. So the
-// complement of B is built inside A, from A's finite set of names.
+// complement of B is built inside A, from A's finite set of names. Arrays likewise when
+// their item schemas are disjoint (ArrayComplementWithin).
 #include <set>
 #include <string>
 #include <vector>
@@ -54,6 +55,7 @@ std::optional<JsonValue> SchemaConverter::ComplementWithin(const JsonValue& a_in
   if (!flat_a || !flat_b || !exact_b || !flat_a->is_object() || !flat_b->is_object()) return std::nullopt;
   const JsonValue& a = *flat_a;
   const JsonValue& b = *flat_b;
+  if (PossibleTypes(a) == kArrayType) return ArrayComplementWithin(a, b, pointer);
   if (PossibleTypes(a) != kObjectType) return std::nullopt;
   if ((PossibleTypes(b) & kObjectType) == 0) return JsonValue::Bool(true);
   // A's objects are closed: additionalProperties false, or strict mode next to declared
@@ -113,6 +115,32 @@ std::optional<JsonValue> SchemaConverter::ComplementWithin(const JsonValue& a_in
   if (disjuncts.empty()) return JsonValue::Bool(false);  // every object of A satisfies B
   if (disjuncts.size() == 1) return disjuncts[0];
   return JsonValue::Object({{"anyOf", JsonValue::Array(std::move(disjuncts))}});
+}
+
+// Arrays: B made of type / items (one schema). An array of A fails B exactly when some item
+// fails B's items; when A's and B's item schemas are disjoint that is "A's array is not
+// empty". Other shapes would need "contains an item outside B's items": nullopt.
+std::optional<JsonValue> SchemaConverter::ArrayComplementWithin(const JsonValue& a, const JsonValue& b,
+                                                                const std::string& pointer) {
+  if ((PossibleTypes(b) & kArrayType) == 0) return JsonValue::Bool(true);
+  for (const auto& [keyword, value] : b.object_members()) {
+    if (IsPassiveKeyword(keyword) || keyword == "type" || keyword == "nullable") continue;
+    if (keyword == "items" && (value.is_object() || value.is_bool())) continue;
+    return std::nullopt;
+  }
+  for (const char* keyword : {"prefixItems", "additionalItems", "contains", "unevaluatedItems", "allOf", "anyOf",
+                              "oneOf", "not", "if", "$ref"}) {
+    if (a.Find(keyword) != nullptr) return std::nullopt;
+  }
+  const JsonValue* items_b = b.Find("items");
+  if (items_b == nullptr || AcceptsAll(*items_b)) return JsonValue::Bool(false);  // B accepts every array
+  const JsonValue* items_a = a.Find("items");
+  if (items_a != nullptr && items_a->is_array()) return std::nullopt;
+  const JsonValue any = JsonValue::Bool(true);
+  if (!Excludes(items_a != nullptr ? *items_a : any, *items_b, pointer, 8, true)) return std::nullopt;
+  const JsonValue* min_items = a.Find("minItems");
+  if (min_items != nullptr && min_items->is_number() && min_items->number_value() >= 1) return JsonValue::Bool(true);
+  return JsonValue::Object({{"minItems", JsonValue::Number("1", 1.0)}});
 }
 
 }  // namespace schema_internal

@@ -199,6 +199,7 @@ class SchemaConverter {
   // A schema to intersect with `a` (its objects closed, from a finite set of names), for
   // `b` made of type / properties / required / additionalProperties; nullopt otherwise.
   std::optional<JsonValue> ComplementWithin(const JsonValue& a, const JsonValue& b, const std::string& pointer);
+  std::optional<JsonValue> ArrayComplementWithin(const JsonValue& a, const JsonValue& b, const std::string& pointer);
   // --- pattern_properties_merge.cc: object members of a ∩ b with patternProperties ---
   void MergePatternMembers(const JsonValue& a, const JsonValue& b, const std::string& pointer,
                            std::vector<JsonValue::Member>* out);
