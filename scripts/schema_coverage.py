@@ -35,7 +35,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     default = Path(os.environ.get("XG2_DATA_DIR", REPO.parent / "shared" / "data")) / "jsonschemabench"
     parser.add_argument("--data", type=Path, default=default)
+    parser.add_argument("--list", type=Path, default=None,
+                        help="write one line per refused schema: file, first refused keyword, message")
     args = parser.parse_args()
+    refusals: list = []
     categories: dict = collections.defaultdict(collections.Counter)
     first, anywhere = collections.Counter(), collections.Counter()
     for path in sorted(args.data.glob("*.json")):
@@ -47,6 +50,7 @@ def main() -> int:
         except _native.UnsupportedSchemaError as error:
             status = "unsupported"
             first[keyword_of(str(error))] += 1
+            refusals.append(f"{path.name}\t{keyword_of(str(error))}\t{error}")
             try:
                 _, warnings = _native._json_schema_to_ebnf(text, lenient=True)
                 for keyword in {keyword_of(w) for w in warnings}:
@@ -65,6 +69,8 @@ def main() -> int:
               f"unsupported {counts['unsupported']}, invalid {counts['invalid']}, empty {counts['empty']}")
     print("first refusal:", ", ".join(f"{k} {v}" for k, v in first.most_common(20)))
     print("any refusal:", ", ".join(f"{k} {v}" for k, v in anywhere.most_common(20)))
+    if args.list is not None:
+        args.list.write_text("".join(line.replace("\n", " ") + "\n" for line in refusals))
     return 0
 
 

@@ -201,7 +201,17 @@ class SchemaOrderer:
             return value
         branch = self.branch_for(schema, value)
         if branch is not None:
-            return self.order(value, branch, depth + 1)
+            ordered = self.order(value, branch, depth + 1)
+            # anyOf / oneOf next to `properties` are distributed as allOf [siblings, branch],
+            # whose merge keeps the siblings' declared members first.
+            own = schema.get("properties")
+            if isinstance(ordered, dict) and isinstance(own, dict) and branch not in (schema.get("allOf") or []):
+                first = [k for k in own if k in ordered]
+                theirs = self.resolve(branch).get("properties") if isinstance(self.resolve(branch), dict) else None
+                theirs = theirs if isinstance(theirs, dict) else {}
+                ordered = {**{k: ordered[k] if k in theirs else self.order(value[k], own[k], depth + 1) for k in first},
+                           **{k: v for k, v in ordered.items() if k not in own}}
+            return ordered
         if isinstance(value, dict):
             props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
             required = [r for r in schema.get("required", []) if isinstance(r, str)] \

@@ -58,7 +58,8 @@ std::optional<Role> RoleOf(const std::string& keyword) {
   return found->second;
 }
 
-// The JSON type a type-specific keyword applies to ("" for keywords of every type).
+}  // namespace
+
 std::string TypeOfKeyword(const std::string& keyword) {
   static const auto* types = new std::unordered_map<std::string, std::string>{
       {"properties", "object"}, {"required", "object"}, {"additionalProperties", "object"},
@@ -73,6 +74,8 @@ std::string TypeOfKeyword(const std::string& keyword) {
   auto found = types->find(keyword);
   return found == types->end() ? "" : found->second;
 }
+
+namespace {
 
 
 const char* const kAllTypes[] = {"null", "boolean", "object", "array", "number", "string"};
@@ -955,6 +958,11 @@ const JsonValue& SchemaConverter::WithoutDependencies(const Node& node) {
     std::string where = " at " + ShowPointer(node.pointer);
     if (!value.is_object()) Invalid("keyword " + Quoted(keyword) + where + " must be an object");
     for (const auto& [name, dependency] : value.object_members()) {
+      if (!dependency.is_array() && !dependency.is_object() && !dependency.is_bool()) {
+        Invalid("keyword " + Quoted(keyword) + where + " must map names to arrays of names or schemas");
+      }
+      // A dependency on a name the objects never have always holds.
+      if (NeverAMember(node, name)) continue;
       if (++count > kMaxDependencies) {
         Unsupported("unsupported keyword " + Quoted(keyword) + where + ": more than " +
                     std::to_string(kMaxDependencies) + " dependencies (each doubles the object grammar)");
@@ -995,7 +1003,7 @@ const JsonValue& SchemaConverter::WithoutDependencies(const Node& node) {
       conjuncts.push_back(JsonValue::Object({{"anyOf", JsonValue::Array({JsonValue::Object(std::move(absent)), present})}}));
     }
   }
-  members.emplace_back("allOf", JsonValue::Array(std::move(conjuncts)));
+  if (!conjuncts.empty()) members.emplace_back("allOf", JsonValue::Array(std::move(conjuncts)));
   synthetic_.push_back(JsonValue::Object(std::move(members)));
   return synthetic_.back();
 }

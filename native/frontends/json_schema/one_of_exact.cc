@@ -80,22 +80,31 @@ std::optional<JsonValue> SchemaConverter::ExactlyOneOf(const Node& node, const s
       ThrowIfCancelled();
       bool declares = DeclaresMembers(branches[i]);
       size_t slot = 2 * j + (declares ? 1 : 0);
-      if (!built[slot]) {
-        complements[slot] = Complement(Unshared(branches[j], shared), base + "/" + std::to_string(j), declares, 8);
-        built[slot] = true;
-        if (!complements[slot]) {
-          *refusal = "branch " + std::to_string(j) + " overlaps branch " + std::to_string(i) +
-                     " and its complement is not a schema this converter can build";
-          return std::nullopt;
-        }
-        written += NodeCount(*complements[slot]);
+      auto charge = [&](const JsonValue& written_value) {
+        written += NodeCount(written_value);
         if (written > kMaxOneOfComplementNodes) {
           throw ResourceLimitError("keyword 'oneOf' at " + ShowPointer(node.pointer) +
                                    ": the complements of its overlapping branches write more than " +
                                    std::to_string(kMaxOneOfComplementNodes) + " JSON nodes");
         }
+      };
+      if (!built[slot]) {
+        complements[slot] = Complement(Unshared(branches[j], shared), base + "/" + std::to_string(j), declares, 8);
+        built[slot] = true;
+        if (complements[slot]) charge(*complements[slot]);
       }
-      const JsonValue& complement = *complements[slot];
+      // Without a complement of branch j, its complement within branch i's closed objects.
+      std::optional<JsonValue> within;
+      if (!complements[slot]) {
+        within = ComplementWithin(branches[i], branches[j], node.pointer);
+        if (!within) {
+          *refusal = "branch " + std::to_string(j) + " overlaps branch " + std::to_string(i) +
+                     " and its complement is not a schema this converter can build";
+          return std::nullopt;
+        }
+        charge(*within);
+      }
+      const JsonValue& complement = within ? *within : *complements[slot];
       if (complement.is_bool()) {
         impossible = impossible || !complement.bool_value();  // branch j accepts everything
         continue;

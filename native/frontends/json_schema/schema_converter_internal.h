@@ -159,6 +159,8 @@ class SchemaConverter {
   // The string spellings `excluded` rules out (StringValue), or nullopt.
   std::optional<std::vector<std::string>> ExcludedStrings(const Node& node);
   const JsonValue& WithoutDependencies(const Node& node);
+  // member_presence.cc
+  bool NeverAMember(const Node& node, const std::string& name);
   // --- string_language.cc: `not` over string schemas, patterns intersected ---
   std::optional<CodepointDfa> StringLanguage(const JsonValue& schema, const std::string& pointer, int budget);
   std::optional<CodepointDfa> NegatedStringLanguage(const Node& node);
@@ -178,11 +180,26 @@ class SchemaConverter {
                     bool generated);
   std::optional<JsonValue> FlatBranch(const JsonValue& schema, const std::string& pointer, bool* exact);
   Fragment OneOf(const Node& node, int depth);
+  Fragment OverlappingOneOf(const Node& node, const std::vector<JsonValue>& items,
+                            const std::vector<std::vector<size_t>>& overlapping, int depth);
+  bool NoPatternAdmits(const JsonValue& schema, const std::string& name);
+  bool NoPatternMatches(const JsonValue& schema, const std::string& name);
+  bool StringsDisjoint(const JsonValue& a, const JsonValue& b, const std::string& pointer);
+  // --- one_of_by_type.cc: oneOf split by JSON type ---
+  // anyOf over the JSON types of allOf [type, oneOf of the branches possible there], with
+  // types where two branches accept every value dropped; nullopt when the branches allow
+  // fewer than two type groups (the split would change nothing).
+  std::optional<JsonValue> OneOfByType(const Node& node, const std::vector<JsonValue>& branches);
   // --- one_of_exact.cc: oneOf with branches that may overlap ---
   // anyOf over i of allOf [B_i, complement of B_j for each j in overlapping[i]]; nullopt
   // (with `refusal` set) when a complement is not a schema; ResourceLimitError past a bound.
   std::optional<JsonValue> ExactlyOneOf(const Node& node, const std::vector<JsonValue>& branches,
                                         const std::vector<std::vector<size_t>>& overlapping, std::string* refusal);
+  // --- complement_within.cc: the objects of branch `a` that fail branch `b` ---
+  // A schema to intersect with `a` (its objects closed, from a finite set of names), for
+  // `b` made of type / properties / required / additionalProperties; nullopt otherwise.
+  std::optional<JsonValue> ComplementWithin(const JsonValue& a, const JsonValue& b, const std::string& pointer);
+  std::optional<JsonValue> ArrayComplementWithin(const JsonValue& a, const JsonValue& b, const std::string& pointer);
   // --- pattern_properties_merge.cc: object members of a ∩ b with patternProperties ---
   void MergePatternMembers(const JsonValue& a, const JsonValue& b, const std::string& pointer,
                            std::vector<JsonValue::Member>* out);
@@ -296,6 +313,22 @@ struct NameTrieNode {
 std::vector<NameTrieNode> NameTrie(const std::vector<std::string>& names);
 // The values of a const / enum-only schema (annotations aside), else nullopt.
 std::optional<std::vector<JsonValue>> ListedValuesOnly(const JsonValue& schema);
+// JSON value types as bits of a mask; kNumberType means non-integral numbers only.
+enum JsonTypeBit : uint8_t {
+  kNullType = 1 << 0,
+  kBooleanType = 1 << 1,
+  kObjectType = 1 << 2,
+  kArrayType = 1 << 3,
+  kNumberType = 1 << 4,
+  kIntegerType = 1 << 5,
+  kStringType = 1 << 6,
+};
+constexpr uint8_t kAllJsonTypes = 0x7f;
+// The JSON types a schema's values can have (JsonTypeBit mask), from `type`, `const` and
+// `enum` (all types when none says); sound for any schema, since other keywords only narrow.
+uint8_t PossibleTypes(const JsonValue& schema);
+// The JSON type a type-specific keyword applies to ("" for keywords of every type).
+std::string TypeOfKeyword(const std::string& keyword);
 // The pointer as shown in messages ("/" for the root).
 std::string ShowPointer(const std::string& pointer);
 

@@ -578,17 +578,6 @@ const JsonValue& SchemaConverter::Dereferenced(const JsonValue& schema, const st
 
 namespace {
 
-// JSON value types as bits of a mask; kNumberType means non-integral numbers only.
-enum JsonTypeBit : uint8_t {
-  kNullType = 1 << 0,
-  kBooleanType = 1 << 1,
-  kObjectType = 1 << 2,
-  kArrayType = 1 << 3,
-  kNumberType = 1 << 4,
-  kIntegerType = 1 << 5,
-  kStringType = 1 << 6,
-};
-constexpr uint8_t kAllJsonTypes = 0x7f;
 
 // The bit of a `type` name ("number" also covers integers); 0 for a name JSON Schema lacks.
 uint8_t TypeNameBits(const std::string& name) {
@@ -612,38 +601,6 @@ uint8_t ValueTypeBit(const JsonValue& v) {
     case JsonKind::kObject: return kObjectType;
   }
   return kNullType;
-}
-
-// The JSON types a schema's values can have (JsonTypeBit mask), from `type`, `const` and
-// `enum` (all types when none says). Called for every pair of oneOf branches, hence a mask.
-uint8_t PossibleTypes(const JsonValue& schema) {
-  if (schema.is_bool()) return schema.bool_value() ? kAllJsonTypes : 0;
-  uint8_t types = kAllJsonTypes;
-  if (const JsonValue* type = schema.Find("type")) {
-    uint8_t named = 0;
-    auto name_one = [&](const JsonValue& name) {
-      if (!name.is_string()) return false;
-      named |= TypeNameBits(name.string_value());
-      return true;
-    };
-    if (type->is_array()) {
-      for (const JsonValue& name : type->array_items()) {
-        if (!name_one(name)) return kAllJsonTypes;
-      }
-    } else if (!name_one(*type)) {
-      return kAllJsonTypes;
-    }
-    const JsonValue* nullable = schema.Find("nullable");
-    if (nullable != nullptr && nullable->is_bool() && nullable->bool_value()) named |= kNullType;
-    types &= named;
-  }
-  if (const JsonValue* constant = schema.Find("const")) types &= ValueTypeBit(*constant);
-  if (const JsonValue* values = schema.Find("enum"); values != nullptr && values->is_array()) {
-    uint8_t listed = 0;
-    for (const JsonValue& v : values->array_items()) listed |= ValueTypeBit(v);
-    types &= listed;
-  }
-  return types;
 }
 
 // The values a schema allows when it lists them (const / enum), else nullopt.
@@ -680,6 +637,36 @@ const JsonValue* Lookup(const std::unordered_map<std::string_view, const JsonVal
 }
 
 }  // namespace
+
+uint8_t PossibleTypes(const JsonValue& schema) {
+  if (schema.is_bool()) return schema.bool_value() ? kAllJsonTypes : 0;
+  uint8_t types = kAllJsonTypes;
+  if (const JsonValue* type = schema.Find("type")) {
+    uint8_t named = 0;
+    auto name_one = [&](const JsonValue& name) {
+      if (!name.is_string()) return false;
+      named |= TypeNameBits(name.string_value());
+      return true;
+    };
+    if (type->is_array()) {
+      for (const JsonValue& name : type->array_items()) {
+        if (!name_one(name)) return kAllJsonTypes;
+      }
+    } else if (!name_one(*type)) {
+      return kAllJsonTypes;
+    }
+    const JsonValue* nullable = schema.Find("nullable");
+    if (nullable != nullptr && nullable->is_bool() && nullable->bool_value()) named |= kNullType;
+    types &= named;
+  }
+  if (const JsonValue* constant = schema.Find("const")) types &= ValueTypeBit(*constant);
+  if (const JsonValue* values = schema.Find("enum"); values != nullptr && values->is_array()) {
+    uint8_t listed = 0;
+    for (const JsonValue& v : values->array_items()) listed |= ValueTypeBit(v);
+    types &= listed;
+  }
+  return types;
+}
 
 // A oneOf branch as one flat schema for the disjointness decision: `$ref`s followed, allOf
 // and `$ref`-with-siblings merged as the generator merges them. nullopt when the merge
@@ -718,8 +705,9 @@ namespace {
 // Names the generated objects of a flat schema can have, when they are limited to its
 // declared properties: additionalProperties false, or (strict mode) absent next to
 // `properties`; no patternProperties, and no keyword whose rewrite could add members.
+// With patternProperties, `names` holds the declared names only and the patterns add theirs.
 std::optional<std::set<std::string>> GeneratedNames(const JsonValue& schema, bool strict_mode) {
-  if (!schema.is_object() || schema.Find("patternProperties") != nullptr) return std::nullopt;
+  if (!schema.is_object()) return std::nullopt;
   for (const char* keyword : {"if", "then", "else", "not", "dependentSchemas", "dependencies", "dependentRequired",
                               "$ref", "allOf", "anyOf", "oneOf"}) {
     if (schema.Find(keyword) != nullptr) return std::nullopt;
@@ -727,7 +715,7 @@ std::optional<std::set<std::string>> GeneratedNames(const JsonValue& schema, boo
   const JsonValue* additional = schema.Find("additionalProperties");
   const JsonValue* properties = schema.Find("properties");
   bool closed = additional != nullptr ? additional->is_bool() && !additional->bool_value()
-                                      : strict_mode && properties != nullptr;
+                                      : strict_mode && (properties != nullptr || schema.Find("patternProperties") != nullptr);
   if (!closed) return std::nullopt;
   std::set<std::string> names;
   if (properties != nullptr && properties->is_object()) {
@@ -784,6 +772,8 @@ bool SchemaConverter::FlatExcludes(const JsonValue& a, bool exact_a, const JsonV
     }
     return true;
   }
+  // Strings: the two string languages (pattern, lengths, listed strings) share no value.
+  if (common == kStringType) return StringsDisjoint(a, b, pointer);
   // Past this point only objects can be told apart.
   if (common != kObjectType || !a.is_object() || !b.is_object()) return false;
   const JsonValue* pa = a.Find("properties");
@@ -797,6 +787,7 @@ bool SchemaConverter::FlatExcludes(const JsonValue& a, bool exact_a, const JsonV
       const JsonValue* sa = Lookup(index_a, name.string_value());
       const JsonValue* sb = Lookup(index_b, name.string_value());
       if (ForbidsMember(b, sb)) return true;
+      if (sb == nullptr && NoPatternAdmits(b, name.string_value())) return true;
       if (sb == nullptr && b.Find("patternProperties") == nullptr) {
         const JsonValue* additional = b.Find("additionalProperties");
         if (additional != nullptr && !additional->is_bool()) sb = additional;
@@ -809,10 +800,56 @@ bool SchemaConverter::FlatExcludes(const JsonValue& a, bool exact_a, const JsonV
     if (std::optional<std::set<std::string>> names = GeneratedNames(a, options_.strict_mode)) {
       if (const JsonValue* required = b.Find("required"); required != nullptr && required->is_array()) {
         for (const JsonValue& name : required->array_items()) {
-          if (name.is_string() && names->count(name.string_value()) == 0) return true;
+          if (!name.is_string() || names->count(name.string_value()) > 0) continue;
+          if (a.Find("patternProperties") == nullptr || NoPatternMatches(a, name.string_value())) return true;
         }
       }
     }
+  }
+  return false;
+}
+
+// True when `schema` has patternProperties, forbids every other undeclared member
+// (additionalProperties false) and none of its patterns matches `name` (the caller has
+// checked that `name` is not declared in `properties`).
+bool SchemaConverter::NoPatternAdmits(const JsonValue& schema, const std::string& name) {
+  const JsonValue* additional = schema.Find("additionalProperties");
+  if (schema.Find("patternProperties") == nullptr || additional == nullptr || !additional->is_bool() ||
+      additional->bool_value()) {
+    return false;
+  }
+  return NoPatternMatches(schema, name);
+}
+
+// True when none of the patternProperties of `schema` matches `name`; false when that
+// cannot be decided (a pattern beyond the regex subset, an automaton past its limit).
+bool SchemaConverter::NoPatternMatches(const JsonValue& schema, const std::string& name) {
+  try {
+    return !SomePatternMatches(schema.Find("patternProperties"), name);
+  } catch (const UnsupportedSchemaError&) {
+  } catch (const ResourceLimitError&) {
+  } catch (const RegexError&) {
+  }
+  return false;
+}
+
+// True when no string validates against both string schemas: their languages over
+// canonical spellings (StringLanguage) have an empty intersection. Each string value has
+// the same canonical spellings in both, so a common value would leave a common spelling.
+// False when either language is not built (a format, a pattern beyond the regex subset, an
+// automaton past its limit).
+bool SchemaConverter::StringsDisjoint(const JsonValue& a, const JsonValue& b, const std::string& pointer) {
+  constexpr int kStringLanguageBudget = 8;
+  try {
+    std::optional<CodepointDfa> la = StringLanguage(a, pointer, kStringLanguageBudget);
+    if (!la) return false;
+    if (la->Empty()) return true;
+    std::optional<CodepointDfa> lb = StringLanguage(b, pointer, kStringLanguageBudget);
+    if (!lb) return false;
+    return Product(*la, *lb, ProductKind::kIntersection).Empty();
+  } catch (const UnsupportedSchemaError&) {
+  } catch (const ResourceLimitError&) {
+  } catch (const RegexError&) {
   }
   return false;
 }
@@ -854,15 +891,54 @@ Fragment SchemaConverter::OneOf(const Node& node, int depth) {
     }
   }
   if (overlaps) {
-    std::string refusal;
-    if (std::optional<JsonValue> exactly_one = ExactlyOneOf(node, items, overlapping, &refusal)) {
-      synthetic_.push_back(std::move(*exactly_one));
-      return Schema(synthetic_.back(), node.pointer, depth);
+    try {
+      return OverlappingOneOf(node, items, overlapping, depth);
+    } catch (const ResourceLimitError& error) {
+      // A limit of an automaton the complements need: say which oneOf, where the message does not.
+      if (std::string_view(error.what()).find(" at /") != std::string_view::npos) throw;
+      throw ResourceLimitError("keyword 'oneOf' at " + ShowPointer(node.pointer) +
+                               ": the complements of its overlapping branches: " + error.what());
     }
-    // Lenient: the branches become anyOf.
-    Unsupported("keyword 'oneOf' at " + ShowPointer(node.pointer) + ": branches are not provably disjoint and " +
-                refusal);
   }
+  std::vector<Fragment> choices;
+  std::string base = ChildPointer(node.pointer, "oneOf");
+  for (size_t i = 0; i < items.size(); ++i) {
+    choices.push_back(Schema(items[i], base + "/" + std::to_string(i), depth));
+  }
+  return rules_.ShareLazily(Alt(choices), [&] { return RuleHint(node.pointer); });
+}
+
+// oneOf whose branches may overlap: exactly one holds (ExactlyOneOf), else split by type
+// (OneOfByType), else the policy error; lenient: anyOf with a warning.
+Fragment SchemaConverter::OverlappingOneOf(const Node& node, const std::vector<JsonValue>& items,
+                                           const std::vector<std::vector<size_t>>& overlapping, int depth) {
+  std::string refusal;
+  if (std::optional<JsonValue> exactly_one = ExactlyOneOf(node, items, overlapping, &refusal)) {
+    synthetic_.push_back(std::move(*exactly_one));
+    return Schema(synthetic_.back(), node.pointer, depth);
+  }
+  // Split by JSON type: within one type, branches that only constrain other types accept
+  // every value, and the branches that remain may be disjoint there.
+  std::string message = "keyword 'oneOf' at " + ShowPointer(node.pointer) +
+                        ": branches are not provably disjoint and " + refusal;
+  // Strict only: lenient refusals inside the split would not stop it, and nested oneOfs
+  // would each be split again per type (lenient keeps the anyOf below, with its warning).
+  std::optional<JsonValue> by_type;
+  if (!options_.lenient) by_type = OneOfByType(node, items);
+  if (by_type) {
+    synthetic_.push_back(std::move(*by_type));
+    try {
+      return Schema(synthetic_.back(), node.pointer, depth);
+    } catch (const UnsupportedSchemaError& error) {
+      // A oneOf of the split itself (at its anyOf's pointers) refused: report this oneOf.
+      if (std::string_view(error.what()).rfind("keyword 'oneOf' at " + ChildPointer(node.pointer, "anyOf"), 0) == 0) {
+        throw UnsupportedSchemaError(message);
+      }
+      throw;
+    }
+  }
+  // Lenient: the branches become anyOf.
+  Unsupported(message);
   std::vector<Fragment> choices;
   std::string base = ChildPointer(node.pointer, "oneOf");
   for (size_t i = 0; i < items.size(); ++i) {

@@ -1,0 +1,112 @@
+// JSON Schema -> EBNF: `oneOf` split by JSON type. A value has exactly one JSON type, so
+//
+//   oneOf [B_1..B_n] = anyOf over types T of allOf [type T, oneOf [B_i : B_i allows T]]
+//
+// and within T a branch whose keywords all concern other types (e.g. `required` and
+// `properties` for a number) accepts every value of T. Hand-written schemas often leave
+// out `type` on object branches; they then overlap on every non-object, which this split
+// decides without a complement (two such branches rule out the type; one alone is the
+// type), and leaves the object part to the usual disjointness decision, now with `type`
+// known. Used only when OneOf's direct construction is refused.
+#include <string>
+#include <vector>
+
+#include "frontends/json_schema/schema_converter_internal.h"
+#include "support/dcheck.h"
+
+namespace xg2 {
+namespace schema_internal {
+
+namespace {
+
+struct TypeGroup {
+  const char* name;  // the `type` keyword value
+  uint8_t bits;      // the JsonTypeBit values of that name
+};
+
+// "integer" lies inside "number": one group, so that the groups partition the values.
+constexpr TypeGroup kTypeGroups[] = {
+    {"null", kNullType},     {"boolean", kBooleanType}, {"object", kObjectType},
+    {"array", kArrayType},   {"number", kNumberType | kIntegerType}, {"string", kStringType},
+};
+
+// True when flat schema `schema` accepts every value of `group`: its `type` (if any) names
+// the whole group and each other keyword is an annotation or applies to another type only.
+bool AcceptsWholeGroup(const JsonValue& schema, const TypeGroup& group) {
+  if (schema.is_bool()) return schema.bool_value();
+  if (!schema.is_object()) return false;
+  for (const auto& [keyword, value] : schema.object_members()) {
+    if (IsPassiveKeyword(keyword) || keyword == "nullable") continue;
+    if (keyword == "type") {
+      if ((PossibleTypes(JsonValue::Object({{"type", value}})) & group.bits) != group.bits) return false;
+      continue;
+    }
+    std::string applies_to = TypeOfKeyword(keyword);
+    if (applies_to.empty() || applies_to == group.name) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::optional<JsonValue> SchemaConverter::OneOfByType(const Node& node, const std::vector<JsonValue>& branches) {
+  // Per branch: the types it allows and whether it accepts each whole group, from the
+  // flattened branch (a superset when alternatives were left out: then never "whole").
+  std::vector<uint8_t> possible(branches.size(), kAllJsonTypes);
+  std::vector<std::optional<JsonValue>> flat(branches.size());
+  std::vector<bool> exact(branches.size(), false);
+  for (size_t i = 0; i < branches.size(); ++i) {
+    bool is_exact = true;
+    flat[i] = FlatBranch(branches[i], node.pointer, &is_exact);
+    exact[i] = flat[i].has_value() && is_exact;
+    if (flat[i]) possible[i] = PossibleTypes(*flat[i]);
+  }
+  int groups_used = 0;
+  for (const TypeGroup& group : kTypeGroups) {
+    for (uint8_t types : possible) {
+      if (types & group.bits) {
+        ++groups_used;
+        break;
+      }
+    }
+  }
+  if (groups_used < 2) return std::nullopt;
+  std::vector<JsonValue> parts;
+  for (const TypeGroup& group : kTypeGroups) {
+    std::vector<JsonValue> live, partial;
+    int whole = 0;
+    for (size_t i = 0; i < branches.size(); ++i) {
+      if ((possible[i] & group.bits) == 0) continue;  // rejects every value of the group
+      live.push_back(branches[i]);
+      if (exact[i] && AcceptsWholeGroup(*flat[i], group)) {
+        ++whole;
+      } else {
+        partial.push_back(branches[i]);
+      }
+    }
+    // Two branches that accept every value of the group: no value of it has exactly one.
+    if (live.empty() || whole >= 2) continue;
+    JsonValue type = JsonValue::Object({{"type", JsonValue::String(group.name)}});
+    if (whole == 1) {
+      // The whole branch holds for every value of the group, so exactly one holds where
+      // every other branch fails: only their complements (`not`) are needed.
+      // A branch without a complement keeps OneOf's own refusal (not one at this rewrite's pointers).
+      std::vector<JsonValue> conjuncts = {type};
+      for (const JsonValue& branch : partial) {
+        if (!Complement(branch, node.pointer, false, 8)) return std::nullopt;
+        conjuncts.push_back(JsonValue::Object({{"not", branch}}));
+      }
+      parts.push_back(JsonValue::Object({{"allOf", JsonValue::Array(std::move(conjuncts))}}));
+    } else if (live.size() == 1) {
+      parts.push_back(JsonValue::Object({{"allOf", JsonValue::Array({type, live[0]})}}));
+    } else {
+      parts.push_back(JsonValue::Object(
+          {{"allOf", JsonValue::Array({type, JsonValue::Object({{"oneOf", JsonValue::Array(std::move(live))}})})}}));
+    }
+  }
+  if (parts.empty()) return JsonValue::Bool(false);
+  return JsonValue::Object({{"anyOf", JsonValue::Array(std::move(parts))}});
+}
+
+}  // namespace schema_internal
+}  // namespace xg2
