@@ -4,7 +4,7 @@ Every harness feeds arbitrary bytes to one input path of the engine. An exceptio
 typed engine error (XG2Error), a ValueError or a TypeError is the expected answer to bad
 input; anything else (or a crash, caught by libFuzzer / the sanitizers) is a finding.
 Each harness defines ``test_one_input(data: bytes)``, which the regression replay
-(tests/test_regressions.py) also calls on every saved input under fuzz/regressions/<name>/.
+(tests/robustness/test_regressions.py) also calls on every saved input under fuzz/regressions/<name>/.
 """
 
 from __future__ import annotations

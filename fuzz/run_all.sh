@@ -3,7 +3,7 @@
 # Corpora grow in build/atheris_corpus/<harness>/ (seeded from fuzz/seeds/<harness>/; not
 # committed: fuzz/corpus/ holds the native targets' corpora); crashing inputs land in
 # fuzz/crashes/. Copy each into fuzz/regressions/<harness>/ once
-# fixed: tests/test_regressions.py replays that directory.
+# fixed: tests/robustness/test_regressions.py replays that directory.
 # Set PYTHON to the interpreter (see scripts/sanitize.sh atheris). The seed is
 # fixed (XG2_FUZZ_SEED, default 1) so a CI run is repeatable; pick other seeds for longer runs.
 set -uo pipefail

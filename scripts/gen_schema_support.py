@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Regenerates the generated sections of docs/json_schema_support.md: the keyword support
 matrix (from the converter's own table, _native._json_schema_keyword_table) and the
-JSON-Schema-Test-Suite pass table (tests/test_json_schema_conformance.py).
+JSON-Schema-Test-Suite pass table (tests/frontends/test_json_schema_conformance.py).
 
     PYTHONPATH=. python scripts/gen_schema_support.py [--check]
 """
@@ -29,7 +29,7 @@ def matrix() -> str:
 
 
 def conformance() -> str:
-    sys.path.insert(0, str(REPO / "tests"))
+    sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "frontends")]
     import test_json_schema_conformance as suite
 
     return suite.pass_table(suite.run_suite())

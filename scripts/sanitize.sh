@@ -6,7 +6,7 @@
 # asan (default): AddressSanitizer + UndefinedBehaviorSanitizer (CMake option XG2_SANITIZE)
 #   over the hostile-input, property, matcher and regression tests, the fuzz-corpus replay and
 #   the native unit tests (native/tests, target xg2_native_tests, built in build/asan).
-# tsan: ThreadSanitizer over tests/test_concurrency.py.
+# tsan: ThreadSanitizer over tests/robustness/test_concurrency.py.
 # fuzz: the native libFuzzer targets (fuzz/native, CMake option XG2_FUZZ; clang, ASan + UBSan +
 #   coverage, no Python), built into build/fuzz and run for N seconds each (default 20) from
 #   their corpora in fuzz/corpus/ (fuzz/native/run_all.sh).
@@ -47,8 +47,9 @@ case "$MODE" in
     BUILD_DIR=build/asan
     CMAKE_FLAGS=(-DXG2_SANITIZE=ON)
     RUNTIME=$(gcc -print-file-name=libasan.so)
-    TESTS=(test_hostile_inputs.py test_properties.py test_matcher_api.py test_regressions.py
-           test_tag_dispatch.py test_serialization_corrupt.py test_native_unit.py)
+    TESTS=(robustness/test_hostile_inputs.py robustness/test_properties.py robustness/test_regressions.py
+           matcher/test_matcher_api.py matcher/test_tag_dispatch.py compiler/test_serialization_corrupt.py
+           grammar/test_native_unit.py)
     # The native unit tests (native/tests) build here, instrumented like the module.
     export XG2_NATIVE_TEST_BUILD_DIR="$PWD/$BUILD_DIR"
     ;;
@@ -56,7 +57,7 @@ case "$MODE" in
     BUILD_DIR=build/tsan
     CMAKE_FLAGS=(-DCMAKE_CXX_FLAGS=-fsanitize=thread -DCMAKE_MODULE_LINKER_FLAGS=-fsanitize=thread)
     RUNTIME=$(gcc -print-file-name=libtsan.so)
-    TESTS=(test_concurrency.py test_compile_futures.py)
+    TESTS=(robustness/test_concurrency.py compiler/test_compile_futures.py)
     ;;
   *) echo "usage: $0 [asan|tsan|leaks|fuzz|atheris] [pytest args... | fuzz seconds]" >&2; exit 2 ;;
 esac

@@ -4,7 +4,7 @@ For BFCL v3 tool sets (categories taken in turn), every model xgrammar registers
 (auto, required, named, none) x reasoning (enabled, disabled, auto): xgrammar builds the tag,
 both engines compile it, and seeded walks driven by each engine's mask check every token
 against the other's (tests/xgrammar_oracle.py; the CI subset is
-tests/test_structural_tag_differential.py). Prints Markdown: a summary per tokenizer,
+tests/frontends/test_structural_tag_differential.py). Prints Markdown: a summary per tokenizer,
 disagreements per model and class, one example per class, compile failures grouped by
 message. Exit status 1 when anything compiles in one engine only or a disagreement is not a
 documented difference.

@@ -327,7 +327,7 @@ bool StringFormatIsExact(std::string_view format) { return format != "regex"; }
 long long StringFormatMinLength(std::string_view format) {
   // Shortest members: 0001-01-01, 00:00:00Z, 0001-01-01T00:00:00Z, 0.0.0.0, ::, the uuid's
   // 36, a@b.c (the domain is a dotted hostname), a: (scheme ":"), PT0S / P0D ("P0D" is 3),
-  // 0 (relative pointer). tests/test_json_schema_formats.py checks each against the grammar.
+  // 0 (relative pointer). tests/frontends/test_json_schema_formats.py checks each against the grammar.
   static const std::pair<std::string_view, long long> kMinLengths[] = {
       {"date", 10}, {"time", 9}, {"date-time", 20}, {"ipv4", 7}, {"ipv6", 2}, {"uuid", 36},
       {"email", 5}, {"uri", 2}, {"duration", 3}, {"relative-json-pointer", 1}};

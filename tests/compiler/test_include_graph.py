@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-NATIVE = Path(__file__).resolve().parents[1] / "native"
+NATIVE = Path(__file__).resolve().parents[2] / "native"
 ALLOWED = {
     "support": {"support"},
     "grammar": {"support", "grammar"},

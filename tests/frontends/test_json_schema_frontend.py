@@ -19,7 +19,7 @@ import pytest
 from xg2_plugin import _native
 from xg2_test_support import SchemaOrderer as _Reorderer
 
-REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 DATA_DIR = pathlib.Path(os.environ.get("XG2_DATA_DIR", REPO_ROOT.parent / "shared" / "data"))
 BENCH_DIR = DATA_DIR / "jsonschemabench"
 

@@ -15,7 +15,7 @@ from xg2_plugin import _native
 
 STUB = Path(_native.__file__).with_name("_native.pyi")
 if not STUB.exists():  # an installed wheel without the stub: check the source tree's copy
-    STUB = Path(__file__).resolve().parents[1] / "xg2_plugin" / "_native.pyi"
+    STUB = Path(__file__).resolve().parents[2] / "xg2_plugin" / "_native.pyi"
 
 
 def _stub_tree() -> ast.Module:

@@ -3,7 +3,7 @@
 A grammar read back gives bit-identical masks to the one compiled, stepped token by token
 through corpus instances and random walks (JSON Schemas of the corpus sample, a Harmony
 structural tag that names special tokens and has every state classified at compile time); a
-blob that must not be read back is tests/test_serialization_corrupt.py's subject.
+blob that must not be read back is tests/compiler/test_serialization_corrupt.py's subject.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ import pytest
 import xg2_plugin as xg
 from xg2_test_support import hf_tokenizer_info
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 # A closed rule body of some thousand distinct nodes (shared as a rule DFA); the date-time
 # format, whose leap-second table is one rule of ~5,000 states that calls another (shared as

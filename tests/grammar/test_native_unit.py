@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 TARGET = "xg2_native_tests"
 BUILD_TIMEOUT_S = 1800
 RUN_TIMEOUT_S = 600

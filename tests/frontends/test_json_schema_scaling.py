@@ -20,7 +20,7 @@ import xg2_plugin as xg
 from xg2_plugin import _native
 from xg2_test_support import child_env, hf_tokenizer_info, string_accepted
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1]
 TOKENIZER = "gpt2"
 CHILD_TIMEOUT_S = 240
 MANY = 12000

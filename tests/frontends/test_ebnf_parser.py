@@ -13,7 +13,7 @@ import pytest
 
 from xg2_plugin import _native
 
-REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 DATA_DIR = pathlib.Path(os.environ.get("XG2_DATA_DIR", REPO_ROOT.parent / "shared" / "data"))
 GBNF_FILES = sorted((DATA_DIR / "grammars").glob("*.gbnf"))
 

@@ -14,7 +14,7 @@ format-assertion vocabulary), so for `format.json` the expected result comes fro
 expectation (those strings violate the format); the optional `format/*` files, which
 state format-assertion results, are run as well. Draft-7 schemas get draft-7 `$schema` so the converter applies draft-7 rules.
 
-`python tests/test_json_schema_conformance.py` prints the per-keyword table (the generator
+`python tests/frontends/test_json_schema_conformance.py` prints the per-keyword table (the generator
 script scripts/gen_schema_support.py writes it to docs/).
 """
 
@@ -29,7 +29,7 @@ from typing import Any, Optional
 
 import pytest
 
-REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 DATA_DIR = pathlib.Path(os.environ.get("XG2_DATA_DIR", REPO_ROOT.parent / "shared" / "data"))
 SUITE_DIR = DATA_DIR / "json_schema_test_suite" / "tests"
 DRAFTS = {"draft2020-12": "https://json-schema.org/draft/2020-12/schema",

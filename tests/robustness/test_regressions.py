@@ -87,7 +87,7 @@ def test_lenient_conversion_of_many_alternative_groups_stays_bounded() -> None:
 
 # ---- fuzzing inputs: seeds and every saved finding, replayed through their harness ----
 
-FUZZ_DIR = Path(__file__).resolve().parents[1] / "fuzz"
+FUZZ_DIR = Path(__file__).resolve().parents[2] / "fuzz"
 FUZZ_HARNESSES = ["fuzz_ebnf", "fuzz_regex", "fuzz_json_schema", "fuzz_structural_tag", "fuzz_matcher"]
 
 

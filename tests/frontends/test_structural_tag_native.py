@@ -238,7 +238,7 @@ def test_token_format_resolves_special_and_ordinary_tokens(small_info):
     assert "Token(14)" in structural_tag_to_ebnf(st({"type": "token", "token": 14}), small_info)
     with pytest.raises(StructuralTagError, match="more than one token"):
         structural_tag_to_ebnf(st({"type": "token", "token": "<dup>"}), small_info)
-    # An ordinary token is a one-token set (tests/test_token_level_formats.py).
+    # An ordinary token is a one-token set (tests/frontends/test_token_level_formats.py).
     assert "TokenSet(0)" in structural_tag_to_ebnf(st({"type": "token", "token": 0}), small_info)
     assert "TokenSet(1)" in structural_tag_to_ebnf(st({"type": "token", "token": "b"}), small_info)
     with pytest.raises(StructuralTagError, match="outside the vocabulary"):

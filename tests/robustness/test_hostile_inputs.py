@@ -24,7 +24,7 @@ import xg2_plugin as xg
 from xg2_plugin.bitmask import bitmask_to_bool_array
 from xg2_test_support import child_env, hf_tokenizer_info, require_data
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1]
 TOKENIZER = "gpt2"
 CHILD_TIMEOUT_S = 240
 
@@ -492,7 +492,7 @@ def test_earley_items_limit_bounds_ambiguous_matching() -> None:
 # states of thousands of NFA nodes each (overlapping UTF-8 classes under nested, nullable
 # repetitions and a lookahead), so memory ran out (std::bad_alloc after ~400 s) long before
 # the node budget of 4,000,000 states. Now the determinisation stops at its state cap and the
-# rule is split into rules of its parts (tests/test_determinisation_fallback.py), so the
+# rule is split into rules of its parts (tests/grammar/test_determinisation_fallback.py), so the
 # compile gets on to the grammar's real defect: its root, nullable, carries a lookahead.
 BLOWUP_GRAMMAR = (
     'root ::= ((([0-9] | r2) | ("ab" "b" [0-9]) | ("ab"){2,4} | (r1){1,}) ((r2){3} | '

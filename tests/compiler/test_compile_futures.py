@@ -21,7 +21,7 @@ import xg2_plugin as xg
 from xg2_test_support import child_env, hf_tokenizer_info
 
 TOKENIZER = "gpt2"
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1]
 CHILD_TIMEOUT_S = 120
 # Takes a few hundred milliseconds to compile (unrolled: compression off), far longer than the
 # short timeouts below, and far shorter than the generous waits.
