@@ -329,6 +329,8 @@ constexpr uint8_t kAllJsonTypes = 0x7f;
 uint8_t PossibleTypes(const JsonValue& schema);
 // The JSON type a type-specific keyword applies to ("" for keywords of every type).
 std::string TypeOfKeyword(const std::string& keyword);
+// The JSON Schema type name of a JSON value ("integer" for integral numbers).
+std::string JsonTypeOf(const JsonValue& value);
 // The pointer as shown in messages ("/" for the root).
 std::string ShowPointer(const std::string& pointer);
 

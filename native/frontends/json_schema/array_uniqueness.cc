@@ -1,0 +1,228 @@
+// Arrays with uniqueItems or contains, as the JSON Schema converter lowers them (the other
+// array keywords are in json_schema_objects.cc).
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <set>
+
+#include "frontends/json_schema/schema_converter_internal.h"
+#include "support/cancellation.h"
+#include "support/error.h"
+
+namespace xg2 {
+namespace schema_internal {
+
+bool SchemaConverter::UniqueItemsTrivial(const Node& node) {
+  const JsonValue* max_items = node.schema.Find("maxItems");
+  return max_items != nullptr && !IsIgnored(node, "maxItems") && max_items->is_number() &&
+         max_items->number_value() <= 1;
+}
+
+// The values an item can take when they are few and listed (enum / const, boolean, null),
+// duplicates (1 and 1.0 alike) removed; nullopt otherwise, or with tuple items.
+std::optional<std::vector<JsonValue>> SchemaConverter::UniqueItemDomain(const Node& node) {
+  if (node.schema.Find("prefixItems") != nullptr || node.schema.Find("contains") != nullptr) return std::nullopt;
+  const JsonValue* items = node.schema.Find("items");
+  if (items == nullptr || items->is_array()) return std::nullopt;
+  const JsonValue& schema = Dereferenced(*items, ChildPointer(node.pointer, "items"));
+  if (schema.is_bool()) {
+    if (schema.bool_value()) return std::nullopt;
+    return std::vector<JsonValue>{};
+  }
+  if (!schema.is_object()) return std::nullopt;
+  std::vector<JsonValue> candidates;
+  for (const auto& [keyword, value] : schema.object_members()) {
+    if (!IsPassiveKeyword(keyword) && keyword != "enum" && keyword != "const" && keyword != "type") return std::nullopt;
+  }
+  std::set<std::string> types;
+  if (const JsonValue* type = schema.Find("type")) {
+    for (const JsonValue& name : type->is_array() ? type->array_items() : std::vector<JsonValue>{*type}) {
+      if (!name.is_string()) return std::nullopt;
+      types.insert(name.string_value());
+    }
+  }
+  if (const JsonValue* constant = schema.Find("const")) {
+    candidates.push_back(*constant);
+    if (const JsonValue* values = schema.Find("enum"); values != nullptr && values->is_array()) {
+      bool listed = false;
+      for (const JsonValue& v : values->array_items()) listed = listed || JsonEquals(v, *constant);
+      if (!listed) candidates.clear();
+    }
+  } else if (const JsonValue* values = schema.Find("enum")) {
+    if (!values->is_array()) return std::nullopt;
+    candidates = values->array_items();
+  } else {
+    if (types.empty()) return std::nullopt;
+    for (const std::string& type : types) {
+      if (type == "boolean") {
+        candidates.push_back(JsonValue::Bool(true));
+        candidates.push_back(JsonValue::Bool(false));
+      } else if (type == "null") {
+        candidates.push_back(JsonValue());
+      } else {
+        return std::nullopt;
+      }
+    }
+  }
+  std::vector<JsonValue> domain;
+  for (const JsonValue& value : candidates) {
+    std::string value_type = JsonTypeOf(value);
+    bool typed = types.empty() || types.count(value_type) > 0 ||
+                 (value_type == "integer" && types.count("number") > 0);
+    bool seen = std::any_of(domain.begin(), domain.end(), [&](const JsonValue& d) { return JsonEquals(d, value); });
+    if (typed && !seen) domain.push_back(value);
+  }
+  if (domain.size() > kMaxUniqueDomain) return std::nullopt;
+  return domain;
+}
+
+// uniqueItems over a listed domain of n values: one rule per set of values already used
+// (at most 2^n), each continuing with an unused value or closing once minItems is met.
+Fragment SchemaConverter::UniqueArrayValue(const Node& node, int depth) {
+  if (!ContainersAllowed(depth)) return Fragment::Never();
+  std::vector<JsonValue> domain = *UniqueItemDomain(node);
+  long long min_items = CountKeyword(node, "minItems").value_or(0);
+  long long max_items = std::min<long long>(CountKeyword(node, "maxItems").value_or(static_cast<long long>(domain.size())),
+                                            static_cast<long long>(domain.size()));
+  if (min_items > max_items) return Fragment::Never();
+  int layout_depth = LayoutDepth(depth);
+  std::vector<Fragment> values;
+  for (const JsonValue& value : domain) values.push_back(ConstValue(value, depth + 1));
+  std::string hint = RuleHint(node.pointer) + "_unique";
+  std::map<unsigned, std::string> names;
+  // The rest of the array after the values in `used`, as a rule.
+  std::function<Fragment(unsigned, long long)> after = [&](unsigned used, long long count) -> Fragment {
+    if (auto found = names.find(used); found != names.end()) return Fragment::Atom(found->second);
+    std::vector<Fragment> choices;
+    if (count >= min_items) choices.push_back(layout_.Close(']', layout_depth));
+    for (size_t i = 0; count < max_items && i < domain.size(); ++i) {
+      if (used & (1u << i)) continue;
+      choices.push_back(Seq({layout_.ItemSeparator(layout_depth), values[i], after(used | (1u << i), count + 1)}));
+    }
+    std::string name = rules_.Reserve(hint);
+    rules_.Define(name, Alt(choices));
+    names.emplace(used, name);
+    return Fragment::Atom(name);
+  };
+  std::vector<Fragment> choices;
+  if (min_items == 0) choices.push_back(layout_.EmptyContainer('[', ']'));
+  for (size_t i = 0; max_items > 0 && i < domain.size(); ++i) {
+    choices.push_back(Seq({layout_.Open('[', layout_depth), values[i], after(1u << i, 1)}));
+  }
+  return rules_.Share(hint, Alt(choices));
+}
+
+// Why contains cannot be enforced here ("" when it can): items must be one schema (no
+// tuple), `contains` must have a complement, and the counters must stay small.
+std::string SchemaConverter::ContainsRefusal(const Node& node) {
+  if (node.schema.Find("prefixItems") != nullptr ||
+      (node.schema.Find("items") != nullptr && node.schema.Find("items")->is_array())) {
+    return "next to tuple items";
+  }
+  const JsonValue* unique = node.schema.Find("uniqueItems");
+  if (unique != nullptr && unique->is_bool() && unique->bool_value() && !UniqueItemsTrivial(node)) {
+    return "next to uniqueItems";
+  }
+  if (!Complement(*node.schema.Find("contains"), ChildPointer(node.pointer, "contains"), false, 8)) {
+    return "its complement is not a schema (the items that do not match must be generated too)";
+  }
+  auto bound = [&](const char* keyword) -> std::optional<double> {
+    const JsonValue* value = node.schema.Find(keyword);
+    if (value == nullptr || !value->is_number()) return std::nullopt;
+    return value->number_value();
+  };
+  double contains_states = legacy_ref_ ? 2 : bound("maxContains").value_or(bound("minContains").value_or(1)) + 1;
+  double item_states = bound("maxItems").value_or(bound("minItems").value_or(0)) + 1;
+  if (contains_states * item_states > kMaxContainsStates) {
+    return "the item counters need more than " + std::to_string(kMaxContainsStates) + " rules";
+  }
+  return "";
+}
+
+// contains / minContains / maxContains: every item either matches `contains` (allOf
+// [items, contains]) or not (allOf [items, complement of contains]), and the grammar counts
+// the matches (m) next to the items (t): one rule per reachable (m, t), counters saturating
+// where no upper bound needs them. Draft 7 has no min/maxContains (at least one match).
+Fragment SchemaConverter::ContainsArrayValue(const Node& node, int depth) {
+  if (!ContainersAllowed(depth)) return Fragment::Never();
+  const JsonValue& contains = *node.schema.Find("contains");
+  std::string contains_pointer = ChildPointer(node.pointer, "contains");
+  JsonValue failing = *Complement(contains, contains_pointer, false, 8);
+  const JsonValue* items = node.schema.Find("items");
+  auto with_items = [&](const JsonValue& part) {
+    if (items == nullptr || IsIgnored(node, "items")) return part;
+    return JsonValue::Object({{"allOf", JsonValue::Array({*items, part})}});
+  };
+  synthetic_.push_back(with_items(contains));
+  Fragment matching = Schema(synthetic_.back(), contains_pointer, depth + 1);
+  synthetic_.push_back(with_items(failing));
+  Fragment other = Schema(synthetic_.back(), contains_pointer + "/not", depth + 1);
+  long long low = legacy_ref_ ? 1 : CountKeyword(node, "minContains").value_or(1);
+  std::optional<long long> high = legacy_ref_ ? std::nullopt : CountKeyword(node, "maxContains");
+  long long min_items = CountKeyword(node, "minItems").value_or(0);
+  std::optional<long long> max_items = CountKeyword(node, "maxItems");
+  if (high && *high < low) return Fragment::Never();
+  long long top_m = high ? *high : low, top_t = max_items ? *max_items : min_items;
+  auto width = static_cast<size_t>(top_t + 1);
+  auto index = [&](long long m, long long t) { return static_cast<size_t>(m) * width + static_cast<size_t>(t); };
+  // Successor of (m, t) after a matching / other item; -1 when a bound forbids it.
+  auto next = [&](long long m, long long t, bool match) -> std::pair<long long, long long> {
+    if (match ? matching.never() : other.never()) return {-1, -1};
+    long long m2 = match ? m + 1 : m, t2 = t + 1;
+    if (m2 > top_m) {
+      if (high) return {-1, -1};
+      m2 = top_m;
+    }
+    if (t2 > top_t) {
+      if (max_items) return {-1, -1};
+      t2 = top_t;
+    }
+    return {m2, t2};
+  };
+  auto accepts = [&](long long m, long long t) { return m >= low && t >= min_items; };
+  // Productive states (those that can still reach an accepted array), by fixpoint.
+  size_t count = static_cast<size_t>(top_m + 1) * width;
+  std::vector<bool> productive(count, false);
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (long long m = 0; m <= top_m; ++m) {
+      for (long long t = 0; t <= top_t; ++t) {
+        if (productive[index(m, t)]) continue;
+        bool ok = accepts(m, t);
+        for (bool match : {true, false}) {
+          auto [m2, t2] = next(m, t, match);
+          ok = ok || (m2 >= 0 && productive[index(m2, t2)]);
+        }
+        if (ok) productive[index(m, t)] = changed = true;
+      }
+    }
+  }
+  int layout_depth = LayoutDepth(depth);
+  std::string hint = RuleHint(node.pointer) + "_contains";
+  std::vector<std::string> names(count);
+  std::function<Fragment(long long, long long)> after = [&](long long m, long long t) -> Fragment {
+    std::string& name = names[index(m, t)];
+    if (!name.empty()) return Fragment::Atom(name);
+    name = rules_.Reserve(hint);
+    std::vector<Fragment> choices;
+    if (accepts(m, t)) choices.push_back(layout_.Close(']', layout_depth));
+    for (bool match : {true, false}) {
+      auto [m2, t2] = next(m, t, match);
+      if (m2 < 0 || !productive[index(m2, t2)]) continue;
+      choices.push_back(Seq({layout_.ItemSeparator(layout_depth), match ? matching : other, after(m2, t2)}));
+    }
+    rules_.Define(name, Alt(choices));
+    return Fragment::Atom(name);
+  };
+  std::vector<Fragment> choices;
+  if (accepts(0, 0)) choices.push_back(layout_.EmptyContainer('[', ']'));
+  for (bool match : {true, false}) {
+    auto [m2, t2] = next(0, 0, match);
+    if (m2 < 0 || !productive[index(m2, t2)]) continue;
+    choices.push_back(Seq({layout_.Open('[', layout_depth), match ? matching : other, after(m2, t2)}));
+  }
+  return rules_.Share(hint, Alt(choices));
+}
+
+}  // namespace schema_internal
+}  // namespace xg2
