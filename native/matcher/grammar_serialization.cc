@@ -5,7 +5,9 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "grammar/fsm_invariants.h"
 #include "matcher/fsm_hash.h"
+#include "support/dcheck.h"
 #include "support/fork_safe_mutex.h"
 
 namespace xg2 {
@@ -465,6 +467,14 @@ GrammarBlob ReadCompiledGrammarBlob(std::string_view data, const TokenizerInfo& 
   blob.derived_vocabulary = r.Bool("derived vocabulary flag");
   blob.fsm = ReadFsm(&r);
   CheckFsmStructure(blob.fsm, base.vocab_size());
+  // In range is not yet consistent: the parser also relies on the tables' semantic invariants
+  // (grammar_fsm.h: rule_nullable the fixpoint of the rule FSMs, lookaheads never nullable...),
+  // so a blob that breaks one is as unreadable as a cut one. Every index is in range here.
+  try {
+    CheckGrammarFsmInvariants(blob.fsm, "a deserialized compiled grammar");
+  } catch (const InternalError& broken) {
+    Invalid(broken.what());
+  }
   blob.ebnf = r.Bytes("ebnf");
   blob.earley_limits.max_items_per_step = r.Int<int32_t>("Earley item limit");
   blob.earley_limits.max_work_per_token = r.Int<int64_t>("Earley token budget");

@@ -17,8 +17,9 @@
 //
 // Reading never trusts the blob: every length is checked against the bytes left, the
 // checksum against the content, and the FSM against its structural invariants
-// (CheckFsmStructure) before anything indexes with it. A failure is a DeserializationError
-// naming what mismatched.
+// (CheckFsmStructure) before anything indexes with it, then against the rest of grammar_fsm.h's
+// invariants (CheckGrammarFsmInvariants). A failure is a DeserializationError naming what
+// mismatched.
 #ifndef XG2_MATCHER_GRAMMAR_SERIALIZATION_H_
 #define XG2_MATCHER_GRAMMAR_SERIALIZATION_H_
 
