@@ -324,3 +324,30 @@ def fsm_calls(lines: list[str]) -> list[str]:
 def emptied(lines: list[str]) -> bool:
     """One node, not accepting, without edges: the empty language."""
     return len(lines) == 1 and "*" not in lines[0] and "->" not in lines[0]
+
+
+def check_schema_walks_and_counterexamples(grammar: xg.CompiledGrammar, schema: Any, invalid: Iterable[Any],
+                                           seed: int, walks: int) -> None:
+    """Each value of `invalid` is invalid for `schema` (jsonschema, draft 2020-12) and rejected
+    by `grammar`; random walks drawn from `grammar`'s masks that finish give valid values, and
+    at least one finishes."""
+    import random
+
+    import jsonschema
+
+    from xg2_corpus import random_walk  # xg2_corpus imports this module
+
+    validator = jsonschema.Draft202012Validator(schema)
+    for value in invalid:
+        assert not validator.is_valid(value), value
+        assert not string_accepted(grammar, json.dumps(value, ensure_ascii=False)), value
+    bitmask = np.full(xg.get_bitmask_shape(1, grammar.tokenizer_info.vocab_size), -1, dtype=np.int32)
+    rng = random.Random(seed)
+    finished = 0
+    for _ in range(walks):
+        out = random_walk(grammar, rng, bitmask, 48)
+        if out is None:
+            continue
+        assert validator.is_valid(json.loads(out.decode("utf-8"))), out
+        finished += 1
+    assert finished > 0
