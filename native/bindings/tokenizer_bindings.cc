@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "bindings/registry.h"
+#include "matcher/vocabulary_index.h"
 #include "support/error.h"
 #include "tokenizer/tokenizer_info.h"
 #include "tokenizer/vocab_decoder.h"
@@ -140,9 +141,11 @@ void BindTokenizer(py::module_& m) {
              std::vector<std::string> tokens = StringsFromSequence(decoded_tokens, "decoded_tokens");
              VocabType type = VocabTypeFromPython(vocab_type);
              py::gil_scoped_release release;
-             return std::make_shared<TokenizerInfo>(std::move(tokens), type, vocab_size,
-                                                    std::move(stop_token_ids),
-                                                    std::move(special_token_ids), add_prefix_space);
+             auto info = std::make_shared<TokenizerInfo>(std::move(tokens), type, vocab_size,
+                                                         std::move(stop_token_ids),
+                                                         std::move(special_token_ids), add_prefix_space);
+             VocabularyIndex::Of(*info);  // built here, so that no compile pays for it
+             return info;
            }),
            py::arg("decoded_tokens"), py::arg("vocab_type"), py::arg("vocab_size"),
            py::arg("stop_token_ids"), py::arg("special_token_ids"), py::arg("add_prefix_space"))

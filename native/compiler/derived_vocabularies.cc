@@ -2,6 +2,7 @@
 
 #include <mutex>
 
+#include "matcher/vocabulary_index.h"
 #include "support/fork_safe_mutex.h"
 #include "tokenizer/token_literals.h"
 
@@ -20,6 +21,7 @@ DerivedVocabulary DeriveVocabulary(const TokenizerInfo& base, const std::vector<
                                    const MaskCachePool* base_pool) {
   DerivedVocabulary derived;
   derived.vocabulary = WithTokenLiterals(base, ids);
+  VocabularyIndex::Of(*derived.vocabulary);  // built outside the tables' lock
   if (base_pool != nullptr) derived.pool = std::make_shared<MaskCachePool>(base_pool->limit_bytes());
   return derived;
 }

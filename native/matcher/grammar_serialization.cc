@@ -7,6 +7,7 @@
 
 #include "grammar/fsm_invariants.h"
 #include "matcher/fsm_hash.h"
+#include "matcher/vocabulary_index.h"
 #include "support/dcheck.h"
 #include "support/fork_safe_mutex.h"
 
@@ -411,6 +412,7 @@ std::shared_ptr<const TokenizerInfo> DeserializeTokenizerInfo(std::string_view b
   if (TokenizerFingerprint(*info) != fingerprint) {
     throw DeserializationError("tokenizer info blob is corrupt: the table read back has another fingerprint");
   }
+  VocabularyIndex::Of(*info);
   return info;
 }
 

@@ -6,6 +6,7 @@
 #include <deque>
 
 #include "matcher/mask_cache/precompute_worker.h"
+#include "matcher/vocabulary_index.h"
 
 namespace xg2 {
 
@@ -124,7 +125,7 @@ const TokenClassification& GrammarMaskCache::Build(NodeId node) {
           }
           if (short_part) {
             pool.RecordShortTokenHit();
-            const LongTokenTable& long_tokens = pool.long_tokens(*tokenizer_);
+            const LongTokenTable& long_tokens = VocabularyIndex::Of(*tokenizer_).long_tokens();
             entry = std::make_shared<const TokenClassification>(JoinShortAndLong(
                 *short_part, ClassifyLongTokens(*fsm_, leave_, node, *tokenizer_, long_tokens, serial_), *tokenizer_,
                 long_tokens));
@@ -213,8 +214,9 @@ void GrammarMaskCache::StartPrecompute(const std::shared_ptr<GrammarMaskCache>& 
     // tokens_below[b]: tokens whose first byte is below b (a prefix sum, so a byte range
     // costs O(1)).
     std::vector<int64_t> tokens_below(257, 0);
-    const std::vector<TokenTrieNode>& trie = c.tokenizer_->trie();
-    const std::vector<TokenTrieTokens>& trie_tokens = c.tokenizer_->trie_tokens();
+    const VocabularyIndex& index = VocabularyIndex::Of(*c.tokenizer_);
+    const std::vector<TokenTrieNode>& trie = index.trie();
+    const std::vector<TokenTrieTokens>& trie_tokens = index.trie_tokens();
     for (size_t i = 0; i < trie.size(); i = trie[i].subtree_end) {  // the root's children
       tokens_below[trie[i].byte + 1] = trie_tokens[i].token_end - trie_tokens[i].token_begin;
     }

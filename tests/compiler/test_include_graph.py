@@ -30,3 +30,20 @@ def test_folder_includes_only_the_folders_below_it(folder: str) -> None:
                 if included not in ALLOWED[folder]:
                     found.setdefault(included, []).append(str(path.relative_to(NATIVE)))
     assert found == {}, f"native/{folder} includes folders above it: {found}"
+
+
+# The indexes only the token-mask cache walks live in matcher/vocabulary_index.h; the tokenizer
+# layer keeps the vocabulary and knows its attachment only as a VocabularyAttachment.
+MATCHER_INDEX_NAMES = ("TokenTrieNode", "TokenTrieTokens", "TrieChild", "RegionOutsiders", "ClassPrefixes",
+                       "CharacterClass", "LongTokenTable", "ByteMask", "VocabularyIndex")
+
+
+def test_tokenizer_layer_names_no_matcher_index() -> None:
+    found = {}
+    for path in sorted((NATIVE / "tokenizer").rglob("*")):
+        if path.suffix in (".h", ".cc"):
+            text = path.read_text()
+            named = [name for name in MATCHER_INDEX_NAMES if re.search(rf"\b{name}\b", text)]
+            if named:
+                found[str(path.relative_to(NATIVE))] = named
+    assert found == {}, f"native/tokenizer names the matcher's vocabulary index: {found}"

@@ -241,7 +241,7 @@ def test_bounded_string_masks_match_reference(tokenizer: str, mechanism: str) ->
 
 
 # UTF-8 regions (matcher/token_mask_cache.cc, Utf8RegionConsumes and the region-root token
-# sets of TokenizerInfo::Utf8RegionTokens): string bodies whose loop consumes every
+# sets of VocabularyIndex::Utf8RegionTokens): string bodies whose loop consumes every
 # multi-byte character accept whole trie subtrees of non-ASCII tokens, and a body's loop
 # node starts from the tokenizer's shared set of tokens it consumes wholesale. Texts mix
 # multi-byte characters with quotes, backslash escapes and control characters; random walks

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "grammar/grammar_fsm.h"
+#include "matcher/vocabulary_index.h"
 #include "tokenizer/tokenizer_info.h"
 #include "tokenizer/utf8_decoder.h"
 

@@ -31,7 +31,7 @@ struct ClassChain {
   std::vector<NodeId> nodes;
   bool loops = false;
   int32_t max_characters() const {
-    return loops ? TokenizerInfo::kAnyCharacterCount : static_cast<int32_t>(nodes.size()) - 1;
+    return loops ? VocabularyIndex::kAnyCharacterCount : static_cast<int32_t>(nodes.size()) - 1;
   }
   NodeId After(int32_t characters) const {
     if (characters < static_cast<int32_t>(nodes.size())) return nodes[characters];
@@ -215,7 +215,7 @@ class DenseStepper {
   // True when `n` is the first of the last copies of a bounded repetition of one character,
   // the shape of json_char{0,N} near N: along the character chain of `n` (Utf8ChainConsumes)
   // every ASCII byte of `n`'s major step and every multi-byte character lead to the next
-  // copy for `copies` (1..TokenizerInfo::kMaxUtf8ChainCharacters) steps, the node `end`
+  // copy for `copies` (1..VocabularyIndex::kMaxUtf8ChainCharacters) steps, the node `end`
   // reached then steps on none of them, and no node on the way, continuation nodes and `end`
   // included, lets the parser leave the rule (not leavable, empty leave set). `ascii` gets
   // the ASCII bytes. Then a token that is a well-formed UTF-8 prefix with its ASCII bytes in

@@ -77,7 +77,7 @@ bool DenseStepper::FindClassRoot(NodeId n, int32_t r, const LeaveSets& leave, co
 
 bool DenseStepper::Utf8ChainRoot(NodeId n, const LeaveSets& leave, const std::vector<uint8_t>& leavable, ByteMask* ascii,
                                  int32_t* copies) {
-  constexpr int32_t kMaxCopies = TokenizerInfo::kMaxUtf8ChainCharacters;
+  constexpr int32_t kMaxCopies = VocabularyIndex::kMaxUtf8ChainCharacters;
   Row(n);
   ByteMask consumed = MajorMask(s_.row_of[n]);
   consumed.words[2] = consumed.words[3] = ~uint64_t{0};

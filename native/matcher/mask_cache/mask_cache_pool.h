@@ -82,11 +82,6 @@ class MaskCachePool {
   void RecordMiss() { misses_.fetch_add(1, std::memory_order_relaxed); }
   // A node classified within kPoolBypassWork: kept by its grammar, not looked up further.
   void RecordBypass() { bypasses_.fetch_add(1, std::memory_order_relaxed); }
-  // The pool's tokenizer's long-token table, built on first use.
-  const LongTokenTable& long_tokens(const TokenizerInfo& tokenizer) {
-    std::call_once(long_tokens_once_, [&] { long_tokens_ = BuildLongTokenTable(tokenizer); });
-    return long_tokens_;
-  }
 
   int64_t bytes() const;
   int64_t limit_bytes() const { return limit_bytes_; }
@@ -127,8 +122,6 @@ class MaskCachePool {
   std::atomic<int64_t> misses_{0};
   std::atomic<int64_t> short_token_hits_{0};
   std::atomic<int64_t> bypasses_{0};
-  std::once_flag long_tokens_once_;
-  LongTokenTable long_tokens_;
 };
 
 }  // namespace xg2

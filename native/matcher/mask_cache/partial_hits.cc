@@ -68,41 +68,6 @@ TokenClassification RefineWithLookahead(const TokenClassification& fsm_only, con
   return out;
 }
 
-LongTokenTable BuildLongTokenTable(const TokenizerInfo& tokenizer) {
-  const std::vector<int32_t>& sorted = tokenizer.sorted_text_tokens();
-  const std::vector<std::string>& decoded = tokenizer.decoded_tokens();
-  LongTokenTable table;
-  table.short_bits.assign((static_cast<size_t>(tokenizer.vocab_size()) + 31) / 32, 0);
-  const std::string* previous = nullptr;
-  for (int32_t pos = 0; pos < static_cast<int32_t>(sorted.size()); ++pos) {
-    const int32_t id = sorted[pos];
-    const std::string& bytes = decoded[id];
-    if (static_cast<int32_t>(bytes.size()) <= kShortTokenBytes) {
-      table.short_bits[id >> 5] |= 1u << (id & 31);
-      continue;
-    }
-    int32_t shared = 0;
-    if (previous != nullptr) {
-      const size_t limit = std::min(previous->size(), bytes.size());
-      while (static_cast<size_t>(shared) < limit && (*previous)[shared] == bytes[shared]) ++shared;
-    }
-    table.positions.push_back(pos);
-    table.lcp.push_back(shared);
-    previous = &bytes;
-  }
-  // Sorted order compares bytes as unsigned (std::string's ordering), so each first byte's
-  // tokens are one run, the runs in byte order.
-  const size_t count = table.positions.size();
-  size_t k = 0;
-  for (int b = 0; b < 256; ++b) {
-    table.first_byte_begin[b] = static_cast<int32_t>(k);
-    while (k < count && static_cast<uint8_t>(decoded[sorted[table.positions[k]]][0]) == b) ++k;
-  }
-  table.first_byte_begin[256] = static_cast<int32_t>(k);
-  if (k != count) throw std::logic_error("long tokens are not grouped by first byte");
-  return table;
-}
-
 TokenClassification ClassifyLongTokens(const GrammarFsm& fsm, const LeaveSets& leave, NodeId node,
                                        const TokenizerInfo& tokenizer, const LongTokenTable& long_tokens,
                                        uint64_t rows_owner) {

@@ -14,6 +14,7 @@
 #endif
 
 #include "matcher/token_mask_cache.h"
+#include "matcher/vocabulary_index.h"
 #include "support/dcheck.h"
 #include "support/fork_safe_mutex.h"
 
@@ -167,7 +168,7 @@ class PrecomputeWorker {
 void RequestClassPrefixTable(const TokenizerInfo& tokenizer, const CharacterClass& cls) {
   std::weak_ptr<const TokenizerInfo> weak = tokenizer.weak_from_this();
   PrecomputeWorker::Instance().SubmitTask([weak, cls]() {
-    if (std::shared_ptr<const TokenizerInfo> alive = weak.lock()) alive->BuildClassPrefixTable(cls);
+    if (std::shared_ptr<const TokenizerInfo> alive = weak.lock()) VocabularyIndex::Of(*alive).BuildClassPrefixTable(cls);
   });
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "grammar/grammar_fsm.h"
+#include "matcher/vocabulary_index.h"
 #include "tokenizer/tokenizer_info.h"
 
 namespace xg2 {

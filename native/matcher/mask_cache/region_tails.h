@@ -14,7 +14,7 @@
 
 namespace xg2 {
 
-// The region-root classification by tails (TokenizerInfo::Utf8RegionOutsiders): every
+// The region-root classification by tails (VocabularyIndex::Utf8RegionOutsiders): every
 // token of the region set is accepted, and each other token takes the verdict of its tail
 // walked from `node`, the region's only boundary node (SingleBoundaryRegion). Tails are
 // walked in ascending order sharing prefixes, as RefineWithLookahead walks its list: a

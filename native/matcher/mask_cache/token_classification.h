@@ -28,6 +28,7 @@
 
 #include "grammar/follow_sets.h"
 #include "grammar/grammar_fsm.h"
+#include "matcher/vocabulary_index.h"
 #include "tokenizer/tokenizer_info.h"
 
 namespace xg2 {
@@ -71,12 +72,12 @@ struct ClassificationPair {
 // sits in a UTF-8 region (a string body that consumes every well-formed character; the
 // trie records which subtrees are well-formed UTF-8); at a region's boundary node the walk
 // starts from the tokenizer's shared set of tokens the region consumes
-// (TokenizerInfo::Utf8RegionTokens) and visits only the tokens outside it; when the root is
+// (VocabularyIndex::Utf8RegionTokens) and visits only the tokens outside it; when the root is
 // the region's only boundary node, those are decided by their tails (the bytes from the
-// first one outside the region, TokenizerInfo::Utf8RegionOutsiders), each walked once, and so
+// first one outside the region, VocabularyIndex::Utf8RegionOutsiders), each walked once, and so
 // is the loop head of a long bounded string whose copies walk alike within a token's reach.
 // A node along a chain or loop of one character class (a UUID's hex digits, \d+) reads the
-// class's table (TokenizerInfo::ClassPrefixTable, built on the background thread the first
+// class's table (VocabularyIndex::FindClassPrefixTable, built on the background thread the first
 // time the class is met) instead of walking the trie under the class's bytes. `leavable[n]`:
 // n has a rule edge or is accepting. With `want_fsm_only` false, the FSM-only uncertain list
 // is left empty (the walk is the same). `rows_owner`: a number naming `fsm` for as long as it
@@ -104,27 +105,8 @@ TokenClassification RefineWithLookahead(const TokenClassification& fsm_only, con
                                         const LeaveSets& leave, NodeId node,
                                         const TokenizerInfo& tokenizer, uint64_t rows_owner = 0);
 
-// Short-token reuse. The verdict on a token of at most kShortTokenBytes bytes depends only
-// on the DFA within that many bytes of the node, so a classification stored under the
-// node's short key (the truncated key at that depth, tagged apart) is exact for the short
-// tokens of every node with the same short key; only the few long tokens need a walk of
-// their own. This is what makes the copies of a bounded repetition cheap: the nodes of
-// json_char{0,128} differ in how far the chain goes on, which no token under 17 bytes
-// can tell apart, and the Llama 3 vocabulary has 1,566 tokens over 16 bytes of 128,256.
-constexpr int32_t kShortTokenBytes = 16;
-
-// The tokenizer's long tokens (over kShortTokenBytes bytes), in sorted_text_tokens() order,
-// and the ids of its short text tokens as a bitset.
-struct LongTokenTable {
-  std::vector<int32_t> positions;  // ascending positions in sorted_text_tokens()
-  std::vector<int32_t> lcp;        // lcp[k]: common prefix of long tokens k-1 and k (0 for k == 0)
-  // The long tokens whose first byte is b are positions[first_byte_begin[b] ..
-  // first_byte_begin[b + 1]) (sorted order groups them), so a walk skips the groups whose
-  // first byte the node does not step on.
-  std::array<int32_t, 257> first_byte_begin{};
-  std::vector<uint32_t> short_bits;
-};
-LongTokenTable BuildLongTokenTable(const TokenizerInfo& tokenizer);
+// Short-token reuse: the short tokens' verdicts are shared through the node's short key,
+// the long ones walked (kShortTokenBytes, LongTokenTable: matcher/vocabulary_index.h).
 
 // The lookahead classification of the long tokens at `node` alone (accepted set and
 // uncertain list over those tokens only); `rows_owner` as for ClassifyTokens.

@@ -87,6 +87,7 @@ struct TrieWalk {
   const std::vector<uint8_t>& leavable;
   const NodeId node;
   const TokenizerInfo& tokenizer;
+  const VocabularyIndex& index;
   const bool want_fsm_only;
   const int64_t work_budget;
   const TokenTrieNode* const trie;
@@ -133,16 +134,17 @@ TrieWalk::TrieWalk(const GrammarFsm& fsm, const LeaveSets& leave, const std::vec
       leavable(leavable),
       node(node),
       tokenizer(tokenizer),
+      index(VocabularyIndex::Of(tokenizer)),
       want_fsm_only(want_fsm_only),
       work_budget(work_budget),
-      trie(tokenizer.trie().data()),
-      trie_tokens(tokenizer.trie_tokens().data()),
-      suffix_bytes(tokenizer.trie_suffix_bytes()),
-      suffix_max_length(tokenizer.trie_suffix_max_length()),
+      trie(index.trie().data()),
+      trie_tokens(index.trie_tokens().data()),
+      suffix_bytes(index.trie_suffix_bytes()),
+      suffix_max_length(index.trie_suffix_max_length()),
       sorted(tokenizer.sorted_text_tokens()),
       lcp(tokenizer.lcp()),
-      child_begin(tokenizer.trie_child_begin()),
-      children(tokenizer.trie_children().data()),
+      child_begin(index.trie_child_begin()),
+      children(index.trie_children().data()),
       s(Scratch()),
       stepper((s.EnsureDepth(static_cast<size_t>(tokenizer.max_token_bytes()) + 1), fsm), s, rows_owner) {
   words = (static_cast<size_t>(tokenizer.vocab_size()) + 31) / 32;
@@ -214,8 +216,8 @@ ClassificationPair TrieWalk::Run(bool* over_budget) {
 // (kRegionTailsPerWorkUnit tails per work unit).
 bool TrieWalk::ClassifyLongChainByTails(ClassificationPair* result) {
   if (!stepper.LongChainRoot(node, leave, leavable, tokenizer.max_token_bytes(), &region_ascii)) return false;
-  std::shared_ptr<const TokenIdSet> class_tokens = tokenizer.Utf8RegionTokens(region_ascii);
-  std::shared_ptr<const RegionOutsiders> outsiders = tokenizer.Utf8RegionOutsiders(region_ascii);
+  std::shared_ptr<const TokenIdSet> class_tokens = index.Utf8RegionTokens(region_ascii);
+  std::shared_ptr<const RegionOutsiders> outsiders = index.Utf8RegionOutsiders(region_ascii);
   if (!class_tokens || !outsiders || !TailsWithinBudget(*outsiders)) return false;
   *result = ClassifyRegionOutsiders(*class_tokens, *outsiders, leave, leavable, node, tokenizer, want_fsm_only,
                                     stepper, s);
@@ -233,17 +235,17 @@ bool TrieWalk::ClassifyLongChainByTails(ClassificationPair* result) {
 // Class root (DenseStepper::ClassRoot): the tokens in the class's language that fit the
 // chain start the accepted set, the trie is walked only under the first bytes that begin
 // no class character, and the tokens with a class prefix are decided by their tails
-// (TokenizerInfo::ClassPrefixTable) after the walk.
+// (VocabularyIndex::FindClassPrefixTable) after the walk.
 void TrieWalk::FindSharedStartSet() {
-  if (stepper.Utf8RegionBoundary(node, &region_ascii)) region_tokens = tokenizer.Utf8RegionTokens(region_ascii);
+  if (stepper.Utf8RegionBoundary(node, &region_ascii)) region_tokens = index.Utf8RegionTokens(region_ascii);
   if (!region_tokens &&
-      stepper.ClassRoot(node, leave, leavable, TokenizerInfo::kMaxUtf8ChainCharacters, &class_chain)) {
+      stepper.ClassRoot(node, leave, leavable, VocabularyIndex::kMaxUtf8ChainCharacters, &class_chain)) {
     bool first_request = false;
-    class_prefixes = tokenizer.FindClassPrefixTable(class_chain.cls, &first_request);
+    class_prefixes = index.FindClassPrefixTable(class_chain.cls, &first_request);
     if (first_request) RequestClassPrefixTable(tokenizer, class_chain.cls);
   }
   if (!region_tokens && !class_prefixes && stepper.Utf8ChainRoot(node, leave, leavable, &region_ascii, &chain_copies)) {
-    region_tokens = tokenizer.Utf8ChainTokens(region_ascii, chain_copies);
+    region_tokens = index.Utf8ChainTokens(region_ascii, chain_copies);
   }
 }
 
@@ -254,7 +256,7 @@ bool TrieWalk::ClassifySingleBoundaryRegionByTails(ClassificationPair* result) {
   if (!region_tokens || chain_copies != 0 || !stepper.SingleBoundaryRegion(node, region_ascii, leave, leavable)) {
     return false;
   }
-  std::shared_ptr<const RegionOutsiders> outsiders = tokenizer.Utf8RegionOutsiders(region_ascii);
+  std::shared_ptr<const RegionOutsiders> outsiders = index.Utf8RegionOutsiders(region_ascii);
   if (!outsiders || !TailsWithinBudget(*outsiders)) return false;
   *result = ClassifyRegionOutsiders(*region_tokens, *outsiders, leave, leavable, node, tokenizer, want_fsm_only,
                                     stepper, s);
@@ -308,7 +310,7 @@ void TrieWalk::AcceptClassMembers() {
 }
 
 bool TrieWalk::WalkRootChildren(const ByteMask& first_bytes) {
-  const std::array<int32_t, 256>& root_child = tokenizer.trie_root_child();
+  const std::array<int32_t, 256>& root_child = index.trie_root_child();
   for (int w = 0; w < 4; ++w) {
     for (uint64_t bits = first_bytes.words[w]; bits; bits &= bits - 1) {
       const int32_t begin = root_child[w * 64 + __builtin_ctzll(bits)];

@@ -1,10 +1,11 @@
 """Trie child lists: the classification walk visits, below a trie node with many children,
-only the children its DFA node steps on or may leave the rule on (TokenizerInfo::trie_children,
-matcher/token_mask_cache.cc), and all of them once the parser may have left. The prefixes with
-the most children are a space and a newline, which JSON separators with flexible whitespace
-and whitespace loops in EBNF step on: these cases put leave sets (a callee's first bytes after
-a loop) right below such prefixes, where a skipped child would lose uncertain tokens, and
-compare every mask with the reference walk."""
+only the children its DFA node steps on or may leave the rule on (VocabularyIndex::trie_children
+in matcher/vocabulary_index.h, walked by matcher/mask_cache/token_classifier.cc), and all of
+them once the parser may have left. The prefixes with the most children are a space and a
+newline, which JSON separators with flexible whitespace and whitespace loops in EBNF step on:
+these cases put leave sets (a callee's first bytes after a loop) right below such prefixes,
+where a skipped child would lose uncertain tokens, and compare every mask with the reference
+walk."""
 
 from __future__ import annotations
 
