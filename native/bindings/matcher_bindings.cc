@@ -255,7 +255,8 @@ uint32_t* BitmaskRow(const GrammarMatcher& matcher, py::handle bitmask, py::hand
   return RowPointer(layout.address, layout.row_stride_words, row);
 }
 
-void BindMatcher(py::module_& m) {
+// The compiled grammar's read-only view and the cross-grammar pool's counters.
+void BindCompiledGrammar(py::module_& m) {
   py::class_<CompiledGrammar, std::shared_ptr<CompiledGrammar>>(m, "CompiledGrammar")
       .def_property_readonly("ebnf", [](const CompiledGrammar& g) { return g.ebnf; })
       .def_property_readonly("memory_bytes", &CompiledGrammar::MemoryBytes)
@@ -282,8 +283,10 @@ void BindMatcher(py::module_& m) {
       .def_property_readonly("misses", &MaskCachePool::misses)
       .def("__len__", &MaskCachePool::size)
       .def("clear", &MaskCachePool::Clear);
+}
 
-  // String-level acceptance without a tokenizer: the test oracle for frontends.
+// String-level acceptance without a tokenizer: the test oracle for frontends.
+void BindEbnfAcceptsOracle(py::module_& m) {
   m.def(
       "ebnf_accepts",
       [](const std::string& ebnf, const py::bytes& text, const std::string& root_rule_name,
@@ -303,7 +306,9 @@ void BindMatcher(py::module_& m) {
       },
       py::arg("ebnf"), py::arg("text"), py::arg("root_rule_name") = "root",
       py::arg("repetition_compression_threshold") = 0, py::arg("max_token_bytes") = 0);
+}
 
+void BindGrammarMatcher(py::module_& m) {
   py::class_<GrammarMatcher>(m, "GrammarMatcher")
       .def(py::init([](std::shared_ptr<CompiledGrammar> grammar,
                        std::optional<std::vector<int32_t>> stop_token_ids,
@@ -353,7 +358,9 @@ void BindMatcher(py::module_& m) {
       .def("fork", [](const GrammarMatcher& self) { return self.Fork(); })
       .def_property_readonly("num_accepted_steps", &GrammarMatcher::num_accepted_steps)
       .def_property_readonly("stop_token_ids", &GrammarMatcher::stop_token_ids);
+}
 
+void BindBatchFill(py::module_& m) {
   // Fills row indices[i] of the bitmask at `address` for matchers[i], on `num_threads`
   // threads without the GIL. Matchers must be distinct objects.
   m.def(
@@ -392,7 +399,10 @@ void BindMatcher(py::module_& m) {
       },
       py::arg("matchers"), py::arg("address"), py::arg("row_stride_words"), py::arg("num_words"),
       py::arg("rows"), py::arg("num_threads"));
+}
 
+// Internals for tests and benchmarks.
+void BindEngineProbes(py::module_& m) {
   m.def("_shared_rule_dfa_stats", []() {
     const SharedRuleDfaStats stats = GetSharedRuleDfaStats();
     py::dict out;
@@ -410,6 +420,14 @@ void BindMatcher(py::module_& m) {
     py::gil_scoped_release release;
     WaitForBackgroundWork();
   });
+}
+
+void BindMatcher(py::module_& m) {
+  BindCompiledGrammar(m);
+  BindEbnfAcceptsOracle(m);
+  BindGrammarMatcher(m);
+  BindBatchFill(m);
+  BindEngineProbes(m);
 }
 
 }  // namespace
