@@ -331,7 +331,7 @@ void SchemaConverter::StartOutput() {
 // Converts, then checks that every rule derives some finite string. A $ref target whose
 // rule does not (its recursion never bottoms out) accepts no value; the conversion is
 // redone with such targets known to be empty, until all rules are productive.
-JsonSchemaConversion SchemaConverter::Convert() {
+JsonSchemaConversion SchemaConverter::Convert(const CompileLimits* grammar_limits) {
   std::string root_pointer;
   IndexIdentifiers(document_, &root_pointer, 0);
   std::map<std::pair<const JsonValue*, int>, std::string> empty_targets;
@@ -351,7 +351,16 @@ JsonSchemaConversion SchemaConverter::Convert() {
     if (root.never()) throw SchemaError("the schema at / accepts no JSON value");
     rules_.Define("root", root);
     std::vector<std::string> unproductive = rules_.UnproductiveRules();
-    if (unproductive.empty()) return {rules_.Print(), warnings_};
+    if (unproductive.empty()) {
+      JsonSchemaConversion conversion;
+      conversion.ebnf = rules_.Print();
+      conversion.warnings = warnings_;
+      if (grammar_limits != nullptr) {
+        ScopedCompileLimits scope(grammar_limits);
+        conversion.grammar = rules_.Lower("root");
+      }
+      return conversion;
+    }
     size_t known = empty_targets.size();
     for (const auto& [target, name] : reference_rules_) {
       if (std::find(unproductive.begin(), unproductive.end(), name) != unproductive.end()) {
@@ -364,10 +373,13 @@ JsonSchemaConversion SchemaConverter::Convert() {
   }
 }
 
-std::string SchemaConverter::ConvertBuiltinJson() {
+JsonSchemaConversion SchemaConverter::ConvertBuiltinJson(bool build_grammar) {
   rules_.ReserveNamed("root");
   rules_.Define("root", AnyValue(0));
-  return rules_.Print();
+  JsonSchemaConversion conversion;
+  conversion.ebnf = rules_.Print();
+  if (build_grammar) conversion.grammar = rules_.Lower("root");
+  return conversion;
 }
 
 void SchemaConverter::Unsupported(const std::string& message) {
@@ -1294,6 +1306,7 @@ Fragment SchemaConverter::EnumOrConst(const Node& node, int depth) {
   return rules_.ShareLazily(Alt(choices), [&] { return RuleHint(node.pointer); });
 }
 
+
 // ---------------------------------------------------------------------------------------
 // Types and scalars
 
@@ -1704,19 +1717,38 @@ Fragment SchemaConverter::StringValue(const Node& node) {
 
 }  // namespace schema_internal
 
-JsonSchemaConversion JsonSchemaToEbnf(std::string_view schema_json, const JsonSchemaOptions& options) {
+namespace {
+
+JsonSchemaConversion ConvertSchema(std::string_view schema_json, const JsonSchemaOptions& options,
+                                   const CompileLimits* grammar_limits) {
   JsonValue document;
   try {
     document = ParseJson(schema_json);
   } catch (const JsonSyntaxError& e) {
     throw SchemaError(std::string("the schema is not valid JSON: ") + e.what());
   }
-  return schema_internal::SchemaConverter(document, options).Convert();
+  return schema_internal::SchemaConverter(document, options).Convert(grammar_limits);
+}
+
+}  // namespace
+
+JsonSchemaConversion JsonSchemaToEbnf(std::string_view schema_json, const JsonSchemaOptions& options) {
+  return ConvertSchema(schema_json, options, nullptr);
+}
+
+JsonSchemaConversion JsonSchemaToGrammar(std::string_view schema_json, const JsonSchemaOptions& options,
+                                         const CompileLimits& grammar_limits) {
+  return ConvertSchema(schema_json, options, &grammar_limits);
 }
 
 std::string BuiltinJsonEbnf(const JsonSchemaOptions& options) {
   JsonValue document = JsonValue::Bool(true);
-  return schema_internal::SchemaConverter(document, options).ConvertBuiltinJson();
+  return schema_internal::SchemaConverter(document, options).ConvertBuiltinJson(false).ebnf;
+}
+
+JsonSchemaConversion BuiltinJsonGrammar(const JsonSchemaOptions& options) {
+  JsonValue document = JsonValue::Bool(true);
+  return schema_internal::SchemaConverter(document, options).ConvertBuiltinJson(true);
 }
 
 }  // namespace xg2

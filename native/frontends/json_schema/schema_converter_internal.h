@@ -104,8 +104,9 @@ struct NameLanguages {
 class SchemaConverter {
  public:
   SchemaConverter(const JsonValue& document, const JsonSchemaOptions& options);
-  JsonSchemaConversion Convert();
-  std::string ConvertBuiltinJson();
+  // The conversion: the rules printed, and built under `grammar_limits` unless it is null.
+  JsonSchemaConversion Convert(const CompileLimits* grammar_limits);
+  JsonSchemaConversion ConvertBuiltinJson(bool build_grammar);
 
   // --- json_schema_converter.cc: dispatch, references, combinators, scalars ---
   Fragment Schema(const JsonValue& schema, const std::string& pointer, int depth);
