@@ -13,6 +13,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -334,6 +335,13 @@ std::string TypeOfKeyword(const std::string& keyword);
 std::string JsonTypeOf(const JsonValue& value);
 // The pointer as shown in messages ("/" for the root).
 std::string ShowPointer(const std::string& pointer);
+
+// The JSON types a `type` keyword may name, but "integer" (a subset of "number").
+inline constexpr const char* kAllTypes[] = {"null", "boolean", "object", "array", "number", "string"};
+// One of kAllTypes, or "integer".
+bool IsTypeName(std::string_view name);
+// 'keyword', as error messages quote a keyword.
+std::string Quoted(const std::string& keyword);
 
 }  // namespace schema_internal
 }  // namespace xg2
