@@ -79,7 +79,8 @@ std::shared_ptr<CompiledGrammar> GrammarCompiler::CompileLark(const std::string&
 
 std::shared_ptr<CompiledGrammar> GrammarCompiler::CompileChoice(const std::vector<std::string>& choices,
                                                                 const CancellationToken* cancel) const {
-  return Compile(ChoiceEbnf(choices), "root", limits_, cancel);
+  CompileScope scope(&limits_, cancel);
+  return CompileGrammarAst(ChoiceGrammar(choices), ChoiceEbnf(choices), target_);
 }
 
 std::shared_ptr<LoweredStructuralTag> GrammarCompiler::LowerStructuralTag(const std::string& tag_json,
