@@ -45,12 +45,20 @@ ExprId GrammarBuilder::Choice(const ExprId* children, size_t count) {
   return AddCompound(ExprKind::kChoice, children, count);
 }
 
-ExprId GrammarBuilder::Repeat(ExprId child, int32_t min, int32_t max) {
-  XG2_DCHECK(min >= 0 && (max < 0 || min <= max), "repetition bounds are 0 <= min <= max");
+namespace {
+
+void CheckRepetitionBounds(int32_t min, int32_t max) {
   const int64_t max_bound = CurrentCompileLimits().max_repetition_bound;
   if (min > max_bound || max > max_bound) {
     throw ResourceLimitError("repetition bound exceeds the limit of " + std::to_string(max_bound));
   }
+}
+
+}  // namespace
+
+ExprId GrammarBuilder::Repeat(ExprId child, int32_t min, int32_t max) {
+  XG2_DCHECK(min >= 0 && (max < 0 || min <= max), "repetition bounds are 0 <= min <= max");
+  CheckRepetitionBounds(min, max);
   if (min == 1 && max == 1) return child;
   if (max == 0) return Empty();
   ExprNode node;
@@ -61,7 +69,7 @@ ExprId GrammarBuilder::Repeat(ExprId child, int32_t min, int32_t max) {
   return Add(std::move(node));
 }
 
-ExprId GrammarBuilder::Graft(const GrammarAst& source, ExprId root) {
+ExprId GrammarBuilder::Graft(const GrammarAst& source, ExprId root, const std::vector<RuleId>& rule_of) {
   XG2_DCHECK(source.token_sets.empty() && source.tag_dispatches.empty(),
              "a grafted expression names no token set or tag dispatch");
   // Children precede their parents in a parsed grammar's node table, so one pass in id order
@@ -83,7 +91,12 @@ ExprId GrammarBuilder::Graft(const GrammarAst& source, ExprId root) {
   for (size_t id = 0; id < source.nodes.size(); ++id) {
     if (!reached[id]) continue;
     ExprNode node = source.nodes[id];
-    XG2_DCHECK(node.kind != ExprKind::kRuleRef, "a grafted expression names no rule");
+    if (node.kind == ExprKind::kRuleRef) {
+      XG2_DCHECK(node.rule_id >= 0 && static_cast<size_t>(node.rule_id) < rule_of.size(),
+                 "a grafted reference has a rule to map to");
+      node.rule_id = rule_of[node.rule_id];
+    }
+    if (node.kind == ExprKind::kRepeat) CheckRepetitionBounds(node.min_repeat, node.max_repeat);
     for (ExprId& child : node.children) {
       XG2_DCHECK(copy_of[child] >= 0, "children precede their parents in the node table");
       child = copy_of[child];
@@ -91,6 +104,33 @@ ExprId GrammarBuilder::Graft(const GrammarAst& source, ExprId root) {
     copy_of[id] = Add(std::move(node));
   }
   return copy_of[root];
+}
+
+ExprId GrammarBuilder::Append(const std::vector<ExprNode>& nodes, const std::vector<int>& heights,
+                              const std::vector<RuleId>& rule_of) {
+  XG2_DCHECK(nodes.size() == heights.size(), "a height per appended node");
+  const ExprId offset = static_cast<ExprId>(ast_.nodes.size());
+  ast_.nodes.reserve(ast_.nodes.size() + nodes.size());
+  heights_.reserve(heights_.size() + heights.size());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (heights[i] > kMaxExpressionHeight) {
+      throw ResourceLimitError("expression nests deeper than the limit of " + std::to_string(kMaxExpressionHeight));
+    }
+    ExprNode node = nodes[i];
+    for (ExprId& child : node.children) {
+      XG2_DCHECK(child >= 0 && static_cast<size_t>(child) < i, "appended children precede their parents");
+      child += offset;
+    }
+    if (node.kind == ExprKind::kRuleRef) {
+      XG2_DCHECK(node.rule_id >= 0 && static_cast<size_t>(node.rule_id) < rule_of.size(),
+                 "an appended reference has a rule to map to");
+      node.rule_id = rule_of[node.rule_id];
+    }
+    if (node.kind == ExprKind::kRepeat) CheckRepetitionBounds(node.min_repeat, node.max_repeat);
+    ast_.nodes.push_back(std::move(node));
+    heights_.push_back(heights[i]);
+  }
+  return offset;
 }
 
 RuleId GrammarBuilder::AddRule(const std::string& name) {

@@ -44,9 +44,17 @@ class GrammarBuilder {
   // {1,1} is `child` and {0,0} the empty string; max < 0 means unbounded. A bound over the
   // compile limit's max_repetition_bound is a ResourceLimitError, as in the parser.
   ExprId Repeat(ExprId child, int32_t min, int32_t max);
-  // Appends the nodes of `source`'s expression `root` (which names no rule, token set or tag
-  // dispatch) to this grammar and returns the id of its copy.
-  ExprId Graft(const GrammarAst& source, ExprId root);
+  // Appends the nodes of `source`'s expression `root` (which names no token set or tag
+  // dispatch) to this grammar and returns the id of its copy. A reference to source rule r
+  // becomes one to rule_of[r] (`rule_of` may be empty when the expression names no rule).
+  ExprId Graft(const GrammarAst& source, ExprId root, const std::vector<RuleId>& rule_of = {});
+
+  // Appends `nodes` (children before parents, child ids relative to nodes[0]; a kRuleRef's
+  // rule id indexes `rule_of`) whose trees have the heights `heights`, and returns the id the
+  // first one gets: a body lowered once and reused (frontends/json_schema/ebnf_builder.cc).
+  ExprId Append(const std::vector<ExprNode>& nodes, const std::vector<int>& heights,
+                const std::vector<RuleId>& rule_of);
+  size_t node_count() const { return ast_.nodes.size(); }
 
   // Rules: a name (unique within the grammar) first, the body later, so that bodies can
   // refer to rules defined after them.

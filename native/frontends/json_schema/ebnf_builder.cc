@@ -4,11 +4,13 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 
 #include "frontends/ebnf/ebnf_parser.h"
 #include "grammar/grammar_builder.h"
 #include "support/cancellation.h"
 #include "support/dcheck.h"
+#include "support/fork_safe_mutex.h"
 #include "support/error.h"
 
 namespace xg2 {
@@ -64,6 +66,20 @@ size_t ParenSize(Binding binding, Binding needed) {
   return static_cast<int>(binding) <= static_cast<int>(needed) ? 0 : 2;
 }
 
+size_t DecimalDigits(int value) {
+  size_t digits = 1;
+  for (; value >= 10; value /= 10) ++digits;
+  return digits;
+}
+
+// RepeatSuffix(min, max).size(), without building it (every repetition needs its size).
+size_t RepeatSuffixSize(int min, int max) {
+  if ((min == 0 && max == 1) || (min == 0 && max < 0) || (min == 1 && max < 0)) return 1;
+  if (max < 0) return DecimalDigits(min) + 3;
+  if (min == max) return DecimalDigits(min) + 2;
+  return DecimalDigits(min) + DecimalDigits(max) + 3;
+}
+
 std::string RepeatSuffix(int min, int max) {
   if (min == 0 && max == 1) return "?";
   if (min == 0 && max < 0) return "*";
@@ -113,7 +129,7 @@ NodePtr MakeCompound(Kind kind, Binding binding, std::vector<NodePtr> children, 
     }
     case Kind::kRepeat:
       node->printed_size =
-          children[0]->printed_size + ParenSize(children[0]->binding, Binding::kAtom) + RepeatSuffix(min, max).size();
+          children[0]->printed_size + ParenSize(children[0]->binding, Binding::kAtom) + RepeatSuffixSize(min, max);
       break;
     case Kind::kLookahead:
       node->printed_size = children[0]->printed_size + 4 + children[1]->printed_size + 1;
@@ -230,6 +246,7 @@ std::string Fragment::text() const {
   if (node_ == nullptr) return out;
   out.reserve(node_->printed_size);
   AppendNode(*node_, &out);
+  XG2_DCHECK(out.size() == node_->printed_size, "a fragment's printed size is the size of its text");
   return out;
 }
 
@@ -475,7 +492,7 @@ bool RuleSet::AddShared(const std::vector<std::pair<std::string, Fragment>>& def
   }
   for (const auto* definition : fresh) {
     index_of_name_.emplace(definition->first, rules_.size());
-    rules_.push_back({definition->first, definition->second, false, productive});
+    rules_.push_back({definition->first, definition->second, false, productive, /*lasting=*/true});
     AddBytes(definition->first.size() + definition->second.text_size());
     name_of_body_.emplace(definition->second, definition->first);
   }
@@ -610,7 +627,11 @@ std::string RuleSet::Print() const {
     if (rule.discarded) continue;
     out += rule.name;
     out += " ::= ";
-    if (rule.body) rule.body->AppendTextAs(Fragment::Binding::kAlternation, &out);
+    if (rule.lasting) {
+      out += LastingBodyOf(rule.body->node_).printed;
+    } else if (rule.body) {
+      rule.body->AppendTextAs(Fragment::Binding::kAlternation, &out);
+    }
     out.push_back('\n');
   }
   return out;
@@ -639,21 +660,51 @@ class FragmentLowering {
       }
       case Kind::kCharClass: return builder_->CharClass(ClassRanges(node.text));
       case Kind::kExpression: {
-        const GrammarAst expression = ParseEbnf("r ::= " + node.text, "r");
+        // A line of its own, so that the parser's cache of parsed bodies can serve a long one.
+        const GrammarAst expression = ParseEbnf("r ::= " + node.text + "\n", "r");
         return builder_->Graft(expression, expression.rules[expression.root_rule].body);
       }
       case Kind::kRepeat: return builder_->Repeat(Lower(*node.children[0], depth + 1), node.min, node.max);
       case Kind::kSequence:
       case Kind::kAlternation: {
-        std::vector<ExprId> children;
-        children.reserve(node.children.size());
-        for (const auto& child : node.children) children.push_back(Lower(*child, depth + 1));
-        return node.kind == Kind::kSequence ? builder_->Sequence(children.data(), children.size())
-                                            : builder_->Choice(children.data(), children.size());
+        // Children collect on one stack shared by all levels (each leaves it as it found it).
+        const size_t first = pending_.size();
+        for (const auto& child : node.children) {
+          const ExprId id = Lower(*child, depth + 1);
+          pending_.push_back(id);
+        }
+        const ExprId id = node.kind == Kind::kSequence
+                              ? builder_->Sequence(pending_.data() + first, pending_.size() - first)
+                              : builder_->Choice(pending_.data() + first, pending_.size() - first);
+        pending_.resize(first);
+        return id;
       }
       case Kind::kLookahead: break;
     }
     throw InternalError("a lookahead fragment is the body of a rule, never a part of one");
+  }
+
+  // Defines `rule` with the lowered `body` (a lookahead body sets the rule's lookahead).
+  void DefineRule(RuleId rule, const FragmentNode& body) {
+    if (body.kind == FragmentNode::Kind::kLookahead) {
+      const ExprId expression = Lower(*body.children[0], 1);
+      builder_->DefineRule(rule, expression, Lower(*body.children[1], 1));
+    } else {
+      builder_->DefineRule(rule, Lower(body, 1));
+    }
+  }
+
+  // DefineRule for a lasting body (LastingBodyOf): its nodes appended, as lowered once.
+  void DefineLastingRule(RuleId rule, const LastingBody& lasting) {
+    std::vector<RuleId> rule_of;
+    rule_of.reserve(lasting.callees.size());
+    for (const std::string& callee : lasting.callees) {
+      const RuleId id = builder_->FindRule(callee);
+      if (id < 0) throw GrammarSyntaxError("generated grammar: undefined rule '" + callee + "'");
+      rule_of.push_back(id);
+    }
+    const ExprId offset = builder_->Append(lasting.nodes, lasting.heights, rule_of);
+    builder_->DefineRule(rule, offset + lasting.body, lasting.lookahead < 0 ? -1 : offset + lasting.lookahead);
   }
 
  private:
@@ -666,9 +717,59 @@ class FragmentLowering {
 
   GrammarBuilder* builder_;
   std::unordered_map<std::string, std::vector<CodepointRange>> class_ranges_;
+  std::vector<ExprId> pending_;
 };
 
+void CollectCallees(const FragmentNode& node, std::vector<std::string>* callees,
+                    std::unordered_set<std::string_view>* seen) {
+  if (node.kind == FragmentNode::Kind::kRule && seen->insert(node.text).second) callees->push_back(node.text);
+  for (const auto& child : node.children) CollectCallees(*child, callees, seen);
+}
+
+LastingBody BuildLastingBody(const std::shared_ptr<const FragmentNode>& body) {
+  LastingBody lasting;
+  lasting.fragment = body;
+  lasting.printed.reserve(body->printed_size);
+  AppendNodeAs(*body, Fragment::Binding::kAlternation, &lasting.printed);
+  std::unordered_set<std::string_view> seen;
+  CollectCallees(*body, &lasting.callees, &seen);
+  // Lowered in a grammar of its own whose first rules stand for the callees.
+  GrammarBuilder builder;
+  for (const std::string& callee : lasting.callees) builder.AddRule(callee);
+  const RuleId self = builder.AddRule("xg2_lasting_body");
+  FragmentLowering lowering(&builder);
+  lowering.DefineRule(self, *body);
+  const size_t count = builder.node_count();
+  for (const std::string& callee : lasting.callees) builder.DefineRule(builder.FindRule(callee), builder.Empty());
+  GrammarAst ast = builder.Finish(self);
+  lasting.body = ast.rules[self].body;
+  lasting.lookahead = ast.rules[self].lookahead;
+  ast.nodes.resize(count);
+  lasting.nodes = std::move(ast.nodes);
+  lasting.heights.reserve(count);
+  for (const ExprNode& node : lasting.nodes) {
+    int height = 1;
+    for (ExprId child : node.children) height = std::max(height, lasting.heights[child] + 1);
+    lasting.heights.push_back(height);
+  }
+  return lasting;
+}
+
 }  // namespace
+
+// Entries hold their fragment, so the address that keys one is never reused while it exists.
+const LastingBody& LastingBodyOf(const std::shared_ptr<const FragmentNode>& body) {
+  static ForkSafeMutex mutex;
+  static auto* cache = new std::unordered_map<const FragmentNode*, std::unique_ptr<LastingBody>>();  // never destroyed
+  {
+    std::lock_guard<ForkSafeMutex> lock(mutex);
+    auto found = cache->find(body.get());
+    if (found != cache->end()) return *found->second;
+  }
+  auto built = std::make_unique<LastingBody>(BuildLastingBody(body));
+  std::lock_guard<ForkSafeMutex> lock(mutex);
+  return *cache->emplace(body.get(), std::move(built)).first->second;
+}
 
 GrammarAst RuleSet::Lower(const std::string& root) const {
   GrammarBuilder builder;
@@ -681,14 +782,10 @@ GrammarAst RuleSet::Lower(const std::string& root) const {
     ThrowIfCancelled();
     if (!rule->body) {
       builder.DefineRule(id, builder.Empty());  // what "name ::= " parses as
-      continue;
-    }
-    const FragmentNode& body = *rule->body->node();
-    if (body.kind == FragmentNode::Kind::kLookahead) {
-      const ExprId expression = lowering.Lower(*body.children[0], 1);
-      builder.DefineRule(id, expression, lowering.Lower(*body.children[1], 1));
+    } else if (rule->lasting) {
+      lowering.DefineLastingRule(id, LastingBodyOf(rule->body->node_));
     } else {
-      builder.DefineRule(id, lowering.Lower(body, 1));
+      lowering.DefineRule(id, *rule->body->node());
     }
   }
   const RuleId root_id = builder.FindRule(root);

@@ -132,6 +132,23 @@ Fragment Alt(std::initializer_list<FragmentRef> choices);
 Fragment Repeat(const Fragment& body, int min, int max);
 inline Fragment Optional(const Fragment& body) { return Repeat(body, 0, 1); }
 
+// A rule body that lives for the process (the prebuilt string formats, string_formats.h, which
+// every conversion using a format adds with RuleSet::AddShared), printed and lowered once: a
+// date-time body printed and lowered anew for every schema would cost several times what the
+// rest of such a compile does. `nodes` is the lowered body, children before parents, a
+// reference's rule id indexing `callees`; `body` and `lookahead` index `nodes`.
+struct LastingBody {
+  std::shared_ptr<const FragmentNode> fragment;
+  std::string printed;
+  std::vector<ExprNode> nodes;
+  std::vector<int> heights;
+  std::vector<std::string> callees;
+  ExprId body = -1;
+  ExprId lookahead = -1;
+};
+// The process-wide entry for `body` (made on first use; thread-safe).
+const LastingBody& LastingBodyOf(const std::shared_ptr<const FragmentNode>& body);
+
 // The rules of one grammar, printed in creation order.
 class RuleSet {
  public:
@@ -194,6 +211,8 @@ class RuleSet {
   // or claimed, or a body that a rule of another name already has. A definition this set
   // already has (same name, shared body) is skipped, as Share would. `productive`: each of
   // the definitions derives a finite string (UnproductiveRules need not parse them again).
+  // The definitions' bodies are printed and lowered once per process (LastingBody): pass only
+  // definitions that are built once per process, as PrebuiltFormatGrammar's are.
   bool AddShared(const std::vector<std::pair<std::string, Fragment>>& definitions, bool productive);
   // Rules that derive no finite string (e.g. `a ::= "x" a`): a matcher could extend them
   // forever without ever completing.
@@ -206,6 +225,9 @@ class RuleSet {
     std::optional<Fragment> body;  // nullopt until defined
     bool discarded = false;
     bool productive = false;  // known to derive a finite string (else UnproductiveRules decides)
+    // Added by AddShared: the body is another set's, kept for the process by the caller (the
+    // prebuilt formats), so Print and Lower reuse its LastingBody.
+    bool lasting = false;
   };
   void AddBytes(size_t bytes);
   // What Share returns for `body` without naming a rule: `body` itself (never, or a short
