@@ -186,6 +186,14 @@ def _lark_to_ebnf(
     cancel: Optional[CancellationToken] = None,
 ) -> str: ...
 def _json_schema_keyword_table() -> list[tuple[str, str, str]]: ...
+def _json_schema_grammar_matches_parse(
+    schema: str,
+    any_whitespace: bool = True,
+    strict_mode: bool = True,
+    lenient: bool = False,
+    any_order: bool = False,
+    any_key_spelling: bool = False,
+) -> bool: ...
 def _json_schema_to_ebnf(
     schema: str,
     any_whitespace: bool = True,

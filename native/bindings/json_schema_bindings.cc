@@ -2,6 +2,9 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -9,7 +12,9 @@
 
 #include "compiler/compile_scope.h"
 #include "bindings/registry.h"
+#include "frontends/ebnf/ebnf_parser.h"
 #include "frontends/json_schema/json_schema_converter.h"
+#include "support/compile_limits.h"
 
 namespace py = pybind11;
 
@@ -26,6 +31,29 @@ JsonSchemaOptions MakeOptions(bool any_whitespace, std::optional<int> indent,
   options.separators = std::move(separators);
   options.max_whitespace = max_whitespace;
   return options;
+}
+
+// Node for node, rule for rule (the same ids, payloads and order).
+bool SameGrammarAst(const GrammarAst& a, const GrammarAst& b) {
+  if (a.nodes.size() != b.nodes.size() || a.rules.size() != b.rules.size() || a.root_rule != b.root_rule ||
+      !a.tag_dispatches.empty() || !b.tag_dispatches.empty() || !(a.token_sets == b.token_sets)) {
+    return false;
+  }
+  for (size_t i = 0; i < a.nodes.size(); ++i) {
+    const ExprNode& x = a.nodes[i];
+    const ExprNode& y = b.nodes[i];
+    if (x.kind != y.kind || x.rule_id != y.rule_id || x.min_repeat != y.min_repeat || x.max_repeat != y.max_repeat ||
+        x.bytes != y.bytes || x.ranges != y.ranges || x.children.size() != y.children.size() ||
+        !std::equal(x.children.begin(), x.children.end(), y.children.begin())) {
+      return false;
+    }
+  }
+  for (size_t i = 0; i < a.rules.size(); ++i) {
+    const RuleDef& x = a.rules[i];
+    const RuleDef& y = b.rules[i];
+    if (x.name != y.name || x.body != y.body || x.lookahead != y.lookahead || x.max_tokens != y.max_tokens) return false;
+  }
+  return true;
 }
 
 void BindJsonSchema(py::module_& m) {
@@ -55,6 +83,26 @@ void BindJsonSchema(py::module_& m) {
       py::arg("limits") = nullptr, py::arg("cancel") = nullptr, py::arg("any_order") = false,
       py::arg("any_key_spelling") = false,
       "JSON Schema text -> (EBNF text with root rule 'root', warnings).");
+  m.def(
+      "_json_schema_grammar_matches_parse",
+      [](const std::string& schema, bool any_whitespace, bool strict_mode, bool lenient, bool any_order,
+         bool any_key_spelling) {
+        JsonSchemaOptions options = MakeOptions(any_whitespace, std::nullopt, std::nullopt, std::nullopt);
+        options.strict_mode = strict_mode;
+        options.lenient = lenient;
+        options.any_order = any_order;
+        options.any_key_spelling = any_key_spelling;
+        py::gil_scoped_release release;
+        CompileLimits unbounded;
+        unbounded.max_repetition_bound = std::numeric_limits<int32_t>::max();
+        JsonSchemaConversion built = JsonSchemaToGrammar(schema, options, unbounded);
+        ScopedCompileLimits scope(&unbounded);
+        return SameGrammarAst(built.grammar, ParseEbnf(built.ebnf, "root"));
+      },
+      py::arg("schema"), py::arg("any_whitespace") = true, py::arg("strict_mode") = true,
+      py::arg("lenient") = false, py::arg("any_order") = false, py::arg("any_key_spelling") = false,
+      "Test hook: whether the grammar the JSON Schema frontend builds directly is node for node "
+      "the parse of the EBNF it prints.");
   m.def(
       "_json_schema_keyword_table",
       [] {

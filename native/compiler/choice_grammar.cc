@@ -1,5 +1,6 @@
 #include "compiler/choice_grammar.h"
 
+#include "grammar/grammar_builder.h"
 #include "support/error.h"
 
 namespace xg2 {
@@ -34,6 +35,17 @@ std::string ChoiceEbnf(const std::vector<std::string>& choices) {
     out += EbnfStringLiteral(choices[i]);
   }
   return out;
+}
+
+GrammarAst ChoiceGrammar(const std::vector<std::string>& choices) {
+  if (choices.empty()) throw InvalidArgumentError("choices must not be empty");
+  GrammarBuilder builder;
+  const RuleId root = builder.AddRule("root");
+  std::vector<ExprId> alternatives;
+  alternatives.reserve(choices.size());
+  for (const std::string& choice : choices) alternatives.push_back(builder.Bytes(choice));
+  builder.DefineRule(root, builder.Choice(alternatives.data(), alternatives.size()));
+  return builder.Finish(root);
 }
 
 }  // namespace xg2

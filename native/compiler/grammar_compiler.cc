@@ -28,19 +28,24 @@ std::shared_ptr<CompiledGrammar> GrammarCompiler::Compile(const std::string& ebn
 JsonSchemaCompilation GrammarCompiler::CompileJsonSchema(const std::string& schema,
                                                          const JsonSchemaOptions& options,
                                                          const CancellationToken* cancel) const {
+  // The frontend builds the grammar directly (frontends/json_schema/ebnf_builder.h); the
+  // printed EBNF is kept for inspection.
   JsonSchemaConversion conversion;
   {
     CompileScope scope(&limits_, cancel);
-    conversion = JsonSchemaToEbnf(schema, options);
+    conversion = JsonSchemaToGrammar(schema, options, schema_limits_);
   }
   JsonSchemaCompilation result;
-  result.grammar = Compile(conversion.ebnf, "root", schema_limits_, cancel);
+  CompileScope scope(&schema_limits_, cancel);
+  result.grammar = CompileGrammarAst(std::move(conversion.grammar), conversion.ebnf, target_);
   result.warnings = std::move(conversion.warnings);
   return result;
 }
 
 std::shared_ptr<CompiledGrammar> GrammarCompiler::CompileBuiltinJson(const CancellationToken* cancel) const {
-  return Compile(BuiltinJsonEbnf(JsonSchemaOptions()), "root", limits_, cancel);
+  CompileScope scope(&limits_, cancel);
+  JsonSchemaConversion conversion = BuiltinJsonGrammar(JsonSchemaOptions());
+  return CompileGrammarAst(std::move(conversion.grammar), conversion.ebnf, target_);
 }
 
 std::shared_ptr<CompiledGrammar> GrammarCompiler::CompileEbnf(const std::string& ebnf,
@@ -74,7 +79,8 @@ std::shared_ptr<CompiledGrammar> GrammarCompiler::CompileLark(const std::string&
 
 std::shared_ptr<CompiledGrammar> GrammarCompiler::CompileChoice(const std::vector<std::string>& choices,
                                                                 const CancellationToken* cancel) const {
-  return Compile(ChoiceEbnf(choices), "root", limits_, cancel);
+  CompileScope scope(&limits_, cancel);
+  return CompileGrammarAst(ChoiceGrammar(choices), ChoiceEbnf(choices), target_);
 }
 
 std::shared_ptr<LoweredStructuralTag> GrammarCompiler::LowerStructuralTag(const std::string& tag_json,

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "frontends/ebnf/parsed_body_cache.h"
+#include "grammar/grammar_builder.h"
 #include "grammar/token_literal.h"
 #include "support/cancellation.h"
 #include "support/compile_limits.h"
@@ -29,7 +30,8 @@ namespace {
 constexpr int kMaxNestingDepth = 1000;
 // Expression trees taller than this are refused, so that every later recursive walk of
 // the tree (printing, lowering) has a bounded depth.
-constexpr int kMaxExpressionHeight = 2 * kMaxNestingDepth;
+static_assert(kMaxExpressionHeight == 2 * kMaxNestingDepth,
+              "the parser and grammar/grammar_builder.h bound expression trees alike");
 
 constexpr uint32_t kSurrogateFirst = 0xD800;
 constexpr uint32_t kSurrogateLast = 0xDFFF;
@@ -1136,6 +1138,24 @@ class Parser {
 
 GrammarAst ParseEbnf(std::string_view text, std::string_view root_rule_name) {
   return Parser(text, root_rule_name).Parse();
+}
+
+std::vector<CodepointRange> ParseEbnfCharClass(std::string_view spelled) {
+  const SourceText source(spelled);
+  Lexer lexer(source);
+  Token token;
+  lexer.Next(&token);
+  std::vector<CodepointRange> ranges;
+  if (token.kind == TokenKind::kCharClass) {
+    ranges = std::move(token.ranges);
+  } else if (token.kind == TokenKind::kAnyChar) {
+    ranges = NormalizeRanges({}, /*negate=*/true);
+  } else {
+    source.Fail(0, "expected a character class");
+  }
+  lexer.Next(&token);
+  if (token.kind != TokenKind::kEnd) source.Fail(token.offset, "expected the end of the character class");
+  return ranges;
 }
 
 bool MayNameTokenLiterals(std::string_view text) {

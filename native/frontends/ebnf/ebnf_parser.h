@@ -3,6 +3,7 @@
 #define XG2_FRONTENDS_EBNF_EBNF_PARSER_H_
 
 #include <string_view>
+#include <vector>
 
 #include "grammar/grammar_ast.h"
 
@@ -17,6 +18,10 @@ GrammarAst ParseEbnf(std::string_view text, std::string_view root_rule_name = "r
 // comments) by `(`. Token literals come only from that syntax (an escape spells a code point,
 // always valid UTF-8), so a grammar without it need not be parsed to find none.
 bool MayNameTokenLiterals(std::string_view text);
+
+// The code points of the character class `spelled` exactly as EBNF spells one ("[0-9]",
+// "[^\\x00-\\x1F]", or "."), normalised. Throws GrammarSyntaxError when it is not one class.
+std::vector<CodepointRange> ParseEbnfCharClass(std::string_view spelled);
 
 }  // namespace xg2
 

@@ -4,46 +4,255 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 
+#include "frontends/ebnf/ebnf_parser.h"
+#include "grammar/grammar_builder.h"
 #include "support/cancellation.h"
+#include "support/dcheck.h"
+#include "support/fork_safe_mutex.h"
 #include "support/error.h"
 
 namespace xg2 {
 
-Fragment Fragment::Never() { return Fragment("", Binding::kAtom, true); }
+namespace {
 
-Fragment Fragment::Epsilon() { return Fragment("\"\"", Binding::kAtom, false); }
+using NodePtr = std::shared_ptr<const FragmentNode>;
+using Kind = FragmentNode::Kind;
+using Binding = Fragment::Binding;
 
-Fragment Fragment::Literal(std::string_view bytes) {
-  if (bytes.empty()) return Epsilon();
-  std::string text = "\"";
+size_t Mix(size_t hash, size_t value) {
+  hash ^= value + 0x9E3779B97F4A7C15ull + (hash << 6) + (hash >> 2);
+  return hash;
+}
+
+// Bytes of `byte` inside a printed literal.
+size_t EscapedSize(unsigned char byte) {
+  switch (byte) {
+    case '"':
+    case '\\':
+    case '\n':
+    case '\r':
+    case '\t': return 2;
+    default: return byte < 0x20 || byte == 0x7F ? 4 : 1;
+  }
+}
+
+void AppendEscaped(std::string_view bytes, std::string* out) {
+  out->push_back('"');
   for (char c : bytes) {
     unsigned char byte = static_cast<unsigned char>(c);
     switch (c) {
-      case '"': text += "\\\""; break;
-      case '\\': text += "\\\\"; break;
-      case '\n': text += "\\n"; break;
-      case '\r': text += "\\r"; break;
-      case '\t': text += "\\t"; break;
+      case '"': out->append("\\\""); break;
+      case '\\': out->append("\\\\"); break;
+      case '\n': out->append("\\n"); break;
+      case '\r': out->append("\\r"); break;
+      case '\t': out->append("\\t"); break;
       default:
         if (byte < 0x20 || byte == 0x7F) {
           char escaped[8];
           std::snprintf(escaped, sizeof(escaped), "\\x%02X", byte);
-          text += escaped;
+          out->append(escaped);
         } else {
-          text.push_back(c);  // ASCII or a byte of a UTF-8 sequence (the input is UTF-8)
+          out->push_back(c);  // ASCII or a byte of a UTF-8 sequence (the input is UTF-8)
         }
     }
   }
-  text.push_back('"');
-  Fragment literal(std::move(text), Binding::kAtom, false);
-  literal.literal_ = true;
-  return literal;
+  out->push_back('"');
+}
+
+// What parentheses add when a node of `binding` is printed where `needed` binds.
+size_t ParenSize(Binding binding, Binding needed) {
+  return static_cast<int>(binding) <= static_cast<int>(needed) ? 0 : 2;
+}
+
+size_t DecimalDigits(int value) {
+  size_t digits = 1;
+  for (; value >= 10; value /= 10) ++digits;
+  return digits;
+}
+
+// RepeatSuffix(min, max).size(), without building it (every repetition needs its size).
+size_t RepeatSuffixSize(int min, int max) {
+  if ((min == 0 && max == 1) || (min == 0 && max < 0) || (min == 1 && max < 0)) return 1;
+  if (max < 0) return DecimalDigits(min) + 3;
+  if (min == max) return DecimalDigits(min) + 2;
+  return DecimalDigits(min) + DecimalDigits(max) + 3;
+}
+
+std::string RepeatSuffix(int min, int max) {
+  if (min == 0 && max == 1) return "?";
+  if (min == 0 && max < 0) return "*";
+  if (min == 1 && max < 0) return "+";
+  if (max < 0) return "{" + std::to_string(min) + ",}";
+  if (min == max) return "{" + std::to_string(min) + "}";
+  return "{" + std::to_string(min) + "," + std::to_string(max) + "}";
+}
+
+NodePtr MakeLeaf(Kind kind, std::string text, size_t printed_size) {
+  auto node = std::make_shared<FragmentNode>();
+  node->kind = kind;
+  node->hash = Mix(Mix(static_cast<size_t>(kind), std::hash<std::string>()(text)), 0);
+  node->text = std::move(text);
+  node->printed_size = printed_size;
+  return node;
+}
+
+NodePtr LiteralNode(std::string bytes) {
+  size_t size = 2;
+  for (char c : bytes) size += EscapedSize(static_cast<unsigned char>(c));
+  return MakeLeaf(Kind::kLiteral, std::move(bytes), size);
+}
+
+// A compound node over `children`; printed_size and hash from theirs.
+NodePtr MakeCompound(Kind kind, Binding binding, std::vector<NodePtr> children, int min = 0, int max = -1) {
+  auto node = std::make_shared<FragmentNode>();
+  node->kind = kind;
+  node->binding = binding;
+  node->min = min;
+  node->max = max;
+  size_t hash = Mix(Mix(Mix(static_cast<size_t>(kind), static_cast<size_t>(min)), static_cast<size_t>(max)), 1);
+  for (const NodePtr& child : children) hash = Mix(hash, child->hash);
+  node->hash = hash;
+  switch (kind) {
+    case Kind::kSequence: {
+      size_t size = children.size() - 1;
+      for (const NodePtr& child : children) size += child->printed_size + ParenSize(child->binding, Binding::kSequence);
+      node->printed_size = size;
+      break;
+    }
+    case Kind::kAlternation: {
+      size_t size = 3 * (children.size() - 1);
+      for (const NodePtr& child : children) size += child->printed_size;
+      node->printed_size = size;
+      break;
+    }
+    case Kind::kRepeat:
+      node->printed_size =
+          children[0]->printed_size + ParenSize(children[0]->binding, Binding::kAtom) + RepeatSuffixSize(min, max);
+      break;
+    case Kind::kLookahead:
+      node->printed_size = children[0]->printed_size + 4 + children[1]->printed_size + 1;
+      break;
+    default: XG2_DCHECK(false, "a compound fragment node");
+  }
+  node->children = std::move(children);
+  return node;
+}
+
+void AppendNode(const FragmentNode& node, std::string* out);
+
+void AppendNodeAs(const FragmentNode& node, Binding needed, std::string* out) {
+  if (ParenSize(node.binding, needed) == 0) return AppendNode(node, out);
+  out->push_back('(');
+  AppendNode(node, out);
+  out->push_back(')');
+}
+
+void AppendNode(const FragmentNode& node, std::string* out) {
+  switch (node.kind) {
+    case Kind::kEmpty: out->append("\"\""); return;
+    case Kind::kLiteral: AppendEscaped(node.text, out); return;
+    case Kind::kRule:
+    case Kind::kCharClass:
+    case Kind::kExpression: out->append(node.text); return;
+    case Kind::kSequence:
+      for (size_t i = 0; i < node.children.size(); ++i) {
+        if (i > 0) out->push_back(' ');
+        AppendNodeAs(*node.children[i], Binding::kSequence, out);
+      }
+      return;
+    case Kind::kAlternation:
+      for (size_t i = 0; i < node.children.size(); ++i) {
+        if (i > 0) out->append(" | ");
+        AppendNodeAs(*node.children[i], Binding::kAlternation, out);
+      }
+      return;
+    case Kind::kRepeat:
+      AppendNodeAs(*node.children[0], Binding::kAtom, out);
+      out->append(RepeatSuffix(node.min, node.max));
+      return;
+    case Kind::kLookahead:
+      AppendNodeAs(*node.children[0], Binding::kAlternation, out);
+      out->append(" (= ");
+      AppendNodeAs(*node.children[1], Binding::kAlternation, out);
+      out->push_back(')');
+      return;
+  }
+}
+
+bool SameNode(const FragmentNode& a, const FragmentNode& b) {
+  if (&a == &b) return true;
+  if (a.hash != b.hash || a.kind != b.kind || a.printed_size != b.printed_size || a.min != b.min ||
+      a.max != b.max || a.children.size() != b.children.size() || a.text != b.text) {
+    return false;
+  }
+  for (size_t i = 0; i < a.children.size(); ++i) {
+    if (!SameNode(*a.children[i], *b.children[i])) return false;
+  }
+  return true;
+}
+
+bool IsRuleName(std::string_view text) {
+  if (text.empty() || (text[0] >= '0' && text[0] <= '9')) return false;
+  for (char c : text) {
+    const bool word = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+    if (!word) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Fragment Fragment::Never() { return Fragment(nullptr); }
+
+Fragment Fragment::Epsilon() {
+  static const NodePtr* const kEpsilon = new NodePtr(MakeLeaf(Kind::kEmpty, "", 2));  // never destroyed
+  return Fragment(*kEpsilon);
+}
+
+Fragment Fragment::Literal(std::string_view bytes) {
+  if (bytes.empty()) return Epsilon();
+  return Fragment(LiteralNode(std::string(bytes)));
+}
+
+Fragment Fragment::Rule(std::string name) {
+  XG2_DCHECK(IsRuleName(name), "'" + name + "' is a rule name");
+  const size_t size = name.size();
+  return Fragment(MakeLeaf(Kind::kRule, std::move(name), size));
+}
+
+Fragment Fragment::CharClass(std::string spelled) {
+  XG2_DCHECK(spelled.size() >= 3 && spelled.front() == '[' && spelled.back() == ']', "a class is spelled [...]");
+  const size_t size = spelled.size();
+  return Fragment(MakeLeaf(Kind::kCharClass, std::move(spelled), size));
+}
+
+Fragment Fragment::Expression(std::string ebnf) {
+  const size_t size = ebnf.size();
+  return Fragment(MakeLeaf(Kind::kExpression, std::move(ebnf), size));
 }
 
 Fragment Fragment::Atom(std::string text) {
-  return Fragment(std::move(text), Binding::kAtom, false);
+  if (!text.empty() && text.front() == '[') return CharClass(std::move(text));
+  if (IsRuleName(text)) return Rule(std::move(text));
+  return Expression(std::move(text));
 }
+
+bool Fragment::epsilon() const { return node_ != nullptr && node_->kind == Kind::kEmpty; }
+
+std::string Fragment::text() const {
+  std::string out;
+  if (node_ == nullptr) return out;
+  out.reserve(node_->printed_size);
+  AppendNode(*node_, &out);
+  XG2_DCHECK(out.size() == node_->printed_size, "a fragment's printed size is the size of its text");
+  return out;
+}
+
+size_t Fragment::text_size() const { return node_ == nullptr ? 0 : node_->printed_size; }
+
+Fragment::Binding Fragment::binding() const { return node_ == nullptr ? Binding::kAtom : node_->binding; }
 
 std::string Fragment::TextAs(Binding needed) const {
   std::string text;
@@ -52,77 +261,81 @@ std::string Fragment::TextAs(Binding needed) const {
 }
 
 void Fragment::AppendTextAs(Binding needed, std::string* out) const {
-  if (static_cast<int>(binding_) <= static_cast<int>(needed)) {
-    out->append(text_);
-    return;
-  }
-  out->push_back('(');
-  out->append(text_);
-  out->push_back(')');
+  if (node_ != nullptr) AppendNodeAs(*node_, needed, out);
 }
 
-// Seq and Alt over a vector of operands or a braced list of references to them.
+bool Fragment::operator==(const Fragment& other) const {
+  if (node_ == nullptr || other.node_ == nullptr) return node_ == other.node_;
+  return SameNode(*node_, *other.node_);
+}
+
+size_t Fragment::hash() const { return node_ == nullptr ? 0 : node_->hash; }
+
+// Seq and Alt over a vector of operands or a braced list of references to them. The tree
+// follows the text the operands would print as: a sequence operand's parts join the
+// sequence, and a literal operand right after a literal operand merges into it.
 template <typename Iterator>
 Fragment SeqOf(Iterator begin, Iterator end) {
-  std::string text;
-  size_t capacity = 0;  // an upper bound: each part with parentheses and a separator
-  for (Iterator it = begin; it != end; ++it) {
-    const Fragment& part = *it;
-    capacity += part.text().size() + 3;
-  }
-  text.reserve(capacity);
+  std::vector<NodePtr> children;
   int count = 0;
-  // With one part left (count == 1): that part, or the literal merged into `text`.
-  const Fragment* only = nullptr;
+  const Fragment* only = nullptr;  // with count == 1 and nothing merged: that operand
   bool merged = false;
-  bool text_ends_with_literal = false;
+  bool ends_with_literal_operand = false;
   for (Iterator it = begin; it != end; ++it) {
     const Fragment& part = *it;
     if (part.never()) return Fragment::Never();
     if (part.epsilon()) continue;
-    if (part.literal_ && text_ends_with_literal) {
-      // Adjacent literals merge: drop the closing quote and the next opening quote.
-      text.pop_back();
-      text.append(part.text(), 1, std::string::npos);
+    const FragmentNode& node = *part.node();
+    if (node.kind == Kind::kLiteral && ends_with_literal_operand) {
+      children.back() = LiteralNode(children.back()->text + node.text);
       merged = true;
       continue;
     }
-    if (count++ > 0) text.push_back(' ');
-    part.AppendTextAs(Fragment::Binding::kSequence, &text);
-    text_ends_with_literal = part.literal_;
+    ++count;
+    if (node.kind == Kind::kSequence) {
+      children.insert(children.end(), node.children.begin(), node.children.end());
+    } else {
+      children.push_back(part.node_);
+    }
+    ends_with_literal_operand = node.kind == Kind::kLiteral;
     only = &part;
     merged = false;
   }
   if (count == 0) return Fragment::Epsilon();
   if (count == 1 && !merged) return *only;
-  if (count == 1) {
-    Fragment literal(std::move(text), Fragment::Binding::kAtom, false);
-    literal.literal_ = true;
-    return literal;
-  }
-  return Fragment(std::move(text), Fragment::Binding::kSequence, false);
+  if (children.size() == 1) return Fragment(std::move(children[0]));
+  return Fragment(MakeCompound(Kind::kSequence, Binding::kSequence, std::move(children)));
 }
 
+// Alternatives are deduplicated as operands (before an alternation operand's choices join).
 template <typename Iterator>
 Fragment AltOf(Iterator begin, Iterator end) {
+  struct HashOf {
+    size_t operator()(const Fragment* fragment) const { return fragment->hash(); }
+  };
+  struct Equal {
+    bool operator()(const Fragment* a, const Fragment* b) const { return *a == *b; }
+  };
   std::vector<const Fragment*> kept;
-  std::unordered_set<std::string_view> seen;  // views of the choices' texts
+  std::unordered_set<const Fragment*, HashOf, Equal> seen;
   for (Iterator it = begin; it != end; ++it) {
     const Fragment& choice = *it;
-    if (choice.never() || !seen.insert(choice.text()).second) continue;
+    if (choice.never() || !seen.insert(&choice).second) continue;
     kept.push_back(&choice);
   }
   if (kept.empty()) return Fragment::Never();
   if (kept.size() == 1) return *kept[0];
-  std::string text;
-  size_t capacity = 0;  // an upper bound: each choice with parentheses and a separator
-  for (const Fragment* choice : kept) capacity += choice->text().size() + 5;
-  text.reserve(capacity);
-  for (size_t i = 0; i < kept.size(); ++i) {
-    if (i > 0) text += " | ";
-    kept[i]->AppendTextAs(Fragment::Binding::kAlternation, &text);
+  std::vector<NodePtr> children;
+  children.reserve(kept.size());
+  for (const Fragment* choice : kept) {
+    const FragmentNode& node = *choice->node();
+    if (node.kind == Kind::kAlternation) {
+      children.insert(children.end(), node.children.begin(), node.children.end());
+    } else {
+      children.push_back(choice->node_);
+    }
   }
-  return Fragment(std::move(text), Fragment::Binding::kAlternation, false);
+  return Fragment(MakeCompound(Kind::kAlternation, Binding::kAlternation, std::move(children)));
 }
 
 Fragment Seq(const std::vector<Fragment>& parts) { return SeqOf(parts.begin(), parts.end()); }
@@ -135,22 +348,7 @@ Fragment Repeat(const Fragment& body, int min, int max) {
   if (body.never()) return min == 0 ? Fragment::Epsilon() : Fragment::Never();
   if (body.epsilon()) return body;
   if (min == 1 && max == 1) return body;
-  std::string suffix;
-  if (min == 0 && max == 1) {
-    suffix = "?";
-  } else if (min == 0 && max < 0) {
-    suffix = "*";
-  } else if (min == 1 && max < 0) {
-    suffix = "+";
-  } else if (max < 0) {
-    suffix = "{" + std::to_string(min) + ",}";
-  } else if (min == max) {
-    suffix = "{" + std::to_string(min) + "}";
-  } else {
-    suffix = "{" + std::to_string(min) + "," + std::to_string(max) + "}";
-  }
-  return Fragment(body.TextAs(Fragment::Binding::kAtom) + suffix, Fragment::Binding::kQuantified,
-                  false);
+  return Fragment(MakeCompound(Kind::kRepeat, Binding::kQuantified, {body.node_}, min, max));
 }
 
 namespace {
@@ -208,7 +406,7 @@ std::string RuleSet::Reserve(std::string_view hint) {
     ++next;
   }
   index_of_name_.emplace(name, rules_.size());
-  rules_.push_back({name, "", false});
+  rules_.push_back({name, std::nullopt, false});
   AddBytes(name.size());
   return name;
 }
@@ -216,14 +414,15 @@ std::string RuleSet::Reserve(std::string_view hint) {
 void RuleSet::Discard(const std::string& name) { rules_.at(index_of_name_.at(name)).discarded = true; }
 
 void RuleSet::Define(const std::string& name, const Fragment& body) {
+  XG2_DCHECK(!body.never(), "rule '" + name + "' is defined with a body");
   Rule& rule = rules_.at(index_of_name_.at(name));
-  rule.body = body.text();
-  AddBytes(rule.body.size());
+  rule.body = body;
+  AddBytes(body.text_size());
 }
 
 void RuleSet::ReserveNamed(const std::string& name) {
   index_of_name_.emplace(name, rules_.size());
-  rules_.push_back({name, "", false});
+  rules_.push_back({name, std::nullopt, false});
 }
 
 void RuleSet::DefineNamed(const std::string& name, const Fragment& body) {
@@ -237,41 +436,41 @@ Fragment RuleSet::Share(std::string_view hint, const Fragment& body) {
 
 std::optional<Fragment> RuleSet::Existing(const Fragment& body) const {
   if (body.never()) return body;
-  if (body.binding() == Fragment::Binding::kAtom && body.text().size() <= kMaxInlineAtomLength) {
+  if (body.binding() == Fragment::Binding::kAtom && body.text_size() <= kMaxInlineAtomLength) {
     return body;
   }
-  auto found = name_of_body_.find(body.text());
-  if (found != name_of_body_.end()) return Fragment::Atom(found->second);
+  auto found = name_of_body_.find(body);
+  if (found != name_of_body_.end()) return Fragment::Rule(found->second);
   return std::nullopt;
 }
 
 Fragment RuleSet::DefineShared(std::string_view hint, const Fragment& body) {
   std::string name = Reserve(hint);
   Define(name, body);
-  name_of_body_.emplace(body.text(), name);
-  return Fragment::Atom(name);
+  name_of_body_.emplace(body, name);
+  return Fragment::Rule(name);
 }
 
 Fragment RuleSet::ShareWithLookahead(std::string_view hint, const Fragment& body, const Fragment& lookahead) {
-  std::string text = body.TextAs(Fragment::Binding::kAlternation) + " (= " +
-                     lookahead.TextAs(Fragment::Binding::kAlternation) + ")";
-  auto found = name_of_body_.find(text);
-  if (found != name_of_body_.end()) return Fragment::Atom(found->second);
+  Fragment with_lookahead(MakeCompound(FragmentNode::Kind::kLookahead, Fragment::Binding::kAtom,
+                                       {body.node_, lookahead.node_}));
+  auto found = name_of_body_.find(with_lookahead);
+  if (found != name_of_body_.end()) return Fragment::Rule(found->second);
   std::string name = Reserve(hint);
-  Define(name, Fragment::Atom(text));
-  name_of_body_.emplace(std::move(text), name);
-  return Fragment::Atom(name);
+  Define(name, with_lookahead);
+  name_of_body_.emplace(std::move(with_lookahead), name);
+  return Fragment::Rule(name);
 }
 
 bool RuleSet::IsDefined(const std::string& name) const {
   auto found = index_of_name_.find(name);
-  return found != index_of_name_.end() && !rules_[found->second].body.empty();
+  return found != index_of_name_.end() && rules_[found->second].body.has_value();
 }
 
-std::vector<std::pair<std::string, std::string>> RuleSet::Definitions() const {
-  std::vector<std::pair<std::string, std::string>> definitions;
+std::vector<std::pair<std::string, Fragment>> RuleSet::Definitions() const {
+  std::vector<std::pair<std::string, Fragment>> definitions;
   for (const Rule& rule : rules_) {
-    if (!rule.discarded && !rule.body.empty()) definitions.emplace_back(rule.name, rule.body);
+    if (!rule.discarded && rule.body) definitions.emplace_back(rule.name, *rule.body);
   }
   return definitions;
 }
@@ -280,8 +479,8 @@ std::vector<std::pair<std::string, std::string>> RuleSet::Definitions() const {
 // definitions were made that way in their own set, where the names before each were those
 // of the definitions before it. Here the same names are taken by the same earlier
 // definitions, so where each name is free (and unclaimed) Share would pick it again.
-bool RuleSet::AddShared(const std::vector<std::pair<std::string, std::string>>& definitions, bool productive) {
-  std::vector<const std::pair<std::string, std::string>*> fresh;
+bool RuleSet::AddShared(const std::vector<std::pair<std::string, Fragment>>& definitions, bool productive) {
+  std::vector<const std::pair<std::string, Fragment>*> fresh;
   for (const auto& definition : definitions) {
     auto shared = name_of_body_.find(definition.second);
     if (shared != name_of_body_.end()) {
@@ -293,8 +492,8 @@ bool RuleSet::AddShared(const std::vector<std::pair<std::string, std::string>>& 
   }
   for (const auto* definition : fresh) {
     index_of_name_.emplace(definition->first, rules_.size());
-    rules_.push_back({definition->first, definition->second, false, productive});
-    AddBytes(definition->first.size() + definition->second.size());
+    rules_.push_back({definition->first, definition->second, false, productive, /*lasting=*/true});
+    AddBytes(definition->first.size() + definition->second.text_size());
     name_of_body_.emplace(definition->second, definition->first);
   }
   return true;
@@ -302,220 +501,52 @@ bool RuleSet::AddShared(const std::vector<std::pair<std::string, std::string>>& 
 
 namespace {
 
-// How UnproductiveRules reads the bodies this builder writes (ProductivityTree and
-// CollectRuleReferences alike): a rule name is a run of these characters ...
-bool IsRuleNameChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
-         c == '-';
-}
-
-// ... and a literal or class opening at `open` ends at the first `close` that an even run of
-// backslashes precedes. Returns the position just past it, or npos when it does not close.
-// memchr, because literals make up most of the text.
-size_t QuotedEnd(std::string_view text, size_t open, char close) {
-  for (size_t pos = open;;) {
-    const void* found = std::memchr(text.data() + pos + 1, close, text.size() - pos - 1);
-    if (found == nullptr) return std::string_view::npos;
-    pos = static_cast<const char*>(found) - text.data();
-    size_t backslashes = 0;
-    while (text[pos - 1 - backslashes] == '\\') ++backslashes;  // stops at the opening quote
-    if (backslashes % 2 == 0) return pos + 1;
+// Appends to `refs` the index of each rule that `node` names, and returns true; false when
+// it names a rule the set does not know.
+bool CollectRuleReferences(const FragmentNode& node, const std::unordered_map<std::string, size_t>& rule_index,
+                           std::vector<int32_t>* refs) {
+  if (node.kind == FragmentNode::Kind::kRule) {
+    auto found = rule_index.find(node.text);
+    if (found == rule_index.end()) return false;
+    refs->push_back(static_cast<int32_t>(found->second));
+    return true;
   }
-}
-
-// Node kinds of a ProductivityTree: a terminal always derives something; an optional node
-// does too (empty); a rule node derives something when its rule does; a sequence when all
-// children do, an alternation when any does.
-enum class ProductivityKind { kTerminal, kOptional, kRule, kSequence, kAlternation };
-struct ProductivityNode {
-  ProductivityKind kind;
-  int32_t rule;          // kRule: index of the rule (-1: no such rule)
-  uint32_t first_child;  // kSequence / kAlternation: children[first_child, + child_count)
-  uint32_t child_count;
-};
-// The nodes of all the trees of one UnproductiveRules call, in shared arrays: a large
-// grammar has thousands of rule bodies, and three vectors per tree made the allocator the
-// main cost of the check.
-struct ProductivityArena {
-  std::vector<ProductivityNode> nodes;
-  std::vector<int> children;
-  std::vector<int> pending;  // the parse's stack of finished children (empty between parses)
-  std::string name;
-};
-
-// Parses the EBNF this builder emits into a tree just detailed enough to decide whether
-// an expression derives some finite string once the rules it refers to are known to.
-class ProductivityTree {
- public:
-  using Kind = ProductivityKind;
-  using Node = ProductivityNode;
-
-  // `rule_index` maps a rule name to its index in the rule set. The tree's nodes live in
-  // `arena`, which must outlive it.
-  ProductivityTree(const std::string& text, const std::unordered_map<std::string, size_t>& rule_index,
-                   ProductivityArena* arena)
-      : text_(text), rule_index_(rule_index), nodes_(arena->nodes), children_(arena->children),
-        pending_(arena->pending), name_(arena->name) {
-    root_ = ParseAlternation();
-  }
-
-  // `productive[i]`: rule i is known to derive a finite string.
-  bool Derives(const std::vector<uint8_t>& productive) const { return Derives(root_, productive); }
-
- private:
-  bool Derives(int id, const std::vector<uint8_t>& productive) const {
-    const Node& node = nodes_[id];
-    switch (node.kind) {
-      case Kind::kTerminal:
-      case Kind::kOptional: return true;
-      case Kind::kRule: return node.rule >= 0 && productive[node.rule];
-      case Kind::kSequence:
-        for (uint32_t i = 0; i < node.child_count; ++i) {
-          if (!Derives(children_[node.first_child + i], productive)) return false;
-        }
-        return true;
-      case Kind::kAlternation:
-        for (uint32_t i = 0; i < node.child_count; ++i) {
-          if (Derives(children_[node.first_child + i], productive)) return true;
-        }
-        return false;
-    }
-    return false;
-  }
-
-  int Add(Kind kind, int32_t rule = -1) {
-    nodes_.push_back({kind, rule, 0, 0});
-    return static_cast<int>(nodes_.size()) - 1;
-  }
-  // A parent of the nodes pending_[first..], which it takes off pending_.
-  int AddParent(Kind kind, size_t first) {
-    int id = Add(kind);
-    nodes_[id].first_child = static_cast<uint32_t>(children_.size());
-    nodes_[id].child_count = static_cast<uint32_t>(pending_.size() - first);
-    children_.insert(children_.end(), pending_.begin() + static_cast<std::ptrdiff_t>(first), pending_.end());
-    pending_.resize(first);
-    return id;
-  }
-  // The one node pending_[first], taken off pending_.
-  int TakeOnly(size_t first) {
-    int id = pending_[first];
-    pending_.resize(first);
-    return id;
-  }
-  void SkipSpaces() {
-    while (pos_ < text_.size() && text_[pos_] == ' ') ++pos_;
-  }
-  // Parse functions collect the children of the node they build on pending_ (a stack shared
-  // by all levels: nested calls leave it as they found it).
-  int ParseAlternation() {
-    size_t first = pending_.size();
-    int choice = ParseSequence();
-    pending_.push_back(choice);
-    SkipSpaces();
-    while (pos_ < text_.size() && text_[pos_] == '|') {
-      ++pos_;
-      choice = ParseSequence();
-      pending_.push_back(choice);
-      SkipSpaces();
-    }
-    return pending_.size() - first == 1 ? TakeOnly(first) : AddParent(Kind::kAlternation, first);
-  }
-  int ParseSequence() {
-    size_t first = pending_.size();
-    while (true) {
-      SkipSpaces();
-      if (pos_ >= text_.size() || text_[pos_] == '|' || text_[pos_] == ')') break;
-      int part = ParsePostfix();
-      pending_.push_back(part);
-    }
-    return pending_.size() - first == 1 ? TakeOnly(first) : AddParent(Kind::kSequence, first);
-  }
-  int ParsePostfix() {
-    int atom = ParseAtom();
-    while (pos_ < text_.size()) {
-      char c = text_[pos_];
-      if (c == '?' || c == '*') {
-        ++pos_;
-        atom = Add(Kind::kOptional);
-      } else if (c == '+') {
-        ++pos_;
-      } else if (c == '{') {
-        size_t close = text_.find('}', pos_);
-        bool zero_minimum = text_[pos_ + 1] == '0' || text_[pos_ + 1] == ',';
-        pos_ = close + 1;
-        if (zero_minimum) atom = Add(Kind::kOptional);
-      } else {
-        break;
-      }
-    }
-    return atom;
-  }
-  void SkipQuoted(char close) {
-    pos_ = std::min(QuotedEnd(text_, pos_, close), text_.size());
-  }
-  int ParseAtom() {
-    char c = text_[pos_];
-    if (c == '"') {
-      SkipQuoted('"');
-      return Add(Kind::kTerminal);
-    }
-    if (c == '[') {
-      SkipQuoted(']');
-      return Add(Kind::kTerminal);
-    }
-    if (c == '(') {
-      ++pos_;
-      int inner = ParseAlternation();
-      ++pos_;  // ')'
-      return inner;
-    }
-    size_t start = pos_;
-    while (pos_ < text_.size() && IsRuleNameChar(text_[pos_])) ++pos_;
-    if (pos_ == start) {
-      ++pos_;  // not produced by this builder; treat as a terminal
-      return Add(Kind::kTerminal);
-    }
-    name_.assign(text_, start, pos_ - start);
-    auto found = rule_index_.find(name_);
-    return Add(Kind::kRule, found == rule_index_.end() ? -1 : static_cast<int32_t>(found->second));
-  }
-
-  const std::string& text_;
-  const std::unordered_map<std::string, size_t>& rule_index_;
-  size_t pos_ = 0;
-  // The arena's arrays (shared with the other trees of the arena).
-  std::vector<Node>& nodes_;
-  std::vector<int>& children_;
-  std::vector<int>& pending_;
-  std::string& name_;
-  int root_ = 0;
-};
-
-// Appends to `refs` the index of each rule that `body` (as this builder writes it) names, and
-// returns true; false when the text names a rule the set does not know or is not this
-// builder's (the ProductivityTree then decides). `name` is scratch.
-bool CollectRuleReferences(const std::string& body, const std::unordered_map<std::string, size_t>& rule_index,
-                           std::vector<int32_t>* refs, std::string* name) {
-  for (size_t pos = 0; pos < body.size(); ++pos) {
-    const char c = body[pos];
-    if (c == '"' || c == '[') {
-      const size_t end = QuotedEnd(body, pos, c == '"' ? '"' : ']');
-      if (end == std::string::npos) return false;
-      pos = end - 1;
-    } else if (c == '{') {
-      pos = body.find('}', pos);
-      if (pos == std::string::npos) return false;
-    } else if (IsRuleNameChar(c)) {
-      size_t end = pos + 1;
-      while (end < body.size() && IsRuleNameChar(body[end])) ++end;
-      name->assign(body, pos, end - pos);
-      auto found = rule_index.find(*name);
-      if (found == rule_index.end()) return false;
-      refs->push_back(static_cast<int32_t>(found->second));
-      pos = end - 1;
-    }
+  for (const auto& child : node.children) {
+    if (!CollectRuleReferences(*child, rule_index, refs)) return false;
   }
   return true;
+}
+
+// Whether `node` derives some finite string once the rules marked in `productive` do
+// (`rule_index` maps names to their indices; an unknown name derives nothing). A spelled
+// class or expression always derives one (a class is never empty; an expression names no
+// rule); a lookahead body needs its body and its lookahead to.
+bool Derives(const FragmentNode& node, const std::unordered_map<std::string, size_t>& rule_index,
+             const std::vector<uint8_t>& productive) {
+  using Kind = FragmentNode::Kind;
+  switch (node.kind) {
+    case Kind::kEmpty:
+    case Kind::kLiteral:
+    case Kind::kCharClass:
+    case Kind::kExpression: return true;
+    case Kind::kRule: {
+      auto found = rule_index.find(node.text);
+      return found != rule_index.end() && productive[found->second];
+    }
+    case Kind::kRepeat: return node.min == 0 || Derives(*node.children[0], rule_index, productive);
+    case Kind::kSequence:
+    case Kind::kLookahead:
+      for (const auto& child : node.children) {
+        if (!Derives(*child, rule_index, productive)) return false;
+      }
+      return true;
+    case Kind::kAlternation:
+      for (const auto& child : node.children) {
+        if (Derives(*child, rule_index, productive)) return true;
+      }
+      return false;
+  }
+  return false;
 }
 
 }  // namespace
@@ -528,21 +559,20 @@ std::vector<std::string> RuleSet::UnproductiveRules() const {
   // string). Propagated from the rules that name none, as in Kahn's topological order over
   // the distinct references (CSR: refs[ref_begin[i], ref_begin[i + 1]) are those of rule i).
   std::vector<int32_t> ref_begin(n + 1, 0), refs, pending(n, -1), ready;
-  std::string name;
   for (size_t i = 0; i < n; ++i) {
     ThrowIfCancelled();
     const Rule& rule = rules_[i];
     const size_t first = refs.size();
-    if (!rule.discarded && !rule.body.empty()) {
+    if (!rule.discarded && rule.body) {
       if (rule.productive) {
         ready.push_back(static_cast<int32_t>(i));
-      } else if (CollectRuleReferences(rule.body, index_of_name_, &refs, &name)) {
+      } else if (CollectRuleReferences(*rule.body->node(), index_of_name_, &refs)) {
         std::sort(refs.begin() + first, refs.end());
         refs.erase(std::unique(refs.begin() + first, refs.end()), refs.end());
         pending[i] = static_cast<int32_t>(refs.size() - first);
         if (pending[i] == 0) ready.push_back(static_cast<int32_t>(i));
       } else {
-        refs.resize(first);  // left to the tree
+        refs.resize(first);  // left to the fixpoint below
       }
     }
     ref_begin[i + 1] = static_cast<int32_t>(refs.size());
@@ -565,41 +595,202 @@ std::vector<std::string> RuleSet::UnproductiveRules() const {
     }
   }
   // The rest (rules on or after a cycle, and alternatives with an unproductive choice) by
-  // their trees, to the least fixpoint.
-  ProductivityArena arena;
-  std::vector<std::pair<size_t, ProductivityTree>> trees;  // (rule index, body)
+  // their bodies, to the least fixpoint.
+  std::vector<size_t> rest;
   for (size_t i = 0; i < n; ++i) {
     const Rule& rule = rules_[i];
-    if (rule.discarded || rule.body.empty() || productive[i]) continue;
-    trees.emplace_back(i, ProductivityTree(rule.body, index_of_name_, &arena));
+    if (!rule.discarded && rule.body && !productive[i]) rest.push_back(i);
   }
   // Invariant: `productive` only grows; stop when a round adds nothing.
   for (bool changed = true; changed;) {
     changed = false;
-    for (const auto& [index, tree] : trees) {
-      if (!productive[index] && tree.Derives(productive)) {
+    for (size_t index : rest) {
+      if (!productive[index] && Derives(*rules_[index].body->node(), index_of_name_, productive)) {
         productive[index] = 1;
         changed = true;
       }
     }
   }
   std::vector<std::string> unproductive;
-  for (const auto& entry : trees) {
-    if (!productive[entry.first]) unproductive.push_back(rules_[entry.first].name);
+  for (size_t index : rest) {
+    if (!productive[index]) unproductive.push_back(rules_[index].name);
   }
   return unproductive;
 }
 
 std::string RuleSet::Print() const {
+  size_t size = 0;
+  for (const Rule& rule : rules_) size += rule.name.size() + 6 + (rule.body ? rule.body->text_size() : 0);
   std::string out;
+  out.reserve(size);
   for (const Rule& rule : rules_) {
     if (rule.discarded) continue;
     out += rule.name;
     out += " ::= ";
-    out += rule.body;
+    if (rule.lasting) {
+      out += LastingBodyOf(rule.body->node_).printed;
+    } else if (rule.body) {
+      rule.body->AppendTextAs(Fragment::Binding::kAlternation, &out);
+    }
     out.push_back('\n');
   }
   return out;
+}
+
+namespace {
+
+// Lowers fragment trees into one GrammarBuilder: the nodes ParseEbnf makes of their text.
+class FragmentLowering {
+ public:
+  explicit FragmentLowering(GrammarBuilder* builder) : builder_(builder) {}
+
+  ExprId Lower(const FragmentNode& node, int depth) {
+    using Kind = FragmentNode::Kind;
+    // The parser refuses text nested this deep; so does the lowering, before recursing.
+    if (depth > kMaxExpressionHeight) {
+      throw ResourceLimitError("expression nests deeper than the limit of " + std::to_string(kMaxExpressionHeight));
+    }
+    switch (node.kind) {
+      case Kind::kEmpty: return builder_->Empty();
+      case Kind::kLiteral: return builder_->Bytes(node.text);
+      case Kind::kRule: {
+        const RuleId rule = builder_->FindRule(node.text);
+        if (rule < 0) throw GrammarSyntaxError("generated grammar: undefined rule '" + node.text + "'");
+        return builder_->RuleRef(rule);
+      }
+      case Kind::kCharClass: return builder_->CharClass(ClassRanges(node.text));
+      case Kind::kExpression: {
+        // A line of its own, so that the parser's cache of parsed bodies can serve a long one.
+        const GrammarAst expression = ParseEbnf("r ::= " + node.text + "\n", "r");
+        return builder_->Graft(expression, expression.rules[expression.root_rule].body);
+      }
+      case Kind::kRepeat: return builder_->Repeat(Lower(*node.children[0], depth + 1), node.min, node.max);
+      case Kind::kSequence:
+      case Kind::kAlternation: {
+        // Children collect on one stack shared by all levels (each leaves it as it found it).
+        const size_t first = pending_.size();
+        for (const auto& child : node.children) {
+          const ExprId id = Lower(*child, depth + 1);
+          pending_.push_back(id);
+        }
+        const ExprId id = node.kind == Kind::kSequence
+                              ? builder_->Sequence(pending_.data() + first, pending_.size() - first)
+                              : builder_->Choice(pending_.data() + first, pending_.size() - first);
+        pending_.resize(first);
+        return id;
+      }
+      case Kind::kLookahead: break;
+    }
+    throw InternalError("a lookahead fragment is the body of a rule, never a part of one");
+  }
+
+  // Defines `rule` with the lowered `body` (a lookahead body sets the rule's lookahead).
+  void DefineRule(RuleId rule, const FragmentNode& body) {
+    if (body.kind == FragmentNode::Kind::kLookahead) {
+      const ExprId expression = Lower(*body.children[0], 1);
+      builder_->DefineRule(rule, expression, Lower(*body.children[1], 1));
+    } else {
+      builder_->DefineRule(rule, Lower(body, 1));
+    }
+  }
+
+  // DefineRule for a lasting body (LastingBodyOf): its nodes appended, as lowered once.
+  void DefineLastingRule(RuleId rule, const LastingBody& lasting) {
+    std::vector<RuleId> rule_of;
+    rule_of.reserve(lasting.callees.size());
+    for (const std::string& callee : lasting.callees) {
+      const RuleId id = builder_->FindRule(callee);
+      if (id < 0) throw GrammarSyntaxError("generated grammar: undefined rule '" + callee + "'");
+      rule_of.push_back(id);
+    }
+    const ExprId offset = builder_->Append(lasting.nodes, lasting.heights, rule_of);
+    builder_->DefineRule(rule, offset + lasting.body, lasting.lookahead < 0 ? -1 : offset + lasting.lookahead);
+  }
+
+ private:
+  // Grammars repeat a few classes many times; each spelling is read once per grammar.
+  const std::vector<CodepointRange>& ClassRanges(const std::string& spelled) {
+    auto found = class_ranges_.find(spelled);
+    if (found == class_ranges_.end()) found = class_ranges_.emplace(spelled, ParseEbnfCharClass(spelled)).first;
+    return found->second;
+  }
+
+  GrammarBuilder* builder_;
+  std::unordered_map<std::string, std::vector<CodepointRange>> class_ranges_;
+  std::vector<ExprId> pending_;
+};
+
+void CollectCallees(const FragmentNode& node, std::vector<std::string>* callees,
+                    std::unordered_set<std::string_view>* seen) {
+  if (node.kind == FragmentNode::Kind::kRule && seen->insert(node.text).second) callees->push_back(node.text);
+  for (const auto& child : node.children) CollectCallees(*child, callees, seen);
+}
+
+LastingBody BuildLastingBody(const std::shared_ptr<const FragmentNode>& body) {
+  LastingBody lasting;
+  lasting.fragment = body;
+  lasting.printed.reserve(body->printed_size);
+  AppendNodeAs(*body, Fragment::Binding::kAlternation, &lasting.printed);
+  std::unordered_set<std::string_view> seen;
+  CollectCallees(*body, &lasting.callees, &seen);
+  // Lowered in a grammar of its own whose first rules stand for the callees.
+  GrammarBuilder builder;
+  for (const std::string& callee : lasting.callees) builder.AddRule(callee);
+  const RuleId self = builder.AddRule("xg2_lasting_body");
+  FragmentLowering lowering(&builder);
+  lowering.DefineRule(self, *body);
+  const size_t count = builder.node_count();
+  for (const std::string& callee : lasting.callees) builder.DefineRule(builder.FindRule(callee), builder.Empty());
+  GrammarAst ast = builder.Finish(self);
+  lasting.body = ast.rules[self].body;
+  lasting.lookahead = ast.rules[self].lookahead;
+  ast.nodes.resize(count);
+  lasting.nodes = std::move(ast.nodes);
+  lasting.heights.reserve(count);
+  for (const ExprNode& node : lasting.nodes) {
+    int height = 1;
+    for (ExprId child : node.children) height = std::max(height, lasting.heights[child] + 1);
+    lasting.heights.push_back(height);
+  }
+  return lasting;
+}
+
+}  // namespace
+
+// Entries hold their fragment, so the address that keys one is never reused while it exists.
+const LastingBody& LastingBodyOf(const std::shared_ptr<const FragmentNode>& body) {
+  static ForkSafeMutex mutex;
+  static auto* cache = new std::unordered_map<const FragmentNode*, std::unique_ptr<LastingBody>>();  // never destroyed
+  {
+    std::lock_guard<ForkSafeMutex> lock(mutex);
+    auto found = cache->find(body.get());
+    if (found != cache->end()) return *found->second;
+  }
+  auto built = std::make_unique<LastingBody>(BuildLastingBody(body));
+  std::lock_guard<ForkSafeMutex> lock(mutex);
+  return *cache->emplace(body.get(), std::move(built)).first->second;
+}
+
+GrammarAst RuleSet::Lower(const std::string& root) const {
+  GrammarBuilder builder;
+  std::vector<std::pair<const Rule*, RuleId>> live;
+  for (const Rule& rule : rules_) {
+    if (!rule.discarded) live.emplace_back(&rule, builder.AddRule(rule.name));
+  }
+  FragmentLowering lowering(&builder);
+  for (const auto& [rule, id] : live) {
+    ThrowIfCancelled();
+    if (!rule->body) {
+      builder.DefineRule(id, builder.Empty());  // what "name ::= " parses as
+    } else if (rule->lasting) {
+      lowering.DefineLastingRule(id, LastingBodyOf(rule->body->node_));
+    } else {
+      lowering.DefineRule(id, *rule->body->node());
+    }
+  }
+  const RuleId root_id = builder.FindRule(root);
+  if (root_id < 0) throw GrammarSyntaxError("generated grammar: no root rule '" + root + "'");
+  return builder.Finish(root_id);
 }
 
 }  // namespace xg2

@@ -1,11 +1,17 @@
-// Building blocks for frontends that emit EBNF text (docs/ebnf.md): expression fragments
-// that parenthesise themselves correctly and know the empty language, and a rule set that
-// shares identical rule bodies and hands out unique, valid rule names.
+// Building blocks for frontends that build a grammar (issue 39: no EBNF text round trip):
+// expression fragments that know the empty language, and a rule set that shares identical
+// rule bodies, hands out unique, valid rule names and lowers itself to a GrammarAst
+// (grammar/grammar_builder.h). A fragment is an immutable tree, hash-consed by structure so
+// that equal bodies are found without printing them; EBNF text (docs/ebnf.md) is a printed
+// view of it, for debugging APIs, the byte limit and the code-point automata that still read
+// text (regular_language.h).
 #ifndef XG2_FRONTENDS_JSON_SCHEMA_EBNF_BUILDER_H_
 #define XG2_FRONTENDS_JSON_SCHEMA_EBNF_BUILDER_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <initializer_list>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -14,9 +20,12 @@
 #include <utility>
 #include <vector>
 
+#include "grammar/grammar_ast.h"
+
 namespace xg2 {
 
 class Fragment;
+struct FragmentNode;
 
 // An operand of Seq and Alt, read in place: Seq({a, b}) would otherwise copy the text of each
 // operand into a vector first. A temporary operand lives to the end of the full expression
@@ -30,30 +39,48 @@ class FragmentRef {
   const Fragment* fragment_;
 };
 
-// An EBNF expression, or `never` (the empty language, which EBNF cannot spell; combinators
+// An expression, or `never` (the empty language, which EBNF cannot spell; combinators
 // simplify it away: a sequence with a never part is never, an alternation drops it).
+// Two fragments are equal exactly when their printed texts are (the tree is canonical: a
+// sequence holds no sequence, adjacent literal operands merge as their text does, and a
+// spelled atom's kind follows from its text).
 class Fragment {
  public:
-  // How loosely the text binds; an operand is parenthesised when it binds more loosely
-  // than its context needs.
+  // How loosely the printed text binds; an operand is parenthesised when it binds more
+  // loosely than its context needs.
   enum class Binding { kAtom, kQuantified, kSequence, kAlternation };
 
   static Fragment Never();
   static Fragment Epsilon();
-  // A literal matching exactly `bytes` (UTF-8), escaped for the EBNF dialect.
+  // A literal matching exactly `bytes` (UTF-8).
   static Fragment Literal(std::string_view bytes);
-  // Text that is a single atom already: a rule name, a character class, a literal.
+  // A reference to the rule `name` of the rule set the fragment ends up in.
+  static Fragment Rule(std::string name);
+  // One code point of the class spelled `spelled` in EBNF ("[0-9]", "[^\"\\\\]").
+  static Fragment CharClass(std::string spelled);
+  // An EBNF expression (parenthesised when it is not one atom) that names no rule: what the
+  // regex frontend writes for a pattern. Parsed when the rule set is lowered.
+  static Fragment Expression(std::string ebnf);
+  // Text that is a single atom: a rule name (Rule), a character class (CharClass), or an
+  // expression in parentheses (Expression).
   static Fragment Atom(std::string text);
 
-  bool never() const { return never_; }
-  bool epsilon() const { return !never_ && std::string_view(text_) == "\"\""; }
-  // Valid EBNF unless never().
-  const std::string& text() const { return text_; }
-  Binding binding() const { return binding_; }
+  bool never() const { return node_ == nullptr; }
+  bool epsilon() const;
+  // The printed EBNF (valid unless never()); computed on each call.
+  std::string text() const;
+  // text().size(), without printing.
+  size_t text_size() const;
+  Binding binding() const;
   // The text, parenthesised unless it binds at least as tightly as `needed`.
   std::string TextAs(Binding needed) const;
   // Appends TextAs(needed) to `out`.
   void AppendTextAs(Binding needed, std::string* out) const;
+
+  bool operator==(const Fragment& other) const;
+  bool operator!=(const Fragment& other) const { return !(*this == other); }
+  size_t hash() const;
+  const FragmentNode* node() const { return node_.get(); }
 
  private:
   template <typename Iterator>
@@ -61,13 +88,38 @@ class Fragment {
   template <typename Iterator>
   friend Fragment AltOf(Iterator begin, Iterator end);
   friend Fragment Repeat(const Fragment& body, int min, int max);
-  Fragment(std::string text, Binding binding, bool never)
-      : text_(std::move(text)), binding_(binding), never_(never) {}
+  friend class RuleSet;
+  explicit Fragment(std::shared_ptr<const FragmentNode> node) : node_(std::move(node)) {}
 
-  std::string text_;
-  Binding binding_;
-  bool never_;
-  bool literal_ = false;  // text_ is one quoted literal (adjacent literals merge)
+  std::shared_ptr<const FragmentNode> node_;  // null: never
+};
+
+struct FragmentHash {
+  size_t operator()(const Fragment& fragment) const { return fragment.hash(); }
+};
+
+// A node of a fragment's tree. Immutable once built (fragments are shared across threads:
+// string_formats.h keeps prebuilt ones for the process).
+struct FragmentNode {
+  enum class Kind : uint8_t {
+    kEmpty,        // ""
+    kLiteral,      // `text` holds the bytes
+    kRule,         // `text` holds the rule name
+    kCharClass,    // `text` holds the class as spelled
+    kExpression,   // `text` holds an EBNF expression (Fragment::Expression)
+    kSequence,     // children in order (>= 2, none a sequence)
+    kAlternation,  // children (>= 2, none an alternation)
+    kRepeat,       // children[0] repeated min..max times (max < 0: unbounded)
+    kLookahead,    // a rule body children[0] with the lookahead children[1] (RuleSet only)
+  };
+  Kind kind = Kind::kEmpty;
+  Fragment::Binding binding = Fragment::Binding::kAtom;
+  int32_t min = 0;
+  int32_t max = -1;
+  std::string text;
+  std::vector<std::shared_ptr<const FragmentNode>> children;
+  size_t printed_size = 0;  // bytes of the printed text
+  size_t hash = 0;          // of the structure (equal trees hash alike)
 };
 
 Fragment Seq(const std::vector<Fragment>& parts);
@@ -79,6 +131,23 @@ Fragment Alt(std::initializer_list<FragmentRef> choices);
 // (when bounded).
 Fragment Repeat(const Fragment& body, int min, int max);
 inline Fragment Optional(const Fragment& body) { return Repeat(body, 0, 1); }
+
+// A rule body that lives for the process (the prebuilt string formats, string_formats.h, which
+// every conversion using a format adds with RuleSet::AddShared), printed and lowered once: a
+// date-time body printed and lowered anew for every schema would cost several times what the
+// rest of such a compile does. `nodes` is the lowered body, children before parents, a
+// reference's rule id indexing `callees`; `body` and `lookahead` index `nodes`.
+struct LastingBody {
+  std::shared_ptr<const FragmentNode> fragment;
+  std::string printed;
+  std::vector<ExprNode> nodes;
+  std::vector<int> heights;
+  std::vector<std::string> callees;
+  ExprId body = -1;
+  ExprId lookahead = -1;
+};
+// The process-wide entry for `body` (made on first use; thread-safe).
+const LastingBody& LastingBodyOf(const std::shared_ptr<const FragmentNode>& body);
 
 // The rules of one grammar, printed in creation order.
 class RuleSet {
@@ -115,6 +184,11 @@ class RuleSet {
   // Drops a reserved rule that turned out not to be needed (nothing may refer to it).
   void Discard(const std::string& name);
 
+  // The rules as a grammar rooted at the rule `root`, built directly (grammar_builder.h): the
+  // nodes a parse of Print() would give. Throws GrammarSyntaxError when a body names a rule
+  // the set does not have.
+  GrammarAst Lower(const std::string& root) const;
+
   // Fragments remembered under a caller's key for the rest of the conversion (DfaToFragment
   // keys the regular languages it writes by their minimal DFA). Null when none.
   const Fragment* FindWritten(const std::string& key) const {
@@ -125,8 +199,8 @@ class RuleSet {
 
   bool IsDefined(const std::string& name) const;
 
-  // The defined, not discarded rules in creation order: (name, body text).
-  std::vector<std::pair<std::string, std::string>> Definitions() const;
+  // The defined, not discarded rules in creation order: (name, body).
+  std::vector<std::pair<std::string, Fragment>> Definitions() const;
   // Bytes charged against the limit so far (names and bodies).
   size_t total_bytes() const { return total_bytes_; }
   // Throws the limit error of a rule set whose rules come to `bytes`.
@@ -137,7 +211,9 @@ class RuleSet {
   // or claimed, or a body that a rule of another name already has. A definition this set
   // already has (same name, shared body) is skipped, as Share would. `productive`: each of
   // the definitions derives a finite string (UnproductiveRules need not parse them again).
-  bool AddShared(const std::vector<std::pair<std::string, std::string>>& definitions, bool productive);
+  // The definitions' bodies are printed and lowered once per process (LastingBody): pass only
+  // definitions that are built once per process, as PrebuiltFormatGrammar's are.
+  bool AddShared(const std::vector<std::pair<std::string, Fragment>>& definitions, bool productive);
   // Rules that derive no finite string (e.g. `a ::= "x" a`): a matcher could extend them
   // forever without ever completing.
   std::vector<std::string> UnproductiveRules() const;
@@ -146,9 +222,12 @@ class RuleSet {
  private:
   struct Rule {
     std::string name;
-    std::string body;  // empty until defined
+    std::optional<Fragment> body;  // nullopt until defined
     bool discarded = false;
     bool productive = false;  // known to derive a finite string (else UnproductiveRules decides)
+    // Added by AddShared: the body is another set's, kept for the process by the caller (the
+    // prebuilt formats), so Print and Lower reuse its LastingBody.
+    bool lasting = false;
   };
   void AddBytes(size_t bytes);
   // What Share returns for `body` without naming a rule: `body` itself (never, or a short
@@ -161,7 +240,7 @@ class RuleSet {
   size_t total_bytes_ = 0;
   std::vector<Rule> rules_;
   std::unordered_map<std::string, size_t> index_of_name_;
-  std::unordered_map<std::string, std::string> name_of_body_;
+  std::unordered_map<Fragment, std::string, FragmentHash> name_of_body_;
   std::unordered_set<std::string> claimed_;
   std::unordered_map<std::string, int> next_suffix_;  // Reserve: where to resume per base name
   std::unordered_map<std::string, Fragment> written_;

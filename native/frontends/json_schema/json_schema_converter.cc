@@ -1,5 +1,6 @@
-// JSON Schema -> EBNF: entry points, keyword policy, references, combinators and scalars.
-// Objects and arrays are in json_schema_objects.cc (uniqueItems and contains in
+// JSON Schema -> grammar: entry points, keyword policy, references and combinators. The
+// rewrites of not / if-then-else / dependencies are in schema_rewrites.cc, types and scalars in
+// scalar_values.cc, objects and arrays in json_schema_objects.cc (uniqueItems and contains in
 // array_uniqueness.cc), string formats in string_formats.cc, integer ranges in integer_range.cc.
 #include "frontends/json_schema/json_schema_converter.h"
 
@@ -87,22 +88,20 @@ std::string JsonTypeOf(const JsonValue& value) {
   return "null";
 }
 
-namespace {
-
-const char* const kAllTypes[] = {"null", "boolean", "object", "array", "number", "string"};
-
 bool IsTypeName(std::string_view name) {
   return name == "integer" || std::find(std::begin(kAllTypes), std::end(kAllTypes), name) !=
                                   std::end(kAllTypes);
 }
+
+std::string Quoted(const std::string& keyword) { return "'" + keyword + "'"; }
+
+namespace {
 
 size_t CountCodepoints(const std::string& utf8) {
   size_t count = 0;
   for (char c : utf8) count += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
   return count;
 }
-
-std::string Quoted(const std::string& keyword) { return "'" + keyword + "'"; }
 
 // A JSON number without its sign: no leading zeros, optional fraction and exponent.
 Fragment NumberMagnitude() {
@@ -331,7 +330,7 @@ void SchemaConverter::StartOutput() {
 // Converts, then checks that every rule derives some finite string. A $ref target whose
 // rule does not (its recursion never bottoms out) accepts no value; the conversion is
 // redone with such targets known to be empty, until all rules are productive.
-JsonSchemaConversion SchemaConverter::Convert() {
+JsonSchemaConversion SchemaConverter::Convert(const CompileLimits* grammar_limits) {
   std::string root_pointer;
   IndexIdentifiers(document_, &root_pointer, 0);
   std::map<std::pair<const JsonValue*, int>, std::string> empty_targets;
@@ -351,7 +350,16 @@ JsonSchemaConversion SchemaConverter::Convert() {
     if (root.never()) throw SchemaError("the schema at / accepts no JSON value");
     rules_.Define("root", root);
     std::vector<std::string> unproductive = rules_.UnproductiveRules();
-    if (unproductive.empty()) return {rules_.Print(), warnings_};
+    if (unproductive.empty()) {
+      JsonSchemaConversion conversion;
+      conversion.ebnf = rules_.Print();
+      conversion.warnings = warnings_;
+      if (grammar_limits != nullptr) {
+        ScopedCompileLimits scope(grammar_limits);
+        conversion.grammar = rules_.Lower("root");
+      }
+      return conversion;
+    }
     size_t known = empty_targets.size();
     for (const auto& [target, name] : reference_rules_) {
       if (std::find(unproductive.begin(), unproductive.end(), name) != unproductive.end()) {
@@ -364,10 +372,13 @@ JsonSchemaConversion SchemaConverter::Convert() {
   }
 }
 
-std::string SchemaConverter::ConvertBuiltinJson() {
+JsonSchemaConversion SchemaConverter::ConvertBuiltinJson(bool build_grammar) {
   rules_.ReserveNamed("root");
   rules_.Define("root", AnyValue(0));
-  return rules_.Print();
+  JsonSchemaConversion conversion;
+  conversion.ebnf = rules_.Print();
+  if (build_grammar) conversion.grammar = rules_.Lower("root");
+  return conversion;
 }
 
 void SchemaConverter::Unsupported(const std::string& message) {
@@ -631,381 +642,6 @@ Fragment SchemaConverter::SchemaObject(const Node& node, int depth) {
   return TypedValue(node, depth);
 }
 
-// `not` where the complement of the negated schema is a schema again (Complement). The
-// result replaces the node: the schema without `not`, with the complement added to its
-// allOf; nullopt leaves `not` to the policy error, or to the generators that read it
-// directly (a string type excluding listed strings, an enum filtered by the exclusion).
-std::optional<JsonValue> SchemaConverter::WithoutNot(const Node& node, const JsonValue& negated) {
-  if (NotReadByGenerators(node)) return std::nullopt;
-  bool listed_node = node.schema.Find("enum") != nullptr || node.schema.Find("const") != nullptr;
-  if (listed_node) {
-    if (std::optional<JsonValue> filtered = ListedWithoutNot(node, negated)) return filtered;
-  }
-  bool declares = node.schema.Find("properties") != nullptr || node.schema.Find("patternProperties") != nullptr ||
-                  node.schema.Find("additionalProperties") != nullptr;
-  std::optional<JsonValue> complement = Complement(negated, node.pointer, declares, 8);
-  if (!complement || (listed_node && ComplementRewritesAgain(*complement))) return std::nullopt;
-  if (complement->is_bool() && !complement->bool_value()) return JsonValue::Bool(false);
-  std::vector<JsonValue::Member> members;
-  std::vector<JsonValue> conjuncts;
-  for (const auto& [keyword, value] : node.schema.object_members()) {
-    if (keyword == "not") continue;
-    if (keyword == "allOf" && value.is_array()) {
-      for (const JsonValue& item : value.array_items()) conjuncts.push_back(item);
-      continue;
-    }
-    members.emplace_back(keyword, value);
-  }
-  conjuncts.push_back(*complement);
-  members.emplace_back("allOf", JsonValue::Array(std::move(conjuncts)));
-  return JsonValue::Object(std::move(members));
-}
-
-std::optional<std::vector<JsonValue>> ListedValuesOnly(const JsonValue& schema) {
-  if (!schema.is_object()) return std::nullopt;
-  std::optional<std::vector<JsonValue>> values;
-  for (const auto& [keyword, value] : schema.object_members()) {
-    if (keyword == "const") {
-      values = std::vector<JsonValue>{value};
-    } else if (keyword == "enum" && value.is_array()) {
-      if (!values) values = value.array_items();
-    } else if (!IsPassiveKeyword(keyword)) {
-      return std::nullopt;
-    }
-  }
-  if (values && schema.Find("const") != nullptr && schema.Find("enum") != nullptr) {
-    const JsonValue& constant = *schema.Find("const");
-    bool listed = false;
-    for (const JsonValue& v : schema.Find("enum")->array_items()) listed = listed || JsonEquals(v, constant);
-    if (!listed) values = std::vector<JsonValue>{};
-  }
-  return values;
-}
-
-namespace {
-
-JsonValue TypeSchema(const char* type) { return JsonValue::Object({{"type", JsonValue::String(type)}}); }
-
-JsonValue AnyOfOrSingle(std::vector<JsonValue> disjuncts) {
-  if (disjuncts.empty()) return JsonValue::Bool(false);
-  if (disjuncts.size() == 1) return disjuncts[0];
-  return JsonValue::Object({{"anyOf", JsonValue::Array(std::move(disjuncts))}});
-}
-
-// Every JSON value except `values`, as a schema: other types whole, the remaining booleans,
-// numbers as the open intervals between the excluded ones, strings as a string type with
-// `not: {enum: [...]}` (read by StringValue, an automaton difference). Objects and arrays
-// among the values: nullopt.
-std::optional<JsonValue> ValuesComplement(const std::vector<JsonValue>& values) {
-  bool has_null = false, has_true = false, has_false = false;
-  std::vector<JsonValue> strings;
-  std::vector<std::pair<Decimal, JsonValue>> numbers;
-  for (const JsonValue& v : values) {
-    switch (v.kind()) {
-      case JsonKind::kNull: has_null = true; break;
-      case JsonKind::kBool: (v.bool_value() ? has_true : has_false) = true; break;
-      case JsonKind::kString: strings.push_back(v); break;
-      case JsonKind::kNumber: {
-        std::optional<Decimal> d = ParseDecimal(v.number_lexeme());
-        if (!d) return std::nullopt;
-        numbers.emplace_back(*d, v);
-        break;
-      }
-      default: return std::nullopt;
-    }
-  }
-  std::vector<JsonValue> disjuncts = {TypeSchema("object"), TypeSchema("array")};
-  if (!has_null) disjuncts.push_back(TypeSchema("null"));
-  if (!has_true || !has_false) {
-    std::vector<JsonValue> kept;
-    if (!has_true) kept.push_back(JsonValue::Bool(true));
-    if (!has_false) kept.push_back(JsonValue::Bool(false));
-    disjuncts.push_back(JsonValue::Object({{"enum", JsonValue::Array(std::move(kept))}}));
-  }
-  if (strings.empty()) {
-    disjuncts.push_back(TypeSchema("string"));
-  } else {
-    disjuncts.push_back(JsonValue::Object({{"type", JsonValue::String("string")},
-                                           {"not", JsonValue::Object({{"enum", JsonValue::Array(strings)}})}}));
-  }
-  std::sort(numbers.begin(), numbers.end(),
-            [](const auto& x, const auto& y) { return CompareDecimal(x.first, y.first) < 0; });
-  for (size_t i = 0; i <= numbers.size(); ++i) {
-    if (i > 0 && i < numbers.size() && CompareDecimal(numbers[i - 1].first, numbers[i].first) == 0) continue;
-    std::vector<JsonValue::Member> interval = {{"type", JsonValue::String("number")}};
-    if (i > 0) interval.emplace_back("exclusiveMinimum", numbers[i - 1].second);
-    if (i < numbers.size()) interval.emplace_back("exclusiveMaximum", numbers[i].second);
-    disjuncts.push_back(JsonValue::Object(std::move(interval)));
-  }
-  return AnyOfOrSingle(std::move(disjuncts));
-}
-
-}  // namespace
-
-// The schema whose language is exactly what `schema` rejects, for conjunctions of: type
-// names (not `integer` without `number`), const / enum of scalars, required, properties
-// (recursively), not, allOf / anyOf of such schemas, and the count and bound keywords.
-// nullopt for other forms. A keyword that applies to one type fails only for values of
-// that type, so its complement carries the type. `declares`: the object the complement
-// will be merged into declares its members (else a member-free object schema gets
-// additionalProperties true, which keeps strict mode from closing it).
-std::optional<JsonValue> SchemaConverter::Complement(const JsonValue& schema_in, const std::string& pointer,
-                                                     bool declares, int budget) {
-  if (budget <= 0) return std::nullopt;
-  const JsonValue& schema = Dereferenced(schema_in, pointer);
-  if (schema.is_bool()) return JsonValue::Bool(!schema.bool_value());
-  if (!schema.is_object()) return std::nullopt;
-  std::vector<JsonValue> disjuncts;
-  auto typed = [](const char* type, std::vector<JsonValue::Member> members) {
-    members.insert(members.begin(), {"type", JsonValue::String(type)});
-    return JsonValue::Object(std::move(members));
-  };
-  auto open_object = [&](std::vector<JsonValue::Member> members) {
-    if (!declares) members.emplace_back("additionalProperties", JsonValue::Bool(true));
-    return typed("object", std::move(members));
-  };
-  auto count = [](const JsonValue& value) -> std::optional<long long> {
-    if (!value.is_integral_number() || value.number_value() < 0 || value.number_value() > 1e15) return std::nullopt;
-    return static_cast<long long>(value.number_value());
-  };
-  if (std::optional<std::vector<JsonValue>> values = ListedValuesOnly(schema)) return ValuesComplement(*values);
-  if (RejectsNonStrings(schema) && StringLanguage(schema, pointer, budget)) {
-    // Every non-string, and the strings outside its language (read by StringValue).
-    for (const char* type : kAllTypes) {
-      if (std::string(type) != "string") disjuncts.push_back(TypeSchema(type));
-    }
-    disjuncts.push_back(JsonValue::Object({{"type", JsonValue::String("string")}, {"not", schema}}));
-    return AnyOfOrSingle(std::move(disjuncts));
-  }
-  for (const auto& [keyword, value] : schema.object_members()) {
-    if (IsPassiveKeyword(keyword) || keyword == "then" || keyword == "else" || keyword == "nullable") continue;
-    if (keyword == "type") {
-      std::set<std::string> named;
-      for (const JsonValue& name : value.is_array() ? value.array_items() : std::vector<JsonValue>{value}) {
-        if (!name.is_string() || !IsTypeName(name.string_value())) return std::nullopt;
-        named.insert(name.string_value());
-      }
-      const JsonValue* nullable = schema.Find("nullable");
-      if (nullable != nullptr && nullable->is_bool() && nullable->bool_value()) named.insert("null");
-      // "integer" alone excludes integral numbers only, which no type name says.
-      if (named.count("integer") > 0 && named.count("number") == 0) return std::nullopt;
-      for (const char* type : kAllTypes) {
-        if (named.count(type) == 0) disjuncts.push_back(TypeSchema(type));
-      }
-    } else if (keyword == "const" || keyword == "enum") {
-      if (keyword == "enum" && schema.Find("const") != nullptr) continue;
-      std::optional<JsonValue> rest = ValuesComplement(keyword == "const" ? std::vector<JsonValue>{value}
-                                                       : value.is_array() ? value.array_items()
-                                                                          : std::vector<JsonValue>{});
-      if (!rest || !value.is_array() && keyword == "enum") return std::nullopt;
-      disjuncts.push_back(*rest);
-    } else if (keyword == "required") {
-      if (!value.is_array()) return std::nullopt;
-      for (const JsonValue& name : value.array_items()) {
-        if (!name.is_string()) return std::nullopt;
-        disjuncts.push_back(open_object({{"properties", JsonValue::Object({{name.string_value(), JsonValue::Bool(false)}})}}));
-      }
-    } else if (keyword == "properties") {
-      if (!value.is_object()) return std::nullopt;
-      for (const auto& [name, property] : value.object_members()) {
-        std::optional<JsonValue> failing = Complement(property, ChildPointer(ChildPointer(pointer, "properties"), name),
-                                                      false, budget - 1);
-        if (!failing) return std::nullopt;
-        if (failing->is_bool() && !failing->bool_value()) continue;
-        disjuncts.push_back(open_object({{"required", JsonValue::Array({JsonValue::String(name)})},
-                                         {"properties", JsonValue::Object({{name, *failing}})}}));
-      }
-    } else if (keyword == "not") {
-      disjuncts.push_back(value);
-    } else if (keyword == "pattern") {
-      // The strings the pattern does not match (StringValue subtracts its language).
-      disjuncts.push_back(JsonValue::Object({{"type", JsonValue::String("string")},
-                                             {"not", JsonValue::Object({{"pattern", value}})}}));
-    } else if (keyword == "allOf" || keyword == "anyOf") {
-      if (!value.is_array() || value.array_items().empty()) return std::nullopt;
-      std::vector<JsonValue> parts;
-      for (const JsonValue& item : value.array_items()) {
-        std::optional<JsonValue> failing = Complement(item, pointer, declares, budget - 1);
-        if (!failing) return std::nullopt;
-        parts.push_back(*failing);
-      }
-      if (keyword == "allOf") {
-        for (JsonValue& part : parts) disjuncts.push_back(std::move(part));
-      } else {
-        disjuncts.push_back(JsonValue::Object({{"allOf", JsonValue::Array(std::move(parts))}}));
-      }
-    } else if (keyword == "minimum" || keyword == "maximum" || keyword == "exclusiveMinimum" ||
-               keyword == "exclusiveMaximum") {
-      if (!value.is_number()) return std::nullopt;  // draft-4 boolean forms: not here
-      static const std::map<std::string, std::string> kOpposite = {
-          {"minimum", "exclusiveMaximum"}, {"maximum", "exclusiveMinimum"},
-          {"exclusiveMinimum", "maximum"}, {"exclusiveMaximum", "minimum"}};
-      disjuncts.push_back(typed("number", {{kOpposite.at(keyword), value}}));
-    } else if (keyword == "minLength" || keyword == "minItems" || keyword == "minProperties" ||
-               keyword == "maxLength" || keyword == "maxItems" || keyword == "maxProperties") {
-      std::optional<long long> n = count(value);
-      if (!n) return std::nullopt;
-      bool is_min = keyword.rfind("min", 0) == 0;
-      if (is_min && *n == 0) continue;
-      std::string opposite = (is_min ? "max" : "min") + keyword.substr(3);
-      const char* type = keyword.find("Length") != std::string::npos ? "string"
-                         : keyword.find("Items") != std::string::npos ? "array" : "object";
-      JsonValue bound = JsonValue::Number(std::to_string(is_min ? *n - 1 : *n + 1),
-                                          static_cast<double>(is_min ? *n - 1 : *n + 1));
-      disjuncts.push_back(std::string(type) == "object" ? open_object({{opposite, bound}})
-                                                         : typed(type, {{opposite, bound}}));
-    } else {
-      return std::nullopt;
-    }
-  }
-  return AnyOfOrSingle(std::move(disjuncts));
-}
-
-// Forms of `not` the generators read themselves: next to enum / const, an excluded list
-// filters the values (EnumValueAllowed); on a string-only schema, an excluded list of strings
-// is an automaton difference (StringValue).
-bool SchemaConverter::NotReadByGenerators(const Node& node) {
-  const JsonValue* negated = node.schema.Find("not");
-  if (negated == nullptr) return false;
-  std::optional<std::vector<JsonValue>> excluded = ListedValuesOnly(*negated);
-  bool listed_node = node.schema.Find("enum") != nullptr || node.schema.Find("const") != nullptr;
-  if (!excluded) return !listed_node && NegatedStringLanguage(node).has_value();
-  if (listed_node) return true;
-  for (const JsonValue& value : *excluded) {
-    if (!value.is_string()) return false;
-  }
-  if (node.schema.Find("type") == nullptr) return false;
-  std::vector<std::string> types = AllowedTypes(node);
-  return types.size() == 1 && types[0] == "string";
-}
-
-std::optional<std::vector<std::string>> SchemaConverter::ExcludedStrings(const Node& node) {
-  if (IsIgnored(node, "not") || node.schema.Find("enum") != nullptr || node.schema.Find("const") != nullptr ||
-      !NotReadByGenerators(node)) {
-    return std::nullopt;
-  }
-  // The listed values must outlive the loop (a range over `*temporary` would dangle).
-  std::optional<std::vector<JsonValue>> listed = ListedValuesOnly(*node.schema.Find("not"));
-  if (!listed) return std::nullopt;  // a string language: NegatedStringLanguage
-  std::vector<std::string> excluded;
-  for (const JsonValue& value : *listed) excluded.push_back(value.string_value());
-  return excluded;
-}
-
-// if / then / else: values that satisfy `if` must satisfy `then`, the others `else`. The
-// condition is decided by the grammar: it becomes two branches, allOf [if, then] and
-// allOf [complement of if, else], which no value can both match; the rewritten node keeps
-// its other keywords, with the branches added to its allOf.
-std::optional<JsonValue> SchemaConverter::WithoutConditional(const Node& node) {
-  const JsonValue& condition = *node.schema.Find("if");
-  bool declares = node.schema.Find("properties") != nullptr || node.schema.Find("patternProperties") != nullptr ||
-                  node.schema.Find("additionalProperties") != nullptr;
-  std::optional<JsonValue> failing = Complement(condition, ChildPointer(node.pointer, "if"), declares, 8);
-  if (!failing) return std::nullopt;
-  std::vector<JsonValue> when_true = {condition}, when_false = {*failing};
-  if (const JsonValue* then_schema = node.schema.Find("then")) when_true.push_back(*then_schema);
-  if (const JsonValue* else_schema = node.schema.Find("else")) when_false.push_back(*else_schema);
-  std::vector<JsonValue::Member> members;
-  std::vector<JsonValue> conjuncts;
-  for (const auto& [keyword, value] : node.schema.object_members()) {
-    if (keyword == "if" || keyword == "then" || keyword == "else") continue;
-    if (keyword == "allOf" && value.is_array()) {
-      for (const JsonValue& item : value.array_items()) conjuncts.push_back(item);
-      continue;
-    }
-    members.emplace_back(keyword, value);
-  }
-  conjuncts.push_back(JsonValue::Object({{"anyOf", JsonValue::Array({
-      JsonValue::Object({{"allOf", JsonValue::Array(std::move(when_true))}}),
-      JsonValue::Object({{"allOf", JsonValue::Array(std::move(when_false))}})})}}));
-  members.emplace_back("allOf", JsonValue::Array(std::move(conjuncts)));
-  return JsonValue::Object(std::move(members));
-}
-
-bool SchemaConverter::HasDependencies(const Node& node) const {
-  for (const char* keyword : {"dependentRequired", "dependentSchemas", "dependencies"}) {
-    const JsonValue* value = node.schema.Find(keyword);
-    if (value != nullptr && value->is_object() && !value->object_members().empty() &&
-        !IsIgnored(node, keyword)) {
-      return true;
-    }
-  }
-  return false;
-}
-
-// dependentRequired / dependentSchemas / draft-7 dependencies as intersections: each
-// dependency on name n is `n absent` or `n present and the dependency holds`, i.e.
-// {"anyOf": [{"properties": {n: false}}, {"required": [n, ...]} or {"allOf": [S, {"required": [n]}]}]},
-// added to the schema's allOf (which the merge distributes).
-const JsonValue& SchemaConverter::WithoutDependencies(const Node& node) {
-  constexpr size_t kMaxDependencies = 6;
-  std::vector<JsonValue::Member> members;
-  std::vector<JsonValue> conjuncts;
-  bool declares = node.schema.Find("properties") != nullptr || node.schema.Find("patternProperties") != nullptr ||
-                  node.schema.Find("additionalProperties") != nullptr;
-  size_t count = 0;
-  for (const auto& [keyword, value] : node.schema.object_members()) {
-    bool dependency_keyword = keyword == "dependentRequired" || keyword == "dependentSchemas" || keyword == "dependencies";
-    if (keyword == "allOf" && value.is_array()) {
-      for (const JsonValue& item : value.array_items()) conjuncts.push_back(item);
-      continue;
-    }
-    if (!dependency_keyword) {
-      members.emplace_back(keyword, value);
-      continue;
-    }
-    std::string where = " at " + ShowPointer(node.pointer);
-    if (!value.is_object()) Invalid("keyword " + Quoted(keyword) + where + " must be an object");
-    for (const auto& [name, dependency] : value.object_members()) {
-      if (!dependency.is_array() && !dependency.is_object() && !dependency.is_bool()) {
-        Invalid("keyword " + Quoted(keyword) + where + " must map names to arrays of names or schemas");
-      }
-      // A dependency on a name the objects never have always holds.
-      if (NeverAMember(node, name)) continue;
-      if (++count > kMaxDependencies) {
-        Unsupported("unsupported keyword " + Quoted(keyword) + where + ": more than " +
-                    std::to_string(kMaxDependencies) + " dependencies (each doubles the object grammar)");
-        break;
-      }
-      // Without declared members, a strict-mode object accepts any; `properties: {n: false}`
-      // must not change that.
-      std::vector<JsonValue::Member> absent = {{"properties", JsonValue::Object({{name, JsonValue::Bool(false)}})}};
-      if (!declares) absent.emplace_back("additionalProperties", JsonValue::Bool(true));
-      JsonValue present;
-      bool required_form = keyword == "dependentRequired" || (keyword == "dependencies" && dependency.is_array());
-      if (required_form) {
-        if (!dependency.is_array()) Invalid("keyword " + Quoted(keyword) + where + " must map names to arrays of names");
-        std::vector<JsonValue> names = {JsonValue::String(name)};
-        for (const JsonValue& other : dependency.array_items()) {
-          if (!other.is_string()) Invalid("keyword " + Quoted(keyword) + where + " must map names to arrays of names");
-          names.push_back(other);
-        }
-        // Members are generated in declared order; undeclared names that become required
-        // only through a dependency would get an arbitrary fixed order instead.
-        const JsonValue* properties = node.schema.Find("properties");
-        for (const JsonValue& required_name : names) {
-          if (properties == nullptr || !properties->is_object() ||
-              properties->Find(required_name.string_value()) == nullptr) {
-            Unsupported("unsupported keyword " + Quoted(keyword) + where + ": name '" +
-                        required_name.string_value() + "' is not declared in 'properties' (its position among the members would be arbitrary)");
-            break;
-          }
-        }
-        present = JsonValue::Object({{"required", JsonValue::Array(std::move(names))}});
-      } else {
-        if (!dependency.is_object() && !dependency.is_bool()) {
-          Invalid("keyword " + Quoted(keyword) + where + " must map names to schemas");
-        }
-        present = JsonValue::Object({{"allOf", JsonValue::Array({dependency,
-            JsonValue::Object({{"required", JsonValue::Array({JsonValue::String(name)})}})})}});
-      }
-      conjuncts.push_back(JsonValue::Object({{"anyOf", JsonValue::Array({JsonValue::Object(std::move(absent)), present})}}));
-    }
-  }
-  if (!conjuncts.empty()) members.emplace_back("allOf", JsonValue::Array(std::move(conjuncts)));
-  synthetic_.push_back(JsonValue::Object(std::move(members)));
-  return synthetic_.back();
-}
 
 // ---------------------------------------------------------------------------------------
 // References
@@ -1294,429 +930,41 @@ Fragment SchemaConverter::EnumOrConst(const Node& node, int depth) {
   return rules_.ShareLazily(Alt(choices), [&] { return RuleHint(node.pointer); });
 }
 
-// ---------------------------------------------------------------------------------------
-// Types and scalars
-
-std::vector<std::string> SchemaConverter::AllowedTypes(const Node& node) {
-  std::vector<std::string> types;
-  const JsonValue* type = node.schema.Find("type");
-  auto invalid = [&node]() -> std::string {
-    return "keyword 'type' at " + ShowPointer(node.pointer) + " must be a type name or an array of type names";
-  };
-  if (type == nullptr || IsIgnored(node, "type")) {
-    types.assign(std::begin(kAllTypes), std::end(kAllTypes));
-  } else if (type->is_string()) {
-    if (type->string_value() == "any") {
-      types.assign(std::begin(kAllTypes), std::end(kAllTypes));
-    } else {
-      if (!IsTypeName(type->string_value())) Invalid(invalid());
-      types.push_back(type->string_value());
-    }
-  } else if (type->is_array()) {
-    for (const JsonValue& name : type->array_items()) {
-      if (!name.is_string() || !IsTypeName(name.string_value())) Invalid(invalid());
-      if (std::find(types.begin(), types.end(), name.string_value()) == types.end()) {
-        types.push_back(name.string_value());
-      }
-    }
-  } else {
-    Invalid(invalid());
-  }
-  const JsonValue* nullable = node.schema.Find("nullable");
-  if (nullable != nullptr) {
-    if (!nullable->is_bool()) {
-      Invalid("keyword 'nullable' at " + ShowPointer(node.pointer) + " must be a boolean");
-    }
-    if (nullable->bool_value() && std::find(types.begin(), types.end(), "null") == types.end()) {
-      types.push_back("null");
-    }
-  }
-  // Integers are numbers: with "number" allowed, "integer" adds nothing.
-  if (std::find(types.begin(), types.end(), "number") != types.end()) {
-    types.erase(std::remove(types.begin(), types.end(), "integer"), types.end());
-  }
-  return types;
-}
-
-Fragment SchemaConverter::TypedValue(const Node& node, int depth) {
-  bool has_assertions = false;
-  for (const auto& member : node.schema.object_members()) {
-    has_assertions = has_assertions || !(IsPassiveKeyword(member.first) || IsIgnored(node, member.first));
-  }
-  if (!has_assertions) return AnyValue(depth);
-  std::vector<Fragment> choices;
-  for (const std::string& type : AllowedTypes(node)) {
-    if (type == "null") {
-      choices.push_back(Fragment::Literal("null"));
-    } else if (type == "boolean") {
-      choices.push_back(Alt({Fragment::Literal("true"), Fragment::Literal("false")}));
-    } else if (type == "integer") {
-      choices.push_back(IntegerValue(node));
-    } else if (type == "number") {
-      choices.push_back(NumberValue(node));
-    } else if (type == "string") {
-      choices.push_back(StringValue(node));
-    } else if (type == "array") {
-      bool unique = node.schema.Find("uniqueItems") != nullptr && node.schema.Find("uniqueItems")->is_bool() &&
-                    node.schema.Find("uniqueItems")->bool_value() && !IsIgnored(node, "uniqueItems") &&
-                    !UniqueItemsTrivial(node);
-      bool contains = node.schema.Find("contains") != nullptr && !IsIgnored(node, "contains");
-      choices.push_back(contains ? ContainsArrayValue(node, depth)
-                        : unique ? UniqueArrayValue(node, depth)
-                                 : ArrayValue(node, depth));
-    } else if (type == "object") {
-      choices.push_back(ObjectValue(node, depth));
-    }
-  }
-  return rules_.ShareLazily(Alt(choices), [&] { return RuleHint(node.pointer); });
-}
-
-Fragment SchemaConverter::IntegerValue(const Node& node) {
-  std::optional<BigInteger> lower, upper;
-  auto tighten = [](std::optional<BigInteger>* bound, const BigInteger& candidate, bool is_lower) {
-    if (!*bound || (is_lower ? Compare(candidate, **bound) > 0 : Compare(candidate, **bound) < 0)) {
-      *bound = candidate;
-    }
-  };
-  for (const char* keyword : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}) {
-    const JsonValue* value = node.schema.Find(keyword);
-    if (value == nullptr || IsIgnored(node, keyword) || value->is_bool()) continue;
-    if (!value->is_number()) {
-      Invalid("keyword " + Quoted(keyword) + " at " + ShowPointer(node.pointer) + " must be a number");
-    }
-    std::string name = keyword;
-    bool is_lower = name == "minimum" || name == "exclusiveMinimum";
-    // Draft 4 spells exclusivity as a boolean next to the bound.
-    const JsonValue* flag = node.schema.Find(is_lower ? "exclusiveMinimum" : "exclusiveMaximum");
-    bool exclusive = name.rfind("exclusive", 0) == 0 ||
-                     (flag != nullptr && flag->is_bool() && flag->bool_value());
-    Rounding rounding = (is_lower != exclusive) ? Rounding::kCeiling : Rounding::kFloor;
-    std::optional<BigInteger> bound =
-        RoundJsonNumber(value->number_lexeme(), rounding, kMaxBoundDigits);
-    if (!bound) {
-      Unsupported("keyword " + Quoted(keyword) + " at " + ShowPointer(node.pointer) + ": bound " +
-                  value->number_lexeme() + " is too large");
-      ignored_keywords_.insert({node.pointer, keyword});
-      continue;
-    }
-    if (exclusive) *bound = is_lower ? Increment(*bound) : Decrement(*bound);
-    tighten(is_lower ? &lower : &upper, *bound, is_lower);
-  }
-  std::string hint = RuleHint(node.pointer) + "_range";
-  if (node.schema.Find("multipleOf") != nullptr && !IsIgnored(node, "multipleOf")) {
-    Fragment range = IntegerRangeFragment(lower, upper);
-    if (range.never()) return range;
-    return NumberIntersection(node, {range}, hint);
-  }
-  if (!lower && !upper) return CommonRule("json_integer");
-  return rules_.Share(hint, IntegerRangeFragment(lower, upper));
-}
-
-// The multipleOf divisor, or nullopt (absent or ignored).
-std::optional<Decimal> SchemaConverter::MultipleOf(const Node& node) {
-  const JsonValue* value = node.schema.Find("multipleOf");
-  if (value == nullptr || IsIgnored(node, "multipleOf")) return std::nullopt;
-  std::optional<Decimal> divisor;
-  if (value->is_number()) divisor = ParseDecimal(value->number_lexeme());
-  if (!value->is_number() || (divisor && (divisor->negative || divisor->is_zero()))) {
-    Invalid("keyword 'multipleOf' at " + ShowPointer(node.pointer) + " must be a number > 0");
-  }
-  if (!divisor) {
-    Unsupported("keyword 'multipleOf' at " + ShowPointer(node.pointer) + ": divisor " +
-                value->number_lexeme() + " is out of range");
-    ignored_keywords_.insert({node.pointer, "multipleOf"});
-  }
-  return divisor;
-}
-
-// The intersection of number grammars (rule-free fragments) and, when the node has
-// multipleOf, the multiples of its divisor. A single fragment is returned as it is.
-Fragment SchemaConverter::NumberIntersection(const Node& node, const std::vector<Fragment>& parts,
-                                             const std::string& hint) {
-  std::optional<Decimal> divisor = MultipleOf(node);
-  for (const Fragment& part : parts) {
-    if (part.never()) return Fragment::Never();
-  }
-  if (!divisor && parts.size() == 1) return rules_.Share(hint, parts[0]);
-  std::string where = " at " + ShowPointer(node.pointer);
-  try {
-    std::optional<CodepointDfa> language;
-    if (divisor) {
-      language = MultipleOfDfa(*divisor, kMaxMultipleOfDivisor);
-      if (!language) {
-        Unsupported("unsupported keyword 'multipleOf'" + where + ": the divisor scaled to an integer exceeds " +
-                    std::to_string(kMaxMultipleOfDivisor));
-        ignored_keywords_.insert({node.pointer, "multipleOf"});
-        if (parts.size() == 1) return rules_.Share(hint, parts[0]);
-      }
-    }
-    if (!language && parts.empty()) return CommonRule("json_number");
-    // The same bounds recur across a schema (vega-lite: 35 numbers in [0, 1]): their
-    // automata are built once per conversion. No diagnostic depends on the node past here.
-    std::string key = divisor && language ? node.schema.Find("multipleOf")->number_lexeme() : std::string();
-    for (const Fragment& part : parts) key.append(1, '\0').append(part.text());
-    if (auto known = number_languages_.find(key); known != number_languages_.end()) return known->second;
-    for (const Fragment& part : parts) {
-      CodepointDfa dfa = DfaFromExpression(part.text());
-      language = language ? Product(*language, dfa, ProductKind::kIntersection) : dfa;
-    }
-    Fragment fragment = DfaToFragment(*language, &rules_, hint);
-    number_languages_.emplace(std::move(key), fragment);
-    return fragment;
-  } catch (const ResourceLimitError& e) {
-    const char* keyword = divisor ? "multipleOf" : "maximum";
-    Unsupported("unsupported keyword '" + std::string(keyword) + "'" + where + ": " + e.what());
-    ignored_keywords_.insert({node.pointer, keyword});
-    return rules_.Share(hint, parts[0]);
-  }
-}
-
-Fragment SchemaConverter::NumberValue(const Node& node) {
-  std::string where = " at " + ShowPointer(node.pointer);
-  // The tightest lower and upper bounds (value, exclusive).
-  std::optional<std::pair<Decimal, bool>> lower, upper;
-  for (const char* keyword : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}) {
-    const JsonValue* value = node.schema.Find(keyword);
-    if (value == nullptr || IsIgnored(node, keyword) || value->is_bool()) continue;
-    if (!value->is_number()) Invalid("keyword " + Quoted(keyword) + where + " must be a number");
-    std::string name = keyword;
-    bool is_lower = name == "minimum" || name == "exclusiveMinimum";
-    // Draft 4 spells exclusivity as a boolean next to the bound.
-    const JsonValue* flag = node.schema.Find(is_lower ? "exclusiveMinimum" : "exclusiveMaximum");
-    bool exclusive = name.rfind("exclusive", 0) == 0 || (flag != nullptr && flag->is_bool() && flag->bool_value());
-    std::optional<Decimal> bound = ParseDecimal(value->number_lexeme());
-    if (!bound) {
-      Unsupported("keyword " + Quoted(keyword) + where + ": bound " + value->number_lexeme() + " is too large");
-      ignored_keywords_.insert({node.pointer, keyword});
-      continue;
-    }
-    auto& side = is_lower ? lower : upper;
-    int order = side ? CompareDecimal(*bound, side->first) : 0;
-    if (!side || (is_lower ? order > 0 : order < 0) || (order == 0 && exclusive)) side = std::make_pair(*bound, exclusive);
-  }
-  std::string hint = RuleHint(node.pointer) + "_number";
-  if (!lower && !upper) {
-    if (!MultipleOf(node)) return CommonRule("json_number");
-    return NumberIntersection(node, {}, hint);
-  }
-  if (lower && upper) {
-    int order = CompareDecimal(lower->first, upper->first);
-    if (order > 0 || (order == 0 && (lower->second || upper->second))) return Fragment::Never();
-  }
-  std::vector<Fragment> parts;
-  for (const auto* side : {&lower, &upper}) {
-    if (!*side) continue;
-    std::optional<Fragment> part = side == &lower
-                                       ? NumberAtLeast((*side)->first, (*side)->second, kMaxBoundDigits)
-                                       : NumberAtMost((*side)->first, (*side)->second, kMaxBoundDigits);
-    if (!part) {
-      const char* keyword = side == &lower ? "minimum" : "maximum";
-      Unsupported("keyword '" + std::string(keyword) + "'" + where + ": the bound has more than " +
-                  std::to_string(kMaxBoundDigits) + " digits");
-      ignored_keywords_.insert({node.pointer, keyword});
-      continue;
-    }
-    parts.push_back(*part);
-  }
-  if (parts.empty()) return CommonRule("json_number");
-  return NumberIntersection(node, parts, hint);
-}
-
-// ---------------------------------------------------------------------------------------
-// Strings
-
-// Format grammars are large (date-time spells out every leap-second offset), and schemas
-// repeat the same few formats many times, so each is built once per process
-// (PrebuiltFormatGrammar); the standalone grammar is that build, charged against this
-// conversion's limit as building it here would be.
-const PrebuiltFormat& SchemaConverter::StandaloneFormatGrammar(const std::string& format) {
-  const PrebuiltFormat& prebuilt = PrebuiltFormatGrammar(format);
-  RuleSet::CheckTotalBytes(prebuilt.bytes, static_cast<size_t>(CurrentCompileLimits().max_generated_grammar_bytes));
-  return prebuilt;
-}
-
-// The format's rules in rules_: the prebuilt definitions where RuleSet::AddShared can add them
-// exactly as building them here would, else built here. Invariant: building a format's rules
-// a second time in the same RuleSet finds every shared body already defined, adds nothing and
-// returns the same fragment, so the first result can stand for all. Not so for "regex", whose
-// recursive rule is reserved afresh on every call (and is not made by Share).
-std::optional<Fragment> SchemaConverter::FormatInRules(const std::string& format) {
-  if (format == "regex") return StringFormatBody(format, &rules_);
-  auto found = formats_in_rules_.find(format);
-  if (found != formats_in_rules_.end()) return found->second;
-  const PrebuiltFormat& prebuilt = PrebuiltFormatGrammar(format);
-  std::optional<Fragment> body =
-      prebuilt.body && rules_.AddShared(prebuilt.definitions, prebuilt.productive) ? prebuilt.body : StringFormatBody(format, &rules_);
-  formats_in_rules_.emplace(format, body);
-  return body;
-}
-
-Fragment SchemaConverter::StringValue(const Node& node) {
-  std::string where = " at " + ShowPointer(node.pointer);
-  const JsonValue* pattern = IsIgnored(node, "pattern") ? nullptr : node.schema.Find("pattern");
-  const JsonValue* format = IsIgnored(node, "format") ? nullptr : node.schema.Find("format");
-  if (pattern != nullptr && !pattern->is_string()) Invalid("keyword 'pattern'" + where + " must be a string");
-  if (format != nullptr && !format->is_string()) Invalid("keyword 'format'" + where + " must be a string");
-  std::optional<long long> min_length = CountKeyword(node, "minLength");
-  std::optional<long long> max_length = CountKeyword(node, "maxLength");
-  if (min_length == 0) min_length.reset();
-  if (min_length && max_length && *min_length > *max_length) return Fragment::Never();
-  // The languages to intersect (string bodies, JSON-escaped): a single one is written as
-  // is; several are combined by the product construction (regular_language.h).
-  std::vector<std::pair<std::string, std::string>> languages;  // (keyword, EBNF grammar)
-  std::optional<Fragment> body, format_fragment;
-  if (format != nullptr && !IsUnknownFormat(format->string_value())) {
-    const PrebuiltFormat& standalone = StandaloneFormatGrammar(format->string_value());
-    const std::optional<Fragment>& format_body = standalone.body;
-    if (format_body && !StringFormatIsExact(format->string_value())) {
-      // Lenient: the sound subset is kept (better than ignoring the format).
-      Unsupported("unsupported format '" + format->string_value() + "'" + where +
-                  ": only a subset of its strings can be generated");
-    }
-    if (!format_body) {
-      Unsupported("unsupported format '" + format->string_value() + "'" + where);
-      ignored_keywords_.insert({node.pointer, "format"});
-    } else {
-      format_fragment = body = format_body;  // its rules are copied to rules_ when it is used
-      languages.emplace_back("format", standalone.grammar);
-    }
-  }
-  if (pattern != nullptr) {
-    try {
-      RegexOptions regex_options;
-      regex_options.search = true;
-      regex_options.json_string_body = true;
-      std::string expression = RegexToEbnf(pattern->string_value(), regex_options);
-      body = expression.empty() ? Fragment::Epsilon() : Fragment::Atom("(" + expression + ")");
-      languages.emplace_back("pattern", "xg2_language_root ::= " + (expression.empty() ? std::string("\"\"") : expression) + "\n");
-    } catch (const RegexError& e) {
-      Unsupported("unsupported pattern" + where + ": " + e.what());
-      ignored_keywords_.insert({node.pointer, "pattern"});
-    }
-  }
-  // `not: {enum: [strings]}` on a string: the spellings of those strings are subtracted.
-  std::optional<std::vector<std::string>> excluded = ExcludedStrings(node);
-  // `not` over a string schema: its language (canonical spellings) is subtracted.
-  std::optional<CodepointDfa> excluded_language;
-  if (!excluded && node.schema.Find("enum") == nullptr && node.schema.Find("const") == nullptr) {
-    excluded_language = NegatedStringLanguage(node);
-  }
-  bool subtracts = excluded || excluded_language;
-  bool with_length = (!languages.empty() || subtracts) && (min_length || max_length);
-  if (with_length && pattern == nullptr && format_fragment && max_length == std::nullopt &&
-      *min_length <= StringFormatMinLength(format->string_value())) {
-    // A minimum the format already implies (e.g. minLength 1 next to date-time, whose
-    // automaton is too large to build for the check below).
-    with_length = false;
-    min_length.reset();
-  }
-  std::optional<CodepointDfa> first_language;  // languages[0] as an automaton, once built
-  if (with_length && languages.size() == 1) {
-    // Lengths the pattern or format already implies (e.g. minLength 1 next to date-time)
-    // are dropped, so that language is written as is rather than as a product automaton.
-    try {
-      first_language = DfaFromEbnf(languages[0].second, "xg2_language_root");
-      if (LengthImplied(*first_language, JsonCharDfa(), min_length.value_or(0), max_length.value_or(-1))) {
-        with_length = false;
-        min_length.reset();
-        max_length.reset();
-      }
-    } catch (const CompilationCancelledError&) {
-      throw;
-    } catch (const Error&) {
-      // Not regular or too large: the product below reports it.
-    }
-  }
-  if (with_length) languages.emplace_back(min_length ? "minLength" : "maxLength", "");
-  if (subtracts && languages.empty()) languages.emplace_back("not", "");
-  if (languages.size() > 1 || subtracts) {
-    // Identical keyword sets (common in generated schemas) share one automaton.
-    std::string cache_key = std::to_string(min_length.value_or(0)) + "," + std::to_string(max_length.value_or(-1));
-    for (const auto& language : languages) cache_key += "\n" + language.first + "\n" + language.second;
-    for (const std::string& text : excluded.value_or(std::vector<std::string>{})) cache_key += "\nnot\n" + text;
-    if (excluded_language) cache_key += "\nnot-language\n" + DumpJson(*node.schema.Find("not"));
-    auto cached = string_languages_.find(cache_key);
-    if (cached != string_languages_.end()) return cached->second;
-    try {
-      auto json_chars = [&] {
-        return Repeated(JsonCharDfa(), 0, -1);  // lengths: below
-      };
-      CodepointDfa language = languages[0].second.empty() ? json_chars()
-                              : first_language      ? std::move(*first_language)
-                                                    : DfaFromEbnf(languages[0].second, "xg2_language_root");
-      for (size_t i = 1; i < languages.size(); ++i) {
-        if (languages[i].second.empty()) continue;  // the length: last, below
-        language = Product(language, DfaFromEbnf(languages[i].second, "xg2_language_root"),
-                           ProductKind::kIntersection);
-      }
-      if (excluded) {
-        language = Product(language, DfaFromExpression(StringSpellings(*excluded).text()), ProductKind::kDifference);
-      }
-      if (excluded_language) {
-        // Within the canonical spellings, where the excluded language is complete.
-        language = Product(Product(language, CanonicalStrings(), ProductKind::kIntersection), *excluded_language,
-                           ProductKind::kDifference);
-      }
-      std::string chars_hint = RuleHint(node.pointer) + "_chars";
-      Fragment intersected =
-          with_length ? LengthBoundedFragment(language, JsonCharDfa(),
-                                              CommonRule("json_char"), min_length.value_or(0),
-                                              max_length.value_or(-1), &rules_, chars_hint)
-                      : DfaToFragment(language, &rules_, chars_hint);
-      Fragment result = intersected.never()
-                            ? Fragment::Never()
-                            : rules_.Share(RuleHint(node.pointer) + "_string",
-                                           Seq({Fragment::Literal("\""), intersected, Fragment::Literal("\"")}));
-      string_languages_.emplace(cache_key, result);
-      return result;
-    } catch (const CompilationCancelledError&) {
-      throw;
-    } catch (const Error& e) {
-      // Too many automaton states (or a grammar that is not regular): keep the first.
-      if (languages.size() > 1) {
-        Unsupported("unsupported keyword '" + languages[1].first + "' alongside '" +
-                    languages[0].first + "'" + where + ": " + e.what());
-      } else {
-        Unsupported("unsupported keyword 'not'" + where + ": " + e.what());
-      }
-      for (size_t i = 1; i < languages.size(); ++i) ignored_keywords_.insert({node.pointer, languages[i].first});
-      if (subtracts) ignored_keywords_.insert({node.pointer, "not"});
-      if (languages[0].first == "format") body = FormatInRules(format->string_value());
-    }
-    if (!languages[0].second.empty()) {
-      min_length.reset();
-      max_length.reset();
-    }
-  }
-  if (body && format_fragment && languages.size() == 1 && !subtracts) body = FormatInRules(format->string_value());
-  if (!body) {
-    if (!min_length && !max_length) return JsonStringFragment();
-    if (!options_.string_excludes.empty()) {
-      Unsupported("minLength/maxLength at " + ShowPointer(node.pointer) +
-                  " next to a structural tag's excludes (the length of a filtered string)");
-    }
-    body = Repeat(CommonRule("json_char"), static_cast<int>(min_length.value_or(0)),
-                  max_length ? static_cast<int>(*max_length) : -1);
-  }
-  return rules_.Share(RuleHint(node.pointer) + "_string",
-                      Seq({Fragment::Literal("\""), *body, Fragment::Literal("\"")}));
-}
 
 }  // namespace schema_internal
 
-JsonSchemaConversion JsonSchemaToEbnf(std::string_view schema_json, const JsonSchemaOptions& options) {
+namespace {
+
+JsonSchemaConversion ConvertSchema(std::string_view schema_json, const JsonSchemaOptions& options,
+                                   const CompileLimits* grammar_limits) {
   JsonValue document;
   try {
     document = ParseJson(schema_json);
   } catch (const JsonSyntaxError& e) {
     throw SchemaError(std::string("the schema is not valid JSON: ") + e.what());
   }
-  return schema_internal::SchemaConverter(document, options).Convert();
+  return schema_internal::SchemaConverter(document, options).Convert(grammar_limits);
+}
+
+}  // namespace
+
+JsonSchemaConversion JsonSchemaToEbnf(std::string_view schema_json, const JsonSchemaOptions& options) {
+  return ConvertSchema(schema_json, options, nullptr);
+}
+
+JsonSchemaConversion JsonSchemaToGrammar(std::string_view schema_json, const JsonSchemaOptions& options,
+                                         const CompileLimits& grammar_limits) {
+  return ConvertSchema(schema_json, options, &grammar_limits);
 }
 
 std::string BuiltinJsonEbnf(const JsonSchemaOptions& options) {
   JsonValue document = JsonValue::Bool(true);
-  return schema_internal::SchemaConverter(document, options).ConvertBuiltinJson();
+  return schema_internal::SchemaConverter(document, options).ConvertBuiltinJson(false).ebnf;
+}
+
+JsonSchemaConversion BuiltinJsonGrammar(const JsonSchemaOptions& options) {
+  JsonValue document = JsonValue::Bool(true);
+  return schema_internal::SchemaConverter(document, options).ConvertBuiltinJson(true);
 }
 
 }  // namespace xg2

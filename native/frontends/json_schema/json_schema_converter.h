@@ -9,6 +9,9 @@
 #include <utility>
 #include <vector>
 
+#include "grammar/grammar_ast.h"
+#include "support/compile_limits.h"
+
 namespace xg2 {
 
 struct JsonSchemaOptions {
@@ -46,10 +49,17 @@ struct JsonSchemaOptions {
 struct JsonSchemaConversion {
   std::string ebnf;                   // root rule is "root"
   std::vector<std::string> warnings;  // filled only when lenient
+  GrammarAst grammar;                 // JsonSchemaToGrammar only: what ParseEbnf(ebnf) gives
 };
 
 // Throws SchemaError / UnsupportedSchemaError naming the keyword and its JSON pointer.
 JsonSchemaConversion JsonSchemaToEbnf(std::string_view schema_json, const JsonSchemaOptions& options);
+// JsonSchemaToEbnf, with the grammar built directly from the converter's rules as well
+// (the compile path: no EBNF parse), under `grammar_limits` where the conversion runs under
+// the caller's (the compiler lifts the repetition bound for the grammar: the converter
+// bounds its counted loops itself).
+JsonSchemaConversion JsonSchemaToGrammar(std::string_view schema_json, const JsonSchemaOptions& options,
+                                         const CompileLimits& grammar_limits);
 
 // What the converter does with one keyword; the single source of the support matrix in
 // docs/json_schema_support.md (scripts/gen_schema_support.py). `level` is "supported",
@@ -64,6 +74,8 @@ const std::vector<KeywordSupport>& JsonSchemaKeywordTable();
 
 // EBNF for any JSON value (the built-in JSON grammar).
 std::string BuiltinJsonEbnf(const JsonSchemaOptions& options);
+// The built-in JSON grammar, printed and built (under the caller's limits).
+JsonSchemaConversion BuiltinJsonGrammar(const JsonSchemaOptions& options);
 
 }  // namespace xg2
 

@@ -134,7 +134,7 @@ Fragment SchemaConverter::KeyNotIn(const std::vector<std::string>& names) {
     // uncertain, for the Earley parser) until their text grows large.
     constexpr size_t kMaxInlineSubtrieBytes = 4096;
     Fragment subtrie = Alt(choices);
-    fragment_of[i] = subtrie.text().size() > kMaxInlineSubtrieBytes ? rules_.Share("key_suffix", subtrie) : subtrie;
+    fragment_of[i] = subtrie.text_size() > kMaxInlineSubtrieBytes ? rules_.Share("key_suffix", subtrie) : subtrie;
   }
   return rules_.Share("key_not_declared",
                       Seq({Fragment::Literal("\""), fragment_of[0], Fragment::Literal("\"")}));

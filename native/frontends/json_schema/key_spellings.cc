@@ -143,7 +143,7 @@ Fragment SchemaConverter::UndeclaredKey(const std::vector<std::string>& names) {
     choices.push_back(Seq({CharacterOutside(child_characters), any_tail}));
     constexpr size_t kMaxInlineSubtrieBytes = 4096;
     Fragment subtrie = Alt(choices);
-    fragment_of[i] = subtrie.text().size() > kMaxInlineSubtrieBytes ? rules_.Share("key_suffix", subtrie) : subtrie;
+    fragment_of[i] = subtrie.text_size() > kMaxInlineSubtrieBytes ? rules_.Share("key_suffix", subtrie) : subtrie;
   }
   return rules_.Share("key_not_declared", Seq({Fragment::Literal("\""), fragment_of[0], Fragment::Literal("\"")}));
 }

@@ -810,7 +810,7 @@ Fragment EliminateStates(const CodepointDfa& dfa, size_t max_bytes, RuleSet* rul
   std::vector<size_t> in_bytes(n + 2, 0), out_bytes(n + 2, 0), ins(n + 2, 0), outs(n + 2, 0);
   auto count_edge = [&](int32_t from, int32_t to, const Fragment& expr, bool add) {
     if (from == to) return;
-    size_t size = expr.text().size();
+    size_t size = expr.text_size();
     if (add) {
       out_bytes[from] += size, ++outs[from], in_bytes[to] += size, ++ins[to];
     } else {
@@ -856,7 +856,7 @@ Fragment EliminateStates(const CodepointDfa& dfa, size_t max_bytes, RuleSet* rul
         Fragment path = Seq({enter, loop, leave});
         auto existing = out[from].find(to);
         Fragment merged = existing == out[from].end() ? path : AltWithEpsilon(existing->second, path);
-        if (merged.text().size() > max_bytes) {
+        if (merged.text_size() > max_bytes) {
           fits = false;
           break;
         }

@@ -13,6 +13,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -104,8 +105,9 @@ struct NameLanguages {
 class SchemaConverter {
  public:
   SchemaConverter(const JsonValue& document, const JsonSchemaOptions& options);
-  JsonSchemaConversion Convert();
-  std::string ConvertBuiltinJson();
+  // The conversion: the rules printed, and built under `grammar_limits` unless it is null.
+  JsonSchemaConversion Convert(const CompileLimits* grammar_limits);
+  JsonSchemaConversion ConvertBuiltinJson(bool build_grammar);
 
   // --- json_schema_converter.cc: dispatch, references, combinators, scalars ---
   Fragment Schema(const JsonValue& schema, const std::string& pointer, int depth);
@@ -333,6 +335,13 @@ std::string TypeOfKeyword(const std::string& keyword);
 std::string JsonTypeOf(const JsonValue& value);
 // The pointer as shown in messages ("/" for the root).
 std::string ShowPointer(const std::string& pointer);
+
+// The JSON types a `type` keyword may name, but "integer" (a subset of "number").
+inline constexpr const char* kAllTypes[] = {"null", "boolean", "object", "array", "number", "string"};
+// One of kAllTypes, or "integer".
+bool IsTypeName(std::string_view name);
+// 'keyword', as error messages quote a keyword.
+std::string Quoted(const std::string& keyword);
 
 }  // namespace schema_internal
 }  // namespace xg2

@@ -45,7 +45,7 @@ std::optional<Fragment> StringFormatBody(std::string_view format, RuleSet* rules
 // known format).
 struct PrebuiltFormat {
   std::optional<Fragment> body;
-  std::vector<std::pair<std::string, std::string>> definitions;
+  std::vector<std::pair<std::string, Fragment>> definitions;
   std::string grammar;
   size_t bytes = 0;
   bool productive = false;

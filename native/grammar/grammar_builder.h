@@ -1,0 +1,82 @@
+// Builds a GrammarAst node by node: the typed way for a frontend to produce the grammar IR
+// without writing EBNF text for ParseEbnf to read back (issue 39). It applies exactly the
+// simplifications the EBNF parser applies (frontends/ebnf/ebnf_parser.cc), so a frontend that
+// builds what its printed EBNF spells gets the same nodes, in the same order, as a parse of
+// that text would: the differential tests compare the two.
+//
+// The result is a tree: every node has one parent. The passes after the frontend
+// (grammar/inline_rules.h, grammar/sink_leading_terminals.h) rewrite nodes in place, so
+// identical bodies are shared one level up, as rules (a frontend's hash-consed fragments,
+// frontends/json_schema/ebnf_builder.h), not as shared nodes.
+#ifndef XG2_GRAMMAR_GRAMMAR_BUILDER_H_
+#define XG2_GRAMMAR_GRAMMAR_BUILDER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "grammar/grammar_ast.h"
+
+namespace xg2 {
+
+// The tallest expression tree a grammar may hold (the EBNF parser's limit too: it checks
+// that the two agree). Deeper trees would make the recursive passes overflow the stack.
+constexpr int kMaxExpressionHeight = 2000;
+
+class GrammarBuilder {
+ public:
+  GrammarBuilder() = default;
+
+  // Expression nodes. Each returns the id of the node that denotes the expression, which
+  // is a child itself where the parser would return the child ({1,1}, one-element lists).
+  ExprId Empty();
+  // `bytes` may be empty (then Empty()).
+  ExprId Bytes(std::string bytes);
+  // `ranges` normalised (NormalizeRanges) and non-empty.
+  ExprId CharClass(std::vector<CodepointRange> ranges);
+  ExprId RuleRef(RuleId rule);
+  // No children: Empty(); one: that child.
+  ExprId Sequence(const ExprId* children, size_t count);
+  // At least one child; one: that child.
+  ExprId Choice(const ExprId* children, size_t count);
+  // {1,1} is `child` and {0,0} the empty string; max < 0 means unbounded. A bound over the
+  // compile limit's max_repetition_bound is a ResourceLimitError, as in the parser.
+  ExprId Repeat(ExprId child, int32_t min, int32_t max);
+  // Appends the nodes of `source`'s expression `root` (which names no token set or tag
+  // dispatch) to this grammar and returns the id of its copy. A reference to source rule r
+  // becomes one to rule_of[r] (`rule_of` may be empty when the expression names no rule).
+  ExprId Graft(const GrammarAst& source, ExprId root, const std::vector<RuleId>& rule_of = {});
+
+  // Appends `nodes` (children before parents, child ids relative to nodes[0]; a kRuleRef's
+  // rule id indexes `rule_of`) whose trees have the heights `heights`, and returns the id the
+  // first one gets: a body lowered once and reused (frontends/json_schema/ebnf_builder.cc).
+  ExprId Append(const std::vector<ExprNode>& nodes, const std::vector<int>& heights,
+                const std::vector<RuleId>& rule_of);
+  size_t node_count() const { return ast_.nodes.size(); }
+
+  // Rules: a name (unique within the grammar) first, the body later, so that bodies can
+  // refer to rules defined after them.
+  RuleId AddRule(const std::string& name);
+  // The rule named `name`, or -1.
+  RuleId FindRule(const std::string& name) const;
+  // `lookahead` -1 when the rule has none.
+  void DefineRule(RuleId rule, ExprId body, ExprId lookahead = -1);
+
+  // The grammar, rooted at `root`. Every rule must be defined. The builder is empty after.
+  GrammarAst Finish(RuleId root);
+
+ private:
+  // Adds `node` after checking the height of the tree it roots.
+  ExprId Add(ExprNode node);
+  ExprId AddCompound(ExprKind kind, const ExprId* children, size_t count);
+
+  GrammarAst ast_;
+  std::vector<int> heights_;  // heights_[id]: height of the tree under node id
+  std::unordered_map<std::string, RuleId> rule_ids_;
+};
+
+}  // namespace xg2
+
+#endif  // XG2_GRAMMAR_GRAMMAR_BUILDER_H_
