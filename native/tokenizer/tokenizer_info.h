@@ -186,6 +186,13 @@ class TokenizerInfo : public std::enable_shared_from_this<TokenizerInfo> {
 
   const std::vector<int32_t>& sorted_text_tokens() const { return sorted_text_tokens_; }
   const std::vector<int32_t>& lcp() const { return lcp_; }
+  // The bytes of sorted_text_tokens() concatenated in that order: position p's token is
+  // sorted_token_bytes()[sorted_token_offsets()[p] .. sorted_token_offsets()[p + 1]). A walk
+  // over ascending positions (the mask walk over a node's uncertain tokens) reads memory in
+  // order, where decoded_tokens()[sorted_text_tokens()[p]] would load one scattered string
+  // object per token (a cache miss each once a compile has evicted the tokenizer's tables).
+  const std::string& sorted_token_bytes() const { return sorted_token_bytes_; }
+  const std::vector<int32_t>& sorted_token_offsets() const { return sorted_token_offsets_; }
   // The same tokens as a flat byte trie (see TokenTrieNode), and per node its tokens.
   const std::vector<TokenTrieNode>& trie() const { return trie_; }
   const std::vector<TokenTrieTokens>& trie_tokens() const { return trie_tokens_; }
@@ -259,6 +266,8 @@ class TokenizerInfo : public std::enable_shared_from_this<TokenizerInfo> {
 
  private:
   void BuildTrie();
+  // Debug builds: sorted_token_bytes() and its offsets spell sorted_text_tokens() in order.
+  void CheckSortedTokenBytes() const;
 
   std::vector<std::string> decoded_tokens_;
   VocabType vocab_type_;
@@ -270,6 +279,8 @@ class TokenizerInfo : public std::enable_shared_from_this<TokenizerInfo> {
   std::vector<uint8_t> is_stop_;
   std::vector<int32_t> sorted_text_tokens_;
   std::vector<int32_t> lcp_;
+  std::string sorted_token_bytes_;
+  std::vector<int32_t> sorted_token_offsets_;
   std::vector<TokenTrieNode> trie_;
   std::vector<TokenTrieTokens> trie_tokens_;
   std::array<int32_t, 256> trie_root_child_;
