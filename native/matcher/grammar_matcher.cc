@@ -290,7 +290,8 @@ void GrammarMatcher::WalkTokens(const int32_t* positions, const int32_t* shared_
   parser_.AllowedBytes(first_byte_allowed);
   const std::vector<int32_t>& sorted = tokenizer_->sorted_text_tokens();
   const std::vector<int32_t>& lcp = tokenizer_->lcp();
-  const std::vector<std::string>& decoded = tokenizer_->decoded_tokens();
+  const char* token_bytes = tokenizer_->sorted_token_bytes().data();
+  const int32_t* token_offsets = tokenizer_->sorted_token_offsets().data();
   ParserRewind rewind(parser_);  // also when the work budget runs out mid-walk
   const int32_t base = rewind.position();
   // Invariant: the parser has consumed the first `depth` bytes of the previous token, and
@@ -308,14 +309,15 @@ void GrammarMatcher::WalkTokens(const int32_t* positions, const int32_t* shared_
       for (int32_t j = previous + 2; j <= pos && shared > 0; ++j) shared = std::min(shared, lcp[j]);
     }
     previous = pos;
-    const std::string& bytes = decoded[sorted[pos]];
     if (shared > depth) continue;  // shares the rejected byte of the previous token
     if (shared < depth) {
       parser_.PopTo(base + shared);
       depth = shared;
     }
+    // The token's bytes from the sorted-order arena: ascending positions read it in order.
+    const char* bytes = token_bytes + token_offsets[pos];
     if (depth == 0 && !first_byte_allowed[static_cast<uint8_t>(bytes[0])]) continue;
-    const int32_t size = static_cast<int32_t>(bytes.size());
+    const int32_t size = token_offsets[pos + 1] - token_offsets[pos];
     while (depth < size && parser_.Advance(static_cast<uint8_t>(bytes[depth]))) ++depth;
     if (depth == size) words[sorted[pos] >> 5] |= 1u << (sorted[pos] & 31);
   }

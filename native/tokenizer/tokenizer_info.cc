@@ -1,7 +1,10 @@
 #include "tokenizer/tokenizer_info.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <string_view>
 
+#include "support/dcheck.h"
 #include "support/error.h"
 
 namespace xg2 {
@@ -55,6 +58,17 @@ TokenizerInfo::TokenizerInfo(std::vector<std::string> decoded_tokens, VocabType 
   for (int32_t id : sorted_text_tokens_) {
     max_token_bytes_ = std::max(max_token_bytes_, static_cast<int32_t>(decoded_tokens_[id].size()));
   }
+  sorted_token_offsets_.reserve(sorted_text_tokens_.size() + 1);
+  sorted_token_offsets_.push_back(0);
+  for (int32_t id : sorted_text_tokens_) {
+    const std::string& token = decoded_tokens_[id];
+    if (sorted_token_bytes_.size() + token.size() > static_cast<size_t>(INT32_MAX)) {
+      throw InvalidArgumentError("the vocabulary's text tokens exceed 2 GiB in total");
+    }
+    sorted_token_bytes_ += token;
+    sorted_token_offsets_.push_back(static_cast<int32_t>(sorted_token_bytes_.size()));
+  }
+  XG2_DCHECK_INVARIANTS(CheckSortedTokenBytes());
   lcp_.assign(sorted_text_tokens_.size(), 0);
   for (size_t i = 1; i < sorted_text_tokens_.size(); ++i) {
     const std::string& prev = decoded_tokens_[sorted_text_tokens_[i - 1]];
@@ -89,12 +103,24 @@ bool TokenizerInfo::IsStopToken(int32_t id) const {
   return id >= 0 && id < vocab_size_ && is_stop_[id];
 }
 
+void TokenizerInfo::CheckSortedTokenBytes() const {
+  XG2_DCHECK(sorted_token_offsets_.size() == sorted_text_tokens_.size() + 1,
+             "sorted_token_offsets() has one offset per sorted position, plus the end");
+  for (size_t p = 0; p < sorted_text_tokens_.size(); ++p) {
+    const std::string_view token(sorted_token_bytes_.data() + sorted_token_offsets_[p],
+                                 sorted_token_offsets_[p + 1] - sorted_token_offsets_[p]);
+    XG2_DCHECK(token == decoded_tokens_[sorted_text_tokens_[p]],
+               "sorted_token_bytes() spells sorted_text_tokens() in order");
+  }
+}
+
 size_t TokenizerInfo::MemoryBytes() const {
   size_t bytes = sizeof(*this);
   for (const auto& t : decoded_tokens_) bytes += t.capacity();
   bytes += decoded_tokens_.capacity() * sizeof(std::string);
   bytes += (is_text_.capacity() + is_stop_.capacity());
-  bytes += (sorted_text_tokens_.capacity() + lcp_.capacity()) * sizeof(int32_t);
+  bytes += (sorted_text_tokens_.capacity() + lcp_.capacity() + sorted_token_offsets_.capacity()) * sizeof(int32_t);
+  bytes += sorted_token_bytes_.capacity();
   if (const VocabularyAttachment* attached = attachment_.load(std::memory_order_acquire)) {
     bytes += attached->MemoryBytes();
   }

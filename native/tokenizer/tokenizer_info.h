@@ -67,6 +67,13 @@ class TokenizerInfo : public std::enable_shared_from_this<TokenizerInfo> {
 
   const std::vector<int32_t>& sorted_text_tokens() const { return sorted_text_tokens_; }
   const std::vector<int32_t>& lcp() const { return lcp_; }
+  // The bytes of sorted_text_tokens() concatenated in that order: position p's token is
+  // sorted_token_bytes()[sorted_token_offsets()[p] .. sorted_token_offsets()[p + 1]). A walk
+  // over ascending positions (the mask walk over a node's uncertain tokens) reads memory in
+  // order, where decoded_tokens()[sorted_text_tokens()[p]] would load one scattered string
+  // object per token (a cache miss each once a compile has evicted the tokenizer's tables).
+  const std::string& sorted_token_bytes() const { return sorted_token_bytes_; }
+  const std::vector<int32_t>& sorted_token_offsets() const { return sorted_token_offsets_; }
   // Length in bytes of the longest text token.
   int32_t max_token_bytes() const { return max_token_bytes_; }
 
@@ -87,6 +94,9 @@ class TokenizerInfo : public std::enable_shared_from_this<TokenizerInfo> {
   const SpecialTokenText& special_token_text() const;
 
  private:
+  // Debug builds: sorted_token_bytes() and its offsets spell sorted_text_tokens() in order.
+  void CheckSortedTokenBytes() const;
+
   std::vector<std::string> decoded_tokens_;
   VocabType vocab_type_;
   int32_t vocab_size_;
@@ -97,6 +107,8 @@ class TokenizerInfo : public std::enable_shared_from_this<TokenizerInfo> {
   std::vector<uint8_t> is_stop_;
   std::vector<int32_t> sorted_text_tokens_;
   std::vector<int32_t> lcp_;
+  std::string sorted_token_bytes_;
+  std::vector<int32_t> sorted_token_offsets_;
   int32_t max_token_bytes_ = 0;
   mutable std::once_flag special_token_text_once_;
   mutable std::unique_ptr<const SpecialTokenText> special_token_text_;

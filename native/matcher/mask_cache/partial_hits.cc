@@ -16,8 +16,8 @@ namespace xg2 {
 TokenClassification RefineWithLookahead(const TokenClassification& fsm_only, const GrammarFsm& fsm,
                                         const LeaveSets& leave, NodeId node,
                                         const TokenizerInfo& tokenizer, uint64_t rows_owner) {
-  const std::vector<int32_t>& sorted = tokenizer.sorted_text_tokens();
-  const std::vector<std::string>& decoded = tokenizer.decoded_tokens();
+  const char* token_bytes = tokenizer.sorted_token_bytes().data();
+  const int32_t* token_offsets = tokenizer.sorted_token_offsets().data();
   ClassifyScratch& s = Scratch();
   const size_t depth_slots = static_cast<size_t>(tokenizer.max_token_bytes()) + 1;
   s.EnsureDepth(depth_slots);
@@ -39,8 +39,8 @@ TokenClassification RefineWithLookahead(const TokenClassification& fsm_only, con
     shared = std::min(shared, with_previous);
     bool uncertain = previous_uncertain;
     if (with_previous <= depth) {
-      const std::string& bytes = decoded[sorted[pos]];
-      const int32_t size = static_cast<int32_t>(bytes.size());
+      const char* bytes = token_bytes + token_offsets[pos];
+      const int32_t size = token_offsets[pos + 1] - token_offsets[pos];
       depth = with_previous;
       uncertain = false;
       while (depth < size) {
@@ -72,7 +72,8 @@ TokenClassification ClassifyLongTokens(const GrammarFsm& fsm, const LeaveSets& l
                                        const TokenizerInfo& tokenizer, const LongTokenTable& long_tokens,
                                        uint64_t rows_owner) {
   const std::vector<int32_t>& sorted = tokenizer.sorted_text_tokens();
-  const std::vector<std::string>& decoded = tokenizer.decoded_tokens();
+  const char* token_bytes = tokenizer.sorted_token_bytes().data();
+  const int32_t* token_offsets = tokenizer.sorted_token_offsets().data();
   ClassifyScratch& s = Scratch();
   s.EnsureDepth(static_cast<size_t>(tokenizer.max_token_bytes()) + 1);
   DenseStepper stepper(fsm, s, rows_owner);
@@ -96,8 +97,8 @@ TokenClassification ClassifyLongTokens(const GrammarFsm& fsm, const LeaveSets& l
     for (int32_t k = long_tokens.first_byte_begin[first]; k < group_end; ++k) {
       const int32_t pos = long_tokens.positions[k];
       shared = std::min(shared, long_tokens.lcp[k]);
-      const std::string& bytes = decoded[sorted[pos]];
-      const int32_t size = static_cast<int32_t>(bytes.size());
+      const char* bytes = token_bytes + token_offsets[pos];
+      const int32_t size = token_offsets[pos + 1] - token_offsets[pos];
       depth = std::min(depth, long_tokens.lcp[k]);
       bool uncertain = false;
       bool consumed = true;
