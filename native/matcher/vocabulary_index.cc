@@ -28,6 +28,46 @@ VocabularyIndex::VocabularyIndex(const TokenizerInfo& tokenizer) : tokenizer_(to
   BuildTrie();
   BuildChildLists();
   BuildLongTokens();
+  XG2_DCHECK_INVARIANTS(CheckInvariants());
+}
+
+void VocabularyIndex::CheckInvariants() const {
+  const int32_t size = static_cast<int32_t>(trie_.size());
+  const int32_t tokens = static_cast<int32_t>(tokenizer_.sorted_text_tokens().size());
+  XG2_DCHECK(trie_tokens_.size() == trie_.size(), "the trie's two halves differ in length");
+  // Pre-order: a node's subtree is [i, subtree_end); its exact tokens come first, then its
+  // children's token ranges, contiguous and in byte order.
+  for (int32_t i = 0; i < size; ++i) {
+    const TokenTrieNode& t = trie_[i];
+    const TokenTrieTokens& r = trie_tokens_[i];
+    XG2_DCHECK(t.depth >= 1 && t.subtree_end > i && t.subtree_end <= size, "trie node out of pre-order");
+    XG2_DCHECK(r.token_begin <= r.exact_end && r.exact_end <= r.token_end && r.token_end <= tokens,
+               "trie node's token ranges are not nested");
+    XG2_DCHECK((r.suffix_bytes >= 0) == (r.token_end - r.token_begin >= kTrieSuffixBytesMinTokens) &&
+                   r.suffix_bytes < static_cast<int32_t>(trie_suffix_bytes_.size()),
+               "trie node's suffix-byte set is missing or out of range");
+    int32_t next_token = r.exact_end;
+    int previous_byte = -1;
+    for (int32_t c = i + 1; c < t.subtree_end; c = trie_[c].subtree_end) {
+      XG2_DCHECK(trie_[c].depth == t.depth + 1 && trie_[c].byte > previous_byte, "trie children out of byte order");
+      XG2_DCHECK(trie_tokens_[c].token_begin == next_token, "trie children's tokens are not contiguous");
+      previous_byte = trie_[c].byte;
+      next_token = trie_tokens_[c].token_end;
+    }
+    XG2_DCHECK(next_token == r.token_end, "trie node's tokens are not its exact tokens and its children's");
+  }
+  for (int b = 0; b < 256; ++b) {
+    const int32_t root = trie_root_child_[b];
+    XG2_DCHECK(root < 0 || (trie_[root].depth == 1 && trie_[root].byte == b), "trie root child misplaced");
+  }
+  for (size_t k = 0; k + 1 < trie_child_begin_.size(); ++k) {
+    for (int32_t j = trie_child_begin_[k] + 1; j < trie_child_begin_[k + 1]; ++j) {
+      XG2_DCHECK(trie_children_[j - 1].byte() < trie_children_[j].byte(), "trie child list out of byte order");
+    }
+  }
+  for (size_t k = 1; k < long_tokens_.positions.size(); ++k) {
+    XG2_DCHECK(long_tokens_.positions[k - 1] < long_tokens_.positions[k], "long tokens out of sorted order");
+  }
 }
 
 void VocabularyIndex::ScanTokens() {

@@ -248,6 +248,8 @@ class VocabularyIndex final : public VocabularyAttachment {
   void BuildTrie();
   void BuildChildLists();
   void BuildLongTokens();
+  // The invariants written on the structures above (debug and sanitizer builds).
+  void CheckInvariants() const;
   // The sets of Utf8RegionTokens (max_characters kAnyCharacterCount) and Utf8ChainTokens.
   std::shared_ptr<const TokenIdSet> Utf8ClassTokens(const ByteMask& ascii, int32_t max_characters) const;
   // The kept table of `cls` or nullptr; requires region_mutex_.

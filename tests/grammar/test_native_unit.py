@@ -2,8 +2,9 @@
 
 The binary tests the FSM builder's stages directly (NFA -> DFA -> minimal DFA on small
 grammars, counted loops, the determinisation fallback, right-linear merging, the shared
-rule-DFA table) and the invariant checkers (they must reject hand-broken FSMs), with the
-engine's invariant checks compiled in (XG2_FORCE_DCHECKS).
+rule-DFA table), the invariant checkers (they must reject hand-broken FSMs) and the
+vocabulary index of the token-mask cache (matcher/vocabulary_index.h), with the engine's
+invariant checks compiled in (XG2_FORCE_DCHECKS).
 
 Build directory: $XG2_NATIVE_TEST_BUILD_DIR when set, else build/dev when
 scripts/dev_build.sh has configured it, else build/native-tests; one not configured yet is
