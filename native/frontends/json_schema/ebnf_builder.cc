@@ -263,6 +263,20 @@ Fragment RuleSet::ShareWithLookahead(std::string_view hint, const Fragment& body
   return Fragment::Atom(name);
 }
 
+Fragment RuleSet::ShareCountingJsonChars(std::string_view hint, const Fragment& body, long long min, long long max) {
+  const std::string attribute =
+      "[json_chars=" + std::to_string(min) + ".." + (max >= 0 ? std::to_string(max) : std::string()) + "]";
+  std::string key = attribute + " " + body.text();
+  auto found = name_of_body_.find(key);
+  if (found != name_of_body_.end()) return Fragment::Atom(found->second);
+  std::string name = Reserve(hint);
+  Define(name, body);
+  rules_.at(index_of_name_.at(name)).attribute = attribute;
+  AddBytes(attribute.size());
+  name_of_body_.emplace(std::move(key), name);
+  return Fragment::Atom(name);
+}
+
 bool RuleSet::IsDefined(const std::string& name) const {
   auto found = index_of_name_.find(name);
   return found != index_of_name_.end() && !rules_[found->second].body.empty();
@@ -595,6 +609,7 @@ std::string RuleSet::Print() const {
   for (const Rule& rule : rules_) {
     if (rule.discarded) continue;
     out += rule.name;
+    out += rule.attribute;
     out += " ::= ";
     out += rule.body;
     out.push_back('\n');

@@ -105,6 +105,11 @@ class RuleSet {
   // one copy of `body` among many call sites where inlined copies would each add automaton
   // states. `body` and `lookahead` must not be never.
   Fragment ShareWithLookahead(std::string_view hint, const Fragment& body, const Fragment& lookahead);
+  // A reference to a rule `name[json_chars=M..N] ::= body` (grammar/grammar_fsm.h, "JSON
+  // character counts"; N < 0: unbounded): the strings of `body`, a regular language of JSON
+  // string bodies, that are min..max JSON characters long. An existing rule with the same
+  // body and count is reused. `body` must not be never.
+  Fragment ShareCountingJsonChars(std::string_view hint, const Fragment& body, long long min, long long max);
   // Reserves the claimed name `name` for a later Define.
   void ReserveNamed(const std::string& name);
   // Defines `name` (which must be free) with `body`; for fixed names such as "root".
@@ -149,6 +154,7 @@ class RuleSet {
     std::string body;  // empty until defined
     bool discarded = false;
     bool productive = false;  // known to derive a finite string (else UnproductiveRules decides)
+    std::string attribute;    // printed after the name, e.g. "[json_chars=0..254]"
   };
   void AddBytes(size_t bytes);
   // What Share returns for `body` without naming a rule: `body` itself (never, or a short
