@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "support/cancellation.h"
+#include "support/dcheck.h"
 #include "support/error.h"
 
 namespace xg2 {
@@ -285,6 +286,7 @@ bool RuleSet::IsDefined(const std::string& name) const {
 std::vector<std::pair<std::string, std::string>> RuleSet::Definitions() const {
   std::vector<std::pair<std::string, std::string>> definitions;
   for (const Rule& rule : rules_) {
+    XG2_DCHECK(rule.attribute.empty(), "Definitions() would drop a rule attribute (a JSON character count)");
     if (!rule.discarded && !rule.body.empty()) definitions.emplace_back(rule.name, rule.body);
   }
   return definitions;

@@ -130,7 +130,8 @@ class RuleSet {
 
   bool IsDefined(const std::string& name) const;
 
-  // The defined, not discarded rules in creation order: (name, body text).
+  // The defined, not discarded rules in creation order: (name, body text). Rule attributes
+  // are not part of it: a set with a counting rule (ShareCountingJsonChars) has no Definitions.
   std::vector<std::pair<std::string, std::string>> Definitions() const;
   // Bytes charged against the limit so far (names and bodies).
   size_t total_bytes() const { return total_bytes_; }
