@@ -18,6 +18,7 @@
 // explicit tail, step 2 checks that every DFA state carries at most one counter
 // consistently, and where it does not, the repetition is lifted into a synthetic rule of its
 // own and the rule is lowered again.
+#include <algorithm>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -25,6 +26,7 @@
 #include "grammar/fsm_automata.h"
 #include "grammar/fsm_invariants.h"
 #include "grammar/grammar_fsm.h"
+#include "grammar/json_char_count.h"
 #include "grammar/lowering_context.h"
 #include "grammar/right_linear_merge.h"
 #include "grammar/rule_dfa_build.h"
@@ -62,23 +64,47 @@ Dfa BuildTagDispatchDfa(const GrammarAst& ast, const RuleDef& rule, int64_t* bud
 }
 
 // Copies expression `expr` of `source` into `target` (a rule-free AST of its own), every rule
-// reference replaced by the rule's body, recursively. Recursion (a non-regular assertion)
-// is an error.
+// reference replaced by the rule's body, recursively. Recursion (not a regular language) is
+// an error naming `what` (the lookahead assertion or the counted body of rule `owner`).
 ExprId InlineRuleRefs(const GrammarAst& source, ExprId expr, GrammarAst* target, const std::string& owner,
-                      int depth) {
+                      int depth, const char* what = "its lookahead assertion") {
   constexpr int kMaxInlineDepth = 64;
   if (depth > kMaxInlineDepth) {
-    throw GrammarSyntaxError("rule '" + owner +
-                             "': its lookahead assertion refers to rules recursively; "
-                             "a lookahead must be a regular expression");
+    throw GrammarSyntaxError("rule '" + owner + "': " + what +
+                             " refers to rules recursively; it must be a regular expression");
   }
   const ExprNode& original = source.node(expr);
   if (original.kind == ExprKind::kRuleRef) {
-    return InlineRuleRefs(source, source.rules[original.rule_id].body, target, owner, depth + 1);
+    return InlineRuleRefs(source, source.rules[original.rule_id].body, target, owner, depth + 1, what);
+  }
+  if (original.kind == ExprKind::kTagDispatch) {
+    throw GrammarSyntaxError("rule '" + owner + "': " + what + " contains a TagDispatch; it must be a regular expression");
   }
   ExprNode node = original;
-  for (ExprId& child : node.children) child = InlineRuleRefs(source, child, target, owner, depth + 1);
+  for (ExprId& child : node.children) child = InlineRuleRefs(source, child, target, owner, depth + 1, what);
   return target->AddNode(std::move(node));
+}
+
+// The DFA of a rule with a JSON character count (grammar_fsm.h): its body with every rule
+// reference inlined (a byte DFA without counted loops), times the phases of a character.
+fsm_build::CharCountedDfa BuildCountingRuleDfa(const GrammarAst& ast, const RuleDef& rule, int64_t* budget,
+                                               BuildScratch* scratch) {
+  GrammarAst inlined;
+  inlined.token_sets = ast.token_sets;
+  ExprId body = InlineRuleRefs(ast, rule.body, &inlined, rule.name, 0, "a body counted by [json_chars=M..N]");
+  Dfa dfa;
+  try {
+    dfa = BuildRuleDfa(inlined, body, budget, nullptr, -1, rule.name, scratch);
+  } catch (const DeterminisationExplosion&) {
+    throw ResourceLimitError("rule '" + rule.name +
+                             "': the DFA of its body counted by [json_chars=M..N] exceeds the determinisation limits");
+  }
+  fsm_build::CharCountedDfa counted = fsm_build::CountJsonChars(dfa, rule.name, rule.min_json_chars, rule.max_json_chars);
+  *budget -= counted.dfa.size();
+  if (*budget < 0) {
+    throw ResourceLimitError("rule '" + rule.name + "': its JSON character automaton exceeds the node limit");
+  }
+  return counted;
 }
 
 // The rule DFAs the grammar's own rules and the synthetic rules lowering creates (lifted
@@ -86,13 +112,24 @@ ExprId InlineRuleRefs(const GrammarAst& source, ExprId expr, GrammarAst* target,
 struct RuleDfas {
   std::vector<Dfa> dfas;
   std::vector<std::string> names;
+  // Per rule: empty, or a counting rule's product tables (json_char_count.h).
+  std::vector<fsm_build::CharCountedDfa> counted;
 };
 
 RuleDfas BuildRuleDfas(const GrammarAst& ast, LoweringContext* ctx, int64_t* budget, BuildScratch* scratch) {
   RuleDfas out;
   BodyKeyWriter body_keys(ast);
+  out.counted.resize(ast.rules.size());
   for (const RuleDef& rule : ast.rules) {
     ThrowIfCancelled();  // a rule found in the shared DFA table builds no node (no check there)
+    if (rule.counts_json_chars()) {
+      fsm_build::CharCountedDfa counted = BuildCountingRuleDfa(ast, rule, budget, scratch);
+      out.dfas.push_back(std::move(counted.dfa));
+      counted.dfa = Dfa();  // the tables stay with out.counted, the automaton with out.dfas
+      out.counted[out.dfas.size() - 1] = std::move(counted);
+      out.names.push_back(rule.name);
+      continue;
+    }
     out.dfas.push_back(ast.node(rule.body).kind == ExprKind::kTagDispatch
                            ? BuildTagDispatchDfa(ast, rule, budget)
                            : BuildRuleDfaShared(ast, rule.body, budget, ctx, rule.name, scratch, &body_keys));
@@ -102,6 +139,7 @@ RuleDfas BuildRuleDfas(const GrammarAst& ast, LoweringContext* ctx, int64_t* bud
     const LoweringContext::Synthetic synthetic = ctx->synthetic()[s];
     out.dfas.push_back(BuildRuleDfa(ast, synthetic.body, budget, ctx, synthetic.exempt, synthetic.name, scratch));
     out.names.push_back(synthetic.name);
+    out.counted.emplace_back();
   }
   return out;
 }
@@ -117,7 +155,7 @@ RuleDfas BuildRuleDfas(const GrammarAst& ast, LoweringContext* ctx, int64_t* bud
 void MergeRightLinearRules(const GrammarAst& ast, std::vector<Dfa>* dfas, int64_t* budget, BuildScratch* scratch) {
   std::vector<uint8_t> excluded(dfas->size(), 0);
   for (size_t r = 0; r < ast.rules.size(); ++r) {
-    excluded[r] = ast.rules[r].lookahead >= 0 || ast.rules[r].max_tokens >= 0 ||
+    excluded[r] = ast.rules[r].keeps_own_items() ||
                   ast.node(ast.rules[r].body).kind == ExprKind::kTagDispatch;
   }
   MergeRightLinearGroups(dfas, excluded, ast.root_rule, budget, scratch);
@@ -173,6 +211,19 @@ class FsmFlattener {
     }
     Reserve(rules.dfas, lookaheads.dfas);
     for (int32_t r = 0; r < num_rules; ++r) Append(rules.dfas[r], r);
+    for (int32_t r = 0; r < num_rules; ++r) {
+      const fsm_build::CharCountedDfa& counted = rules.counted[r];
+      if (counted.char_end.empty()) continue;
+      XG2_DCHECK(counted.char_end.size() == rules.dfas[r].nodes.size() && counted.fewest.size() == counted.char_end.size(),
+                 "a counting rule has one entry per node of its DFA in each product table");
+      fsm_.node_char_end.resize(fsm_.node_rule.size(), 0);
+      fsm_.node_fewest_chars.resize(fsm_.node_rule.size(), -1);
+      fsm_.node_most_chars.resize(fsm_.node_rule.size(), -1);
+      const NodeId first = fsm_.rule_first_node[r];
+      std::copy(counted.char_end.begin(), counted.char_end.end(), fsm_.node_char_end.begin() + first);
+      std::copy(counted.fewest.begin(), counted.fewest.end(), fsm_.node_fewest_chars.begin() + first);
+      std::copy(counted.most.begin(), counted.most.end(), fsm_.node_most_chars.begin() + first);
+    }
     fsm_.rule_lookahead.assign(num_rules, -1);
     for (size_t r = 0; r < lookaheads.dfa_of_rule.size(); ++r) {
       if (lookaheads.dfa_of_rule[r] >= 0) {
@@ -259,6 +310,8 @@ void ComputeRuleNullable(GrammarFsm* fsm_out) {
     changed = false;
     for (int32_t r = 0; r < num_rules; ++r) {
       if (fsm.rule_nullable[r]) continue;
+      // A rule that counts at least one JSON character derives no empty string.
+      if (fsm.has_json_char_counts() && fsm.rule_min_json_chars[r] > 0) continue;
       stack.assign(1, fsm.rule_start[r]);
       seen.assign(fsm.rule_first_node[r + 1] - fsm.rule_first_node[r], 0);
       seen[0 + fsm.rule_start[r] - fsm.rule_first_node[r]] = 1;
@@ -310,6 +363,29 @@ void ApplyTokenBudgets(const GrammarAst& ast, GrammarFsm* fsm_out) {
   }
 }
 
+// JSON character counts (grammar_fsm.h): the per-rule bounds, before nullability (a rule that
+// counts at least one character is not nullable). node_char_end is filled by the flattener.
+void ApplyJsonCharCounts(const GrammarAst& ast, GrammarFsm* fsm_out) {
+  GrammarFsm& fsm = *fsm_out;
+  for (RuleId r = 0; r < static_cast<RuleId>(ast.rules.size()); ++r) {
+    if (!ast.rules[r].counts_json_chars()) continue;
+    if (fsm.rule_min_json_chars.empty()) {
+      fsm.rule_min_json_chars.assign(fsm.num_rules(), -1);
+      fsm.rule_max_json_chars.assign(fsm.num_rules(), -1);
+    }
+    fsm.rule_min_json_chars[r] = ast.rules[r].min_json_chars;
+    fsm.rule_max_json_chars[r] = ast.rules[r].max_json_chars;
+  }
+  if (!fsm.has_json_char_counts()) return;
+  fsm.rule_chars_slack.assign(fsm.num_rules(), 0);
+  for (RuleId r = 0; r < fsm.num_rules(); ++r) {
+    if (fsm.rule_min_json_chars[r] < 0) continue;
+    for (NodeId n = fsm.rule_first_node[r]; n < fsm.rule_first_node[r + 1]; ++n) {
+      fsm.rule_chars_slack[r] = std::max(fsm.rule_chars_slack[r], fsm.node_fewest_chars[n]);
+    }
+  }
+}
+
 }  // namespace
 
 GrammarFsm BuildGrammarFsm(const GrammarAst& ast, const FsmBuildLimits& limits) {
@@ -332,6 +408,7 @@ GrammarFsm BuildGrammarFsm(const GrammarAst& ast, const FsmBuildLimits& limits) 
   const LookaheadDfas lookaheads =
       BuildLookaheadDfas(ast, static_cast<int32_t>(rules.dfas.size()), &budget, &scratch);
   FsmFlattener(&fsm).Flatten(rules, lookaheads);
+  ApplyJsonCharCounts(ast, &fsm);
   ComputeRuleNullable(&fsm);
   CheckLookaheadsNotNullable(fsm);
   ApplyTokenBudgets(ast, &fsm);
@@ -348,7 +425,9 @@ size_t GrammarFsm::MemoryBytes() const {
          rule_edge_begin.capacity() * 4 + rule_edges.capacity() * sizeof(RuleEdge) +
          counted_loops.capacity() * sizeof(CountedLoop) + node_loop.capacity() * 4 +
          node_gate_loop.capacity() * 4 + token_set_edge_begin.capacity() * 4 +
-         token_set_edges.capacity() * sizeof(TokenSetEdge);
+         token_set_edges.capacity() * sizeof(TokenSetEdge) + rule_min_json_chars.capacity() * 4 +
+         rule_max_json_chars.capacity() * 4 + node_char_end.capacity() + node_fewest_chars.capacity() * 4 +
+         node_most_chars.capacity() * 4 + rule_chars_slack.capacity() * 4;
 }
 
 std::string GrammarFsm::ToString() const {
@@ -359,6 +438,7 @@ std::string GrammarFsm::ToString() const {
     for (NodeId n = rule_first_node[r]; n < rule_first_node[r + 1]; ++n) {
       os << "  " << n << (node_accepting[n] ? "*" : "") << ":";
       if (!node_loop.empty() && node_loop[n] >= 0) os << " (loop " << node_loop[n] << ")";
+      if (!node_char_end.empty() && node_char_end[n]) os << " (char end)";
       if (!node_gate_loop.empty() && node_gate_loop[n] >= 0) {
         const CountedLoop& loop = counted_loops[node_gate_loop[n]];
         os << " (gate of loop " << node_gate_loop[n] << ": back to " << loop.head << " up to "

@@ -43,6 +43,7 @@ class FsmChecker {
     CheckNullable();
     CheckCountedLoops();
     CheckTokenBudgets();
+    CheckJsonCharCounts();
     CheckTokenSets();
   }
 
@@ -157,6 +158,8 @@ class FsmChecker {
         const NodeId n = stack.back();
         stack.pop_back();
         reaches_accept = reaches_accept || fsm_.node_accepting[n];
+        // A rule counting at least one JSON character never completes at its start.
+        if (fsm_.has_json_char_counts() && fsm_.rule_min_json_chars[r] > 0) reaches_accept = false;
         for (const RuleEdge* e = fsm_.rule_edges_begin(n); e != fsm_.rule_edges_end(n); ++e) {
           if (fsm_.rule_nullable[e->rule] && !seen[e->target]) {
             seen[e->target] = 1;
@@ -215,6 +218,46 @@ class FsmChecker {
       if (fsm_.rule_max_tokens[r] < 0) continue;
       for (NodeId n = fsm_.rule_first_node[r]; n < fsm_.rule_first_node[r + 1]; ++n) {
         if (fsm_.rule_edge_begin[n] != fsm_.rule_edge_begin[n + 1]) Fail("budgeted rule " + Name(r) + " calls a rule");
+      }
+    }
+  }
+
+  void CheckJsonCharCounts() {
+    if (!fsm_.has_json_char_counts()) {
+      if (!fsm_.rule_max_json_chars.empty() || !fsm_.node_char_end.empty()) Fail("character-count tables without a counting rule");
+      return;
+    }
+    if (fsm_.rule_min_json_chars.size() != static_cast<size_t>(fsm_.num_rules()) ||
+        fsm_.rule_max_json_chars.size() != static_cast<size_t>(fsm_.num_rules()) ||
+        fsm_.rule_chars_slack.size() != static_cast<size_t>(fsm_.num_rules()) ||
+        fsm_.node_char_end.size() != static_cast<size_t>(fsm_.num_nodes()) ||
+        fsm_.node_fewest_chars.size() != static_cast<size_t>(fsm_.num_nodes()) ||
+        fsm_.node_most_chars.size() != static_cast<size_t>(fsm_.num_nodes())) {
+      Fail("the character-count tables are not one entry per rule / node");
+    }
+    for (NodeId n = 0; n < fsm_.num_nodes(); ++n) {
+      if (fsm_.node_char_end[n] > 1 || (fsm_.node_char_end[n] && !fsm_.CountsJsonChars(n))) {
+        Fail("node " + Str(n) + " ends a JSON character outside a counting rule");
+      }
+    }
+    for (int32_t r = 0; r < fsm_.num_rules(); ++r) {
+      const int32_t least = fsm_.rule_min_json_chars[r], most = fsm_.rule_max_json_chars[r];
+      if (least < 0) {
+        if (most != -1) Fail("rule " + Name(r) + " has a character maximum without counting");
+        continue;
+      }
+      if (most < -1 || (most >= 0 && most < least)) Fail("rule " + Name(r) + " counts " + Str(least) + ".." + Str(most));
+      for (NodeId n = fsm_.rule_first_node[r]; n < fsm_.rule_first_node[r + 1]; ++n) {
+        // An accepting node completes with no further character.
+        const int32_t fewest = fsm_.node_fewest_chars[n], most_after = fsm_.node_most_chars[n];
+        if ((fsm_.node_accepting[n] && fewest != 0) || fewest < -1 || fewest > fsm_.rule_chars_slack[r] ||
+            (most_after >= 0 && most_after < fewest)) {
+          Fail("node " + Str(n) + " of counting rule " + Name(r) + " completes with " + Str(fewest) + ".." + Str(most_after) + " characters");
+        }
+        if (fsm_.rule_edge_begin[n] != fsm_.rule_edge_begin[n + 1]) Fail("counting rule " + Name(r) + " calls a rule");
+        if (!fsm_.node_loop.empty() && (fsm_.node_loop[n] >= 0 || fsm_.node_gate_loop[n] >= 0)) {
+          Fail("counting rule " + Name(r) + " holds a counted-loop node");
+        }
       }
     }
   }

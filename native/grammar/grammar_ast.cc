@@ -170,6 +170,11 @@ class EbnfPrinter {
       if (!IsValidRuleName(rule.name)) Fail("rule name '" + rule.name + "' cannot be printed");
       out_ += rule.name;
       if (rule.max_tokens >= 0) out_ += "[max_tokens=" + std::to_string(rule.max_tokens) + "]";
+      if (rule.counts_json_chars()) {
+        out_ += "[json_chars=" + std::to_string(rule.min_json_chars) + "..";
+        if (rule.max_json_chars >= 0) out_ += std::to_string(rule.max_json_chars);
+        out_ += "]";
+      }
       out_ += " ::= ";
       Print(rule.body, Precedence::kChoice);
       if (rule.lookahead >= 0) {

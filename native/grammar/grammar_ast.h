@@ -199,6 +199,15 @@ struct RuleDef {
   // Token budget `name[max_tokens=N] ::= ...` (grammar/grammar_fsm.h, "Token budgets"): at most
   // N tokens may begin inside one match of the rule. -1 when absent.
   int32_t max_tokens = -1;
+  // JSON character count `name[json_chars=M..N] ::= ...` (grammar/grammar_fsm.h, "JSON
+  // character counts"): the rule matches the strings of its body that are M..N JSON string
+  // characters long. min_json_chars is -1 when absent; max_json_chars -1 is unbounded.
+  int32_t min_json_chars = -1;
+  int32_t max_json_chars = -1;
+  bool counts_json_chars() const { return min_json_chars >= 0; }
+  // A rule the passes must keep whole (never inlined, merged or sunk): the parser applies
+  // its lookahead, budget or count to the rule's own items.
+  bool keeps_own_items() const { return lookahead >= 0 || max_tokens >= 0 || counts_json_chars(); }
 };
 
 struct GrammarAst {

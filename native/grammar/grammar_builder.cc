@@ -153,6 +153,12 @@ void GrammarBuilder::DefineRule(RuleId rule, ExprId body, ExprId lookahead) {
   ast_.rules[rule].lookahead = lookahead;
 }
 
+void GrammarBuilder::SetJsonCharCount(RuleId rule, int32_t min, int32_t max) {
+  XG2_DCHECK(min >= 0 && (max < 0 || max >= min), "a JSON character count is 0 <= min <= max");
+  ast_.rules[rule].min_json_chars = min;
+  ast_.rules[rule].max_json_chars = max;
+}
+
 GrammarAst GrammarBuilder::Finish(RuleId root) {
   for (const RuleDef& rule : ast_.rules) {
     XG2_DCHECK(rule.body >= 0, "rule '" + rule.name + "' is defined before the grammar is finished");

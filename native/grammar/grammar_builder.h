@@ -63,6 +63,9 @@ class GrammarBuilder {
   RuleId FindRule(const std::string& name) const;
   // `lookahead` -1 when the rule has none.
   void DefineRule(RuleId rule, ExprId body, ExprId lookahead = -1);
+  // Gives `rule` a JSON character count, as `name[json_chars=min..max]` does in EBNF
+  // (grammar_ast.h, RuleDef::min_json_chars; max -1: unbounded).
+  void SetJsonCharCount(RuleId rule, int32_t min, int32_t max);
 
   // The grammar, rooted at `root`. Every rule must be defined. The builder is empty after.
   GrammarAst Finish(RuleId root);

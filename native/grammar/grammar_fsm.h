@@ -65,6 +65,33 @@
 // only while k - step_at[o] <= N (the steps that began at or after o). Invariant, checked by
 // the builder: a budgeted rule's DFA has no rule edges, so every byte of a match is scanned by
 // the rule's own items (the passes never inline, merge or sink a budgeted rule).
+//
+// JSON character counts (`name[json_chars=M..N] ::= ...`: the JSON Schema frontend's
+// minLength / maxLength next to a pattern or format, whose product automaton would hold one
+// copy of the pattern per length). The rule matches the strings of its body that are M..N
+// JSON string characters long, counted as JSON Schema counts them: decoded code points, so
+// `\u00e9` and `\"` are one character and a surrogate-pair escape is one (grammar/
+// json_char_count.h). The builder inlines the body's rule references and takes the product of
+// its byte DFA with the phases of a JSON string character, so that node_char_end[n] = 1
+// exactly where arriving at n completes a character. Items of the rule carry the count of
+// characters completed since their origin in `count` (the repetition counter's field; such a
+// rule holds no counted loop): a byte step to n adds node_char_end[n] and is refused unless
+// some completion from n fits the count (count + node_fewest_chars[n] <= N, and count +
+// node_most_chars[n] >= M when that is bounded), and the rule completes only with a count of
+// at least M. The builder refuses a body where some node's completion lengths have gaps
+// (support/completion_lengths.h), so this test is exact: every item can still complete, and
+// no mask allows a token into a dead end. So the FSM grows with the pattern, never with the
+// bound (any bound up to 2^31-1).
+// Invariants (checked by the builder and by CheckGrammarFsmInvariants): a counting rule's
+// DFA has no rule edges and no counted-loop node; rule_min_json_chars / rule_max_json_chars
+// have one entry per rule (-1: no count / unbounded) and node_char_end one per node, all empty
+// when no rule counts; node_char_end is 0 outside counting rules; a counting rule with M > 0
+// is not nullable.
+// Token-mask exactness: a node's cached classification ignores the count. It is exact for an
+// item whose count is at least M and at least max_token_bytes below N (no token can cross
+// either bound from there, allowing for rule_chars_slack); the matcher decides the mask of any
+// other item by walking the vocabulary through the parser (GrammarMatcher, as for a pending
+// lookahead).
 #ifndef XG2_GRAMMAR_GRAMMAR_FSM_H_
 #define XG2_GRAMMAR_GRAMMAR_FSM_H_
 
@@ -109,6 +136,19 @@ struct GrammarFsm {
   std::vector<uint8_t> rule_nullable;
   std::vector<NodeId> rule_lookahead;
   std::vector<int32_t> rule_max_tokens;  // empty when no rule has a budget; else -1 or N per rule
+  // JSON character counts (see the file comment); all three empty when no rule counts.
+  std::vector<int32_t> rule_min_json_chars;  // -1: the rule does not count
+  std::vector<int32_t> rule_max_json_chars;  // -1: unbounded
+  std::vector<uint8_t> node_char_end;        // 1 where arriving completes a JSON character
+  // Per node of a counting rule: the fewest / most characters a completion of the rule from
+  // there takes (most -1: unbounded); every count in between is possible (the builder checks).
+  std::vector<int32_t> node_fewest_chars;
+  std::vector<int32_t> node_most_chars;
+  std::vector<int32_t> rule_chars_slack;  // per counting rule: the largest node_fewest_chars in it
+  bool has_json_char_counts() const { return !rule_min_json_chars.empty(); }
+  bool CountsJsonChars(NodeId n) const {
+    return has_json_char_counts() && node_rule[n] >= 0 && rule_min_json_chars[node_rule[n]] >= 0;
+  }
   bool has_lookahead = false;
 
   std::vector<RuleId> node_rule;

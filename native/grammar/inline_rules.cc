@@ -67,7 +67,7 @@ RightLinearRules FindRightLinearRules(const GrammarAst& ast) {
   std::vector<std::pair<ExprId, bool>> stack;
   for (RuleId r = 0; r < n; ++r) {
     const RuleDef& rule = ast.rules[r];
-    if (rule.lookahead >= 0 || rule.max_tokens >= 0 || ast.node(rule.body).kind == ExprKind::kTagDispatch) continue;
+    if (rule.keeps_own_items() || ast.node(rule.body).kind == ExprKind::kTagDispatch) continue;
     bool only_tail_calls = true;
     stack.assign(1, {rule.body, true});
     while (!stack.empty() && only_tail_calls) {
@@ -172,7 +172,7 @@ Inlinability FindInlinableRules(const GrammarAst& ast, const InlineOptions& opti
                                 [&](RuleId callee) { return !inlinable[callee] || keeps_call[callee]; });
     const bool merged_later = right_linear_entry[r] && keeps_call[r];
     // A TagDispatch must stay a whole rule body (grammar/tag_dispatch.h).
-    inlinable[r] = r != ast.root_rule && ast.rules[r].lookahead < 0 && ast.rules[r].max_tokens < 0 &&
+    inlinable[r] = r != ast.root_rule && !ast.rules[r].keeps_own_items() &&
                    ast.node(ast.rules[r].body).kind != ExprKind::kTagDispatch &&
                    size <= options.max_inlined_size && !merged_later;
     return size;

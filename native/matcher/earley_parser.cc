@@ -148,12 +148,13 @@ void EarleyParser::AddItem(const EarleyItem& added) {
   EarleyItem item = added;
   const GrammarFsm& g = *fsm_;
   if (!g.counted_loops.empty()) {
-    // The gate redirect and the reset outside loops (see the header).
+    // The gate redirect and the reset outside loops (see the header). A counting rule holds
+    // no loop node, and its items keep their character count.
     const int32_t gate = g.node_gate_loop[item.node];
     if (gate >= 0 && item.count < g.counted_loops[gate].limit) {
       item.node = g.counted_loops[gate].head;
       ++item.count;
-    } else if (gate >= 0 || g.node_loop[item.node] < 0) {
+    } else if (gate >= 0 || (g.node_loop[item.node] < 0 && !g.CountsJsonChars(item.node))) {
       item.count = 0;
     }
   }
@@ -200,8 +201,8 @@ void EarleyParser::CloseSetItems(int32_t here, bool* can_end) {
       // Nullable rules carry no assertion (checked at build time), so the guard is unchanged.
       if (g.rule_nullable[e->rule]) AddItem({e->target, item.origin, item.guard_in, item.guard, item.count});
     }
-    // Complete.
-    if (g.node_accepting[item.node]) {
+    // Complete (a counting rule only with at least its minimum of characters).
+    if (g.node_accepting[item.node] && HasEnoughChars(item)) {
       RuleId rule = g.node_rule[item.node];
       GuardId after = item.guard;
       if (g.rule_lookahead[rule] >= 0) after = guards_.Add(after, g.rule_lookahead[rule]);
@@ -241,8 +242,10 @@ bool EarleyParser::AdvanceMerging(uint8_t byte) {
     const EarleyItem& item = scannable_[i];
     NodeId next = g.StepByte(item.node, byte);
     if (next < 0 || !WithinBudget(item)) continue;
+    const int32_t count = CountAfterStep(item, next);
+    if (count < 0) continue;  // past the rule's most JSON characters
     GuardId guard = guards_.Step(item.guard, byte, g);
-    if (guard != LookaheadGuards::kDead) AddItem({next, item.origin, item.guard_in, guard, item.count});
+    if (guard != LookaheadGuards::kDead) AddItem({next, item.origin, item.guard_in, guard, count});
   }
   if (pending_.empty()) return false;
   CloseSet();
@@ -326,8 +329,10 @@ void EarleyParser::AllowedBytes(bool allowed[256]) const {
   std::fill(allowed, allowed + 256, false);
   const int32_t pos = position();
   for (int32_t i = scannable_begin_[pos]; i < scannable_begin_[pos + 1]; ++i) {
-    NodeId n = scannable_[i].node;
+    const EarleyItem& item = scannable_[i];
+    const NodeId n = item.node;
     for (const ByteEdge* e = fsm_->byte_edges_begin(n); e != fsm_->byte_edges_end(n); ++e) {
+      if (CountAfterStep(item, e->target) < 0) continue;
       std::fill(allowed + e->lo, allowed + e->hi + 1, true);
     }
   }

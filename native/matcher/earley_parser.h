@@ -27,6 +27,11 @@
 // every loop has count 0. Waiters keep the caller's count, so a rule called from inside the
 // loop copy resumes it with the right count. The count lives in the chart like the rest of
 // the item, so rollback (truncation) and fork (copy) stay exact.
+//
+// JSON character counts (grammar/grammar_fsm.h) use the same field in the items of a
+// counting rule, which holds no loop: the characters completed since the item's origin. A
+// byte step adds the target's node_char_end and is refused past the rule's maximum
+// (CountAfterStep); the rule completes only at its minimum or above (HasEnoughChars).
 #ifndef XG2_MATCHER_EARLEY_PARSER_H_
 #define XG2_MATCHER_EARLEY_PARSER_H_
 
@@ -149,6 +154,35 @@ class EarleyParser {
     return budget < 0 || step_ - step_at_[item.origin] <= budget;
   }
 
+  // JSON character counts (grammar/grammar_fsm.h): the count of `item` after a byte step to
+  // `next` (its own count outside counting rules), or -1 where no completion from `next`
+  // fits the rule's count any more.
+  int32_t CountAfterStep(const EarleyItem& item, NodeId next) const {
+    if (!fsm_->CountsJsonChars(item.node)) return item.count;
+    const int32_t count = item.count + fsm_->node_char_end[next];
+    const RuleId rule = fsm_->node_rule[item.node];
+    const int32_t fewest = fsm_->node_fewest_chars[next], most_after = fsm_->node_most_chars[next];
+    const int32_t most = fsm_->rule_max_json_chars[rule];
+    if (fewest < 0 || (most >= 0 && int64_t{count} + fewest > most)) return -1;
+    if (most_after >= 0 && int64_t{count} + most_after < fsm_->rule_min_json_chars[rule]) return -1;
+    return count;
+  }
+  // False when `item` is in a counting rule and has fewer characters than its minimum (it may
+  // not complete the rule yet).
+  bool HasEnoughChars(const EarleyItem& item) const {
+    return !fsm_->CountsJsonChars(item.node) || item.count >= fsm_->rule_min_json_chars[fsm_->node_rule[item.node]];
+  }
+  // True when a token from `item` could cross its rule's character minimum or maximum, so
+  // that the count decides which tokens it takes: the cached classification of its node
+  // (which ignores counts) is not exact for it (grammar/grammar_fsm.h).
+  bool CountDecidesTokens(const EarleyItem& item, int32_t max_token_bytes) const {
+    if (!fsm_->CountsJsonChars(item.node)) return false;
+    const RuleId rule = fsm_->node_rule[item.node];
+    const int32_t most = fsm_->rule_max_json_chars[rule];
+    return item.count < fsm_->rule_min_json_chars[rule] ||
+           (most >= 0 && int64_t{item.count} + max_token_bytes + fsm_->rule_chars_slack[rule] > most);
+  }
+
   // Rolls back to an earlier position (0 <= position <= this->position()).
   void PopTo(int32_t position);
 
@@ -221,8 +255,9 @@ class EarleyParser {
   //    both 0 in a grammar without lookahead; an item predicted at p (origin == p) still
   //    has guard == guard_in (only a completion, which needs origin < p, adds a guard); no
   //    item twice (AddItem dedups through seen_).
-  //  * Counters: count == 0 outside every loop and on a loop's gate (AddItem normalises
-  //    both), 0 <= count <= that loop's limit at a node of loop k.
+  //  * Counters: count == 0 outside every loop and counting rule and on a loop's gate (AddItem
+  //    normalises both), 0 <= count <= that loop's limit at a node of loop k, and
+  //    0 <= count <= the rule's maximum (when bounded) in a counting rule.
   //  * Token budgets: an item of a budgeted rule at p satisfies
   //    step_at_[p] - step_at_[origin] <= the rule's budget (WithinBudget held for every
   //    byte or token-set edge that brought it there; such a rule has no rule edges, so

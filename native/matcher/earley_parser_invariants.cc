@@ -113,6 +113,15 @@ class EarleyChartChecker {
   }
 
   void CheckCount(const EarleyItem& item, const std::string& at) const {
+    if (g_.CountsJsonChars(item.node)) {
+      // Each JSON character is at least one byte of the text since the item's origin.
+      const int32_t most = g_.rule_max_json_chars[g_.node_rule[item.node]];
+      if (item.count < 0 || (most >= 0 && item.count > most) || item.count > top_ - item.origin) {
+        Fail(at + " has the character count " + Str(item.count) + " in a rule of at most " + Str(most) +
+             " characters, " + Str(top_ - item.origin) + " bytes after its origin");
+      }
+      return;
+    }
     const int32_t loop = g_.counted_loops.empty() ? -1 : g_.node_loop[item.node];
     const bool gate = !g_.counted_loops.empty() && g_.node_gate_loop[item.node] >= 0;
     if (loop < 0 || gate) {

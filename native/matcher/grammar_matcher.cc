@@ -112,6 +112,7 @@ bool GrammarMatcher::CachedTokensFollow(bool* accepted_any, std::vector<int32_t>
   *accepted_any = false;
   for (const EarleyItem* it = parser_.scannable_begin(); it != parser_.scannable_end(); ++it) {
     if (it->guard != LookaheadGuards::kNone) return false;  // a lookahead may veto: walk all
+    if (parser_.CountDecidesTokens(*it, tokenizer_->max_token_bytes())) return false;  // so may a count
   }
   for (const EarleyItem* it = parser_.scannable_begin(); it != parser_.scannable_end(); ++it) {
     const TokenClassification& entry = cache.Get(it->node);
@@ -354,6 +355,8 @@ bool GrammarMatcher::FillUnclaimed(uint32_t* words, int64_t num_words) {
   for (const EarleyItem* it = parser_.scannable_begin(); it != parser_.scannable_end(); ++it) {
     // A pending lookahead can veto tokens the rule's DFA accepts: decide exactly.
     if (it->guard != LookaheadGuards::kNone) return FillReferenceUnclaimed(words, num_words);
+    // So can a JSON character count near its bounds (grammar/grammar_fsm.h).
+    if (parser_.CountDecidesTokens(*it, tokenizer_->max_token_bytes())) return FillReferenceUnclaimed(words, num_words);
     // An item whose token budget is spent takes no byte of the next token; any other takes the
     // whole token as one, so its node's classification is exact.
     if (parser_.WithinBudget(*it)) fill_nodes_.push_back(it->node);
@@ -452,6 +455,7 @@ bool GrammarMatcher::FillIsShort() {
   size_t uncertain = 0;
   for (const EarleyItem* it = parser_.scannable_begin(); it != parser_.scannable_end(); ++it) {
     if (it->guard != LookaheadGuards::kNone) return false;  // the reference walk
+    if (parser_.CountDecidesTokens(*it, tokenizer_->max_token_bytes())) return false;
     const TokenClassification* entry = cache.Find(it->node);
     if (!entry) return false;
     uncertain += entry->uncertain_positions.size();

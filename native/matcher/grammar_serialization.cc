@@ -173,6 +173,12 @@ void WriteFsm(ByteWriter* w, const GrammarFsm& f) {
     w->Int<int32_t>(e.set);
     w->Int<int32_t>(e.target);
   }
+  w->Ints(f.rule_min_json_chars);
+  w->Ints(f.rule_max_json_chars);
+  w->Ints(f.node_char_end);
+  w->Ints(f.node_fewest_chars);
+  w->Ints(f.node_most_chars);
+  w->Ints(f.rule_chars_slack);
 }
 
 GrammarFsm ReadFsm(ByteReader* r) {
@@ -220,6 +226,12 @@ GrammarFsm ReadFsm(ByteReader* r) {
     e.set = r->Int<int32_t>("token set edge set");
     e.target = r->Int<int32_t>("token set edge target");
   }
+  f.rule_min_json_chars = r->Ints<int32_t>("rule character minimums");
+  f.rule_max_json_chars = r->Ints<int32_t>("rule character maximums");
+  f.node_char_end = r->Ints<uint8_t>("node character ends");
+  f.node_fewest_chars = r->Ints<int32_t>("node fewest characters");
+  f.node_most_chars = r->Ints<int32_t>("node most characters");
+  f.rule_chars_slack = r->Ints<int32_t>("rule character slacks");
   return f;
 }
 
@@ -252,6 +264,50 @@ bool SortedUnique(const std::vector<int32_t>& ids) {
 }
 
 }  // namespace
+
+// JSON character counts (grammar/grammar_fsm.h): the tables the parser indexes, in range, and
+// a counting rule without rule edges or loop nodes (its items' count field is the character
+// count).
+void CheckJsonCharCountTables(const GrammarFsm& f) {
+  const size_t rules = f.rule_start.size(), nodes = f.node_rule.size();
+  if (f.rule_min_json_chars.empty()) {
+    if (!f.rule_max_json_chars.empty() || !f.node_char_end.empty() || !f.node_fewest_chars.empty() ||
+        !f.node_most_chars.empty() || !f.rule_chars_slack.empty()) {
+      Invalid("character-count tables without a counting rule");
+    }
+    return;
+  }
+  CheckSize(f.node_fewest_chars.size(), nodes, "node fewest characters");
+  CheckSize(f.node_most_chars.size(), nodes, "node most characters");
+  CheckSize(f.rule_chars_slack.size(), rules, "rule character slacks");
+  CheckSize(f.rule_min_json_chars.size(), rules, "rule character minimums");
+  CheckSize(f.rule_max_json_chars.size(), rules, "rule character maximums");
+  CheckSize(f.node_char_end.size(), nodes, "node character ends");
+  for (size_t r = 0; r < rules; ++r) {
+    const int32_t least = f.rule_min_json_chars[r], most = f.rule_max_json_chars[r];
+    if (least < -1 || most < -1 || (least < 0 && most != -1) || (most >= 0 && most < least)) {
+      Invalid("rule " + std::to_string(r) + " has the character count " + std::to_string(least) + ".." + std::to_string(most));
+    }
+    if (least < 0) continue;
+    if (f.rule_nullable[r] && least > 0) Invalid("rule " + std::to_string(r) + " counts characters but is nullable");
+    for (NodeId n = f.rule_first_node[r]; n < f.rule_first_node[r + 1]; ++n) {
+      if (f.node_fewest_chars[n] < -1 || f.node_most_chars[n] < -1 || f.node_fewest_chars[n] > f.rule_chars_slack[r] ||
+          (f.node_most_chars[n] >= 0 && f.node_most_chars[n] < f.node_fewest_chars[n])) {
+        Invalid("node " + std::to_string(n) + " has inconsistent completion lengths");
+      }
+      if (f.rule_edge_begin[n] != f.rule_edge_begin[n + 1]) Invalid("counting rule " + std::to_string(r) + " calls a rule");
+      if (!f.node_loop.empty() && (f.node_loop[n] != -1 || f.node_gate_loop[n] != -1)) {
+        Invalid("counting rule " + std::to_string(r) + " holds a counted-loop node");
+      }
+    }
+  }
+  for (size_t n = 0; n < nodes; ++n) {
+    const RuleId rule = f.node_rule[n];
+    if (f.node_char_end[n] > 1 || (f.node_char_end[n] && (rule < 0 || f.rule_min_json_chars[rule] < 0))) {
+      Invalid("node " + std::to_string(n) + " ends a JSON character outside a counting rule");
+    }
+  }
+}
 
 void CheckFsmStructure(const GrammarFsm& f, int32_t vocab_size) {
   const size_t rules = f.rule_start.size();
@@ -334,6 +390,7 @@ void CheckFsmStructure(const GrammarFsm& f, int32_t vocab_size) {
       }
     }
   }
+  CheckJsonCharCountTables(f);
   if (f.token_sets.empty()) {
     if (!f.token_set_edge_begin.empty() || !f.token_set_edges.empty()) Invalid("token set edges without token sets");
   } else {

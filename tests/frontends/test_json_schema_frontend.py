@@ -501,8 +501,10 @@ def test_integer_range_random_big_bounds():
     ({"type": "object", "dependentRequired": {"a": ["b"]}}, "dependentRequired", "/"),
     ({"$defs": {"d": {"type": "string", "format": "hostname"}}, "$ref": "#/$defs/d"}, "hostname", "/$defs/d"),
     ({"type": "number", "maximum": float("1e250")}, "maximum", "/"),
-    ({"type": "object", "properties": {"a~b/c": {"type": "string", "pattern": "^[0-9]*a", "maxLength": 30000}}},
-     "maxLength", "/properties/a~0b~1c"),
+    # 50-character blocks: gaps of 49 lengths, wider than the window of 10 the matcher would count.
+    ({"type": "object", "properties": {"a~b/c": {"type": "string", "pattern": "^(?:[a-z]{50})*$", "minLength": 29990,
+                                                 "maxLength": 30000}}},
+     "minLength", "/properties/a~0b~1c"),
     ({"type": "object", "properties": {"a~b/c": {"type": "string", "format": "uuid", "pattern": "^[ab]{15000}"}}},
      "pattern", "/properties/a~0b~1c"),
     ({"$ref": "#/$defs/a", "format": "email", "$defs": {"a": {"format": "date"}}}, "format", "/"),

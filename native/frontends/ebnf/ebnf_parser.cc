@@ -114,6 +114,9 @@ struct Token {
   int32_t max_repeat = -1;             // kRepeat; -1: unbounded
   int64_t number = 0;                  // kNumber
   int64_t max_tokens = -1;             // kIdentifier followed by `[max_tokens=N]` (a rule attribute)
+  int64_t min_json_chars = -1;         // kIdentifier followed by `[json_chars=M..N]` (a rule attribute)
+  int64_t max_json_chars = -1;         //   N, or -1 for `[json_chars=M..]`
+  bool has_attribute() const { return max_tokens >= 0 || min_json_chars >= 0; }
 };
 
 bool IsIdentifierStart(char c) {
@@ -149,6 +152,8 @@ class Lexer {
     token.max_repeat = -1;
     token.number = 0;
     token.max_tokens = -1;
+    token.min_json_chars = -1;
+    token.max_json_chars = -1;
     if (pos_ >= source_.size()) return;  // kEnd
     char c = source_.At(pos_);
     if (IsIdentifierStart(c)) return LexIdentifier(token);
@@ -209,21 +214,44 @@ class Lexer {
     token.kind = TokenKind::kIdentifier;
     while (pos_ < source_.size() && IsIdentifierChar(source_.At(pos_))) ++pos_;
     token.text.assign(source_.text().substr(token.offset, pos_ - token.offset));
-    // `name[max_tokens=N]`, xgrammar's rule attribute (written right after the name).
-    constexpr std::string_view kAttribute = "[max_tokens=";
-    if (source_.text().substr(pos_, kAttribute.size()) != kAttribute) return;
-    const size_t attribute = pos_;
-    pos_ += kAttribute.size();
-    if (!IsDigit(source_.At(pos_))) source_.Fail(pos_, "expected the number of tokens after 'max_tokens='");
+    // Rule attributes, written right after the name: `[max_tokens=N]` (xgrammar's) and
+    // `[json_chars=M..N]` / `[json_chars=M..]` (grammar/grammar_fsm.h), in any order.
+    for (;;) {
+      constexpr std::string_view kMaxTokens = "[max_tokens=";
+      constexpr std::string_view kJsonChars = "[json_chars=";
+      const size_t attribute = pos_;
+      if (source_.text().substr(pos_, kMaxTokens.size()) == kMaxTokens) {
+        pos_ += kMaxTokens.size();
+        token.max_tokens = ReadAttributeCount(attribute, "max_tokens", "the number of tokens");
+      } else if (source_.text().substr(pos_, kJsonChars.size()) == kJsonChars) {
+        pos_ += kJsonChars.size();
+        token.min_json_chars = ReadAttributeCount(attribute, "json_chars", "the fewest characters");
+        if (source_.text().substr(pos_, 2) != "..") source_.Fail(pos_, "expected '..' after the json_chars minimum");
+        pos_ += 2;
+        if (IsDigit(source_.At(pos_))) {
+          token.max_json_chars = ReadAttributeCount(attribute, "json_chars", "the most characters");
+          if (token.max_json_chars < token.min_json_chars) {
+            source_.Fail(attribute, "json_chars: the maximum is below the minimum");
+          }
+        }
+      } else {
+        return;
+      }
+      if (source_.At(pos_) != ']') source_.Fail(pos_, "expected ']' to close the rule attribute");
+      ++pos_;
+    }
+  }
+
+  // The decimal count at pos_ of attribute `name` (at most 2147483647).
+  int64_t ReadAttributeCount(size_t attribute, std::string_view name, const char* what) {
+    if (!IsDigit(source_.At(pos_))) source_.Fail(pos_, std::string("expected ") + what + " after '" + std::string(name) + "='");
     int64_t value = 0;
     while (IsDigit(source_.At(pos_))) {
       value = std::min<int64_t>(value * 10 + (source_.At(pos_) - '0'), int64_t{1} << 40);
       ++pos_;
     }
-    if (source_.At(pos_) != ']') source_.Fail(pos_, "expected ']' after the max_tokens value");
-    ++pos_;
-    if (value > INT32_MAX) source_.Fail(attribute, "max_tokens exceeds 2147483647");
-    token.max_tokens = value;
+    if (value > INT32_MAX) source_.Fail(attribute, std::string(name) + " exceeds 2147483647");
+    return value;
   }
 
   // Decimal digits; values above kMaxTokenLiteralId are kept saturated for the error message.
@@ -540,6 +568,7 @@ class Parser {
     const Token& name_token = Take();
     const size_t name_offset = name_token.offset;
     const int64_t max_tokens = name_token.max_tokens;
+    const int64_t min_json_chars = name_token.min_json_chars, max_json_chars = name_token.max_json_chars;
     // An identifier is spelled in the source as it is: the name is a view of the source.
     const std::string_view name = source_.text().substr(name_offset, name_token.text.size());
     if (!At(TokenKind::kDefine)) {
@@ -548,6 +577,8 @@ class Parser {
     Take();
     RuleId id = DeclareRule(name, name_offset);
     ast_.rules[id].max_tokens = static_cast<int32_t>(max_tokens);
+    ast_.rules[id].min_json_chars = static_cast<int32_t>(min_json_chars);
+    ast_.rules[id].max_json_chars = static_cast<int32_t>(max_json_chars);
     // With no token looked ahead, the lexer stands right after `::=`: the body's span starts.
     const bool at_body_start = num_lookahead_ == 0;
     const size_t body_start = lexer_.pos();
@@ -792,8 +823,8 @@ class Parser {
 
   // `name` is the token just taken.
   ExprId ParseRuleRef(const Token& name) {
-    if (name.max_tokens >= 0) {
-      source_.Fail(name.offset, "[max_tokens=N] belongs on a rule definition, not on a reference to '" + name.text + "'");
+    if (name.has_attribute()) {
+      source_.Fail(name.offset, "a rule attribute ([max_tokens=N], [json_chars=M..N]) belongs on a rule definition, not on a reference to '" + name.text + "'");
     }
     if (name.text == "TagDispatch" && At(TokenKind::kLeftParen)) return ParseTagDispatch();
     if (name.text == "Token" && At(TokenKind::kLeftParen)) return ParseTokenLiteral();

@@ -462,6 +462,25 @@ Fragment RuleSet::ShareWithLookahead(std::string_view hint, const Fragment& body
   return Fragment::Rule(name);
 }
 
+Fragment RuleSet::ShareCountingJsonChars(std::string_view hint, const Fragment& body, long long min, long long max) {
+  XG2_DCHECK(min >= 0 && min <= INT32_MAX && max <= INT32_MAX && (max < 0 || max >= min),
+             "a JSON character count is 0 <= min <= max <= 2^31-1 (max -1: unbounded)");
+  auto& named = counted_name_of_body_[{min, max}];
+  auto found = named.find(body);
+  if (found != named.end()) return Fragment::Rule(found->second);
+  const std::string attribute =
+      "[json_chars=" + std::to_string(min) + ".." + (max >= 0 ? std::to_string(max) : std::string()) + "]";
+  std::string name = Reserve(hint);
+  Define(name, body);
+  Rule& rule = rules_.at(index_of_name_.at(name));
+  rule.attribute = attribute;
+  rule.min_json_chars = static_cast<int32_t>(min);
+  rule.max_json_chars = static_cast<int32_t>(max);
+  AddBytes(attribute.size());
+  named.emplace(body, name);
+  return Fragment::Rule(name);
+}
+
 bool RuleSet::IsDefined(const std::string& name) const {
   auto found = index_of_name_.find(name);
   return found != index_of_name_.end() && rules_[found->second].body.has_value();
@@ -470,6 +489,7 @@ bool RuleSet::IsDefined(const std::string& name) const {
 std::vector<std::pair<std::string, Fragment>> RuleSet::Definitions() const {
   std::vector<std::pair<std::string, Fragment>> definitions;
   for (const Rule& rule : rules_) {
+    XG2_DCHECK(rule.attribute.empty(), "Definitions() would drop a rule attribute (a JSON character count)");
     if (!rule.discarded && rule.body) definitions.emplace_back(rule.name, *rule.body);
   }
   return definitions;
@@ -626,6 +646,7 @@ std::string RuleSet::Print() const {
   for (const Rule& rule : rules_) {
     if (rule.discarded) continue;
     out += rule.name;
+    out += rule.attribute;
     out += " ::= ";
     if (rule.lasting) {
       out += LastingBodyOf(rule.body->node_).printed;
@@ -787,6 +808,7 @@ GrammarAst RuleSet::Lower(const std::string& root) const {
     } else {
       lowering.DefineRule(id, *rule->body->node());
     }
+    if (rule->min_json_chars >= 0) builder.SetJsonCharCount(id, rule->min_json_chars, rule->max_json_chars);
   }
   const RuleId root_id = builder.FindRule(root);
   if (root_id < 0) throw GrammarSyntaxError("generated grammar: no root rule '" + root + "'");

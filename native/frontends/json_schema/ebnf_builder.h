@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -174,6 +175,11 @@ class RuleSet {
   // one copy of `body` among many call sites where inlined copies would each add automaton
   // states. `body` and `lookahead` must not be never.
   Fragment ShareWithLookahead(std::string_view hint, const Fragment& body, const Fragment& lookahead);
+  // A reference to a rule `name[json_chars=M..N] ::= body` (grammar/grammar_fsm.h, "JSON
+  // character counts"; N < 0: unbounded): the strings of `body`, a regular language of JSON
+  // string bodies, that are min..max JSON characters long. An existing rule with the same
+  // body and count is reused. `body` must not be never.
+  Fragment ShareCountingJsonChars(std::string_view hint, const Fragment& body, long long min, long long max);
   // Reserves the claimed name `name` for a later Define.
   void ReserveNamed(const std::string& name);
   // Defines `name` (which must be free) with `body`; for fixed names such as "root".
@@ -199,7 +205,8 @@ class RuleSet {
 
   bool IsDefined(const std::string& name) const;
 
-  // The defined, not discarded rules in creation order: (name, body).
+  // The defined, not discarded rules in creation order: (name, body). Rule attributes are not
+  // part of it: a set with a counting rule (ShareCountingJsonChars) has no Definitions.
   std::vector<std::pair<std::string, Fragment>> Definitions() const;
   // Bytes charged against the limit so far (names and bodies).
   size_t total_bytes() const { return total_bytes_; }
@@ -228,6 +235,11 @@ class RuleSet {
     // Added by AddShared: the body is another set's, kept for the process by the caller (the
     // prebuilt formats), so Print and Lower reuse its LastingBody.
     bool lasting = false;
+    // A JSON character count (ShareCountingJsonChars): printed after the name, e.g.
+    // "[json_chars=0..254]", and its bounds (min -1: none; max -1: unbounded).
+    std::string attribute;
+    int32_t min_json_chars = -1;
+    int32_t max_json_chars = -1;
   };
   void AddBytes(size_t bytes);
   // What Share returns for `body` without naming a rule: `body` itself (never, or a short
@@ -241,6 +253,9 @@ class RuleSet {
   std::vector<Rule> rules_;
   std::unordered_map<std::string, size_t> index_of_name_;
   std::unordered_map<Fragment, std::string, FragmentHash> name_of_body_;
+  // ShareCountingJsonChars: the rule of each (body, count).
+  std::map<std::pair<long long, long long>, std::unordered_map<Fragment, std::string, FragmentHash>>
+      counted_name_of_body_;
   std::unordered_set<std::string> claimed_;
   std::unordered_map<std::string, int> next_suffix_;  // Reserve: where to resume per base name
   std::unordered_map<std::string, Fragment> written_;

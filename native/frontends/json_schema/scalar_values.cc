@@ -366,6 +366,7 @@ Fragment SchemaConverter::StringValue(const Node& node) {
     if (excluded_language) cache_key += "\nnot-language\n" + DumpJson(*node.schema.Find("not"));
     auto cached = string_languages_.find(cache_key);
     if (cached != string_languages_.end()) return cached->second;
+    std::optional<CodepointDfa> unbounded;  // the language before the lengths, kept for counting
     try {
       auto json_chars = [&] {
         return Repeated(JsonCharDfa(), 0, -1);  // lengths: below
@@ -386,6 +387,7 @@ Fragment SchemaConverter::StringValue(const Node& node) {
         language = Product(Product(language, CanonicalStrings(), ProductKind::kIntersection), *excluded_language,
                            ProductKind::kDifference);
       }
+      if (with_length) unbounded = language;
       std::string chars_hint = RuleHint(node.pointer) + "_chars";
       Fragment intersected =
           with_length ? LengthBoundedFragment(language, JsonCharDfa(),
@@ -401,10 +403,21 @@ Fragment SchemaConverter::StringValue(const Node& node) {
     } catch (const CompilationCancelledError&) {
       throw;
     } catch (const Error& e) {
+      std::string why = e.what();
+      if (unbounded && dynamic_cast<const ResourceLimitError*>(&e) != nullptr) {
+        // The lengths made the product too large: the matcher counts them instead.
+        std::string not_counted;
+        if (std::optional<Fragment> counted = CountedString(node, *unbounded, languages, subtracts, body, min_length,
+                                                            max_length, &not_counted)) {
+          string_languages_.emplace(cache_key, *counted);
+          return *counted;
+        }
+        why += "; nor can the matcher count the length: " + not_counted;
+      }
       // Too many automaton states (or a grammar that is not regular): keep the first.
       if (languages.size() > 1) {
         Unsupported("unsupported keyword '" + languages[1].first + "' alongside '" +
-                    languages[0].first + "'" + where + ": " + e.what());
+                    languages[0].first + "'" + where + ": " + why);
       } else {
         Unsupported("unsupported keyword 'not'" + where + ": " + e.what());
       }

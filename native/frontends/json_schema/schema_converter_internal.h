@@ -137,6 +137,21 @@ class SchemaConverter {
   std::optional<Decimal> MultipleOf(const Node& node);
   Fragment NumberIntersection(const Node& node, const std::vector<Fragment>& parts, const std::string& hint);
   Fragment StringValue(const Node& node);
+  // counted_strings.cc: the string body of `language` (JSON-escaped string bodies) with
+  // min..max JSON characters, counted by the matcher (a rule [json_chars=M..N]) rather than
+  // by a product automaton: `written` is the language's fragment when one exists already
+  // (a pattern's expression, a format's rules), else the automaton is written. Never when no
+  // string has such a length.
+  Fragment CountedStringBody(const Node& node, const CodepointDfa& language, const std::optional<Fragment>& written,
+                             long long min_length, long long max_length);
+  // StringValue's string for `language` (the product of `languages` but the length, less what
+  // `subtracts`) counted by the matcher; `body` is the single language's fragment. Nullopt,
+  // with the reason in `why`, when that too passes a limit (StringValue then refuses).
+  std::optional<Fragment> CountedString(const Node& node, const CodepointDfa& language,
+                                        const std::vector<std::pair<std::string, std::string>>& languages,
+                                        bool subtracts, const std::optional<Fragment>& body,
+                                        std::optional<long long> min_length, std::optional<long long> max_length,
+                                        std::string* why);
   // A format's grammar on its own (PrebuiltFormatGrammar), charged against this conversion's
   // limit: `body` in a private rule set, `grammar` those rules with root xg2_language_root
   // (for automata); body is nullopt for a format without one.
