@@ -51,7 +51,10 @@ bool SameGrammarAst(const GrammarAst& a, const GrammarAst& b) {
   for (size_t i = 0; i < a.rules.size(); ++i) {
     const RuleDef& x = a.rules[i];
     const RuleDef& y = b.rules[i];
-    if (x.name != y.name || x.body != y.body || x.lookahead != y.lookahead || x.max_tokens != y.max_tokens) return false;
+    if (x.name != y.name || x.body != y.body || x.lookahead != y.lookahead || x.max_tokens != y.max_tokens ||
+        x.min_json_chars != y.min_json_chars || x.max_json_chars != y.max_json_chars) {
+      return false;
+    }
   }
   return true;
 }

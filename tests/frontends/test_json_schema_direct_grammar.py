@@ -18,7 +18,8 @@ SAMPLE = stratified_sample(_CORPUS, 8, seed=39) if _CORPUS.is_dir() else []
 
 # Each exercises a different way the converter builds fragments: spelled classes, merged
 # literals, shared rules, a pattern's expression, the prebuilt formats (date-time holds the one
-# rule with a lookahead), counted loops, recursion through $ref, enums and key tries.
+# rule with a lookahead), counted loops, JSON character counts (a length next to a format too
+# large for the automaton product), recursion through $ref, enums and key tries.
 SCHEMAS = [
     {"type": "string", "pattern": "^[a-z]{2,5}(-[0-9]+)?$"},
     {"type": "string", "format": "date-time"},
@@ -30,6 +31,8 @@ SCHEMAS = [
     {"type": "number", "exclusiveMinimum": 0.5, "maximum": 100},
     {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 9, "uniqueItems": True},
     {"type": "string", "minLength": 3, "maxLength": 12},
+    {"type": "string", "format": "email", "minLength": 20, "maxLength": 30},
+    {"type": "object", "properties": {"a": {"type": "string", "format": "email", "maxLength": 2147483647}}},
     {"enum": ["a", "b\"c", 1, None, {"k": [1, 2]}]},
     {"$defs": {"node": {"type": "object", "properties": {"next": {"$ref": "#/$defs/node"}}}}, "$ref": "#/$defs/node"},
     {
