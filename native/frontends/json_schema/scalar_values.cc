@@ -280,6 +280,44 @@ std::optional<Fragment> SchemaConverter::FormatInRules(const std::string& format
   return body;
 }
 
+// The string languages `format` and `pattern` add to StringValue's intersection (keyword,
+// EBNF grammar), and the body each writes on its own.
+void SchemaConverter::AddFormatAndPatternLanguages(const Node& node, const JsonValue* format, const JsonValue* pattern,
+                                                   const std::string& where,
+                                                   std::vector<std::pair<std::string, std::string>>* languages,
+                                                   std::optional<Fragment>* body,
+                                                   std::optional<Fragment>* format_fragment) {
+  if (format != nullptr && !IsUnknownFormat(format->string_value())) {
+    const PrebuiltFormat& standalone = StandaloneFormatGrammar(format->string_value());
+    const std::optional<Fragment>& format_body = standalone.body;
+    if (format_body && !StringFormatIsExact(format->string_value())) {
+      // Lenient: the sound subset is kept (better than ignoring the format).
+      Unsupported("unsupported format '" + format->string_value() + "'" + where +
+                  ": only a subset of its strings can be generated");
+    }
+    if (!format_body) {
+      Unsupported("unsupported format '" + format->string_value() + "'" + where);
+      ignored_keywords_.insert({node.pointer, "format"});
+    } else {
+      *format_fragment = *body = format_body;  // its rules are copied to rules_ when it is used
+      languages->emplace_back("format", standalone.grammar);
+    }
+  }
+  if (pattern != nullptr) {
+    try {
+      RegexOptions regex_options;
+      regex_options.search = true;
+      regex_options.json_string_body = true;
+      std::string expression = RegexToEbnf(pattern->string_value(), regex_options);
+      *body = expression.empty() ? Fragment::Epsilon() : Fragment::Atom("(" + expression + ")");
+      languages->emplace_back("pattern", "xg2_language_root ::= " + (expression.empty() ? std::string("\"\"") : expression) + "\n");
+    } catch (const RegexError& e) {
+      Unsupported("unsupported pattern" + where + ": " + e.what());
+      ignored_keywords_.insert({node.pointer, "pattern"});
+    }
+  }
+}
+
 Fragment SchemaConverter::StringValue(const Node& node) {
   std::string where = " at " + ShowPointer(node.pointer);
   const JsonValue* pattern = IsIgnored(node, "pattern") ? nullptr : node.schema.Find("pattern");
@@ -294,35 +332,7 @@ Fragment SchemaConverter::StringValue(const Node& node) {
   // is; several are combined by the product construction (regular_language.h).
   std::vector<std::pair<std::string, std::string>> languages;  // (keyword, EBNF grammar)
   std::optional<Fragment> body, format_fragment;
-  if (format != nullptr && !IsUnknownFormat(format->string_value())) {
-    const PrebuiltFormat& standalone = StandaloneFormatGrammar(format->string_value());
-    const std::optional<Fragment>& format_body = standalone.body;
-    if (format_body && !StringFormatIsExact(format->string_value())) {
-      // Lenient: the sound subset is kept (better than ignoring the format).
-      Unsupported("unsupported format '" + format->string_value() + "'" + where +
-                  ": only a subset of its strings can be generated");
-    }
-    if (!format_body) {
-      Unsupported("unsupported format '" + format->string_value() + "'" + where);
-      ignored_keywords_.insert({node.pointer, "format"});
-    } else {
-      format_fragment = body = format_body;  // its rules are copied to rules_ when it is used
-      languages.emplace_back("format", standalone.grammar);
-    }
-  }
-  if (pattern != nullptr) {
-    try {
-      RegexOptions regex_options;
-      regex_options.search = true;
-      regex_options.json_string_body = true;
-      std::string expression = RegexToEbnf(pattern->string_value(), regex_options);
-      body = expression.empty() ? Fragment::Epsilon() : Fragment::Atom("(" + expression + ")");
-      languages.emplace_back("pattern", "xg2_language_root ::= " + (expression.empty() ? std::string("\"\"") : expression) + "\n");
-    } catch (const RegexError& e) {
-      Unsupported("unsupported pattern" + where + ": " + e.what());
-      ignored_keywords_.insert({node.pointer, "pattern"});
-    }
-  }
+  AddFormatAndPatternLanguages(node, format, pattern, where, &languages, &body, &format_fragment);
   // `not: {enum: [strings]}` on a string: the spellings of those strings are subtracted.
   std::optional<std::vector<std::string>> excluded = ExcludedStrings(node);
   // `not` over a string schema: its language (canonical spellings) is subtracted.

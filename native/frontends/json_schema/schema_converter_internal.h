@@ -137,6 +137,10 @@ class SchemaConverter {
   std::optional<Decimal> MultipleOf(const Node& node);
   Fragment NumberIntersection(const Node& node, const std::vector<Fragment>& parts, const std::string& hint);
   Fragment StringValue(const Node& node);
+  void AddFormatAndPatternLanguages(const Node& node, const JsonValue* format, const JsonValue* pattern,
+                                    const std::string& where,
+                                    std::vector<std::pair<std::string, std::string>>* languages,
+                                    std::optional<Fragment>* body, std::optional<Fragment>* format_fragment);
   // counted_strings.cc: the string body of `language` (JSON-escaped string bodies) with
   // min..max JSON characters, counted by the matcher (a rule [json_chars=M..N]) rather than
   // by a product automaton: `written` is the language's fragment when one exists already
