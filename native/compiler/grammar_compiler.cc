@@ -9,6 +9,7 @@
 #include "frontends/lark/lark_lowering.h"
 #include "frontends/regex/regex_converter.h"
 #include "frontends/structural_tag/structural_tag.h"
+#include "grammar/grammar_builder.h"
 
 namespace xg2 {
 
@@ -56,12 +57,13 @@ std::shared_ptr<CompiledGrammar> GrammarCompiler::CompileEbnf(const std::string&
 
 std::shared_ptr<CompiledGrammar> GrammarCompiler::CompileRegex(const std::string& pattern,
                                                                const CancellationToken* cancel) const {
+  // The frontend builds the grammar directly; the printed EBNF is kept for inspection.
+  CompileScope scope(&limits_, cancel);
+  GrammarBuilder builder;
+  const RuleId root = builder.AddRule("root");
   std::string body;
-  {
-    CompileScope scope(nullptr, cancel);
-    body = RegexToEbnf(pattern, RegexOptions());
-  }
-  return Compile("root ::= " + body, "root", limits_, cancel);
+  builder.DefineRule(root, RegexToGrammar(pattern, RegexOptions(), &builder, &body));
+  return CompileGrammarAst(builder.Finish(root), "root ::= " + body, target_);
 }
 
 std::shared_ptr<CompiledGrammar> GrammarCompiler::CompileLark(const std::string& text,
