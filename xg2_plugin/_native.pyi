@@ -208,6 +208,9 @@ def _json_schema_to_ebnf(
     any_order: bool = False,
     any_key_spelling: bool = False,
 ) -> tuple[str, list[str]]: ...
+def _structural_tag_grammar_matches_parse(
+    tag: str | bytes, tokenizer_info: Optional[TokenizerInfo] = None, any_whitespace: bool = True
+) -> bool: ...
 def _structural_tag_to_ebnf(
     tag: str | bytes,
     tokenizer_info: Optional[TokenizerInfo] = None,

@@ -93,7 +93,7 @@ std::shared_ptr<LoweredStructuralTag> GrammarCompiler::LowerStructuralTag(const 
   options.vocab_size = target_.tokenizer->vocab_size();
   options.tokenizer = target_.tokenizer.get();
   options.any_whitespace = any_whitespace;
-  return std::make_shared<LoweredStructuralTag>(structural_tag::StructuralTagToEbnf(tag_json, options));
+  return std::make_shared<LoweredStructuralTag>(structural_tag::StructuralTagToGrammar(tag_json, options));
 }
 
 std::shared_ptr<CompiledGrammar> GrammarCompiler::CompileStructuralTag(const LoweredStructuralTag& lowered,
@@ -101,7 +101,7 @@ std::shared_ptr<CompiledGrammar> GrammarCompiler::CompileStructuralTag(const Low
   CompileTarget target = target_;
   if (target.cache_options.precompute > 0) target.cache_options.precompute = -1;
   CompileScope scope(&limits_, cancel);
-  return CompileEbnfText(lowered.ebnf, "root", target);
+  return CompileGrammarAst(lowered.grammar, lowered.ebnf, target);
 }
 
 }  // namespace xg2
