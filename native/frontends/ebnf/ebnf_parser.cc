@@ -1201,24 +1201,4 @@ std::vector<CodepointRange> ParseEbnfCharClass(std::string_view spelled) {
   return ranges;
 }
 
-bool MayNameTokenLiterals(std::string_view text) {
-  constexpr std::string_view kName = "Token";
-  for (size_t at = text.find(kName); at != std::string_view::npos; at = text.find(kName, at + 1)) {
-    size_t pos = at + kName.size();
-    if (text.substr(pos, 3) == "Set") pos += 3;  // TokenSet(...)
-    while (pos < text.size()) {
-      const char c = text[pos];
-      if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
-        ++pos;
-      } else if (c == '#') {
-        while (pos < text.size() && text[pos] != '\n') ++pos;
-      } else {
-        break;
-      }
-    }
-    if (pos < text.size() && text[pos] == '(') return true;
-  }
-  return false;
-}
-
 }  // namespace xg2

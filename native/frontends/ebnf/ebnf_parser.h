@@ -22,12 +22,6 @@ GrammarAst ParseEbnf(std::string_view text, std::string_view root_rule_name = "r
 GrammarAst ParseEbnfWithExternalRules(std::string_view text, std::string_view root_rule_name,
                                       const std::vector<std::string>& external_rules);
 
-// False when `text` cannot hold a token literal or a token set: no `Token` or `TokenSet` (also
-// the tail of `ExcludeToken`) followed (after spaces and
-// comments) by `(`. Token literals come only from that syntax (an escape spells a code point,
-// always valid UTF-8), so a grammar without it need not be parsed to find none.
-bool MayNameTokenLiterals(std::string_view text);
-
 // The code points of the character class `spelled` exactly as EBNF spells one ("[0-9]",
 // "[^\\x00-\\x1F]", or "."), normalised. Throws GrammarSyntaxError when it is not one class.
 std::vector<CodepointRange> ParseEbnfCharClass(std::string_view spelled);

@@ -10,15 +10,15 @@ namespace xg2 {
 namespace structural_tag {
 namespace {
 
-// Appends `part`'s nodes to `into` and gives its rules, declared (without bodies) at
+// Moves `part`'s nodes to the end of `into` and gives its rules, declared (without bodies) at
 // into->rules[first_rule...] in part's order, their bodies and attributes. A parse of the
 // printed part appends the same nodes in the same order: a parsed or directly built grammar
 // lists its nodes rule by rule, children before parents, as its printed text spells them.
-void AppendPart(const GrammarAst& part, RuleId first_rule, GrammarAst* into) {
+void AppendPart(GrammarAst&& part, RuleId first_rule, GrammarAst* into) {
   const ExprId base = static_cast<ExprId>(into->nodes.size());
   into->nodes.reserve(into->nodes.size() + part.nodes.size());
-  for (const ExprNode& node : part.nodes) {
-    ExprNode& added = into->nodes.emplace_back(node);
+  for (ExprNode& node : part.nodes) {
+    ExprNode& added = into->nodes.emplace_back(std::move(node));
     for (ExprId& child : added.children) child += base;
     if (added.kind == ExprKind::kRuleRef) added.rule_id += first_rule;
   }
@@ -46,7 +46,7 @@ std::string EmbeddedGrammars::Add(GrammarAst grammar, const std::string& prefix)
   return root;
 }
 
-LoweredGrammar EmbeddedGrammars::Join(const std::string& own_text) const {
+LoweredGrammar EmbeddedGrammars::Join(const std::string& own_text) {
   std::vector<std::string> external_rules;
   for (const GrammarAst& part : parts_) {
     for (const RuleDef& rule : part.rules) external_rules.push_back(rule.name);
@@ -55,11 +55,13 @@ LoweredGrammar EmbeddedGrammars::Join(const std::string& own_text) const {
   lowered.grammar = ParseEbnfWithExternalRules(own_text, "root", external_rules);
   lowered.ebnf = own_text;
   RuleId first_rule = static_cast<RuleId>(lowered.grammar.rules.size() - external_rules.size());
-  for (const GrammarAst& part : parts_) {
-    AppendPart(part, first_rule, &lowered.grammar);
+  for (GrammarAst& part : parts_) {
     lowered.ebnf += PrintEbnf(part);
-    first_rule += static_cast<RuleId>(part.rules.size());
+    const RuleId rule_count = static_cast<RuleId>(part.rules.size());
+    AppendPart(std::move(part), first_rule, &lowered.grammar);
+    first_rule += rule_count;
   }
+  parts_.clear();
   return lowered;
 }
 

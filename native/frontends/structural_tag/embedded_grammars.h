@@ -27,8 +27,8 @@ class EmbeddedGrammars {
 
   // The grammar whose text is `own_text` (rules rooted at "root", whose references may name the
   // added grammars' rules) followed by the added grammars' printed rules, in the order added:
-  // the own text is parsed, the added rules are appended as built.
-  LoweredGrammar Join(const std::string& own_text) const;
+  // the own text is parsed, the added rules are moved in as built. Leaves the set empty.
+  LoweredGrammar Join(const std::string& own_text);
 
  private:
   std::vector<GrammarAst> parts_;
