@@ -179,6 +179,7 @@ def _parsed_body_cache_stats() -> dict[str, int]: ...
 def _regex_to_ebnf(
     pattern: str, search: bool = False, json_string_body: bool = False, cancel: Optional[CancellationToken] = None
 ) -> str: ...
+def _regex_grammar_matches_parse(pattern: str, search: bool = False, json_string_body: bool = False) -> bool: ...
 def _lark_to_ebnf(
     text: str,
     tokenizer_info: Optional[TokenizerInfo] = None,
@@ -207,6 +208,9 @@ def _json_schema_to_ebnf(
     any_order: bool = False,
     any_key_spelling: bool = False,
 ) -> tuple[str, list[str]]: ...
+def _structural_tag_grammar_matches_parse(
+    tag: str | bytes, tokenizer_info: Optional[TokenizerInfo] = None, any_whitespace: bool = True
+) -> bool: ...
 def _structural_tag_to_ebnf(
     tag: str | bytes,
     tokenizer_info: Optional[TokenizerInfo] = None,

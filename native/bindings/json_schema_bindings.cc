@@ -14,6 +14,7 @@
 #include "bindings/registry.h"
 #include "frontends/ebnf/ebnf_parser.h"
 #include "frontends/json_schema/json_schema_converter.h"
+#include "grammar/grammar_ast_equality.h"
 #include "support/compile_limits.h"
 
 namespace py = pybind11;
@@ -31,32 +32,6 @@ JsonSchemaOptions MakeOptions(bool any_whitespace, std::optional<int> indent,
   options.separators = std::move(separators);
   options.max_whitespace = max_whitespace;
   return options;
-}
-
-// Node for node, rule for rule (the same ids, payloads and order).
-bool SameGrammarAst(const GrammarAst& a, const GrammarAst& b) {
-  if (a.nodes.size() != b.nodes.size() || a.rules.size() != b.rules.size() || a.root_rule != b.root_rule ||
-      !a.tag_dispatches.empty() || !b.tag_dispatches.empty() || !(a.token_sets == b.token_sets)) {
-    return false;
-  }
-  for (size_t i = 0; i < a.nodes.size(); ++i) {
-    const ExprNode& x = a.nodes[i];
-    const ExprNode& y = b.nodes[i];
-    if (x.kind != y.kind || x.rule_id != y.rule_id || x.min_repeat != y.min_repeat || x.max_repeat != y.max_repeat ||
-        x.bytes != y.bytes || x.ranges != y.ranges || x.children.size() != y.children.size() ||
-        !std::equal(x.children.begin(), x.children.end(), y.children.begin())) {
-      return false;
-    }
-  }
-  for (size_t i = 0; i < a.rules.size(); ++i) {
-    const RuleDef& x = a.rules[i];
-    const RuleDef& y = b.rules[i];
-    if (x.name != y.name || x.body != y.body || x.lookahead != y.lookahead || x.max_tokens != y.max_tokens ||
-        x.min_json_chars != y.min_json_chars || x.max_json_chars != y.max_json_chars) {
-      return false;
-    }
-  }
-  return true;
 }
 
 void BindJsonSchema(py::module_& m) {

@@ -7,7 +7,9 @@
 
 #include "compiler/compile_scope.h"
 #include "bindings/registry.h"
+#include "frontends/ebnf/ebnf_parser.h"
 #include "frontends/structural_tag/structural_tag.h"
+#include "grammar/grammar_ast_equality.h"
 #include "tokenizer/tokenizer_info.h"
 
 namespace py = pybind11;
@@ -59,6 +61,24 @@ void BindStructuralTag(py::module_& m) {
       "strings becomes Token(id). Raises StructuralTagError (naming the JSON path) for a "
       "malformed tag, UnsupportedSchemaError for what xg2 cannot express, ResourceLimitError "
       "for nesting past the bounds.");
+  m.def(
+      "_structural_tag_grammar_matches_parse",
+      [](py::handle tag, const TokenizerInfo* tokenizer_info, bool any_whitespace) {
+        std::string text = TextArgument(tag, "structural tag");
+        py::gil_scoped_release release;
+        structural_tag::LoweringOptions options;
+        if (tokenizer_info != nullptr) {
+          options.special_tokens = &tokenizer_info->special_token_text();
+          options.vocab_size = tokenizer_info->vocab_size();
+          options.tokenizer = tokenizer_info;
+        }
+        options.any_whitespace = any_whitespace;
+        structural_tag::LoweredGrammar lowered = structural_tag::StructuralTagToGrammar(text, options);
+        return SameGrammarAst(lowered.grammar, ParseEbnf(lowered.ebnf, "root"));
+      },
+      py::arg("tag"), py::arg("tokenizer_info") = nullptr, py::arg("any_whitespace") = true,
+      "Test hook: whether the grammar a structural tag lowers to (its own rules parsed, its JSON "
+      "schemas embedded as built) is node for node the parse of the EBNF it prints.");
   m.def(
       "_split_special_tokens",
       [](const TokenizerInfo& tokenizer_info, const std::string& text) {

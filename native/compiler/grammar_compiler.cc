@@ -9,6 +9,7 @@
 #include "frontends/lark/lark_lowering.h"
 #include "frontends/regex/regex_converter.h"
 #include "frontends/structural_tag/structural_tag.h"
+#include "grammar/grammar_builder.h"
 
 namespace xg2 {
 
@@ -56,12 +57,13 @@ std::shared_ptr<CompiledGrammar> GrammarCompiler::CompileEbnf(const std::string&
 
 std::shared_ptr<CompiledGrammar> GrammarCompiler::CompileRegex(const std::string& pattern,
                                                                const CancellationToken* cancel) const {
+  // The frontend builds the grammar directly; the printed EBNF is kept for inspection.
+  CompileScope scope(&limits_, cancel);
+  GrammarBuilder builder;
+  const RuleId root = builder.AddRule("root");
   std::string body;
-  {
-    CompileScope scope(nullptr, cancel);
-    body = RegexToEbnf(pattern, RegexOptions());
-  }
-  return Compile("root ::= " + body, "root", limits_, cancel);
+  builder.DefineRule(root, RegexToGrammar(pattern, RegexOptions(), &builder, &body));
+  return CompileGrammarAst(builder.Finish(root), "root ::= " + body, target_);
 }
 
 std::shared_ptr<CompiledGrammar> GrammarCompiler::CompileLark(const std::string& text,
@@ -91,7 +93,7 @@ std::shared_ptr<LoweredStructuralTag> GrammarCompiler::LowerStructuralTag(const 
   options.vocab_size = target_.tokenizer->vocab_size();
   options.tokenizer = target_.tokenizer.get();
   options.any_whitespace = any_whitespace;
-  return std::make_shared<LoweredStructuralTag>(structural_tag::StructuralTagToEbnf(tag_json, options));
+  return std::make_shared<LoweredStructuralTag>(structural_tag::StructuralTagToGrammar(tag_json, options));
 }
 
 std::shared_ptr<CompiledGrammar> GrammarCompiler::CompileStructuralTag(const LoweredStructuralTag& lowered,
@@ -99,7 +101,7 @@ std::shared_ptr<CompiledGrammar> GrammarCompiler::CompileStructuralTag(const Low
   CompileTarget target = target_;
   if (target.cache_options.precompute > 0) target.cache_options.precompute = -1;
   CompileScope scope(&limits_, cancel);
-  return CompileEbnfText(lowered.ebnf, "root", target);
+  return CompileGrammarAst(lowered.grammar, lowered.ebnf, target);
 }
 
 }  // namespace xg2

@@ -17,6 +17,7 @@
 
 #include "compiler/compile_grammar.h"
 #include "frontends/json_schema/json_schema_converter.h"
+#include "frontends/structural_tag/embedded_grammars.h"
 #include "matcher/compiled_grammar.h"
 #include "support/cancellation.h"
 #include "support/compile_limits.h"
@@ -31,12 +32,15 @@ struct JsonSchemaCompilation {
 // A structural tag validated and lowered, ready to compile (GrammarCompiler::LowerStructuralTag).
 // Lowering is separate from compiling so that a malformed tag fails when it is submitted,
 // before any asynchronous compile starts. Equal when their grammars are, so tags spelled
-// differently share one cached grammar.
+// differently share one cached grammar: the EBNF parses to exactly the grammar
+// (structural_tag.h), so equal texts are equal grammars.
 struct LoweredStructuralTag {
-  explicit LoweredStructuralTag(std::string text) : ebnf(std::move(text)), hash(std::hash<std::string>()(ebnf)) {}
+  explicit LoweredStructuralTag(structural_tag::LoweredGrammar lowered)
+      : ebnf(std::move(lowered.ebnf)), grammar(std::move(lowered.grammar)), hash(std::hash<std::string>()(ebnf)) {}
   bool operator==(const LoweredStructuralTag& other) const { return hash == other.hash && ebnf == other.ebnf; }
 
   const std::string ebnf;
+  const GrammarAst grammar;
   const size_t hash;
 };
 

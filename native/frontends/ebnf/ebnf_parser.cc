@@ -500,8 +500,9 @@ class Lexer {
 
 class Parser {
  public:
-  Parser(std::string_view text, std::string_view root_rule_name)
-      : source_(text), lexer_(source_), root_rule_name_(root_rule_name) {
+  Parser(std::string_view text, std::string_view root_rule_name,
+         const std::vector<std::string>* external_rules = nullptr)
+      : source_(text), lexer_(source_), root_rule_name_(root_rule_name), external_rules_(external_rules) {
     // Generated grammars run to megabytes: growing the node table by doubling moved (and the
     // allocator coalesced) more than parsing took. About one node per kBytesPerNode bytes, up
     // to kMaxReservedNodes (a long literal is one node: beyond, the table grows as needed).
@@ -516,6 +517,9 @@ class Parser {
     while (Peek().kind != TokenKind::kEnd) {
       ThrowIfCancelled();
       ParseRule();
+    }
+    if (external_rules_ != nullptr) {
+      for (const std::string& name : *external_rules_) DeclareRule(name, source_.size());
     }
     ResolveRuleRefs();
     auto root = rule_ids_.find(root_rule_name_);
@@ -1133,6 +1137,9 @@ class Parser {
   SourceText source_;
   Lexer lexer_;
   std::string root_rule_name_;
+  // Rules declared after the text's, defined by the caller (ParseEbnfWithExternalRules); null
+  // when none. The names outlive the parse (rule_ids_ keys view them).
+  const std::vector<std::string>* external_rules_;
   // Tokens are lexed into a ring and never moved: ring_[ring_head_] and the num_lookahead_
   // (<= kMaxLookahead) slots after it are lexed, not yet taken; the slot before ring_head_
   // holds the token taken last.
@@ -1171,6 +1178,11 @@ GrammarAst ParseEbnf(std::string_view text, std::string_view root_rule_name) {
   return Parser(text, root_rule_name).Parse();
 }
 
+GrammarAst ParseEbnfWithExternalRules(std::string_view text, std::string_view root_rule_name,
+                                      const std::vector<std::string>& external_rules) {
+  return Parser(text, root_rule_name, &external_rules).Parse();
+}
+
 std::vector<CodepointRange> ParseEbnfCharClass(std::string_view spelled) {
   const SourceText source(spelled);
   Lexer lexer(source);
@@ -1187,26 +1199,6 @@ std::vector<CodepointRange> ParseEbnfCharClass(std::string_view spelled) {
   lexer.Next(&token);
   if (token.kind != TokenKind::kEnd) source.Fail(token.offset, "expected the end of the character class");
   return ranges;
-}
-
-bool MayNameTokenLiterals(std::string_view text) {
-  constexpr std::string_view kName = "Token";
-  for (size_t at = text.find(kName); at != std::string_view::npos; at = text.find(kName, at + 1)) {
-    size_t pos = at + kName.size();
-    if (text.substr(pos, 3) == "Set") pos += 3;  // TokenSet(...)
-    while (pos < text.size()) {
-      const char c = text[pos];
-      if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
-        ++pos;
-      } else if (c == '#') {
-        while (pos < text.size() && text[pos] != '\n') ++pos;
-      } else {
-        break;
-      }
-    }
-    if (pos < text.size() && text[pos] == '(') return true;
-  }
-  return false;
 }
 
 }  // namespace xg2

@@ -1,7 +1,8 @@
-// Regex -> EBNF expression in two passes. RegexParser reads the pattern into a small tree
-// (character sets, sequences, alternations, repeats, anchors); EbnfEmitter renders the tree
-// in the docs/ebnf.md dialect, optionally rewriting every character into its JSON string
-// encoding and letting any text precede / follow unanchored ends (search semantics).
+// Regex -> grammar expression in two passes. RegexParser reads the pattern into a small tree
+// (character sets, sequences, alternations, repeats, anchors); TermEmitter turns the tree
+// into terms, optionally rewriting every character into its JSON string encoding and letting
+// any text precede / follow unanchored ends (search semantics). The terms print as EBNF in
+// the docs/ebnf.md dialect and build the grammar nodes a parse of that text would give.
 //
 // Dialect choices, where Python `re` and ECMAScript disagree:
 //   \d = [0-9] and \w = [A-Za-z0-9_] (ASCII, as in ECMAScript);
@@ -15,6 +16,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <set>
 #include <string>
 #include <utility>
@@ -682,23 +684,46 @@ std::string ClassSyntax(const CodePointSet& chars) {
   return out;
 }
 
-// A sequence of EBNF terms under construction. Adjacent literal text is merged into one
-// quoted literal; literal pieces hold the text to match, escaped only when rendered.
+// A sequence of regular-expression terms under construction: one tree with two views, the
+// EBNF it prints (Render) and the grammar nodes a parse of that text gives (Build), so the
+// printed text of a pattern is always the grammar the compiler uses (issue 39: no EBNF text
+// round trip). Adjacent literal text is merged into one literal; literal pieces hold the
+// text to match, escaped only when rendered. Nested terms are shared, not copied, when a
+// sequence is appended to another.
 class TermSequence {
  public:
   enum class PieceKind {
-    kLiteral,   // text to match
-    kAtom,      // a class, `.` or a parenthesised expression: takes a postfix operator
-    kPostfixed  // already carries ?, *, + or {..}: must be wrapped before another one
+    kLiteral,      // `text`, to match as is
+    kClass,        // one character of `chars` (at least two of them), printed `.` or [...]
+    kAlternation,  // one of `branches` (at least two), printed in parentheses
+    kRepeat        // `branches[0]` repeated min..max times; must be wrapped before another postfix
   };
 
   void AppendText(std::string_view text) {
     if (pieces_.empty() || pieces_.back().kind != PieceKind::kLiteral) {
-      pieces_.push_back({PieceKind::kLiteral, ""});
+      pieces_.push_back(Piece{PieceKind::kLiteral});
     }
     pieces_.back().text += text;
   }
-  void AppendTerm(PieceKind kind, std::string ebnf) { pieces_.push_back({kind, std::move(ebnf)}); }
+  void AppendClass(CodePointSet chars) {
+    Piece piece{PieceKind::kClass};
+    piece.chars = std::move(chars);
+    pieces_.push_back(std::move(piece));
+  }
+  // At least two branches.
+  void AppendAlternation(std::vector<TermSequence> branches) {
+    Piece piece{PieceKind::kAlternation};
+    piece.branches = std::make_shared<const std::vector<TermSequence>>(std::move(branches));
+    pieces_.push_back(std::move(piece));
+  }
+  // `body` is not empty and {min,max} is neither {1,1} nor an upper bound of 0.
+  void AppendRepeat(TermSequence body, uint32_t min, uint32_t max) {
+    Piece piece{PieceKind::kRepeat};
+    piece.branches = std::make_shared<const std::vector<TermSequence>>(1, std::move(body));
+    piece.min = min;
+    piece.max = max;
+    pieces_.push_back(std::move(piece));
+  }
   void Append(const TermSequence& other) {
     for (const Piece& piece : other.pieces_) {
       if (piece.kind == PieceKind::kLiteral) {
@@ -711,45 +736,111 @@ class TermSequence {
 
   bool empty() const { return pieces_.empty(); }
   // True when the rendering is one term that a postfix operator may follow directly.
-  bool TakesPostfix() const { return pieces_.size() == 1 && pieces_[0].kind != PieceKind::kPostfixed; }
+  bool TakesPostfix() const { return pieces_.size() == 1 && pieces_[0].kind != PieceKind::kRepeat; }
 
   std::string Render() const {
     if (pieces_.empty()) return "\"\"";
     std::string out;
     for (const Piece& piece : pieces_) {
       if (!out.empty()) out.push_back(' ');
-      if (piece.kind != PieceKind::kLiteral) {
-        out += piece.text;
-        continue;
-      }
-      out.push_back('"');
-      std::vector<char32_t> code_points;
-      std::vector<size_t> offsets;
-      DecodeUtf8(piece.text, &code_points, &offsets);  // our own UTF-8: always valid
-      for (char32_t c : code_points) AppendEbnfChar(c, false, &out);
-      out.push_back('"');
+      RenderPiece(piece, &out);
     }
     return out;
+  }
+
+  // The nodes ParseEbnf gives for Render()'s text, in the same order (children first, left to
+  // right): a sequence of two or more pieces is one kSequence, a parenthesised operand is the
+  // node of what is inside, `""` is kEmpty (grammar/grammar_builder.h simplifies as the parser).
+  ExprId Build(GrammarBuilder* builder) const {
+    if (pieces_.size() == 1) return BuildPiece(pieces_[0], builder);
+    std::vector<ExprId> parts;
+    parts.reserve(pieces_.size());
+    for (const Piece& piece : pieces_) parts.push_back(BuildPiece(piece, builder));
+    return builder->Sequence(parts.data(), parts.size());
   }
 
  private:
   struct Piece {
     PieceKind kind;
-    std::string text;
+    std::string text;    // kLiteral
+    CodePointSet chars;  // kClass
+    // kAlternation: the branches; kRepeat: the body alone. Immutable once built.
+    std::shared_ptr<const std::vector<TermSequence>> branches;
+    uint32_t min = 0;  // kRepeat
+    uint32_t max = 0;  // kRepeat; kUnbounded when there is no upper bound
   };
+
+  static void RenderPiece(const Piece& piece, std::string* out) {
+    switch (piece.kind) {
+      case PieceKind::kLiteral: {
+        out->push_back('"');
+        std::vector<char32_t> code_points;
+        std::vector<size_t> offsets;
+        DecodeUtf8(piece.text, &code_points, &offsets);  // our own UTF-8: always valid
+        for (char32_t c : code_points) AppendEbnfChar(c, false, out);
+        out->push_back('"');
+        return;
+      }
+      case PieceKind::kClass:
+        *out += ClassSyntax(piece.chars);
+        return;
+      case PieceKind::kAlternation:
+        out->push_back('(');
+        for (size_t i = 0; i < piece.branches->size(); ++i) {
+          if (i > 0) *out += " | ";
+          *out += (*piece.branches)[i].Render();
+        }
+        out->push_back(')');
+        return;
+      case PieceKind::kRepeat: {
+        const TermSequence& body = piece.branches->front();
+        if (body.TakesPostfix()) {
+          *out += body.Render();
+        } else {
+          *out += "(" + body.Render() + ")";
+        }
+        *out += PostfixSyntax(piece.min, piece.max);
+        return;
+      }
+    }
+  }
+
+  static std::string PostfixSyntax(uint32_t min, uint32_t max) {
+    if (min == 0 && max == 1) return "?";
+    if (min == 0 && max == kUnbounded) return "*";
+    if (min == 1 && max == kUnbounded) return "+";
+    if (min == max) return "{" + std::to_string(min) + "}";
+    if (max == kUnbounded) return "{" + std::to_string(min) + ",}";
+    return "{" + std::to_string(min) + "," + std::to_string(max) + "}";
+  }
+
+  static ExprId BuildPiece(const Piece& piece, GrammarBuilder* builder) {
+    switch (piece.kind) {
+      case PieceKind::kLiteral:
+        return builder->Bytes(piece.text);
+      case PieceKind::kClass: {
+        std::vector<CodepointRange> ranges;
+        ranges.reserve(piece.chars.ranges().size());
+        for (const CodePointRange& r : piece.chars.ranges()) ranges.push_back({r.first, r.last});
+        return builder->CharClass(NormalizeRanges(std::move(ranges), /*negate=*/false));
+      }
+      case PieceKind::kAlternation: {
+        std::vector<ExprId> choices;
+        choices.reserve(piece.branches->size());
+        for (const TermSequence& branch : *piece.branches) choices.push_back(branch.Build(builder));
+        return builder->Choice(choices.data(), choices.size());
+      }
+      case PieceKind::kRepeat: {
+        const ExprId body = piece.branches->front().Build(builder);
+        const int32_t max = piece.max == kUnbounded ? -1 : static_cast<int32_t>(piece.max);
+        return builder->Repeat(body, static_cast<int32_t>(piece.min), max);
+      }
+    }
+    return -1;
+  }
+
   std::vector<Piece> pieces_;
 };
-
-// Parenthesised alternation of at least two branches.
-std::string AlternationSyntax(const std::vector<TermSequence>& branches) {
-  std::string out = "(";
-  for (size_t i = 0; i < branches.size(); ++i) {
-    if (i > 0) out += " | ";
-    out += branches[i].Render();
-  }
-  out.push_back(')');
-  return out;
-}
 
 std::string Utf8Of(char32_t c) {
   std::string out;
@@ -765,18 +856,18 @@ struct Placement {
   bool pad_end = false;    // search mode, not yet anchored: any text may follow
 };
 
-class EbnfEmitter {
+// The regex tree as terms (TermSequence), which print as EBNF or build grammar nodes.
+class TermEmitter {
  public:
-  explicit EbnfEmitter(const RegexOptions& options) : options_(options) {}
+  explicit TermEmitter(const RegexOptions& options) : options_(options) {}
 
-  std::string EmitPattern(const Node& root) {
+  TermSequence EmitPattern(const Node& root) {
     TermSequence out;
     Emit(root, Placement{true, true, options_.search, options_.search}, &out);
-    return out.Render();
+    return out;
   }
 
  private:
-  using PieceKind = TermSequence::PieceKind;
 
   // Precondition: node.can_match.
   void Emit(const Node& node, Placement where, TermSequence* out) {
@@ -807,7 +898,7 @@ class EbnfEmitter {
           branches.emplace_back();
           Emit(child, where, &branches.back());
         }
-        AppendAlternation(branches, out);
+        AppendAlternation(std::move(branches), out);
         return;
       }
       case NodeKind::kRepeat: {
@@ -815,7 +906,7 @@ class EbnfEmitter {
         if (node.max == 0 || !operand.can_match) return;  // only the empty string
         TermSequence body;
         Emit(operand, Placement{}, &body);
-        AppendRepeat(body, node.min, node.max, out);
+        AppendRepeat(std::move(body), node.min, node.max, out);
         return;
       }
     }
@@ -856,43 +947,28 @@ class EbnfEmitter {
     }
   }
 
-  void AppendAlternation(const std::vector<TermSequence>& branches, TermSequence* out) {
+  void AppendAlternation(std::vector<TermSequence> branches, TermSequence* out) {
     if (branches.size() == 1) {
       out->Append(branches[0]);
     } else {
-      out->AppendTerm(PieceKind::kAtom, AlternationSyntax(branches));
+      out->AppendAlternation(std::move(branches));
     }
   }
 
-  void AppendRepeat(const TermSequence& body, uint32_t min, uint32_t max, TermSequence* out) {
+  void AppendRepeat(TermSequence body, uint32_t min, uint32_t max, TermSequence* out) {
     if (body.empty()) return;  // the empty string repeated
     if (min == 1 && max == 1) {
       out->Append(body);
       return;
     }
-    std::string operand = body.Render();
-    if (!body.TakesPostfix()) operand = "(" + operand + ")";
-    if (min == 0 && max == 1) {
-      operand += "?";
-    } else if (min == 0 && max == kUnbounded) {
-      operand += "*";
-    } else if (min == 1 && max == kUnbounded) {
-      operand += "+";
-    } else if (min == max) {
-      operand += "{" + std::to_string(min) + "}";
-    } else if (max == kUnbounded) {
-      operand += "{" + std::to_string(min) + ",}";
-    } else {
-      operand += "{" + std::to_string(min) + "," + std::to_string(max) + "}";
-    }
-    out->AppendTerm(PieceKind::kPostfixed, std::move(operand));
+    out->AppendRepeat(std::move(body), min, max);
   }
 
   // Any text at all: the search-mode prefix / suffix.
   void EmitAnyText(TermSequence* out) {
     TermSequence one_char;
     EmitCharSet(CodePointSet::All(), &one_char);
-    AppendRepeat(one_char, 0, kUnbounded, out);
+    AppendRepeat(std::move(one_char), 0, kUnbounded, out);
   }
 
   // Precondition: !chars.empty().
@@ -945,28 +1021,40 @@ class EbnfEmitter {
       branches.back().AppendText("\\u00" + std::string(1, static_cast<char>('0' + high_nibble)));
       AppendCharOrClass(CodePointSet::FromRanges(std::move(digits)), &branches.back());
     }
-    AppendAlternation(branches, out);
+    AppendAlternation(std::move(branches), out);
   }
 
   static void AppendCharOrClass(const CodePointSet& chars, TermSequence* out) {
     if (chars.IsSingle()) {
       out->AppendText(Utf8Of(chars.ranges()[0].first));
     } else {
-      out->AppendTerm(PieceKind::kAtom, ClassSyntax(chars));
+      out->AppendClass(chars);
     }
   }
 
   const RegexOptions options_;
 };
 
-}  // namespace
-
-std::string RegexToEbnf(std::string_view pattern, const RegexOptions& options) {
+// The terms of `pattern`, after the checks every entry shares.
+TermSequence PatternTerms(std::string_view pattern, const RegexOptions& options) {
   const Node root = RegexParser(pattern).Parse();
   if (!root.can_match) {
     throw RegexError("regex: the pattern matches no string (e.g. an empty class) at offset 0");
   }
-  return EbnfEmitter(options).EmitPattern(root);
+  return TermEmitter(options).EmitPattern(root);
+}
+
+}  // namespace
+
+std::string RegexToEbnf(std::string_view pattern, const RegexOptions& options) {
+  return PatternTerms(pattern, options).Render();
+}
+
+ExprId RegexToGrammar(std::string_view pattern, const RegexOptions& options, GrammarBuilder* builder,
+                      std::string* ebnf) {
+  const TermSequence terms = PatternTerms(pattern, options);
+  if (ebnf != nullptr) *ebnf = terms.Render();
+  return terms.Build(builder);
 }
 
 }  // namespace xg2

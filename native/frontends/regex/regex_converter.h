@@ -1,11 +1,15 @@
 // Regular expression frontend: translates the regex subset used by JSON Schema `pattern`
-// and serving APIs into an EBNF expression (no rule definitions) in the dialect that
-// frontends/ebnf/ebnf_parser.h reads.
+// and serving APIs into a grammar expression, built directly (RegexToGrammar) or printed as
+// an EBNF expression (no rule definitions) in the dialect that frontends/ebnf/ebnf_parser.h
+// reads (RegexToEbnf). The two agree: the nodes built are those a parse of the text gives.
 #ifndef XG2_FRONTENDS_REGEX_REGEX_CONVERTER_H_
 #define XG2_FRONTENDS_REGEX_REGEX_CONVERTER_H_
 
 #include <string>
 #include <string_view>
+
+#include "grammar/grammar_ast.h"
+#include "grammar/grammar_builder.h"
 
 namespace xg2 {
 
@@ -26,6 +30,13 @@ struct RegexOptions {
 // grammar cannot express exactly (back-references, look-around, ...), and
 // ResourceLimitError on repetition bounds above 100000 or groups nested deeper than 256.
 std::string RegexToEbnf(std::string_view pattern, const RegexOptions& options = {});
+
+// Adds the expression RegexToEbnf prints to `builder` and returns its id: node for node what
+// ParseEbnf gives for that text, in the same order. `ebnf`, when not null, receives the text.
+// Throws as RegexToEbnf does, and as GrammarBuilder does for a repetition bound above the
+// compile limits installed on the calling thread.
+ExprId RegexToGrammar(std::string_view pattern, const RegexOptions& options, GrammarBuilder* builder,
+                      std::string* ebnf = nullptr);
 
 }  // namespace xg2
 

@@ -1,6 +1,6 @@
 // Structural-tag frontend: the JSON format vLLM's tool parsers and SGLang send
 // (`{"type": "structural_tag", "format": {...}}`, or the legacy
-// `{"structures": [...], "triggers": [...]}`) into EBNF text whose free-text regions are
+// `{"structures": [...], "triggers": [...]}`) into a grammar whose free-text regions are
 // TagDispatch rules (docs/ebnf.md; XGrammar 2, section 3.1). The format semantics are
 // documented in xg2_plugin/structural_tag.py, whose pydantic models are the typed builder API.
 //
@@ -20,6 +20,7 @@
 #include <variant>
 #include <vector>
 
+#include "frontends/structural_tag/embedded_grammars.h"
 #include "support/json.h"
 #include "tokenizer/special_token_text.h"
 #include "tokenizer/tokenizer_info.h"
@@ -174,11 +175,15 @@ struct LoweringOptions {
   bool any_whitespace = true;
 };
 
-// EBNF text with root rule "root". Throws UnsupportedSchemaError, StructuralTagError, and
-// whatever the embedded frontends throw (SchemaError, RegexError, GrammarSyntaxError).
-std::string LowerStructuralTag(const StructuralTag& tag, const LoweringOptions& options);
+// The grammar (root rule "root") and its printed EBNF, which parses to exactly that grammar.
+// Throws UnsupportedSchemaError, StructuralTagError, and whatever the embedded frontends throw
+// (SchemaError, RegexError, GrammarSyntaxError), and ResourceLimitError for a repetition
+// bound above the compile limits installed on the calling thread.
+LoweredGrammar LowerStructuralTag(const StructuralTag& tag, const LoweringOptions& options);
 
 // Both steps.
+LoweredGrammar StructuralTagToGrammar(std::string_view json_text, const LoweringOptions& options);
+// Both steps, the printed EBNF alone (a debugging view).
 std::string StructuralTagToEbnf(std::string_view json_text, const LoweringOptions& options);
 
 }  // namespace structural_tag

@@ -1,7 +1,9 @@
-// Structural-tag IR -> EBNF text. Every format becomes one rule `st_<hint>_<n>` (the root
-// rule refers to the outermost one); free text becomes TagDispatch rules; embedded grammars
-// (JSON Schema conversions, `grammar` formats) are added with their rules renamed
-// `st_<hint>_<n>_<name>` so that names never clash.
+// Structural-tag IR -> grammar. Every format becomes one rule `st_<hint>_<n>` (the root
+// rule refers to the outermost one), written as EBNF text; free text becomes TagDispatch
+// rules; embedded grammars (JSON Schema conversions, `grammar` formats) are added with their
+// rules renamed `st_<hint>_<n>_<name>` so that names never clash. A JSON Schema conversion
+// stays the rule AST its frontend built (embedded_grammars.h): only the tag's own rules are
+// parsed, and the printed grammar lists the embedded rules after them.
 //
 // Special tokens: every string of the format is split into plain text and special-token
 // text (SpecialTokenText::Split); the latter becomes `Token(id)`, which matches that token
@@ -16,12 +18,14 @@
 #include <vector>
 
 #include "frontends/ebnf/ebnf_parser.h"
+#include "frontends/structural_tag/embedded_grammars.h"
 #include "frontends/json_schema/json_schema_converter.h"
 #include "frontends/regex/regex_converter.h"
 #include "frontends/structural_tag/structural_tag.h"
 #include "frontends/structural_tag/structural_tag_token_forms.h"
 #include "frontends/structural_tag/xml_styles.h"
 #include "grammar/grammar_ast.h"
+#include "support/compile_limits.h"
 #include "support/error.h"
 
 namespace xg2 {
@@ -71,14 +75,14 @@ class Lowering {
     specials_ = options.special_tokens ? options.special_tokens : &kNone;
   }
 
-  std::string Grammar(const Format& format) {
+  LoweredGrammar Grammar(const Format& format) {
     std::string root = Lower(format);
-    std::string out = "root ::= " + root + "\n";
+    std::string own = "root ::= " + root + "\n";
     for (const std::string& rule : rules_) {
-      out += rule;
-      out += '\n';
+      own += rule;
+      own += '\n';
     }
-    return out;
+    return embedded_.Join(own);
   }
 
  private:
@@ -845,7 +849,11 @@ class Lowering {
     options.any_order = any_order;
     options.string_excludes = excludes;
     if (max_whitespace) options.max_whitespace = static_cast<int>(*max_whitespace);
-    std::string name = Embed(JsonSchemaToEbnf(text, options).ebnf, "json");
+    // The grammar is checked against the limits its parse would have been (the tag's).
+    const CompileLimits limits = CurrentCompileLimits();
+    JsonSchemaConversion conversion = JsonSchemaToGrammar(text, options, limits);
+    std::string prefix = "st_json_" + std::to_string(++counter_) + "_";
+    std::string name = embedded_.Add(std::move(conversion.grammar), prefix);
     json_rules_.emplace(std::move(key), name);
     return name;
   }
@@ -1099,7 +1107,8 @@ class Lowering {
   const LoweringOptions& options_;
   mutable TokenFormLowering tokens_;  // resolves token texts lazily
   const SpecialTokenText* specials_;
-  std::vector<std::string> rules_;
+  std::vector<std::string> rules_;  // the tag's own rules, as EBNF text
+  EmbeddedGrammars embedded_;       // JSON Schema conversions, as built
   int counter_ = 0;
   std::map<std::tuple<std::string, int64_t, bool, std::string>, std::string> json_rules_;
   std::string cohere_any_value_;   // CohereAnyValue's rules, once written
@@ -1108,12 +1117,16 @@ class Lowering {
 
 }  // namespace
 
-std::string LowerStructuralTag(const StructuralTag& tag, const LoweringOptions& options) {
+LoweredGrammar LowerStructuralTag(const StructuralTag& tag, const LoweringOptions& options) {
   return Lowering(options).Grammar(*tag.format);
 }
 
-std::string StructuralTagToEbnf(std::string_view json_text, const LoweringOptions& options) {
+LoweredGrammar StructuralTagToGrammar(std::string_view json_text, const LoweringOptions& options) {
   return LowerStructuralTag(ParseStructuralTag(json_text), options);
+}
+
+std::string StructuralTagToEbnf(std::string_view json_text, const LoweringOptions& options) {
+  return StructuralTagToGrammar(json_text, options).ebnf;
 }
 
 }  // namespace structural_tag

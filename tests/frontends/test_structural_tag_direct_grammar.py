@@ -1,0 +1,77 @@
+"""Structural tags lower to a grammar without printing their JSON schemas as text
+(frontends/structural_tag/embedded_grammars.h; issue 39): the tag's own rules are parsed and
+each JSON Schema conversion is appended as the frontend built it. For every tag, that grammar is
+node for node the parse of the EBNF the tag prints, so the compiled grammar, its masks and its
+cache key (the printed text) are what a parse of the text would give."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from xg2_plugin import _native
+from xg2_plugin.presets import MODEL_FAMILIES, get_model_structural_tag
+from xg2_test_support import hf_tokenizer_info
+
+_HERE = Path(__file__).parent
+
+
+def _module(name: str) -> Any:
+    spec = importlib.util.spec_from_file_location(f"_direct_grammar_{name}", _HERE / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _check(tag: str, tokenizer_info: Any = None, any_whitespace: bool = True) -> None:
+    handle = tokenizer_info._handle if tokenizer_info is not None else None
+    assert _native._structural_tag_grammar_matches_parse(tag, handle, any_whitespace), tag
+
+
+def _format_cases() -> list[Any]:
+    cases = _module("test_structural_tag").CASES
+    return [{"type": "structural_tag", "format": fmt} for fmt, _ in cases]
+
+
+@pytest.mark.parametrize("any_whitespace", [True, False], ids=["any_ws", "compact"])
+def test_format_types_lower_to_the_parse_of_their_printed_grammar(any_whitespace: bool) -> None:
+    for tag in _format_cases():
+        _check(json.dumps(tag), any_whitespace=any_whitespace)
+
+
+def _preset_tags() -> Iterator[str]:
+    tools = _module("test_structural_tag_styles").TOOLS
+    choices = _module("test_structural_tag_styles").CHOICES
+    for family in MODEL_FAMILIES:
+        for choice in choices:
+            for reasoning in ("enabled", "disabled"):
+                try:
+                    tag = get_model_structural_tag(family, tools, choice, reasoning)
+                except ValueError:
+                    continue
+                yield tag.model_dump_json() if hasattr(tag, "model_dump_json") else json.dumps(tag)
+
+
+@pytest.mark.parametrize("tokenizer", [None, "llama3.1", "gpt-oss"])
+def test_preset_tags_lower_to_the_parse_of_their_printed_grammar(tokenizer: Any) -> None:
+    info = hf_tokenizer_info(tokenizer) if tokenizer else None
+    tags = list(_preset_tags())
+    assert len(tags) >= len(MODEL_FAMILIES)
+    for tag in tags:
+        _check(tag, info)
+        _check(tag, info, any_whitespace=False)
+
+
+def test_xgrammar_format_tags_lower_to_the_parse_of_their_printed_grammar() -> None:
+    from preset_support import bfcl_cases
+    from xgrammar_oracle import build_tags
+
+    info = hf_tokenizer_info("llama3.1")
+    for case in bfcl_cases("multiple", 3):
+        for built in build_tags(case.tools):
+            _check(built.tag_json, info)
+            _check(built.tag_json)
