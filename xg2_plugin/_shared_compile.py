@@ -84,6 +84,7 @@ class SharedCompile:
         self.token = _native.CancellationToken()
         self.callers: dict[CompileFuture, None] = {}  # insertion-ordered set
         self.started = False
+        self.stop_on_sigint = False  # runs on the main thread, stopped by Ctrl-C (run_on_main_thread)
 
 
 class InFlightCompiles:
@@ -148,11 +149,63 @@ class InFlightCompiles:
         finally:
             _heap_trim.after_compile(time.monotonic() - began)
 
+    def run_on_main_thread(self, job: SharedCompile, future: CompileFuture,
+                           submit: Callable[..., Any]) -> None:
+        """``run(job)`` on Python's main thread, for ``future``'s synchronous caller, stopped by
+        Ctrl-C: while the native compile runs, SIGINT sets a flag its token reads at each safe
+        point (``_native._sigint_watch_begin``) instead of reaching Python, which could not act
+        on it before the compile returns. On SIGINT this caller withdraws (the compile goes on
+        with ``submit`` for the other callers, if any) and KeyboardInterrupt is raised here."""
+        if not _native._sigint_watch_begin():
+            self.run(job)
+            return
+        job.stop_on_sigint = True
+        try:
+            self.run(job)
+        finally:
+            job.stop_on_sigint = False
+            interrupted = _native._sigint_watch_end()
+        if interrupted:
+            if self._withdraw_interrupted(job, future):
+                submit(self._run_again, job)
+            raise KeyboardInterrupt
+
+    def _withdraw_interrupted(self, job: SharedCompile, future: CompileFuture) -> bool:
+        """Takes ``future`` out of its compile after Ctrl-C; True when the compile, stopped by
+        the signal, must run again for callers that joined meanwhile."""
+        with self.lock:
+            rerun = False
+            if future in job.callers:
+                del job.callers[future]
+                if job.callers:
+                    # The token saw the signal flag: the rest of the compile needs a fresh one.
+                    job.token = _native.CancellationToken()
+                    self._retime_locked(job)
+                    rerun = True
+                else:
+                    job.token.cancel()
+                    self._forget_locked(job)
+        if not future.done():
+            future.set_exception(_native.CompilationCancelledError("compilation interrupted (KeyboardInterrupt)"))
+        return rerun
+
+    def _run_again(self, job: SharedCompile) -> None:
+        began = time.monotonic()
+        try:
+            self._run_started(job)
+        finally:
+            _heap_trim.after_compile(time.monotonic() - began)
+
     def _run_started(self, job: SharedCompile) -> None:
         while True:
+            stop_on_sigint = job.stop_on_sigint
+            if stop_on_sigint:
+                job.token._cancel_on_sigint()
             try:
                 result = job.build(job.token)
             except _native.CompilationCancelledError:
+                if stop_on_sigint and job.token.interrupted:
+                    return  # Ctrl-C: run_on_main_thread withdraws the caller
                 if self._after_stop(job):
                     continue
                 return

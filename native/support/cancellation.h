@@ -54,6 +54,16 @@ class CancellationToken {
     deadline_ticks_.store(deadline.time_since_epoch().count(), std::memory_order_relaxed);
   }
 
+  // Also stops the compile, at any safe-point check, once `*flag` is true (null: no flag). The
+  // flag outlives every compile that reads it; bindings/sigint_watch.h sets one from a signal
+  // handler, so that a compile running on Python's main thread stops on Ctrl-C.
+  void CancelOnFlag(const std::atomic<bool>* flag) { interrupt_flag_.store(flag, std::memory_order_relaxed); }
+  // Whether the flag of CancelOnFlag is set (a compile checking now would stop).
+  bool interrupted() const {
+    const std::atomic<bool>* flag = interrupt_flag_.load(std::memory_order_relaxed);
+    return flag != nullptr && flag->load(std::memory_order_relaxed);
+  }
+
   // Tests: cancels at the `checks`-th safe-point check from now (0: the next one), so a test
   // can stop a compile at every safe point in turn without reading a clock.
   void CancelAfterChecks(int64_t checks) { checks_left_.store(checks, std::memory_order_relaxed); }
@@ -65,6 +75,7 @@ class CancellationToken {
       cancelled_.store(true, std::memory_order_relaxed);
     }
     if (cancelled()) throw CompilationCancelledError("compilation cancelled");
+    if (interrupted()) throw CompilationCancelledError("compilation interrupted");
     if (!check_clock) return;
     const Clock::rep deadline = deadline_ticks_.load(std::memory_order_relaxed);
     if (deadline != kNoDeadline && Clock::now().time_since_epoch().count() >= deadline) {
@@ -83,6 +94,7 @@ class CancellationToken {
   mutable std::atomic<int64_t> checks_left_{-1};  // -1: no countdown (CancelAfterChecks)
   std::atomic<Clock::rep> deadline_ticks_{kNoDeadline};
   std::atomic<double> timeout_seconds_{0};
+  std::atomic<const std::atomic<bool>*> interrupt_flag_{nullptr};
 };
 
 namespace cancellation_detail {

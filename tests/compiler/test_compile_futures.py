@@ -28,6 +28,8 @@ CHILD_TIMEOUT_S = 120
 SLOW = "root ::= [a-z]{0,300000}"
 # Compiles for seconds, far longer than the short timeouts and cancels below need.
 ENDLESS = "root ::= [a-z]{0,1000000}"
+# About a second, and within the limits (ENDLESS ends with ResourceLimitError).
+LONG = "root ::= [a-z]{0,900000}"
 
 
 def _compiler(**kwargs) -> xg.GrammarCompiler:
@@ -199,6 +201,59 @@ def test_ctrl_c_stops_a_synchronous_compile() -> None:
 
 # Seconds long, so the interrupt lands while it runs; the fix stops it at once.
 SLOW_UNCANCELLED = ENDLESS
+
+
+@pytest.mark.skipif("libtsan" in os.environ.get("LD_PRELOAD", ""),
+                    reason="a signal-delivery test (see test_ctrl_c_stops_a_synchronous_compile)")
+def test_ctrl_c_on_the_main_thread_leaves_a_joined_caller_its_grammar() -> None:
+    """SIGINT stops the main thread's synchronous compile (it runs there, watching for the
+    signal), but a caller that joined it from another thread still gets the grammar: the compile
+    runs again for it on a worker, and the main thread gets KeyboardInterrupt."""
+    code = (
+        "import os, signal, threading\n"
+        "import test_compile_futures as t\n"
+        "compiler = t._compiler(max_threads=1)\n"
+        "joined = []\n"
+        "def join_then_interrupt():\n"
+        "    while not any(j.started for j in list(compiler._in_flight._jobs.values())):\n"
+        "        threading.Event().wait(0.001)\n"
+        "    joined.append(compiler.compile_grammar_async(t.LONG))\n"
+        "    os.kill(os.getpid(), signal.SIGINT)\n"
+        "threading.Thread(target=join_then_interrupt, daemon=True).start()\n"
+        "try:\n"
+        "    compiler.compile_grammar(t.LONG)\n"
+        "    print('finished')\n"
+        "except KeyboardInterrupt:\n"
+        "    grammar = joined[0].result(timeout=t.CHILD_TIMEOUT_S)\n"
+        "    print('interrupted', type(grammar).__name__, compiler.cache_stats['entries'], len(compiler._in_flight),\n"
+        "          signal.getsignal(signal.SIGINT) is signal.default_int_handler)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=CHILD_TIMEOUT_S, env=child_env(), cwd=str(HERE))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.split() == ["interrupted", "CompiledGrammar", "1", "0", "True"], proc.stdout
+
+
+def test_main_thread_compiles_in_place_unless_the_application_handles_sigint() -> None:
+    """With Python's default SIGINT handler a synchronous compile runs on the main thread itself
+    (no hand-off to another thread, which costs two wake-ups); with a handler of the
+    application's own it runs on a helper thread, so that the handler runs as Python decides."""
+    import signal
+
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("needs the main thread")
+    compiler = _compiler()
+    previous = signal.getsignal(signal.SIGINT)
+    try:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        compiler.compile_grammar('root ::= "a"')
+        assert compiler._main_thread_executor is None
+        signal.signal(signal.SIGINT, lambda *_: None)
+        compiler.compile_grammar('root ::= "b"')
+        assert compiler._main_thread_executor is not None
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert signal.getsignal(signal.SIGINT) is previous
 
 
 def test_derived_vocabularies_are_bounded_by_the_cache_limit() -> None:
