@@ -320,8 +320,35 @@ void GrammarMatcher::WalkTokens(const int32_t* positions, const int32_t* shared_
     if (depth == 0 && !first_byte_allowed[static_cast<uint8_t>(bytes[0])]) continue;
     const int32_t size = token_offsets[pos + 1] - token_offsets[pos];
     while (depth < size && parser_.Advance(static_cast<uint8_t>(bytes[depth]))) ++depth;
-    if (depth == size) words[sorted[pos] >> 5] |= 1u << (sorted[pos] & 31);
+    if (depth == size) {
+      words[sorted[pos] >> 5] |= 1u << (sorted[pos] & 31);
+      NoteNextNodes();
+    }
   }
+}
+
+void GrammarMatcher::NoteNextNodes() {
+  if (fill_next_nodes_.size() >= kWarmNodesPerFill) return;
+  for (const EarleyItem* it = parser_.scannable_begin(); it != parser_.scannable_end(); ++it) {
+    if (fill_next_nodes_.size() >= kWarmNodesPerFill) return;
+    if (std::find(fill_next_nodes_.begin(), fill_next_nodes_.end(), it->node) == fill_next_nodes_.end()) {
+      fill_next_nodes_.push_back(it->node);
+    }
+  }
+}
+
+void GrammarMatcher::WarmNextEntries() {
+  const GrammarMaskCache& cache = *grammar_->mask_cache;
+  for (NodeId node : fill_next_nodes_) {
+    const TokenClassification* entry = cache.Find(node);  // never builds: only what exists
+    if (!entry) continue;
+    const AcceptedTokens& accepted = *entry->accepted;
+    __builtin_prefetch(accepted.as_bits() ? static_cast<const void*>(accepted.bits.data())
+                                          : static_cast<const void*>(accepted.ids.data()));
+    __builtin_prefetch(entry->uncertain_positions.data());
+    __builtin_prefetch(entry->uncertain_lcp.data());
+  }
+  fill_next_nodes_.clear();
 }
 
 bool GrammarMatcher::FillNextTokenBitmaskReference(uint32_t* words, int64_t num_words) {
@@ -352,6 +379,7 @@ bool GrammarMatcher::FillUnclaimed(uint32_t* words, int64_t num_words) {
   CheckRowWidth(num_words);  // before any entry is built for a row that cannot take it
 
   fill_nodes_.clear();
+  fill_next_nodes_.clear();
   for (const EarleyItem* it = parser_.scannable_begin(); it != parser_.scannable_end(); ++it) {
     // A pending lookahead can veto tokens the rule's DFA accepts: decide exactly.
     if (it->guard != LookaheadGuards::kNone) return FillReferenceUnclaimed(words, num_words);
@@ -440,6 +468,7 @@ bool GrammarMatcher::FillUnclaimed(uint32_t* words, int64_t num_words) {
     ActiveTokenSets();
     OrActiveTokenSets(words);
   }
+  WarmNextEntries();
   return FinishFill(words);
 }
 

@@ -140,6 +140,14 @@ class GrammarMatcher {
   // given, holds each token's common prefix length with the previous one in the list.
   void WalkTokens(const int32_t* positions, const int32_t* shared, size_t count, uint32_t* words);
   void WalkAllTokens(uint32_t* words);
+  // Reads the start of the cached entries of fill_next_nodes_ (the nodes the walked tokens
+  // that the mask allows lead to), so the fill after the sampled token finds them in the
+  // processor's cache (see FillUnclaimed).
+  void WarmNextEntries();
+  // Adds the parser's current scannable nodes to fill_next_nodes_ (WalkTokens, after a token
+  // it accepts).
+  void NoteNextNodes();
+  static constexpr size_t kWarmNodesPerFill = 16;
   // Token sets (grammar/grammar_fsm.h): the sets of the token-set edges out of the current
   // set's items (sorted, unique), into fill_token_sets_; whether any item is guarded.
   bool ActiveTokenSets();
@@ -173,6 +181,9 @@ class GrammarMatcher {
   std::vector<const TokenClassification*> fill_contributors_;
   std::vector<uint64_t> fill_position_bits_;
   std::vector<int32_t> fill_token_sets_;
+  // Distinct scannable nodes after the tokens a fill's walk accepted (at most
+  // kWarmNodesPerFill), for WarmNextEntries.
+  std::vector<NodeId> fill_next_nodes_;
 };
 
 }  // namespace xg2

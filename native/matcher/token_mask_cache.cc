@@ -4,6 +4,7 @@
 #include <chrono>
 #include <climits>
 #include <deque>
+#include <unordered_set>
 
 #include "matcher/mask_cache/precompute_worker.h"
 #include "matcher/vocabulary_index.h"
@@ -149,6 +150,7 @@ const TokenClassification& GrammarMaskCache::Build(NodeId node) {
     entry = std::make_shared<const TokenClassification>(
         std::move(ClassifyTokens(*fsm_, leave_, leavable_, node, *tokenizer_, false, serial_).with_lookahead));
   }
+  entry = dense_sets_.Share(std::move(entry));
   build_ns_.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count(),
                       std::memory_order_relaxed);
   std::lock_guard<ForkSafeMutex> lock(mutex_);
@@ -268,7 +270,13 @@ size_t GrammarMaskCache::MemoryBytes() const {
   // lookup without this lock, are left out).
   size_t bytes = sizeof(*this) + sizeof(void*) * fsm_->num_nodes() + leave_.MemoryBytes() +
                  leavable_.capacity();
-  for (const auto& e : owned_) bytes += e->MemoryBytes();
+  // An accepted set shared by several entries (dense_sets_, or the two versions of a node) is
+  // counted once.
+  std::unordered_set<const AcceptedTokens*> counted;
+  for (const auto& e : owned_) {
+    bytes += e->OwnBytes();
+    if (counted.insert(e->accepted.get()).second) bytes += e->accepted->MemoryBytes();
+  }
   return bytes;
 }
 

@@ -8,6 +8,7 @@
 //    it that let the walk decide whole subtrees at once;
 //  * mask_cache/mask_cache_pool.h: the cross-grammar pool and its keys;
 //  * mask_cache/precompute_worker.h: the background thread of the partial JIT;
+//  * mask_cache/dense_set_sharing.h: one copy per grammar of each distinct dense accepted set;
 //  * this file: the per-grammar cache that matchers read, built on demand through the pool.
 #ifndef XG2_MATCHER_TOKEN_MASK_CACHE_H_
 #define XG2_MATCHER_TOKEN_MASK_CACHE_H_
@@ -23,6 +24,7 @@
 #include "grammar/follow_sets.h"
 #include "grammar/grammar_fsm.h"
 #include "matcher/fsm_hash.h"
+#include "matcher/mask_cache/dense_set_sharing.h"
 #include "matcher/mask_cache/mask_cache_pool.h"
 #include "matcher/mask_cache/token_classification.h"
 #include "support/fork_safe_mutex.h"
@@ -97,6 +99,9 @@ class GrammarMaskCache {
   std::vector<uint8_t> lookahead_key_done_;
   mutable ForkSafeMutex mutex_;
   std::vector<std::shared_ptr<const TokenClassification>> owned_;
+  // Built entries pass through it before they are published, so that nodes accepting the same
+  // dense set read one copy of it (the free-text nodes of a partly spelled trigger).
+  DenseAcceptedSets dense_sets_;
   std::atomic<int64_t> built_{0};
   std::atomic<int64_t> build_ns_{0};
 };
