@@ -79,7 +79,37 @@ def test_overlapping_one_of_is_exact(schema):
     assert_same_language(schema, VALUES + [3, 4, 6, {"v": 1}, {"v": -1}, {"v": "s"}])
 
 
+ARRAYS = [[], [1], ["a"], [1, "a"], ["a", "b"], [None], [1, 2, 3], ["abc"], [[1]], [[]], [{}], [{"a": 1}],
+          [{"a": "x"}], {"a": [1]}, {"a": ["x"]}, {"a": []}, {"a": None}]
+
+
+# `items` is complemented as `contains` the items' complement (some item fails), and a oneOf
+# whose branches are provably disjoint as the complement of their anyOf.
+@pytest.mark.parametrize("schema", [
+    {"not": {"items": {"type": "number"}}},
+    {"not": {"type": "array", "items": {"type": "string", "maxLength": 1}, "minItems": 1}},
+    {"oneOf": [{"type": "array", "items": {"type": "string"}}, {"type": "array", "maxItems": 1}]},
+    {"oneOf": [{"type": "array", "items": {"type": "string"}}, {"type": "array", "items": {"maxLength": 1}}]},
+    {"oneOf": [{"items": {"type": "string"}}, {"type": "array", "minItems": 2}]},
+    {"oneOf": [{"items": {"items": {"type": "number"}}}, {"items": {"type": "array", "maxItems": 0}}]},
+    {"oneOf": [{"properties": {"a": {"items": {"type": "string"}}}}, {"required": ["a"]}]},
+    {"oneOf": [{"items": {"properties": {"a": {"type": "string"}}}}, {"items": {"required": ["a"]}}]},
+    {"oneOf": [{"required": ["a"]}, {"oneOf": [{"type": "string"}, {"type": "null"}]}, {"type": ["string", "object"]}]},
+    {"not": {"oneOf": [{"type": "string"}, {"type": "array", "maxItems": 1}]}},
+    {"oneOf": [{"properties": {"a": {"oneOf": [{"type": "array"}, {"type": "null"}]}}}, {"required": ["a"]}]},
+    {"oneOf": [{"properties": {"a": {"oneOf": [{"type": "object", "required": ["x"]}, {"type": "array"}]}}}, {"required": ["a"]}]},
+])
+def test_items_and_disjoint_one_of_complements_are_exact(schema):
+    assert_same_language(schema, VALUES + ARRAYS)
+
+
 @pytest.mark.parametrize("schema,keyword", [
+    ({"not": {"oneOf": [{"type": "string"}, {"maxLength": 1}]}}, "not"),  # overlapping oneOf: no complement
+    # `required` alone holds for every array: the branches overlap, so no complement.
+    ({"oneOf": [{"properties": {"a": {"oneOf": [{"required": ["x"]}, {"type": "array"}]}}}, {"required": ["a"]}]},
+     "oneOf"),
+    ({"not": {"items": [{"type": "string"}]}}, "not"),  # tuple items: no complement
+    ({"not": {"items": {"type": "integer"}}}, "not"),  # items without a complement
     ({"not": {"type": "integer"}}, "not"),  # integral numbers have no complement type
     ({"type": "string", "not": {"format": "email"}}, "not"),  # format languages: no complement
     ({"oneOf": [{"type": "integer"}, {"minimum": 1}]}, "oneOf"),
@@ -106,6 +136,13 @@ ENGINE_CASES = [
     ({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "boolean"}},
       "oneOf": [{"required": ["a"]}, {"required": ["b"]}], "additionalProperties": False},
      [{"a": 1, "b": True}, {}]),
+    ({"oneOf": [{"type": "array", "items": {"type": "string", "maxLength": 2}, "maxItems": 3},
+                {"type": "array", "items": {"enum": ["ab", "cd", 7]}, "maxItems": 3}]},
+     [["ab"], ["cd", "ab"], [], ["abc"], [7, "abc"]]),
+    ({"type": "object", "properties": {"tags": {"oneOf": [{"type": "array", "items": {"type": "string"}},
+                                                         {"oneOf": [{"type": "null"}, {"type": "string"}]}]}},
+      "required": ["tags"], "additionalProperties": False},
+     [{"tags": 1}, {"tags": [1]}, {}]),
 ]
 
 

@@ -212,6 +212,8 @@ class SchemaConverter {
   // fewer than two type groups (the split would change nothing).
   std::optional<JsonValue> OneOfByType(const Node& node, const std::vector<JsonValue>& branches);
   // --- one_of_exact.cc: oneOf with branches that may overlap ---
+  // True when no value satisfies two of `branches` (then their oneOf is their anyOf).
+  bool BranchesDisjoint(const std::vector<JsonValue>& branches, const std::string& pointer);
   // anyOf over i of allOf [B_i, complement of B_j for each j in overlapping[i]]; nullopt
   // (with `refusal` set) when a complement is not a schema; ResourceLimitError past a bound.
   std::optional<JsonValue> ExactlyOneOf(const Node& node, const std::vector<JsonValue>& branches,
