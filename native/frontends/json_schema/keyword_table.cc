@@ -21,7 +21,7 @@ const std::vector<KeywordSupport>& JsonSchemaKeywordTable() {
       // Core.
       {"type", "supported", "names and arrays of names, next to any other keyword"},
       {"nullable", "supported", "OpenAPI 3.0"},
-      {"enum", "supported", "values are filtered by the sibling scalar keywords; object/array keywords next to enum are the policy error"},
+      {"enum", "supported", "each listed value is kept exactly when it validates against the sibling keywords; a sibling `format` is decided on the format's automaton for strings of printable ASCII (email and duration, whose grammars are sound subsets, only when it accepts), other strings, formats without an automaton and `unevaluated*` are the policy error"},
       {"const", "supported", "as enum"},
       {"$ref", "limited", "local and `$id`/`$anchor` references, recursion; remote references are an error; a recursive `$ref` that must be intersected with siblings is the policy error"},
       {"anyOf", "supported", "siblings are distributed over the branches"},
@@ -56,7 +56,7 @@ const std::vector<KeywordSupport>& JsonSchemaKeywordTable() {
       {"contains", "limited", "exact when its complement is a schema (the forms `not` complements): each item matches allOf [items, contains] or allOf [items, complement], and the grammar counts matches and items (at most 2000 counter rules); tuple items, uniqueItems alongside, and other forms are the policy error"},
       {"minContains", "supported", "with contains (draft 2019+); no-op without it"},
       {"maxContains", "supported", "with contains (draft 2019+); no-op without it"},
-      {"not", "limited", "complemented where the complement is a schema: type names (not `integer` without `number`), const/enum of scalars (strings: an automaton difference over every JSON spelling; numbers: the open intervals between the excluded values), required, properties, allOf/anyOf of those, count and bound keywords, string schemas (pattern, min/maxLength, string const/enum and their not/allOf/anyOf: an automaton difference within the canonical spellings); next to enum/const it filters the values; `integer` alone (no grammar tells integral numbers written with exponents), `format`, object/array constants and other forms are the policy error"},
+      {"not", "limited", "complemented where the complement is a schema: type names (not `integer` without `number`), const/enum of scalars (strings: an automaton difference over every JSON spelling; numbers: the open intervals between the excluded values), required, properties, items (some item in the items' complement, generated as `contains`), allOf/anyOf of those, oneOf of provably disjoint branches (their anyOf), count and bound keywords, string schemas (pattern, min/maxLength, string const/enum and their not/allOf/anyOf: an automaton difference within the canonical spellings); next to enum/const it filters the values; `integer` alone (no grammar tells integral numbers written with exponents), `format`, object/array constants, tuple items, a oneOf whose branches may overlap and other forms are the policy error"},
       // Not enforced (yet): always the policy error.
 
       {"unevaluatedProperties", "error", ""}, {"unevaluatedItems", "error", ""},

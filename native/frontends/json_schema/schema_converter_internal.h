@@ -128,6 +128,9 @@ class SchemaConverter {
   // keyword of `node` (nullopt: not evaluated exactly, the policy error).
   bool ListedValueSatisfies(const JsonValue& value, const JsonValue& schema, const std::string& pointer);
   std::optional<bool> ListedValueSiblingAllows(const JsonValue& value, const Node& node, const std::string& keyword);
+  // Whether listed string `value` is in the language of `format` (a defined format), decided
+  // on its automaton; nullopt where that is not decided exactly (see enum_siblings.cc).
+  std::optional<bool> ListedStringHasFormat(const JsonValue& value, const JsonValue& format);
   std::optional<bool> ListedObjectAllows(const JsonValue& value, const Node& node, const std::string& keyword);
   std::optional<bool> ListedArrayAllows(const JsonValue& value, const Node& node, const std::string& keyword);
   Fragment TypedValue(const Node& node, int depth);
@@ -293,6 +296,8 @@ class SchemaConverter {
   std::map<std::string, std::optional<CodepointDfa>> negated_string_languages_;
   // NumberIntersection's languages written so far (divisor and parts -> fragment).
   std::map<std::string, Fragment> number_languages_;
+  // Format automata built for ListedStringHasFormat, by format name.
+  std::map<std::string, CodepointDfa> format_automata_;
   // PatternNames, by pattern.
   std::map<std::string, CodepointDfa> pattern_names_;
   // FormatInRules, cleared with rules_.
