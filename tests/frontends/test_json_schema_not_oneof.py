@@ -103,6 +103,33 @@ def test_items_and_disjoint_one_of_complements_are_exact(schema):
     assert_same_language(schema, VALUES + ARRAYS)
 
 
+# Arrays are disjoint when their item counts share no length, or when both need an item and
+# their item schemas are disjoint: such a oneOf needs no complement (integer items have none;
+# the oracle here does not assert formats, so the string items carry none).
+@pytest.mark.parametrize("schema", [
+    {"oneOf": [{"type": "array", "items": {"type": "integer"}, "maxItems": 1},
+               {"type": "array", "items": {"type": "integer"}, "minItems": 2}]},
+    {"oneOf": [{"type": "array", "items": {"type": "integer"}, "minItems": 1},
+               {"type": "array", "items": {"type": "string"}, "minItems": 1}]},
+    {"oneOf": [{"type": "array", "items": {"type": "integer"}},
+               {"type": "array", "items": {"type": "string"}}]},
+    {"type": "object", "required": ["from"],
+     "oneOf": [{"properties": {"from": {"type": "array", "items": {"type": "integer"}, "maxItems": 1}}},
+               {"properties": {"from": {"type": "array", "items": {"type": "integer"}, "minItems": 2}},
+                "required": ["sender"]}]},
+])
+def test_arrays_disjoint_by_counts_or_items_are_exact(schema):
+    assert_same_language(schema, VALUES + ARRAYS + [[1, 2], [1, "a@b.c"], ["a@b.c"], {"from": [1]}, {"from": [1, 2]},
+                                                    {"from": [1, 2], "sender": 1}, {"from": [], "sender": 1}])
+
+
+def test_arrays_overlapping_on_one_length_keep_the_policy_error():
+    # Lengths 1..2 and 2..3 overlap at 2, and integer items have no complement.
+    with pytest.raises(Unsupported, match="'oneOf' at /"):
+        to_ebnf({"oneOf": [{"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 2},
+                           {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 3}]})
+
+
 @pytest.mark.parametrize("schema,keyword", [
     ({"not": {"oneOf": [{"type": "string"}, {"maxLength": 1}]}}, "not"),  # overlapping oneOf: no complement
     # `required` alone holds for every array: the branches overlap, so no complement.
@@ -143,6 +170,11 @@ ENGINE_CASES = [
                                                          {"oneOf": [{"type": "null"}, {"type": "string"}]}]}},
       "required": ["tags"], "additionalProperties": False},
      [{"tags": 1}, {"tags": [1]}, {}]),
+    ({"type": "object", "required": ["from"], "additionalProperties": False,
+      "properties": {"sender": {"type": "string"}, "from": {"type": "array", "items": {"type": "integer"}}},
+      "oneOf": [{"properties": {"from": {"maxItems": 1}}},
+                {"properties": {"from": {"minItems": 2}}, "required": ["sender"]}]},
+     [{"from": [1, 2]}, {"from": [], "sender": "x", "extra": 1}, {"sender": "x"}]),
 ]
 
 

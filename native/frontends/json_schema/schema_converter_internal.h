@@ -200,6 +200,7 @@ class SchemaConverter {
   const JsonValue& Dereferenced(const JsonValue& schema, const std::string& pointer);
   // `generated`: `a` stands for the values the grammar generates for it (strict mode).
   bool Excludes(const JsonValue& a, const JsonValue& b, const std::string& pointer, int budget, bool generated);
+  bool ArraysExclude(const JsonValue& a, const JsonValue& b, const std::string& pointer, int budget, bool generated);
   bool FlatExcludes(const JsonValue& a, bool exact_a, const JsonValue& b, const std::string& pointer, int budget,
                     bool generated);
   std::optional<JsonValue> FlatBranch(const JsonValue& schema, const std::string& pointer, bool* exact);
