@@ -79,7 +79,64 @@ def test_overlapping_one_of_is_exact(schema):
     assert_same_language(schema, VALUES + [3, 4, 6, {"v": 1}, {"v": -1}, {"v": "s"}])
 
 
+ARRAYS = [[], [1], ["a"], [1, "a"], ["a", "b"], [None], [1, 2, 3], ["abc"], [[1]], [[]], [{}], [{"a": 1}],
+          [{"a": "x"}], {"a": [1]}, {"a": ["x"]}, {"a": []}, {"a": None}]
+
+
+# `items` is complemented as `contains` the items' complement (some item fails), and a oneOf
+# whose branches are provably disjoint as the complement of their anyOf.
+@pytest.mark.parametrize("schema", [
+    {"not": {"items": {"type": "number"}}},
+    {"not": {"type": "array", "items": {"type": "string", "maxLength": 1}, "minItems": 1}},
+    {"oneOf": [{"type": "array", "items": {"type": "string"}}, {"type": "array", "maxItems": 1}]},
+    {"oneOf": [{"type": "array", "items": {"type": "string"}}, {"type": "array", "items": {"maxLength": 1}}]},
+    {"oneOf": [{"items": {"type": "string"}}, {"type": "array", "minItems": 2}]},
+    {"oneOf": [{"items": {"items": {"type": "number"}}}, {"items": {"type": "array", "maxItems": 0}}]},
+    {"oneOf": [{"properties": {"a": {"items": {"type": "string"}}}}, {"required": ["a"]}]},
+    {"oneOf": [{"items": {"properties": {"a": {"type": "string"}}}}, {"items": {"required": ["a"]}}]},
+    {"oneOf": [{"required": ["a"]}, {"oneOf": [{"type": "string"}, {"type": "null"}]}, {"type": ["string", "object"]}]},
+    {"not": {"oneOf": [{"type": "string"}, {"type": "array", "maxItems": 1}]}},
+    {"oneOf": [{"properties": {"a": {"oneOf": [{"type": "array"}, {"type": "null"}]}}}, {"required": ["a"]}]},
+    {"oneOf": [{"properties": {"a": {"oneOf": [{"type": "object", "required": ["x"]}, {"type": "array"}]}}}, {"required": ["a"]}]},
+])
+def test_items_and_disjoint_one_of_complements_are_exact(schema):
+    assert_same_language(schema, VALUES + ARRAYS)
+
+
+# Arrays are disjoint when their item counts share no length, or when both need an item and
+# their item schemas are disjoint: such a oneOf needs no complement (integer items have none;
+# the oracle here does not assert formats, so the string items carry none).
+@pytest.mark.parametrize("schema", [
+    {"oneOf": [{"type": "array", "items": {"type": "integer"}, "maxItems": 1},
+               {"type": "array", "items": {"type": "integer"}, "minItems": 2}]},
+    {"oneOf": [{"type": "array", "items": {"type": "integer"}, "minItems": 1},
+               {"type": "array", "items": {"type": "string"}, "minItems": 1}]},
+    {"oneOf": [{"type": "array", "items": {"type": "integer"}},
+               {"type": "array", "items": {"type": "string"}}]},
+    {"type": "object", "required": ["from"],
+     "oneOf": [{"properties": {"from": {"type": "array", "items": {"type": "integer"}, "maxItems": 1}}},
+               {"properties": {"from": {"type": "array", "items": {"type": "integer"}, "minItems": 2}},
+                "required": ["sender"]}]},
+])
+def test_arrays_disjoint_by_counts_or_items_are_exact(schema):
+    assert_same_language(schema, VALUES + ARRAYS + [[1, 2], [1, "a@b.c"], ["a@b.c"], {"from": [1]}, {"from": [1, 2]},
+                                                    {"from": [1, 2], "sender": 1}, {"from": [], "sender": 1}])
+
+
+def test_arrays_overlapping_on_one_length_keep_the_policy_error():
+    # Lengths 1..2 and 2..3 overlap at 2, and integer items have no complement.
+    with pytest.raises(Unsupported, match="'oneOf' at /"):
+        to_ebnf({"oneOf": [{"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 2},
+                           {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 3}]})
+
+
 @pytest.mark.parametrize("schema,keyword", [
+    ({"not": {"oneOf": [{"type": "string"}, {"maxLength": 1}]}}, "not"),  # overlapping oneOf: no complement
+    # `required` alone holds for every array: the branches overlap, so no complement.
+    ({"oneOf": [{"properties": {"a": {"oneOf": [{"required": ["x"]}, {"type": "array"}]}}}, {"required": ["a"]}]},
+     "oneOf"),
+    ({"not": {"items": [{"type": "string"}]}}, "not"),  # tuple items: no complement
+    ({"not": {"items": {"type": "integer"}}}, "not"),  # items without a complement
     ({"not": {"type": "integer"}}, "not"),  # integral numbers have no complement type
     ({"type": "string", "not": {"format": "email"}}, "not"),  # format languages: no complement
     ({"oneOf": [{"type": "integer"}, {"minimum": 1}]}, "oneOf"),
@@ -106,6 +163,18 @@ ENGINE_CASES = [
     ({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "boolean"}},
       "oneOf": [{"required": ["a"]}, {"required": ["b"]}], "additionalProperties": False},
      [{"a": 1, "b": True}, {}]),
+    ({"oneOf": [{"type": "array", "items": {"type": "string", "maxLength": 2}, "maxItems": 3},
+                {"type": "array", "items": {"enum": ["ab", "cd", 7]}, "maxItems": 3}]},
+     [["ab"], ["cd", "ab"], [], ["abc"], [7, "abc"]]),
+    ({"type": "object", "properties": {"tags": {"oneOf": [{"type": "array", "items": {"type": "string"}},
+                                                         {"oneOf": [{"type": "null"}, {"type": "string"}]}]}},
+      "required": ["tags"], "additionalProperties": False},
+     [{"tags": 1}, {"tags": [1]}, {}]),
+    ({"type": "object", "required": ["from"], "additionalProperties": False,
+      "properties": {"sender": {"type": "string"}, "from": {"type": "array", "items": {"type": "integer"}}},
+      "oneOf": [{"properties": {"from": {"maxItems": 1}}},
+                {"properties": {"from": {"minItems": 2}}, "required": ["sender"]}]},
+     [{"from": [1, 2]}, {"from": [], "sender": "x", "extra": 1}, {"sender": "x"}]),
 ]
 
 

@@ -3,8 +3,8 @@
 // frontend knows) and the value is kept exactly when it validates. Scalar keywords are
 // EnumValueAllowed's (json_schema_converter.cc); this file adds the object, array, string
 // pattern and applicator keywords, recursing into subschemas through
-// ListedValueSatisfies. A keyword it cannot evaluate exactly (format, unevaluated*) stays
-// the policy error.
+// ListedValueSatisfies; `format` is decided on the format's automaton. A keyword it cannot
+// evaluate exactly (unevaluated*, a format without an automaton) stays the policy error.
 #include <optional>
 #include <string>
 
@@ -247,6 +247,36 @@ std::optional<bool> SchemaConverter::ListedArrayAllows(const JsonValue& value, c
     return matches >= low && (!high || matches <= *high);
   }
   return std::nullopt;
+}
+
+// A format grammar is written over the JSON spelling of its strings, one spelling per
+// string; a string of printable ASCII without `"` or `\` is its own JSON spelling, so the
+// automaton decides it. A string the automaton rejects is outside the format only where the
+// grammar holds every string jsonschema's FormatChecker accepts: not email's sound subset,
+// nor duration's integers-only RFC 3339 form (the checker also takes "PT1.5S").
+std::optional<bool> SchemaConverter::ListedStringHasFormat(const JsonValue& value, const JsonValue& format) {
+  if (!value.is_string()) return true;  // format asserts on strings only
+  if (!format.is_string()) return std::nullopt;
+  const std::string& name = format.string_value();
+  for (char c : value.string_value()) {
+    auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte >= 0x7f || c == '"' || c == '\\') return std::nullopt;
+  }
+  auto found = format_automata_.find(name);
+  if (found == format_automata_.end()) {
+    const PrebuiltFormat& standalone = StandaloneFormatGrammar(name);
+    if (!standalone.body || name == "regex") return std::nullopt;  // no grammar; regex's is recursive
+    try {
+      found = format_automata_.emplace(name, DfaFromEbnf(standalone.grammar, "xg2_language_root")).first;
+    } catch (const ResourceLimitError&) {
+      return std::nullopt;
+    } catch (const GrammarSyntaxError&) {
+      return std::nullopt;
+    }
+  }
+  if (found->second.Accepts(DecodeUtf8ToU32(value.string_value()))) return true;
+  if (!StringFormatIsExact(name) || name == "email" || name == "duration") return std::nullopt;
+  return false;
 }
 
 }  // namespace schema_internal

@@ -834,7 +834,10 @@ bool SchemaConverter::EnumValueAllowed(const JsonValue& value, const Node& node)
       std::optional<Decimal> divisor = MultipleOf(node);
       std::optional<Decimal> x = ParseDecimal(value.number_lexeme());
       if (divisor && x && !Divides(*divisor, *x)) return false;
-    } else if (std::optional<bool> verdict = ListedValueSiblingAllows(value, node, keyword)) {
+    } else if (keyword == "format" && argument.is_string() && IsUnknownFormat(argument.string_value())) {
+      continue;  // an annotation (see IsUnknownFormat)
+    } else if (std::optional<bool> verdict = keyword == "format" ? ListedStringHasFormat(value, argument)
+                                                                  : ListedValueSiblingAllows(value, node, keyword)) {
       if (!*verdict) return false;
     } else {
       Unsupported("unsupported keyword " + Quoted(keyword) + " alongside 'enum'/'const' at " +

@@ -62,6 +62,30 @@ JsonValue Unshared(const JsonValue& branch, size_t shared) {
 
 }  // namespace
 
+// OneOf's pairwise test on the values each branch accepts (not only those it generates: a
+// complement is merged with other keywords, which may reopen a strict-mode object).
+bool SchemaConverter::BranchesDisjoint(const std::vector<JsonValue>& branches, const std::string& pointer) {
+  constexpr int kDisjointBudget = 8;  // nesting depth of the structural comparison, as in OneOf
+  std::vector<std::optional<JsonValue>> flat(branches.size());
+  std::vector<bool> exact(branches.size(), true);
+  for (size_t i = 0; i < branches.size(); ++i) {
+    bool is_exact = true;
+    flat[i] = FlatBranch(branches[i], pointer, &is_exact);
+    if (!flat[i]) return false;
+    exact[i] = is_exact;
+  }
+  for (size_t i = 0; i < branches.size(); ++i) {
+    for (size_t j = i + 1; j < branches.size(); ++j) {
+      ThrowIfCancelled();
+      if (!FlatExcludes(*flat[i], exact[i], *flat[j], pointer, kDisjointBudget, false) ||
+          !FlatExcludes(*flat[j], exact[j], *flat[i], pointer, kDisjointBudget, false)) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
 std::optional<JsonValue> SchemaConverter::ExactlyOneOf(const Node& node, const std::vector<JsonValue>& branches,
                                                        const std::vector<std::vector<size_t>>& overlapping,
                                                        std::string* refusal) {

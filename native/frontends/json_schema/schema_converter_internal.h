@@ -128,6 +128,9 @@ class SchemaConverter {
   // keyword of `node` (nullopt: not evaluated exactly, the policy error).
   bool ListedValueSatisfies(const JsonValue& value, const JsonValue& schema, const std::string& pointer);
   std::optional<bool> ListedValueSiblingAllows(const JsonValue& value, const Node& node, const std::string& keyword);
+  // Whether listed string `value` is in the language of `format` (a defined format), decided
+  // on its automaton; nullopt where that is not decided exactly (see enum_siblings.cc).
+  std::optional<bool> ListedStringHasFormat(const JsonValue& value, const JsonValue& format);
   std::optional<bool> ListedObjectAllows(const JsonValue& value, const Node& node, const std::string& keyword);
   std::optional<bool> ListedArrayAllows(const JsonValue& value, const Node& node, const std::string& keyword);
   Fragment TypedValue(const Node& node, int depth);
@@ -197,6 +200,7 @@ class SchemaConverter {
   const JsonValue& Dereferenced(const JsonValue& schema, const std::string& pointer);
   // `generated`: `a` stands for the values the grammar generates for it (strict mode).
   bool Excludes(const JsonValue& a, const JsonValue& b, const std::string& pointer, int budget, bool generated);
+  bool ArraysExclude(const JsonValue& a, const JsonValue& b, const std::string& pointer, int budget, bool generated);
   bool FlatExcludes(const JsonValue& a, bool exact_a, const JsonValue& b, const std::string& pointer, int budget,
                     bool generated);
   std::optional<JsonValue> FlatBranch(const JsonValue& schema, const std::string& pointer, bool* exact);
@@ -212,6 +216,8 @@ class SchemaConverter {
   // fewer than two type groups (the split would change nothing).
   std::optional<JsonValue> OneOfByType(const Node& node, const std::vector<JsonValue>& branches);
   // --- one_of_exact.cc: oneOf with branches that may overlap ---
+  // True when no value satisfies two of `branches` (then their oneOf is their anyOf).
+  bool BranchesDisjoint(const std::vector<JsonValue>& branches, const std::string& pointer);
   // anyOf over i of allOf [B_i, complement of B_j for each j in overlapping[i]]; nullopt
   // (with `refusal` set) when a complement is not a schema; ResourceLimitError past a bound.
   std::optional<JsonValue> ExactlyOneOf(const Node& node, const std::vector<JsonValue>& branches,
@@ -291,6 +297,8 @@ class SchemaConverter {
   std::map<std::string, std::optional<CodepointDfa>> negated_string_languages_;
   // NumberIntersection's languages written so far (divisor and parts -> fragment).
   std::map<std::string, Fragment> number_languages_;
+  // Format automata built for ListedStringHasFormat, by format name.
+  std::map<std::string, CodepointDfa> format_automata_;
   // PatternNames, by pattern.
   std::map<std::string, CodepointDfa> pattern_names_;
   // FormatInRules, cleared with rules_.

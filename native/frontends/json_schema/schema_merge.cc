@@ -7,6 +7,7 @@
 // form (two different patterns, two different formats, ...) the policy error names it.
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <set>
 #include <string_view>
 #include <unordered_map>
@@ -726,7 +727,42 @@ std::optional<std::set<std::string>> GeneratedNames(const JsonValue& schema, boo
   return names;
 }
 
+// minItems / maxItems of a flat schema as an interval; nullopt for a count that is not a
+// non-negative integer (the converter reports that where it generates the array).
+std::optional<std::pair<double, double>> ItemCountRange(const JsonValue& schema) {
+  double low = 0, high = std::numeric_limits<double>::infinity();
+  for (const char* keyword : {"minItems", "maxItems"}) {
+    const JsonValue* count = schema.Find(keyword);
+    if (count == nullptr) continue;
+    if (!count->is_integral_number() || count->number_value() < 0) return std::nullopt;
+    (std::string_view(keyword) == "minItems" ? low : high) = count->number_value();
+  }
+  return std::make_pair(low, high);
+}
+
 }  // namespace
+
+// Arrays (both flat schemas allow arrays only): no array satisfies both when their item
+// counts share no length, or when both need an item and their item schemas (one schema
+// each, no tuple forms) are disjoint, since the first item would satisfy both.
+bool SchemaConverter::ArraysExclude(const JsonValue& a, const JsonValue& b, const std::string& pointer, int budget,
+                                    bool generated) {
+  // Draft 7 and older ignore the siblings of $ref; tuple forms apply items to part of the array.
+  for (const JsonValue* side : {&a, &b}) {
+    if (!side->is_object() || side->Find("$ref") != nullptr) return false;
+  }
+  std::optional<std::pair<double, double>> ra = ItemCountRange(a), rb = ItemCountRange(b);
+  if (!ra || !rb) return false;
+  if (ra->second < rb->first || rb->second < ra->first) return true;
+  if (ra->first < 1 || rb->first < 1) return false;
+  const JsonValue* items_a = a.Find("items");
+  const JsonValue* items_b = b.Find("items");
+  if (items_a == nullptr || items_b == nullptr || items_a->is_array() || items_b->is_array() ||
+      a.Find("prefixItems") != nullptr || b.Find("prefixItems") != nullptr) {
+    return false;
+  }
+  return Excludes(*items_a, *items_b, pointer, budget - 1, generated);
+}
 
 // True when no value generated for `a` validates against `b` (the direction matters in
 // strict mode, where an object branch generates only its declared members; see
@@ -774,6 +810,7 @@ bool SchemaConverter::FlatExcludes(const JsonValue& a, bool exact_a, const JsonV
   }
   // Strings: the two string languages (pattern, lengths, listed strings) share no value.
   if (common == kStringType) return StringsDisjoint(a, b, pointer);
+  if (common == kArrayType) return ArraysExclude(a, b, pointer, budget, generated && exact_a);
   // Past this point only objects can be told apart.
   if (common != kObjectType || !a.is_object() || !b.is_object()) return false;
   const JsonValue* pa = a.Find("properties");

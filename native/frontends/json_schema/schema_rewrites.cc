@@ -136,7 +136,8 @@ std::optional<JsonValue> ValuesComplement(const std::vector<JsonValue>& values) 
 
 // The schema whose language is exactly what `schema` rejects, for conjunctions of: type
 // names (not `integer` without `number`), const / enum of scalars, required, properties
-// (recursively), not, allOf / anyOf of such schemas, and the count and bound keywords.
+// and items (recursively), not, allOf / anyOf of such schemas, oneOf of pairwise disjoint
+// ones, and the count and bound keywords.
 // nullopt for other forms. A keyword that applies to one type fails only for values of
 // that type, so its complement carries the type. `declares`: the object the complement
 // will be merged into declares its members (else a member-free object schema gets
@@ -213,8 +214,19 @@ std::optional<JsonValue> SchemaConverter::Complement(const JsonValue& schema_in,
       // The strings the pattern does not match (StringValue subtracts its language).
       disjuncts.push_back(JsonValue::Object({{"type", JsonValue::String("string")},
                                              {"not", JsonValue::Object({{"pattern", value}})}}));
-    } else if (keyword == "allOf" || keyword == "anyOf") {
+    } else if (keyword == "items") {
+      // An array fails `items` exactly when some item fails it: `contains` the complement
+      // (generated from `not`, whose own complement is the items schema again). Tuple forms
+      // (an array of schemas) are not complemented.
+      if (!value.is_object() && !value.is_bool()) return std::nullopt;
+      std::optional<JsonValue> failing = Complement(value, ChildPointer(pointer, "items"), false, budget - 1);
+      if (!failing) return std::nullopt;
+      if (failing->is_bool() && !failing->bool_value()) continue;  // every item passes
+      disjuncts.push_back(typed("array", {{"contains", JsonValue::Object({{"not", value}})}}));
+    } else if (keyword == "allOf" || keyword == "anyOf" || keyword == "oneOf") {
       if (!value.is_array() || value.array_items().empty()) return std::nullopt;
+      // A oneOf whose branches are pairwise disjoint is their anyOf (OneOf generates it so).
+      if (keyword == "oneOf" && !BranchesDisjoint(value.array_items(), pointer)) return std::nullopt;
       std::vector<JsonValue> parts;
       for (const JsonValue& item : value.array_items()) {
         std::optional<JsonValue> failing = Complement(item, pointer, declares, budget - 1);
