@@ -52,7 +52,8 @@ bool SameGrammarAst(const GrammarAst& a, const GrammarAst& b) {
     const RuleDef& x = a.rules[i];
     const RuleDef& y = b.rules[i];
     if (x.name != y.name || x.body != y.body || x.lookahead != y.lookahead || x.max_tokens != y.max_tokens ||
-        x.min_json_chars != y.min_json_chars || x.max_json_chars != y.max_json_chars) {
+        x.min_json_chars != y.min_json_chars || x.max_json_chars != y.max_json_chars ||
+        x.unique_item != y.unique_item || x.unique_items != y.unique_items) {
       return false;
     }
   }

@@ -110,9 +110,9 @@
 // item's language that is not complete has completions of infinitely many values (the
 // frontend only marks such languages), since only finitely many values are used; a token
 // that leaves the item rule is uncertain and decided by the parser. What remains is a token
-// that completes the item exactly at its end: where an item rule's item is live, the matcher
-// re-checks through the parser every allowed token holding a byte that enters one of the
-// rule's final accepting nodes (CompiledGrammar::unique_recheck_positions).
+// that completes the item at a final node (accepting, no edges), where it must end: where an
+// item rule's item is live, the matcher re-checks through the parser every allowed token whose
+// last byte enters one of the rule's final nodes (CompiledGrammar::unique_recheck_positions).
 #ifndef XG2_GRAMMAR_GRAMMAR_FSM_H_
 #define XG2_GRAMMAR_GRAMMAR_FSM_H_
 

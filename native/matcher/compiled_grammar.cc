@@ -24,12 +24,10 @@ std::vector<int32_t> UniqueRecheckPositions(const GrammarFsm& fsm, const Tokeniz
   std::vector<int32_t> positions;
   const std::string& bytes = tokenizer.sorted_token_bytes();
   const std::vector<int32_t>& offsets = tokenizer.sorted_token_offsets();
+  // A final node has no edges, so a token the cache accepts that reaches one ends there.
   for (size_t p = 0; p + 1 < offsets.size(); ++p) {
-    for (int32_t k = offsets[p]; k < offsets[p + 1]; ++k) {
-      if (closing[static_cast<uint8_t>(bytes[k])]) {
-        positions.push_back(static_cast<int32_t>(p));
-        break;
-      }
+    if (offsets[p + 1] > offsets[p] && closing[static_cast<uint8_t>(bytes[offsets[p + 1] - 1])]) {
+      positions.push_back(static_cast<int32_t>(p));
     }
   }
   return positions;

@@ -50,8 +50,9 @@ struct CompiledGrammar {
   const std::vector<int32_t> token_literal_ids;
   const std::vector<int32_t> stop_terminal_ids;
   // Unique items (grammar/grammar_fsm.h, "Token-mask exactness"): the ascending positions in
-  // the sorted vocabulary of the tokens holding a byte that enters a final accepting node of a
-  // unique_item rule (a string item's closing quote); empty without unique items.
+  // the sorted vocabulary of the tokens whose last byte enters a final accepting node (one
+  // without edges) of a unique_item rule (a string item's closing quote); empty without
+  // unique items.
   const std::vector<int32_t> unique_recheck_positions;
 
   size_t MemoryBytes() const {
