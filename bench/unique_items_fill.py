@@ -1,7 +1,7 @@
 """Mask cost inside a uniqueItems array (the matcher keeps items distinct) against the same
 array without uniqueItems: per-token fill time along one document, same tokens, same run.
 
-    PYTHONPATH=. python bench/micro/unique_items_fill.py [--tokenizer llama3.1] [--items 24] [--rounds 5]
+    PYTHONPATH=. python bench/unique_items_fill.py [--tokenizer llama3.1] [--items 24] [--rounds 5]
 
 Each round walks a fresh matcher of each grammar over the document (the mask cache already
 warm from a first pass), interleaved; the figures are medians over every fill of every round,
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 import xg2_plugin as xg  # noqa: E402
