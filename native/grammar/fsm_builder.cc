@@ -386,6 +386,45 @@ void ApplyJsonCharCounts(const GrammarAst& ast, GrammarFsm* fsm_out) {
   }
 }
 
+// Unique items (grammar_fsm.h): the rule roles, and the builder's checks of where they may be.
+void ApplyUniqueItems(const GrammarAst& ast, GrammarFsm* fsm_out) {
+  GrammarFsm& fsm = *fsm_out;
+  for (RuleId r = 0; r < static_cast<RuleId>(ast.rules.size()); ++r) {
+    const RuleDef& rule = ast.rules[r];
+    if (!rule.unique_item && !rule.unique_items) continue;
+    if (rule.unique_item && rule.unique_items) {
+      throw GrammarSyntaxError("rule '" + rule.name + "': [unique_item] and [unique_items] exclude each other");
+    }
+    if (fsm.rule_unique.empty()) fsm.rule_unique.assign(fsm.num_rules(), GrammarFsm::kNotUnique);
+    fsm.rule_unique[r] = rule.unique_item ? GrammarFsm::kUniqueItem : GrammarFsm::kUniqueItemsHolder;
+    if (rule.unique_items && rule.counts_json_chars()) {
+      throw GrammarSyntaxError("rule '" + rule.name + "': [unique_items] cannot count characters");
+    }
+  }
+  if (!fsm.has_unique_items()) return;
+  for (RuleId r = 0; r < fsm.num_rules(); ++r) {
+    if (fsm.rule_unique[r] == GrammarFsm::kUniqueItem && fsm.rule_nullable[r]) {
+      throw GrammarSyntaxError("rule '" + fsm.rule_names[r] + "': a [unique_item] rule cannot match the empty string");
+    }
+  }
+  for (NodeId n = 0; n < fsm.num_nodes(); ++n) {
+    const RuleId owner = fsm.node_rule[n];
+    const bool holder = owner >= 0 && fsm.rule_unique[owner] == GrammarFsm::kUniqueItemsHolder;
+    if (holder && !fsm.counted_loops.empty() && (fsm.node_loop[n] >= 0 || fsm.node_gate_loop[n] >= 0)) {
+      throw GrammarSyntaxError("rule '" + fsm.rule_names[owner] +
+                               "': a [unique_items] rule cannot hold a compressed repetition (its items "
+                               "carry the set of values in the counter's place)");
+    }
+    for (const RuleEdge* e = fsm.rule_edges_begin(n); e != fsm.rule_edges_end(n); ++e) {
+      if (fsm.rule_unique[e->rule] == GrammarFsm::kUniqueItem && !holder) {
+        throw GrammarSyntaxError("rule '" + fsm.rule_names[e->rule] + "' is a [unique_item] called from '" +
+                                 (owner >= 0 ? fsm.rule_names[owner] : std::string("a lookahead")) +
+                                 "', which is not a [unique_items] rule");
+      }
+    }
+  }
+}
+
 }  // namespace
 
 GrammarFsm BuildGrammarFsm(const GrammarAst& ast, const FsmBuildLimits& limits) {
@@ -412,6 +451,7 @@ GrammarFsm BuildGrammarFsm(const GrammarAst& ast, const FsmBuildLimits& limits) 
   ComputeRuleNullable(&fsm);
   CheckLookaheadsNotNullable(fsm);
   ApplyTokenBudgets(ast, &fsm);
+  ApplyUniqueItems(ast, &fsm);
   fsm.token_sets = ast.token_sets;
   IndexTokenSetEdges(&fsm);
   XG2_DCHECK_INVARIANTS(CheckGrammarFsmInvariants(fsm, "BuildGrammarFsm"));
@@ -426,7 +466,7 @@ size_t GrammarFsm::MemoryBytes() const {
          counted_loops.capacity() * sizeof(CountedLoop) + node_loop.capacity() * 4 +
          node_gate_loop.capacity() * 4 + token_set_edge_begin.capacity() * 4 +
          token_set_edges.capacity() * sizeof(TokenSetEdge) + rule_min_json_chars.capacity() * 4 +
-         rule_max_json_chars.capacity() * 4 + node_char_end.capacity() + node_fewest_chars.capacity() * 4 +
+         rule_max_json_chars.capacity() * 4 + rule_unique.capacity() + node_char_end.capacity() + node_fewest_chars.capacity() * 4 +
          node_most_chars.capacity() * 4 + rule_chars_slack.capacity() * 4;
 }
 

@@ -59,6 +59,9 @@ class FsmChecker {
     if (!fsm_.rule_max_tokens.empty() && fsm_.rule_max_tokens.size() != rules) {
       Fail("rule_max_tokens has " + Str(fsm_.rule_max_tokens.size()) + " entries for " + Str(rules) + " rules");
     }
+    if (!fsm_.rule_unique.empty() && fsm_.rule_unique.size() != rules) {
+      Fail("rule_unique has " + Str(fsm_.rule_unique.size()) + " entries for " + Str(rules) + " rules");
+    }
     if (fsm_.root_rule < 0 || fsm_.root_rule >= fsm_.num_rules()) Fail("root rule " + Str(fsm_.root_rule));
     const size_t nodes = fsm_.node_rule.size();
     if (fsm_.node_accepting.size() != nodes) Fail("node_accepting and node_rule differ in size");

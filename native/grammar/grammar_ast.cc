@@ -175,6 +175,8 @@ class EbnfPrinter {
         if (rule.max_json_chars >= 0) out_ += std::to_string(rule.max_json_chars);
         out_ += "]";
       }
+      if (rule.unique_item) out_ += "[unique_item]";
+      if (rule.unique_items) out_ += "[unique_items]";
       out_ += " ::= ";
       Print(rule.body, Precedence::kChoice);
       if (rule.lookahead >= 0) {

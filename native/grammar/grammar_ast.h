@@ -205,9 +205,16 @@ struct RuleDef {
   int32_t min_json_chars = -1;
   int32_t max_json_chars = -1;
   bool counts_json_chars() const { return min_json_chars >= 0; }
+  // Unique items (grammar/grammar_fsm.h, "Unique items"): `name[unique_item] ::= ...` is an
+  // item whose value (as JSON) must differ from the values of the earlier completions of
+  // unique_item rules called by the same item of the caller, `name[unique_items] ::= ...`.
+  bool unique_item = false;
+  bool unique_items = false;
   // A rule the passes must keep whole (never inlined, merged or sunk): the parser applies
-  // its lookahead, budget or count to the rule's own items.
-  bool keeps_own_items() const { return lookahead >= 0 || max_tokens >= 0 || counts_json_chars(); }
+  // its lookahead, budget, count or item values to the rule's own items.
+  bool keeps_own_items() const {
+    return lookahead >= 0 || max_tokens >= 0 || counts_json_chars() || unique_item || unique_items;
+  }
 };
 
 struct GrammarAst {

@@ -14,7 +14,8 @@ bool SameNode(const ExprNode& x, const ExprNode& y) {
 
 bool SameRule(const RuleDef& x, const RuleDef& y) {
   return x.name == y.name && x.body == y.body && x.lookahead == y.lookahead && x.max_tokens == y.max_tokens &&
-         x.min_json_chars == y.min_json_chars && x.max_json_chars == y.max_json_chars;
+         x.min_json_chars == y.min_json_chars && x.max_json_chars == y.max_json_chars &&
+         x.unique_item == y.unique_item && x.unique_items == y.unique_items;
 }
 
 bool SameTagDispatch(const TagDispatchDef& x, const TagDispatchDef& y) {

@@ -66,6 +66,9 @@ class GrammarBuilder {
   // Gives `rule` a JSON character count, as `name[json_chars=min..max]` does in EBNF
   // (grammar_ast.h, RuleDef::min_json_chars; max -1: unbounded).
   void SetJsonCharCount(RuleId rule, int32_t min, int32_t max);
+  // Marks `rule` as `name[unique_item]` or `name[unique_items]` (grammar_ast.h, RuleDef).
+  void SetUniqueItem(RuleId rule) { ast_.rules[rule].unique_item = true; }
+  void SetUniqueItems(RuleId rule) { ast_.rules[rule].unique_items = true; }
 
   // The grammar, rooted at `root`. Every rule must be defined. The builder is empty after.
   GrammarAst Finish(RuleId root);

@@ -92,6 +92,27 @@
 // either bound from there, allowing for rule_chars_slack); the matcher decides the mask of any
 // other item by walking the vocabulary through the parser (GrammarMatcher, as for a pending
 // lookahead).
+//
+// Unique items (`item[unique_item] ::= ...` called by `array[unique_items] ::= ...`: the JSON
+// Schema frontend's uniqueItems over item languages no grammar can make distinct; paper
+// section 2's Earley items with a value attached). An item of a holder rule (unique_items)
+// carries in `count` the id of the set of JSON values completed so far by the unique_item
+// rules it called (the parser's UniqueValueSets; 0 is the empty set). When a unique_item rule
+// completes at position j from origin i, its text [i, j) is read as one JSON value
+// (support/json_canonical.h: escapes decoded, numbers by value) and a waiting holder item
+// resumes only when that value is not in its set, with the set plus the value. The set is a
+// function of the text since the holder's origin, kept in the chart like the other counters,
+// so rollback and fork stay exact. Invariants (builder and CheckGrammarFsmInvariants):
+// rule_unique is empty or has one entry per rule; every rule edge to a unique_item rule
+// leaves a holder's node; a holder holds no counted-loop node and counts no characters.
+// Token-mask exactness: a node's cached classification ignores the values. A token that
+// ends inside a unique_item rule without completing it is exact when every prefix of the
+// item's language that is not complete has completions of infinitely many values (the
+// frontend only marks such languages), since only finitely many values are used; a token
+// that leaves the item rule is uncertain and decided by the parser. What remains is a token
+// that completes the item at a final node (accepting, no edges), where it must end: where an
+// item rule's item is live, the matcher re-checks through the parser every allowed token whose
+// last byte enters one of the rule's final nodes (CompiledGrammar::unique_recheck_positions).
 #ifndef XG2_GRAMMAR_GRAMMAR_FSM_H_
 #define XG2_GRAMMAR_GRAMMAR_FSM_H_
 
@@ -150,6 +171,14 @@ struct GrammarFsm {
     return has_json_char_counts() && node_rule[n] >= 0 && rule_min_json_chars[node_rule[n]] >= 0;
   }
   bool has_lookahead = false;
+  // Unique items (see the file comment); empty when no rule is marked.
+  enum UniqueRole : uint8_t { kNotUnique = 0, kUniqueItem = 1, kUniqueItemsHolder = 2 };
+  std::vector<uint8_t> rule_unique;
+  bool has_unique_items() const { return !rule_unique.empty(); }
+  bool HoldsUniqueValues(NodeId n) const {
+    return has_unique_items() && node_rule[n] >= 0 && rule_unique[node_rule[n]] == kUniqueItemsHolder;
+  }
+  bool IsUniqueItemRule(RuleId r) const { return has_unique_items() && rule_unique[r] == kUniqueItem; }
 
   std::vector<RuleId> node_rule;
   std::vector<uint8_t> node_accepting;

@@ -61,7 +61,8 @@ int SinkLeadingTerminals(GrammarAst* ast) {
   std::vector<uint8_t> seen(ast->nodes.size(), 0);
   std::vector<ExprId> stack;
   for (const RuleDef& rule : ast->rules) {
-    if (ast->node(rule.body).kind == ExprKind::kTagDispatch || rule.max_tokens >= 0 || rule.counts_json_chars()) {
+    if (ast->node(rule.body).kind == ExprKind::kTagDispatch || rule.max_tokens >= 0 || rule.counts_json_chars() ||
+        rule.unique_item || rule.unique_items) {
       disqualified[&rule - ast->rules.data()] = 1;  // a TagDispatch stays a whole rule body
     }
     for (ExprId root : {rule.body, rule.lookahead}) {

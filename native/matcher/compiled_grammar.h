@@ -49,9 +49,15 @@ struct CompiledGrammar {
   // one as a terminal that completes the grammar terminates the matcher.
   const std::vector<int32_t> token_literal_ids;
   const std::vector<int32_t> stop_terminal_ids;
+  // Unique items (grammar/grammar_fsm.h, "Token-mask exactness"): the ascending positions in
+  // the sorted vocabulary of the tokens whose last byte enters a final accepting node (one
+  // without edges) of a unique_item rule (a string item's closing quote); empty without
+  // unique items.
+  const std::vector<int32_t> unique_recheck_positions;
 
   size_t MemoryBytes() const {
-    return sizeof(*this) + fsm->MemoryBytes() + ebnf.capacity() + mask_cache->MemoryBytes();
+    return sizeof(*this) + fsm->MemoryBytes() + ebnf.capacity() + mask_cache->MemoryBytes() +
+           unique_recheck_positions.capacity() * sizeof(int32_t);
   }
 };
 

@@ -4,6 +4,7 @@
 
 #include "grammar/token_literal.h"
 #include "support/dcheck.h"
+#include "support/json_canonical.h"
 #include "support/error.h"
 
 namespace xg2 {
@@ -131,6 +132,11 @@ void EarleyParser::Reset() {
   waiters_.clear();
   can_end_.clear();
   step_at_.clear();
+  byte_at_.clear();
+  unique_sets_at_.clear();
+  unique_sets_.clear();
+  if (fsm_->has_unique_items()) unique_sets_.push_back({-1, std::string()});  // the empty set
+  pending_byte_ = 0;
   scannable_begin_.assign(1, 0);
   waiters_begin_.assign(1, 0);
   BeginSet();
@@ -154,7 +160,8 @@ void EarleyParser::AddItem(const EarleyItem& added) {
     if (gate >= 0 && item.count < g.counted_loops[gate].limit) {
       item.node = g.counted_loops[gate].head;
       ++item.count;
-    } else if (gate >= 0 || (g.node_loop[item.node] < 0 && !g.CountsJsonChars(item.node))) {
+    } else if (gate >= 0 || (g.node_loop[item.node] < 0 && !g.CountsJsonChars(item.node) &&
+                             !g.HoldsUniqueValues(item.node))) {
       item.count = 0;
     }
   }
@@ -171,6 +178,7 @@ void EarleyParser::CloseSet() {
     CloseSetItems(here, &can_end);
   } catch (...) {
     waiters_.resize(waiters_start);  // the set is not pushed: the history stays as it was
+    if (g.has_unique_items()) unique_sets_.resize(unique_sets_at_.empty() ? 1 : unique_sets_at_.back());
     throw;
   }
   for (const EarleyItem& item : pending_) {
@@ -182,6 +190,30 @@ void EarleyParser::CloseSet() {
   waiters_begin_.push_back(static_cast<int32_t>(waiters_.size()));
   can_end_.push_back(can_end);
   step_at_.push_back(here == 0 ? 0 : step_);
+  if (g.has_unique_items()) {
+    byte_at_.push_back(here == 0 ? 0 : static_cast<uint8_t>(pending_byte_));
+    unique_sets_at_.push_back(static_cast<int32_t>(unique_sets_.size()));
+  }
+}
+
+int32_t EarleyParser::ResumeWithValue(int32_t set, int32_t origin, int32_t here, std::string* value) {
+  if (value->empty()) {
+    std::string text;
+    for (int32_t p = origin + 1; p < here; ++p) text.push_back(static_cast<char>(byte_at_[p]));
+    if (origin < here) text.push_back(static_cast<char>(pending_byte_));
+    *value = CanonicalJsonScalar(text);
+  }
+  int64_t work = 1;
+  for (int32_t s = set; s > 0; s = unique_sets_[s].parent) {
+    ++work;
+    if (unique_sets_[s].value == *value) {
+      Spend(work);
+      return -1;
+    }
+  }
+  Spend(work);
+  unique_sets_.push_back({set, *value});
+  return static_cast<int32_t>(unique_sets_.size()) - 1;
 }
 
 void EarleyParser::CloseSetItems(int32_t here, bool* can_end) {
@@ -210,15 +242,22 @@ void EarleyParser::CloseSetItems(int32_t here, bool* can_end) {
         *can_end = true;
       }
       if (item.origin < here) {
+        const bool unique_item = g.IsUniqueItemRule(rule);
+        std::string value;  // the item's value, read on the first holder that waits for it
         const EarleyWaiter* begin = waiters_.data() + waiters_begin_[item.origin];
         const EarleyWaiter* end = waiters_.data() + waiters_begin_[item.origin + 1];
         const EarleyWaiter* w = std::lower_bound(
             begin, end, rule, [](const EarleyWaiter& a, RuleId r) { return a.rule < r; });
         const EarleyWaiter* first = w;
         for (; w != end && w->rule == rule; ++w) {
-          if (w->guard_at_call == item.guard_in) {
-            AddItem({w->target, w->origin, w->caller_guard_in, after, w->count});
+          if (w->guard_at_call != item.guard_in) continue;
+          int32_t count = w->count;
+          if (unique_item) {
+            // Every caller of a unique_item rule is a holder (grammar_fsm.h, checked by the builder).
+            count = ResumeWithValue(w->count, item.origin, here, &value);
+            if (count < 0) continue;  // a value the holder's array has already
           }
+          AddItem({w->target, w->origin, w->caller_guard_in, after, count});
         }
         work += w - first;
       }
@@ -248,7 +287,12 @@ bool EarleyParser::AdvanceMerging(uint8_t byte) {
     if (guard != LookaheadGuards::kDead) AddItem({next, item.origin, item.guard_in, guard, count});
   }
   if (pending_.empty()) return false;
+  pending_byte_ = byte;
   CloseSet();
+  if (g.has_unique_items() && scannable_begin_[pos + 2] == scannable_begin_[pos + 1] && !can_end_.back()) {
+    PopTo(pos);  // a unique item's repeated value blocked every way on (see the file comment)
+    return false;
+  }
   XG2_DCHECK_INVARIANTS(CheckChartInvariants("a byte step"));
   return true;
 }
@@ -302,6 +346,7 @@ bool EarleyParser::AdvanceToken(int32_t token_id, const char* data, int32_t size
   if (token_items_.empty()) return false;
   BeginSet();
   for (const EarleyItem& item : token_items_) AddItem(item);
+  pending_byte_ = 0;
   CloseSet();
   XG2_DCHECK_INVARIANTS(CheckChartInvariants("a token step without text"));
   return true;
@@ -318,6 +363,11 @@ void EarleyParser::PopTo(int32_t target) {
              "rollback to position " + std::to_string(target) + " of " + std::to_string(position()));
   can_end_.resize(target + 1);
   step_at_.resize(target + 1);
+  if (fsm_->has_unique_items()) {
+    byte_at_.resize(target + 1);
+    unique_sets_at_.resize(target + 1);
+    unique_sets_.resize(unique_sets_at_.back());
+  }
   scannable_begin_.resize(target + 2);
   waiters_begin_.resize(target + 2);
   scannable_.resize(scannable_begin_.back());

@@ -32,6 +32,12 @@
 // counting rule, which holds no loop: the characters completed since the item's origin. A
 // byte step adds the target's node_char_end and is refused past the rule's maximum
 // (CountAfterStep); the rule completes only at its minimum or above (HasEnoughChars).
+//
+// Unique items (grammar/grammar_fsm.h) use the same field in the items of a holder rule: the
+// id of the set of values its unique_item callees completed with (unique_sets_). A completion
+// of a unique_item rule resumes a waiting holder item only with a value not in its set
+// (ResumeWithValue). A byte step whose new set has no item left that can scan or end is
+// refused (a completion blocked this way leaves nothing), so Advance stays exact.
 #ifndef XG2_MATCHER_EARLEY_PARSER_H_
 #define XG2_MATCHER_EARLEY_PARSER_H_
 
@@ -183,6 +189,15 @@ class EarleyParser {
            (most >= 0 && int64_t{item.count} + max_token_bytes + fsm_->rule_chars_slack[rule] > most);
   }
 
+  // Unique items: whether an item of a unique_item rule is live now (a token may complete it).
+  bool InsideUniqueItem() const {
+    if (!fsm_->has_unique_items()) return false;
+    for (const EarleyItem* it = scannable_begin(); it != scannable_end(); ++it) {
+      if (fsm_->IsUniqueItemRule(fsm_->node_rule[it->node])) return true;
+    }
+    return false;
+  }
+
   // Rolls back to an earlier position (0 <= position <= this->position()).
   void PopTo(int32_t position);
 
@@ -237,6 +252,10 @@ class EarleyParser {
   void CloseSetItems(int32_t here, bool* can_end);
   // Spends `work` operations of the budget; throws past it (callers undo their scratch).
   void Spend(int64_t work);
+  // Unique items: the set `set` plus the value of the text [origin, here) (the bytes of the
+  // history and pending_byte_), or -1 when the set holds that value already. `value` caches
+  // the value's key across the waiters of one completion (empty until computed).
+  int32_t ResumeWithValue(int32_t set, int32_t origin, int32_t here, std::string* value);
 
   std::shared_ptr<const GrammarFsm> fsm_;
   EarleyLimits limits_;
@@ -278,6 +297,20 @@ class EarleyParser {
   std::vector<uint8_t> can_end_;
   std::vector<int32_t> step_at_;  // per position: the step whose bytes created it (0 for the start)
   int32_t step_ = 1;
+
+  // Unique items (empty unless the grammar has them). byte_at_[p]: the byte that created
+  // position p (0 for position 0 and for a token step without text); unique_sets_at_[p]: the
+  // size of unique_sets_ once position p was closed. A set is a list through `parent` (0 is the
+  // empty set); an entry is made only by the set that closes after it, so rollback truncates
+  // the store with the history (sets made at a later position are referenced only there).
+  struct UniqueValueSet {
+    int32_t parent;
+    std::string value;  // support/json_canonical.h key
+  };
+  std::vector<uint8_t> byte_at_;
+  std::vector<int32_t> unique_sets_at_;
+  std::vector<UniqueValueSet> unique_sets_;
+  int32_t pending_byte_ = 0;  // the byte of the set being closed
 
   // Scratch for the set under construction.
   std::vector<EarleyItem> pending_;

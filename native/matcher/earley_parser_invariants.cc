@@ -76,6 +76,16 @@ class EarleyChartChecker {
     }
     CheckOffsets(p_.scannable_begin_, p_.scannable_.size(), "scannable_begin");
     CheckOffsets(p_.waiters_begin_, p_.waiters_.size(), "waiters_begin");
+    // Unique items: one byte and one store size per position, the store no smaller.
+    const size_t unique_history = g_.has_unique_items() ? p_.can_end_.size() : 0;
+    if (p_.byte_at_.size() != unique_history || p_.unique_sets_at_.size() != unique_history) {
+      Fail("byte_at / unique_sets_at have " + Str(p_.byte_at_.size()) + " / " + Str(p_.unique_sets_at_.size()) +
+           " entries for " + Str(unique_history));
+    }
+    if (unique_history > 0 && p_.unique_sets_at_.back() != static_cast<int32_t>(p_.unique_sets_.size())) {
+      Fail("the value-set store has " + Str(p_.unique_sets_.size()) + " entries, the newest position recorded " +
+           Str(p_.unique_sets_at_.back()));
+    }
   }
 
   void CheckSteps() const {
@@ -113,6 +123,12 @@ class EarleyChartChecker {
   }
 
   void CheckCount(const EarleyItem& item, const std::string& at) const {
+    if (g_.HoldsUniqueValues(item.node)) {
+      if (item.count < 0 || item.count >= static_cast<int32_t>(p_.unique_sets_.size())) {
+        Fail(at + " holds the value set " + Str(item.count) + " of " + Str(p_.unique_sets_.size()));
+      }
+      return;
+    }
     if (g_.CountsJsonChars(item.node)) {
       // Each JSON character is at least one byte of the text since the item's origin.
       const int32_t most = g_.rule_max_json_chars[g_.node_rule[item.node]];

@@ -468,6 +468,7 @@ bool GrammarMatcher::FillUnclaimed(uint32_t* words, int64_t num_words) {
     ActiveTokenSets();
     OrActiveTokenSets(words);
   }
+  RecheckUniqueItemTokens(words);
   WarmNextEntries();
   return FinishFill(words);
 }
@@ -485,6 +486,7 @@ bool GrammarMatcher::FillIsShort() {
   for (const EarleyItem* it = parser_.scannable_begin(); it != parser_.scannable_end(); ++it) {
     if (it->guard != LookaheadGuards::kNone) return false;  // the reference walk
     if (parser_.CountDecidesTokens(*it, tokenizer_->max_token_bytes())) return false;
+    if (parser_.InsideUniqueItem()) return false;  // RecheckUniqueItemTokens walks
     const TokenClassification* entry = cache.Find(it->node);
     if (!entry) return false;
     uncertain += entry->uncertain_positions.size();

@@ -157,6 +157,11 @@ class GrammarMatcher {
   // The reference for token sets: every member of an active set not yet in `words` is tried
   // by a real token step, and set when the parser takes it.
   void TryActiveTokenSets(uint32_t* words);
+  // Unique items (grammar/grammar_fsm.h, "Token-mask exactness"): inside a unique_item rule,
+  // clears and walks through the parser again every token of `words` that could complete the
+  // item at its end (CompiledGrammar::unique_recheck_positions), so that a repeated value is
+  // never allowed from a cached row. Nothing to do elsewhere (unique_items_recheck.cc).
+  void RecheckUniqueItemTokens(uint32_t* words);
 
   std::shared_ptr<const CompiledGrammar> grammar_;
   const TokenizerInfo* tokenizer_;
@@ -184,6 +189,7 @@ class GrammarMatcher {
   // Distinct scannable nodes after the tokens a fill's walk accepted (at most
   // kWarmNodesPerFill), for WarmNextEntries.
   std::vector<NodeId> fill_next_nodes_;
+  std::vector<int32_t> fill_recheck_;
 };
 
 }  // namespace xg2

@@ -179,6 +179,7 @@ void WriteFsm(ByteWriter* w, const GrammarFsm& f) {
   w->Ints(f.node_fewest_chars);
   w->Ints(f.node_most_chars);
   w->Ints(f.rule_chars_slack);
+  w->Ints(f.rule_unique);
 }
 
 GrammarFsm ReadFsm(ByteReader* r) {
@@ -232,6 +233,7 @@ GrammarFsm ReadFsm(ByteReader* r) {
   f.node_fewest_chars = r->Ints<int32_t>("node fewest characters");
   f.node_most_chars = r->Ints<int32_t>("node most characters");
   f.rule_chars_slack = r->Ints<int32_t>("rule character slacks");
+  f.rule_unique = r->Ints<uint8_t>("rule unique-item roles");
   return f;
 }
 
@@ -305,6 +307,35 @@ void CheckJsonCharCountTables(const GrammarFsm& f) {
     const RuleId rule = f.node_rule[n];
     if (f.node_char_end[n] > 1 || (f.node_char_end[n] && (rule < 0 || f.rule_min_json_chars[rule] < 0))) {
       Invalid("node " + std::to_string(n) + " ends a JSON character outside a counting rule");
+    }
+  }
+}
+
+// Unique items (grammar/grammar_fsm.h): roles in range; every call of a unique_item rule from
+// a holder's node (the parser reads the caller's count as a value set); holders without loop
+// nodes or character counts; unique_item rules not nullable.
+void CheckUniqueItemTables(const GrammarFsm& f) {
+  if (f.rule_unique.empty()) return;
+  const size_t rules = f.rule_start.size(), nodes = f.node_rule.size();
+  CheckSize(f.rule_unique.size(), rules, "rule unique-item roles");
+  for (size_t r = 0; r < rules; ++r) {
+    if (f.rule_unique[r] > GrammarFsm::kUniqueItemsHolder) Invalid("rule " + std::to_string(r) + " has an unknown unique-item role");
+    if (f.rule_unique[r] == GrammarFsm::kUniqueItem && f.rule_nullable[r]) Invalid("a unique_item rule is nullable");
+    if (f.rule_unique[r] == GrammarFsm::kUniqueItemsHolder && !f.rule_min_json_chars.empty() &&
+        f.rule_min_json_chars[r] >= 0) {
+      Invalid("a unique_items rule counts characters");
+    }
+  }
+  for (size_t n = 0; n < nodes; ++n) {
+    const RuleId owner = f.node_rule[n];
+    const bool holder = owner >= 0 && f.rule_unique[owner] == GrammarFsm::kUniqueItemsHolder;
+    if (holder && !f.node_loop.empty() && (f.node_loop[n] != -1 || f.node_gate_loop[n] != -1)) {
+      Invalid("a unique_items rule holds a counted-loop node");
+    }
+    for (int32_t e = f.rule_edge_begin[n]; e < f.rule_edge_begin[n + 1]; ++e) {
+      if (f.rule_unique[f.rule_edges[e].rule] == GrammarFsm::kUniqueItem && !holder) {
+        Invalid("node " + std::to_string(n) + " calls a unique_item rule outside a unique_items rule");
+      }
     }
   }
 }
@@ -391,6 +422,7 @@ void CheckFsmStructure(const GrammarFsm& f, int32_t vocab_size) {
     }
   }
   CheckJsonCharCountTables(f);
+  CheckUniqueItemTables(f);
   if (f.token_sets.empty()) {
     if (!f.token_set_edge_begin.empty() || !f.token_set_edges.empty()) Invalid("token set edges without token sets");
   } else {

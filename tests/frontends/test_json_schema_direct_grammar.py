@@ -30,6 +30,7 @@ SCHEMAS = [
     {"type": "integer", "minimum": -37, "maximum": 1234},
     {"type": "number", "exclusiveMinimum": 0.5, "maximum": 100},
     {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 9, "uniqueItems": True},
+    {"type": "object", "properties": {"tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": True}}},
     {"type": "string", "minLength": 3, "maxLength": 12},
     {"type": "string", "format": "email", "minLength": 20, "maxLength": 30},
     {"type": "object", "properties": {"a": {"type": "string", "format": "email", "maxLength": 2147483647}}},

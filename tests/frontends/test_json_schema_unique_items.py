@@ -41,9 +41,17 @@ def test_listed_domains_follow_json_equality(compiler: xg.GrammarCompiler, schem
         assert accepts(grammar, text) == validator.is_valid(json.loads(text)), text
 
 
-@pytest.mark.parametrize("items", [{"type": "string"}, {"type": "object"}, {"enum": list(range(9))},
-                                   {"type": "integer", "minimum": 0, "maximum": 3}])
+@pytest.mark.parametrize("items", [{"type": "object"}, {"enum": list(range(9))},
+                                   {"type": "integer", "minimum": 0, "maximum": 3},
+                                   {"type": "string", "maxLength": 3}, {"type": "string", "pattern": "^a+$"},
+                                   {"type": "string", "format": "date"}, {"type": ["string", "null"]}, {}])
 def test_unbounded_or_large_domains_are_refused_with_the_pointer(compiler: xg.GrammarCompiler, items: dict) -> None:
     schema = {"type": "object", "properties": {"tags": {"type": "array", "items": items, "uniqueItems": True}}}
     with pytest.raises(xg.UnsupportedSchemaError, match="'uniqueItems' at /properties/tags"):
+        compiler.compile_json_schema(schema)
+
+
+def test_large_item_counts_next_to_unbounded_items_are_refused(compiler: xg.GrammarCompiler) -> None:
+    schema = {"type": "array", "items": {"type": "string"}, "uniqueItems": True, "maxItems": 33}
+    with pytest.raises(xg.UnsupportedSchemaError, match="maxItems above 32"):
         compiler.compile_json_schema(schema)

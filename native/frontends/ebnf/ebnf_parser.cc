@@ -116,7 +116,9 @@ struct Token {
   int64_t max_tokens = -1;             // kIdentifier followed by `[max_tokens=N]` (a rule attribute)
   int64_t min_json_chars = -1;         // kIdentifier followed by `[json_chars=M..N]` (a rule attribute)
   int64_t max_json_chars = -1;         //   N, or -1 for `[json_chars=M..]`
-  bool has_attribute() const { return max_tokens >= 0 || min_json_chars >= 0; }
+  bool unique_item = false;            // `[unique_item]`
+  bool unique_items = false;           // `[unique_items]`
+  bool has_attribute() const { return max_tokens >= 0 || min_json_chars >= 0 || unique_item || unique_items; }
 };
 
 bool IsIdentifierStart(char c) {
@@ -154,6 +156,8 @@ class Lexer {
     token.max_tokens = -1;
     token.min_json_chars = -1;
     token.max_json_chars = -1;
+    token.unique_item = false;
+    token.unique_items = false;
     if (pos_ >= source_.size()) return;  // kEnd
     char c = source_.At(pos_);
     if (IsIdentifierStart(c)) return LexIdentifier(token);
@@ -215,12 +219,21 @@ class Lexer {
     while (pos_ < source_.size() && IsIdentifierChar(source_.At(pos_))) ++pos_;
     token.text.assign(source_.text().substr(token.offset, pos_ - token.offset));
     // Rule attributes, written right after the name: `[max_tokens=N]` (xgrammar's) and
-    // `[json_chars=M..N]` / `[json_chars=M..]` (grammar/grammar_fsm.h), in any order.
+    // `[json_chars=M..N]` / `[json_chars=M..]`, `[unique_item]` and `[unique_items]`
+    // (grammar/grammar_fsm.h), in any order.
     for (;;) {
       constexpr std::string_view kMaxTokens = "[max_tokens=";
       constexpr std::string_view kJsonChars = "[json_chars=";
+      constexpr std::string_view kUniqueItem = "[unique_item]";
+      constexpr std::string_view kUniqueItems = "[unique_items]";
       const size_t attribute = pos_;
-      if (source_.text().substr(pos_, kMaxTokens.size()) == kMaxTokens) {
+      if (source_.text().substr(pos_, kUniqueItem.size()) == kUniqueItem) {
+        pos_ += kUniqueItem.size() - 1;
+        token.unique_item = true;
+      } else if (source_.text().substr(pos_, kUniqueItems.size()) == kUniqueItems) {
+        pos_ += kUniqueItems.size() - 1;
+        token.unique_items = true;
+      } else if (source_.text().substr(pos_, kMaxTokens.size()) == kMaxTokens) {
         pos_ += kMaxTokens.size();
         token.max_tokens = ReadAttributeCount(attribute, "max_tokens", "the number of tokens");
       } else if (source_.text().substr(pos_, kJsonChars.size()) == kJsonChars) {
@@ -573,6 +586,7 @@ class Parser {
     const size_t name_offset = name_token.offset;
     const int64_t max_tokens = name_token.max_tokens;
     const int64_t min_json_chars = name_token.min_json_chars, max_json_chars = name_token.max_json_chars;
+    const bool unique_item = name_token.unique_item, unique_items = name_token.unique_items;
     // An identifier is spelled in the source as it is: the name is a view of the source.
     const std::string_view name = source_.text().substr(name_offset, name_token.text.size());
     if (!At(TokenKind::kDefine)) {
@@ -583,6 +597,8 @@ class Parser {
     ast_.rules[id].max_tokens = static_cast<int32_t>(max_tokens);
     ast_.rules[id].min_json_chars = static_cast<int32_t>(min_json_chars);
     ast_.rules[id].max_json_chars = static_cast<int32_t>(max_json_chars);
+    ast_.rules[id].unique_item = unique_item;
+    ast_.rules[id].unique_items = unique_items;
     // With no token looked ahead, the lexer stands right after `::=`: the body's span starts.
     const bool at_body_start = num_lookahead_ == 0;
     const size_t body_start = lexer_.pos();
@@ -828,7 +844,7 @@ class Parser {
   // `name` is the token just taken.
   ExprId ParseRuleRef(const Token& name) {
     if (name.has_attribute()) {
-      source_.Fail(name.offset, "a rule attribute ([max_tokens=N], [json_chars=M..N]) belongs on a rule definition, not on a reference to '" + name.text + "'");
+      source_.Fail(name.offset, "a rule attribute ([max_tokens=N], [json_chars=M..N], [unique_item], [unique_items]) belongs on a rule definition, not on a reference to '" + name.text + "'");
     }
     if (name.text == "TagDispatch" && At(TokenKind::kLeftParen)) return ParseTagDispatch();
     if (name.text == "Token" && At(TokenKind::kLeftParen)) return ParseTokenLiteral();

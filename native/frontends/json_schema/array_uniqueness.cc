@@ -76,10 +76,72 @@ std::optional<std::vector<JsonValue>> SchemaConverter::UniqueItemDomain(const No
   return domain;
 }
 
+// Why the matcher cannot keep the items distinct ("" when it can): see UniqueItemsByMatcher.
+// The item schema must be one whose every prefix that is not a whole value has completions of
+// infinitely many values (so no finite set of used values makes it a dead end): a string with
+// at most minLength, or a number or integer without bounds, and nothing else asserted.
+std::string SchemaConverter::UniqueItemsByMatcherRefusal(const Node& node) {
+  if (node.schema.Find("prefixItems") != nullptr || node.schema.Find("contains") != nullptr) {
+    return "tuple items or contains next to it";
+  }
+  const JsonValue* items = node.schema.Find("items");
+  if (items == nullptr || items->is_array()) return "the items are any value or a tuple";
+  const JsonValue& schema = Dereferenced(*items, ChildPointer(node.pointer, "items"));
+  if (!schema.is_object()) return "the items are any value";
+  const JsonValue* type = schema.Find("type");
+  if (type != nullptr && type->is_array() && type->array_items().size() == 1) type = &type->array_items()[0];
+  if (type == nullptr || !type->is_string()) return "the items are not one of the types string, number, integer";
+  const std::string& name = type->string_value();
+  if (name != "string" && name != "number" && name != "integer") {
+    return "the items are not one of the types string, number, integer";
+  }
+  for (const auto& [keyword, value] : schema.object_members()) {
+    if (IsPassiveKeyword(keyword) || keyword == "type" || (name == "string" && keyword == "minLength")) continue;
+    return "the item keyword '" + keyword + "' can leave an item prefix with no unused value";
+  }
+  for (const char* bound : {"minItems", "maxItems"}) {
+    if (std::optional<long long> count = CountKeyword(node, bound); count && *count > kMaxUniqueItemsBound) {
+      return std::string(bound) + " above " + std::to_string(kMaxUniqueItemsBound);
+    }
+  }
+  return "";
+}
+
+bool SchemaConverter::UniqueItemsByMatcher(const Node& node) { return UniqueItemsByMatcherRefusal(node).empty(); }
+
+// uniqueItems over strings or numbers, decided by the matcher (grammar/grammar_fsm.h, "Unique
+// items"): the array is a [unique_items] rule whose items are one [unique_item] rule.
+Fragment SchemaConverter::UniqueArrayByMatcher(const Node& node, int depth) {
+  if (!ContainersAllowed(depth)) return Fragment::Never();
+  const std::string items_pointer = ChildPointer(node.pointer, "items");
+  const Fragment item = Schema(*node.schema.Find("items"), items_pointer, depth + 1);
+  const long long min_items = CountKeyword(node, "minItems").value_or(0);
+  const std::optional<long long> max_items = CountKeyword(node, "maxItems");
+  if (max_items && min_items > *max_items) return Fragment::Never();
+  std::vector<Fragment> choices;
+  if (min_items == 0) choices.push_back(layout_.EmptyContainer('[', ']'));
+  if (!item.never() && (!max_items || *max_items > 0)) {
+    const int layout_depth = LayoutDepth(depth);
+    const std::string hint = RuleHint(node.pointer) + "_unique";
+    const Fragment unique_item = rules_.ShareUniqueItem(hint + "_item", item);
+    const Fragment more = Repeat(Seq({layout_.ItemSeparator(layout_depth), unique_item}),
+                                 static_cast<int>(std::max(0LL, min_items - 1)),
+                                 max_items ? static_cast<int>(*max_items - 1) : -1);
+    choices.push_back(Seq({layout_.Open('[', layout_depth), unique_item, more, layout_.Close(']', layout_depth)}));
+  }
+  if (choices.empty()) return Fragment::Never();
+  const std::string name = rules_.Reserve(RuleHint(node.pointer) + "_unique");
+  rules_.Define(name, Alt(choices));
+  rules_.MarkUniqueItems(name);
+  return Fragment::Rule(name);
+}
+
 // uniqueItems over a listed domain of n values: one rule per set of values already used
-// (at most 2^n), each continuing with an unused value or closing once minItems is met.
+// (at most 2^n), each continuing with an unused value or closing once minItems is met. Other
+// item languages go to the matcher (UniqueArrayByMatcher).
 Fragment SchemaConverter::UniqueArrayValue(const Node& node, int depth) {
   if (!ContainersAllowed(depth)) return Fragment::Never();
+  if (!UniqueItemDomain(node)) return UniqueArrayByMatcher(node, depth);
   std::vector<JsonValue> domain = *UniqueItemDomain(node);
   long long min_items = CountKeyword(node, "minItems").value_or(0);
   long long max_items = std::min<long long>(CountKeyword(node, "maxItems").value_or(static_cast<long long>(domain.size())),

@@ -481,6 +481,27 @@ Fragment RuleSet::ShareCountingJsonChars(std::string_view hint, const Fragment& 
   return Fragment::Rule(name);
 }
 
+Fragment RuleSet::ShareUniqueItem(std::string_view hint, const Fragment& body) {
+  auto found = unique_item_name_of_body_.find(body);
+  if (found != unique_item_name_of_body_.end()) return Fragment::Rule(found->second);
+  std::string name = Reserve(hint);
+  Define(name, body);
+  Rule& rule = rules_.at(index_of_name_.at(name));
+  rule.attribute = "[unique_item]";
+  rule.unique_item = true;
+  AddBytes(rule.attribute.size());
+  unique_item_name_of_body_.emplace(body, name);
+  return Fragment::Rule(name);
+}
+
+void RuleSet::MarkUniqueItems(const std::string& name) {
+  Rule& rule = rules_.at(index_of_name_.at(name));
+  XG2_DCHECK(rule.attribute.empty(), "a [unique_items] rule has no other attribute");
+  rule.attribute = "[unique_items]";
+  rule.unique_items = true;
+  AddBytes(rule.attribute.size());
+}
+
 bool RuleSet::IsDefined(const std::string& name) const {
   auto found = index_of_name_.find(name);
   return found != index_of_name_.end() && rules_[found->second].body.has_value();
@@ -809,6 +830,8 @@ GrammarAst RuleSet::Lower(const std::string& root) const {
       lowering.DefineRule(id, *rule->body->node());
     }
     if (rule->min_json_chars >= 0) builder.SetJsonCharCount(id, rule->min_json_chars, rule->max_json_chars);
+    if (rule->unique_item) builder.SetUniqueItem(id);
+    if (rule->unique_items) builder.SetUniqueItems(id);
   }
   const RuleId root_id = builder.FindRule(root);
   if (root_id < 0) throw GrammarSyntaxError("generated grammar: no root rule '" + root + "'");

@@ -180,6 +180,11 @@ class RuleSet {
   // string bodies, that are min..max JSON characters long. An existing rule with the same
   // body and count is reused. `body` must not be never.
   Fragment ShareCountingJsonChars(std::string_view hint, const Fragment& body, long long min, long long max);
+  // Unique items (grammar/grammar_fsm.h): a reference to a rule `name[unique_item] ::= body`
+  // (an existing one with the same body is reused), the item of a `[unique_items]` rule; and
+  // marks the defined rule `name` as `name[unique_items]`. `body` must not be never.
+  Fragment ShareUniqueItem(std::string_view hint, const Fragment& body);
+  void MarkUniqueItems(const std::string& name);
   // Reserves the claimed name `name` for a later Define.
   void ReserveNamed(const std::string& name);
   // Defines `name` (which must be free) with `body`; for fixed names such as "root".
@@ -240,6 +245,8 @@ class RuleSet {
     std::string attribute;
     int32_t min_json_chars = -1;
     int32_t max_json_chars = -1;
+    bool unique_item = false;   // "[unique_item]"
+    bool unique_items = false;  // "[unique_items]"
   };
   void AddBytes(size_t bytes);
   // What Share returns for `body` without naming a rule: `body` itself (never, or a short
@@ -256,6 +263,7 @@ class RuleSet {
   // ShareCountingJsonChars: the rule of each (body, count).
   std::map<std::pair<long long, long long>, std::unordered_map<Fragment, std::string, FragmentHash>>
       counted_name_of_body_;
+  std::unordered_map<Fragment, std::string, FragmentHash> unique_item_name_of_body_;
   std::unordered_set<std::string> claimed_;
   std::unordered_map<std::string, int> next_suffix_;  // Reserve: where to resume per base name
   std::unordered_map<std::string, Fragment> written_;

@@ -559,11 +559,13 @@ void SchemaConverter::CheckKeywords(const Node& node) {
     if (keyword == "uniqueItems") {
       if (!value.is_bool()) Invalid("keyword 'uniqueItems' at " + ShowPointer(node.pointer) + " must be a boolean");
       bool listed = schema.Find("enum") != nullptr || schema.Find("const") != nullptr;  // EnumValueAllowed
-      unsupported = value.bool_value() && !listed && !UniqueItemsTrivial(node) && !UniqueItemDomain(node);
+      unsupported = value.bool_value() && !listed && !UniqueItemsTrivial(node) && !UniqueItemDomain(node) &&
+                    !UniqueItemsByMatcher(node);
       if (unsupported) {
         Unsupported("unsupported keyword 'uniqueItems' at " + ShowPointer(node.pointer) +
                     ": the items are not a listed domain of at most " + std::to_string(kMaxUniqueDomain) +
-                    " values (enum, const, boolean, null)");
+                    " values (enum, const, boolean, null), nor strings or numbers the matcher keeps distinct (" +
+                    UniqueItemsByMatcherRefusal(node) + ")");
         ignored_keywords_.insert({node.pointer, keyword_text});
         continue;
       }

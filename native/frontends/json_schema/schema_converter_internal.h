@@ -47,6 +47,10 @@ constexpr size_t kMaxAnyOrderMembers = 8;
 // uniqueItems is enforced over listed item domains up to this many values (one rule per
 // subset of used values: at most 2^8 = 256 rules).
 constexpr size_t kMaxUniqueDomain = 8;
+// uniqueItems decided by the matcher: the largest minItems / maxItems (the array rule holds
+// the item count as explicit copies; a compressed repetition's counter would take the field
+// the parser keeps the set of values in).
+constexpr long long kMaxUniqueItemsBound = 32;
 // contains: at most this many (matches, items) counter rules.
 constexpr double kMaxContainsStates = 2000;
 
@@ -168,6 +172,9 @@ class SchemaConverter {
   bool UniqueItemsTrivial(const Node& node);
   std::optional<std::vector<JsonValue>> UniqueItemDomain(const Node& node);
   Fragment UniqueArrayValue(const Node& node, int depth);
+  std::string UniqueItemsByMatcherRefusal(const Node& node);
+  bool UniqueItemsByMatcher(const Node& node);
+  Fragment UniqueArrayByMatcher(const Node& node, int depth);
   std::string ContainsRefusal(const Node& node);
   Fragment ContainsArrayValue(const Node& node, int depth);
   Fragment ConstValue(const JsonValue& value, int depth);

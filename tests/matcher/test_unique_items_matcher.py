@@ -1,0 +1,204 @@
+"""uniqueItems over strings and numbers, kept distinct by the matcher (grammar/grammar_fsm.h,
+"Unique items"): real tokenizers, instances checked against jsonschema both ways, the token that
+makes an item a duplicate rejected (and absent from the mask) exactly, cached masks equal to the
+reference walk, rollback, fork, serialization and batch fills."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+import pytest
+
+import xg2_plugin as xg
+from xg2_corpus import make_validator
+from xg2_test_support import compare_masks_along, decode_bytes, encode_continuation, hf_tokenizer_info
+
+TOKENIZERS = ["llama3.1", "qwen3"]
+
+STRINGS = {"type": "array", "items": {"type": "string"}, "uniqueItems": True}
+NUMBERS = {"type": "array", "items": {"type": "number"}, "uniqueItems": True}
+INTEGERS = {"type": "array", "items": {"type": "integer"}, "uniqueItems": True, "minItems": 2}
+TOOL = {"type": "object", "properties": {
+    "tags": {"type": "array", "items": {"type": "string", "minLength": 1}, "uniqueItems": True, "maxItems": 5},
+    "labels": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
+    "ids": {"type": "array", "items": {"type": "array", "items": {"type": "integer"}, "uniqueItems": True}}},
+    "required": ["tags"], "additionalProperties": False}
+
+# (schema, JSON text) pairs: each is accepted exactly when jsonschema finds it valid.
+INSTANCES = [
+    (STRINGS, '["a", "b", "ab"]'), (STRINGS, '["a", "a"]'), (STRINGS, '["a", "\\u0061"]'),
+    (STRINGS, '["\\n", "\\u000a"]'), (STRINGS, '["\\u00e9", "é"]'), (STRINGS, '["\\ud83d\\ude00", "😀"]'),
+    (STRINGS, '["", ""]'), (STRINGS, '["", " "]'), (STRINGS, '["x", "y", "z", "y"]'), (STRINGS, "[]"),
+    (STRINGS, '["a\\"", "a\\\\"]'), (STRINGS, '["/", "\\/"]'),
+    (NUMBERS, "[1, 1.0]"), (NUMBERS, "[1, 10]"), (NUMBERS, "[0, -0]"), (NUMBERS, "[1e2, 100]"),
+    (NUMBERS, "[1.5, 15e-1]"), (NUMBERS, "[2, 3, 2.5, 0.25]"), (NUMBERS, "[12, 1, 2]"), (NUMBERS, "[0.1, 0.10]"),
+    (INTEGERS, "[1, 2]"), (INTEGERS, "[0, -0]"), (INTEGERS, "[7, 7]"), (INTEGERS, "[3]"),
+    (TOOL, '{"tags": ["x", "y"], "labels": ["x"]}'), (TOOL, '{"tags": ["x", "x"]}'),
+    (TOOL, '{"tags": ["x"], "ids": [[1, 2], [1, 2]]}'), (TOOL, '{"tags": ["x"], "ids": [[1, 1]]}'),
+    (TOOL, '{"tags": ["a", "b", "c", "d", "e"]}'), (TOOL, '{"tags": ["a", "b", "c", "d", "e", "f"]}'),
+]
+
+
+@pytest.fixture(scope="module", params=TOKENIZERS)
+def tokenizer(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture(scope="module")
+def compiler(tokenizer: str) -> xg.GrammarCompiler:
+    return xg.GrammarCompiler(hf_tokenizer_info(tokenizer), cache_enabled=False)
+
+
+def accepts(grammar: xg.CompiledGrammar, text: str) -> bool:
+    matcher = xg.GrammarMatcher(grammar)
+    return matcher.accept_string(text) and matcher.is_completed()
+
+
+@pytest.mark.parametrize("schema, text", INSTANCES)
+def test_instances_follow_jsonschema(compiler: xg.GrammarCompiler, schema: dict, text: str) -> None:
+    pytest.importorskip("jsonschema")
+    grammar = compiler.compile_json_schema(schema)
+    assert accepts(grammar, text) == make_validator(schema).is_valid(json.loads(text)), text
+
+
+def decisive_offset(text: str) -> int:
+    """The byte offset where a walk of `text` (an array of scalars whose last item repeats an
+    earlier one) must stop: the last item's closing quote, or the byte after a number."""
+    body = text.rstrip().rstrip("]").rstrip().encode("utf-8")
+    return len(body) - 1 if body.endswith(b'"') else len(body)
+
+
+@pytest.mark.parametrize("schema, text", [
+    (STRINGS, '["alpha", "beta", "alpha"]'), (STRINGS, '["a", "\\u0061"]'), (STRINGS, '["x y", "x y"]'),
+    (NUMBERS, "[1, 2, 1.0]"), (NUMBERS, "[100, 1e2]"), (INTEGERS, "[42, 42]"),
+])
+def test_duplicate_is_rejected_at_the_token_that_completes_it(tokenizer: str, compiler: xg.GrammarCompiler,
+                                                              schema: dict, text: str) -> None:
+    info = hf_tokenizer_info(tokenizer)
+    grammar = compiler.compile_json_schema(schema)
+    ids = encode_continuation(tokenizer, text)
+    matcher = xg.GrammarMatcher(grammar)
+    bitmask = np.zeros(xg.get_bitmask_shape(1, info.vocab_size), dtype=np.int32)
+    offset = 0
+    decisive = decisive_offset(text)
+    for token in ids:
+        matcher.fill_next_token_bitmask(bitmask)
+        in_mask = bool((int(bitmask[0][token >> 5]) >> (token & 31)) & 1)
+        token_bytes = info.decoded_vocab[token]
+        if offset + len(token_bytes) > decisive:
+            # This token reaches the byte that makes the item a duplicate.
+            assert not in_mask and not matcher.accept_token(token), (text, token_bytes)
+            return
+        assert in_mask and matcher.accept_token(token), (text, token_bytes)
+        offset += len(token_bytes)
+    raise AssertionError(f"{text}: no token reached the duplicate")
+
+
+def closing_walk(grammar: xg.CompiledGrammar, rng: random.Random, steps: int) -> list[int]:
+    """Tokens drawn from the reference mask, preferring those that end a value early (a quote,
+    a comma, a bracket) so that short, repeated items are tried often."""
+    info = grammar.tokenizer_info
+    vocab = info.decoded_vocab
+    matcher = xg.GrammarMatcher(grammar)
+    bitmask = np.zeros(xg.get_bitmask_shape(1, info.vocab_size), dtype=np.int32)
+    stops = set(matcher.stop_token_ids)
+    ids: list[int] = []
+    for _ in range(steps):
+        matcher._fill_next_token_bitmask_reference(bitmask)
+        bits = np.unpackbits(bitmask[0].view(np.uint8), bitorder="little")[: info.vocab_size]
+        allowed = [int(t) for t in np.flatnonzero(bits) if t not in stops]
+        if not allowed:
+            break
+        closing = [t for t in allowed if len(vocab[t]) <= 3 and any(c in vocab[t] for c in b'",]1')]
+        pool = closing if closing and rng.random() < 0.8 else allowed
+        token = rng.choice(pool)
+        assert matcher.accept_token(token)
+        ids.append(token)
+    return ids
+
+
+@pytest.mark.parametrize("schema", [STRINGS, NUMBERS, INTEGERS, TOOL], ids=["strings", "numbers", "integers", "tool"])
+def test_walks_never_repeat_and_cached_masks_match_reference(tokenizer: str, compiler: xg.GrammarCompiler,
+                                                              schema: dict) -> None:
+    pytest.importorskip("jsonschema")
+    grammar = compiler.compile_json_schema(schema)
+    info = grammar.tokenizer_info
+    validator = make_validator(schema)
+    rng = random.Random(38)
+    finished = 0
+    for _ in range(6):
+        ids = closing_walk(grammar, rng, 40)
+        assert compare_masks_along(grammar, ids, require_accept=True) == len(ids) + 1
+        matcher = xg.GrammarMatcher(grammar)
+        assert all(matcher.accept_token(t) for t in ids)
+        if matcher.is_completed():
+            value = json.loads(decode_bytes(info, ids).decode("utf-8"))
+            assert validator.is_valid(value), value
+            finished += 1
+    # Documents of the instances, valid and not, are compared token by token too.
+    for instance_schema, text in INSTANCES:
+        if instance_schema is schema:
+            compare_masks_along(grammar, encode_continuation(tokenizer, text))
+
+
+def test_rollback_and_fork_restore_the_used_values(compiler: xg.GrammarCompiler, tokenizer: str) -> None:
+    grammar = compiler.compile_json_schema(STRINGS)
+    matcher = xg.GrammarMatcher(grammar)
+    for piece in ['["a"', ', ', '"b"', ', ']:
+        assert matcher.accept_string(piece)
+    fork = matcher.fork()
+    assert not fork.accept_string('"a"')
+    assert fork.accept_string('"c"')
+    assert not fork.accept_string(', "c"')
+    # The fork's "c" is not in the original's set; a rollback drops "b" from it.
+    assert matcher.accept_string('"c"')
+    matcher.rollback(3)  # '"c"', ', ', '"b"'
+    assert matcher.accept_string('"c", "b", ')
+    assert not matcher.accept_string('"b"')
+    assert matcher.accept_string('"d"]') and matcher.is_completed()
+    matcher.reset()
+    assert matcher.accept_string('["a", "b"]') and matcher.is_completed()
+
+
+def test_serialization_round_trip_keeps_the_values_distinct(compiler: xg.GrammarCompiler, tokenizer: str) -> None:
+    grammar = compiler.compile_json_schema(TOOL)
+    info = hf_tokenizer_info(tokenizer)
+    for restored in (xg.CompiledGrammar.deserialize_bytes(grammar.serialize_bytes(), info),
+                     xg.CompiledGrammar.deserialize_json(grammar.serialize_json(), info)):
+        assert "[unique_items]" in restored.ebnf
+        assert accepts(restored, '{"tags": ["x", "y"]}')
+        assert not accepts(restored, '{"tags": ["x", "\\u0078"]}')
+        compare_masks_along(restored, encode_continuation(tokenizer, '{"tags": ["ab", "a'), require_accept=True)
+
+
+def test_batch_fill_equals_single_fills(compiler: xg.GrammarCompiler) -> None:
+    grammar = compiler.compile_json_schema(STRINGS)
+    info = grammar.tokenizer_info
+    prefixes = ['["a", "', '["a", "b", "a', '["', '["a", "ab", "a', '[']
+    matchers = [xg.GrammarMatcher(grammar) for _ in prefixes]
+    for matcher, prefix in zip(matchers, prefixes):
+        assert matcher.accept_string(prefix)
+    batch = np.zeros(xg.get_bitmask_shape(len(matchers), info.vocab_size), dtype=np.int32)
+    xg.BatchGrammarMatcher().batch_fill_next_token_bitmask(matchers, batch)
+    single = np.zeros(xg.get_bitmask_shape(1, info.vocab_size), dtype=np.int32)
+    for row, matcher in enumerate(matchers):
+        matcher._fill_next_token_bitmask_reference(single)
+        assert np.array_equal(batch[row], single[0]), prefixes[row]
+    # '"' would close a second "a" in the second and fourth rows: forbidden there only.
+    quote = info.decoded_vocab.index(b'"')
+    for row, allowed in [(0, True), (1, False), (2, True), (3, False)]:
+        assert bool((int(batch[row][quote >> 5]) >> (quote & 31)) & 1) == allowed, prefixes[row]
+
+
+def test_ebnf_attributes_and_their_misuse() -> None:
+    compiler = xg.GrammarCompiler(hf_tokenizer_info("llama3.1"), cache_enabled=False)
+    grammar = compiler.compile_grammar(
+        'root[unique_items] ::= "(" item ("," item)* ")"\nitem[unique_item] ::= [a-z]+')
+    assert accepts(grammar, "(ab,a,b)") and not accepts(grammar, "(ab,a,ab)")
+    assert "[unique_items]" in grammar.ebnf and "[unique_item]" in grammar.ebnf
+    with pytest.raises(xg.GrammarSyntaxError, match="not a \\[unique_items\\] rule"):
+        compiler.compile_grammar('root ::= "(" item ("," item)* ")"\nitem[unique_item] ::= [a-z]+')
+    with pytest.raises(xg.GrammarSyntaxError, match="empty string"):
+        compiler.compile_grammar('root[unique_items] ::= "(" item ")"\nitem[unique_item] ::= [a-z]*')
