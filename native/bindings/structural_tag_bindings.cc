@@ -37,6 +37,18 @@ std::string TextArgument(py::handle value, const char* what) {
   return std::string(data, static_cast<size_t>(length));
 }
 
+// Lowering options of the debugging entry points (the compiler builds its own).
+structural_tag::LoweringOptions Options(const TokenizerInfo* tokenizer_info, bool any_whitespace) {
+  structural_tag::LoweringOptions options;
+  if (tokenizer_info != nullptr) {
+    options.special_tokens = &tokenizer_info->special_token_text();
+    options.vocab_size = tokenizer_info->vocab_size();
+    options.tokenizer = tokenizer_info;
+  }
+  options.any_whitespace = any_whitespace;
+  return options;
+}
+
 void BindStructuralTag(py::module_& m) {
   m.def(
       "_structural_tag_to_ebnf",
@@ -45,13 +57,7 @@ void BindStructuralTag(py::module_& m) {
         std::string text = TextArgument(tag, "structural tag");
         py::gil_scoped_release release;
         CompileScope scope(limits, cancel);
-        structural_tag::LoweringOptions options;
-        if (tokenizer_info != nullptr) {
-          options.special_tokens = &tokenizer_info->special_token_text();
-          options.vocab_size = tokenizer_info->vocab_size();
-          options.tokenizer = tokenizer_info;
-        }
-        options.any_whitespace = any_whitespace;
+        const structural_tag::LoweringOptions options = Options(tokenizer_info, any_whitespace);
         return structural_tag::StructuralTagToEbnf(text, options);
       },
       py::arg("tag"), py::arg("tokenizer_info") = nullptr, py::arg("any_whitespace") = true,
@@ -66,13 +72,7 @@ void BindStructuralTag(py::module_& m) {
       [](py::handle tag, const TokenizerInfo* tokenizer_info, bool any_whitespace) {
         std::string text = TextArgument(tag, "structural tag");
         py::gil_scoped_release release;
-        structural_tag::LoweringOptions options;
-        if (tokenizer_info != nullptr) {
-          options.special_tokens = &tokenizer_info->special_token_text();
-          options.vocab_size = tokenizer_info->vocab_size();
-          options.tokenizer = tokenizer_info;
-        }
-        options.any_whitespace = any_whitespace;
+        const structural_tag::LoweringOptions options = Options(tokenizer_info, any_whitespace);
         structural_tag::LoweredGrammar lowered = structural_tag::StructuralTagToGrammar(text, options);
         return SameGrammarAst(lowered.grammar, ParseEbnf(lowered.ebnf, "root"));
       },

@@ -2,6 +2,8 @@
 
 #include <cstdint>
 
+#include "support/utf8.h"
+
 namespace xg2 {
 
 namespace {
@@ -14,26 +16,6 @@ int HexValue(char c) {
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   return -1;
-}
-
-// UTF-8 of a code point; a lone surrogate gets its 3-byte form, so that two spellings of
-// the same lone surrogate still key alike (Python's json keeps lone surrogates).
-void AppendCodePoint(uint32_t cp, std::string* out) {
-  if (cp < 0x80) {
-    out->push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
 }
 
 // Reads four hex digits at text[i]; -1 when they are not there.
@@ -81,7 +63,9 @@ bool StringKey(std::string_view text, std::string* out) {
             i += 6;
           }
         }
-        AppendCodePoint(static_cast<uint32_t>(cp), out);
+        // A lone surrogate gets its 3-byte form, so two spellings of it still key alike
+        // (Python's json keeps lone surrogates).
+        AppendUtf8(static_cast<uint32_t>(cp), out);
         break;
       }
       default: return false;

@@ -8,7 +8,8 @@
 
 namespace xg2 {
 
-// Appends the UTF-8 encoding of `codepoint` (must be <= 0x10FFFF and not a surrogate).
+// Appends the UTF-8 encoding of `codepoint` (<= 0x10FFFF). A surrogate gets its 3-byte form,
+// which is not valid UTF-8: only callers that use the bytes as a key pass one.
 void AppendUtf8(uint32_t codepoint, std::string* out);
 
 // One step of a byte-range sequence: the bytes of a UTF-8 encoded character, each within
