@@ -202,3 +202,27 @@ def test_ebnf_attributes_and_their_misuse() -> None:
         compiler.compile_grammar('root ::= "(" item ("," item)* ")"\nitem[unique_item] ::= [a-z]+')
     with pytest.raises(xg.GrammarSyntaxError, match="empty string"):
         compiler.compile_grammar('root[unique_items] ::= "(" item ")"\nitem[unique_item] ::= [a-z]*')
+
+
+@pytest.mark.parametrize("threshold", [1, 4, 16, 64])
+@pytest.mark.parametrize("items, bounds, distinct", [
+    ({"type": "string"}, {"minItems": 3, "maxItems": 20}, lambda i: f'"v{i}"'),
+    ({"type": "number"}, {"minItems": 10}, str),
+    ({"type": "integer"}, {"maxItems": 32}, str),
+])
+def test_item_counts_hold_under_any_compression_threshold(threshold: int, items: dict, bounds: dict,
+                                                          distinct) -> None:
+    # The counted items of a uniqueItems array are written out (a [unique_items] rule cannot
+    # hold a compressed repetition), so a compiler whose repetition_compression_threshold is
+    # below the bound still builds them; counts at, below and above each bound.
+    pytest.importorskip("jsonschema")
+    schema = {"type": "array", "items": items, "uniqueItems": True, **bounds}
+    compiler = xg.GrammarCompiler(hf_tokenizer_info("llama3.1"), cache_enabled=False,
+                                  repetition_compression_threshold=threshold)
+    grammar = compiler.compile_json_schema(schema)
+    validator = make_validator(schema)
+    for count in sorted({0, 1, 2, 3, 9, 10, 11, 19, 20, 21, 32, 33}):
+        text = "[" + ", ".join(distinct(i) for i in range(count)) + "]"
+        assert accepts(grammar, text) == validator.is_valid(json.loads(text)), (threshold, text)
+    repeated = "[" + ", ".join([distinct(0)] + [distinct(i) for i in range(11)]) + "]"
+    assert not accepts(grammar, repeated)

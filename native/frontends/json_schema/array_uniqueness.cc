@@ -4,9 +4,11 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <vector>
 
 #include "frontends/json_schema/schema_converter_internal.h"
 #include "support/cancellation.h"
+#include "support/dcheck.h"
 #include "support/error.h"
 
 namespace xg2 {
@@ -109,6 +111,25 @@ std::string SchemaConverter::UniqueItemsByMatcherRefusal(const Node& node) {
 
 bool SchemaConverter::UniqueItemsByMatcher(const Node& node) { return UniqueItemsByMatcherRefusal(node).empty(); }
 
+namespace {
+
+// `body` min..max times (max -1: unbounded) with each bounded copy written out: min copies,
+// then max - min nested optionals (or a star). A [unique_items] rule cannot hold a compressed
+// repetition (its Earley items carry the value set in the counter's place), and Repeat's
+// bounded form is compressed whenever its bound passes the compiler's
+// repetition_compression_threshold, which callers may set below kMaxUniqueItemsBound; an
+// optional or a star is never compressed.
+Fragment ExplicitRepeat(const Fragment& body, long long min, long long max) {
+  XG2_DCHECK(max < 0 || (min <= max && max <= kMaxUniqueItemsBound), "explicit repetitions are small");
+  Fragment optional_tail = max < 0 ? Repeat(body, 0, -1) : Fragment::Epsilon();
+  for (long long i = min; i < max; ++i) optional_tail = Optional(Seq({body, optional_tail}));
+  std::vector<Fragment> parts(static_cast<size_t>(min), body);
+  parts.push_back(optional_tail);
+  return Seq(parts);
+}
+
+}  // namespace
+
 // uniqueItems over strings or numbers, decided by the matcher (grammar/grammar_fsm.h, "Unique
 // items"): the array is a [unique_items] rule whose items are one [unique_item] rule.
 Fragment SchemaConverter::UniqueArrayByMatcher(const Node& node, int depth) {
@@ -124,9 +145,8 @@ Fragment SchemaConverter::UniqueArrayByMatcher(const Node& node, int depth) {
     const int layout_depth = LayoutDepth(depth);
     const std::string hint = RuleHint(node.pointer) + "_unique";
     const Fragment unique_item = rules_.ShareUniqueItem(hint + "_item", item);
-    const Fragment more = Repeat(Seq({layout_.ItemSeparator(layout_depth), unique_item}),
-                                 static_cast<int>(std::max(0LL, min_items - 1)),
-                                 max_items ? static_cast<int>(*max_items - 1) : -1);
+    const Fragment more = ExplicitRepeat(Seq({layout_.ItemSeparator(layout_depth), unique_item}),
+                                         std::max(0LL, min_items - 1), max_items ? *max_items - 1 : -1);
     choices.push_back(Seq({layout_.Open('[', layout_depth), unique_item, more, layout_.Close(']', layout_depth)}));
   }
   if (choices.empty()) return Fragment::Never();
