@@ -20,6 +20,11 @@ TOKENIZERS = ["llama3.1", "qwen3"]
 STRINGS = {"type": "array", "items": {"type": "string"}, "uniqueItems": True}
 NUMBERS = {"type": "array", "items": {"type": "number"}, "uniqueItems": True}
 INTEGERS = {"type": "array", "items": {"type": "integer"}, "uniqueItems": True, "minItems": 2}
+# Patterns whose every body prefix has infinitely many completions (array_uniqueness.cc
+# EveryPrefixHasInfinitelyManyCompletions); from the corpus (bxci, chisel-slices).
+IDENTIFIERS = {"type": "array", "items": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"}, "uniqueItems": True}
+SLICES = {"type": "array", "items": {"type": "string", "pattern": "^[a-z0-9][a-z0-9+\\-\\._]+$"}, "uniqueItems": True,
+          "maxItems": 4}
 TOOL = {"type": "object", "properties": {
     "tags": {"type": "array", "items": {"type": "string", "minLength": 1}, "uniqueItems": True, "maxItems": 5},
     "labels": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
@@ -38,6 +43,10 @@ INSTANCES = [
     (TOOL, '{"tags": ["x", "y"], "labels": ["x"]}'), (TOOL, '{"tags": ["x", "x"]}'),
     (TOOL, '{"tags": ["x"], "ids": [[1, 2], [1, 2]]}'), (TOOL, '{"tags": ["x"], "ids": [[1, 1]]}'),
     (TOOL, '{"tags": ["a", "b", "c", "d", "e"]}'), (TOOL, '{"tags": ["a", "b", "c", "d", "e", "f"]}'),
+    (IDENTIFIERS, '["a", "b", "a_1"]'), (IDENTIFIERS, '["a", "a"]'), (IDENTIFIERS, '["x1", "\\u0078\\u0031"]'),
+    (IDENTIFIERS, '["1a"]'), (IDENTIFIERS, '["ab", "a", "abc", "ab"]'),
+    (SLICES, '["ab", "a.b", "a-b", "a+b"]'), (SLICES, '["ab", "ab"]'), (SLICES, '["a"]'), (SLICES, '["ab", "Ab"]'),
+    (SLICES, '["ab", "ac", "ad", "ae", "af"]'),
 ]
 
 
@@ -73,6 +82,7 @@ def decisive_offset(text: str) -> int:
 @pytest.mark.parametrize("schema, text", [
     (STRINGS, '["alpha", "beta", "alpha"]'), (STRINGS, '["a", "\\u0061"]'), (STRINGS, '["x y", "x y"]'),
     (NUMBERS, "[1, 2, 1.0]"), (NUMBERS, "[100, 1e2]"), (INTEGERS, "[42, 42]"),
+    (IDENTIFIERS, '["alpha", "beta", "alpha"]'), (SLICES, '["a.b", "a.b"]'),
 ])
 def test_duplicate_is_rejected_at_the_token_that_completes_it(tokenizer: str, compiler: xg.GrammarCompiler,
                                                               schema: dict, text: str) -> None:
@@ -119,7 +129,8 @@ def closing_walk(grammar: xg.CompiledGrammar, rng: random.Random, steps: int) ->
     return ids
 
 
-@pytest.mark.parametrize("schema", [STRINGS, NUMBERS, INTEGERS, TOOL], ids=["strings", "numbers", "integers", "tool"])
+@pytest.mark.parametrize("schema", [STRINGS, NUMBERS, INTEGERS, TOOL, IDENTIFIERS, SLICES],
+                         ids=["strings", "numbers", "integers", "tool", "identifiers", "slices"])
 def test_walks_never_repeat_and_cached_masks_match_reference(tokenizer: str, compiler: xg.GrammarCompiler,
                                                               schema: dict) -> None:
     pytest.importorskip("jsonschema")

@@ -173,6 +173,7 @@ class SchemaConverter {
   std::optional<std::vector<JsonValue>> UniqueItemDomain(const Node& node);
   Fragment UniqueArrayValue(const Node& node, int depth);
   std::string UniqueItemsByMatcherRefusal(const Node& node);
+  bool EveryPrefixHasInfinitelyManyCompletions(const JsonValue& item_schema, const std::string& pointer);
   bool UniqueItemsByMatcher(const Node& node);
   Fragment UniqueArrayByMatcher(const Node& node, int depth);
   std::string ContainsRefusal(const Node& node);
