@@ -120,6 +120,16 @@ def test_enum_keeps_exactly_the_values_of_the_format(compiler: xg.GrammarCompile
         assert accepts(grammar, text) == validator.is_valid(value), (format_name, text)
 
 
+def test_hostnames_in_the_subset_are_kept_and_overlong_ones_dropped(compiler: xg.GrammarCompiler) -> None:
+    # The hostname grammar is a sound subset: a listed string it accepts is a host name, one
+    # longer than 253 characters is not; any other it rejects could still be one (the
+    # policy error, test_keywords_not_evaluated_stay_refused).
+    overlong = ".".join(["a" * 63] * 4)
+    grammar = compiler.compile_json_schema({"enum": ["example.com", "a-b", overlong, 7], "format": "hostname"})
+    for value, expected in [("example.com", True), ("a-b", True), (overlong, False), (7, True)]:
+        assert accepts(grammar, json.dumps(value)) == expected, value
+
+
 def test_const_with_a_format_in_an_object(compiler: xg.GrammarCompiler) -> None:
     schema = {"type": "object", "properties": {"version": {"type": "string", "format": "uri",
                                                            "const": "https://jsonfeed.org/version/1"},
@@ -136,7 +146,7 @@ def test_const_with_a_format_in_an_object(compiler: xg.GrammarCompiler) -> None:
 @pytest.mark.parametrize("schema,keyword", [
     ({"enum": ["a b@c", {"a": 1}], "format": "email"}, "format"),
     ({"enum": ["P1D", "PT1.5S"], "format": "duration"}, "format"),
-    ({"enum": ["example.com"], "format": "hostname"}, "format"),
+    ({"enum": ["example.com", "xn--ll-0ea"], "format": "hostname"}, "format"),
     ({"enum": ["2024-01-01\n"], "format": "date"}, "format"),
     ({"enum": ["a", {"a": 1}], "unevaluatedProperties": False}, "unevaluatedProperties"),
 ])

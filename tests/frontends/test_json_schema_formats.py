@@ -212,9 +212,119 @@ def test_cases(name: str) -> None:
 @pytest.mark.parametrize("format_name", ["hostname", "idn-hostname", "iri", "idn-email"])
 def test_formats_without_an_exact_grammar_are_the_policy_error(format_name: str) -> None:
     # hostname: IDNA A-labels ("xn--...") are valid only when their punycode decodes to a
-    # valid U-label, which no grammar can check; the others need Unicode tables (IDNA 2008).
+    # valid U-label, which no grammar here checks (its grammar is a subset, for lenient mode
+    # only); the others need Unicode tables (IDNA 2008).
     with pytest.raises(_native.UnsupportedSchemaError, match=format_name):
         compile_schema({"type": "string", "format": format_name})
+
+
+# hostname in lenient mode: the sound subset of string_formats.cc HostnameSubset.
+_LDH_LABEL = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
+
+
+def _hostname_by_rfc1123(value: str) -> bool:
+    """RFC 1123 host names without IDNA labels, written from the RFCs: LDH labels of 1-63
+    characters that neither start nor end with a hyphen, 253 characters in all; a label with
+    "--" at positions 3-4 is an IDNA label (RFC 5891 4.2.3.1), valid only as a checked A-label,
+    so it counts as invalid here; the last label is alphabetic at its start (RFC 1123 2.1)."""
+    labels = value.split(".")
+    return (0 < len(value) <= 253 and value.isascii()
+            and all(_LDH_LABEL.fullmatch(label) and label[2:4] != "--" for label in labels)
+            and labels[-1][0].isalpha())
+
+
+def compile_lenient(schema: dict) -> xg.CompiledGrammar:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return hf_compiler(TOKENIZER).compile_json_schema(json.dumps(schema), lenient=True)
+
+
+def test_hostname_subset_in_lenient_mode_keeps_the_suite_invalid_strings_out() -> None:
+    grammar = compile_lenient({"type": "string", "format": "hostname"})
+    for data, valid, description in suite_strings("hostname"):
+        text = json.dumps(data, ensure_ascii=False)
+        if _hostname_by_rfc1123(data):
+            assert valid, f"oracle error: {data!r}"
+            check_tokens_accepted(grammar, encode_continuation(TOKENIZER, text))
+        else:
+            # Invalid ones, and valid ones outside the subset (A-labels, "1host").
+            assert not string_accepted(grammar, text), f"accepted {data!r} ({description})"
+    excluded_valid = [d for d, valid, _ in suite_strings("hostname") if valid and not _hostname_by_rfc1123(d)]
+    assert excluded_valid and all(d.lower().startswith("xn--") or d[0].isdigit() for d in excluded_valid)
+
+
+def test_hostname_subset_lengths_and_random_walks() -> None:
+    grammar = compile_lenient({"type": "string", "format": "hostname"})
+    label = "a" * 63
+    longest = ".".join([label, label, label, "b" * 61])
+    assert len(longest) == 253 and _hostname_by_rfc1123(longest)
+    assert string_accepted(grammar, json.dumps(longest))
+    assert not string_accepted(grammar, json.dumps(longest + "c"))
+    assert not string_accepted(grammar, json.dumps("a" * 64 + ".com"))
+    for value in ("a", "a-b", "a--b.com", "ab-c.d", "A1.B2-c", "x.y.z.example"):
+        assert string_accepted(grammar, json.dumps(value)), value
+    for value in ("ab--c.com", "xn--ll-0ea", "1.2.3.4", "a.1b", "a_b.com", "a..b", "a.", ".a", "-a", "a-"):
+        assert not string_accepted(grammar, json.dumps(value)), value
+    rng = random.Random(11)
+    finished = 0
+    for _ in range(30):
+        text = walk(grammar, rng, 40)
+        if text is None:
+            continue
+        finished += 1
+        assert _hostname_by_rfc1123(json.loads(text)), text
+    assert finished >= 10
+
+
+def test_hostname_subset_next_to_lengths_and_patterns() -> None:
+    grammar = compile_lenient({"type": "string", "format": "hostname", "maxLength": 5, "pattern": "^[a-z.]+$"})
+    for value, expected in [("a.bc", True), ("abcde", True), ("abcdef", False), ("A.bc", False), ("a-b", False)]:
+        assert string_accepted(grammar, json.dumps(value)) == expected, value
+
+
+# Draft 3's format names (color, host-name, ip-address, utc-millisec, style, phone) are formats
+# only under draft 3; elsewhere the draft's FormatChecker does not know them: annotations.
+@pytest.mark.parametrize("dialect", ["http://json-schema.org/draft-04/schema#",
+                                     "http://json-schema.org/draft-07/schema#", None])
+@pytest.mark.parametrize("format_name", ["color", "utc-millisec", "host-name", "ip-address", "style", "phone"])
+def test_draft3_format_names_are_annotations_in_later_drafts(dialect: Optional[str], format_name: str) -> None:
+    schema: dict = {"type": "object", "properties": {"v": {"type": "string", "format": format_name}}}
+    if dialect:
+        schema["$schema"] = dialect
+    grammar = compile_schema(schema)
+    validator = jsonschema.validators.validator_for(schema)(schema, format_checker=jsonschema.validators.validator_for(
+        schema).FORMAT_CHECKER)
+    for value in ("not a color", "#fff", "", "1.2.3.4", "-x-"):
+        assert validator.is_valid({"v": value})
+        assert string_accepted(grammar, json.dumps({"v": value})), (format_name, value)
+
+
+DRAFT3 = "http://json-schema.org/draft-03/schema#"
+
+
+def test_draft3_ip_address_is_ipv4() -> None:
+    schema = {"$schema": DRAFT3, "type": "string", "format": "ip-address"}
+    grammar = compile_schema(schema)
+    checker = jsonschema.Draft3Validator.FORMAT_CHECKER
+    for value in ("0.0.0.0", "192.168.1.255", "256.1.1.1", "1.2.3", "01.2.3.4", "::1", "a"):
+        assert string_accepted(grammar, json.dumps(value)) == checker.conforms(value, "ip-address"), value
+
+
+@pytest.mark.parametrize("format_name", ["color", "time", "utc-millisec", "style", "phone"])
+def test_draft3_formats_without_a_grammar_are_the_policy_error(format_name: str) -> None:
+    # color: jsonschema checks it with webcolors (names by version); time: strptime
+    # "%H:%M:%S" (one-digit fields, Unicode digits), not RFC 3339; the others have no checker
+    # and no grammar that draft 3's prose pins down.
+    with pytest.raises(_native.UnsupportedSchemaError, match=f"format '{format_name}' at /"):
+        compile_schema({"$schema": DRAFT3, "type": "string", "format": format_name})
+
+
+def test_draft3_host_name_is_the_hostname_subset() -> None:
+    with pytest.raises(_native.UnsupportedSchemaError, match="format 'host-name' at /"):
+        compile_schema({"$schema": DRAFT3, "type": "string", "format": "host-name"})
+    grammar = compile_lenient({"$schema": DRAFT3, "type": "string", "format": "host-name"})
+    assert string_accepted(grammar, json.dumps("www.example.com"))
+    assert not string_accepted(grammar, json.dumps("xn--ll-0ea"))
 
 
 # Lengths next to a pattern or format (regular_language.h LengthImplied / LengthBoundedFragment).

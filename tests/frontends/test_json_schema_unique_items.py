@@ -43,7 +43,8 @@ def test_listed_domains_follow_json_equality(compiler: xg.GrammarCompiler, schem
 
 @pytest.mark.parametrize("items", [{"type": "object"}, {"enum": list(range(9))},
                                    {"type": "integer", "minimum": 0, "maximum": 3},
-                                   {"type": "string", "maxLength": 3}, {"type": "string", "pattern": "^a+$"},
+                                   {"type": "string", "maxLength": 3}, {"type": "string", "pattern": "^a+b$"},
+                                   {"type": "string", "pattern": "^(?:ab|c)x?$"},
                                    {"type": "string", "format": "date"}, {"type": ["string", "null"]}, {}])
 def test_unbounded_or_large_domains_are_refused_with_the_pointer(compiler: xg.GrammarCompiler, items: dict) -> None:
     schema = {"type": "object", "properties": {"tags": {"type": "array", "items": items, "uniqueItems": True}}}

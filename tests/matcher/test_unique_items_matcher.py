@@ -20,6 +20,11 @@ TOKENIZERS = ["llama3.1", "qwen3"]
 STRINGS = {"type": "array", "items": {"type": "string"}, "uniqueItems": True}
 NUMBERS = {"type": "array", "items": {"type": "number"}, "uniqueItems": True}
 INTEGERS = {"type": "array", "items": {"type": "integer"}, "uniqueItems": True, "minItems": 2}
+# Patterns whose every body prefix has infinitely many completions (array_uniqueness.cc
+# EveryPrefixHasInfinitelyManyCompletions); from the corpus (bxci, chisel-slices).
+IDENTIFIERS = {"type": "array", "items": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"}, "uniqueItems": True}
+SLICES = {"type": "array", "items": {"type": "string", "pattern": "^[a-z0-9][a-z0-9+\\-\\._]+$"}, "uniqueItems": True,
+          "maxItems": 4}
 TOOL = {"type": "object", "properties": {
     "tags": {"type": "array", "items": {"type": "string", "minLength": 1}, "uniqueItems": True, "maxItems": 5},
     "labels": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
@@ -38,6 +43,10 @@ INSTANCES = [
     (TOOL, '{"tags": ["x", "y"], "labels": ["x"]}'), (TOOL, '{"tags": ["x", "x"]}'),
     (TOOL, '{"tags": ["x"], "ids": [[1, 2], [1, 2]]}'), (TOOL, '{"tags": ["x"], "ids": [[1, 1]]}'),
     (TOOL, '{"tags": ["a", "b", "c", "d", "e"]}'), (TOOL, '{"tags": ["a", "b", "c", "d", "e", "f"]}'),
+    (IDENTIFIERS, '["a", "b", "a_1"]'), (IDENTIFIERS, '["a", "a"]'), (IDENTIFIERS, '["x1", "\\u0078\\u0031"]'),
+    (IDENTIFIERS, '["1a"]'), (IDENTIFIERS, '["ab", "a", "abc", "ab"]'),
+    (SLICES, '["ab", "a.b", "a-b", "a+b"]'), (SLICES, '["ab", "ab"]'), (SLICES, '["a"]'), (SLICES, '["ab", "Ab"]'),
+    (SLICES, '["ab", "ac", "ad", "ae", "af"]'),
 ]
 
 
@@ -73,6 +82,7 @@ def decisive_offset(text: str) -> int:
 @pytest.mark.parametrize("schema, text", [
     (STRINGS, '["alpha", "beta", "alpha"]'), (STRINGS, '["a", "\\u0061"]'), (STRINGS, '["x y", "x y"]'),
     (NUMBERS, "[1, 2, 1.0]"), (NUMBERS, "[100, 1e2]"), (INTEGERS, "[42, 42]"),
+    (IDENTIFIERS, '["alpha", "beta", "alpha"]'), (SLICES, '["a.b", "a.b"]'),
 ])
 def test_duplicate_is_rejected_at_the_token_that_completes_it(tokenizer: str, compiler: xg.GrammarCompiler,
                                                               schema: dict, text: str) -> None:
@@ -119,7 +129,8 @@ def closing_walk(grammar: xg.CompiledGrammar, rng: random.Random, steps: int) ->
     return ids
 
 
-@pytest.mark.parametrize("schema", [STRINGS, NUMBERS, INTEGERS, TOOL], ids=["strings", "numbers", "integers", "tool"])
+@pytest.mark.parametrize("schema", [STRINGS, NUMBERS, INTEGERS, TOOL, IDENTIFIERS, SLICES],
+                         ids=["strings", "numbers", "integers", "tool", "identifiers", "slices"])
 def test_walks_never_repeat_and_cached_masks_match_reference(tokenizer: str, compiler: xg.GrammarCompiler,
                                                               schema: dict) -> None:
     pytest.importorskip("jsonschema")
@@ -202,3 +213,27 @@ def test_ebnf_attributes_and_their_misuse() -> None:
         compiler.compile_grammar('root ::= "(" item ("," item)* ")"\nitem[unique_item] ::= [a-z]+')
     with pytest.raises(xg.GrammarSyntaxError, match="empty string"):
         compiler.compile_grammar('root[unique_items] ::= "(" item ")"\nitem[unique_item] ::= [a-z]*')
+
+
+@pytest.mark.parametrize("threshold", [1, 4, 16, 64])
+@pytest.mark.parametrize("items, bounds, distinct", [
+    ({"type": "string"}, {"minItems": 3, "maxItems": 20}, lambda i: f'"v{i}"'),
+    ({"type": "number"}, {"minItems": 10}, str),
+    ({"type": "integer"}, {"maxItems": 32}, str),
+])
+def test_item_counts_hold_under_any_compression_threshold(threshold: int, items: dict, bounds: dict,
+                                                          distinct) -> None:
+    # The counted items of a uniqueItems array are written out (a [unique_items] rule cannot
+    # hold a compressed repetition), so a compiler whose repetition_compression_threshold is
+    # below the bound still builds them; counts at, below and above each bound.
+    pytest.importorskip("jsonschema")
+    schema = {"type": "array", "items": items, "uniqueItems": True, **bounds}
+    compiler = xg.GrammarCompiler(hf_tokenizer_info("llama3.1"), cache_enabled=False,
+                                  repetition_compression_threshold=threshold)
+    grammar = compiler.compile_json_schema(schema)
+    validator = make_validator(schema)
+    for count in sorted({0, 1, 2, 3, 9, 10, 11, 19, 20, 21, 32, 33}):
+        text = "[" + ", ".join(distinct(i) for i in range(count)) + "]"
+        assert accepts(grammar, text) == validator.is_valid(json.loads(text)), (threshold, text)
+    repeated = "[" + ", ".join([distinct(0)] + [distinct(i) for i in range(11)]) + "]"
+    assert not accepts(grammar, repeated)

@@ -4,9 +4,11 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <vector>
 
 #include "frontends/json_schema/schema_converter_internal.h"
 #include "support/cancellation.h"
+#include "support/dcheck.h"
 #include "support/error.h"
 
 namespace xg2 {
@@ -76,10 +78,58 @@ std::optional<std::vector<JsonValue>> SchemaConverter::UniqueItemDomain(const No
   return domain;
 }
 
+namespace {
+
+// Whether every state of `dfa` (trimmed: every state reaches acceptance) has infinitely many
+// accepted continuations, i.e. reaches a cycle. States with finitely many are found backwards
+// from those without edges: a state is finite once all its successors are.
+bool EveryStateReachesACycle(const CodepointDfa& dfa) {
+  const size_t n = dfa.states.size();
+  std::vector<std::vector<int32_t>> predecessors(n);
+  std::vector<size_t> open_successors(n, 0);
+  for (size_t q = 0; q < n; ++q) {
+    std::set<int32_t> targets;
+    for (const CodepointDfa::Edge& edge : dfa.states[q].edges) targets.insert(edge.target);
+    open_successors[q] = targets.size();
+    for (int32_t target : targets) predecessors[static_cast<size_t>(target)].push_back(static_cast<int32_t>(q));
+  }
+  std::vector<int32_t> finite;
+  for (size_t q = 0; q < n; ++q) {
+    if (open_successors[q] == 0) finite.push_back(static_cast<int32_t>(q));
+  }
+  for (size_t i = 0; i < finite.size(); ++i) {
+    for (int32_t predecessor : predecessors[static_cast<size_t>(finite[i])]) {
+      if (--open_successors[static_cast<size_t>(predecessor)] == 0) finite.push_back(predecessor);
+    }
+  }
+  return finite.empty();
+}
+
+}  // namespace
+
+// The condition UniqueItemsByMatcher rests on, for a string item with a pattern: the item's
+// string language (canonical spellings, as its grammar writes a pattern) as a trimmed
+// automaton over the body, in which every state, i.e. every prefix of the body, has
+// infinitely many completions. Infinitely many spellings are infinitely many values (a value
+// has finitely many spellings), and the one finite choice, the closing quote, is the re-checked
+// item end. `^[a-z][a-z0-9]*$` passes; `^\d+x$` does not (after "1x" only the quote).
+bool SchemaConverter::EveryPrefixHasInfinitelyManyCompletions(const JsonValue& item_schema,
+                                                               const std::string& pointer) {
+  try {
+    std::optional<CodepointDfa> language = StringLanguage(item_schema, pointer, 8);
+    return language && !language->Empty() && EveryStateReachesACycle(Minimized(*language));
+  } catch (const CompilationCancelledError&) {
+    throw;
+  } catch (const Error&) {
+    return false;  // no automaton within the limits: not shown
+  }
+}
+
 // Why the matcher cannot keep the items distinct ("" when it can): see UniqueItemsByMatcher.
 // The item schema must be one whose every prefix that is not a whole value has completions of
 // infinitely many values (so no finite set of used values makes it a dead end): a string with
-// at most minLength, or a number or integer without bounds, and nothing else asserted.
+// at most minLength and a pattern whose automaton shows it (EveryPrefixHasInfinitelyManyCompletions),
+// or a number or integer without bounds, and nothing else asserted.
 std::string SchemaConverter::UniqueItemsByMatcherRefusal(const Node& node) {
   if (node.schema.Find("prefixItems") != nullptr || node.schema.Find("contains") != nullptr) {
     return "tuple items or contains next to it";
@@ -95,9 +145,17 @@ std::string SchemaConverter::UniqueItemsByMatcherRefusal(const Node& node) {
   if (name != "string" && name != "number" && name != "integer") {
     return "the items are not one of the types string, number, integer";
   }
+  bool patterned = false;
   for (const auto& [keyword, value] : schema.object_members()) {
     if (IsPassiveKeyword(keyword) || keyword == "type" || (name == "string" && keyword == "minLength")) continue;
+    if (name == "string" && keyword == "pattern") {
+      patterned = true;
+      continue;
+    }
     return "the item keyword '" + keyword + "' can leave an item prefix with no unused value";
+  }
+  if (patterned && !EveryPrefixHasInfinitelyManyCompletions(schema, ChildPointer(node.pointer, "items"))) {
+    return "the item keyword 'pattern' can leave an item prefix with no unused value";
   }
   for (const char* bound : {"minItems", "maxItems"}) {
     if (std::optional<long long> count = CountKeyword(node, bound); count && *count > kMaxUniqueItemsBound) {
@@ -108,6 +166,25 @@ std::string SchemaConverter::UniqueItemsByMatcherRefusal(const Node& node) {
 }
 
 bool SchemaConverter::UniqueItemsByMatcher(const Node& node) { return UniqueItemsByMatcherRefusal(node).empty(); }
+
+namespace {
+
+// `body` min..max times (max -1: unbounded) with each bounded copy written out: min copies,
+// then max - min nested optionals (or a star). A [unique_items] rule cannot hold a compressed
+// repetition (its Earley items carry the value set in the counter's place), and Repeat's
+// bounded form is compressed whenever its bound passes the compiler's
+// repetition_compression_threshold, which callers may set below kMaxUniqueItemsBound; an
+// optional or a star is never compressed.
+Fragment ExplicitRepeat(const Fragment& body, long long min, long long max) {
+  XG2_DCHECK(max < 0 || (min <= max && max <= kMaxUniqueItemsBound), "explicit repetitions are small");
+  Fragment optional_tail = max < 0 ? Repeat(body, 0, -1) : Fragment::Epsilon();
+  for (long long i = min; i < max; ++i) optional_tail = Optional(Seq({body, optional_tail}));
+  std::vector<Fragment> parts(static_cast<size_t>(min), body);
+  parts.push_back(optional_tail);
+  return Seq(parts);
+}
+
+}  // namespace
 
 // uniqueItems over strings or numbers, decided by the matcher (grammar/grammar_fsm.h, "Unique
 // items"): the array is a [unique_items] rule whose items are one [unique_item] rule.
@@ -124,9 +201,8 @@ Fragment SchemaConverter::UniqueArrayByMatcher(const Node& node, int depth) {
     const int layout_depth = LayoutDepth(depth);
     const std::string hint = RuleHint(node.pointer) + "_unique";
     const Fragment unique_item = rules_.ShareUniqueItem(hint + "_item", item);
-    const Fragment more = Repeat(Seq({layout_.ItemSeparator(layout_depth), unique_item}),
-                                 static_cast<int>(std::max(0LL, min_items - 1)),
-                                 max_items ? static_cast<int>(*max_items - 1) : -1);
+    const Fragment more = ExplicitRepeat(Seq({layout_.ItemSeparator(layout_depth), unique_item}),
+                                         std::max(0LL, min_items - 1), max_items ? *max_items - 1 : -1);
     choices.push_back(Seq({layout_.Open('[', layout_depth), unique_item, more, layout_.Close(']', layout_depth)}));
   }
   if (choices.empty()) return Fragment::Never();

@@ -274,7 +274,10 @@ std::optional<bool> SchemaConverter::ListedStringHasFormat(const JsonValue& valu
       return std::nullopt;
     }
   }
-  if (found->second.Accepts(DecodeUtf8ToU32(value.string_value()))) return true;
+  const std::u32string text = DecodeUtf8ToU32(value.string_value());
+  const std::optional<long long> max_length = StringFormatMaxLength(name);
+  if (max_length && static_cast<long long>(text.size()) > *max_length) return false;  // ASCII: one unit each
+  if (found->second.Accepts(text)) return true;
   if (!StringFormatIsExact(name) || name == "email" || name == "duration") return std::nullopt;
   return false;
 }

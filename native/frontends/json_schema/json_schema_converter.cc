@@ -200,17 +200,19 @@ const CodepointDfa& JsonCharDfa() {
   return *dfa;
 }
 
-// Format names that no JSON Schema draft defines (e.g. "path", "byte", "int64"): they have
-// no validation meaning (jsonschema's FormatChecker accepts every string for them), so
-// the converter treats them as annotations.
-bool IsUnknownFormat(const std::string& format) {
+// Format names that the schema's draft does not define (e.g. "path", "byte", "int64"; and
+// draft 3's own names outside draft 3): they have no validation meaning (the draft's
+// FormatChecker in jsonschema accepts every string for them), so the converter treats them
+// as annotations.
+bool IsUnknownFormat(const std::string& format, bool draft3) {
   static const std::set<std::string> kDefinedFormats = {
       "date-time", "date", "time", "duration", "email", "idn-email", "hostname",
       "idn-hostname", "ipv4", "ipv6", "uri", "uri-reference", "iri", "iri-reference", "uuid",
-      "uri-template", "json-pointer", "relative-json-pointer", "regex",
-      // draft-03 names
-      "utc-millisec", "color", "style", "phone", "ip-address", "host-name"};
-  return kDefinedFormats.count(format) == 0;
+      "uri-template", "json-pointer", "relative-json-pointer", "regex"};
+  // Draft 3 only: draft 4 renamed ip-address and host-name and dropped the rest.
+  static const std::set<std::string> kDraft3Formats = {"utc-millisec", "color", "style", "phone", "ip-address",
+                                                       "host-name"};
+  return kDefinedFormats.count(format) == 0 && (!draft3 || kDraft3Formats.count(format) == 0);
 }
 
 bool IsPassiveKeyword(const std::string& keyword) {
@@ -306,7 +308,8 @@ SchemaConverter::SchemaConverter(const JsonValue& document, const JsonSchemaOpti
     for (const char* old : {"draft-03", "draft-04", "draft-06", "draft-07"}) {
       legacy_ref_ = legacy_ref_ || uri.find(old) != std::string::npos;
     }
-    draft4_integers_ = uri.find("draft-03") != std::string::npos || uri.find("draft-04") != std::string::npos;
+    draft3_ = uri.find("draft-03") != std::string::npos;
+    draft4_integers_ = draft3_ || uri.find("draft-04") != std::string::npos;
   }
   StartOutput();
 }
@@ -836,7 +839,7 @@ bool SchemaConverter::EnumValueAllowed(const JsonValue& value, const Node& node)
       std::optional<Decimal> divisor = MultipleOf(node);
       std::optional<Decimal> x = ParseDecimal(value.number_lexeme());
       if (divisor && x && !Divides(*divisor, *x)) return false;
-    } else if (keyword == "format" && argument.is_string() && IsUnknownFormat(argument.string_value())) {
+    } else if (keyword == "format" && argument.is_string() && IsUnknownFormat(argument.string_value(), draft3_)) {
       continue;  // an annotation (see IsUnknownFormat)
     } else if (std::optional<bool> verdict = keyword == "format" ? ListedStringHasFormat(value, argument)
                                                                   : ListedValueSiblingAllows(value, node, keyword)) {

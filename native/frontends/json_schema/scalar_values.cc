@@ -259,6 +259,10 @@ Fragment SchemaConverter::NumberValue(const Node& node) {
 // (PrebuiltFormatGrammar); the standalone grammar is that build, charged against this
 // conversion's limit as building it here would be.
 const PrebuiltFormat& SchemaConverter::StandaloneFormatGrammar(const std::string& format) {
+  // Draft 3's `time` is hh:mm:ss as jsonschema reads it (strptime "%H:%M:%S": one-digit
+  // fields, Unicode digits), not RFC 3339's full-time: no grammar.
+  static const PrebuiltFormat kNoGrammar;
+  if (draft3_ && format == "time") return kNoGrammar;
   const PrebuiltFormat& prebuilt = PrebuiltFormatGrammar(format);
   RuleSet::CheckTotalBytes(prebuilt.bytes, static_cast<size_t>(CurrentCompileLimits().max_generated_grammar_bytes));
   return prebuilt;
@@ -287,7 +291,7 @@ void SchemaConverter::AddFormatAndPatternLanguages(const Node& node, const JsonV
                                                    std::vector<std::pair<std::string, std::string>>* languages,
                                                    std::optional<Fragment>* body,
                                                    std::optional<Fragment>* format_fragment) {
-  if (format != nullptr && !IsUnknownFormat(format->string_value())) {
+  if (format != nullptr && !IsUnknownFormat(format->string_value(), draft3_)) {
     const PrebuiltFormat& standalone = StandaloneFormatGrammar(format->string_value());
     const std::optional<Fragment>& format_body = standalone.body;
     if (format_body && !StringFormatIsExact(format->string_value())) {
@@ -326,6 +330,11 @@ Fragment SchemaConverter::StringValue(const Node& node) {
   if (format != nullptr && !format->is_string()) Invalid("keyword 'format'" + where + " must be a string");
   std::optional<long long> min_length = CountKeyword(node, "minLength");
   std::optional<long long> max_length = CountKeyword(node, "maxLength");
+  if (format != nullptr && !IsUnknownFormat(format->string_value(), draft3_)) {
+    if (std::optional<long long> format_max = StringFormatMaxLength(format->string_value())) {
+      max_length = std::min(max_length.value_or(*format_max), *format_max);
+    }
+  }
   if (min_length == 0) min_length.reset();
   if (min_length && max_length && *min_length > *max_length) return Fragment::Never();
   // The languages to intersect (string bodies, JSON-escaped): a single one is written as

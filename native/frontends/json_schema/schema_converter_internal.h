@@ -173,6 +173,7 @@ class SchemaConverter {
   std::optional<std::vector<JsonValue>> UniqueItemDomain(const Node& node);
   Fragment UniqueArrayValue(const Node& node, int depth);
   std::string UniqueItemsByMatcherRefusal(const Node& node);
+  bool EveryPrefixHasInfinitelyManyCompletions(const JsonValue& item_schema, const std::string& pointer);
   bool UniqueItemsByMatcher(const Node& node);
   Fragment UniqueArrayByMatcher(const Node& node, int depth);
   std::string ContainsRefusal(const Node& node);
@@ -315,6 +316,8 @@ class SchemaConverter {
   int listed_value_depth_ = 0;
   // Draft 7 and older ($schema says so): keywords next to $ref are ignored.
   bool legacy_ref_ = false;
+  // Draft 3 ($schema says so): its own format names (color, host-name, ...) are defined.
+  bool draft3_ = false;
   // Draft 3 and 4 ($schema says so): an "integer" is a number written without a fraction, so
   // 7.0 is not one (draft 6 made it one).
   bool draft4_integers_ = false;
@@ -329,8 +332,9 @@ class SchemaConverter {
 std::string ChildPointer(const std::string& pointer, const std::string& token);
 // Keywords without validation meaning (annotations, unknown keywords).
 bool IsPassiveKeyword(const std::string& keyword);
-// Format names no draft defines: annotations.
-bool IsUnknownFormat(const std::string& format);
+// Format names the schema's draft (`draft3`: $schema names draft 3) does not define:
+// annotations.
+bool IsUnknownFormat(const std::string& format, bool draft3);
 // One JSON string character (an escape counts as one character).
 Fragment JsonCharFragment();
 // The same as a code-point automaton.

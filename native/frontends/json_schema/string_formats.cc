@@ -182,6 +182,29 @@ Fragment Hostname() {
   return Seq({label, Repeat(Seq({L("."), label}), 1, -1)});
 }
 
+// `format: hostname` (and draft 3's host-name): a sound subset of RFC 1123 host names.
+// Labels of 1-63 letters, digits and hyphens, starting and ending with a letter or digit,
+// separated by dots; the total of 253 characters is StringFormatMaxLength's. Left out, so
+// never generated: every label with "--" at positions 3-4 (RFC 5891 section 4.2.3.1 makes
+// those IDNA labels, valid only when `xn--` and its Punycode decodes to code points that
+// RFC 5892's contextual rules permit, which no grammar here checks), and a last label
+// that does not start with a letter (RFC 1123 section 2.1: the highest-level label is
+// alphabetic, which keeps dotted-decimal and all-numeric names out).
+Fragment HostnameSubset(RuleSet* rules) {
+  const Fragment letter_or_digit = C("[a-zA-Z0-9]");
+  const Fragment ldh = C("[a-zA-Z0-9\\-]");
+  // Positions 3 and 4 are not both hyphens.
+  const Fragment third_and_fourth = Alt({Seq({letter_or_digit, ldh}), Seq({L("-"), letter_or_digit})});
+  // What follows a label's first character: lengths 1, 2, 3, 4 and 5-63.
+  const Fragment rest = rules->Share(
+      "format_hostname_label_rest",
+      Optional(Alt({letter_or_digit, Seq({ldh, letter_or_digit}), Seq({ldh, ldh, letter_or_digit}),
+                    Seq({ldh, third_and_fourth, Repeat(ldh, 0, 58), letter_or_digit})})));
+  const Fragment label = Seq({letter_or_digit, rest});
+  const Fragment last_label = Seq({C("[a-zA-Z]"), rest});
+  return rules->Share("format_hostname", Seq({Repeat(Seq({label, L(".")}), 0, -1), last_label}));
+}
+
 Fragment Email(RuleSet* rules) {
   Fragment atom = Repeat(C("[a-zA-Z0-9!#$%&'*+/=?\\^_`{|}~\\-]"), 1, -1);
   // A dot-atom or a quoted string of printable characters (JSON-escaped quotes around it).
@@ -290,7 +313,8 @@ std::optional<Fragment> StringFormatBody(std::string_view format, RuleSet* rules
   if (format == "date-time") {
     return rules->Share("format_date_time", Seq({Date(rules), C("[Tt]"), Time(rules)}));
   }
-  if (format == "ipv4") return Ipv4(rules);
+  if (format == "ipv4" || format == "ip-address") return Ipv4(rules);  // ip-address: draft 3's name
+  if (format == "hostname" || format == "host-name") return HostnameSubset(rules);  // host-name: draft 3's
   if (format == "uuid") return Uuid(rules);
   if (format == "ipv6") return Ipv6(rules);
   if (format == "email") return Email(rules);
@@ -322,7 +346,9 @@ const PrebuiltFormat& PrebuiltFormatGrammar(std::string_view format) {
   return prebuilt->emplace(std::string(format), std::move(built)).first->second;
 }
 
-bool StringFormatIsExact(std::string_view format) { return format != "regex"; }
+bool StringFormatIsExact(std::string_view format) {
+  return format != "regex" && format != "hostname" && format != "host-name";
+}
 
 long long StringFormatMinLength(std::string_view format) {
   // Shortest members: 0001-01-01, 00:00:00Z, 0001-01-01T00:00:00Z, 0.0.0.0, ::, the uuid's
@@ -330,11 +356,17 @@ long long StringFormatMinLength(std::string_view format) {
   // 0 (relative pointer). tests/frontends/test_json_schema_formats.py checks each against the grammar.
   static const std::pair<std::string_view, long long> kMinLengths[] = {
       {"date", 10}, {"time", 9}, {"date-time", 20}, {"ipv4", 7}, {"ipv6", 2}, {"uuid", 36},
-      {"email", 5}, {"uri", 2}, {"duration", 3}, {"relative-json-pointer", 1}};
+      {"email", 5}, {"uri", 2}, {"duration", 3}, {"relative-json-pointer", 1}, {"ip-address", 7},
+      {"hostname", 1}, {"host-name", 1}};
   for (const auto& [name, length] : kMinLengths) {
     if (name == format) return length;
   }
   return 0;
+}
+
+std::optional<long long> StringFormatMaxLength(std::string_view format) {
+  if (format == "hostname" || format == "host-name") return 253;  // RFC 1123 section 2.1
+  return std::nullopt;
 }
 
 }  // namespace xg2

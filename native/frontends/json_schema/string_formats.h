@@ -16,8 +16,12 @@
 //   regex      a documented subset (string_formats.cc) that ECMA-262 and Python's re both
 //              compile, used only in lenient mode (StringFormatIsExact); the grammar is
 //              recursive (groups nest), so it is not intersected with pattern or lengths
-// hostname, idn-hostname, idn-email, iri and iri-reference have no grammar (the converter
-// refuses them): A-labels must decode as punycode, and IDNA needs Unicode tables.
+//   hostname   a sound subset (RFC 1123 labels, no IDNA A-labels), used only in lenient mode:
+//              an A-label is valid only when its Punycode decodes under RFC 5892's rules
+//   ip-address, host-name  draft 3's names of ipv4 and hostname (the converter asks for them
+//              only under draft 3)
+// idn-hostname, idn-email, iri and iri-reference have no grammar (the converter refuses
+// them): IDNA needs Unicode tables.
 #ifndef XG2_FRONTENDS_JSON_SCHEMA_STRING_FORMATS_H_
 #define XG2_FRONTENDS_JSON_SCHEMA_STRING_FORMATS_H_
 
@@ -60,6 +64,11 @@ bool StringFormatIsExact(std::string_view format);
 // The fewest characters (code points) a string of `format` has: 0 for formats without a
 // grammar or with the empty string.
 long long StringFormatMinLength(std::string_view format);
+
+// The most characters (code points) a string of `format` may have where its grammar leaves
+// that bound to the converter (hostname's 253: a count across labels, which the converter
+// enforces as a maxLength); nullopt otherwise.
+std::optional<long long> StringFormatMaxLength(std::string_view format);
 
 }  // namespace xg2
 

@@ -161,7 +161,7 @@ std::optional<CodepointDfa> SchemaConverter::StringLanguage(const JsonValue& sch
       }
       intersect(CanonicalSpellings(texts));
     } else if (keyword == "format") {
-      if (!value.is_string() || !IsUnknownFormat(value.string_value())) return std::nullopt;
+      if (!value.is_string() || !IsUnknownFormat(value.string_value(), draft3_)) return std::nullopt;
     } else if (keyword == "not") {
       std::optional<CodepointDfa> negated = StringLanguage(value, pointer, budget - 1);
       if (!negated) return std::nullopt;
