@@ -23,7 +23,7 @@ After the trigger: the fill at the first token boundary at or past the trigger's
 i.e. the mask for the token that follows the text consumed so far, in the same grammar state
 for every engine. The engines' token sequences differ (see Tokenization), but each has a
 boundary at the same offset there: Qwen3's `<tool_call>` is one added token for xg2 and
-llguidance and the text pieces `<tool_` and `call>` for xgrammar, so the fill is after exactly
+llguidance and the text pieces `<tool` and `_call>` for xgrammar, so the fill is after exactly
 `<tool_call>`; Harmony's `<|channel|>commentary` ends in ordinary text (the same tokens
 `comment`, `ary` in every engine); Llama-3.1's `{"name": ` ends inside the token ` "`, so the
 fill is after `{"name": "` in every engine. The run checks that every engine's after-trigger
