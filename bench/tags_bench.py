@@ -16,11 +16,24 @@ compile (cache off, one thread; llguidance: building the matcher) then one walk 
 rendered reply: free text (reasoning and prose), then the ground-truth call. Each step times one
 mask fill. Reported: compile p50; the first mask of the matcher; fill p50/p99 over the whole
 reply (all steps but the first) and over the call part alone (steps whose token starts at or
-after the call's first byte); and the first mask after the trigger (the first step whose
-consumed text covers the trigger). Ratios are xg2 / peer on the same tool sets. Fills are timed
-by the wall clock; compiles too, or with ``--compile-clock cpu`` by the process's CPU time over
-all its threads (on a loaded machine a wall-clock compile of a few milliseconds also counts any
-time slice it waits out behind other processes).
+after the call's first byte); and the first mask after the trigger. Ratios are xg2 / peer on
+the same tool sets.
+
+After the trigger: the fill at the first token boundary at or past the trigger's last byte,
+i.e. the mask for the token that follows the text consumed so far, in the same grammar state
+for every engine. The engines' token sequences differ (see Tokenization), but each has a
+boundary at the same offset there: Qwen3's `<tool_call>` is one added token for xg2 and
+llguidance and the text pieces `<tool` and `_call>` for xgrammar, so the fill is after exactly
+`<tool_call>`; Harmony's `<|channel|>commentary` ends in ordinary text (the same tokens
+`comment`, `ary` in every engine); Llama-3.1's `{"name": ` ends inside the token ` "`, so the
+fill is after `{"name": "` in every engine. The run checks that every engine's after-trigger
+fill is at the same offset of each reply. What differs is the path there: on Qwen3, xg2 and
+llguidance consume the trigger in one step from a free-text state, while xgrammar walks its
+text piece by piece, its fills just before being at states inside the trigger.
+
+Fills are timed by the wall clock; compiles too, or with ``--compile-clock cpu`` by the
+process's CPU time over all its threads (on a loaded machine a wall-clock compile of a few
+milliseconds also counts any time slice it waits out behind other processes).
 
 Tokenization: xg2 and llguidance are fed the tokenizer's own encoding (special tokens as
 special tokens); xgrammar 0.2.8 matches special-token text as text, so it is fed the same text
@@ -290,7 +303,7 @@ def run_format(fmt: str, engine_names: List[str], tool_sets: List[Any]) -> Dict[
     tags = [json.loads(xgrammar.get_model_structural_tag(model, tools, "auto", reasoning=reasoning).model_dump_json())
             for tools, _, _ in tool_sets]
     raw: Dict[str, Dict[str, Any]] = {e.name: {"compile": [], "first": [], "whole": [], "call": [], "trigger": [],
-                                               "refused": 0, "na": None} for e in engines}
+                                               "trigger_at": [], "refused": 0, "na": None} for e in engines}
     for e in engines:  # warm-up: derived vocabularies, lazy tables
         try:
             e.compile(tags[0])
@@ -315,7 +328,14 @@ def run_format(fmt: str, engine_names: List[str], tool_sets: List[Any]) -> Dict[
             r["whole"] += times[1:]
             r["call"] += [t for t, s in zip(times[1:], starts[1:]) if s >= call_start]
             # The first step whose consumed text covers the trigger: token i starts at or past it.
-            r["trigger"].append(next(t for t, s in zip(times, starts) if s >= trigger_end))
+            step = next(i for i, s in enumerate(starts) if s >= trigger_end)
+            r["trigger"].append(times[step])
+            r["trigger_at"].append((index, starts[step]))
+    offsets = {e.name: dict(raw[e.name]["trigger_at"]) for e in engines}
+    for index in range(len(tool_sets)):
+        at = {name: o[index] for name, o in offsets.items() if index in o}
+        if len(set(at.values())) > 1:
+            raise RuntimeError(f"{fmt} tool set {index}: the after-trigger fills are at different offsets {at}")
     return raw
 
 
@@ -388,7 +408,8 @@ def main() -> None:
              f"({os.cpu_count()} cores, shared).", "",
              "The method is in the script's docstring. *whole*: every fill of the reply but the first; "
              "*call*: fills for tokens inside the call; *after trigger*: the first fill once the trigger text "
-             "is consumed; *first*: the matcher's first mask. Times in us, compile in ms.", ""]
+             "is consumed, at the same offset of the reply in every engine (checked); *first*: the matcher's "
+             "first mask. Times in us, compile in ms.", ""]
     lines += ["| format | engine | compile p50 ms | first p50 | whole p50 | whole p99 | call p50 | call p99 | "
               "after trigger p50 | steps (call) | refused |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     sums: Dict[Tuple[str, str], Optional[Dict[str, float]]] = {}

@@ -179,10 +179,10 @@ BitmaskLayout TorchLayout(py::handle bitmask, PyObject* int32_dtype) {
 // A torch tensor's layout: the checks and messages are those of xg2_plugin/bitmask.py
 // view_bitmask; a tensor that passed them and has not changed since (torch_layout_cache.h)
 // skips them.
-BitmaskLayout TorchBitmask(py::handle bitmask, PyObject* int32_dtype) {
+BitmaskLayout TorchBitmask(py::handle bitmask, PyObject* tensor_type, PyObject* int32_dtype) {
   static TorchLayoutCache* cache = new TorchLayoutCache();  // holds Python references: never destroyed
   TorchFingerprint now;
-  if (!now.Read(bitmask.ptr())) {
+  if (!now.Read(bitmask.ptr(), tensor_type)) {
     PyErr_Clear();  // a sparse tensor has no data_ptr(): TorchLayout says so
     return TorchLayout(bitmask, int32_dtype);
   }
@@ -201,7 +201,7 @@ BitmaskLayout ViewBitmask(py::handle bitmask) {
   const bool plain_ndarray = ndarray && Py_TYPE(object) == reinterpret_cast<PyTypeObject*>(ndarray);
   if (!plain_ndarray && TorchTypes(&tensor_type, &int32_dtype) &&
       PyObject_TypeCheck(object, reinterpret_cast<PyTypeObject*>(tensor_type))) {
-    return TorchBitmask(bitmask, int32_dtype);
+    return TorchBitmask(bitmask, tensor_type, int32_dtype);
   }
   // Only numpy arrays go through the buffer protocol: other buffers (bytes, bytearray) are
   // not bitmasks and get the TypeError below, as in xg2_plugin/bitmask.py.
@@ -223,7 +223,7 @@ BitmaskLayout ViewBitmask(py::handle bitmask) {
     return LayoutFromShape(reinterpret_cast<uintptr_t>(view.buf), shape, strides, 4, " (bytes)");
   }
   if (TorchTypes(&tensor_type, &int32_dtype) && PyObject_IsInstance(object, tensor_type) == 1) {
-    return TorchBitmask(bitmask, int32_dtype);
+    return TorchBitmask(bitmask, tensor_type, int32_dtype);
   }
   throw py::type_error(std::string("bitmask must be a numpy array or a torch tensor, got ") +
                        Py_TYPE(object)->tp_name);

@@ -17,6 +17,52 @@ const FingerprintNames& Names() {
   return *names;
 }
 
+// torch.Tensor's own data_ptr, shape, dtype and is_contiguous descriptors (inherited from
+// torch._C.TensorBase), looked up once on the type and kept (immortal for the process); null
+// members where a lookup failed or a descriptor is not of the kind the fast read calls.
+struct TensorDescriptors {
+  PyObject* data_ptr = nullptr;       // a method descriptor, called by vectorcall
+  PyObject* shape = nullptr;          // a getset descriptor, read by tp_descr_get
+  PyObject* dtype = nullptr;          // a getset descriptor
+  PyObject* is_contiguous = nullptr;  // a method descriptor
+  bool complete() const { return data_ptr && shape && dtype && is_contiguous; }
+};
+
+PyObject* LookUp(PyObject* type, PyObject* name, bool getter) {
+  PyObject* descriptor = PyObject_GetAttr(type, name);  // class access: the descriptor itself
+  if (!descriptor) {
+    PyErr_Clear();
+    return nullptr;
+  }
+  const bool usable = getter ? Py_TYPE(descriptor)->tp_descr_get != nullptr
+                             : PyVectorcall_Function(descriptor) != nullptr;
+  if (!usable) {
+    Py_DECREF(descriptor);
+    return nullptr;
+  }
+  return descriptor;
+}
+
+// The descriptors of `tensor_type` (the first type this is called with: torch.Tensor).
+const TensorDescriptors& Descriptors(PyObject* tensor_type) {
+  static const TensorDescriptors* descriptors = [tensor_type] {
+    const FingerprintNames& names = Names();
+    auto* found = new TensorDescriptors();
+    found->data_ptr = LookUp(tensor_type, names.data_ptr, false);
+    found->shape = LookUp(tensor_type, names.shape, true);
+    found->dtype = LookUp(tensor_type, names.dtype, true);
+    found->is_contiguous = LookUp(tensor_type, names.is_contiguous, false);
+    return found;
+  }();
+  return *descriptors;
+}
+
+PyObject* CallDescriptor(PyObject* method, PyObject* self) { return PyObject_Vectorcall(method, &self, 1, nullptr); }
+
+PyObject* GetThroughDescriptor(PyObject* getter, PyObject* self) {
+  return Py_TYPE(getter)->tp_descr_get(getter, self, reinterpret_cast<PyObject*>(Py_TYPE(self)));
+}
+
 bool Equal(PyObject* a, PyObject* b) {
   if (a == b) return true;
   const int equal = PyObject_RichCompareBool(a, b, Py_EQ);
@@ -52,7 +98,18 @@ TorchFingerprint::~TorchFingerprint() {
   Py_XDECREF(contiguous);
 }
 
-bool TorchFingerprint::Read(PyObject* tensor) {
+bool TorchFingerprint::Read(PyObject* tensor, PyObject* tensor_type) {
+  const TensorDescriptors& fast = Descriptors(tensor_type);
+  if (reinterpret_cast<PyObject*>(Py_TYPE(tensor)) == tensor_type && fast.complete()) {
+    data_ptr = CallDescriptor(fast.data_ptr, tensor);
+    if (!data_ptr) return false;
+    shape = GetThroughDescriptor(fast.shape, tensor);
+    if (!shape) return false;
+    dtype = GetThroughDescriptor(fast.dtype, tensor);
+    if (!dtype) return false;
+    contiguous = CallDescriptor(fast.is_contiguous, tensor);
+    return contiguous != nullptr;
+  }
   const FingerprintNames& names = Names();
   data_ptr = PyObject_CallMethodNoArgs(tensor, names.data_ptr);
   if (!data_ptr) return false;

@@ -10,6 +10,8 @@
 // or leave the layout as it was. A different object at a recycled address is told apart by
 // a weak reference. Device: `.data =` a CUDA tensor changes the data pointer (device memory
 // is never a live CPU tensor's host address).
+// The four are read through torch.Tensor's own descriptors, looked up once, for tensors of
+// exactly that type (a subclass goes through attribute lookup, which may find its overrides).
 // Only called with the GIL held, which serialises every use.
 #ifndef XG2_BINDINGS_TORCH_LAYOUT_CACHE_H_
 #define XG2_BINDINGS_TORCH_LAYOUT_CACHE_H_
@@ -36,8 +38,11 @@ struct TorchFingerprint {
   PyObject* dtype = nullptr;       // tensor.dtype
   PyObject* contiguous = nullptr;  // tensor.is_contiguous()
   ~TorchFingerprint();
-  // Reads the four; false with a Python error set if one fails.
-  bool Read(PyObject* tensor);
+  // Reads the four; false with a Python error set if one fails. `tensor_type` is torch.Tensor:
+  // a tensor of exactly that type is read through the four descriptors of its type, looked up
+  // once (no attribute lookup per fill); any other (a subclass may override them) through
+  // ordinary attribute lookup.
+  bool Read(PyObject* tensor, PyObject* tensor_type);
 };
 
 class TorchLayoutCache {

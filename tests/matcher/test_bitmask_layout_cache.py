@@ -108,3 +108,24 @@ def test_row_view_of_a_larger_tensor(grammar: xg.CompiledGrammar) -> None:
         m.fill_next_token_bitmask(rows, index)
         assert np.array_equal(big[index, 1:1 + words()].numpy(), expected)
         assert big[index, 0].item() == -7 and big[index, -1].item() == -7
+
+
+class _TensorSubclass(torch.Tensor):
+    """A subclass may override the attributes the fill reads: it takes the ordinary attribute
+    lookup, where torch.Tensor itself is read through its type's descriptors."""
+
+
+def test_subclass_tensor_follows_in_place_changes(grammar: xg.CompiledGrammar) -> None:
+    m = xg.GrammarMatcher(grammar)
+    expected = reference(m)
+    t = torch.zeros(2, words(), dtype=torch.int32).as_subclass(_TensorSubclass)
+    assert type(t) is _TensorSubclass
+    for _ in range(2):  # the second fill uses the remembered layout
+        m.fill_next_token_bitmask(t, 1)
+        assert np.array_equal(t[1].numpy(), expected)
+    t.resize_(1, words())
+    with pytest.raises(xg.InvalidArgumentError, match="out of range"):
+        m.fill_next_token_bitmask(t, 1)
+    t.data = torch.zeros(1, words(), dtype=torch.float32)
+    with pytest.raises(xg.InvalidArgumentError, match="dtype"):
+        m.fill_next_token_bitmask(t)
