@@ -113,6 +113,32 @@ def test_repeated_ref_in_one_merge_is_one_conjunct():
     assert_same_language(schema, ["", "a", "ab", 1, None])
 
 
+# A competency framework (Github_easy o78062): a merge inside a recursive merge expands a
+# shared base schema again without being the same merge; the nesting guard must let it.
+COMPETENCY = {
+    "$defs": {
+        "named": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
+        "ability": {"allOf": [{"$ref": "#/$defs/named"}, {"properties": {"level": {"type": "integer"}},
+                                                          "required": ["level"]}]},
+        "competency": {"allOf": [{"$ref": "#/$defs/named"}, {"properties": {
+            "competencies": {"type": "array", "items": {"$ref": "#/$defs/competency"}},
+            "abilities": {"type": "array", "items": {"$ref": "#/$defs/ability"}}}}]},
+    },
+    "allOf": [{"$ref": "#/$defs/competency"}, {"required": ["competencies"]}],
+}
+
+
+def test_shared_base_expanded_in_nested_merges_is_exact():
+    abilities = [[], [{"name": "a", "level": 1}], [{"name": "a"}], [{"level": 1}]]
+    inner = [{"name": "c"}, {}, {"name": 1}] + [{"name": "c", "abilities": a} for a in abilities]
+    instances = [{}, {"name": "r"}, 1]
+    for competencies in [[], *([c] for c in inner), [{"name": "c", "competencies": [{"name": "d", "abilities": a}]}
+                                                    for a in abilities]]:
+        instances.append({"name": "r", "competencies": competencies})
+        instances.append({"competencies": competencies})
+    assert_same_language(COMPETENCY, instances)
+
+
 # --------------------------------------------------------------------------------------
 # dependencies whose trigger is required: the dependency always applies
 

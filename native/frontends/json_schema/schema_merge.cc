@@ -42,8 +42,11 @@ size_t JsonNodeCount(const JsonValue& value) {
 }
 // Schema parts one merge may collect (allOf / $ref expansions).
 constexpr size_t kMaxMergedParts = 512;
-// How often one $ref target may be expanded by nested merges at once (recursion guard).
-constexpr int kMaxNestedTargetExpansions = 2;
+// How often one $ref target may be expanded by nested merges at once. A merge that recurs
+// with the same text refers back to its own rule (MergedSchema), so this only stops merges
+// whose text changes at every level; a shared base schema (allOf [$ref base, ...]) is
+// legitimately expanded once per enclosing merge of a different schema.
+constexpr int kMaxNestedTargetExpansions = 4;
 
 using Members = std::vector<JsonValue::Member>;
 
