@@ -61,11 +61,12 @@ def test_names_that_can_be_present_keep_their_dependency():
     open_schema = {"type": "object", "properties": {"a": {"type": "number"}}, "dependencies": {"shape": ["c"]}}
     with pytest.raises(Unsupported, match="'dependencies' at /"):
         to_ebnf(open_schema, strict_mode=False)
-    # A required name is present even when undeclared.
+    # A required name is always present: its dependency's names are simply required too.
     required = {"type": "object", "properties": {"a": {"type": "number"}}, "required": ["shape"],
                 "dependencies": {"shape": ["c"]}}
-    with pytest.raises(Unsupported, match="'dependencies' at /"):
-        to_ebnf(required)
+    ebnf = to_ebnf(required)
+    assert ebnf_accepts(ebnf, '{"a": 1, "shape": 1, "c": 2}')
+    assert not ebnf_accepts(ebnf, '{"a": 1, "shape": 1}')
     # A pattern that matches the name keeps it possible.
     matched = {"type": "object", "patternProperties": {"^s": {}}, "additionalProperties": False,
                "dependencies": {"shape": ["c"]}}

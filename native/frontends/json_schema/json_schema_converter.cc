@@ -328,6 +328,7 @@ void SchemaConverter::StartOutput() {
   formats_in_rules_.clear();
   active_depth_ = 0;
   merge_targets_.clear();
+  merges_in_progress_.clear();
 }
 
 // Converts, then checks that every rule derives some finite string. A $ref target whose

@@ -1,5 +1,7 @@
-// JSON Schema -> EBNF: members an object schema can never have, so that keywords about them
-// (a dependency triggered by the name) are no-ops rather than refusals.
+// JSON Schema -> EBNF: members an object schema can never have, or always has, so that
+// keywords about them (a dependency triggered by the name) are no-ops or plain conjuncts
+// rather than refusals.
+#include <algorithm>
 #include <string>
 
 #include "frontends/json_schema/schema_converter_internal.h"
@@ -35,6 +37,15 @@ bool SchemaConverter::NeverAMember(const Node& node, const std::string& name) {
     }
   }
   return patterns == nullptr || NoPatternMatches(schema, name);
+}
+
+// True when every object valid against `node` has member `name`: `name` is in the schema's
+// own `required` list (a dependency triggered by it then always applies).
+bool SchemaConverter::AlwaysAMember(const Node& node, const std::string& name) {
+  const JsonValue* required = node.schema.Find("required");
+  if (required == nullptr || !required->is_array()) return false;
+  return std::any_of(required->array_items().begin(), required->array_items().end(),
+                     [&](const JsonValue& item) { return item.is_string() && item.string_value() == name; });
 }
 
 }  // namespace schema_internal

@@ -193,6 +193,7 @@ class SchemaConverter {
   const JsonValue& WithoutDependencies(const Node& node);
   // member_presence.cc
   bool NeverAMember(const Node& node, const std::string& name);
+  bool AlwaysAMember(const Node& node, const std::string& name);
   // --- string_language.cc: `not` over string schemas, patterns intersected ---
   std::optional<CodepointDfa> StringLanguage(const JsonValue& schema, const std::string& pointer, int budget);
   std::optional<CodepointDfa> NegatedStringLanguage(const Node& node);
@@ -201,6 +202,7 @@ class SchemaConverter {
   // --- schema_merge.cc: allOf, $ref with siblings, applicators next to other keywords ---
   bool NeedsMerge(const Node& node) const;
   Fragment MergedSchema(const Node& node, int depth);
+  Fragment MergedSchemaBody(const Node& node, int depth);
   void CollectParts(const JsonValue& schema, const std::string& pointer, MergeState* state);
   JsonValue MergeObjects(const JsonValue& a, const JsonValue& b, const std::string& pointer);
   void MergeObjectKeywords(const JsonValue& a, const JsonValue& b, const std::string& pointer,
@@ -327,6 +329,9 @@ class SchemaConverter {
   size_t merged_json_nodes_ = 0;
   // $ref targets expanded by the merges in progress (recursion guard).
   std::vector<const JsonValue*> merge_targets_;
+  // Merges being built: (schema text, layout depth) -> the rule reserved once the merge is met
+  // again inside itself (empty until then).
+  std::map<std::pair<std::string, int>, std::string> merges_in_progress_;
 };
 
 std::string ChildPointer(const std::string& pointer, const std::string& token);

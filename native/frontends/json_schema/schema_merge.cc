@@ -42,8 +42,11 @@ size_t JsonNodeCount(const JsonValue& value) {
 }
 // Schema parts one merge may collect (allOf / $ref expansions).
 constexpr size_t kMaxMergedParts = 512;
-// How often one $ref target may be expanded by nested merges at once (recursion guard).
-constexpr int kMaxNestedTargetExpansions = 2;
+// How often one $ref target may be expanded by nested merges at once. A merge that recurs
+// with the same text refers back to its own rule (MergedSchema), so this only stops merges
+// whose text changes at every level; a shared base schema (allOf [$ref base, ...]) is
+// legitimately expanded once per enclosing merge of a different schema.
+constexpr int kMaxNestedTargetExpansions = 4;
 
 using Members = std::vector<JsonValue::Member>;
 
@@ -216,9 +219,13 @@ void SchemaConverter::CollectParts(const JsonValue& schema, const std::string& p
     if (!ref->is_string()) Invalid("keyword '$ref' at " + ShowPointer(pointer) + " must be a string");
     std::string target_pointer;
     const JsonValue* target = ResolveReference(ref->string_value(), node, &target_pointer);
-    int expansions = static_cast<int>(std::count(merge_targets_.begin(), merge_targets_.end(), target) +
-                                      std::count(state->targets.begin(), state->targets.end(), target));
-    if (expansions >= kMaxNestedTargetExpansions) {
+    bool collected = std::find(state->targets.begin(), state->targets.end(), target) != state->targets.end();
+    int expansions = static_cast<int>(std::count(merge_targets_.begin(), merge_targets_.end(), target));
+    if (collected) {
+      // A target met twice in one merge is one conjunct (T and T is T): intersections of a
+      // schema with itself (a patternProperty matching a declared name of the same schema)
+      // otherwise nest one copy deeper at each level of a recursion.
+    } else if (expansions >= kMaxNestedTargetExpansions) {
       Unsupported("recursive '$ref' combined with sibling keywords or 'allOf' at " + ShowPointer(pointer));
     } else {
       state->targets.push_back(target);
@@ -249,7 +256,9 @@ void SchemaConverter::CollectParts(const JsonValue& schema, const std::string& p
         group = JsonValue::Object({{keyword, JsonValue::Array(std::move(with_null))}});
       }
     }
-    state->alternatives.push_back({std::move(group), ChildPointer(pointer, keyword)});
+    bool repeated = std::any_of(state->alternatives.begin(), state->alternatives.end(),
+                                [&](const auto& known) { return JsonEquals(known.first, group); });
+    if (!repeated) state->alternatives.push_back({std::move(group), ChildPointer(pointer, keyword)});
   }
 }
 
@@ -506,7 +515,36 @@ void SchemaConverter::MergeArrayKeywords(const JsonValue& a, const JsonValue& b,
   if (!rest.empty()) Set(out, "items", AllOf(std::move(rest)));
 }
 
+// A merge met again while it is being built (a recursive `$ref` whose target, intersected
+// with its siblings, leads back to the same intersection) refers to a rule reserved for it,
+// as Reference does for a plain `$ref`: the rule's language is the least fixed point of the
+// recursion, which is the schema's language (JSON values are finite). Merges are keyed by
+// their schema's text and layout depth: `$ref`s resolve against the document, not the place,
+// so equal text means an equal language.
 Fragment SchemaConverter::MergedSchema(const Node& node, int depth) {
+  auto key = std::make_pair(DumpJson(node.schema), LayoutDepth(depth));
+  if (auto found = merges_in_progress_.find(key); found != merges_in_progress_.end()) {
+    // The rule is reserved only once recursion is found (other merges stay inline).
+    if (found->second.empty()) found->second = rules_.Reserve(RuleHint(node.pointer));
+    return Fragment::Atom(found->second);
+  }
+  auto entry = merges_in_progress_.emplace(key, std::string()).first;
+  Fragment body = Fragment::Never();
+  try {
+    body = MergedSchemaBody(node, depth);
+  } catch (...) {
+    merges_in_progress_.erase(entry);
+    throw;
+  }
+  std::string name = std::move(entry->second);
+  merges_in_progress_.erase(entry);
+  if (name.empty()) return body;
+  // An empty recursive merge is written as `name ::= name`; Convert finds it unproductive.
+  rules_.Define(name, body.never() ? Fragment::Atom(name) : body);
+  return Fragment::Atom(name);
+}
+
+Fragment SchemaConverter::MergedSchemaBody(const Node& node, int depth) {
   MergeState state;
   CollectParts(node.schema, node.pointer, &state);
   if (state.never) return Fragment::Never();

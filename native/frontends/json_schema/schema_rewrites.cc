@@ -366,6 +366,18 @@ const JsonValue& SchemaConverter::WithoutDependencies(const Node& node) {
       }
       // A dependency on a name the objects never have always holds.
       if (NeverAMember(node, name)) continue;
+      // One on a name they always have is the dependency itself: `required` names (which
+      // `required` places as it does its own) or the schema, intersected with the object.
+      if (AlwaysAMember(node, name)) {
+        bool names_form = keyword == "dependentRequired" || (keyword == "dependencies" && dependency.is_array());
+        if (names_form && (!dependency.is_array() || !std::all_of(dependency.array_items().begin(),
+                                                                   dependency.array_items().end(),
+                                                                   [](const JsonValue& n) { return n.is_string(); }))) {
+          Invalid("keyword " + Quoted(keyword) + where + " must map names to arrays of names");
+        }
+        conjuncts.push_back(names_form ? JsonValue::Object({{"required", dependency}}) : dependency);
+        continue;
+      }
       if (++count > kMaxDependencies) {
         Unsupported("unsupported keyword " + Quoted(keyword) + where + ": more than " +
                     std::to_string(kMaxDependencies) + " dependencies (each doubles the object grammar)");
