@@ -8,7 +8,6 @@
 
 #include "bindings/registry.h"
 #include "frontends/ebnf/ebnf_parser.h"
-#include "frontends/ebnf/parsed_body_cache.h"
 #include "grammar/grammar_ast.h"
 
 namespace py = pybind11;
@@ -45,17 +44,6 @@ void BindEbnf(py::module_& m) {
         "Parses EBNF text and prints it back (debugging aid).");
   m.def("_ebnf_rule_names", &EbnfRuleNames, py::arg("text"), py::arg("root_rule_name") = "root",
         "Names of the rules of an EBNF grammar, in definition order (debugging aid).");
-  m.def("_parsed_body_cache_stats", []() {
-    const ParsedBodyCacheStats stats = ParsedBodyCache::Instance().Stats();
-    py::dict out;
-    out["entries"] = stats.entries;
-    out["bytes"] = stats.bytes;
-    out["limit_bytes"] = stats.limit_bytes;
-    out["hits"] = stats.hits;
-    out["stores"] = stats.stores;
-    out["evictions"] = stats.evictions;
-    return out;
-  }, "The process-wide cache of parsed rule bodies: entries, bytes, limit_bytes, hits, stores, evictions.");
 }
 
 }  // namespace

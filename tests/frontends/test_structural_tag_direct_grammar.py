@@ -75,3 +75,32 @@ def test_xgrammar_format_tags_lower_to_the_parse_of_their_printed_grammar() -> N
         for built in build_tags(case.tools):
             _check(built.tag_json, info)
             _check(built.tag_json)
+
+
+
+@pytest.mark.parametrize(
+    ("schema", "attribute"),
+    [
+        ({"type": "array", "items": {"type": "string"}, "uniqueItems": True}, "[unique_items]"),
+        ({"type": "array", "items": {"type": "integer"}, "uniqueItems": True}, "[unique_item]"),
+        ({"type": "string", "format": "email", "maxLength": 40}, "[json_chars="),
+    ],
+    ids=["unique_items", "unique_item", "json_chars"],
+)
+def test_embedded_rule_attributes_survive(schema: dict, attribute: str) -> None:
+    # The rule attributes of an embedded JSON schema's grammar stay on its rules in the tag's
+    # grammar (a lost [unique_items] would let a tag repeat items its schema forbids).
+    tag = json.dumps({"type": "structural_tag", "format": {"type": "json_schema", "json_schema": schema}})
+    assert attribute in _native._structural_tag_to_ebnf(tag)
+    _check(tag)
+
+
+def test_embedded_unique_items_are_enforced() -> None:
+    import xg2_plugin as xg
+    from xg2_test_support import hf_compiler
+
+    schema = {"type": "array", "items": {"type": "string"}, "uniqueItems": True}
+    tag = {"type": "structural_tag", "format": {"type": "json_schema", "json_schema": schema}}
+    grammar = hf_compiler("llama3.1").compile_structural_tag(json.dumps(tag))
+    assert xg.GrammarMatcher(grammar).accept_string('["a", "b"]')
+    assert not xg.GrammarMatcher(grammar).accept_string('["a", "a"]')

@@ -9,13 +9,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <deque>
-#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
-#include "frontends/ebnf/parsed_body_cache.h"
 #include "grammar/grammar_builder.h"
 #include "grammar/token_literal.h"
 #include "support/cancellation.h"
@@ -186,13 +184,6 @@ class Lexer {
     }
     source_.Fail(start, "unexpected character U+" + Hex(cp, 4));
   }
-
-  // Where the next token's lexing starts; Seek moves it (to a token boundary).
-  size_t pos() const { return pos_; }
-  void Seek(size_t pos) { pos_ = pos; }
-  // The largest repetition bound lexed since the last ResetMaxBound.
-  int64_t max_bound() const { return max_bound_; }
-  void ResetMaxBound() { max_bound_ = 0; }
 
  private:
   // Each Lex* starts on a token that Next has reset, at pos_ == token.offset.
@@ -418,7 +409,6 @@ class Lexer {
       }
       ++pos_;
     }
-    max_bound_ = std::max(max_bound_, value);
     return static_cast<int32_t>(value);
   }
 
@@ -506,7 +496,6 @@ class Lexer {
 
   const SourceText& source_;
   size_t pos_ = 0;
-  int64_t max_bound_ = 0;
   // Normalised ranges by class spelling (views into the source, which outlives the lexer).
   std::unordered_map<std::string_view, std::vector<CodepointRange>> class_ranges_;
 };
@@ -599,18 +588,8 @@ class Parser {
     ast_.rules[id].max_json_chars = static_cast<int32_t>(max_json_chars);
     ast_.rules[id].unique_item = unique_item;
     ast_.rules[id].unique_items = unique_items;
-    // With no token looked ahead, the lexer stands right after `::=`: the body's span starts.
-    const bool at_body_start = num_lookahead_ == 0;
-    const size_t body_start = lexer_.pos();
-    if (at_body_start && TakeCachedBody(id, body_start)) return;
-    const size_t first_node = ast_.nodes.size();
-    const size_t first_ref = pending_refs_.size();
-    lexer_.ResetMaxBound();
-    token_literal_in_rule_ = false;
     rule_tag_dispatches_.clear();
     ExprId body = ParseChoice(0);
-    // Lifting adds rules and a token literal depends on the vocabulary: neither is cached.
-    const bool cacheable = at_body_start && rule_tag_dispatches_.empty() && !token_literal_in_rule_;
     LiftTagDispatches(body, name, name_offset);
     ExprId lookahead = -1;
     if (AtLookahead()) {
@@ -623,76 +602,6 @@ class Parser {
     if (!AtRuleEnd()) FailUnexpected(Peek(), "the end of rule '" + std::string(name) + "'");
     ast_.rules[id].body = body;
     ast_.rules[id].lookahead = lookahead;
-    if (cacheable) OfferBody(body_start, Peek().offset, first_node, first_ref, body, lookahead);
-  }
-
-  // Rule bodies seen before (parsed_body_cache.h): a stored span that the text at
-  // `body_start` begins with, followed by the end of the rule, is appended as stored. False
-  // (the lexer where it was) when none applies.
-  bool TakeCachedBody(RuleId id, size_t body_start) {
-    const std::string_view rest = source_.text().substr(body_start);
-    const int64_t max_bound = CurrentCompileLimits().max_repetition_bound;
-    std::shared_ptr<const ParsedBody> cached =
-        ParsedBodyCache::Instance().Find(rest, [&](const ParsedBody& candidate) {
-          // A bound above this compile's limit is refused by the parse, with its position.
-          if (candidate.max_repetition_bound > max_bound) return false;
-          SeekTo(body_start + candidate.text.size());
-          if (AtRuleEnd()) return true;
-          SeekTo(body_start);
-          return false;
-        });
-    if (cached == nullptr) return false;
-    const ExprId base = static_cast<ExprId>(ast_.nodes.size());
-    ast_.nodes.reserve(ast_.nodes.size() + cached->nodes.size());
-    for (const ExprNode& node : cached->nodes) {
-      ExprNode& added = ast_.nodes.emplace_back(node);
-      for (ExprId& child : added.children) child += base;
-    }
-    heights_.insert(heights_.end(), cached->heights.begin(), cached->heights.end());
-    for (const ParsedBody::RuleRef& ref : cached->refs) {
-      pending_refs_.push_back({ref.node + base, cached->names[ref.name], body_start + ref.offset});
-    }
-    ast_.rules[id].body = cached->body + base;
-    ast_.rules[id].lookahead = cached->lookahead < 0 ? -1 : cached->lookahead + base;
-    cached_bodies_.push_back(std::move(cached));  // its names back pending_refs_
-    return true;
-  }
-
-  // Offers the rule just parsed to the cache: its span [body_start, body_end), its nodes
-  // from first_node and its references from first_ref on. Only a span that ends in a
-  // newline can be reused (parsed_body_cache.h).
-  XG2_EBNF_NOINLINE void OfferBody(size_t body_start, size_t body_end, size_t first_node, size_t first_ref,
-                                   ExprId body, ExprId lookahead) {
-    const std::string_view span = source_.text().substr(body_start, body_end - body_start);
-    if (span.size() < ParsedBodyCache::kMinBodyBytes || span.back() != '\n') return;
-    ParsedBodyCache& cache = ParsedBodyCache::Instance();
-    if (!cache.Admit(span)) return;
-    auto entry = std::make_shared<ParsedBody>();
-    const ExprId base = static_cast<ExprId>(first_node);
-    entry->text = std::string(span);
-    entry->nodes.assign(ast_.nodes.begin() + first_node, ast_.nodes.end());
-    for (ExprNode& node : entry->nodes) {
-      for (ExprId& child : node.children) child -= base;
-    }
-    entry->heights.assign(heights_.begin() + first_node, heights_.end());
-    std::unordered_map<std::string_view, uint32_t> name_index;
-    for (size_t i = first_ref; i < pending_refs_.size(); ++i) {
-      const PendingRuleRef& ref = pending_refs_[i];
-      auto inserted = name_index.emplace(ref.name, static_cast<uint32_t>(entry->names.size()));
-      if (inserted.second) entry->names.emplace_back(ref.name);
-      entry->refs.push_back({ref.node - base, inserted.first->second, static_cast<uint32_t>(ref.offset - body_start)});
-    }
-    entry->body = body - base;
-    entry->lookahead = lookahead < 0 ? -1 : lookahead - base;
-    entry->max_repetition_bound = lexer_.max_bound();
-    entry->bytes = ParsedBodyBytes(*entry);
-    cache.Store(std::move(entry));
-  }
-
-  // Drops the looked-ahead tokens and lexes on from `pos`.
-  void SeekTo(size_t pos) {
-    lexer_.Seek(pos);
-    num_lookahead_ = 0;
   }
 
   // Every TagDispatch of the rule just parsed other than its whole body moves into a rule of
@@ -859,7 +768,6 @@ class Parser {
 
   // Token(id, ...) after the name: one of the listed tokens (grammar/token_literal.h).
   XG2_EBNF_NOINLINE ExprId ParseTokenLiteral() {
-    token_literal_in_rule_ = true;
     std::vector<std::string> spellings = ParseTokenIds();
     std::vector<ExprId> alternatives;
     for (std::string& bytes : spellings) {
@@ -875,7 +783,6 @@ class Parser {
   // TokenSet(id, ...) / ExcludeToken(id, ...) after the name: one whole token that is (is not)
   // listed (grammar_ast.h TokenSetDef), spelled as the set's marker (grammar/token_literal.h).
   XG2_EBNF_NOINLINE ExprId ParseTokenSet(bool excluded) {
-    token_literal_in_rule_ = true;  // set indices are this grammar's: not a cacheable body
     size_t open = Peek().offset;
     TokenSetDef set;
     set.ids = ParseTokenIdNumbers();
@@ -1183,9 +1090,6 @@ class Parser {
   };
   std::vector<PendingTagRef> pending_tag_refs_;
   std::vector<ExprId> rule_tag_dispatches_;  // kTagDispatch nodes of the rule being parsed
-  bool token_literal_in_rule_ = false;       // the rule being parsed names a Token(...) or a token set
-  // Cached bodies this grammar took; pending_refs_ view their rule names.
-  std::vector<std::shared_ptr<const ParsedBody>> cached_bodies_;
 };
 
 }  // namespace

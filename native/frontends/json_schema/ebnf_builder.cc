@@ -89,7 +89,7 @@ std::string RepeatSuffix(int min, int max) {
   return "{" + std::to_string(min) + "," + std::to_string(max) + "}";
 }
 
-NodePtr MakeLeaf(Kind kind, std::string text, size_t printed_size) {
+std::shared_ptr<FragmentNode> MakeLeaf(Kind kind, std::string text, size_t printed_size) {
   auto node = std::make_shared<FragmentNode>();
   node->kind = kind;
   node->hash = Mix(Mix(static_cast<size_t>(kind), std::hash<std::string>()(text)), 0);
@@ -231,6 +231,15 @@ Fragment Fragment::CharClass(std::string spelled) {
 Fragment Fragment::Expression(std::string ebnf) {
   const size_t size = ebnf.size();
   return Fragment(MakeLeaf(Kind::kExpression, std::move(ebnf), size));
+}
+
+Fragment Fragment::Built(std::string ebnf, std::shared_ptr<const GrammarAst> grammar) {
+  XG2_DCHECK(grammar != nullptr && grammar->root_rule >= 0, "a built fragment has its nodes");
+  XG2_DCHECK(!ebnf.empty() && ebnf.front() == '(' && ebnf.back() == ')', "a built fragment prints as one atom");
+  const size_t size = ebnf.size();
+  std::shared_ptr<FragmentNode> node = MakeLeaf(Kind::kExpression, std::move(ebnf), size);
+  node->built = std::move(grammar);
+  return Fragment(std::move(node));
 }
 
 Fragment Fragment::Atom(std::string text) {
@@ -702,7 +711,8 @@ class FragmentLowering {
       }
       case Kind::kCharClass: return builder_->CharClass(ClassRanges(node.text));
       case Kind::kExpression: {
-        // A line of its own, so that the parser's cache of parsed bodies can serve a long one.
+        if (node.built != nullptr) return builder_->Graft(*node.built, node.built->rules[node.built->root_rule].body);
+        // Text a caller spelled (Fragment::Expression / Atom): read by the EBNF parser.
         const GrammarAst expression = ParseEbnf("r ::= " + node.text + "\n", "r");
         return builder_->Graft(expression, expression.rules[expression.root_rule].body);
       }

@@ -3,8 +3,7 @@
 // rule bodies, hands out unique, valid rule names and lowers itself to a GrammarAst
 // (grammar/grammar_builder.h). A fragment is an immutable tree, hash-consed by structure so
 // that equal bodies are found without printing them; EBNF text (docs/ebnf.md) is a printed
-// view of it, for debugging APIs, the byte limit and the code-point automata that still read
-// text (regular_language.h).
+// view of it, for debugging APIs and the byte limit; nothing generated is parsed back.
 #ifndef XG2_FRONTENDS_JSON_SCHEMA_EBNF_BUILDER_H_
 #define XG2_FRONTENDS_JSON_SCHEMA_EBNF_BUILDER_H_
 
@@ -65,6 +64,11 @@ class Fragment {
   // Text that is a single atom: a rule name (Rule), a character class (CharClass), or an
   // expression in parentheses (Expression).
   static Fragment Atom(std::string text);
+  // An expression given twice: `ebnf`, its printed text (one atom, e.g. parenthesised), and
+  // `grammar`, whose root rule's body is the nodes a parse of that text gives (naming no
+  // rule). Lowered by grafting those nodes, never by parsing the text; equal to
+  // Atom(ebnf). What the regex frontend builds for a pattern (regular_language.h, RegexFragment).
+  static Fragment Built(std::string ebnf, std::shared_ptr<const GrammarAst> grammar);
 
   bool never() const { return node_ == nullptr; }
   bool epsilon() const;
@@ -118,6 +122,9 @@ struct FragmentNode {
   int32_t min = 0;
   int32_t max = -1;
   std::string text;
+  // kExpression made by Fragment::Built: the nodes of `text` (its root rule's body); null when
+  // the text itself must be parsed.
+  std::shared_ptr<const GrammarAst> built;
   std::vector<std::shared_ptr<const FragmentNode>> children;
   size_t printed_size = 0;  // bytes of the printed text
   size_t hash = 0;          // of the structure (equal trees hash alike)

@@ -267,7 +267,7 @@ std::optional<bool> SchemaConverter::ListedStringHasFormat(const JsonValue& valu
     const PrebuiltFormat& standalone = StandaloneFormatGrammar(name);
     if (!standalone.body || name == "regex") return std::nullopt;  // no grammar; regex's is recursive
     try {
-      found = format_automata_.emplace(name, DfaFromEbnf(standalone.grammar, "xg2_language_root")).first;
+      found = format_automata_.emplace(name, DfaFromRules(standalone.definitions, *standalone.body)).first;
     } catch (const ResourceLimitError&) {
       return std::nullopt;
     } catch (const GrammarSyntaxError&) {

@@ -196,7 +196,7 @@ Fragment JsonCharFragment() {
 // JsonCharFragment as an automaton (the unit that minLength and maxLength count), built once
 // per process: it is immutable and every length-bounded pattern or format needs it.
 const CodepointDfa& JsonCharDfa() {
-  static const CodepointDfa* dfa = new CodepointDfa(DfaFromExpression(JsonCharFragment().text()));
+  static const CodepointDfa* dfa = new CodepointDfa(DfaFromFragment(JsonCharFragment()));
   return *dfa;
 }
 

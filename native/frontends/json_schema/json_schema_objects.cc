@@ -145,14 +145,23 @@ namespace {
 // Quoted member names in canonical spelling (see NameLanguages): lower-case hex digits, as
 // DumpJsonString writes declared names, so no name has a second spelling.
 const CodepointDfa& QuotedNameUniverse() {
-  static const CodepointDfa* universe = new CodepointDfa(DfaFromExpression(
-      R"("\"" ([^"\\\x00-\x1F] | "\\" ["\\bfnrt] | "\\u00" ("0" [0-7bef] | "1" [0-9a-f]))* "\"")"));
+  static const CodepointDfa* universe = [] {
+    // "\"" ([^"\\\x00-\x1F] | "\\" ["\\bfnrt] | "\\u00" ("0" [0-7bef] | "1" [0-9a-f]))* "\""
+    const Fragment escaped_control = Seq({Fragment::Literal("\\u00"),
+                                          Alt({Seq({Fragment::Literal("0"), Fragment::CharClass("[0-7bef]")}),
+                                               Seq({Fragment::Literal("1"), Fragment::CharClass("[0-9a-f]")})})});
+    const Fragment character = Alt({Fragment::CharClass(R"([^"\\\x00-\x1F])"),
+                                    Seq({Fragment::Literal("\\"), Fragment::CharClass(R"(["\\bfnrt])")}),
+                                    escaped_control});
+    return new CodepointDfa(
+        DfaFromFragment(Seq({Fragment::Literal("\""), Repeat(character, 0, -1), Fragment::Literal("\"")})));
+  }();
   return *universe;
 }
 
 }  // namespace
 
-std::string SchemaConverter::SubschemaGrammar(const JsonValue& schema, const std::string& pointer) {
+std::optional<GrammarAst> SchemaConverter::SubschemaGrammar(const JsonValue& schema, const std::string& pointer) {
   SchemaConverter sub(document_, options_);
   sub.identifiers_ = identifiers_;
   sub.base_uri_ = base_uri_;
@@ -161,9 +170,9 @@ std::string SchemaConverter::SubschemaGrammar(const JsonValue& schema, const std
   for (const std::string& warning : sub.warnings_) {
     if (warned_.insert(warning).second) warnings_.push_back(warning);
   }
-  if (body.never()) return "";
+  if (body.never()) return std::nullopt;
   sub.rules_.Define("root", body);
-  return sub.rules_.Print();
+  return sub.rules_.Lower("root");
 }
 
 // Schemas repeat patterns (one per localised property, say), and each automaton costs a
@@ -174,10 +183,8 @@ const CodepointDfa& SchemaConverter::PatternNames(const std::string& pattern) {
   RegexOptions regex_options;
   regex_options.search = true;
   regex_options.json_string_body = true;
-  std::string expression = RegexToEbnf(pattern, regex_options);
-  CodepointDfa names = Product(
-      DfaFromExpression("\"\\\"\" " + (expression.empty() ? std::string() : "(" + expression + ") ") + "\"\\\"\""),
-      QuotedNameUniverse(), ProductKind::kIntersection);
+  const Fragment quoted = Seq({Fragment::Literal("\""), RegexFragment(pattern, regex_options), Fragment::Literal("\"")});
+  CodepointDfa names = Product(DfaFromFragment(quoted), QuotedNameUniverse(), ProductKind::kIntersection);
   return pattern_names_.emplace(pattern, std::move(names)).first->second;
 }
 
@@ -204,7 +211,7 @@ NameLanguages SchemaConverter::NameLanguagesOf(const Node& node) {
     keyword = "propertyNames";
     if (property_names != nullptr && !(property_names->is_bool() && property_names->bool_value())) {
       std::string pointer = ChildPointer(node.pointer, "propertyNames");
-      std::string grammar;
+      std::optional<GrammarAst> grammar;
       if (!property_names->is_bool()) {
         synthetic_.push_back(JsonValue::Object({{"allOf", JsonValue::Array({*property_names,
             JsonValue::Object({{"type", JsonValue::String("string")}})})}}));
@@ -212,9 +219,8 @@ NameLanguages SchemaConverter::NameLanguagesOf(const Node& node) {
       }
       CodepointDfa none;
       none.states.emplace_back();
-      languages.names = grammar.empty() ? none
-                                        : Product(DfaFromEbnf(grammar), QuotedNameUniverse(),
-                                                  ProductKind::kIntersection);
+      languages.names = !grammar ? none
+                                 : Product(DfaFromGrammar(*grammar), QuotedNameUniverse(), ProductKind::kIntersection);
     }
   } catch (const GrammarSyntaxError& e) {  // regex errors, recursive name schemas
     Unsupported("unsupported keyword '" + std::string(keyword) + "'" + where + ": " + e.what());
@@ -241,7 +247,7 @@ Fragment SchemaConverter::UndeclaredMembers(const Node& node, const NameLanguage
     if (!names.empty()) {
       std::vector<Fragment> literals;
       for (const std::string& name : names) literals.push_back(Fragment::Literal(DumpJsonString(name)));
-      base = Product(base, DfaFromExpression(Alt(literals).text()), ProductKind::kDifference);
+      base = Product(base, DfaFromFragment(Alt(literals)), ProductKind::kDifference);
     }
     const std::vector<CodepointDfa>& patterns = languages.patterns;
     size_t count = patterns.size();

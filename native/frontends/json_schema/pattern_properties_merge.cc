@@ -90,7 +90,7 @@ void SchemaConverter::MergePatternMembers(const JsonValue& a, const JsonValue& b
           for (const auto& [name, value] : other_props->object_members()) {
             literals.push_back(Fragment::Literal(DumpJsonString(name)));
           }
-          CodepointDfa declared = DfaFromExpression(Alt(literals).text());
+          CodepointDfa declared = DfaFromFragment(Alt(literals));
           overlaps = overlaps || !Product(names, declared, ProductKind::kIntersection).Empty();
           alone = Product(alone, declared, ProductKind::kDifference);
         }

@@ -1,10 +1,12 @@
-// Code-point automata: Thompson construction from the grammar AST, subset construction
-// over code-point intervals, product, minimisation (one pass when acyclic, else Hopcroft),
-// and right-linear EBNF output.
+// Code-point automata: Thompson construction from the grammar AST (built by the regex
+// frontend or lowered from fragments, never parsed from text), subset construction over
+// code-point intervals, product, minimisation (one pass when acyclic, else Hopcroft), and
+// output as fragments (one expression, or right-linear rules).
 #include "frontends/json_schema/regular_language.h"
 
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -12,9 +14,9 @@
 #include <tuple>
 #include <unordered_map>
 
-#include "frontends/ebnf/ebnf_parser.h"
 #include "frontends/regex/regex_converter.h"
 #include "grammar/grammar_ast.h"
+#include "grammar/grammar_builder.h"
 #include "support/cancellation.h"
 #include "support/error.h"
 #include "support/graph.h"
@@ -305,16 +307,51 @@ bool CodepointDfa::Empty() const {
   return true;
 }
 
-CodepointDfa DfaFromEbnf(std::string_view grammar, std::string_view root) {
-  GrammarAst ast = ParseEbnf(grammar, root);
-  NfaBuilder builder(ast);
+CodepointDfa DfaFromGrammar(const GrammarAst& grammar) {
+  NfaBuilder builder(grammar);
   int32_t start = builder.NewNode();
-  int32_t accept = builder.Lower(ast.rules[ast.root_rule].body, start, 0);
+  int32_t accept = builder.Lower(grammar.rules[grammar.root_rule].body, start, 0);
   return Minimized(Determinize(builder.nodes, start, accept));
 }
 
-CodepointDfa DfaFromExpression(std::string_view expression) {
-  return DfaFromEbnf("root ::= " + std::string(expression.empty() ? "\"\"" : expression) + "\n");
+CodepointDfa DfaFromFragment(const Fragment& fragment) { return DfaFromRules({}, fragment); }
+
+CodepointDfa DfaFromRules(const std::vector<std::pair<std::string, Fragment>>& definitions, const Fragment& root) {
+  RuleSet rules(std::numeric_limits<size_t>::max());
+  for (const auto& [name, body] : definitions) rules.ReserveNamed(name);
+  for (const auto& [name, body] : definitions) rules.Define(name, body);
+  static const std::string kRoot = "xg2_language_root";
+  if (root.never()) {
+    CodepointDfa none;  // a lone non-accepting start
+    none.states.emplace_back();
+    return none;
+  }
+  rules.DefineNamed(kRoot, root);
+  return DfaFromGrammar(rules.Lower(kRoot));
+}
+
+namespace {
+
+// RegexToGrammar's nodes for `pattern` as a grammar whose root rule is the pattern.
+std::shared_ptr<const GrammarAst> RegexGrammar(std::string_view pattern, const RegexOptions& options,
+                                               std::string* ebnf) {
+  GrammarBuilder builder;
+  const ExprId body = RegexToGrammar(pattern, options, &builder, ebnf);
+  const RuleId root = builder.AddRule("xg2_regex");
+  builder.DefineRule(root, body);
+  return std::make_shared<const GrammarAst>(builder.Finish(root));
+}
+
+}  // namespace
+
+CodepointDfa DfaFromRegex(std::string_view pattern, const RegexOptions& options) {
+  return DfaFromGrammar(*RegexGrammar(pattern, options, nullptr));
+}
+
+Fragment RegexFragment(std::string_view pattern, const RegexOptions& options) {
+  std::string ebnf;
+  std::shared_ptr<const GrammarAst> grammar = RegexGrammar(pattern, options, &ebnf);
+  return Fragment::Built("(" + ebnf + ")", std::move(grammar));
 }
 
 CodepointDfa Product(const CodepointDfa& a, const CodepointDfa& b, ProductKind kind) {
@@ -762,7 +799,7 @@ Fragment LengthBoundedFragment(const CodepointDfa& language, const CodepointDfa&
   static const CodepointDfa* every_string = [] {
     RegexOptions options;
     options.json_string_body = true;  // in the canonical spelling the regex frontend writes
-    return new CodepointDfa(DfaFromExpression("(" + RegexToEbnf("[\\s\\S]*", options) + ")"));
+    return new CodepointDfa(DfaFromRegex("[\\s\\S]*", options));
   }();
   if (Product(*every_string, language, ProductKind::kDifference).Empty()) {
     return Repeat(unit_fragment, static_cast<int>(min_count), static_cast<int>(max_count));

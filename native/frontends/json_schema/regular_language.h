@@ -3,8 +3,9 @@
 // as a grammar: pattern next to min/maxLength or format, patternProperties next to
 // properties and additionalProperties, propertyNames, bounded and multipleOf numbers.
 //
-// Automata are built from regular EBNF (the regex frontend's output or a converter
-// fragment), combined by the product construction, and written back as EBNF: one regular
+// Automata are built from grammar nodes (the regex frontend's, RegexToGrammar, or a converter
+// fragment's, lowered through the grammar builder: no EBNF text is printed and parsed on the
+// way), combined by the product construction, and written back as fragments: one regular
 // expression when state elimination keeps it small, else right-linear rules (one per state).
 #ifndef XG2_FRONTENDS_JSON_SCHEMA_REGULAR_LANGUAGE_H_
 #define XG2_FRONTENDS_JSON_SCHEMA_REGULAR_LANGUAGE_H_
@@ -15,6 +16,8 @@
 #include <vector>
 
 #include "frontends/json_schema/ebnf_builder.h"
+#include "frontends/regex/regex_converter.h"
+#include "grammar/grammar_ast.h"
 
 namespace xg2 {
 
@@ -41,11 +44,19 @@ struct CodepointDfa {
 // the operation throws ResourceLimitError.
 constexpr size_t kMaxAutomatonStates = 20000;
 
-// The language of rule `root` of `grammar` (EBNF text). Rule references are inlined, so the
-// rules involved must not be recursive (GrammarSyntaxError otherwise).
-CodepointDfa DfaFromEbnf(std::string_view grammar, std::string_view root = "root");
-// The language of one rule-free EBNF expression.
-CodepointDfa DfaFromExpression(std::string_view expression);
+// The language of `grammar`'s root rule. Rule references are inlined, so the rules involved
+// must not be recursive (GrammarSyntaxError otherwise).
+CodepointDfa DfaFromGrammar(const GrammarAst& grammar);
+// The language of a fragment that names no rule (GrammarSyntaxError when it does).
+CodepointDfa DfaFromFragment(const Fragment& fragment);
+// The language of `root` next to the rules `definitions` (a RuleSet's Definitions(), such as
+// a prebuilt format's) that it may name.
+CodepointDfa DfaFromRules(const std::vector<std::pair<std::string, Fragment>>& definitions, const Fragment& root);
+// The language of a regex (RegexToGrammar's nodes); throws as RegexToGrammar does.
+CodepointDfa DfaFromRegex(std::string_view pattern, const RegexOptions& options);
+// A regex as a fragment that carries RegexToGrammar's nodes (Fragment::Built): printed as the
+// text RegexToEbnf writes, in parentheses, and grafted into the grammar without a parse.
+Fragment RegexFragment(std::string_view pattern, const RegexOptions& options);
 
 enum class ProductKind { kIntersection, kDifference };
 // a ∩ b, or a \ b. Trimmed and minimised.

@@ -186,7 +186,7 @@ Fragment SchemaConverter::NumberIntersection(const Node& node, const std::vector
     for (const Fragment& part : parts) key.append(1, '\0').append(part.text());
     if (auto known = number_languages_.find(key); known != number_languages_.end()) return known->second;
     for (const Fragment& part : parts) {
-      CodepointDfa dfa = DfaFromExpression(part.text());
+      CodepointDfa dfa = DfaFromFragment(part);
       language = language ? Product(*language, dfa, ProductKind::kIntersection) : dfa;
     }
     Fragment fragment = DfaToFragment(*language, &rules_, hint);
@@ -285,7 +285,8 @@ std::optional<Fragment> SchemaConverter::FormatInRules(const std::string& format
 }
 
 // The string languages `format` and `pattern` add to StringValue's intersection (keyword,
-// EBNF grammar), and the body each writes on its own.
+// what identifies the language: the format's name, the pattern's length and source), and the
+// body each writes on its own.
 void SchemaConverter::AddFormatAndPatternLanguages(const Node& node, const JsonValue* format, const JsonValue* pattern,
                                                    const std::string& where,
                                                    std::vector<std::pair<std::string, std::string>>* languages,
@@ -304,7 +305,7 @@ void SchemaConverter::AddFormatAndPatternLanguages(const Node& node, const JsonV
       ignored_keywords_.insert({node.pointer, "format"});
     } else {
       *format_fragment = *body = format_body;  // its rules are copied to rules_ when it is used
-      languages->emplace_back("format", standalone.grammar);
+      languages->emplace_back("format", format->string_value());
     }
   }
   if (pattern != nullptr) {
@@ -312,9 +313,9 @@ void SchemaConverter::AddFormatAndPatternLanguages(const Node& node, const JsonV
       RegexOptions regex_options;
       regex_options.search = true;
       regex_options.json_string_body = true;
-      std::string expression = RegexToEbnf(pattern->string_value(), regex_options);
-      *body = expression.empty() ? Fragment::Epsilon() : Fragment::Atom("(" + expression + ")");
-      languages->emplace_back("pattern", "xg2_language_root ::= " + (expression.empty() ? std::string("\"\"") : expression) + "\n");
+      *body = RegexFragment(pattern->string_value(), regex_options);
+      const std::string& source = pattern->string_value();
+      languages->emplace_back("pattern", std::to_string(source.size()) + ":" + source);
     } catch (const RegexError& e) {
       Unsupported("unsupported pattern" + where + ": " + e.what());
       ignored_keywords_.insert({node.pointer, "pattern"});
@@ -339,9 +340,20 @@ Fragment SchemaConverter::StringValue(const Node& node) {
   if (min_length && max_length && *min_length > *max_length) return Fragment::Never();
   // The languages to intersect (string bodies, JSON-escaped): a single one is written as
   // is; several are combined by the product construction (regular_language.h).
-  std::vector<std::pair<std::string, std::string>> languages;  // (keyword, EBNF grammar)
+  std::vector<std::pair<std::string, std::string>> languages;  // (keyword, its identity; empty: none)
   std::optional<Fragment> body, format_fragment;
   AddFormatAndPatternLanguages(node, format, pattern, where, &languages, &body, &format_fragment);
+  // The automaton of a format or pattern language, built from its grammar's nodes.
+  auto language_dfa = [&](const std::pair<std::string, std::string>& language) {
+    if (language.first == "pattern") {
+      RegexOptions regex_options;
+      regex_options.search = true;
+      regex_options.json_string_body = true;
+      return DfaFromRegex(pattern->string_value(), regex_options);
+    }
+    const PrebuiltFormat& standalone = StandaloneFormatGrammar(format->string_value());
+    return DfaFromRules(standalone.definitions, *standalone.body);
+  };
   // `not: {enum: [strings]}` on a string: the spellings of those strings are subtracted.
   std::optional<std::vector<std::string>> excluded = ExcludedStrings(node);
   // `not` over a string schema: its language (canonical spellings) is subtracted.
@@ -363,7 +375,7 @@ Fragment SchemaConverter::StringValue(const Node& node) {
     // Lengths the pattern or format already implies (e.g. minLength 1 next to date-time)
     // are dropped, so that language is written as is rather than as a product automaton.
     try {
-      first_language = DfaFromEbnf(languages[0].second, "xg2_language_root");
+      first_language = language_dfa(languages[0]);
       if (LengthImplied(*first_language, JsonCharDfa(), min_length.value_or(0), max_length.value_or(-1))) {
         with_length = false;
         min_length.reset();
@@ -392,14 +404,14 @@ Fragment SchemaConverter::StringValue(const Node& node) {
       };
       CodepointDfa language = languages[0].second.empty() ? json_chars()
                               : first_language      ? std::move(*first_language)
-                                                    : DfaFromEbnf(languages[0].second, "xg2_language_root");
+                                                    : language_dfa(languages[0]);
       for (size_t i = 1; i < languages.size(); ++i) {
         if (languages[i].second.empty()) continue;  // the length: last, below
-        language = Product(language, DfaFromEbnf(languages[i].second, "xg2_language_root"),
+        language = Product(language, language_dfa(languages[i]),
                            ProductKind::kIntersection);
       }
       if (excluded) {
-        language = Product(language, DfaFromExpression(StringSpellings(*excluded).text()), ProductKind::kDifference);
+        language = Product(language, DfaFromFragment(StringSpellings(*excluded)), ProductKind::kDifference);
       }
       if (excluded_language) {
         // Within the canonical spellings, where the excluded language is complete.

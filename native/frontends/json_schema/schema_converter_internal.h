@@ -265,8 +265,8 @@ class SchemaConverter {
   Fragment UndeclaredMembers(const Node& node, const NameLanguages& languages,
                              const std::vector<std::string>& names, const Fragment& additional_value,
                              int depth);
-  // The grammar (EBNF text, root "root") of `schema` on its own; "" when it accepts nothing.
-  std::string SubschemaGrammar(const JsonValue& schema, const std::string& pointer);
+  // The grammar (root "root") of `schema` on its own; nullopt when it accepts nothing.
+  std::optional<GrammarAst> SubschemaGrammar(const JsonValue& schema, const std::string& pointer);
   Fragment MembersInOrder(const std::vector<Fragment>& members, const std::vector<bool>& required,
                           const Fragment& extra_member, const std::string& hint, int depth);
 

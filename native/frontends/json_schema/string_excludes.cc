@@ -5,11 +5,11 @@
 namespace xg2 {
 
 Fragment JsonStringWithout(const Fragment& json_char, const std::vector<std::string>& excludes, RuleSet* rules) {
-  CodepointDfa body = DfaFromExpression("(" + json_char.text() + ")*");
+  CodepointDfa body = DfaFromFragment(Repeat(json_char, 0, -1));
   for (const std::string& excluded : excludes) {
     // Every text with `excluded` somewhere in it.
-    CodepointDfa containing = DfaFromExpression("[\\x00-\\U0010FFFF]* " + Fragment::Literal(excluded).text() +
-                                                " [\\x00-\\U0010FFFF]*");
+    const Fragment anything = Repeat(Fragment::CharClass("[\\x00-\\U0010FFFF]"), 0, -1);
+    CodepointDfa containing = DfaFromFragment(Seq({anything, Fragment::Literal(excluded), anything}));
     body = Product(body, containing, ProductKind::kDifference);
   }
   return Seq({Fragment::Literal("\""), DfaToFragment(body, rules, "json_string_body"), Fragment::Literal("\"")});

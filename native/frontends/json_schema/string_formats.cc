@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "frontends/json_schema/regular_language.h"
 #include "frontends/regex/regex_converter.h"
 #include "support/fork_safe_mutex.h"
 
@@ -119,8 +120,7 @@ Fragment Ipv6(RuleSet* rules) {
 Fragment FromRegex(RuleSet* rules, std::string_view name, std::string_view pattern) {
   RegexOptions options;
   options.json_string_body = true;
-  std::string expression = RegexToEbnf(pattern, options);
-  return rules->Share(name, expression.empty() ? Fragment::Epsilon() : Fragment::Atom("(" + expression + ")"));
+  return rules->Share(name, RegexFragment(pattern, options));
 }
 
 // RFC 3339 Appendix A duration (JSON Schema 2019-09+): the designators in order, each

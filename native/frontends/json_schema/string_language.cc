@@ -73,7 +73,7 @@ const CodepointDfa& CanonicalStrings() {
   static const CodepointDfa* every_string = [] {
     RegexOptions options;
     options.json_string_body = true;
-    return new CodepointDfa(DfaFromExpression("(" + RegexToEbnf("[\\s\\S]*", options) + ")"));
+    return new CodepointDfa(DfaFromRegex("[\\s\\S]*", options));
   }();
   return *every_string;
 }
@@ -87,9 +87,7 @@ CodepointDfa CanonicalSpellings(const std::vector<std::string>& texts) {
     alternation += "(?:" + LiteralRegex(text) + ")";
   }
   if (texts.empty()) return EmptyLanguage();
-  std::string expression = RegexToEbnf("^(?:" + alternation + ")$", options);
-  return DfaFromEbnf("xg2_language_root ::= " + (expression.empty() ? std::string("\"\"") : expression) + "\n",
-                     "xg2_language_root");
+  return DfaFromRegex("^(?:" + alternation + ")$", options);
 }
 
 bool RejectsNonStrings(const JsonValue& schema) {
@@ -134,14 +132,13 @@ std::optional<CodepointDfa> SchemaConverter::StringLanguage(const JsonValue& sch
       RegexOptions options;
       options.search = true;
       options.json_string_body = true;
-      std::string expression;
+      std::optional<CodepointDfa> pattern_language;
       try {
-        expression = RegexToEbnf(value.string_value(), options);
+        pattern_language = DfaFromRegex(value.string_value(), options);
       } catch (const RegexError&) {
         return std::nullopt;
       }
-      intersect(DfaFromEbnf("xg2_language_root ::= " + (expression.empty() ? std::string("\"\"") : expression) + "\n",
-                            "xg2_language_root"));
+      intersect(*pattern_language);
     } else if (keyword == "minLength" || keyword == "maxLength") {
       if (!value.is_integral_number() || value.number_value() < 0) return std::nullopt;
       if (value.number_value() > static_cast<double>(kMaxRepetitionBound)) return std::nullopt;
@@ -182,7 +179,7 @@ std::optional<CodepointDfa> SchemaConverter::StringLanguage(const JsonValue& sch
     }
   }
   if (min_length || max_length) {
-    static const CodepointDfa* json_char = new CodepointDfa(DfaFromExpression(JsonCharFragment().text()));
+    static const CodepointDfa* json_char = new CodepointDfa(DfaFromFragment(JsonCharFragment()));
     intersect(Repeated(*json_char, min_length.value_or(0), max_length.value_or(-1)));
   }
   return Minimized(language);

@@ -2,10 +2,10 @@
 
 #include <string>
 
-#include "frontends/ebnf/ebnf_parser.h"
 #include "frontends/lark/lark_parser.h"
 #include "frontends/regex/regex_converter.h"
 #include "grammar/grammar_ast.h"
+#include "grammar/grammar_builder.h"
 #include "support/error.h"
 
 namespace xg2 {
@@ -89,13 +89,18 @@ bool Nullable(const GrammarAst& ast, ExprId id) {
 LoweredRegex LowerRegex(const Expr& regex) {
   std::string pattern = Prepare(regex);
   LoweredRegex lowered;
+  GrammarBuilder builder;
+  ExprId body = -1;
   try {
-    lowered.ebnf = "(" + RegexToEbnf(pattern) + ")";
+    body = RegexToGrammar(pattern, RegexOptions{}, &builder, &lowered.ebnf);
   } catch (const RegexError& error) {
     Fail(regex, error.what());
   }
-  GrammarAst ast = ParseEbnf("r ::= " + lowered.ebnf, "r");
-  lowered.nullable = Nullable(ast, ast.rules[ast.root_rule].body);
+  lowered.ebnf = "(" + lowered.ebnf + ")";
+  const RuleId root = builder.AddRule("r");
+  builder.DefineRule(root, body);
+  const GrammarAst ast = builder.Finish(root);
+  lowered.nullable = Nullable(ast, body);
   return lowered;
 }
 

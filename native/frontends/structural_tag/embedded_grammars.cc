@@ -26,11 +26,11 @@ void AppendPart(GrammarAst&& part, RuleId first_rule, GrammarAst* into) {
     const RuleDef& source = part.rules[i];
     RuleDef& rule = into->rules[first_rule + i];
     XG2_DCHECK(rule.name == source.name && rule.body < 0, "an embedded rule is declared, not yet defined");
+    // Every attribute comes along (token budget, JSON character count, unique items): the
+    // whole definition is copied, then its node ids are moved to where the nodes now are.
+    rule = source;
     rule.body = source.body + base;
     rule.lookahead = source.lookahead < 0 ? -1 : source.lookahead + base;
-    rule.max_tokens = source.max_tokens;
-    rule.min_json_chars = source.min_json_chars;
-    rule.max_json_chars = source.max_json_chars;
   }
 }
 

@@ -1,9 +1,9 @@
 // Structural-tag IR -> grammar. Every format becomes one rule `st_<hint>_<n>` (the root
 // rule refers to the outermost one), written as EBNF text; free text becomes TagDispatch
-// rules; embedded grammars (JSON Schema conversions, `grammar` formats) are added with their
-// rules renamed `st_<hint>_<n>_<name>` so that names never clash. A JSON Schema conversion
-// stays the rule AST its frontend built (embedded_grammars.h): only the tag's own rules are
-// parsed, and the printed grammar lists the embedded rules after them.
+// rules; embedded grammars (JSON Schema conversions, regexes, `grammar` formats) are added
+// with their rules renamed `st_<hint>_<n>_<name>` so that names never clash. An embedded
+// grammar stays the rule AST its frontend built (embedded_grammars.h): only the tag's own
+// rules are parsed, and the printed grammar lists the embedded rules after them.
 //
 // Special tokens: every string of the format is split into plain text and special-token
 // text (SpecialTokenText::Split); the latter becomes `Token(id)`, which matches that token
@@ -25,6 +25,7 @@
 #include "frontends/structural_tag/structural_tag_token_forms.h"
 #include "frontends/structural_tag/xml_styles.h"
 #include "grammar/grammar_ast.h"
+#include "grammar/grammar_builder.h"
 #include "support/compile_limits.h"
 #include "support/error.h"
 
@@ -150,13 +151,27 @@ class Lowering {
     return name;
   }
 
+  // A rule whose body is the regex `pattern` (compile_regex semantics), as the nodes the regex
+  // frontend builds (RegexToGrammar), embedded like a JSON schema's grammar: never printed into
+  // the tag's own text and parsed back.
+  std::string RegexRule(const std::string& pattern, const char* hint) {
+    GrammarBuilder builder;
+    const ExprId body = RegexToGrammar(pattern, RegexOptions{}, &builder);
+    const RuleId root = builder.AddRule("root");
+    builder.DefineRule(root, body);
+    return embedded_.Add(builder.Finish(root), "st_" + std::string(hint) + "_" + std::to_string(++counter_) + "_");
+  }
+
   // A fresh rule name whose body the caller adds to rules_ (for recursive rules).
   std::string NewName(const char* hint) { return "st_" + std::string(hint) + "_" + std::to_string(++counter_); }
 
-  // Adds a whole grammar with its rules renamed; returns the name of its root rule.
+  // Adds a user's whole grammar (EBNF text, parsed once) with its rules renamed; returns the
+  // name of its root rule. Its AST is embedded as parsed, unless it holds tag dispatches or
+  // token sets (numbered per grammar): those go into the tag's own text, printed.
   std::string Embed(std::string_view ebnf, const char* hint) {
     std::string prefix = "st_" + std::string(hint) + "_" + std::to_string(++counter_) + "_";
     GrammarAst ast = ParseEbnf(ebnf, "root");
+    if (ast.tag_dispatches.empty() && ast.token_sets.empty()) return embedded_.Add(std::move(ast), prefix);
     for (RuleDef& rule : ast.rules) rule.name = prefix + rule.name;
     std::string text = PrintEbnf(ast);
     while (!text.empty() && text.back() == '\n') text.pop_back();
@@ -412,7 +427,7 @@ class Lowering {
         RejectStringLimits(schema, where);
         const JsonValue* pattern = schema.Find("pattern");
         if (!pattern->is_string()) throw StructuralTagError(Where(where + "/pattern") + "pattern must be a string");
-        return Rule(RegexToEbnf(pattern->string_value()), "xml_pattern");
+        return RegexRule(pattern->string_value(), "xml_pattern");
       }
       case ValueKind::kUntyped:
       case ValueKind::kJson:
@@ -522,7 +537,7 @@ class Lowering {
         RejectStringLimits(member, where);
         const JsonValue* pattern = member.Find("pattern");
         if (!pattern->is_string()) throw StructuralTagError(Where(where + "/pattern") + "pattern must be a string");
-        std::string value = Rule(RegexToEbnf(pattern->string_value()), "xml_pattern");
+        std::string value = RegexRule(pattern->string_value(), "xml_pattern");
         return Rule(head(string_attr(true)) + " " + ws + " " + value + " " + ws + " " + close, "xml_member");
       }
       case ValueKind::kUntyped: {
@@ -861,7 +876,7 @@ class Lowering {
   std::string LowerBody(const GrammarFormat& format, const std::string&) { return Embed(format.ebnf, "grammar"); }
 
   std::string LowerBody(const RegexFormat& format, const std::string&) {
-    return Rule(RegexToEbnf(format.pattern), "regex");
+    return RegexRule(format.pattern, "regex");
   }
 
   // True when an excluded string of a tag's free text occurs inside one of its end strings
