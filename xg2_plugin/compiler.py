@@ -11,6 +11,7 @@ its next safe point and frees its partial work.
 
 from __future__ import annotations
 
+import _signal
 import json
 import math
 import os
@@ -750,11 +751,13 @@ class GrammarCompiler:
             self._executor.submit(self._in_flight.run, job)
         elif threading.current_thread() is not threading.main_thread():
             self._in_flight.run(job)
-        elif signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        elif _signal.getsignal(signal.SIGINT) is signal.default_int_handler:
             # Only the main thread receives KeyboardInterrupt, and Python cannot raise it while
             # native code runs there: the compile watches for SIGINT itself and stops at its next
             # safe point (InFlightCompiles.run_on_main_thread). Handing the compile to another
             # thread instead costs two thread wake-ups, milliseconds on a loaded machine.
+            # (_signal.getsignal: signal.getsignal first tries to make a function handler a
+            # Handlers member, raising and catching ValueError, on every synchronous compile.)
             self._in_flight.run_on_main_thread(job, future, self._executor.submit)
         else:
             # A SIGINT handler of the application's own runs as Python decides: the compile runs
