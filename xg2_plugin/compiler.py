@@ -786,7 +786,7 @@ class GrammarCompiler:
             while len(self._token_literal_vocabs) > _DERIVED_VOCABS_UNCACHED:
                 self._token_literal_vocabs.remove_oldest()
             return
-        size = grammar.memory_size_bytes
+        size = grammar._handle.built_memory_bytes
         if 0 <= self._cache_limit_bytes < size:
             return
         # A grammar naming tokens holds its derived vocabulary (about as large as the tokenizer's
@@ -797,10 +797,13 @@ class GrammarCompiler:
             self._charge_vocab_locked(vocab_key)
             self._vocab_users.setdefault(vocab_key, set()).add(key)
             self._vocab_of[key] = vocab_key
-        # The size is charged once, as measured now: a grammar's own token classifications
-        # keep growing as matchers fill masks (those are the pool's to count), and
-        # re-measuring at eviction would take back more than was charged (the total drifted
-        # below what the cache holds, so it held more than its limit).
+        # The size is charged once, as the compile built it: a grammar's own token
+        # classifications keep growing as matchers and the background precompute fill them
+        # (those are the pool's to count), and re-measuring at eviction would take back more
+        # than was charged (the total drifted below what the cache holds, so it held more than
+        # its limit). Measuring them here would also cost the compiling caller a walk over
+        # the entries built so far, under the mask cache's lock that the precompute thread
+        # takes for each entry it adds.
         self._cache_bytes += size - self._cache_charged.get(key, 0)
         self._cache[key] = grammar
         self._cache.move_to_end(key)
