@@ -11,6 +11,7 @@ its next safe point and frees its partial work.
 
 from __future__ import annotations
 
+import _signal
 import json
 import math
 import os
@@ -750,11 +751,13 @@ class GrammarCompiler:
             self._executor.submit(self._in_flight.run, job)
         elif threading.current_thread() is not threading.main_thread():
             self._in_flight.run(job)
-        elif signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        elif _signal.getsignal(signal.SIGINT) is signal.default_int_handler:
             # Only the main thread receives KeyboardInterrupt, and Python cannot raise it while
             # native code runs there: the compile watches for SIGINT itself and stops at its next
             # safe point (InFlightCompiles.run_on_main_thread). Handing the compile to another
             # thread instead costs two thread wake-ups, milliseconds on a loaded machine.
+            # (_signal.getsignal: signal.getsignal first tries to make a function handler a
+            # Handlers member, raising and catching ValueError, on every synchronous compile.)
             self._in_flight.run_on_main_thread(job, future, self._executor.submit)
         else:
             # A SIGINT handler of the application's own runs as Python decides: the compile runs
@@ -783,7 +786,7 @@ class GrammarCompiler:
             while len(self._token_literal_vocabs) > _DERIVED_VOCABS_UNCACHED:
                 self._token_literal_vocabs.remove_oldest()
             return
-        size = grammar.memory_size_bytes
+        size = grammar._handle.built_memory_bytes
         if 0 <= self._cache_limit_bytes < size:
             return
         # A grammar naming tokens holds its derived vocabulary (about as large as the tokenizer's
@@ -794,10 +797,13 @@ class GrammarCompiler:
             self._charge_vocab_locked(vocab_key)
             self._vocab_users.setdefault(vocab_key, set()).add(key)
             self._vocab_of[key] = vocab_key
-        # The size is charged once, as measured now: a grammar's own token classifications
-        # keep growing as matchers fill masks (those are the pool's to count), and
-        # re-measuring at eviction would take back more than was charged (the total drifted
-        # below what the cache holds, so it held more than its limit).
+        # The size is charged once, as the compile built it: a grammar's own token
+        # classifications keep growing as matchers and the background precompute fill them
+        # (those are the pool's to count), and re-measuring at eviction would take back more
+        # than was charged (the total drifted below what the cache holds, so it held more than
+        # its limit). Measuring them here would also cost the compiling caller a walk over
+        # the entries built so far, under the mask cache's lock that the precompute thread
+        # takes for each entry it adds.
         self._cache_bytes += size - self._cache_charged.get(key, 0)
         self._cache[key] = grammar
         self._cache.move_to_end(key)

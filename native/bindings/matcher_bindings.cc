@@ -260,6 +260,7 @@ void BindCompiledGrammar(py::module_& m) {
   py::class_<CompiledGrammar, std::shared_ptr<CompiledGrammar>>(m, "CompiledGrammar")
       .def_property_readonly("ebnf", [](const CompiledGrammar& g) { return g.ebnf; })
       .def_property_readonly("memory_bytes", &CompiledGrammar::MemoryBytes)
+      .def_property_readonly("built_memory_bytes", &CompiledGrammar::BuiltBytes)
       .def_property_readonly("tokenizer_info",
                              [](const CompiledGrammar& g) {
                                return std::const_pointer_cast<TokenizerInfo>(g.tokenizer);

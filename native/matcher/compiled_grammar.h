@@ -59,6 +59,13 @@ struct CompiledGrammar {
     return sizeof(*this) + fsm->MemoryBytes() + ebnf.capacity() + mask_cache->MemoryBytes() +
            unique_recheck_positions.capacity() * sizeof(int32_t);
   }
+  // MemoryBytes without the token classifications built since the compile (by matchers and
+  // the background precompute): what the compile built, read without walking those entries
+  // under the mask cache's lock (which the precompute thread takes for every entry it adds).
+  size_t BuiltBytes() const {
+    return sizeof(*this) + fsm->MemoryBytes() + ebnf.capacity() + mask_cache->FixedBytes() +
+           unique_recheck_positions.capacity() * sizeof(int32_t);
+  }
 };
 
 }  // namespace xg2

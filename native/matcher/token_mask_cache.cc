@@ -264,12 +264,15 @@ void GrammarMaskCache::StartPrecompute(const std::shared_ptr<GrammarMaskCache>& 
   });
 }
 
+size_t GrammarMaskCache::FixedBytes() const {
+  // Slots and the per-node tables built with the cache (the FSM hashes, built on first pool
+  // lookup, are left out).
+  return sizeof(*this) + sizeof(void*) * fsm_->num_nodes() + leave_.MemoryBytes() + leavable_.capacity();
+}
+
 size_t GrammarMaskCache::MemoryBytes() const {
   std::lock_guard<ForkSafeMutex> lock(mutex_);
-  // Slots and the per-node tables built with the cache (the FSM hashes, built on first pool
-  // lookup without this lock, are left out).
-  size_t bytes = sizeof(*this) + sizeof(void*) * fsm_->num_nodes() + leave_.MemoryBytes() +
-                 leavable_.capacity();
+  size_t bytes = FixedBytes();
   // An accepted set shared by several entries (dense_sets_, or the two versions of a node) is
   // counted once.
   std::unordered_set<const AcceptedTokens*> counted;

@@ -66,6 +66,10 @@ class GrammarMaskCache {
   // Nanoseconds spent building entries (classifying, refining or looking up the pool).
   int64_t build_nanoseconds() const { return build_ns_.load(); }
   size_t MemoryBytes() const;
+  // Bytes of what the cache holds from construction on (slots and per-node tables), without
+  // the classifications built since. Takes no lock: those members never change, so a caller
+  // never waits for the precompute thread.
+  size_t FixedBytes() const;
   // Serialization (matcher/mask_cache_transfer.cc): the classifications built so far, by
   // ascending node; and installing one in a cache (a deserialized grammar's), which the
   // caller has checked against this cache's FSM and vocabulary. Import keeps an entry that

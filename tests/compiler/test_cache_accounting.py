@@ -24,3 +24,17 @@ def test_evicting_a_grown_grammar_takes_back_what_was_charged() -> None:
     assert stats["evictions"] == 1 and stats["entries"] == 1
     assert stats["bytes"] == large.memory_size_bytes == large_size
 
+
+
+def test_a_grammar_is_charged_what_its_compile_built() -> None:
+    # The background precompute (on by default) adds classifications to a fresh grammar while
+    # the compile returns, and fills add more: the charge leaves them out, so it does not
+    # depend on how far they got.
+    info = hf_tokenizer_info("llama3.1")
+    compiler = xg.GrammarCompiler(info)
+    grammar = compiler.compile_json_schema(SMALL)
+    bitmask = xg.allocate_token_bitmask(1, info.vocab_size)
+    xg.GrammarMatcher(grammar).fill_next_token_bitmask(bitmask)
+    charged = compiler.cache_stats["bytes"]
+    assert charged == grammar._handle.built_memory_bytes
+    assert grammar.memory_size_bytes > charged
