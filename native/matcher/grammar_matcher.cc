@@ -47,7 +47,6 @@ GrammarMatcher::GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar,
   const std::vector<int32_t>& literals = grammar_->token_literal_ids;
   std::vector<int32_t> requested = stop_token_ids ? *stop_token_ids : tokenizer_->stop_token_ids();
   if (!stop_token_ids) stop_terminal_ids_ = grammar_->stop_terminal_ids;
-  is_stop_.assign(tokenizer_->vocab_size(), 0);
   for (int32_t id : requested) {
     if (id < 0 || id >= tokenizer_->vocab_size()) {
       throw InvalidArgumentError("stop token id " + std::to_string(id) +
@@ -58,13 +57,16 @@ GrammarMatcher::GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar,
       stop_terminal_ids_.push_back(id);
     } else {
       stop_token_ids_.push_back(id);
-      is_stop_[id] = 1;
     }
   }
   std::sort(stop_terminal_ids_.begin(), stop_terminal_ids_.end());
+  sorted_stop_token_ids_ = stop_token_ids_;
+  std::sort(sorted_stop_token_ids_.begin(), sorted_stop_token_ids_.end());
 }
 
-bool GrammarMatcher::IsStop(int32_t token_id) const { return is_stop_[token_id] != 0; }
+bool GrammarMatcher::IsStop(int32_t token_id) const {
+  return std::binary_search(sorted_stop_token_ids_.begin(), sorted_stop_token_ids_.end(), token_id);
+}
 
 bool GrammarMatcher::IsTerminated() {
   ExclusiveUse::Scope claim(in_use_, kMatcherName);

@@ -169,7 +169,9 @@ class GrammarMatcher {
   // Sorted stop tokens that the grammar names with Token(id): accepted only as terminals, and
   // accepting one that completes the grammar terminates the matcher.
   std::vector<int32_t> stop_terminal_ids_;
-  std::vector<uint8_t> is_stop_;
+  // stop_token_ids_ sorted, for IsStop: a handful of ids, where a per-vocabulary flag table
+  // would cost every matcher a vocabulary-sized allocation at construction.
+  std::vector<int32_t> sorted_stop_token_ids_;
   bool terminate_without_stop_token_;
   EarleyParser parser_;
   // Per accepted step: the parser position before it; whether it was a stop token.
