@@ -13,38 +13,16 @@ import itertools
 import json
 import random
 
-import jsonschema
 import numpy as np
 import pytest
 
 import xg2_plugin as xg
 from xg2_plugin import _native
 from xg2_plugin.testing import ebnf_accepts
+from schema_language import assert_schema_language, schema_ebnf, schema_is_valid
 from xg2_test_support import allowed_tokens, check_tokens_accepted, encode_continuation, hf_compiler, string_accepted
 
 Unsupported = _native.UnsupportedSchemaError
-
-
-def to_ebnf(schema, **options):
-    ebnf, _ = _native._json_schema_to_ebnf(json.dumps(schema), **options)
-    return ebnf
-
-
-def is_valid(schema, instance):
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    return cls(schema).is_valid(instance)
-
-
-def assert_same_language(schema, instances, **options):
-    """The grammar accepts exactly the valid instances (json.dumps spelling)."""
-    options.setdefault("strict_mode", False)
-    ebnf = to_ebnf(schema, **options)
-    wrong = []
-    for value in instances:
-        text = json.dumps(value, ensure_ascii=False)
-        if ebnf_accepts(ebnf, text) != is_valid(schema, value):
-            wrong.append((text, is_valid(schema, value)))
-    assert not wrong, f"{len(wrong)} disagreements, e.g. {wrong[:5]}\n{ebnf}"
 
 
 SCALARS = [None, True, False, 0, 1, 2, -1, 1.5, "", "a", "b", "ab", "A"]
@@ -65,11 +43,11 @@ def arrays_over(values, longest):
     {"allOf": [{"type": "string"}, {"maxLength": 1}]},
 ])
 def test_not_is_the_exact_complement(negated):
-    assert_same_language({"not": negated}, SCALARS + [[], {}, [1], {"a": 1}])
+    assert_schema_language({"not": negated}, SCALARS + [[], {}, [1], {"a": 1}])
 
 
 def test_not_const_string_excludes_every_spelling():
-    ebnf = to_ebnf({"type": "string", "not": {"enum": ["a/b", "é", "\n"]}})
+    ebnf = schema_ebnf({"type": "string", "not": {"enum": ["a/b", "é", "\n"]}})
     for spelling in ['"a/b"', '"a\\/b"', '"\\u0061/b"', '"\\u00e9"', '"\\u00E9"', '"é"', '"\\n"', '"\\u000a"']:
         assert not ebnf_accepts(ebnf, spelling), spelling
     for other in ['"a/c"', '""', '"ab"', '"\\u00e8"', '"\\t"']:
@@ -77,12 +55,12 @@ def test_not_const_string_excludes_every_spelling():
 
 
 def test_not_next_to_enum_filters_the_values():
-    assert_same_language({"enum": ["a", "b", 1, 2], "not": {"enum": ["b", 2.0]}}, SCALARS)
+    assert_schema_language({"enum": ["a", "b", 1, 2], "not": {"enum": ["b", 2.0]}}, SCALARS)
 
 
 def test_not_of_object_constants_stays_the_policy_error():
     with pytest.raises(Unsupported, match="'not' at /"):
-        to_ebnf({"not": {"const": {"a": 1}}})
+        schema_ebnf({"not": {"const": {"a": 1}}})
 
 
 # --------------------------------------------------------------------------------------
@@ -116,12 +94,12 @@ def _objects():
 @pytest.mark.parametrize("name", sorted(IF_CASES))
 def test_if_then_else_is_exact(name):
     instances = list(_objects()) + SCALARS + [-2, 3, 4, []]
-    assert_same_language(IF_CASES[name], instances)
+    assert_schema_language(IF_CASES[name], instances)
 
 
 def test_if_with_an_undecidable_condition_is_the_policy_error():
     with pytest.raises(Unsupported, match="'if' at /"):
-        to_ebnf({"if": {"format": "email"}, "then": {"minLength": 2}})
+        schema_ebnf({"if": {"format": "email"}, "then": {"minLength": 2}})
     _, warnings = _native._json_schema_to_ebnf(json.dumps({"if": {"format": "email"}, "then": {"minLength": 2}}),
                                                lenient=True)
     assert any("'if'" in w for w in warnings)
@@ -142,23 +120,23 @@ CONTAINS_CASES = {
 
 @pytest.mark.parametrize("name", sorted(CONTAINS_CASES))
 def test_contains_is_exact(name):
-    assert_same_language(CONTAINS_CASES[name], list(arrays_over([1, 2, "a", None], 4)) + [1, "a", {}])
+    assert_schema_language(CONTAINS_CASES[name], list(arrays_over([1, 2, "a", None], 4)) + [1, "a", {}])
 
 
 def test_contains_draft7_ignores_min_max_contains():
     schema = {"$schema": "http://json-schema.org/draft-07/schema#", "type": "array", "contains": {"const": 1},
               "maxContains": 1}
-    ebnf = to_ebnf(schema, strict_mode=False)
+    ebnf = schema_ebnf(schema, strict_mode=False)
     assert ebnf_accepts(ebnf, "[1, 1]") and not ebnf_accepts(ebnf, "[2]")
 
 
 def test_contains_forms_without_complement_are_the_policy_error():
     with pytest.raises(Unsupported, match="'contains' at /"):
-        to_ebnf({"type": "array", "contains": {"type": "integer"}})  # integral numbers have no complement type
+        schema_ebnf({"type": "array", "contains": {"type": "integer"}})  # integral numbers have no complement type
     with pytest.raises(Unsupported, match="'contains' at /"):
-        to_ebnf({"type": "array", "contains": {"type": "string", "format": "email"}})
+        schema_ebnf({"type": "array", "contains": {"type": "string", "format": "email"}})
     with pytest.raises(Unsupported, match="'contains' at /"):
-        to_ebnf({"type": "array", "prefixItems": [{}], "contains": {"const": 1}})
+        schema_ebnf({"type": "array", "prefixItems": [{}], "contains": {"const": 1}})
 
 
 # --------------------------------------------------------------------------------------
@@ -177,12 +155,12 @@ UNIQUE_CASES = {
 @pytest.mark.parametrize("name", sorted(UNIQUE_CASES))
 def test_unique_items_is_exact(name):
     instances = list(arrays_over([1, 2, "a", None, True, False], 4)) + [1, "a"]
-    assert_same_language(UNIQUE_CASES[name], instances)
+    assert_schema_language(UNIQUE_CASES[name], instances)
 
 
 def test_unique_items_of_an_enum_value_list():
     schema = {"enum": [[1, 2], [1, 1], "x"], "uniqueItems": True}
-    assert_same_language(schema, [[1, 2], [1, 1], "x", [2, 1]])
+    assert_schema_language(schema, [[1, 2], [1, 1], "x", [2, 1]])
 
 
 @pytest.mark.parametrize("schema", [
@@ -192,7 +170,7 @@ def test_unique_items_of_an_enum_value_list():
 ])
 def test_unique_items_outside_small_domains_is_the_policy_error(schema):
     with pytest.raises(Unsupported, match="'uniqueItems' at /"):
-        to_ebnf(schema)
+        schema_ebnf(schema)
 
 
 # --------------------------------------------------------------------------------------
@@ -217,7 +195,7 @@ def test_disjoint_one_of_is_decided_and_exact(name):
     schema = DISJOINT_ONE_OF[name]
     instances = list(_objects()) + SCALARS + [{"kind": "a", "y": "s"}, {"kind": "b", "y": "s"}, {"a": "s"},
                                               {"a": 1}, {"a": 1.5}, {"id": 1}, {"id": "x"}]
-    assert_same_language(schema, instances)
+    assert_schema_language(schema, instances)
 
 
 def test_strict_mode_generation_decides_required_members():
@@ -226,13 +204,13 @@ def test_strict_mode_generation_decides_required_members():
     schema = {"oneOf": [{"type": "object", "properties": {"a": {}}, "required": ["a"]},
                         {"type": "object", "properties": {"b": {}}, "required": ["b"]}]}
     # Non-strict, the branches overlap: each excludes the other (test_json_schema_not_oneof.py).
-    assert_same_language(schema, [{"a": 1}, {"b": 1}, {"a": 1, "b": 1}, {}])
-    ebnf = to_ebnf(schema, strict_mode=True)
+    assert_schema_language(schema, [{"a": 1}, {"b": 1}, {"a": 1, "b": 1}, {}])
+    ebnf = schema_ebnf(schema, strict_mode=True)
     assert ebnf_accepts(ebnf, '{"a": 1}') and ebnf_accepts(ebnf, '{"b": 1}')
     assert not ebnf_accepts(ebnf, '{"a": 1, "b": 1}')
     # additionalProperties false closes the objects in either mode.
     closed = {"oneOf": [{**branch, "additionalProperties": False} for branch in schema["oneOf"]]}
-    assert_same_language(closed, [{"a": 1}, {"b": 1}, {"a": 1, "b": 1}, {}])
+    assert_schema_language(closed, [{"a": 1}, {"b": 1}, {"a": 1, "b": 1}, {}])
 
 
 @pytest.mark.parametrize("schema", [
@@ -241,7 +219,7 @@ def test_strict_mode_generation_decides_required_members():
 ])
 def test_overlapping_one_of_without_complement_stays_the_policy_error(schema):
     with pytest.raises(Unsupported, match="'oneOf' at /"):
-        to_ebnf(schema)
+        schema_ebnf(schema)
 
 
 # --------------------------------------------------------------------------------------
@@ -268,10 +246,10 @@ def test_engine_tokens_and_random_walks(case):
     compiler = hf_compiler("llama3.1")
     grammar = compiler.compile_json_schema(schema, any_whitespace=False)
     for value in valid:
-        assert is_valid(schema, value)
+        assert schema_is_valid(schema, value)
         check_tokens_accepted(grammar, encode_continuation("llama3.1", json.dumps(value)))
     for value in invalid:
-        assert not is_valid(schema, value)
+        assert not schema_is_valid(schema, value)
         assert not string_accepted(grammar, json.dumps(value))
     info = grammar.tokenizer_info
     vocab = info.decoded_vocab
@@ -290,7 +268,7 @@ def test_engine_tokens_and_random_walks(case):
             if allowed_stops and rng.random() < 0.7:
                 assert matcher.accept_token(allowed_stops[0])
                 value = json.loads(out.decode("utf-8"))
-                assert is_valid(schema, value), out
+                assert schema_is_valid(schema, value), out
                 finished += 1
                 break
             # Half of the steps take a one-byte token so that strings end.

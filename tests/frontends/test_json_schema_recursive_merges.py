@@ -11,41 +11,12 @@ tokenizer (valid instances accepted token by token, invalid ones rejected, walks
 from __future__ import annotations
 
 import itertools
-import json
 
-import jsonschema
 import pytest
 
-from xg2_plugin import _native
-from xg2_plugin.testing import ebnf_accepts
+from schema_language import assert_schema_language, schema_ebnf
 from xg2_corpus import evaluate_schema
 from xg2_test_support import data_dir, encode_continuation, hf_compiler
-
-
-def to_ebnf(schema, **options):
-    ebnf, _ = _native._json_schema_to_ebnf(json.dumps(schema), **options)
-    return ebnf
-
-
-def is_valid(schema, instance):
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    return cls(schema).is_valid(instance)
-
-
-def assert_same_language(schema, instances, **options):
-    options.setdefault("strict_mode", False)
-    ebnf = to_ebnf(schema, **options)
-    wrong = []
-    valid = 0
-    for value in instances:
-        text = json.dumps(value, ensure_ascii=False)
-        expected = is_valid(schema, value)
-        valid += expected
-        if ebnf_accepts(ebnf, text) != expected:
-            wrong.append((text, expected))
-    assert not wrong, f"{len(wrong)} disagreements, e.g. {wrong[:5]}\n{ebnf}"
-    # Both languages are exercised: the instance space has members on each side.
-    assert 0 < valid < len(instances)
 
 
 def trees(depth):
@@ -70,12 +41,12 @@ RECURSIVE_WITH_SIBLINGS = {
 
 
 def test_recursive_ref_with_siblings_is_exact():
-    assert_same_language(RECURSIVE_WITH_SIBLINGS, trees(3) + [[], 1, {"kids": 1}])
+    assert_schema_language(RECURSIVE_WITH_SIBLINGS, trees(3) + [[], 1, {"kids": 1}], both_sides=True)
 
 
 def test_recursive_ref_with_siblings_uses_one_rule_per_merge():
     # The grammar is finite: the merge of the items recurs as one rule, not unrolled.
-    ebnf = to_ebnf(RECURSIVE_WITH_SIBLINGS, strict_mode=False)
+    ebnf = schema_ebnf(RECURSIVE_WITH_SIBLINGS, strict_mode=False)
     assert len(ebnf) < 20000, len(ebnf)
 
 
@@ -103,14 +74,14 @@ def test_pattern_property_over_a_declared_recursive_name_is_exact():
     instances = [{}, 1]
     for key, value in itertools.product(["by", "x", "B"], credit_values()):
         instances.append({key: value})
-    assert_same_language(CREDITS, instances)
+    assert_schema_language(CREDITS, instances, both_sides=True)
 
 
 def test_repeated_ref_in_one_merge_is_one_conjunct():
     schema = {"$defs": {"s": {"type": "string", "minLength": 1}},
               "allOf": [{"$ref": "#/$defs/s"}, {"$ref": "#/$defs/s"}, {"anyOf": [{"maxLength": 1}, {"const": 1}]},
                         {"anyOf": [{"maxLength": 1}, {"const": 1}]}]}
-    assert_same_language(schema, ["", "a", "ab", 1, None])
+    assert_schema_language(schema, ["", "a", "ab", 1, None], both_sides=True)
 
 
 # A competency framework (Github_easy o78062): a merge inside a recursive merge expands a
@@ -136,7 +107,7 @@ def test_shared_base_expanded_in_nested_merges_is_exact():
                                                     for a in abilities]]:
         instances.append({"name": "r", "competencies": competencies})
         instances.append({"competencies": competencies})
-    assert_same_language(COMPETENCY, instances)
+    assert_schema_language(COMPETENCY, instances, both_sides=True)
 
 
 # --------------------------------------------------------------------------------------
@@ -149,14 +120,14 @@ def test_dependency_on_a_required_name_requires_undeclared_names(keyword):
     if keyword == "dependencies":  # draft 7's name for it (2020-12 ignores it)
         schema["$schema"] = "http://json-schema.org/draft-07/schema#"
     instances = [{}, {"a": 1}, {"a": 1, "t": None}, {"t": 1}, {"a": "x", "t": 1}, {"a": 1, "t": 1, "u": 2}]
-    assert_same_language(schema, instances)
+    assert_schema_language(schema, instances, both_sides=True)
 
 
 def test_dependency_schema_on_a_required_name_is_intersected():
     schema = {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "string"}},
               "required": ["a"], "dependentSchemas": {"a": {"required": ["b"], "properties": {"b": {"maxLength": 1}}}}}
     instances = [{}, {"a": 1}, {"a": 1, "b": "x"}, {"a": 1, "b": "xy"}, {"b": "x"}, {"a": 1, "b": 2}]
-    assert_same_language(schema, instances)
+    assert_schema_language(schema, instances, both_sides=True)
 
 
 # --------------------------------------------------------------------------------------
