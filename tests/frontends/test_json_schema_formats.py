@@ -143,21 +143,22 @@ def walk(grammar: xg.CompiledGrammar, rng: random.Random, max_tokens: int) -> Op
     return None
 
 
+def finished_walks(grammar: xg.CompiledGrammar, *, seed: int, max_tokens: int, tries: int = 30) -> list[str]:
+    """The texts of the walks (see `walk`) that finish within `max_tokens`, out of `tries`."""
+    rng = random.Random(seed)
+    return [text for text in (walk(grammar, rng, max_tokens) for _ in range(tries)) if text is not None]
+
+
 @pytest.mark.parametrize("format_name", NEW_FORMATS)
 def test_random_walks_are_valid(format_name: str) -> None:
     is_valid = oracle(format_name)
     grammar = compile_schema({"type": "string", "format": format_name})
-    rng = random.Random(7)
-    finished = 0
-    for _ in range(30):
-        text = walk(grammar, rng, 32)
-        if text is None:
-            continue
-        finished += 1
+    texts = finished_walks(grammar, seed=7, max_tokens=32)
+    for text in texts:
         value = json.loads(text)
         assert isinstance(value, str)
         assert is_valid(value), f"{format_name}: the grammar produced {text}"
-    assert finished >= 10
+    assert len(texts) >= 10
 
 
 # (schema, accepted values, rejected values) beyond the suite.
@@ -265,15 +266,10 @@ def test_hostname_subset_lengths_and_random_walks() -> None:
         assert string_accepted(grammar, json.dumps(value)), value
     for value in ("ab--c.com", "xn--ll-0ea", "1.2.3.4", "a.1b", "a_b.com", "a..b", "a.", ".a", "-a", "a-"):
         assert not string_accepted(grammar, json.dumps(value)), value
-    rng = random.Random(11)
-    finished = 0
-    for _ in range(30):
-        text = walk(grammar, rng, 40)
-        if text is None:
-            continue
-        finished += 1
+    texts = finished_walks(grammar, seed=11, max_tokens=40)
+    for text in texts:
         assert _hostname_by_rfc1123(json.loads(text)), text
-    assert finished >= 10
+    assert len(texts) >= 10
 
 
 def test_hostname_subset_next_to_lengths_and_patterns() -> None:
