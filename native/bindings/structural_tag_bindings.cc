@@ -77,7 +77,7 @@ void BindStructuralTag(py::module_& m) {
         return SameGrammarAst(lowered.grammar, ParseEbnf(lowered.ebnf, "root"));
       },
       py::arg("tag"), py::arg("tokenizer_info") = nullptr, py::arg("any_whitespace") = true,
-      "Test hook: whether the grammar a structural tag lowers to (its own rules parsed, its JSON "
+      "Test hook: whether the grammar a structural tag lowers to (built directly, its JSON "
       "schemas embedded as built) is node for node the parse of the EBNF it prints.");
   m.def(
       "_split_special_tokens",

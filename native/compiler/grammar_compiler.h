@@ -17,7 +17,7 @@
 
 #include "compiler/compile_grammar.h"
 #include "frontends/json_schema/json_schema_converter.h"
-#include "frontends/structural_tag/embedded_grammars.h"
+#include "frontends/structural_tag/structural_tag.h"
 #include "matcher/compiled_grammar.h"
 #include "support/cancellation.h"
 #include "support/compile_limits.h"

@@ -1,7 +1,6 @@
 // Rule-level grammar syntax tree: what every frontend produces (EBNF and Lark by parsing,
-// regex and JSON Schema through the typed builder, grammar/grammar_builder.h; structural
-// tags parse the EBNF of their own rules and embed the schemas and patterns as built) and what the
-// FSM builder (grammar/fsm_builder.h) lowers into one finite-state machine per rule.
+// regex, JSON Schema and structural tags through the typed builder, grammar/grammar_builder.h)
+// and what the FSM builder (grammar/fsm_builder.h) lowers into one finite-state machine per rule.
 //
 // Layout: all expression nodes of a grammar live in one arena (GrammarAst::nodes) and
 // refer to each other by index, so a grammar is a few flat vectors that copy and hash

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "grammar/token_literal.h"
+
 #include "support/compile_limits.h"
 #include "support/dcheck.h"
 #include "support/error.h"
@@ -187,6 +189,191 @@ ExprId GrammarBuilder::AddCompound(ExprKind kind, const ExprId* children, size_t
   node.kind = kind;
   node.children = ExprChildren(children, count);
   return Add(std::move(node));
+}
+
+// ---- Token-level terminals, tag dispatches and whole grammars -------------------------------
+
+namespace {
+
+void CheckTokenId(int32_t id) {
+  if (id < 0 || id > kMaxTokenLiteralId) {
+    throw GrammarSyntaxError("token id " + std::to_string(id) + " is outside [0, " +
+                             std::to_string(kMaxTokenLiteralId) + "], the ids a grammar can name");
+  }
+}
+
+// The token set a kBytes node's marker names (grammar/token_literal.h), or -1 when the node
+// spells anything else. A marker is always a node of its own (the parser and TokenSet make
+// it one), so a node is a marker exactly when it is one marker long and decodes as one.
+int32_t MarkedTokenSet(const ExprNode& node) {
+  if (node.kind != ExprKind::kBytes || node.bytes.size() != static_cast<size_t>(kTokenSetMarkerSize)) return -1;
+  return DecodeTokenSetMarker(node.bytes, 0);
+}
+
+// FinishInPrintedOrder's renumbering: copies the trees of the rules, in the printed order,
+// into a new grammar, numbering nodes, token sets and tag dispatches as a parse does.
+class PrintedOrder {
+ public:
+  PrintedOrder(GrammarAst* source, const std::vector<RuleId>& order)
+      : source_(*source), rule_at_(source->rules.size(), -1), node_at_(source->nodes.size(), -1),
+        set_at_(source->token_sets.size(), -1), dispatch_at_(source->tag_dispatches.size(), -1) {
+    XG2_DCHECK(order.size() == source->rules.size(), "the printed order lists every rule");
+    for (size_t i = 0; i < order.size(); ++i) {
+      XG2_DCHECK(order[i] >= 0 && static_cast<size_t>(order[i]) < order.size() && rule_at_[order[i]] < 0,
+                 "the printed order lists every rule once");
+      rule_at_[order[i]] = static_cast<RuleId>(i);
+    }
+    out_.nodes.reserve(source->nodes.size());
+    for (RuleId rule : order) {
+      RuleDef def = std::move(source_.rules[rule]);
+      def.body = CopyTree(def.body);
+      def.lookahead = def.lookahead < 0 ? -1 : CopyTree(def.lookahead);
+      out_.rules.push_back(std::move(def));
+    }
+  }
+
+  GrammarAst Take(RuleId root) {
+    out_.root_rule = rule_at_[root];
+    return std::move(out_);
+  }
+
+ private:
+  // Moves the tree under `root` to out_ in post-order (children before parents, left to right).
+  ExprId CopyTree(ExprId root) {
+    std::vector<std::pair<ExprId, size_t>> stack = {{root, 0}};
+    while (!stack.empty()) {
+      const ExprId id = stack.back().first;
+      const size_t next = stack.back().second;
+      const ExprNode& node = source_.nodes[id];
+      if (next < node.children.size()) {
+        ++stack.back().second;
+        const ExprId child = node.children[next];
+        XG2_DCHECK(node_at_[child] < 0, "a grammar is a tree: every node has one parent");
+        stack.push_back({child, 0});
+        continue;
+      }
+      stack.pop_back();
+      node_at_[id] = out_.AddNode(Renumbered(std::move(source_.nodes[id])));
+    }
+    return node_at_[root];
+  }
+
+  ExprNode Renumbered(ExprNode node) {
+    for (ExprId& child : node.children) child = node_at_[child];
+    if (node.kind == ExprKind::kRuleRef) node.rule_id = rule_at_[node.rule_id];
+    if (const int32_t set = MarkedTokenSet(node); set >= 0) {
+      XG2_DCHECK(static_cast<size_t>(set) < set_at_.size(), "a token-set marker names a set of the grammar");
+      if (set_at_[set] < 0) {
+        set_at_[set] = static_cast<int32_t>(out_.token_sets.size());
+        out_.token_sets.push_back(source_.token_sets[set]);
+      }
+      node.bytes = TokenSetMarkerBytes(set_at_[set]);
+    }
+    if (node.kind == ExprKind::kTagDispatch) {
+      XG2_DCHECK(dispatch_at_[node.tag_dispatch] < 0, "a tag dispatch is the body of one rule");
+      dispatch_at_[node.tag_dispatch] = static_cast<int32_t>(out_.tag_dispatches.size());
+      TagDispatchDef def = std::move(source_.tag_dispatches[node.tag_dispatch]);
+      for (TagDispatchDef::Tag& tag : def.tags) tag.rule = rule_at_[tag.rule];
+      out_.tag_dispatches.push_back(std::move(def));
+      node.tag_dispatch = dispatch_at_[node.tag_dispatch];
+    }
+    return node;
+  }
+
+  GrammarAst& source_;
+  GrammarAst out_;
+  std::vector<RuleId> rule_at_;      // source rule -> printed position
+  std::vector<ExprId> node_at_;      // source node -> new id (-1: not copied yet)
+  std::vector<int32_t> set_at_;      // source token set -> new index
+  std::vector<int32_t> dispatch_at_;  // source tag dispatch -> new index
+};
+
+}  // namespace
+
+ExprId GrammarBuilder::TokenLiteral(int32_t id) {
+  CheckTokenId(id);
+  ExprNode node;
+  node.kind = ExprKind::kBytes;
+  node.bytes = TokenLiteralBytes(id);
+  return Add(std::move(node));
+}
+
+ExprId GrammarBuilder::TokenSet(std::vector<int32_t> ids, bool excluded) {
+  XG2_DCHECK(excluded || !ids.empty(), "TokenSet names at least one token");
+  for (int32_t id : ids) CheckTokenId(id);
+  TokenSetDef set;
+  set.ids = std::move(ids);
+  set.excluded = excluded;
+  ExprNode node;
+  node.kind = ExprKind::kBytes;
+  node.bytes = TokenSetMarkerBytes(ast_.AddTokenSet(std::move(set)));
+  return Add(std::move(node));
+}
+
+void GrammarBuilder::DefineTagDispatchRule(RuleId rule, TagDispatchDef def) {
+  for (const TagDispatchDef::Tag& tag : def.tags) {
+    XG2_DCHECK(!tag.text.empty(), "a dispatch tag is not empty");
+    XG2_DCHECK(tag.rule >= 0 && static_cast<size_t>(tag.rule) < ast_.rules.size(), "a dispatch tag names an added rule");
+  }
+  for (const std::vector<std::string>* strings : {&def.stop_strings, &def.excludes}) {
+    for (const std::string& text : *strings) XG2_DCHECK(!text.empty(), "stop and excluded strings are not empty");
+  }
+  ExprNode node;
+  node.kind = ExprKind::kTagDispatch;
+  node.tag_dispatch = static_cast<int32_t>(ast_.tag_dispatches.size());
+  ast_.tag_dispatches.push_back(std::move(def));
+  DefineRule(rule, Add(std::move(node)));
+}
+
+void GrammarBuilder::SetMaxTokens(RuleId rule, int32_t max_tokens) {
+  XG2_DCHECK(max_tokens >= 0, "a token budget is not negative");
+  ast_.rules[rule].max_tokens = max_tokens;
+}
+
+std::vector<RuleId> GrammarBuilder::Embed(GrammarAst source, const std::string& prefix) {
+  std::vector<RuleId> rule_of;
+  rule_of.reserve(source.rules.size());
+  for (const RuleDef& rule : source.rules) rule_of.push_back(AddRule(prefix + rule.name));
+  std::vector<int32_t> set_of;
+  for (TokenSetDef& set : source.token_sets) set_of.push_back(ast_.AddTokenSet(std::move(set)));
+  const int32_t dispatch_base = static_cast<int32_t>(ast_.tag_dispatches.size());
+  for (TagDispatchDef& def : source.tag_dispatches) {
+    for (TagDispatchDef::Tag& tag : def.tags) tag.rule = rule_of[tag.rule];
+    ast_.tag_dispatches.push_back(std::move(def));
+  }
+  const ExprId base = static_cast<ExprId>(ast_.nodes.size());
+  ast_.nodes.reserve(ast_.nodes.size() + source.nodes.size());
+  heights_.reserve(heights_.size() + source.nodes.size());
+  for (size_t id = 0; id < source.nodes.size(); ++id) {
+    ExprNode& node = source.nodes[id];
+    int height = 1;
+    for (ExprId& child : node.children) {
+      XG2_DCHECK(child >= 0 && static_cast<size_t>(child) < id, "embedded children precede their parents");
+      child += base;
+      height = std::max(height, heights_[child] + 1);
+    }
+    XG2_DCHECK(height <= kMaxExpressionHeight, "an embedded grammar was built within the height limit");
+    if (node.kind == ExprKind::kRuleRef) node.rule_id = rule_of[node.rule_id];
+    if (node.kind == ExprKind::kTagDispatch) node.tag_dispatch += dispatch_base;
+    if (const int32_t set = MarkedTokenSet(node); set >= 0) node.bytes = TokenSetMarkerBytes(set_of[set]);
+    heights_.push_back(height);
+    ast_.nodes.push_back(std::move(node));
+  }
+  for (size_t r = 0; r < source.rules.size(); ++r) {
+    RuleDef& rule = ast_.rules[rule_of[r]];
+    std::string name = std::move(rule.name);
+    rule = std::move(source.rules[r]);  // every attribute comes along
+    rule.name = std::move(name);
+    XG2_DCHECK(rule.body >= 0, "an embedded rule is defined");
+    rule.body += base;
+    if (rule.lookahead >= 0) rule.lookahead += base;
+  }
+  return rule_of;
+}
+
+GrammarAst GrammarBuilder::FinishInPrintedOrder(RuleId root, const std::vector<RuleId>& order) {
+  GrammarAst built = Finish(root);
+  return PrintedOrder(&built, order).Take(root);
 }
 
 }  // namespace xg2

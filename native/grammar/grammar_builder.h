@@ -81,6 +81,38 @@ class GrammarBuilder {
   GrammarAst ast_;
   std::vector<int> heights_;  // heights_[id]: height of the tree under node id
   std::unordered_map<std::string, RuleId> rule_ids_;
+
+ public:
+  // ---- Token-level terminals, tag dispatches and whole grammars (structural tags) ----
+
+  // `Token(id)`: the token `id` and only it, as its token-literal spelling (a kBytes node,
+  // grammar/token_literal.h). An id above kMaxTokenLiteralId is a GrammarSyntaxError, as in
+  // the parser.
+  ExprId TokenLiteral(int32_t id);
+  // `TokenSet(ids)` (excluded false; `ids` non-empty) or `ExcludeToken(ids)` (excluded true):
+  // one whole token of the set (grammar_ast.h, TokenSetDef), as the marker of its index in
+  // the grammar's token sets (equal sets share one index). Ids as TokenLiteral's.
+  ExprId TokenSet(std::vector<int32_t> ids, bool excluded);
+  // Defines `rule` as the TagDispatch `def` (grammar/tag_dispatch.h). A tag dispatch is only
+  // ever a whole rule body (grammar_ast.h, kTagDispatch), so this is the one way to build one;
+  // a frontend lifts one written inside an expression into a rule of its own, as the parser
+  // does. Invariants: every tag's text is non-empty and names an added rule; no stop or
+  // excluded string is empty.
+  void DefineTagDispatchRule(RuleId rule, TagDispatchDef def);
+  // Gives `rule` a token budget, as `name[max_tokens=N]` does in EBNF (max_tokens >= 0).
+  void SetMaxTokens(RuleId rule, int32_t max_tokens);
+  // Moves every rule of `source` into this grammar, named `prefix + name`, with its bodies,
+  // lookaheads, attributes, token sets (re-indexed here) and tag dispatches, and returns the
+  // ids its rules get, in source order. Its node table lists children before parents (what
+  // the parser and this builder produce). A name already taken is a GrammarSyntaxError.
+  std::vector<RuleId> Embed(GrammarAst source, const std::string& prefix);
+  // Finish(root), with the rules listed in `order` (every rule id once) and the nodes, token
+  // sets and tag dispatches numbered as a parse of the grammar's printed EBNF numbers them:
+  // rule by rule, each body then its lookahead, children before parents, left to right, each
+  // set and dispatch at its first mention. Nodes no rule reaches are dropped. So a frontend
+  // that builds rules in an order of its own gets the grammar ParseEbnf(PrintEbnf(grammar))
+  // returns, node for node (grammar/grammar_ast_equality.h).
+  GrammarAst FinishInPrintedOrder(RuleId root, const std::vector<RuleId>& order);
 };
 
 }  // namespace xg2

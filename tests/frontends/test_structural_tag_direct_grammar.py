@@ -1,8 +1,8 @@
-"""Structural tags lower to a grammar without printing their JSON schemas as text
-(frontends/structural_tag/embedded_grammars.h; issue 39): the tag's own rules are parsed and
-each JSON Schema conversion is appended as the frontend built it. For every tag, that grammar is
-node for node the parse of the EBNF the tag prints, so the compiled grammar, its masks and its
-cache key (the printed text) are what a parse of the text would give."""
+"""Structural tags lower to a grammar built directly through GrammarBuilder, with no EBNF text
+round trip (frontends/structural_tag/tag_expr.h; issue 39): the tag's own rules are composed and
+emitted as nodes, each JSON Schema conversion is embedded as the frontend built it. For every
+tag, that grammar is node for node the parse of the EBNF it prints, so the compiled grammar, its
+masks and its cache key (the printed text) are what a parse of the text would give."""
 
 from __future__ import annotations
 

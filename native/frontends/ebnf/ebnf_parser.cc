@@ -502,9 +502,8 @@ class Lexer {
 
 class Parser {
  public:
-  Parser(std::string_view text, std::string_view root_rule_name,
-         const std::vector<std::string>* external_rules = nullptr)
-      : source_(text), lexer_(source_), root_rule_name_(root_rule_name), external_rules_(external_rules) {
+  Parser(std::string_view text, std::string_view root_rule_name)
+      : source_(text), lexer_(source_), root_rule_name_(root_rule_name) {
     // Generated grammars run to megabytes: growing the node table by doubling moved (and the
     // allocator coalesced) more than parsing took. About one node per kBytesPerNode bytes, up
     // to kMaxReservedNodes (a long literal is one node: beyond, the table grows as needed).
@@ -519,9 +518,6 @@ class Parser {
     while (Peek().kind != TokenKind::kEnd) {
       ThrowIfCancelled();
       ParseRule();
-    }
-    if (external_rules_ != nullptr) {
-      for (const std::string& name : *external_rules_) DeclareRule(name, source_.size());
     }
     ResolveRuleRefs();
     auto root = rule_ids_.find(root_rule_name_);
@@ -1062,7 +1058,6 @@ class Parser {
   std::string root_rule_name_;
   // Rules declared after the text's, defined by the caller (ParseEbnfWithExternalRules); null
   // when none. The names outlive the parse (rule_ids_ keys view them).
-  const std::vector<std::string>* external_rules_;
   // Tokens are lexed into a ring and never moved: ring_[ring_head_] and the num_lookahead_
   // (<= kMaxLookahead) slots after it are lexed, not yet taken; the slot before ring_head_
   // holds the token taken last.
@@ -1096,11 +1091,6 @@ class Parser {
 
 GrammarAst ParseEbnf(std::string_view text, std::string_view root_rule_name) {
   return Parser(text, root_rule_name).Parse();
-}
-
-GrammarAst ParseEbnfWithExternalRules(std::string_view text, std::string_view root_rule_name,
-                                      const std::vector<std::string>& external_rules) {
-  return Parser(text, root_rule_name, &external_rules).Parse();
 }
 
 std::vector<CodepointRange> ParseEbnfCharClass(std::string_view spelled) {

@@ -20,7 +20,7 @@
 #include <variant>
 #include <vector>
 
-#include "frontends/structural_tag/embedded_grammars.h"
+#include "grammar/grammar_ast.h"
 #include "support/json.h"
 #include "tokenizer/special_token_text.h"
 #include "tokenizer/tokenizer_info.h"
@@ -175,7 +175,15 @@ struct LoweringOptions {
   bool any_whitespace = true;
 };
 
-// The grammar (root rule "root") and its printed EBNF, which parses to exactly that grammar.
+// A lowered structural tag: the grammar, built directly (root rule "root"), and its printed
+// EBNF (PrintEbnf), a debugging view and the compiled grammar's cache key, which parses back
+// to exactly that grammar (GrammarBuilder::FinishInPrintedOrder).
+struct LoweredGrammar {
+  std::string ebnf;
+  GrammarAst grammar;
+};
+
+// The grammar of `tag`.
 // Throws UnsupportedSchemaError, StructuralTagError, and whatever the embedded frontends throw
 // (SchemaError, RegexError, GrammarSyntaxError), and ResourceLimitError for a repetition
 // bound above the compile limits installed on the calling thread.

@@ -1,14 +1,17 @@
-// Structural-tag IR -> grammar. Every format becomes one rule `st_<hint>_<n>` (the root
-// rule refers to the outermost one), written as EBNF text; free text becomes TagDispatch
-// rules; embedded grammars (JSON Schema conversions, regexes, `grammar` formats) are added
-// with their rules renamed `st_<hint>_<n>_<name>` so that names never clash. An embedded
-// grammar stays the rule AST its frontend built (embedded_grammars.h): only the tag's own
-// rules are parsed, and the printed grammar lists the embedded rules after them.
+// Structural-tag IR -> grammar, built through GrammarBuilder (issue 39: no EBNF text round
+// trip). Every format becomes one rule `st_<hint>_<n>` (the root rule refers to the outermost
+// one); free text becomes TagDispatch rules; embedded grammars (JSON Schema conversions,
+// regexes, `grammar` formats) keep the rules their frontend built, renamed
+// `st_<hint>_<n>_<name>` so that names never clash. The lowering composes each rule body as a
+// TagExpr (tag_expr.h) and defines the rule when the body is complete; the printed grammar lists
+// the root, then the tag's own rules in the order they were completed, then the embedded
+// grammars in the order they were added (GrammarBuilder::FinishInPrintedOrder).
 //
 // Special tokens: every string of the format is split into plain text and special-token
 // text (SpecialTokenText::Split); the latter becomes `Token(id)`, which matches that token
 // and only it, so free text never contains special tokens.
 #include <algorithm>
+#include <climits>
 #include <cstring>
 #include <map>
 #include <tuple>
@@ -18,14 +21,15 @@
 #include <vector>
 
 #include "frontends/ebnf/ebnf_parser.h"
-#include "frontends/structural_tag/embedded_grammars.h"
 #include "frontends/json_schema/json_schema_converter.h"
 #include "frontends/regex/regex_converter.h"
 #include "frontends/structural_tag/structural_tag.h"
 #include "frontends/structural_tag/structural_tag_token_forms.h"
+#include "frontends/structural_tag/tag_expr.h"
 #include "frontends/structural_tag/xml_styles.h"
 #include "grammar/grammar_ast.h"
 #include "grammar/grammar_builder.h"
+#include "grammar/token_literal.h"
 #include "support/compile_limits.h"
 #include "support/error.h"
 
@@ -34,26 +38,6 @@ namespace structural_tag {
 namespace {
 
 std::string Where(const std::string& path) { return "at " + (path.empty() ? std::string("/") : path) + ": "; }
-
-// The EBNF string literal of `text` (quotes, backslashes and control bytes escaped).
-void AppendLiteral(std::string_view text, std::string* out) {
-  static const char kHex[] = "0123456789abcdef";
-  out->push_back('"');
-  for (char c : text) {
-    unsigned char byte = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out->push_back('\\');
-      out->push_back(c);
-    } else if (byte < 0x20 || byte == 0x7F) {
-      out->append("\\x");
-      out->push_back(kHex[byte >> 4]);
-      out->push_back(kHex[byte & 15]);
-    } else {
-      out->push_back(c);
-    }
-  }
-  out->push_back('"');
-}
 
 // Python's repr of a string, for messages ('abc').
 std::string Repr(std::string_view text) { return "'" + std::string(text) + "'"; }
@@ -64,131 +48,183 @@ std::string Show(const JsonValue* value) {
   return value->is_string() ? Repr(value->string_value()) : DumpJson(*value);
 }
 
+using E = TagExpr;
+
+// A count of the format (at most 2^63 - 1) as a repetition bound; one past the int32 range
+// stays past every repetition limit (GrammarBuilder::Repeat reports it).
+int32_t Bound(int64_t count) { return static_cast<int32_t>(std::min<int64_t>(count, INT32_MAX)); }
+
+// The classes the XML styles spell: JSON whitespace, a name's first and later characters,
+// a cohere key's plain characters (anything but NUL, '"', '&', '<', '>'), and any character.
+std::vector<CodepointRange> Chars(std::initializer_list<CodepointRange> ranges, bool negate = false) {
+  return NormalizeRanges(std::vector<CodepointRange>(ranges), negate);
+}
+const std::vector<CodepointRange>& JsonSpaceChars() {
+  static const std::vector<CodepointRange> kChars = Chars({{' ', ' '}, {'\t', '\t'}, {'\n', '\n'}, {'\r', '\r'}});
+  return kChars;
+}
+
 class Lowering {
  public:
   explicit Lowering(const LoweringOptions& options)
       : options_(options),
-        tokens_(options, {[this](const std::string& body, const char* hint,
-                                 const std::string& attribute) { return Rule(body, hint, attribute); },
+        tokens_(options, {[this](const E& body, const char* hint, int32_t max_tokens) {
+                            return Rule(body, hint, max_tokens);
+                          },
                           [this](const Format& format) { return Lower(format); },
-                          [this](const TagFormat& tag, const std::string& begin) { return LowerTag(tag, &begin); }}) {
+                          [this](const TagFormat& tag, const E& begin) { return LowerTag(tag, &begin); }}),
+        root_(builder_.AddRule("root")) {
     static const SpecialTokenText kNone;
     specials_ = options.special_tokens ? options.special_tokens : &kNone;
   }
 
   LoweredGrammar Grammar(const Format& format) {
-    std::string root = Lower(format);
-    std::string own = "root ::= " + root + "\n";
-    for (const std::string& rule : rules_) {
-      own += rule;
-      own += '\n';
-    }
-    return embedded_.Join(own);
+    const E root = Lower(format);
+    std::vector<RuleId> order;
+    E::DefineTagRule(&builder_, root_, "root", root, &order);
+    order.insert(order.end(), own_rules_.begin(), own_rules_.end());
+    order.insert(order.end(), embedded_rules_.begin(), embedded_rules_.end());
+    LoweredGrammar lowered;
+    lowered.grammar = builder_.FinishInPrintedOrder(root_, order);
+    lowered.ebnf = PrintEbnf(lowered.grammar);
+    return lowered;
   }
 
  private:
   // ---- text -----------------------------------------------------------------------------
 
-  // `value` as juxtaposed literals and Token(id) terms, the form TagDispatch strings take.
-  std::string Pieces(std::string_view value, size_t* count = nullptr) const {
-    if (count) *count = 0;
-    if (value.empty()) return "\"\"";
-    std::vector<SpecialTokenText::Piece> pieces;
-    if (specials_->empty()) {
-      pieces.push_back({value, -1});
-    } else {
-      pieces = specials_->Split(value);
+  // `value` as juxtaposed literals and Token(id) terms, the form TagDispatch strings take
+  // (the empty string: the literal "").
+  std::vector<E> Pieces(std::string_view value) const {
+    std::vector<E> out;
+    if (value.empty()) {
+      out.push_back(E::EmptyString());
+      return out;
     }
-    if (count) *count = pieces.size();
-    std::string out;
-    for (const auto& piece : pieces) {
-      if (!out.empty()) out.push_back(' ');
-      if (piece.token_id >= 0) {
-        out += "Token(" + std::to_string(piece.token_id) + ")";
-      } else {
-        AppendLiteral(piece.text, &out);
-      }
+    if (specials_->empty()) {
+      out.push_back(E::Literal(std::string(value)));
+      return out;
+    }
+    for (const auto& piece : specials_->Split(value)) {
+      out.push_back(piece.token_id >= 0 ? E::TokenLiteral(piece.token_id) : E::Literal(std::string(piece.text)));
     }
     return out;
   }
 
-  // An expression for the text `value` (one unit: parenthesised when several pieces).
-  std::string Text(std::string_view value) const {
-    size_t count = 0;
-    std::string pieces = Pieces(value, &count);
-    return count <= 1 ? pieces : "(" + pieces + ")";
+  // An expression for the text `value` (one unit: grouped when several pieces).
+  E Text(std::string_view value) const {
+    std::vector<E> pieces = Pieces(value);
+    return pieces.size() == 1 ? std::move(pieces[0]) : E::Group(E::Cat(std::move(pieces)));
   }
 
-  std::string StringTuple(const std::vector<std::string>& values, const std::string& path) const {
-    std::string out = "(";
-    for (size_t i = 0; i < values.size(); ++i) {
-      if (values[i].empty()) throw StructuralTagError(Where(path) + "strings must not be empty");
-      if (i) out += ", ";
-      out += Pieces(values[i]);
+  // `value` as a TagDispatch string: its plain text, with each special token's literal spelling.
+  std::string DispatchString(std::string_view value) const {
+    if (specials_->empty()) return std::string(value);
+    std::string out;
+    for (const auto& piece : specials_->Split(value)) {
+      out += piece.token_id >= 0 ? TokenLiteralBytes(piece.token_id) : std::string(piece.text);
     }
-    if (values.size() == 1) out += ",";
-    return out + ")";
+    return out;
+  }
+
+  std::vector<std::string> StringTuple(const std::vector<std::string>& values, const std::string& path) const {
+    std::vector<std::string> out;
+    for (const std::string& value : values) {
+      if (value.empty()) throw StructuralTagError(Where(path) + "strings must not be empty");
+      out.push_back(DispatchString(value));
+    }
+    return out;
   }
 
   // A special token as Token(id); an ordinary one as a one-token set (structural_tag_token_forms.h).
-  std::string TokenTerm(const TokenFormat& token, const std::string& path) const {
+  E TokenTerm(const TokenFormat& token, const std::string& path) const {
     int32_t id = tokens_.Resolve(token.token, path + "/token");
     if (!specials_->HasId(id)) return tokens_.OrdinaryToken(id);
-    return "Token(" + std::to_string(id) + ")";
+    return E::TokenLiteral(id);
   }
 
-  std::string BeginText(const std::variant<std::string, TokenFormat>& begin, const std::string& path) const {
+  E BeginText(const std::variant<std::string, TokenFormat>& begin, const std::string& path) const {
     if (const TokenFormat* token = std::get_if<TokenFormat>(&begin)) return TokenTerm(*token, path);
     return Text(std::get<std::string>(begin));
   }
 
+  // TagDispatch(excludes=...), or with stop strings TagDispatch(stop_eos=false, stop_str=...).
+  static E FreeText(std::vector<std::string> excludes, std::vector<std::string> stops = {}) {
+    TagDispatchDef def;
+    def.stop_eos = stops.empty();
+    def.stop_strings = std::move(stops);
+    def.excludes = std::move(excludes);
+    return E::Dispatch(std::move(def));
+  }
+
   // ---- rules ----------------------------------------------------------------------------
 
-  // `attribute`: a rule attribute such as "[max_tokens=8]".
-  std::string Rule(const std::string& body, const char* hint, const std::string& attribute = "") {
-    std::string name = "st_" + std::string(hint) + "_" + std::to_string(++counter_);
-    rules_.push_back(name + attribute + " ::= " + body);
-    return name;
+  std::string NextName(const char* hint) { return "st_" + std::string(hint) + "_" + std::to_string(++counter_); }
+
+  // A rule of the tag's own whose body is `body` (`max_tokens` >= 0: its token budget).
+  RuleId NewRule(const E& body, const char* hint, int32_t max_tokens = -1) {
+    const std::string name = NextName(hint);
+    const RuleId rule = builder_.AddRule(name);
+    if (max_tokens >= 0) builder_.SetMaxTokens(rule, max_tokens);
+    E::DefineTagRule(&builder_, rule, name, body, &own_rules_);
+    return rule;
+  }
+  E Rule(const E& body, const char* hint, int32_t max_tokens = -1) { return E::Rule(NewRule(body, hint, max_tokens)); }
+
+  // A rule added now and defined later (for recursive rules): DefineOwn gives it its body.
+  struct Reserved {
+    RuleId rule;
+    std::string name;
+  };
+  Reserved Reserve(const char* hint) {
+    std::string name = NextName(hint);
+    return {builder_.AddRule(name), std::move(name)};
+  }
+  void DefineOwn(const Reserved& reserved, const E& body) {
+    E::DefineTagRule(&builder_, reserved.rule, reserved.name, body, &own_rules_);
+  }
+
+  // Adds `grammar` with its rules renamed `prefix + name`, listed with the tag's own rules
+  // (`own`) or after them; returns its root rule.
+  E EmbedGrammar(GrammarAst grammar, const std::string& prefix, bool own) {
+    const RuleId root = grammar.root_rule;
+    std::vector<RuleId> rules = builder_.Embed(std::move(grammar), prefix);
+    std::vector<RuleId>& order = own ? own_rules_ : embedded_rules_;
+    order.insert(order.end(), rules.begin(), rules.end());
+    return E::Rule(rules[root]);
   }
 
   // A rule whose body is the regex `pattern` (compile_regex semantics), as the nodes the regex
-  // frontend builds (RegexToGrammar), embedded like a JSON schema's grammar: never printed into
-  // the tag's own text and parsed back.
-  std::string RegexRule(const std::string& pattern, const char* hint) {
+  // frontend builds (RegexToGrammar), embedded like a JSON schema's grammar.
+  E RegexRule(const std::string& pattern, const char* hint) {
     GrammarBuilder builder;
     const ExprId body = RegexToGrammar(pattern, RegexOptions{}, &builder);
     const RuleId root = builder.AddRule("root");
     builder.DefineRule(root, body);
-    return embedded_.Add(builder.Finish(root), "st_" + std::string(hint) + "_" + std::to_string(++counter_) + "_");
+    GrammarAst grammar = builder.Finish(root);
+    return EmbedGrammar(std::move(grammar), NextName(hint) + "_", false);
   }
 
-  // A fresh rule name whose body the caller adds to rules_ (for recursive rules).
-  std::string NewName(const char* hint) { return "st_" + std::string(hint) + "_" + std::to_string(++counter_); }
-
-  // Adds a user's whole grammar (EBNF text, parsed once) with its rules renamed; returns the
-  // name of its root rule. Its AST is embedded as parsed, unless it holds tag dispatches or
-  // token sets (numbered per grammar): those go into the tag's own text, printed.
-  std::string Embed(std::string_view ebnf, const char* hint) {
-    std::string prefix = "st_" + std::string(hint) + "_" + std::to_string(++counter_) + "_";
+  // Adds a user's whole grammar (EBNF text: the user's input, parsed once) with its rules
+  // renamed; returns its root rule. One that holds tag dispatches or token sets is listed
+  // with the tag's own rules, any other after them (as the JSON Schema conversions are).
+  E EmbedUserGrammar(std::string_view ebnf, const char* hint) {
+    std::string prefix = NextName(hint) + "_";
     GrammarAst ast = ParseEbnf(ebnf, "root");
-    if (ast.tag_dispatches.empty() && ast.token_sets.empty()) return embedded_.Add(std::move(ast), prefix);
-    for (RuleDef& rule : ast.rules) rule.name = prefix + rule.name;
-    std::string text = PrintEbnf(ast);
-    while (!text.empty() && text.back() == '\n') text.pop_back();
-    rules_.push_back(std::move(text));
-    return prefix + "root";
+    const bool own = !ast.tag_dispatches.empty() || !ast.token_sets.empty();
+    return EmbedGrammar(std::move(ast), prefix, own);
   }
 
   // ---- formats --------------------------------------------------------------------------
 
-  std::string Lower(const Format& format) {
+  E Lower(const Format& format) {
     const std::string& where = format.path;
     return std::visit([&](const auto& body) { return LowerBody(body, where); }, format.body);
   }
 
-  std::string LowerBody(const ConstStringFormat& format, const std::string&) { return Text(format.value); }
+  E LowerBody(const ConstStringFormat& format, const std::string&) { return Text(format.value); }
 
-  std::string LowerBody(const JsonSchemaFormat& format, const std::string& where) {
+  E LowerBody(const JsonSchemaFormat& format, const std::string& where) {
     const XmlStyle* xml = FindXmlStyle(format.style);
     const JsonValue* schema = format.schema;
     if (schema->is_bool()) {
@@ -295,7 +331,7 @@ class Lowering {
   // value by itself; empty when no such child exists.
   std::string LocateEmpty(const JsonValue& schema, const std::vector<JsonValue::Member>& definitions, int depth) {
     if (!schema.is_object() || depth > 32) return "";
-    Xml scope{nullptr, "", std::nullopt, false, {}, definitions};
+    Xml scope{nullptr, E::Nothing(), std::nullopt, false, {}, definitions};
     std::vector<std::pair<std::string, const JsonValue*>> children;
     if (const JsonValue* properties = schema.Find("properties"); properties && properties->is_object()) {
       for (const auto& [key, child] : properties->object_members()) {
@@ -351,7 +387,7 @@ class Lowering {
 
   struct Xml {
     const XmlStyle* style;
-    std::string space;  // one whitespace run
+    E space;  // one whitespace run
     std::optional<int64_t> max_whitespace;
     bool any_order;
     std::vector<std::string> excludes;  // flat styles only
@@ -360,18 +396,20 @@ class Lowering {
 
   static bool IsJsonSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
-  static std::string Whitespace(std::optional<int64_t> max_whitespace) {
-    return max_whitespace ? "[ \\t\\n\\r]{0," + std::to_string(*max_whitespace) + "}" : "[ \\t\\n\\r]*";
+  // [ \t\n\r]{0,N}, or [ \t\n\r]* without a bound.
+  static E Whitespace(std::optional<int64_t> max_whitespace) {
+    const int32_t most = max_whitespace ? static_cast<int32_t>(*max_whitespace) : -1;
+    return E::Repeat(E::CharClass(JsonSpaceChars()), 0, most);
   }
 
   // Raw text up to (and including) the first `close`; `excludes` may not occur in it.
   // With excludes the close is outside the free text, where no excluded string is looked for
   // (the XML wrappers are never part of a match).
-  std::string RawText(const std::string& close, const std::vector<std::string>& excludes) {
-    if (excludes.empty()) return Rule("TagDispatch(stop_eos=false, stop_str=(" + Pieces(close) + ",))", "xml_text");
+  E RawText(const std::string& close, const std::vector<std::string>& excludes) {
+    if (excludes.empty()) return Rule(FreeText({}, {DispatchString(close)}), "xml_text");
     std::vector<std::string> forbidden = excludes;
     forbidden.push_back(close);
-    return Rule("TagDispatch(excludes=" + StringTuple(forbidden, "") + ") " + Text(close), "xml_text");
+    return Rule(E::Cat({FreeText(StringTuple(forbidden, "")), Text(close)}), "xml_text");
   }
 
   // The member's schema with the argument object's $defs / definitions (its own keys win).
@@ -390,7 +428,7 @@ class Lowering {
   }
 
   // A JSON value of `member`; schema errors name the member's pointer (`pointer`).
-  std::string MemberJson(const Xml& xml, const JsonValue& member, const std::string& pointer) {
+  E MemberJson(const Xml& xml, const JsonValue& member, const std::string& pointer) {
     JsonValue schema = WithDefinitions(xml, member);
     try {
       return JsonValueRule(schema, xml.max_whitespace, false, xml.excludes);
@@ -400,8 +438,8 @@ class Lowering {
   }
 
   // A JSON value of one of the JSON types `types`, without further constraint.
-  std::string AnyJsonOf(const std::vector<const char*>& types, std::optional<int64_t> max_whitespace,
-                        const std::vector<std::string>& excludes = {}) {
+  E AnyJsonOf(const std::vector<const char*>& types, std::optional<int64_t> max_whitespace,
+              const std::vector<std::string>& excludes = {}) {
     std::vector<JsonValue> names;
     for (const char* t : types) names.push_back(JsonValue::String(t));
     return JsonValueRule(JsonValue::Object({{"type", JsonValue::Array(std::move(names))}}), max_whitespace, false,
@@ -413,13 +451,13 @@ class Lowering {
   // inside a member but without the member's wrapper (SGLang's Kimi-K3 tags give qwen_xml a
   // string schema per argument this way). As xgrammar 0.2.8: no whitespace around it; raw
   // text may not contain the style's value close or an excluded string.
-  std::string XmlRootValue(const Xml& xml, const JsonValue& schema, const std::string& where) {
+  E XmlRootValue(const Xml& xml, const JsonValue& schema, const std::string& where) {
     switch (KindOf(schema)) {
       case ValueKind::kRawString: {
         RejectStringLimits(schema, where);
         std::vector<std::string> forbidden = xml.excludes;
         forbidden.push_back(xml.style->close);
-        return Rule("TagDispatch(excludes=" + StringTuple(forbidden, "") + ")", "xml_text");
+        return Rule(FreeText(StringTuple(forbidden, "")), "xml_text");
       }
       case ValueKind::kStringChoices:
         return Alternatives(StringChoices(schema, xml.excludes, where));
@@ -487,10 +525,10 @@ class Lowering {
     return kept;
   }
 
-  std::string Alternatives(const std::vector<std::string>& values) const {
-    std::string out;
-    for (const std::string& v : values) out += (out.empty() ? "" : " | ") + Text(v);
-    return "(" + out + ")";
+  E Alternatives(const std::vector<std::string>& values) const {
+    std::vector<E> texts;
+    for (const std::string& v : values) texts.push_back(Text(v));
+    return E::Group(E::Or(std::move(texts)));
   }
 
   static void RejectStringLimits(const JsonValue& member, const std::string& where) {
@@ -502,117 +540,124 @@ class Lowering {
     if (!limits.empty()) throw UnsupportedSchemaError(Where(where) + "an XML string value cannot enforce " + limits);
   }
 
-  // A flat style's member: `name` is the EBNF of the name (a literal or a name rule).
-  std::string FlatMember(const Xml& xml, const std::string& name, const JsonValue& member,
-                         const std::string& pointer, const std::string& where) {
-    const XmlStyle& style = *xml.style;
-    const std::string& ws = xml.space;
-    std::string after_name;
-    for (const std::string& piece : style.after_name) {
-      after_name += (after_name.empty() ? " " : " " + ws + " ") + Text(piece);
+  // ("string" | "number" | "integer" | "boolean" | "object" | "array" | "null")
+  static E AnyJsonTypeName() {
+    std::vector<E> names;
+    for (const char* name : {"string", "number", "integer", "boolean", "object", "array", "null"}) {
+      names.push_back(E::Literal(name));
     }
-    auto head = [&](const std::string& attribute) { return Text(style.open) + " " + name + after_name + attribute; };
-    auto type_name = [&](const std::string& t) { return " " + Text("\" type=\"" + t + "\"<|sep|>"); };
+    return E::Group(E::Or(std::move(names)));
+  }
+
+  // A flat style's member: `name` is the member's name (a literal or a name rule).
+  E FlatMember(const Xml& xml, const E& name, const JsonValue& member, const std::string& pointer,
+               const std::string& where) {
+    const XmlStyle& style = *xml.style;
+    const E& ws = xml.space;
+    std::vector<E> after_name;
+    for (const std::string& piece : style.after_name) {
+      if (!after_name.empty()) after_name.push_back(ws);
+      after_name.push_back(Text(piece));
+    }
+    auto head = [&](const E& attribute) {
+      return E::Cat({Text(style.open), name, E::Cat(after_name), attribute});
+    };
+    auto type_name = [&](const std::string& t) { return Text("\" type=\"" + t + "\"<|sep|>"); };
     auto string_attr = [&](bool is_string) {
       if (style.attribute == XmlTypeAttribute::kStringFlag) {
-        return " " + Text(std::string("\" string=\"") + (is_string ? "true" : "false") + "\">");
+        return Text(std::string("\" string=\"") + (is_string ? "true" : "false") + "\">");
       }
       if (style.attribute == XmlTypeAttribute::kTypeName) return type_name("string");
-      return std::string();
+      return E::Nothing();
     };
-    std::string close = Text(style.close);
+    const E close = Text(style.close);
     if (member.is_bool() && !member.bool_value()) {
       throw StructuralTagError(Where(where) + "the JSON schema `false` matches nothing");
     }
     switch (KindOf(member)) {
       case ValueKind::kRawString:
         RejectStringLimits(member, where);
-        return Rule(head(string_attr(true)) + " " + RawText(style.close, xml.excludes), "xml_member");
+        return Rule(E::Cat({head(string_attr(true)), RawText(style.close, xml.excludes)}), "xml_member");
       case ValueKind::kStringChoices: {
-        std::string choices = Alternatives(StringChoices(member, xml.excludes, where));
-        if (style.space_around_choices) choices = ws + " " + choices + " " + ws;
-        return Rule(head(string_attr(true)) + " " + choices + " " + close, "xml_member");
+        E choices = Alternatives(StringChoices(member, xml.excludes, where));
+        if (style.space_around_choices) choices = E::Cat({ws, choices, ws});
+        return Rule(E::Cat({head(string_attr(true)), choices, close}), "xml_member");
       }
       case ValueKind::kPatternString: {
         RejectStringLimits(member, where);
         const JsonValue* pattern = member.Find("pattern");
         if (!pattern->is_string()) throw StructuralTagError(Where(where + "/pattern") + "pattern must be a string");
-        std::string value = RegexRule(pattern->string_value(), "xml_pattern");
-        return Rule(head(string_attr(true)) + " " + ws + " " + value + " " + ws + " " + close, "xml_member");
+        E value = RegexRule(pattern->string_value(), "xml_pattern");
+        return Rule(E::Cat({head(string_attr(true)), ws, value, ws, close}), "xml_member");
       }
       case ValueKind::kUntyped: {
-        std::string raw = RawText(style.close, xml.excludes);
+        E raw = RawText(style.close, xml.excludes);
         if (style.attribute == XmlTypeAttribute::kStringFlag) {
-          std::string json =
-              AnyJsonOf({"number", "boolean", "null", "array", "object"}, xml.max_whitespace, xml.excludes);
-          return Rule(head("") + " (" + string_attr(true) + " " + raw + " | " + string_attr(false) + " " + ws + " " +
-                          json + " " + ws + " " + close + ")",
-                      "xml_member");
+          E json = AnyJsonOf({"number", "boolean", "null", "array", "object"}, xml.max_whitespace, xml.excludes);
+          E value = E::Group(E::Or({E::Cat({string_attr(true), raw}), E::Cat({string_attr(false), ws, json, ws, close})}));
+          return Rule(E::Cat({head(E::Nothing()), value}), "xml_member");
         }
-        std::string attribute;
+        E attribute = E::Nothing();
         if (style.attribute == XmlTypeAttribute::kTypeName) {
-          attribute = " " + Text("\" type=\"") +
-                      " (\"string\" | \"number\" | \"integer\" | \"boolean\" | \"object\" | \"array\" | \"null\") " +
-                      Text("\"<|sep|>");
+          attribute = E::Cat({Text("\" type=\""), AnyJsonTypeName(), Text("\"<|sep|>")});
         }
-        std::string json = AnyJsonOf({"array", "object"}, xml.max_whitespace, xml.excludes);
-        return Rule(head(attribute) + " (" + raw + " | " + ws + " " + json + " " + ws + " " + close + ")",
-                    "xml_member");
+        E json = AnyJsonOf({"array", "object"}, xml.max_whitespace, xml.excludes);
+        return Rule(E::Cat({head(attribute), E::Group(E::Or({raw, E::Cat({ws, json, ws, close})}))}), "xml_member");
       }
       case ValueKind::kJson:
         break;
     }
-    std::string attribute;
+    E attribute = E::Nothing();
     if (style.attribute == XmlTypeAttribute::kStringFlag) attribute = string_attr(false);
     if (style.attribute == XmlTypeAttribute::kTypeName) {
       const JsonValue* type = member.Find("type");
       std::string t = type && type->is_string() ? type->string_value() : "";
       if (t == "integer") t = "number";
-      attribute = t.empty() ? " " + Text("\" type=\"") +
-                                  " (\"string\" | \"number\" | \"integer\" | \"boolean\" | \"object\" | \"array\" | "
-                                  "\"null\") " + Text("\"<|sep|>")
-                            : type_name(t);
+      attribute = t.empty() ? E::Cat({Text("\" type=\""), AnyJsonTypeName(), Text("\"<|sep|>")}) : type_name(t);
     }
-    std::string json = MemberJson(xml, member, pointer);
-    return Rule(head(attribute) + " " + ws + " " + json + " " + ws + " " + close, "xml_member");
+    E json = MemberJson(xml, member, pointer);
+    return Rule(E::Cat({head(attribute), ws, json, ws, close}), "xml_member");
   }
 
   // minimax_m3: MARK<key>value MARK</key>, the value XML again.
-  std::string M3Member(const Xml& xml, const std::string& key, const JsonValue& member,
-                       const std::string& pointer, const std::string& where) {
+  E M3Member(const Xml& xml, const std::string& key, const JsonValue& member, const std::string& pointer,
+             const std::string& where) {
     const std::string& mark = xml.style->open;
-    std::string open = Text(mark + "<" + key + ">");
-    std::string close = Text(mark + "</" + key + ">");
+    const E open = Text(mark + "<" + key + ">");
+    const E close = Text(mark + "</" + key + ">");
     if (member.is_bool()) throw UnsupportedSchemaError(Where(where) + "minimax_m3_xml needs a typed schema");
     ValueKind kind = KindOf(member);
     if (kind == ValueKind::kUntyped) throw UnsupportedSchemaError(Where(where) + "minimax_m3_xml needs a typed schema");
     if (kind == ValueKind::kRawString) {
       RejectStringLimits(member, where);
-      return Rule(open + " " + RawText(mark, {}) + " " + Text("</" + key + ">"), "xml_member");
+      E raw = RawText(mark, {});
+      return Rule(E::Cat({open, raw, Text("</" + key + ">")}), "xml_member");
     }
     if (kind == ValueKind::kStringChoices) {
-      return Rule(open + " " + Alternatives(StringChoices(member, {}, where)) + " " + close, "xml_member");
+      return Rule(E::Cat({open, Alternatives(StringChoices(member, {}, where)), close}), "xml_member");
     }
     if (kind == ValueKind::kPatternString) {
       throw UnsupportedSchemaError(Where(where) + "minimax_m3_xml string patterns are not supported");
     }
     const JsonValue* type = member.Find("type");
     std::string t = type && type->is_string() ? type->string_value() : "";
-    if (t == "object") return Rule(open + " " + XmlObject(xml, member, pointer, where) + " " + close, "xml_member");
-    if (t == "array") return Rule(open + " " + M3Array(xml, member, pointer, where) + " " + close, "xml_member");
+    if (t == "object") return Rule(E::Cat({open, XmlObject(xml, member, pointer, where), close}), "xml_member");
+    if (t == "array") return Rule(E::Cat({open, M3Array(xml, member, pointer, where), close}), "xml_member");
     if (t == "integer" || t == "number" || t == "boolean" || t == "null") {
-      return Rule(open + " " + MemberJson(xml, member, pointer) + " " + close, "xml_member");
+      return Rule(E::Cat({open, MemberJson(xml, member, pointer), close}), "xml_member");
     }
     throw UnsupportedSchemaError(Where(where) + "minimax_m3_xml supports typed values (string, integer, number, "
                                                 "boolean, null, object, array), got " + Show(&member));
   }
 
-  std::string M3Array(const Xml& xml, const JsonValue& array, const std::string& pointer, const std::string& where) {
+  E M3Array(const Xml& xml, const JsonValue& array, const std::string& pointer, const std::string& where) {
     RejectArrayLimits(array, where);
     const JsonValue* items = array.Find("items");
     if (!items || !items->is_object()) throw UnsupportedSchemaError(Where(where) + "minimax_m3_xml arrays need items");
-    std::string item = M3Member(xml, "item", *items, pointer + "/items", where + "/items");
-    return Rule("\"\" | " + xml.space + " " + item + " (" + xml.space + " " + item + ")* " + xml.space, "xml_array");
+    const E item = M3Member(xml, "item", *items, pointer + "/items", where + "/items");
+    const E& ws = xml.space;
+    E more = E::Repeat(E::Group(E::Cat({ws, item})), 0, -1);
+    return Rule(E::Or({E::EmptyString(), E::Cat({ws, item, more, ws})}), "xml_array");
   }
 
   static void RejectArrayLimits(const JsonValue& array, const std::string& where) {
@@ -624,10 +669,9 @@ class Lowering {
   }
 
   // cohere: ` type="K">` and the value with its close; a member puts `<cofl:value name="KEY"` before.
-  std::string CohereTyped(const Xml& xml, const JsonValue& member, const std::string& pointer,
-                          const std::string& where) {
-    const std::string& ws = xml.space;
-    std::string close = Text(xml.style->close);
+  E CohereTyped(const Xml& xml, const JsonValue& member, const std::string& pointer, const std::string& where) {
+    const E& ws = xml.space;
+    const E close = Text(xml.style->close);
     auto typed = [&](const char* kind) { return Text(std::string(" type=\"") + kind + "\">"); };
     if (member.is_bool() && !member.bool_value()) {
       throw StructuralTagError(Where(where) + "the JSON schema `false` matches nothing");
@@ -636,7 +680,7 @@ class Lowering {
     if (kind == ValueKind::kUntyped) return CohereAnyValue(xml);
     if (kind == ValueKind::kRawString) {
       RejectStringLimits(member, where);
-      return Rule(typed("raw") + " " + RawText(xml.style->close, {}), "xml_value");
+      return Rule(E::Cat({typed("raw"), RawText(xml.style->close, {})}), "xml_value");
     }
     if (kind == ValueKind::kPatternString) {
       throw UnsupportedSchemaError(Where(where) + "cohere_xml string patterns are not supported");
@@ -652,67 +696,67 @@ class Lowering {
       if (choices && choices->is_array()) {
         for (const JsonValue& v : choices->array_items()) values.push_back(&v);
       }
-      std::string raw;
-      std::string json;
+      std::vector<E> raw;
+      std::vector<E> json;
       for (const JsonValue* v : values) {
-        std::string& out = v->is_string() ? raw : json;
-        out += (out.empty() ? "" : " | ") + Text(v->is_string() ? v->string_value() : DumpJson(*v));
+        (v->is_string() ? raw : json).push_back(Text(v->is_string() ? v->string_value() : DumpJson(*v)));
       }
-      std::string out;
-      if (!raw.empty()) out = typed("raw") + " " + ws + " (" + raw + ") " + ws + " " + close;
-      if (!json.empty()) out += (out.empty() ? "" : " | ") + typed("json") + " " + ws + " (" + json + ") " + ws + " " + close;
+      std::vector<E> out;
+      if (!raw.empty()) out.push_back(E::Cat({typed("raw"), ws, E::Group(E::Or(std::move(raw))), ws, close}));
+      if (!json.empty()) out.push_back(E::Cat({typed("json"), ws, E::Group(E::Or(std::move(json))), ws, close}));
       if (out.empty()) throw SchemaError(Where(where) + "enum must list values");
-      return Rule(out, "xml_value");
+      return Rule(E::Or(std::move(out)), "xml_value");
     }
     if (t == "object") {
       const JsonValue* properties = member.Find("properties");
-      std::string body = properties && properties->is_object() && !properties->object_members().empty()
-                             ? XmlObject(xml, member, pointer, where)
-                             : CohereAnyObject(xml);
-      return Rule(typed("dict") + " " + ws + " " + body + " " + ws + " " + close, "xml_value");
+      E body = properties && properties->is_object() && !properties->object_members().empty()
+                   ? XmlObject(xml, member, pointer, where)
+                   : CohereAnyObject(xml);
+      return Rule(E::Cat({typed("dict"), ws, body, ws, close}), "xml_value");
     }
     if (t == "array") {
       RejectArrayLimits(member, where);
       const JsonValue* items = member.Find("items");
-      std::string item = items && items->is_object()
-                             ? CohereTyped(xml, *items, pointer + "/items", where + "/items")
-                             : CohereAnyValue(xml);
-      std::string list = Rule("(" + Text(xml.style->open) + " " + item + ")*", "xml_list");
-      return Rule(typed("list") + " " + ws + " " + list + " " + ws + " " + close, "xml_value");
+      E item = items && items->is_object() ? CohereTyped(xml, *items, pointer + "/items", where + "/items")
+                                           : CohereAnyValue(xml);
+      E list = Rule(E::Repeat(E::Group(E::Cat({Text(xml.style->open), item})), 0, -1), "xml_list");
+      return Rule(E::Cat({typed("list"), ws, list, ws, close}), "xml_value");
     }
     if (t == "integer" || t == "number" || t == "boolean" || t == "null") {
-      return Rule(typed("json") + " " + ws + " " + MemberJson(xml, member, pointer) + " " + ws + " " + close,
-                  "xml_value");
+      return Rule(E::Cat({typed("json"), ws, MemberJson(xml, member, pointer), ws, close}), "xml_value");
     }
     throw UnsupportedSchemaError(Where(where) + "cohere_xml supports typed values (string, integer, number, "
                                                 "boolean, null, object, array) or untyped ones, got " + Show(&member));
   }
 
   // Any cohere value, any dict and any list: three mutually recursive rules, written once.
-  std::string CohereAnyValue(const Xml& xml) {
-    if (!cohere_any_value_.empty()) return cohere_any_value_;
-    const std::string& ws = xml.space;
-    std::string close = Text(xml.style->close);
-    std::string value = NewName("xml_any_value");
-    std::string object = NewName("xml_any_dict");
-    std::string list = NewName("xml_any_list");
-    cohere_any_value_ = value;
-    std::string key = Rule("([^\\x00\"&<>] | \"&amp;\" | \"&lt;\" | \"&gt;\" | \"&quot;\")+", "xml_key");
-    std::string scalar = AnyJsonOf({"number", "boolean", "null"}, xml.max_whitespace);
-    rules_.push_back(value + " ::= " + Text(" type=\"raw\">") + " " + RawText(xml.style->close, {}) + " | " +
-                     Text(" type=\"json\">") + " " + ws + " " + scalar + " " + ws + " " + close + " | " +
-                     Text(" type=\"dict\">") + " " + ws + " " + object + " " + ws + " " + close + " | " +
-                     Text(" type=\"list\">") + " " + ws + " " + list + " " + ws + " " + close);
-    std::string member = Text(xml.style->open + " name=\"") + " " + key + " \"\\\"\" " + value;
-    rules_.push_back(object + " ::= " + ws + " " + member + " (" + ws + " " + member + ")* " + ws + " | " + ws);
-    rules_.push_back(list + " ::= (" + Text(xml.style->open) + " " + value + ")*");
-    cohere_any_object_ = object;
-    return value;
+  E CohereAnyValue(const Xml& xml) {
+    if (cohere_any_value_ >= 0) return E::Rule(cohere_any_value_);
+    const E& ws = xml.space;
+    const E close = Text(xml.style->close);
+    const Reserved value = Reserve("xml_any_value");
+    const Reserved object = Reserve("xml_any_dict");
+    const Reserved list = Reserve("xml_any_list");
+    cohere_any_value_ = value.rule;
+    std::vector<E> key_chars = {E::CharClass(Chars({{0, 0}, {'"', '"'}, {'&', '&'}, {'<', '<'}, {'>', '>'}}, true))};
+    for (const char* escape : {"&amp;", "&lt;", "&gt;", "&quot;"}) key_chars.push_back(E::Literal(escape));
+    const E key = Rule(E::Repeat(E::Group(E::Or(std::move(key_chars))), 1, -1), "xml_key");
+    const E scalar = AnyJsonOf({"number", "boolean", "null"}, xml.max_whitespace);
+    const E raw = RawText(xml.style->close, {});
+    DefineOwn(value, E::Or({E::Cat({Text(" type=\"raw\">"), raw}),
+                            E::Cat({Text(" type=\"json\">"), ws, scalar, ws, close}),
+                            E::Cat({Text(" type=\"dict\">"), ws, E::Rule(object.rule), ws, close}),
+                            E::Cat({Text(" type=\"list\">"), ws, E::Rule(list.rule), ws, close})}));
+    const E member = E::Cat({Text(xml.style->open + " name=\""), key, E::Literal("\""), E::Rule(value.rule)});
+    DefineOwn(object, E::Or({E::Cat({ws, member, E::Repeat(E::Group(E::Cat({ws, member})), 0, -1), ws}), ws}));
+    DefineOwn(list, E::Repeat(E::Group(E::Cat({Text(xml.style->open), E::Rule(value.rule)})), 0, -1));
+    cohere_any_object_ = object.rule;
+    return E::Rule(value.rule);
   }
 
-  std::string CohereAnyObject(const Xml& xml) {
+  E CohereAnyObject(const Xml& xml) {
     CohereAnyValue(xml);
-    return cohere_any_object_;
+    return E::Rule(cohere_any_object_);
   }
 
   static std::string XmlEscapeAttribute(const std::string& text) {
@@ -730,20 +774,24 @@ class Lowering {
   }
 
   // Any members of a flat style (an object schema that declares no properties).
-  std::string FlatAnyMember(const Xml& xml, const std::string& where) {
-    std::string name = Rule("[a-zA-Z_] [a-zA-Z0-9_]*", "xml_name");
+  E FlatAnyMember(const Xml& xml, const std::string& where) {
+    static const std::vector<CodepointRange> kFirst = Chars({{'a', 'z'}, {'A', 'Z'}, {'_', '_'}});
+    static const std::vector<CodepointRange> kLater = Chars({{'a', 'z'}, {'A', 'Z'}, {'0', '9'}, {'_', '_'}});
+    E name = Rule(E::Cat({E::CharClass(kFirst), E::Repeat(E::CharClass(kLater), 0, -1)}), "xml_name");
     static const JsonValue kUntyped = JsonValue::Object({});
     return FlatMember(xml, name, kUntyped, "", where);
   }
 
+  // The alternatives `items`; none: nothing (an empty group).
+  static E AnyOf(std::vector<E> items) { return items.empty() ? E::Nothing() : E::Or(std::move(items)); }
+
   // An argument object: its members in schema order (any order with any_order), each after a
   // whitespace run, then a whitespace run. With no member required it may be empty: only
   // whitespace, or nothing at all in minimax_m3.
-  std::string XmlObject(const Xml& xml, const JsonValue& schema, const std::string& pointer,
-                        const std::string& where) {
+  E XmlObject(const Xml& xml, const JsonValue& schema, const std::string& pointer, const std::string& where) {
     const XmlStyle& style = *xml.style;
-    const std::string& ws = xml.space;
-    std::string empty = style.family == XmlFamily::kMinimaxM3 ? "\"\"" : ws;
+    const E& ws = xml.space;
+    const E empty = style.family == XmlFamily::kMinimaxM3 ? E::EmptyString() : ws;
     static const char* const kUnsupported[] = {
         "$ref", "allOf", "anyOf", "dependentRequired", "dependentSchemas", "if", "not", "oneOf",
         "patternProperties", "propertyNames",
@@ -781,25 +829,24 @@ class Lowering {
       if (style.family == XmlFamily::kMinimaxM3) {
         throw UnsupportedSchemaError(Where(where) + "minimax_m3_xml needs declared properties");
       }
-      std::string member = style.family == XmlFamily::kCohere ? CohereAnyObject(xml) : FlatAnyMember(xml, where);
+      E member = style.family == XmlFamily::kCohere ? CohereAnyObject(xml) : FlatAnyMember(xml, where);
       if (style.family == XmlFamily::kCohere) return member;
-      return Rule(ws + " " + member + " (" + ws + " " + member + ")* " + ws + " | " + ws, "xml_args");
+      return Rule(E::Or({E::Cat({ws, member, E::Repeat(E::Group(E::Cat({ws, member})), 0, -1), ws}), ws}), "xml_args");
     }
-    std::vector<std::string> items;
+    std::vector<E> items;
     std::vector<bool> is_required;
     for (const auto& [key, member] : properties->object_members()) {
       std::string member_pointer = pointer + "/properties/" + EscapeJsonPointerToken(key);
       std::string member_where = where + "/properties/" + EscapeJsonPointerToken(key);
-      std::string item;
+      E item = E::Nothing();
       try {
         if (style.family == XmlFamily::kFlat) {
           item = FlatMember(xml, Text(key), member, member_pointer, member_where);
         } else if (style.family == XmlFamily::kMinimaxM3) {
           item = M3Member(xml, key, member, member_pointer, member_where);
         } else {
-          item = Rule(Text(style.open + " name=\"" + XmlEscapeAttribute(key) + "\"") + " " +
-                          CohereTyped(xml, member, member_pointer, member_where),
-                      "xml_member");
+          E name = Text(style.open + " name=\"" + XmlEscapeAttribute(key) + "\"");
+          item = Rule(E::Cat({name, CohereTyped(xml, member, member_pointer, member_where)}), "xml_member");
         }
       } catch (const SchemaError& error) {
         // An optional member no value can fill is never written (excludes can do that).
@@ -807,7 +854,7 @@ class Lowering {
         if (empty && !required.count(key) && !dynamic_cast<const UnsupportedSchemaError*>(&error)) continue;
         throw;
       }
-      items.push_back(item);
+      items.push_back(std::move(item));
       is_required.push_back(required.count(key) > 0);
     }
     if (xml.any_order) {
@@ -819,38 +866,34 @@ class Lowering {
       if (const JsonValue* max = schema.Find("maxProperties"); max && max->is_number()) {
         most = static_cast<int64_t>(max->number_value());
       }
-      std::string any;
-      for (const std::string& item : items) any += (any.empty() ? "" : " | ") + item;
-      any = Rule(any, "xml_item");
-      std::string more_min = std::to_string(std::max<int64_t>(least - 1, 0));
-      std::string more_max = most ? std::to_string(std::max<int64_t>(*most - 1, 0)) : "";
+      const E any = Rule(AnyOf(items), "xml_item");
+      const int32_t more_min = Bound(std::max<int64_t>(least - 1, 0));
+      const int32_t more_max = most ? Bound(std::max<int64_t>(*most - 1, 0)) : -1;
       if (most && *most < std::max<int64_t>(least, 1)) {
         if (least > 0) throw SchemaError(Where(where) + "the object needs more members than maxProperties allows");
         return Rule(empty, "xml_args");
       }
-      std::string body = ws + " " + any + " (" + ws + " " + any + "){" + more_min + "," + more_max + "} " + ws;
-      return Rule(least > 0 ? body : body + " | " + empty, "xml_args");
+      E body = E::Cat({ws, any, E::Repeat(E::Group(E::Cat({ws, any})), more_min, more_max), ws});
+      return Rule(least > 0 ? body : E::Or({body, empty}), "xml_args");
     }
     bool any_required = std::find(is_required.begin(), is_required.end(), true) != is_required.end();
     // rest[i]: the members after i, each optional unless required.
-    std::vector<std::string> rest(items.size() + 1);
+    std::vector<E> rest(items.size() + 1, E::Nothing());
     for (size_t i = items.size(); i-- > 0;) {
-      std::string piece = ws + " " + items[i];
-      if (!is_required[i]) piece = "(" + piece + ")?";
-      rest[i] = piece + (rest[i + 1].empty() ? "" : " " + rest[i + 1]);
+      E piece = E::Cat({ws, items[i]});
+      if (!is_required[i]) piece = E::Repeat(E::Group(piece), 0, 1);
+      rest[i] = E::Cat({piece, rest[i + 1]});
     }
-    if (any_required) return Rule(rest[0] + " " + ws, "xml_args");
-    std::string first;  // the first member present, then the rest
-    for (size_t i = 0; i < items.size(); ++i) {
-      first += (first.empty() ? "" : " | ") + items[i] + (rest[i + 1].empty() ? "" : " " + rest[i + 1]);
-    }
-    return Rule(ws + " (" + first + ") " + ws + " | " + empty, "xml_args");
+    if (any_required) return Rule(E::Cat({rest[0], ws}), "xml_args");
+    std::vector<E> first;  // the first member present, then the rest
+    for (size_t i = 0; i < items.size(); ++i) first.push_back(E::Cat({items[i], rest[i + 1]}));
+    return Rule(E::Or({E::Cat({ws, E::Group(AnyOf(std::move(first))), ws}), empty}), "xml_args");
   }
 
   // Identical schemas (one tool under several tag spellings, as Harmony has) share one
   // embedded grammar: keyed by the schema text, the whitespace bound and the member order.
-  std::string JsonValueRule(const JsonValue& schema, std::optional<int64_t> max_whitespace, bool any_order = false,
-                            const std::vector<std::string>& excludes = {}) {
+  E JsonValueRule(const JsonValue& schema, std::optional<int64_t> max_whitespace, bool any_order = false,
+                  const std::vector<std::string>& excludes = {}) {
     std::string text = DumpJson(schema);
     std::string excluded_key;
     for (const std::string& e : excludes) excluded_key += DumpJsonString(e);
@@ -864,20 +907,17 @@ class Lowering {
     options.any_order = any_order;
     options.string_excludes = excludes;
     if (max_whitespace) options.max_whitespace = static_cast<int>(*max_whitespace);
-    // The grammar is checked against the limits its parse would have been (the tag's).
+    // The grammar is checked against the limits the tag's own rules are built under.
     const CompileLimits limits = CurrentCompileLimits();
     JsonSchemaConversion conversion = JsonSchemaToGrammar(text, options, limits);
-    std::string prefix = "st_json_" + std::to_string(++counter_) + "_";
-    std::string name = embedded_.Add(std::move(conversion.grammar), prefix);
-    json_rules_.emplace(std::move(key), name);
-    return name;
+    E root = EmbedGrammar(std::move(conversion.grammar), NextName("json") + "_", false);
+    json_rules_.emplace(std::move(key), root);
+    return root;
   }
 
-  std::string LowerBody(const GrammarFormat& format, const std::string&) { return Embed(format.ebnf, "grammar"); }
+  E LowerBody(const GrammarFormat& format, const std::string&) { return EmbedUserGrammar(format.ebnf, "grammar"); }
 
-  std::string LowerBody(const RegexFormat& format, const std::string&) {
-    return RegexRule(format.pattern, "regex");
-  }
+  E LowerBody(const RegexFormat& format, const std::string&) { return RegexRule(format.pattern, "regex"); }
 
   // True when an excluded string of a tag's free text occurs inside one of its end strings
   // without being that end (Kimi-K3 excludes "<|close|>" before "<|close|>response<|sep|>").
@@ -906,84 +946,81 @@ class Lowering {
     return true;
   }
 
-  std::string LowerAnyText(const AnyTextFormat& format, const std::string& where,
-                           const std::vector<std::string>& ends = {}) {
+  E LowerAnyText(const AnyTextFormat& format, const std::string& where, const std::vector<std::string>& ends = {}) {
     std::vector<std::string> excludes = ends;
     for (const std::string& e : format.excludes) {
       if (std::find(ends.begin(), ends.end(), e) == ends.end()) excludes.push_back(e);
     }
-    if (format.max_tokens) return tokens_.BudgetedText(*format.max_tokens, format.max_chars.has_value(),
-                                                       StringTuple(excludes, where), where);
+    if (format.max_tokens) {
+      return tokens_.BudgetedText(*format.max_tokens, format.max_chars.has_value(), StringTuple(excludes, where), where);
+    }
     if (format.max_chars) {
       if (!excludes.empty()) {
         throw UnsupportedSchemaError(Where(where) +
                                      "any_text with both max_chars and excluded strings is not supported");
       }
-      return *format.max_chars ? Rule(".{0," + std::to_string(*format.max_chars) + "}", "text") : "\"\"";
+      if (*format.max_chars == 0) return E::EmptyString();
+      return Rule(E::Repeat(E::CharClass(NormalizeRanges({}, /*negate=*/true)), 0, Bound(*format.max_chars)), "text");
     }
-    return Rule("TagDispatch(excludes=" + StringTuple(excludes, where) + ")", "text");
+    return Rule(FreeText(StringTuple(excludes, where)), "text");
   }
 
-  std::string LowerBody(const AnyTextFormat& format, const std::string& where) { return LowerAnyText(format, where); }
+  E LowerBody(const AnyTextFormat& format, const std::string& where) { return LowerAnyText(format, where); }
 
-  std::string LowerBody(const TokenFormat& format, const std::string& where) { return TokenTerm(format, where); }
+  E LowerBody(const TokenFormat& format, const std::string& where) { return TokenTerm(format, where); }
 
-  std::string LowerBody(const TokenLevelFormat& format, const std::string& where) { return tokens_.Lower(format, where); }
+  E LowerBody(const TokenLevelFormat& format, const std::string& where) { return tokens_.Lower(format, where); }
 
   // ---- combinators ----------------------------------------------------------------------
 
-  std::string JoinLowered(const std::vector<FormatPtr>& elements, const char* separator) {
-    std::string out;
-    for (const FormatPtr& element : elements) {
-      if (!out.empty()) out += separator;
-      out += Lower(*element);
-    }
-    return out;
+  std::vector<E> LowerAll(const std::vector<FormatPtr>& elements) {
+    std::vector<E> lowered;
+    for (const FormatPtr& element : elements) lowered.push_back(Lower(*element));
+    return lowered;
   }
 
-  std::string LowerBody(const SequenceFormat& format, const std::string& where) {
+  E LowerBody(const SequenceFormat& format, const std::string& where) {
     if (format.elements.empty()) {
       throw StructuralTagError(Where(where + "/elements") + "a sequence needs at least one element");
     }
-    return Rule(JoinLowered(format.elements, " "), "seq");
+    return Rule(E::Cat(LowerAll(format.elements)), "seq");
   }
 
-  std::string LowerBody(const OrFormat& format, const std::string& where) {
+  E LowerBody(const OrFormat& format, const std::string& where) {
     if (format.elements.empty()) {
       throw StructuralTagError(Where(where + "/elements") + "an or needs at least one element");
     }
-    return Rule(JoinLowered(format.elements, " | "), "or");
+    return Rule(E::Or(LowerAll(format.elements)), "or");
   }
 
-  std::string LowerBody(const OptionalFormat& format, const std::string&) {
-    return Rule("(" + Lower(*format.content) + ")?", "opt");
+  E LowerBody(const OptionalFormat& format, const std::string&) {
+    return Rule(E::Repeat(E::Group(Lower(*format.content)), 0, 1), "opt");
   }
 
-  std::string LowerBody(const PlusFormat& format, const std::string&) {
-    return Rule("(" + Lower(*format.content) + ")+", "plus");
+  E LowerBody(const PlusFormat& format, const std::string&) {
+    return Rule(E::Repeat(E::Group(Lower(*format.content)), 1, -1), "plus");
   }
 
-  std::string LowerBody(const StarFormat& format, const std::string&) {
-    return Rule("(" + Lower(*format.content) + ")*", "star");
+  E LowerBody(const StarFormat& format, const std::string&) {
+    return Rule(E::Repeat(E::Group(Lower(*format.content)), 0, -1), "star");
   }
 
-  std::string LowerBody(const RepeatFormat& format, const std::string& where) {
+  E LowerBody(const RepeatFormat& format, const std::string& where) {
     if (format.max != -1 && format.max < format.min) {
       throw StructuralTagError(Where(where) + "repeat max " + std::to_string(format.max) + " is below min " +
                                std::to_string(format.min));
     }
-    std::string bound = format.max == -1 ? "{" + std::to_string(format.min) + ",}"
-                                         : "{" + std::to_string(format.min) + "," + std::to_string(format.max) + "}";
-    return Rule("(" + Lower(*format.content) + ")" + bound, "repeat");
+    const int32_t max = format.max == -1 ? -1 : Bound(format.max);
+    return Rule(E::Repeat(E::Group(Lower(*format.content)), Bound(format.min), max), "repeat");
   }
 
-  std::string LowerBody(const TagFormat& tag, const std::string&) { return LowerTag(tag, nullptr); }
+  E LowerBody(const TagFormat& tag, const std::string&) { return LowerTag(tag, nullptr); }
 
-  // `begin_override`: the EBNF of the begin (a triggered tag's begin after its trigger).
-  std::string LowerTag(const TagFormat& tag, const std::string* begin_override) {
+  // `begin_override`: the begin to use (a triggered tag's begin after its trigger).
+  E LowerTag(const TagFormat& tag, const E* begin_override) {
     const std::string& where = tag.path;
-    std::string begin = begin_override ? *begin_override : BeginText(tag.begin, where + "/begin");
-    std::string end;
+    const E begin = begin_override ? *begin_override : BeginText(tag.begin, where + "/begin");
+    E end = E::Nothing();
     std::vector<std::string> end_texts;  // a special token never occurs in free text anyway
     bool every_end_is_text = false;
     if (const TokenFormat* token = std::get_if<TokenFormat>(&tag.end)) {
@@ -991,11 +1028,12 @@ class Lowering {
     } else {
       const auto& ends = std::get<std::vector<std::string>>(tag.end);
       if (ends.empty()) throw StructuralTagError(Where(where + "/end") + "a tag needs at least one end string");
+      std::vector<E> alternatives;
       for (const std::string& e : ends) {
-        if (!end.empty()) end += " | ";
-        end += Text(e);
+        alternatives.push_back(Text(e));
         if (!e.empty()) end_texts.push_back(e);
       }
+      end = E::Group(E::Or(std::move(alternatives)));
       every_end_is_text = end_texts.size() == ends.size();
     }
     const AnyTextFormat* text = std::get_if<AnyTextFormat>(&tag.content->body);
@@ -1007,12 +1045,11 @@ class Lowering {
       for (const std::string& e : text->excludes) {
         if (std::find(end_texts.begin(), end_texts.end(), e) == end_texts.end()) excludes.push_back(e);
       }
-      std::string dispatch = Rule("TagDispatch(stop_eos=false, stop_str=" + StringTuple(end_texts, where + "/end") +
-                                      ", excludes=" + StringTuple(excludes, where + "/content") + ")",
-                                  "text");
-      return Rule(begin + " " + dispatch, "tag");
+      std::vector<std::string> stops = StringTuple(end_texts, where + "/end");
+      E dispatch = Rule(FreeText(StringTuple(excludes, where + "/content"), std::move(stops)), "text");
+      return Rule(E::Cat({begin, dispatch}), "tag");
     }
-    std::string content;
+    E content = E::Nothing();
     if (text) {
       content = LowerAnyText(*text, where + "/content", end_texts);
     } else {
@@ -1026,10 +1063,10 @@ class Lowering {
         RethrowForTool(error, tag);
       }
     }
-    return Rule(begin + " " + content + " (" + end + ")", "tag");
+    return Rule(E::Cat({begin, content, end}), "tag");
   }
 
-  std::string LowerBody(const TriggeredTagsFormat& format, const std::string& where) {
+  E LowerBody(const TriggeredTagsFormat& format, const std::string& where) {
     if (format.triggers.empty()) {
       throw StructuralTagError(Where(where + "/triggers") + "at least one trigger is required");
     }
@@ -1040,11 +1077,11 @@ class Lowering {
     }
     if (format.tags.empty()) throw StructuralTagError(Where(where + "/tags") + "at least one tag is required");
     // Alternatives per distinct trigger, in the triggers' order.
-    std::vector<std::pair<std::string, std::vector<std::string>>> by_trigger;
+    std::vector<std::pair<std::string, std::vector<E>>> by_trigger;
     for (const std::string& trigger : format.triggers) {
       bool seen = std::any_of(by_trigger.begin(), by_trigger.end(),
                               [&](const auto& entry) { return entry.first == trigger; });
-      if (!seen) by_trigger.emplace_back(trigger, std::vector<std::string>{});
+      if (!seen) by_trigger.emplace_back(trigger, std::vector<E>{});
     }
     for (size_t i = 0; i < format.tags.size(); ++i) {
       const TagFormat& tag = format.tags[i];
@@ -1062,72 +1099,67 @@ class Lowering {
         throw StructuralTagError(Where(tag.path) + "begin " + Repr(*begin) +
                                  " must start with exactly one trigger, found " + std::to_string(matching));
       }
-      std::string rest = begin->substr(trigger->size());
-      std::string rest_text = rest.empty() ? "\"\"" : Text(rest);
-      std::string lowered = LowerTag(tag, &rest_text);
+      const E rest = Text(begin->substr(trigger->size()));
+      E lowered = LowerTag(tag, &rest);
       for (auto& [t, alternatives] : by_trigger) {
         if (t == *trigger) alternatives.push_back(std::move(lowered));
       }
     }
-    std::string pairs;
-    for (const auto& [trigger, alternatives] : by_trigger) {
+    TagDispatchDef def;
+    for (auto& [trigger, alternatives] : by_trigger) {
       if (alternatives.empty()) continue;
-      std::string joined;
-      for (const std::string& a : alternatives) joined += (joined.empty() ? "" : " | ") + a;
-      std::string rule = Rule(joined, "trigger");
-      pairs += "(" + Pieces(trigger) + ", " + rule + "), ";
+      def.tags.push_back({DispatchString(trigger), NewRule(E::Or(std::move(alternatives)), "trigger")});
     }
-    std::string dispatch = Rule("TagDispatch(" + pairs + "loop_after_dispatch=" +
-                                    (format.stop_after_first ? "false" : "true") +
-                                    ", excludes=" + StringTuple(format.excludes, where) + ")",
-                                "dispatch");
+    def.loop_after_dispatch = !format.stop_after_first;
+    def.excludes = StringTuple(format.excludes, where);
+    const E dispatch = Rule(E::Dispatch(std::move(def)), "dispatch");
     if (!format.at_least_one) return dispatch;
-    std::string first;
-    for (const TagFormat& tag : format.tags) first += (first.empty() ? "" : " | ") + LowerTag(tag, nullptr);
-    first = Rule(first, "first");
-    return format.stop_after_first ? first : Rule(first + " " + dispatch, "triggered");
+    std::vector<E> tags;
+    for (const TagFormat& tag : format.tags) tags.push_back(LowerTag(tag, nullptr));
+    const E first = Rule(E::Or(std::move(tags)), "first");
+    return format.stop_after_first ? first : Rule(E::Cat({first, dispatch}), "triggered");
   }
 
-  std::string LowerBody(const TagsWithSeparatorFormat& format, const std::string& where) {
+  E LowerBody(const TagsWithSeparatorFormat& format, const std::string& where) {
     if (format.tags.empty()) throw StructuralTagError(Where(where + "/tags") + "at least one tag is required");
-    std::string one;
-    for (const TagFormat& tag : format.tags) one += (one.empty() ? "" : " | ") + LowerTag(tag, nullptr);
-    one = Rule(one, "one");
-    std::string body;
+    std::vector<E> tags;
+    for (const TagFormat& tag : format.tags) tags.push_back(LowerTag(tag, nullptr));
+    const E one = Rule(E::Or(std::move(tags)), "one");
+    E body = E::Nothing();
     if (format.stop_after_first) {
-      body = format.at_least_one ? one : one + "?";
+      body = format.at_least_one ? one : E::Repeat(one, 0, 1);
     } else {
-      std::string separator = Text(format.separator);
-      std::string more = one + " (" + separator + " " + one + ")*";
-      body = format.at_least_one ? more : "(" + more + ")?";
+      E more = E::Cat({one, E::Repeat(E::Group(E::Cat({Text(format.separator), one})), 0, -1)});
+      body = format.at_least_one ? more : E::Repeat(E::Group(more), 0, 1);
     }
     return Rule(body, "tags");
   }
 
-  std::string LowerBody(const DispatchFormat& format, const std::string& where) {
-    std::string args;
+  E LowerBody(const DispatchFormat& format, const std::string& where) {
+    TagDispatchDef def;
     for (size_t i = 0; i < format.rules.size(); ++i) {
       const auto& [pattern, content] = format.rules[i];
       if (pattern.empty()) {
         throw StructuralTagError(Where(where + "/rules/" + std::to_string(i)) + "the pattern must not be empty");
       }
-      std::string rule = Rule(Lower(*content), "dispatched");
-      args += "(" + Pieces(pattern) + ", " + rule + "), ";
+      def.tags.push_back({DispatchString(pattern), NewRule(Lower(*content), "dispatched")});
     }
-    args += std::string("loop_after_dispatch=") + (format.loop ? "true" : "false") +
-            ", excludes=" + StringTuple(format.excludes, where);
-    return Rule("TagDispatch(" + args + ")", "dispatch");
+    def.loop_after_dispatch = format.loop;
+    def.excludes = StringTuple(format.excludes, where);
+    return Rule(E::Dispatch(std::move(def)), "dispatch");
   }
 
   const LoweringOptions& options_;
+  GrammarBuilder builder_;
   mutable TokenFormLowering tokens_;  // resolves token texts lazily
   const SpecialTokenText* specials_;
-  std::vector<std::string> rules_;  // the tag's own rules, as EBNF text
-  EmbeddedGrammars embedded_;       // JSON Schema conversions, as built
+  const RuleId root_;
+  std::vector<RuleId> own_rules_;       // the tag's own rules, as the printed grammar lists them
+  std::vector<RuleId> embedded_rules_;  // the embedded grammars' rules, listed after them
   int counter_ = 0;
-  std::map<std::tuple<std::string, int64_t, bool, std::string>, std::string> json_rules_;
-  std::string cohere_any_value_;   // CohereAnyValue's rules, once written
-  std::string cohere_any_object_;
+  std::map<std::tuple<std::string, int64_t, bool, std::string>, E> json_rules_;
+  RuleId cohere_any_value_ = -1;  // CohereAnyValue's rules, once defined
+  RuleId cohere_any_object_ = -1;
 };
 
 }  // namespace

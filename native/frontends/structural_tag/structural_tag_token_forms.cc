@@ -12,13 +12,7 @@ namespace {
 
 std::string Where(const std::string& path) { return "at " + (path.empty() ? std::string("/") : path) + ": "; }
 
-std::string IdList(const std::vector<int32_t>& ids) {
-  std::string out;
-  for (int32_t id : ids) out += (out.empty() ? "" : ", ") + std::to_string(id);
-  return out;
-}
-
-std::string ExcludeToken(const std::vector<int32_t>& ids) { return "ExcludeToken(" + IdList(ids) + ")"; }
+TagExpr ExcludeToken(const std::vector<int32_t>& ids) { return TagExpr::TokenSet(ids, true); }
 
 }  // namespace
 
@@ -63,44 +57,48 @@ std::vector<int32_t> TokenFormLowering::ResolveAll(const std::vector<TokenRef>& 
   return ids;
 }
 
-std::string TokenFormLowering::BudgetedText(int64_t max_tokens, bool has_max_chars, const std::string& excludes,
-                                            const std::string& where) {
+TagExpr TokenFormLowering::BudgetedText(int64_t max_tokens, bool has_max_chars, std::vector<std::string> excludes,
+                                        const std::string& where) {
   if (has_max_chars) {
     throw UnsupportedSchemaError(Where(where) + "any_text with both max_tokens and max_chars is not supported");
   }
-  if (max_tokens == 0) return "\"\"";
-  return host_.rule("TagDispatch(excludes=" + excludes + ")", "text", "[max_tokens=" + std::to_string(max_tokens) + "]");
+  if (max_tokens == 0) return TagExpr::EmptyString();
+  TagDispatchDef free_text;
+  free_text.excludes = std::move(excludes);
+  return host_.rule(TagExpr::Dispatch(std::move(free_text)), "text", static_cast<int32_t>(max_tokens));
 }
 
-std::string TokenFormLowering::OrdinaryToken(int32_t id) const { return "TokenSet(" + std::to_string(id) + ")"; }
+TagExpr TokenFormLowering::OrdinaryToken(int32_t id) const { return TagExpr::TokenSet({id}, false); }
 
-// Free tokens (neither excluded nor a trigger) with dispatch on the triggers; bodies[i] is the
-// EBNF that follows triggers[i].
-std::string TokenFormLowering::LowerDispatch(const std::vector<int32_t>& triggers,
-                                             const std::vector<std::string>& bodies,
-                                             std::vector<int32_t> excluded, bool loop, bool at_least_one) {
+// Free tokens (neither excluded nor a trigger) with dispatch on the triggers; bodies[i] is what
+// follows triggers[i].
+TagExpr TokenFormLowering::LowerDispatch(const std::vector<int32_t>& triggers, const std::vector<TagExpr>& bodies,
+                                         std::vector<int32_t> excluded, bool loop, bool at_least_one) {
   excluded.insert(excluded.end(), triggers.begin(), triggers.end());
-  std::string dispatched;
+  std::vector<TagExpr> dispatched;
   for (size_t i = 0; i < triggers.size(); ++i) {
-    dispatched += (dispatched.empty() ? "" : " | ") + ("TokenSet(" + std::to_string(triggers[i]) + ") " + bodies[i]);
+    dispatched.push_back(TagExpr::Cat({TagExpr::TokenSet({triggers[i]}, false), bodies[i]}));
   }
-  std::string one = host_.rule(dispatched, "token_tag", "");
-  std::string free = ExcludeToken(excluded);
-  if (at_least_one) return host_.rule(loop ? one + " (" + free + " | " + one + ")*" : one, "token_dispatch", "");
-  return host_.rule(loop ? "(" + free + " | " + one + ")*" : free + "* " + one + "?", "token_dispatch", "");
+  const TagExpr one = host_.rule(TagExpr::Or(std::move(dispatched)), "token_tag", -1);
+  const TagExpr free = ExcludeToken(excluded);
+  const TagExpr free_or_one = TagExpr::Repeat(TagExpr::Group(TagExpr::Or({free, one})), 0, -1);
+  if (at_least_one) return host_.rule(loop ? TagExpr::Cat({one, free_or_one}) : one, "token_dispatch", -1);
+  TagExpr once = TagExpr::Cat({TagExpr::Repeat(free, 0, -1), TagExpr::Repeat(one, 0, 1)});
+  return host_.rule(loop ? free_or_one : once, "token_dispatch", -1);
 }
 
-std::string TokenFormLowering::Lower(const TokenLevelFormat& format, const std::string& where) {
+TagExpr TokenFormLowering::Lower(const TokenLevelFormat& format, const std::string& where) {
   std::vector<int32_t> excluded = ResolveAll(format.exclude_tokens, where + "/exclude_tokens");
   if (format.type == "exclude_token") return ExcludeToken(excluded);
   if (format.type == "any_tokens") {
-    if (!format.max_tokens) return host_.rule(ExcludeToken(excluded) + "*", "any_tokens", "");
-    if (*format.max_tokens == 0) return "\"\"";
-    return host_.rule(ExcludeToken(excluded) + "{0," + std::to_string(*format.max_tokens) + "}", "any_tokens", "");
+    if (!format.max_tokens) return host_.rule(TagExpr::Repeat(ExcludeToken(excluded), 0, -1), "any_tokens", -1);
+    if (*format.max_tokens == 0) return TagExpr::EmptyString();
+    const int32_t most = static_cast<int32_t>(*format.max_tokens);  // at most 2^31 - 1 (the parser checks)
+    return host_.rule(TagExpr::Repeat(ExcludeToken(excluded), 0, most), "any_tokens", -1);
   }
   if (format.type == "token_dispatch") {
     std::vector<int32_t> triggers;
-    std::vector<std::string> bodies;
+    std::vector<TagExpr> bodies;
     for (size_t i = 0; i < format.rules.size(); ++i) {
       const std::string path = where + "/rules/" + std::to_string(i);
       int32_t id = Resolve(format.rules[i].first, path + "/0");
@@ -108,7 +106,7 @@ std::string TokenFormLowering::Lower(const TokenLevelFormat& format, const std::
         throw StructuralTagError(Where(path + "/0") + "token " + std::to_string(id) + " is the pattern of an earlier rule");
       }
       triggers.push_back(id);
-      bodies.push_back(host_.rule(host_.lower(*format.rules[i].second), "dispatched", ""));
+      bodies.push_back(host_.rule(host_.lower(*format.rules[i].second), "dispatched", -1));
     }
     return LowerDispatch(triggers, bodies, excluded, format.loop, false);
   }
@@ -119,7 +117,7 @@ std::string TokenFormLowering::Lower(const TokenLevelFormat& format, const std::
   if (format.tags.empty()) throw StructuralTagError(Where(where + "/tags") + "at least one tag is required");
   std::sort(triggers.begin(), triggers.end());
   triggers.erase(std::unique(triggers.begin(), triggers.end()), triggers.end());
-  std::vector<std::string> bodies(triggers.size());
+  std::vector<std::vector<TagExpr>> bodies(triggers.size());
   for (const TagFormat& tag : format.tags) {
     const TokenFormat* begin = std::get_if<TokenFormat>(&tag.begin);
     if (!begin) throw StructuralTagError(Where(tag.path + "/begin") + "token-triggered tags need token begins");
@@ -128,15 +126,14 @@ std::string TokenFormLowering::Lower(const TokenLevelFormat& format, const std::
     if (at == triggers.end() || *at != id) {
       throw StructuralTagError(Where(tag.path + "/begin") + "token " + std::to_string(id) + " is not a trigger token");
     }
-    std::string& body = bodies[at - triggers.begin()];
-    body += (body.empty() ? "" : " | ") + host_.lower_tag(tag, "\"\"");
+    bodies[at - triggers.begin()].push_back(host_.lower_tag(tag, TagExpr::EmptyString()));
   }
   std::vector<int32_t> used;
-  std::vector<std::string> used_bodies;
+  std::vector<TagExpr> used_bodies;
   for (size_t i = 0; i < triggers.size(); ++i) {
     if (bodies[i].empty()) continue;  // a trigger without tags is free text, as in triggered_tags
     used.push_back(triggers[i]);
-    used_bodies.push_back(host_.rule(bodies[i], "trigger", ""));
+    used_bodies.push_back(host_.rule(TagExpr::Or(std::move(bodies[i])), "trigger", -1));
   }
   return LowerDispatch(used, used_bodies, excluded, !format.stop_after_first, format.at_least_one);
 }

@@ -1,6 +1,6 @@
 // Lowering of the structural-tag token-level forms (token on an ordinary token, exclude_token,
-// any_tokens, token_triggered_tags, token_dispatch) into EBNF over token sets (docs/ebnf.md,
-// TokenSet / ExcludeToken; grammar/grammar_fsm.h "Token sets"). The semantics are xgrammar
+// any_tokens, token_triggered_tags, token_dispatch) into rules over token sets (docs/ebnf.md,
+// TokenSet / ExcludeToken; grammar/grammar_fsm.h "Token sets"), as TagExpr bodies (tag_expr.h). The semantics are xgrammar
 // 0.2.8's, as observed with its GrammarMatcher:
 //  * a token set consumes one whole token, at a token boundary only (a token that straddles
 //    into the region is not taken), and never a plain stop token (stop tokens end the output
@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "frontends/structural_tag/structural_tag.h"
+#include "frontends/structural_tag/tag_expr.h"
 
 namespace xg2 {
 namespace structural_tag {
@@ -36,29 +37,29 @@ class TokenFormLowering {
  public:
   // What the token forms need from the main lowering (structural_tag_lowering.cc).
   struct Host {
-    // Adds a rule (with a rule attribute such as "[max_tokens=8]", or ""); returns its name.
-    std::function<std::string(const std::string& body, const char* hint, const std::string& attribute)> rule;
-    std::function<std::string(const Format& format)> lower;
-    // A tag with its begin replaced by `begin` (EBNF).
-    std::function<std::string(const TagFormat& tag, const std::string& begin)> lower_tag;
+    // Adds a rule (with a token budget when max_tokens >= 0); returns a reference to it.
+    std::function<TagExpr(const TagExpr& body, const char* hint, int32_t max_tokens)> rule;
+    std::function<TagExpr(const Format& format)> lower;
+    // A tag with its begin replaced by `begin`.
+    std::function<TagExpr(const TagFormat& tag, const TagExpr& begin)> lower_tag;
   };
 
   TokenFormLowering(const LoweringOptions& options, Host host);
 
   // The id a token reference names (see the file comment).
   int32_t Resolve(const TokenRef& token, const std::string& path);
-  // The EBNF of the `token` format on an ordinary (non-special) token.
-  std::string OrdinaryToken(int32_t id) const;
-  std::string Lower(const TokenLevelFormat& format, const std::string& where);
-  // any_text with max_tokens: free text (TagDispatch excluding `excludes`, an EBNF string tuple)
+  // The `token` format on an ordinary (non-special) token.
+  TagExpr OrdinaryToken(int32_t id) const;
+  TagExpr Lower(const TokenLevelFormat& format, const std::string& where);
+  // any_text with max_tokens: free text (TagDispatch excluding `excludes`, as dispatch strings)
   // in a rule with a token budget (grammar/grammar_fsm.h, "Token budgets").
-  std::string BudgetedText(int64_t max_tokens, bool has_max_chars, const std::string& excludes,
-                           const std::string& where);
+  TagExpr BudgetedText(int64_t max_tokens, bool has_max_chars, std::vector<std::string> excludes,
+                       const std::string& where);
 
  private:
   std::vector<int32_t> ResolveAll(const std::vector<TokenRef>& tokens, const std::string& path);
-  std::string LowerDispatch(const std::vector<int32_t>& triggers, const std::vector<std::string>& bodies,
-                            std::vector<int32_t> excluded, bool loop, bool at_least_one);
+  TagExpr LowerDispatch(const std::vector<int32_t>& triggers, const std::vector<TagExpr>& bodies,
+                        std::vector<int32_t> excluded, bool loop, bool at_least_one);
 
   const LoweringOptions& options_;
   Host host_;
