@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <optional>
 
 #include "bindings/registry.h"
 #include "bindings/torch_layout_cache.h"
@@ -337,10 +338,15 @@ void BindGrammarMatcher(py::module_& m) {
           [](GrammarMatcher& self, py::handle bitmask, py::handle index) {
             int64_t num_words = 0;
             uint32_t* row = BitmaskRow(self, bitmask, index, &num_words);
-            // A fill from cached rows is shorter than giving the GIL away and back.
-            if (self.FillIsShort()) return self.FillNextTokenBitmask(row, num_words);
-            py::gil_scoped_release release;
-            return self.FillNextTokenBitmask(row, num_words);
+            // A fill from cached rows is shorter than giving the GIL away and back: the GIL
+            // is released only once the fill says it has long work to do.
+            std::optional<py::gil_scoped_release> release;
+            LongFillNotice notice;
+            notice.before_long_work = [](void* slot) {
+              static_cast<std::optional<py::gil_scoped_release>*>(slot)->emplace();
+            };
+            notice.context = &release;
+            return self.FillNextTokenBitmask(row, num_words, &notice);
           },
           py::arg("bitmask"), py::arg("index") = 0)
       .def(
