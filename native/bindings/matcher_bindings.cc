@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <optional>
 
 #include "bindings/registry.h"
 #include "bindings/torch_layout_cache.h"
@@ -255,6 +256,66 @@ uint32_t* BitmaskRow(const GrammarMatcher& matcher, py::handle bitmask, py::hand
   return RowPointer(layout.address, layout.row_stride_words, row);
 }
 
+// The fill with its GIL policy: a fill from cached rows is shorter than giving the GIL away
+// and back, so the GIL is released only once the fill says it has long work to do
+// (LongFillNotice).
+bool FillRow(GrammarMatcher& matcher, uint32_t* row, int64_t num_words) {
+  std::optional<py::gil_scoped_release> release;
+  LongFillNotice notice;
+  notice.before_long_work = [](void* slot) { static_cast<std::optional<py::gil_scoped_release>*>(slot)->emplace(); };
+  notice.context = &release;
+  return matcher.FillNextTokenBitmask(row, num_words, &notice);
+}
+
+// GrammarMatcher.fill_next_token_bitmask(bitmask, index=0), the call a server makes once per
+// token, as a METH_FASTCALL method instead of a pybind11 function: pybind11's dispatcher
+// (overload resolution, argument vectors built per call) costs a sizeable part of a fill
+// from cached rows. Arguments and errors are those of the other methods: the same checks
+// (BitmaskRow), pybind11's exception translators for the engine's errors.
+PyObject* FillNextTokenBitmaskMethod(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  static const char* const kNames[2] = {"bitmask", "index"};
+  PyObject* given[2] = {nullptr, nullptr};
+  if (nargs > 2) {
+    PyErr_Format(PyExc_TypeError, "fill_next_token_bitmask() takes at most 2 arguments (%zd given)", nargs);
+    return nullptr;
+  }
+  for (Py_ssize_t k = 0; k < nargs; ++k) given[k] = args[k];
+  const Py_ssize_t num_keywords = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+  for (Py_ssize_t k = 0; k < num_keywords; ++k) {
+    PyObject* name = PyTuple_GET_ITEM(kwnames, k);
+    int slot = -1;
+    for (int n = 0; n < 2 && slot < 0; ++n) {
+      if (PyUnicode_CompareWithASCIIString(name, kNames[n]) == 0) slot = n;
+    }
+    if (slot < 0) {
+      PyErr_Format(PyExc_TypeError, "fill_next_token_bitmask() got an unexpected keyword argument '%U'", name);
+      return nullptr;
+    }
+    if (given[slot]) {
+      PyErr_Format(PyExc_TypeError, "fill_next_token_bitmask() got multiple values for argument '%s'", kNames[slot]);
+      return nullptr;
+    }
+    given[slot] = args[nargs + k];
+  }
+  if (!given[0]) {
+    PyErr_SetString(PyExc_TypeError, "fill_next_token_bitmask() missing required argument 'bitmask'");
+    return nullptr;
+  }
+  try {
+    GrammarMatcher& matcher = py::handle(self).cast<GrammarMatcher&>();
+    int64_t num_words = 0;
+    py::int_ first_row(0);
+    uint32_t* row = BitmaskRow(matcher, given[0], given[1] ? py::handle(given[1]) : py::handle(first_row), &num_words);
+    return py::bool_(FillRow(matcher, row, num_words)).release().ptr();
+  } catch (py::error_already_set& e) {
+    e.restore();
+    return nullptr;
+  } catch (...) {
+    py::detail::try_translate_exceptions();  // the module's translators, as pybind11's dispatcher does
+    return nullptr;
+  }
+}
+
 // The compiled grammar's read-only view and the cross-grammar pool's counters.
 void BindCompiledGrammar(py::module_& m) {
   py::class_<CompiledGrammar, std::shared_ptr<CompiledGrammar>>(m, "CompiledGrammar")
@@ -310,7 +371,8 @@ void BindEbnfAcceptsOracle(py::module_& m) {
 }
 
 void BindGrammarMatcher(py::module_& m) {
-  py::class_<GrammarMatcher>(m, "GrammarMatcher")
+  py::class_<GrammarMatcher> matcher_class(m, "GrammarMatcher");
+  matcher_class
       .def(py::init([](std::shared_ptr<CompiledGrammar> grammar,
                        std::optional<std::vector<int32_t>> stop_token_ids,
                        bool terminate_without_stop_token) {
@@ -333,17 +395,6 @@ void BindGrammarMatcher(py::module_& m) {
       .def("rollback", &GrammarMatcher::Rollback, py::arg("num_tokens"))
       .def("reset", &GrammarMatcher::Reset)
       .def(
-          "fill_next_token_bitmask",
-          [](GrammarMatcher& self, py::handle bitmask, py::handle index) {
-            int64_t num_words = 0;
-            uint32_t* row = BitmaskRow(self, bitmask, index, &num_words);
-            // A fill from cached rows is shorter than giving the GIL away and back.
-            if (self.FillIsShort()) return self.FillNextTokenBitmask(row, num_words);
-            py::gil_scoped_release release;
-            return self.FillNextTokenBitmask(row, num_words);
-          },
-          py::arg("bitmask"), py::arg("index") = 0)
-      .def(
           "fill_next_token_bitmask_reference",
           [](GrammarMatcher& self, py::handle bitmask, py::handle index) {
             int64_t num_words = 0;
@@ -359,6 +410,14 @@ void BindGrammarMatcher(py::module_& m) {
       .def("fork", [](const GrammarMatcher& self) { return self.Fork(); })
       .def_property_readonly("num_accepted_steps", &GrammarMatcher::num_accepted_steps)
       .def_property_readonly("stop_token_ids", &GrammarMatcher::stop_token_ids);
+  static PyMethodDef fill_method = {
+      "fill_next_token_bitmask", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&FillNextTokenBitmaskMethod)),
+      METH_FASTCALL | METH_KEYWORDS,
+      "fill_next_token_bitmask(bitmask, index=0) -> bool\n\nWrites the allowed tokens into row `index` of "
+      "`bitmask`; False iff every token is allowed."};
+  PyObject* descriptor = PyDescr_NewMethod(reinterpret_cast<PyTypeObject*>(matcher_class.ptr()), &fill_method);
+  if (!descriptor) throw py::error_already_set();
+  matcher_class.attr("fill_next_token_bitmask") = py::reinterpret_steal<py::object>(descriptor);
 }
 
 void BindBatchFill(py::module_& m) {

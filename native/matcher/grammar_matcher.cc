@@ -369,24 +369,33 @@ bool GrammarMatcher::FillReferenceUnclaimed(uint32_t* words, int64_t num_words) 
   return FinishFill(words);
 }
 
-bool GrammarMatcher::FillNextTokenBitmask(uint32_t* words, int64_t num_words) {
+bool GrammarMatcher::FillNextTokenBitmask(uint32_t* words, int64_t num_words, LongFillNotice* notice) {
   ExclusiveUse::Scope claim(in_use_, kMatcherName);
-  return FillUnclaimed(words, num_words);
+  return FillUnclaimed(words, num_words, notice);
 }
 
-bool GrammarMatcher::FillUnclaimed(uint32_t* words, int64_t num_words) {
+bool GrammarMatcher::FillUnclaimed(uint32_t* words, int64_t num_words, LongFillNotice* notice) {
+  LongFillNotice silent;
+  if (!notice) notice = &silent;
   GrammarMaskCache& cache = *grammar_->mask_cache;
-  // A terminated matcher allows its stop tokens only (FinishFill sets them).
-  if (!cache.options().enabled || Terminated()) return FillReferenceUnclaimed(words, num_words);
+  if (!cache.options().enabled) {
+    notice->Notify();
+    return FillReferenceUnclaimed(words, num_words);
+  }
+  if (DeadEndUndecided()) notice->Notify();
+  // A terminated matcher allows its stop tokens only (FinishFill sets them; no walk).
+  if (Terminated()) return FillReferenceUnclaimed(words, num_words);
   CheckRowWidth(num_words);  // before any entry is built for a row that cannot take it
 
   fill_nodes_.clear();
   fill_next_nodes_.clear();
   for (const EarleyItem* it = parser_.scannable_begin(); it != parser_.scannable_end(); ++it) {
-    // A pending lookahead can veto tokens the rule's DFA accepts: decide exactly.
-    if (it->guard != LookaheadGuards::kNone) return FillReferenceUnclaimed(words, num_words);
-    // So can a JSON character count near its bounds (grammar/grammar_fsm.h).
-    if (parser_.CountDecidesTokens(*it, tokenizer_->max_token_bytes())) return FillReferenceUnclaimed(words, num_words);
+    // A pending lookahead can veto tokens the rule's DFA accepts: decide exactly. So can a
+    // JSON character count near its bounds (grammar/grammar_fsm.h).
+    if (it->guard != LookaheadGuards::kNone || parser_.CountDecidesTokens(*it, tokenizer_->max_token_bytes())) {
+      notice->Notify();
+      return FillReferenceUnclaimed(words, num_words);
+    }
     // An item whose token budget is spent takes no byte of the next token; any other takes the
     // whole token as one, so its node's classification is exact.
     if (parser_.WithinBudget(*it)) fill_nodes_.push_back(it->node);
@@ -398,10 +407,21 @@ bool GrammarMatcher::FillUnclaimed(uint32_t* words, int64_t num_words) {
   // the row instead of a clear and an OR).
   fill_entries_.clear();
   const AcceptedTokens* dense_start = nullptr;
+  size_t uncertain_total = 0;
   for (NodeId node : fill_nodes_) {
-    const TokenClassification& entry = cache.Get(node);
-    fill_entries_.push_back(&entry);
-    if (!dense_start && entry.accepted->as_bits()) dense_start = entry.accepted.get();
+    const TokenClassification* entry = cache.Find(node);
+    if (!entry) {
+      notice->Notify();
+      entry = &cache.Get(node);
+    }
+    fill_entries_.push_back(entry);
+    uncertain_total += entry->uncertain_positions.size();
+    if (!dense_start && entry->accepted->as_bits()) dense_start = entry->accepted.get();
+  }
+  // RecheckUniqueItemTokens walks too, inside a unique item.
+  if (uncertain_total > kShortWalkTokens ||
+      (!grammar_->unique_recheck_positions.empty() && parser_.InsideUniqueItem())) {
+    notice->Notify();
   }
   BeginFill(words, num_words, dense_start ? dense_start->bits.data() : nullptr);
   const int64_t vocab_words = BitmaskWords(tokenizer_->vocab_size());
@@ -473,27 +493,6 @@ bool GrammarMatcher::FillUnclaimed(uint32_t* words, int64_t num_words) {
   RecheckUniqueItemTokens(words);
   WarmNextEntries();
   return FinishFill(words);
-}
-
-bool GrammarMatcher::FillIsShort() {
-  ExclusiveUse::Scope claim(in_use_, kMatcherName);
-  // Walking this many uncertain tokens through the parser costs a few microseconds.
-  constexpr size_t kShortWalkTokens = 64;
-  const GrammarMaskCache& cache = *grammar_->mask_cache;
-  if (!cache.options().enabled) return false;
-  if (terminated_) return true;
-  // Terminated() may decide a dead end by a walk of the vocabulary (AtDeadEnd).
-  if (stop_token_ids_.empty() && dead_end_ == kUnknown && parser_.CanEnd()) return false;
-  size_t uncertain = 0;
-  for (const EarleyItem* it = parser_.scannable_begin(); it != parser_.scannable_end(); ++it) {
-    if (it->guard != LookaheadGuards::kNone) return false;  // the reference walk
-    if (parser_.CountDecidesTokens(*it, tokenizer_->max_token_bytes())) return false;
-    if (parser_.InsideUniqueItem()) return false;  // RecheckUniqueItemTokens walks
-    const TokenClassification* entry = cache.Find(it->node);
-    if (!entry) return false;
-    uncertain += entry->uncertain_positions.size();
-  }
-  return uncertain <= kShortWalkTokens;
 }
 
 bool GrammarMatcher::ActiveTokenSets() {

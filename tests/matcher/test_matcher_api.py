@@ -227,6 +227,39 @@ def test_bitmask_validation_edge_cases(compiler: xg.GrammarCompiler, info: xg.To
         m.fill_next_token_bitmask(torch.zeros(1, words - 1, dtype=torch.int32))
 
 
+def test_fill_arguments_positional_and_keyword(compiler: xg.GrammarCompiler, info: xg.TokenizerInfo) -> None:
+    """The native fill parses its own arguments (a METH_FASTCALL method): bitmask and index by
+    position or by name, with Python's errors for a missing, repeated, unknown or extra one."""
+    m = xg.GrammarMatcher(compiler.compile_grammar('root ::= "a" | "b"'))
+    words = (info.vocab_size + 31) // 32
+    expected = np.zeros((1, words), dtype=np.int32)
+    m._fill_next_token_bitmask_reference(expected)
+    for call in (lambda b: m.fill_next_token_bitmask(b, 1), lambda b: m.fill_next_token_bitmask(b, index=1),
+                 lambda b: m.fill_next_token_bitmask(bitmask=b, index=1),
+                 lambda b: m.fill_next_token_bitmask(index=1, bitmask=b),
+                 lambda b: m._handle.fill_next_token_bitmask(b, 1)):
+        rows = np.zeros((2, words), dtype=np.int32)
+        assert call(rows)
+        assert np.array_equal(rows[1], expected[0]) and not rows[0].any()
+    rows = np.zeros((2, words), dtype=np.int32)
+    assert m.fill_next_token_bitmask(bitmask=rows)  # index defaults to the first row
+    assert np.array_equal(rows[0], expected[0]) and not rows[1].any()
+    with pytest.raises(TypeError, match="missing required argument 'bitmask'"):
+        m.fill_next_token_bitmask()
+    with pytest.raises(TypeError, match="missing required argument 'bitmask'"):
+        m.fill_next_token_bitmask(index=0)
+    with pytest.raises(TypeError, match="multiple values for argument 'bitmask'"):
+        m.fill_next_token_bitmask(rows, bitmask=rows)
+    with pytest.raises(TypeError, match="multiple values for argument 'index'"):
+        m.fill_next_token_bitmask(rows, 0, index=0)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'row'"):
+        m.fill_next_token_bitmask(rows, row=0)
+    with pytest.raises(TypeError, match="at most 2 arguments"):
+        m.fill_next_token_bitmask(rows, 0, 0)
+    with pytest.raises(TypeError):
+        type(m._handle).fill_next_token_bitmask(object(), rows)  # not a matcher
+
+
 def test_torch_bitmask_and_apply(compiler: xg.GrammarCompiler, info: xg.TokenizerInfo) -> None:
     torch = pytest.importorskip("torch")
     m = xg.GrammarMatcher(compiler.compile_grammar('root ::= "a" | "b"'))
