@@ -14,6 +14,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "frontends/regex/leading_lookaheads.h"
 #include "frontends/regex/regex_converter.h"
 #include "grammar/grammar_ast.h"
 #include "grammar/grammar_builder.h"
@@ -345,7 +346,28 @@ std::shared_ptr<const GrammarAst> RegexGrammar(std::string_view pattern, const R
 }  // namespace
 
 CodepointDfa DfaFromRegex(std::string_view pattern, const RegexOptions& options) {
+  if (options.search) {
+    if (std::optional<LeadingLookaheads> split = SplitLeadingLookaheads(pattern)) {
+      // leading_lookaheads.h: L(^R), then each assertion's L(^B) intersected or subtracted.
+      CodepointDfa language = DfaFromRegex(split->rest, options);
+      for (const LeadingLookaheads::Assertion& assertion : split->assertions) {
+        language = Product(language, DfaFromRegex(assertion.prefix_pattern, options),
+                           assertion.negative ? ProductKind::kDifference : ProductKind::kIntersection);
+      }
+      return language;
+    }
+  }
   return DfaFromGrammar(*RegexGrammar(pattern, options, nullptr));
+}
+
+bool NeedsAutomaton(std::string_view pattern, const RegexOptions& options) {
+  return options.search && SplitLeadingLookaheads(pattern).has_value();
+}
+
+Fragment PatternFragment(std::string_view pattern, const RegexOptions& options, RuleSet* rules,
+                         const std::string& hint) {
+  if (!NeedsAutomaton(pattern, options)) return RegexFragment(pattern, options);
+  return DfaToFragment(DfaFromRegex(pattern, options), rules, hint);
 }
 
 Fragment RegexFragment(std::string_view pattern, const RegexOptions& options) {
