@@ -1,17 +1,20 @@
 """Assertions the regex subset once refused, where the language is still regular (issue 38):
-look-aheads at the start of a `pattern` or a patternProperties key.
+look-aheads at the start of a `pattern` or a patternProperties key, and `$` before the end.
 
 At position 0, `^(?!B)R` keeps the strings of `^R` that have no prefix matching B, and
 `^(?=B)R` those that have one, built through the code-point automaton product
-(frontends/regex/leading_lookaheads.h). Languages are compared with Python's `re` (through
-`jsonschema`) on random strings, which reads these look-aheads as ECMA-262 does; engine walks
-with a real tokenizer must validate. Look-aheads anywhere else stay refused.
+(frontends/regex/leading_lookaheads.h). A `$` inside the pattern, as in `^(/?[a-z]*($|/))*$`,
+ends the match: the regex frontend splits the pattern into the matches that pass no `$` and
+those that end at one. Languages are compared with Python's `re` (through `jsonschema` for
+search semantics) on random strings, which reads these constructs as ECMA-262 does; engine
+walks with a real tokenizer must validate. Look-aheads anywhere else stay refused.
 """
 
 from __future__ import annotations
 
 import json
 import random
+import re
 
 import jsonschema
 import numpy as np
@@ -130,3 +133,30 @@ def test_regex_frontend_alone_still_refuses_lookahead():
     # compile_regex matches the whole output; the product is only taken for schema patterns.
     with pytest.raises(xg.RegexError, match="look-ahead"):
         _native._regex_to_ebnf("^(?!a)b")
+
+
+END_ANCHOR_CASES = {
+    # JSONSchemaBench's pathType (Github_hard o60770 and four more): `$` inside a repeated group.
+    "path_segments": ("^(\\/?((\\.{2})|([a-z0-9\\-]*))($|\\/))*$", "ab/.-", ["a/b", "../a", "a//", "/a/"]),
+    "dollar_then_more": ("^$[a-z$_]*$", "a_$", ["", "a"]),
+    "end_inside_alternative": ("a($|b)c?", "abc", ["a", "ab", "abc", "ac", "xa"]),
+    "end_in_bounded_repeat": ("^(x$|y){2,3}", "xy", ["yx", "yyx", "x", "yy", "yyyx"]),
+    "unanchored_start": ("b(c|$)", "abc", ["ab", "abc", "ba"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(END_ANCHOR_CASES))
+def test_end_anchor_before_the_end_is_exact(name):
+    pattern, alphabet, words = END_ANCHOR_CASES[name]
+    strings = random_strings(alphabet, words, 200, name)
+    assert_same_strings({"type": "string", "pattern": pattern}, strings)
+    # compile_regex semantics: the whole text matches.
+    ebnf = "root ::= " + _native._regex_to_ebnf(pattern)
+    wrong = [s for s in strings if ebnf_accepts(ebnf, s) != bool(re.fullmatch(pattern, s))]
+    assert not wrong, wrong[:5]
+
+
+@pytest.mark.parametrize("pattern", ["a$b", "(a$)b", "a$^", "x(^a|$)b"])
+def test_end_anchor_that_matches_nothing_or_meets_a_caret_stays_refused(pattern):
+    with pytest.raises(xg.RegexError, match="'\\$'|'\\^'"):
+        _native._regex_to_ebnf(pattern, search=True)
