@@ -276,7 +276,7 @@ Fragment SchemaConverter::UndeclaredMembers(const Node& node, const NameLanguage
         value = Schema(synthetic_.back(), ChildPointer(node.pointer, "patternProperties"), depth + 1);
       }
       if (value.never()) return;
-      Fragment key = DfaToFragment(region, &rules_, RuleHint(node.pointer) + "_key");
+      Fragment key = MinimalDfaToFragment(region, &rules_, RuleHint(node.pointer) + "_key");
       choices.push_back(Seq({key, key_separator, value}));
     };
     bool disjoint = true;

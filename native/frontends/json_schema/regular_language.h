@@ -87,6 +87,13 @@ CodepointDfa Minimized(const CodepointDfa& dfa);
 Fragment DfaToFragment(const CodepointDfa& dfa, RuleSet* rules, const std::string& hint,
                        size_t max_states = 2000);
 
+// DfaToFragment with its default limit, where a machine that passes the limit when only
+// trimmed (Minimized above 600 states) is minimised fully and tried again: a key language
+// such as `^.{1,255}$` over JSON-escaped names passes it when trimmed, not when minimal. For
+// callers with no other way to write the language (a length next to a pattern has one: the
+// counted rule), which keep their output where DfaToFragment succeeds.
+Fragment MinimalDfaToFragment(const CodepointDfa& dfa, RuleSet* rules, const std::string& hint);
+
 // True when every string of `language` already has between min_count and max_count
 // (< 0: unbounded) repetitions of `unit` (one JSON string character), so that a length
 // constraint next to it changes nothing. Sufficient checks only: a minimum above 256 is
