@@ -56,3 +56,21 @@ def test_large_item_counts_next_to_unbounded_items_are_refused(compiler: xg.Gram
     schema = {"type": "array", "items": {"type": "string"}, "uniqueItems": True, "maxItems": 33}
     with pytest.raises(xg.UnsupportedSchemaError, match="maxItems above 32"):
         compiler.compile_json_schema(schema)
+
+
+@pytest.mark.parametrize("node", [{"type": "string", "uniqueItems": True},
+                                  {"type": "string", "pattern": "^[a-z]{1,2}$", "uniqueItems": True},
+                                  {"type": ["object", "null"], "uniqueItems": True}])
+def test_unique_items_where_the_type_rules_out_arrays_says_nothing(compiler: xg.GrammarCompiler, node: dict) -> None:
+    # JSONSchemaStore's schema.json and stylecop carry this form: the keyword constrains arrays only.
+    schema = {"type": "object", "properties": {"v": node}, "required": ["v"], "additionalProperties": False}
+    grammar = compiler.compile_json_schema(schema)
+    validator = make_validator(schema)
+    for text in ['{"v": "ab"}', '{"v": "abc"}', '{"v": null}', '{"v": {}}', '{"v": ["a", "a"]}', '{"v": []}']:
+        assert accepts(grammar, text) == validator.is_valid(json.loads(text)), text
+
+
+def test_unique_items_next_to_a_type_that_allows_arrays_is_still_decided(compiler: xg.GrammarCompiler) -> None:
+    schema = {"type": ["array", "string"], "items": {"type": "object"}, "uniqueItems": True}
+    with pytest.raises(xg.UnsupportedSchemaError, match="'uniqueItems' at /"):
+        compiler.compile_json_schema(schema)

@@ -14,10 +14,20 @@
 namespace xg2 {
 namespace schema_internal {
 
+// uniqueItems constrains arrays only: it holds for any array of at most one item, and says
+// nothing where `type` rules arrays out (`{"type": "string", "uniqueItems": true}`).
 bool SchemaConverter::UniqueItemsTrivial(const Node& node) {
   const JsonValue* max_items = node.schema.Find("maxItems");
-  return max_items != nullptr && !IsIgnored(node, "maxItems") && max_items->is_number() &&
-         max_items->number_value() <= 1;
+  if (max_items != nullptr && !IsIgnored(node, "maxItems") && max_items->is_number() &&
+      max_items->number_value() <= 1) {
+    return true;
+  }
+  const JsonValue* type = node.schema.Find("type");
+  if (type == nullptr || IsIgnored(node, "type")) return false;
+  const std::vector<JsonValue> names = type->is_array() ? type->array_items() : std::vector<JsonValue>{*type};
+  return std::none_of(names.begin(), names.end(), [](const JsonValue& name) {
+    return !name.is_string() || name.string_value() == "array";
+  });
 }
 
 // The values an item can take when they are few and listed (enum / const, boolean, null),

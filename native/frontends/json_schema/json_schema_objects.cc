@@ -13,6 +13,7 @@
 #include "frontends/json_schema/regular_language.h"
 #include "frontends/json_schema/schema_converter_internal.h"
 #include "frontends/json_schema/string_excludes.h"
+#include "frontends/regex/leading_lookaheads.h"
 #include "frontends/regex/regex_converter.h"
 #include "support/cancellation.h"
 #include "support/error.h"
@@ -180,11 +181,23 @@ std::optional<GrammarAst> SchemaConverter::SubschemaGrammar(const JsonValue& sch
 const CodepointDfa& SchemaConverter::PatternNames(const std::string& pattern) {
   auto found = pattern_names_.find(pattern);
   if (found != pattern_names_.end()) return found->second;
-  RegexOptions regex_options;
-  regex_options.search = true;
-  regex_options.json_string_body = true;
-  const Fragment quoted = Seq({Fragment::Literal("\""), RegexFragment(pattern, regex_options), Fragment::Literal("\"")});
-  CodepointDfa names = Product(DfaFromFragment(quoted), QuotedNameUniverse(), ProductKind::kIntersection);
+  CodepointDfa names;
+  if (std::optional<LeadingLookaheads> split = SplitLeadingLookaheads(pattern)) {
+    // Quoting commutes with intersection and difference, so the look-aheads at the pattern's
+    // start (leading_lookaheads.h) apply to the names as they apply to the strings.
+    names = PatternNames(split->rest);
+    for (const LeadingLookaheads::Assertion& assertion : split->assertions) {
+      names = Product(names, PatternNames(assertion.prefix_pattern),
+                      assertion.negative ? ProductKind::kDifference : ProductKind::kIntersection);
+    }
+  } else {
+    RegexOptions regex_options;
+    regex_options.search = true;
+    regex_options.json_string_body = true;
+    const Fragment quoted =
+        Seq({Fragment::Literal("\""), RegexFragment(pattern, regex_options), Fragment::Literal("\"")});
+    names = Product(DfaFromFragment(quoted), QuotedNameUniverse(), ProductKind::kIntersection);
+  }
   return pattern_names_.emplace(pattern, std::move(names)).first->second;
 }
 
@@ -263,7 +276,7 @@ Fragment SchemaConverter::UndeclaredMembers(const Node& node, const NameLanguage
         value = Schema(synthetic_.back(), ChildPointer(node.pointer, "patternProperties"), depth + 1);
       }
       if (value.never()) return;
-      Fragment key = DfaToFragment(region, &rules_, RuleHint(node.pointer) + "_key");
+      Fragment key = MinimalDfaToFragment(region, &rules_, RuleHint(node.pointer) + "_key");
       choices.push_back(Seq({key, key_separator, value}));
     };
     bool disjoint = true;

@@ -14,6 +14,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "frontends/regex/leading_lookaheads.h"
 #include "frontends/regex/regex_converter.h"
 #include "grammar/grammar_ast.h"
 #include "grammar/grammar_builder.h"
@@ -345,7 +346,28 @@ std::shared_ptr<const GrammarAst> RegexGrammar(std::string_view pattern, const R
 }  // namespace
 
 CodepointDfa DfaFromRegex(std::string_view pattern, const RegexOptions& options) {
+  if (options.search) {
+    if (std::optional<LeadingLookaheads> split = SplitLeadingLookaheads(pattern)) {
+      // leading_lookaheads.h: L(^R), then each assertion's L(^B) intersected or subtracted.
+      CodepointDfa language = DfaFromRegex(split->rest, options);
+      for (const LeadingLookaheads::Assertion& assertion : split->assertions) {
+        language = Product(language, DfaFromRegex(assertion.prefix_pattern, options),
+                           assertion.negative ? ProductKind::kDifference : ProductKind::kIntersection);
+      }
+      return language;
+    }
+  }
   return DfaFromGrammar(*RegexGrammar(pattern, options, nullptr));
+}
+
+bool NeedsAutomaton(std::string_view pattern, const RegexOptions& options) {
+  return options.search && SplitLeadingLookaheads(pattern).has_value();
+}
+
+Fragment PatternFragment(std::string_view pattern, const RegexOptions& options, RuleSet* rules,
+                         const std::string& hint) {
+  if (!NeedsAutomaton(pattern, options)) return RegexFragment(pattern, options);
+  return DfaToFragment(DfaFromRegex(pattern, options), rules, hint);
 }
 
 Fragment RegexFragment(std::string_view pattern, const RegexOptions& options) {
@@ -572,9 +594,8 @@ void RefineClasses(const CodepointDfa& dfa, std::vector<int32_t>* cls_inout) {
   }
 }
 
-}  // namespace
-
-CodepointDfa Minimized(const CodepointDfa& dfa) {
+// Minimized, with machines above `max_minimized` states only trimmed.
+CodepointDfa MinimizedUpTo(const CodepointDfa& dfa, size_t max_minimized) {
   size_t n = dfa.states.size();
   // Predecessors in CSR form, for the states that can reach acceptance.
   std::vector<int32_t> reverse_begin(n + 1, 0);
@@ -600,10 +621,10 @@ CodepointDfa Minimized(const CodepointDfa& dfa) {
   }
   // Equivalent states (same acceptance, edges to equivalent states) merge: in one pass when
   // the automaton is acyclic, else by Hopcroft's refinement. Machines above
-  // kMaxMinimizedStates are only trimmed (correct, maybe not minimal).
+  // max_minimized are only trimmed (correct, maybe not minimal).
   std::vector<int32_t> cls(n);
   for (size_t i = 0; i < n; ++i) cls[i] = !live[i] ? -1 : (dfa.states[i].accepting ? 1 : 0);
-  if (n > kMaxMinimizedStates) {
+  if (n > max_minimized) {
     for (size_t i = 0; i < n; ++i) cls[i] = live[i] ? static_cast<int32_t>(i) : -1;
   } else if (!AcyclicClasses(dfa, &cls)) {
     RefineClasses(dfa, &cls);
@@ -638,6 +659,10 @@ CodepointDfa Minimized(const CodepointDfa& dfa) {
   }
   return out;
 }
+
+}  // namespace
+
+CodepointDfa Minimized(const CodepointDfa& dfa) { return MinimizedUpTo(dfa, kMaxMinimizedStates); }
 
 namespace {
 
@@ -983,6 +1008,16 @@ Fragment DfaToFragment(const CodepointDfa& input, RuleSet* rules, const std::str
   Fragment fragment = WriteRegularLanguage(dfa, rules, hint);
   rules->RememberWritten(std::move(key), fragment);
   return fragment;
+}
+
+Fragment MinimalDfaToFragment(const CodepointDfa& input, RuleSet* rules, const std::string& hint) {
+  try {
+    return DfaToFragment(input, rules, hint);
+  } catch (const ResourceLimitError&) {
+    // Minimized only trims large machines; Hopcroft's refinement, O(edges log states), is paid
+    // here, where a trimmed machine was refused (DfaToFragment keeps a minimal one as it is).
+    return DfaToFragment(MinimizedUpTo(input, kMaxAutomatonStates), rules, hint);
+  }
 }
 
 namespace {

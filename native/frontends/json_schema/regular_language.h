@@ -52,8 +52,17 @@ CodepointDfa DfaFromFragment(const Fragment& fragment);
 // The language of `root` next to the rules `definitions` (a RuleSet's Definitions(), such as
 // a prebuilt format's) that it may name.
 CodepointDfa DfaFromRules(const std::vector<std::pair<std::string, Fragment>>& definitions, const Fragment& root);
-// The language of a regex (RegexToGrammar's nodes); throws as RegexToGrammar does.
+// The language of a regex (RegexToGrammar's nodes); throws as RegexToGrammar does. A search
+// pattern whose look-aheads all stand at its start (frontends/regex/leading_lookaheads.h) is
+// built by the product of its parts' automata.
 CodepointDfa DfaFromRegex(std::string_view pattern, const RegexOptions& options);
+// Whether `pattern` is read through DfaFromRegex's product (leading look-aheads) rather than
+// as RegexToGrammar's nodes alone.
+bool NeedsAutomaton(std::string_view pattern, const RegexOptions& options);
+// The regex's language as a fragment: RegexFragment, or for a pattern that NeedsAutomaton,
+// DfaFromRegex's automaton written by DfaToFragment into `rules` (its limits and errors).
+Fragment PatternFragment(std::string_view pattern, const RegexOptions& options, RuleSet* rules,
+                         const std::string& hint);
 // A regex as a fragment that carries RegexToGrammar's nodes (Fragment::Built): printed as the
 // text RegexToEbnf writes, in parentheses, and grafted into the grammar without a parse.
 Fragment RegexFragment(std::string_view pattern, const RegexOptions& options);
@@ -77,6 +86,13 @@ CodepointDfa Minimized(const CodepointDfa& dfa);
 // `max_states` states.
 Fragment DfaToFragment(const CodepointDfa& dfa, RuleSet* rules, const std::string& hint,
                        size_t max_states = 2000);
+
+// DfaToFragment with its default limit, where a machine that passes the limit when only
+// trimmed (Minimized above 600 states) is minimised fully and tried again: a key language
+// such as `^.{1,255}$` over JSON-escaped names passes it when trimmed, not when minimal. For
+// callers with no other way to write the language (a length next to a pattern has one: the
+// counted rule), which keep their output where DfaToFragment succeeds.
+Fragment MinimalDfaToFragment(const CodepointDfa& dfa, RuleSet* rules, const std::string& hint);
 
 // True when every string of `language` already has between min_count and max_count
 // (< 0: unbounded) repetitions of `unit` (one JSON string character), so that a length

@@ -313,10 +313,13 @@ void SchemaConverter::AddFormatAndPatternLanguages(const Node& node, const JsonV
       RegexOptions regex_options;
       regex_options.search = true;
       regex_options.json_string_body = true;
-      *body = RegexFragment(pattern->string_value(), regex_options);
+      *body = PatternFragment(pattern->string_value(), regex_options, &rules_, RuleHint(node.pointer) + "_pattern");
       const std::string& source = pattern->string_value();
       languages->emplace_back("pattern", std::to_string(source.size()) + ":" + source);
     } catch (const RegexError& e) {
+      Unsupported("unsupported pattern" + where + ": " + e.what());
+      ignored_keywords_.insert({node.pointer, "pattern"});
+    } catch (const ResourceLimitError& e) {  // a leading look-ahead's automaton (PatternFragment)
       Unsupported("unsupported pattern" + where + ": " + e.what());
       ignored_keywords_.insert({node.pointer, "pattern"});
     }

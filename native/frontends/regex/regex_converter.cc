@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -188,6 +189,126 @@ Node MakeRepeat(Node operand, uint32_t min, uint32_t max, size_t offset) {
   node.can_match = min == 0 || operand.can_match;
   node.children.push_back(std::move(operand));
   return node;
+}
+
+// ---------------------------------------------------------------------------------------
+// `$` before the end of the pattern, as in `^(/?[a-z]*($|/))*$` or `^$x*$`: once `$` has
+// matched, the rest of the match must be empty. Every node splits into what it matches
+// without passing a `$` (free) and what it matches having passed one (ended, which nothing
+// but the empty string may follow); the pattern is then free | ended$, with `$` only at the
+// ends. Only used where `$` sits elsewhere and no `^` stands after the start (a `^` after
+// an asserted end would need the same split for the start).
+
+Node Never(size_t offset) { return MakeCharSet(CodePointSet(), offset); }
+Node Epsilon(size_t offset) { return MakeSequenceOrAlternation(NodeKind::kSequence, {}, offset); }
+
+// Flattening concatenation and union (an empty sequence is the empty string; a node that
+// cannot match empties a sequence and drops out of an alternation).
+Node Concat(const Node& a, const Node& b) {
+  if (!a.can_match || !b.can_match) return Never(a.offset);
+  std::vector<Node> parts;
+  for (const Node* part : {&a, &b}) {
+    if (part->kind == NodeKind::kSequence) {
+      parts.insert(parts.end(), part->children.begin(), part->children.end());
+    } else {
+      parts.push_back(*part);
+    }
+  }
+  return parts.empty() ? Epsilon(a.offset) : MakeSequenceOrAlternation(NodeKind::kSequence, std::move(parts), a.offset);
+}
+
+Node Union(const Node& a, const Node& b) {
+  if (!a.can_match) return b;
+  if (!b.can_match) return a;
+  std::vector<Node> parts;
+  for (const Node* part : {&a, &b}) {
+    if (part->kind == NodeKind::kAlternation) {
+      parts.insert(parts.end(), part->children.begin(), part->children.end());
+    } else {
+      parts.push_back(*part);
+    }
+  }
+  return MakeSequenceOrAlternation(NodeKind::kAlternation, std::move(parts), a.offset);
+}
+
+// Whether the empty string matches (an anchor counts as empty).
+bool MatchesEmpty(const Node& node) {
+  if (!node.can_match) return false;
+  switch (node.kind) {
+    case NodeKind::kCharSet: return false;
+    case NodeKind::kStartAnchor:
+    case NodeKind::kEndAnchor: return true;
+    case NodeKind::kRepeat: return node.min == 0 || MatchesEmpty(node.children[0]);
+    case NodeKind::kSequence:
+      return std::all_of(node.children.begin(), node.children.end(), MatchesEmpty);
+    case NodeKind::kAlternation:
+      return std::any_of(node.children.begin(), node.children.end(), MatchesEmpty);
+  }
+  return false;
+}
+
+bool HasStartAnchor(const Node& node) {
+  return node.kind == NodeKind::kStartAnchor ||
+         std::any_of(node.children.begin(), node.children.end(), HasStartAnchor);
+}
+
+struct EndSplit {
+  Node free;
+  Node ended;
+};
+
+// Precondition: no `^` inside `node`.
+EndSplit SplitAtEnd(const Node& node) {
+  const size_t at = node.offset;
+  if (!node.has_anchor || !node.can_match) return {node, Never(at)};
+  switch (node.kind) {
+    case NodeKind::kEndAnchor: return {Never(at), Epsilon(at)};
+    case NodeKind::kSequence: {
+      EndSplit split{Epsilon(at), Never(at)};
+      for (const Node& child : node.children) {
+        EndSplit part = SplitAtEnd(child);
+        Node ended = Union(Concat(split.ended, MatchesEmpty(child) ? Epsilon(at) : Never(at)),
+                           Concat(split.free, part.ended));
+        split = {Concat(split.free, part.free), std::move(ended)};
+      }
+      return split;
+    }
+    case NodeKind::kAlternation: {
+      EndSplit split{Never(at), Never(at)};
+      for (const Node& child : node.children) {
+        EndSplit part = SplitAtEnd(child);
+        split = {Union(split.free, part.free), Union(split.ended, part.ended)};
+      }
+      return split;
+    }
+    case NodeKind::kRepeat: {
+      // An ended iteration after j free ones; the iterations after it must match empty,
+      // or there are none and j + 1 iterations already reach the minimum.
+      EndSplit part = SplitAtEnd(node.children[0]);
+      if (node.max == 0 || !part.ended.can_match) return {MakeRepeat(part.free, node.min, node.max, at), Never(at)};
+      const uint32_t fewest = MatchesEmpty(node.children[0]) || node.min == 0 ? 0 : node.min - 1;
+      const uint32_t most = node.max == kUnbounded ? kUnbounded : node.max - 1;
+      Node before = most == 0 ? Epsilon(at) : MakeRepeat(part.free, fewest, most, at);
+      return {MakeRepeat(part.free, node.min, node.max, at), Concat(before, part.ended)};
+    }
+    default: return {node, Never(at)};
+  }
+}
+
+// The pattern as free | ended$ when it holds a `$` and no `^` past its leading ones
+// (nullopt otherwise: the pattern is refused as it is).
+std::optional<Node> EndAnchorsMovedToTheEnd(const Node& root) {
+  std::vector<Node> items = root.kind == NodeKind::kSequence ? root.children : std::vector<Node>{root};
+  size_t leading = 0;
+  while (leading < items.size() && items[leading].kind == NodeKind::kStartAnchor) ++leading;
+  Node rest = MakeSequenceOrAlternation(NodeKind::kSequence, {items.begin() + leading, items.end()}, root.offset);
+  if (HasStartAnchor(rest) || !rest.has_anchor) return std::nullopt;
+  EndSplit split = SplitAtEnd(rest);
+  Node ended = Concat(split.ended, MakeAnchor(NodeKind::kEndAnchor, root.offset));
+  Node body = Union(split.free, ended);
+  if (!body.can_match) return std::nullopt;
+  std::vector<Node> anchors(items.begin(), items.begin() + leading);
+  return Concat(MakeSequenceOrAlternation(NodeKind::kSequence, std::move(anchors), root.offset), body);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1041,7 +1162,19 @@ TermSequence PatternTerms(std::string_view pattern, const RegexOptions& options)
   if (!root.can_match) {
     throw RegexError("regex: the pattern matches no string (e.g. an empty class) at offset 0");
   }
-  return TermEmitter(options).EmitPattern(root);
+  try {
+    return TermEmitter(options).EmitPattern(root);
+  } catch (const RegexError& misplaced) {
+    // A `$` before the end: read again with the end anchors moved out (SplitAtEnd); patterns
+    // that read as they are keep their terms unchanged. Otherwise the first error stands.
+    std::optional<Node> moved = EndAnchorsMovedToTheEnd(root);
+    if (!moved) throw;
+    try {
+      return TermEmitter(options).EmitPattern(*moved);
+    } catch (const RegexError&) {
+      throw misplaced;
+    }
+  }
 }
 
 }  // namespace
