@@ -169,7 +169,7 @@ uint64_t HashWords(const int64_t* first, const int64_t* last) {
 // an object) determinises into such a machine, and there Moore's rounds take one round per
 // state on the longest path and Hopcroft's algorithm its set-up and splitter queue.
 //
-// The live states are classed sinks first (Kahn's order over the live edges), each by its
+// The live states are classed sinks first (Kahn's order), each by its
 // signature (AppendSignature: its initial class, then its edges' labels and target classes),
 // which is complete when it is written because every live successor is classed before it.
 // Two states get one class exactly when they share the initial class and step into the same
@@ -179,34 +179,31 @@ uint64_t HashWords(const int64_t* first, const int64_t* last) {
 // algorithm reach, so CanonicalQuotient gives the same Dfa. Debug builds check it against
 // them (CheckAcyclicMinimisation).
 //
-// Returns false, leaving scratch->cls as it was, where the live states hold a cycle.
+// Returns false, leaving scratch->cls as it was, where the machine holds a cycle.
 bool RefineAcyclic(const FlatDfa& dfa, MinimizeScratch* scratch) {
   MinimizeScratch& m = *scratch;
   const int32_t n = dfa.size();
   std::vector<int32_t>& cls = m.cls;
   std::vector<int32_t>& pending = m.pending;
   std::vector<int32_t>& ready = m.ready;
-  pending.assign(n, 0);
+  // Kahn's order over every edge (dead states included: they are sinks, or lead only to
+  // dead states), along MarkLiveStates' reversed edges. A machine with a cycle stops early,
+  // at the cost of one look at each state, before any signature is written.
+  pending.resize(n);
   ready.clear();
-  int32_t live = 0;
   for (int32_t s = 0; s < n; ++s) {
-    if (cls[s] < 0) continue;
-    ++live;
-    int32_t out = 0;
-    for (const ByteEdge& e : dfa.BytesOf(s)) out += cls[e.target] >= 0;
-    for (const RuleEdge& e : dfa.RulesOf(s)) out += cls[e.target] >= 0;
-    pending[s] = out;
-    if (out == 0) ready.push_back(s);
+    pending[s] = (dfa.byte_begin[s + 1] - dfa.byte_begin[s]) + (dfa.rule_begin[s + 1] - dfa.rule_begin[s]);
+    if (pending[s] == 0) ready.push_back(s);
   }
-  // MarkLiveStates' reversed edges: one entry per edge, as `pending` counts them.
   for (size_t k = 0; k < ready.size(); ++k) {
     const int32_t s = ready[k];
     for (int32_t r = m.reverse_begin[s]; r < m.reverse_begin[s + 1]; ++r) {
-      const int32_t p = m.reverse[r];
-      if (cls[p] >= 0 && --pending[p] == 0) ready.push_back(p);
+      if (--pending[m.reverse[r]] == 0) ready.push_back(m.reverse[r]);
     }
   }
-  if (static_cast<int32_t>(ready.size()) != live) return false;
+  if (static_cast<int32_t>(ready.size()) != n) return false;
+  int32_t live = 0;
+  for (int32_t s = 0; s < n; ++s) live += cls[s] >= 0;
 
   std::vector<int32_t>& final_cls = m.acyclic_cls;
   std::vector<int64_t>& words = m.words;
@@ -222,6 +219,7 @@ bool RefineAcyclic(const FlatDfa& dfa, MinimizeScratch* scratch) {
   slots.assign(num_slots, -1);
   const size_t mask = num_slots - 1;
   for (const int32_t s : ready) {
+    if (cls[s] < 0) continue;  // dead: no class, and edges into it count as none
     const size_t start = words.size();
     AppendSignature(dfa, s, cls[s], final_cls, &words);
     const uint64_t hash = HashWords(words.data() + start, words.data() + words.size());
