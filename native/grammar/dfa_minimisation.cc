@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "support/dcheck.h"
 #include "support/graph.h"
 
 namespace xg2 {
@@ -75,10 +76,11 @@ void RefineHopcroft(const FlatDfa& dfa, int32_t num_initial, std::vector<int32_t
 }
 
 // Minimisation: drops states that cannot reach an accepting state, then merges equivalent
-// ones. Small machines use Moore's rounds (cheap without set-up); larger ones Hopcroft's
-// algorithm, whose cost does not grow with the number of rounds (a long literal chain needs
-// one Moore round per state). Both give the coarsest partition, and the renumbering below is
-// canonical, so the result does not depend on which one ran.
+// ones. An acyclic machine takes one pass (RefineAcyclic); otherwise small machines use
+// Moore's rounds (cheap without set-up), larger ones Hopcroft's algorithm, whose cost does
+// not grow with the number of rounds (a long literal chain needs one Moore round per state).
+// All three give the coarsest partition, and the renumbering below is canonical, so the
+// result does not depend on which one ran.
 constexpr size_t kMaxMooreNodes = 32;
 
 // Marks in scratch->live the states that can reach acceptance (predecessors in CSR form).
@@ -125,15 +127,133 @@ int32_t InitialPartition(const FlatDfa& dfa, MinimizeScratch* scratch) {
   return static_cast<int32_t>(initial.size());
 }
 
+// Appends the signature of state `s` to `words`: `own` (its class so far), its byte edges
+// as (lo, hi, target class) words, a separator, its rule edges as (rule, target class) words.
+// An edge whose target's class is -1 (a dead state) counts as no edge, and neighbouring byte
+// ranges into one class are one word, so that a state whose range was cut in two (by a
+// distinction later merged away) still matches its equivalents: equal signatures mean equal
+// steps into classes, symbol by symbol.
+void AppendSignature(const FlatDfa& dfa, int32_t s, int32_t own, const std::vector<int32_t>& target_class,
+                     std::vector<int64_t>* words_out) {
+  std::vector<int64_t>& words = *words_out;
+  words.push_back(own);
+  const size_t first_byte_word = words.size();
+  for (const ByteEdge& e : dfa.BytesOf(s)) {
+    if (target_class[e.target] < 0) continue;
+    const int64_t target = static_cast<uint32_t>(target_class[e.target]);
+    if (words.size() > first_byte_word && (words.back() & 0xFFFFFFFF) == target &&
+        ((words.back() >> 32) & 0xFF) + 1 == e.lo) {
+      words.back() = (words.back() & ~(int64_t{0xFF} << 32)) | (static_cast<int64_t>(e.hi) << 32);
+      continue;
+    }
+    words.push_back((static_cast<int64_t>(e.lo) << 40) | (static_cast<int64_t>(e.hi) << 32) | target);
+  }
+  words.push_back(-7);
+  for (const RuleEdge& e : dfa.RulesOf(s)) {
+    if (target_class[e.target] < 0) continue;
+    words.push_back((static_cast<int64_t>(e.rule) << 32) | static_cast<uint32_t>(target_class[e.target]));
+  }
+}
+
+uint64_t HashWords(const int64_t* first, const int64_t* last) {
+  uint64_t h = 0x9E3779B97F4A7C15ull;
+  for (const int64_t* w = first; w != last; ++w) {
+    h = (h ^ static_cast<uint64_t>(*w)) * 0xFF51AFD7ED558CCDull;
+    h ^= h >> 29;
+  }
+  return h;
+}
+
+// Minimisation of an acyclic machine in one pass (Revuz, "Minimisation of acyclic
+// deterministic automata in linear time", 1992). A choice of literals (an enum, the keys of
+// an object) determinises into such a machine, and there Moore's rounds take one round per
+// state on the longest path and Hopcroft's algorithm its set-up and splitter queue.
+//
+// The live states are classed sinks first (Kahn's order), each by its
+// signature (AppendSignature: its initial class, then its edges' labels and target classes),
+// which is complete when it is written because every live successor is classed before it.
+// Two states get one class exactly when they share the initial class and step into the same
+// classes symbol by symbol. By induction on the longest path to a sink, that is equivalence
+// in the coarsest stable refinement of the initial partition (a state's language is its
+// acceptance and its successors' languages): the partition Moore's rounds and Hopcroft's
+// algorithm reach, so CanonicalQuotient gives the same Dfa. Debug builds check it against
+// them (CheckAcyclicMinimisation).
+//
+// Returns false, leaving scratch->cls as it was, where the machine holds a cycle.
+bool RefineAcyclic(const FlatDfa& dfa, MinimizeScratch* scratch) {
+  MinimizeScratch& m = *scratch;
+  const int32_t n = dfa.size();
+  std::vector<int32_t>& cls = m.cls;
+  std::vector<int32_t>& pending = m.pending;
+  std::vector<int32_t>& ready = m.ready;
+  // Kahn's order over every edge (dead states included: they are sinks, or lead only to
+  // dead states), along MarkLiveStates' reversed edges. A machine with a cycle stops early,
+  // at the cost of one look at each state, before any signature is written.
+  pending.resize(n);
+  ready.clear();
+  for (int32_t s = 0; s < n; ++s) {
+    pending[s] = (dfa.byte_begin[s + 1] - dfa.byte_begin[s]) + (dfa.rule_begin[s + 1] - dfa.rule_begin[s]);
+    if (pending[s] == 0) ready.push_back(s);
+  }
+  for (size_t k = 0; k < ready.size(); ++k) {
+    const int32_t s = ready[k];
+    for (int32_t r = m.reverse_begin[s]; r < m.reverse_begin[s + 1]; ++r) {
+      if (--pending[m.reverse[r]] == 0) ready.push_back(m.reverse[r]);
+    }
+  }
+  if (static_cast<int32_t>(ready.size()) != n) return false;
+  int32_t live = 0;
+  for (int32_t s = 0; s < n; ++s) live += cls[s] >= 0;
+
+  std::vector<int32_t>& final_cls = m.acyclic_cls;
+  std::vector<int64_t>& words = m.words;
+  std::vector<uint32_t>& class_begin = m.class_begin;
+  std::vector<uint64_t>& class_hash = m.class_hash;
+  std::vector<int32_t>& slots = m.class_slots;
+  final_cls.assign(n, -1);
+  words.clear();
+  class_begin.assign(1, 0);
+  class_hash.clear();
+  size_t num_slots = 16;
+  while (num_slots < 2 * static_cast<size_t>(live)) num_slots *= 2;  // at most half full
+  slots.assign(num_slots, -1);
+  const size_t mask = num_slots - 1;
+  for (const int32_t s : ready) {
+    if (cls[s] < 0) continue;  // dead: no class, and edges into it count as none
+    const size_t start = words.size();
+    AppendSignature(dfa, s, cls[s], final_cls, &words);
+    const uint64_t hash = HashWords(words.data() + start, words.data() + words.size());
+    for (size_t i = hash & mask;; i = (i + 1) & mask) {
+      const int32_t c = slots[i];
+      if (c < 0) {  // a new class; its signature stays where it was written
+        const int32_t id = static_cast<int32_t>(class_hash.size());
+        slots[i] = id;
+        class_hash.push_back(hash);
+        class_begin.push_back(static_cast<uint32_t>(words.size()));
+        final_cls[s] = id;
+        break;
+      }
+      if (class_hash[c] == hash && class_begin[c + 1] - class_begin[c] == words.size() - start &&
+          std::equal(words.begin() + class_begin[c], words.begin() + class_begin[c + 1], words.begin() + start)) {
+        words.resize(start);
+        final_cls[s] = c;
+        break;
+      }
+    }
+  }
+  cls.swap(final_cls);
+  return true;
+}
+
 // Refines scratch->cls to the coarsest stable partition by Moore's rounds.
 void RefineMoore(const FlatDfa& dfa, MinimizeScratch* scratch) {
   MinimizeScratch& m = *scratch;
   const size_t n = static_cast<size_t>(dfa.size());
   std::vector<int32_t>& cls = m.cls;
-  // Each round gives every live state a signature (its class, then its edges' labels and
-  // target classes) and numbers the distinct signatures. Signatures live in one flat
-  // buffer and are grouped by sorting (hash first, then the words), so a round allocates
-  // nothing: the rounds of a long chain of look-alike states stay cheap.
+  // Each round gives every live state a signature (AppendSignature) and numbers the
+  // distinct signatures. Signatures live in one flat buffer and are grouped by sorting (hash
+  // first, then the words), so a round allocates nothing: the rounds of a long chain of
+  // look-alike states stay cheap.
   std::vector<int64_t>& words = m.words;
   std::vector<uint32_t>& begin = m.begin;
   std::vector<uint64_t>& hash = m.hash;
@@ -149,31 +269,8 @@ void RefineMoore(const FlatDfa& dfa, MinimizeScratch* scratch) {
     for (size_t i = 0; i < n; ++i) {
       begin[i] = static_cast<uint32_t>(words.size());
       if (cls[i] < 0) continue;
-      words.push_back(cls[i]);
-      // Neighbouring ranges into one class are one word, so that a state whose range was
-      // cut in two (by a distinction later merged away) still matches its equivalents.
-      size_t first_byte_word = words.size();
-      for (const auto& e : dfa.BytesOf(static_cast<int32_t>(i))) {
-        if (cls[e.target] < 0) continue;
-        const int64_t target = static_cast<uint32_t>(cls[e.target]);
-        if (words.size() > first_byte_word && (words.back() & 0xFFFFFFFF) == target &&
-            ((words.back() >> 32) & 0xFF) + 1 == e.lo) {
-          words.back() = (words.back() & ~(int64_t{0xFF} << 32)) | (static_cast<int64_t>(e.hi) << 32);
-          continue;
-        }
-        words.push_back((static_cast<int64_t>(e.lo) << 40) | (static_cast<int64_t>(e.hi) << 32) | target);
-      }
-      words.push_back(-7);
-      for (const auto& e : dfa.RulesOf(static_cast<int32_t>(i))) {
-        if (cls[e.target] < 0) continue;
-        words.push_back((static_cast<int64_t>(e.rule) << 32) | static_cast<uint32_t>(cls[e.target]));
-      }
-      uint64_t h = 0x9E3779B97F4A7C15ull;
-      for (size_t w = begin[i]; w < words.size(); ++w) {
-        h = (h ^ static_cast<uint64_t>(words[w])) * 0xFF51AFD7ED558CCDull;
-        h ^= h >> 29;
-      }
-      hash[i] = h;
+      AppendSignature(dfa, static_cast<int32_t>(i), cls[i], cls, &words);
+      hash[i] = HashWords(words.data() + begin[i], words.data() + words.size());
       order.push_back(static_cast<int32_t>(i));
     }
     begin[n] = static_cast<uint32_t>(words.size());
@@ -268,6 +365,52 @@ Dfa CanonicalQuotient(const FlatDfa& dfa, MinimizeScratch* scratch) {
   return out;
 }
 
+// The general path (Moore's rounds or Hopcroft's algorithm) on the live states and initial
+// partition in `scratch`.
+void RefineGeneral(const FlatDfa& dfa, int32_t num_initial, MinimizeScratch* scratch) {
+  if (static_cast<size_t>(dfa.size()) <= kMaxMooreNodes) {
+    RefineMoore(dfa, scratch);
+  } else {
+    RefineHopcroft(dfa, num_initial, &scratch->cls, scratch);
+  }
+}
+
+[[maybe_unused]] bool SameDfa(const Dfa& a, const Dfa& b) {
+  if (a.nodes.size() != b.nodes.size() || a.byte_edges.size() != b.byte_edges.size() ||
+      a.rule_edges.size() != b.rule_edges.size() || a.loops.size() != b.loops.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < a.nodes.size(); ++i) {
+    const Dfa::Node &x = a.nodes[i], &y = b.nodes[i];
+    if (x.accepting != y.accepting || x.loop != y.loop || x.gate_loop != y.gate_loop || x.byte_begin != y.byte_begin ||
+        x.byte_end != y.byte_end || x.rule_begin != y.rule_begin || x.rule_end != y.rule_end) {
+      return false;
+    }
+  }
+  for (size_t i = 0; i < a.byte_edges.size(); ++i) {
+    const ByteEdge &x = a.byte_edges[i], &y = b.byte_edges[i];
+    if (x.lo != y.lo || x.hi != y.hi || x.target != y.target) return false;
+  }
+  for (size_t i = 0; i < a.rule_edges.size(); ++i) {
+    if (a.rule_edges[i].rule != b.rule_edges[i].rule || a.rule_edges[i].target != b.rule_edges[i].target) return false;
+  }
+  for (size_t i = 0; i < a.loops.size(); ++i) {
+    const CountedLoop &x = a.loops[i], &y = b.loops[i];
+    if (x.head != y.head || x.gate != y.gate || x.limit != y.limit) return false;
+  }
+  return true;
+}
+
+// Debug builds: the acyclic pass's result is the general path's (see RefineAcyclic).
+[[maybe_unused]] void CheckAcyclicMinimisation(const FlatDfa& dfa, const Dfa& acyclic) {
+  MinimizeScratch general;
+  MarkLiveStates(dfa, &general);
+  RefineGeneral(dfa, InitialPartition(dfa, &general), &general);
+  if (!SameDfa(CanonicalQuotient(dfa, &general), acyclic)) {
+    ThrowInternalError(__FILE__, __LINE__, "the acyclic minimisation differs from Moore's rounds / Hopcroft's algorithm");
+  }
+}
+
 }  // namespace
 
 Dfa Minimize(const FlatDfa& dfa, MinimizeScratch* scratch) {
@@ -275,11 +418,13 @@ Dfa Minimize(const FlatDfa& dfa, MinimizeScratch* scratch) {
   MinimizeScratch& m = scratch ? *scratch : own;
   MarkLiveStates(dfa, &m);
   const int32_t num_initial = InitialPartition(dfa, &m);
-  if (static_cast<size_t>(dfa.size()) <= kMaxMooreNodes) {
-    RefineMoore(dfa, &m);
-  } else {
-    RefineHopcroft(dfa, num_initial, &m.cls, &m);
+  // A machine with counted loops (rare) takes the general path.
+  if (dfa.loops.empty() && RefineAcyclic(dfa, &m)) {
+    Dfa minimal = CanonicalQuotient(dfa, &m);
+    XG2_DCHECK_INVARIANTS(CheckAcyclicMinimisation(dfa, minimal));
+    return minimal;
   }
+  RefineGeneral(dfa, num_initial, &m);
   return CanonicalQuotient(dfa, &m);
 }
 

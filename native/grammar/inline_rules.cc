@@ -12,15 +12,23 @@ namespace xg2 {
 
 namespace {
 
-// Rules referenced (directly) by each rule's body and lookahead.
+// Rules referenced (directly) by each rule's body and lookahead, each listed once.
 std::vector<std::vector<RuleId>> RuleReferences(const GrammarAst& ast) {
   std::vector<std::vector<RuleId>> refs(ast.rules.size());
   // Expression nodes are shared between rules after inlining, so each rule walks its own DAG;
-  // `seen[e] == r + 1` marks e as visited for rule r (one array for all rules, no clearing).
+  // `seen[e] == r + 1` marks e as visited for rule r (one array for all rules, no clearing),
+  // and `listed[callee] == r + 1` the callees already in refs[r] (a JSON value rule names
+  // the same few rules at every property).
   std::vector<uint32_t> seen(ast.nodes.size(), 0);
+  std::vector<uint32_t> listed(ast.rules.size(), 0);
   std::vector<ExprId> stack;
   for (RuleId r = 0; r < static_cast<RuleId>(ast.rules.size()); ++r) {
     const uint32_t stamp = static_cast<uint32_t>(r) + 1;
+    auto list = [&](RuleId callee) {
+      if (listed[callee] == stamp) return;
+      listed[callee] = stamp;
+      refs[r].push_back(callee);
+    };
     for (ExprId root : {ast.rules[r].body, ast.rules[r].lookahead}) {
       if (root >= 0) stack.push_back(root);
     }
@@ -30,9 +38,9 @@ std::vector<std::vector<RuleId>> RuleReferences(const GrammarAst& ast) {
       if (seen[e] == stamp) continue;
       seen[e] = stamp;
       const ExprNode& node = ast.node(e);
-      if (node.kind == ExprKind::kRuleRef) refs[r].push_back(node.rule_id);
+      if (node.kind == ExprKind::kRuleRef) list(node.rule_id);
       if (node.kind == ExprKind::kTagDispatch) {
-        for (const auto& tag : ast.tag_dispatches[node.tag_dispatch].tags) refs[r].push_back(tag.rule);
+        for (const auto& tag : ast.tag_dispatches[node.tag_dispatch].tags) list(tag.rule);
       }
       for (ExprId child : node.children) stack.push_back(child);
     }

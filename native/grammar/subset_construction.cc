@@ -59,6 +59,7 @@ class SubsetConstruction {
     s_.set_begin.assign(1, 0);
     s_.set_hash.clear();
     s_.slots.assign(64, -1);
+    s_.single_state.assign(nfa_.num_nodes, -1);
     Intern(Closure(nfa_.start));
     std::vector<std::vector<int32_t>> heads;
     for (size_t k = 0; k < nfa_.loops.size(); ++k) {
@@ -73,7 +74,7 @@ class SubsetConstruction {
     std::vector<int32_t> head_ids;
     for (const auto& head : heads) head_ids.push_back(Intern(head));
     for (int32_t id = 0; id < dfa.size() && !exhausted_; ++id) {
-      ThrowIfCancelled();
+      if ((id & 31) == 0) ThrowIfCancelled();  // per state it cost more than most expansions
       Expand(id);
     }
     if (exhausted_) return dfa;
@@ -231,6 +232,19 @@ class SubsetConstruction {
     return id;
   }
 
+  // Intern(Closure(n)) for one NFA node, remembered per node: most steps of a grammar's
+  // machine lead to a single NFA node (a position inside a literal or a rule reference),
+  // often from many states, and the closure and lookup are then made once per node. A state's
+  // id never changes once it is made, so the answer is the one Intern would give again, and
+  // states are still made in the same order.
+  int32_t InternSingle(int32_t n) {
+    int32_t& known = s_.single_state[n];
+    if (known >= 0) return known;
+    const int32_t id = Intern(Closure(n));
+    if (!exhausted_) known = id;  // exhausted: a placeholder 0, not a state of n
+    return id;
+  }
+
   // From a state that carries a counter, a step may not enter a counted loop afresh: the
   // fresh entry would need count 0 while the item keeps its count.
   void CheckNoFreshEntry(const std::vector<int32_t>& set, bool carries_counter, int kind, int lo, int hi) {
@@ -325,7 +339,7 @@ class SubsetConstruction {
       CheckNoFreshEntry(set, carries_counter, kByteRange, lo, hi);
       int32_t target = previous_target;
       if (previous_target < 0 || targets != previous_targets) {
-        target = Intern(Closure(targets));
+        target = targets.size() == 1 ? InternSingle(targets[0]) : Intern(Closure(targets));
         previous_targets.swap(targets);
         previous_target = target;
       }
@@ -362,7 +376,7 @@ class SubsetConstruction {
     const size_t first_byte_edge = s_.dfa.byte_edges.size();
     int32_t previous_nfa_target = -1, previous_target = -1;
     for (const NfaEdge& e : bytes) {
-      const int32_t target = e.target == previous_nfa_target ? previous_target : Intern(Closure(e.target));
+      const int32_t target = e.target == previous_nfa_target ? previous_target : InternSingle(e.target);
       previous_nfa_target = e.target;
       previous_target = target;
       AppendByteEdge(first_byte_edge, e.lo, e.hi, target);
@@ -395,7 +409,7 @@ class SubsetConstruction {
       targets.clear();
       for (; k < rule_targets.size() && rule_targets[k].first == rule; ++k) targets.push_back(rule_targets[k].second);
       CheckNoFreshEntry(set, carries_counter, rule, 0, 0);
-      const int32_t target = Intern(Closure(targets));
+      const int32_t target = targets.size() == 1 ? InternSingle(targets[0]) : Intern(Closure(targets));
       dfa.rule_edges.push_back({rule, target});
     }
     dfa.rule_begin.push_back(static_cast<int32_t>(dfa.rule_edges.size()));

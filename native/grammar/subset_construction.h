@@ -39,6 +39,7 @@ struct SubsetScratch {
   int32_t piece_at[257];  // cut value -> its index in `cuts` (only the current cuts are valid)
   std::vector<std::pair<int32_t, int32_t>> rule_targets;  // (rule, NFA target)
   std::vector<NfaEdge> single_node_bytes;  // ExpandDisjointBytes
+  std::vector<int32_t> single_state;  // NFA node -> DFA state of its closure, or -1 (InternSingle)
 };
 
 // Determinises `nfa`; the result lives in scratch->dfa until the next construction on it.

@@ -67,23 +67,43 @@ TEST(EqualLanguagesGiveIdenticalMinimalDfas) {
   CHECK_EQ(split.minimal.size(), 3);
 }
 
-TEST(MooreAndHopcroftGiveTheCanonicalDfa) {
-  // word{0,2} has 21 states (Moore's rounds), word{0,4} 41 (Hopcroft); written out as a
+TEST(EveryMinimisationGivesTheCanonicalDfa) {
+  // word{0,2} has 21 states and word{0,4} 41, both acyclic (the one-pass minimisation, which
+  // these builds check against Moore's rounds and Hopcroft's algorithm). A trailing z* makes
+  // them cyclic (Moore's rounds for the small one, Hopcroft's algorithm for the large one)
+  // with as many states: the end state's language is z*, the one after a z. Written out as a
   // choice of the explicit strings, each gives the identical DFA.
   const std::string word = "abcdefghij";
-  for (int copies : {2, 4}) {
-    AstBuilder b;
-    const Stages repeated = RunStages(b.ast, b.Repeat(b.Bytes(word), 0, copies));
-    std::vector<ExprId> alternatives{b.Empty()};
-    std::string text;
-    for (int k = 0; k < copies; ++k) alternatives.push_back(b.Bytes(text += word));
-    const Stages listed = RunStages(b.ast, b.Choice(alternatives));
-    CHECK_EQ(repeated.minimal.size(), 10 * copies + 1);
-    CHECK_EQ(Describe(repeated.minimal), Describe(listed.minimal));
-    CheckStageInvariants(repeated);
-    CHECK(DfaAccepts(repeated.minimal, word + word));
-    CHECK(!DfaAccepts(repeated.minimal, word + "a"));
+  for (bool cyclic : {false, true}) {
+    for (int copies : {2, 4}) {
+      AstBuilder b;
+      const ExprId tail = cyclic ? b.Repeat(b.Bytes("z"), 0, -1) : b.Empty();
+      const Stages repeated = RunStages(b.ast, b.Seq({b.Repeat(b.Bytes(word), 0, copies), tail}));
+      std::vector<ExprId> alternatives{b.Empty()};
+      std::string text;
+      for (int k = 0; k < copies; ++k) alternatives.push_back(b.Bytes(text += word));
+      const Stages listed = RunStages(b.ast, b.Seq({b.Choice(alternatives), tail}));
+      CHECK_EQ(repeated.minimal.size(), 10 * copies + 1);
+      CHECK_EQ(repeated.determinised.size() <= 32, copies == 2);  // kMaxMooreNodes
+      CHECK_EQ(Describe(repeated.minimal), Describe(listed.minimal));
+      CheckStageInvariants(repeated);
+      CHECK(DfaAccepts(repeated.minimal, word + word));
+      CHECK(!DfaAccepts(repeated.minimal, word + "a"));
+      CHECK_EQ(DfaAccepts(repeated.minimal, word + "zz"), cyclic);
+    }
   }
+}
+
+TEST(AcyclicMachineMergesSharedSuffixes) {
+  // The trie of the alternatives has a state per prefix; the minimal DFA shares the suffixes
+  // "at", "rt" and "t": start, {at, art}, {at}, {t, rt}, {t}, and the end.
+  AstBuilder b;
+  const ExprId body = b.Choice({b.Bytes("cat"), b.Bytes("bat"), b.Bytes("hat"), b.Bytes("cart"), b.Bytes("bart")});
+  const Stages stages = RunStages(b.ast, body);
+  CHECK_EQ(stages.minimal.size(), 6);
+  CHECK(stages.determinised.size() > 6);
+  CheckStageInvariants(stages);
+  CheckLanguage(stages, "(c|b)(at|art)|hat", "abchrt", 4);
 }
 
 TEST(CharacterClassesStepWholeUtf8Characters) {
