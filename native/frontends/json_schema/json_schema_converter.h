@@ -3,6 +3,7 @@
 #ifndef XG2_FRONTENDS_JSON_SCHEMA_JSON_SCHEMA_CONVERTER_H_
 #define XG2_FRONTENDS_JSON_SCHEMA_JSON_SCHEMA_CONVERTER_H_
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -11,6 +12,7 @@
 
 #include "grammar/grammar_ast.h"
 #include "support/compile_limits.h"
+#include "support/lazy_text.h"
 
 namespace xg2 {
 
@@ -47,7 +49,9 @@ struct JsonSchemaOptions {
 };
 
 struct JsonSchemaConversion {
-  std::string ebnf;                   // root rule is "root"
+  // The grammar's EBNF, root rule "root": JsonSchemaToEbnf prints it, JsonSchemaToGrammar
+  // leaves it to be printed on first request (the compile needs only `grammar`).
+  std::shared_ptr<const LazyText> ebnf;
   std::vector<std::string> warnings;  // filled only when lenient
   GrammarAst grammar;                 // JsonSchemaToGrammar only: what ParseEbnf(ebnf) gives
 };
