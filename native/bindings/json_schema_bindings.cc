@@ -53,7 +53,7 @@ void BindJsonSchema(py::module_& m) {
           CompileScope scope(limits, cancel);
           result = JsonSchemaToEbnf(schema, options);
         }
-        return py::make_tuple(result.ebnf->Get(), result.warnings);
+        return py::make_tuple(result.ebnf, result.warnings);
       },
       py::arg("schema"), py::arg("any_whitespace") = true, py::arg("indent") = py::none(),
       py::arg("separators") = py::none(), py::arg("strict_mode") = true,
@@ -75,7 +75,7 @@ void BindJsonSchema(py::module_& m) {
         unbounded.max_repetition_bound = std::numeric_limits<int32_t>::max();
         JsonSchemaConversion built = JsonSchemaToGrammar(schema, options, unbounded);
         ScopedCompileLimits scope(&unbounded);
-        return SameGrammarAst(built.grammar, ParseEbnf(built.ebnf->Get(), "root"));
+        return SameGrammarAst(built.grammar, ParseEbnf(built.ebnf, "root"));
       },
       py::arg("schema"), py::arg("any_whitespace") = true, py::arg("strict_mode") = true,
       py::arg("lenient") = false, py::arg("any_order") = false, py::arg("any_key_spelling") = false,

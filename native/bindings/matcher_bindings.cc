@@ -258,7 +258,7 @@ uint32_t* BitmaskRow(const GrammarMatcher& matcher, py::handle bitmask, py::hand
 // The compiled grammar's read-only view and the cross-grammar pool's counters.
 void BindCompiledGrammar(py::module_& m) {
   py::class_<CompiledGrammar, std::shared_ptr<CompiledGrammar>>(m, "CompiledGrammar")
-      .def_property_readonly("ebnf", [](const CompiledGrammar& g) { return g.ebnf(); })
+      .def_property_readonly("ebnf", [](const CompiledGrammar& g) { return g.ebnf; })
       .def_property_readonly("memory_bytes", &CompiledGrammar::MemoryBytes)
       .def_property_readonly("built_memory_bytes", &CompiledGrammar::BuiltBytes)
       .def_property_readonly("tokenizer_info",

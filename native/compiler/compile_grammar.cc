@@ -12,7 +12,7 @@
 
 namespace xg2 {
 
-std::shared_ptr<CompiledGrammar> CompileGrammarAst(GrammarAst ast, std::shared_ptr<const LazyText> ebnf,
+std::shared_ptr<CompiledGrammar> CompileGrammarAst(GrammarAst ast, const std::string& ebnf,
                                                    const CompileTarget& target) {
   CompiledGrammarParts parts;
   parts.tokenizer = target.tokenizer;
@@ -54,7 +54,7 @@ std::shared_ptr<CompiledGrammar> CompileGrammarAst(GrammarAst ast, std::shared_p
   parts.earley_limits.max_items_per_step = compile_limits.max_earley_items_per_step;
   parts.earley_limits.max_work_per_token = compile_limits.max_earley_work_per_token;
   parts.earley_limits.max_work_per_fill = compile_limits.max_earley_work_per_fill;
-  parts.ebnf = std::move(ebnf);
+  parts.ebnf = ebnf;
   auto compiled = std::make_shared<CompiledGrammar>(std::move(parts));
   GrammarMaskCache::StartPrecompute(compiled->mask_cache);
   return compiled;

@@ -10,14 +10,12 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <utility>
 
 #include "compiler/derived_vocabularies.h"
 #include "grammar/grammar_ast.h"
 #include "grammar/grammar_fsm.h"
 #include "matcher/compiled_grammar.h"
 #include "matcher/token_mask_cache.h"
-#include "support/lazy_text.h"
 #include "tokenizer/tokenizer_info.h"
 
 namespace xg2 {
@@ -35,15 +33,10 @@ struct CompileTarget {
 };
 
 // Lowers `ast` (inlining, leading-terminal sinking, rule FSMs) and builds the grammar, then
-// starts its background precompute. `ebnf` is the text the AST was parsed from, or the
-// frontend's printed view of it (made on first request), kept for inspection and
-// serialization.
-std::shared_ptr<CompiledGrammar> CompileGrammarAst(GrammarAst ast, std::shared_ptr<const LazyText> ebnf,
+// starts its background precompute. `ebnf` is the text the AST was parsed from, kept for
+// inspection and serialization.
+std::shared_ptr<CompiledGrammar> CompileGrammarAst(GrammarAst ast, const std::string& ebnf,
                                                    const CompileTarget& target);
-inline std::shared_ptr<CompiledGrammar> CompileGrammarAst(GrammarAst ast, std::string ebnf,
-                                                          const CompileTarget& target) {
-  return CompileGrammarAst(std::move(ast), std::make_shared<const LazyText>(std::move(ebnf)), target);
-}
 
 // ParseEbnf, then CompileGrammarAst.
 std::shared_ptr<CompiledGrammar> CompileEbnfText(const std::string& ebnf, const std::string& root_rule_name,

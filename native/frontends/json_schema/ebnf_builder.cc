@@ -668,27 +668,12 @@ std::vector<std::string> RuleSet::UnproductiveRules() const {
   return unproductive;
 }
 
-size_t RuleSet::PrintedSize(const std::vector<Rule>& rules) {
+std::string RuleSet::Print() const {
   size_t size = 0;
-  for (const Rule& rule : rules) {
-    if (!rule.discarded) size += rule.name.size() + rule.attribute.size() + 6 + (rule.body ? rule.body->text_size() : 0);
-  }
-  return size;
-}
-
-std::string RuleSet::Print() const { return PrintRules(rules_); }
-
-std::shared_ptr<const LazyText> RuleSet::PrintLater() && {
-  auto rules = std::make_shared<const std::vector<Rule>>(std::move(rules_));
-  rules_.clear();
-  const size_t size = PrintedSize(*rules);
-  return std::make_shared<const LazyText>([rules] { return PrintRules(*rules); }, size);
-}
-
-std::string RuleSet::PrintRules(const std::vector<Rule>& rules) {
+  for (const Rule& rule : rules_) size += rule.name.size() + 6 + (rule.body ? rule.body->text_size() : 0);
   std::string out;
-  out.reserve(PrintedSize(rules));
-  for (const Rule& rule : rules) {
+  out.reserve(size);
+  for (const Rule& rule : rules_) {
     if (rule.discarded) continue;
     out += rule.name;
     out += rule.attribute;
@@ -700,7 +685,6 @@ std::string RuleSet::PrintRules(const std::vector<Rule>& rules) {
     }
     out.push_back('\n');
   }
-  XG2_DCHECK(out.size() == PrintedSize(rules), "a rule set's printed size is the size of its text");
   return out;
 }
 

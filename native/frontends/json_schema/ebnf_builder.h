@@ -21,7 +21,6 @@
 #include <vector>
 
 #include "grammar/grammar_ast.h"
-#include "support/lazy_text.h"
 
 namespace xg2 {
 
@@ -238,9 +237,6 @@ class RuleSet {
   // forever without ever completing.
   std::vector<std::string> UnproductiveRules() const;
   std::string Print() const;
-  // Print()'s text, made on first request from the rules, which move out of this set (left
-  // empty): what a compile keeps, which needs only the lowered grammar.
-  std::shared_ptr<const LazyText> PrintLater() &&;
 
  private:
   struct Rule {
@@ -260,8 +256,6 @@ class RuleSet {
     bool unique_items = false;  // "[unique_items]"
   };
   void AddBytes(size_t bytes);
-  static size_t PrintedSize(const std::vector<Rule>& rules);
-  static std::string PrintRules(const std::vector<Rule>& rules);
   // What Share returns for `body` without naming a rule: `body` itself (never, or a short
   // atom) or a reference to the rule that has this body; nullopt when Share must name one.
   std::optional<Fragment> Existing(const Fragment& body) const;

@@ -356,13 +356,11 @@ JsonSchemaConversion SchemaConverter::Convert(const CompileLimits* grammar_limit
     std::vector<std::string> unproductive = rules_.UnproductiveRules();
     if (unproductive.empty()) {
       JsonSchemaConversion conversion;
+      conversion.ebnf = rules_.Print();
       conversion.warnings = warnings_;
       if (grammar_limits != nullptr) {
         ScopedCompileLimits scope(grammar_limits);
         conversion.grammar = rules_.Lower("root");
-        conversion.ebnf = std::move(rules_).PrintLater();
-      } else {
-        conversion.ebnf = std::make_shared<const LazyText>(rules_.Print());
       }
       return conversion;
     }
@@ -382,12 +380,8 @@ JsonSchemaConversion SchemaConverter::ConvertBuiltinJson(bool build_grammar) {
   rules_.ReserveNamed("root");
   rules_.Define("root", AnyValue(0));
   JsonSchemaConversion conversion;
-  if (build_grammar) {
-    conversion.grammar = rules_.Lower("root");
-    conversion.ebnf = std::move(rules_).PrintLater();
-  } else {
-    conversion.ebnf = std::make_shared<const LazyText>(rules_.Print());
-  }
+  conversion.ebnf = rules_.Print();
+  if (build_grammar) conversion.grammar = rules_.Lower("root");
   return conversion;
 }
 
@@ -974,7 +968,7 @@ JsonSchemaConversion JsonSchemaToGrammar(std::string_view schema_json, const Jso
 
 std::string BuiltinJsonEbnf(const JsonSchemaOptions& options) {
   JsonValue document = JsonValue::Bool(true);
-  return schema_internal::SchemaConverter(document, options).ConvertBuiltinJson(false).ebnf->Get();
+  return schema_internal::SchemaConverter(document, options).ConvertBuiltinJson(false).ebnf;
 }
 
 JsonSchemaConversion BuiltinJsonGrammar(const JsonSchemaOptions& options) {

@@ -3,7 +3,6 @@
 #ifndef XG2_FRONTENDS_JSON_SCHEMA_JSON_SCHEMA_CONVERTER_H_
 #define XG2_FRONTENDS_JSON_SCHEMA_JSON_SCHEMA_CONVERTER_H_
 
-#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -12,7 +11,6 @@
 
 #include "grammar/grammar_ast.h"
 #include "support/compile_limits.h"
-#include "support/lazy_text.h"
 
 namespace xg2 {
 
@@ -49,9 +47,7 @@ struct JsonSchemaOptions {
 };
 
 struct JsonSchemaConversion {
-  // The grammar's EBNF, root rule "root": JsonSchemaToEbnf prints it, JsonSchemaToGrammar
-  // leaves it to be printed on first request (the compile needs only `grammar`).
-  std::shared_ptr<const LazyText> ebnf;
+  std::string ebnf;                   // root rule is "root"
   std::vector<std::string> warnings;  // filled only when lenient
   GrammarAst grammar;                 // JsonSchemaToGrammar only: what ParseEbnf(ebnf) gives
 };

@@ -358,7 +358,7 @@ class Lowering {
     json_options.strict_mode = false;
     std::string ebnf;
     try {
-      ebnf = JsonSchemaToEbnf(e.text, json_options).ebnf->Get();
+      ebnf = JsonSchemaToEbnf(e.text, json_options).ebnf;
     } catch (const UnsupportedSchemaError& error) {
       throw UnsupportedSchemaError(lark::Where(e.position) + "%json: " + error.what());
     } catch (const SchemaError& error) {
