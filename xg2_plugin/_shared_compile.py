@@ -46,6 +46,7 @@ class CompileFuture(Future):
         self._job = job
         self._timeout = timeout
         self._deadline: Optional[float] = None  # time.monotonic(); set once the compile runs
+        self._watched = False  # handed to the deadline watcher (InFlightCompiles._retime_locked)
         self._cancel_on_interrupt = cancel_on_interrupt
 
     def cancel(self) -> bool:
@@ -254,18 +255,27 @@ class InFlightCompiles:
         future.set_running_or_notify_cancel()
         if future._timeout is not None:
             future._deadline = now + future._timeout
-            _WATCHER.arm(future._deadline, future)
 
     @staticmethod
     def _retime_locked(job: SharedCompile) -> None:
-        """The native deadline: the latest of the callers', or none if one has none."""
+        """The native deadline: the latest of the callers', or none if one has none. A caller
+        whose deadline is earlier is handed to the deadline watcher (the token would stop the
+        compile too late for it); a compile's only caller never is, which spares every plain
+        compile a heap entry and a wake-up of the watcher's thread."""
         if not job.started or not job.callers:
             return
-        deadlines = [f._deadline for f in job.callers]
-        if any(d is None for d in deadlines):
-            job.token.set_timeout(math.inf)
-        else:
-            job.token.set_timeout(max(deadlines) - time.monotonic())
+        latest = -math.inf
+        for future in job.callers:
+            if future._deadline is None:
+                latest = math.inf
+                break
+            latest = max(latest, future._deadline)
+        job.token.set_timeout(latest if latest == math.inf else latest - time.monotonic())
+        if len(job.callers) > 1:
+            for future in job.callers:
+                if future._deadline is not None and future._deadline < latest and not future._watched:
+                    future._watched = True
+                    _WATCHER.arm(future._deadline, future)
 
     def reset_after_fork(self, lock: threading.Lock) -> None:
         """In a child of fork(): the compiles' threads do not exist here, so their callers fail
@@ -305,7 +315,8 @@ class _DeadlineWatcher:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._loop, name="xg2-deadlines", daemon=True)
                 self._thread.start()
-            self._cond.notify()
+            elif self._heap[0][0] == deadline:
+                self._cond.notify()  # the thread sleeps until an earlier entry's deadline otherwise
 
     def _loop(self) -> None:
         while True:

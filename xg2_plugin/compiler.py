@@ -136,6 +136,19 @@ def _check_timeout(timeout: Optional[float], what: str) -> None:
         raise ValueError(f"{what} must be at most {_MAX_TIMEOUT_S} seconds (None: no timeout), got {shown}")
 
 
+class _Ready:
+    """A synchronous compile's cache hit: its grammar, read with ``result()`` as a future's
+    would be, without building a Future (a condition and a lock) that no one waits on."""
+
+    __slots__ = ("_grammar",)
+
+    def __init__(self, grammar: "CompiledGrammar") -> None:
+        self._grammar = grammar
+
+    def result(self, timeout: Optional[float] = None) -> "CompiledGrammar":
+        return self._grammar
+
+
 class CompiledGrammar:
     """A grammar compiled for one tokenizer; immutable and shareable across matchers/threads."""
 
@@ -737,6 +750,8 @@ class GrammarCompiler:
             if self._cache_enabled and key in self._cache:
                 self._touch_locked(key)
                 self._cache_hits += 1
+                if run_inline:
+                    return _Ready(self._cache[key])  # a synchronous caller only reads result()
                 done: Future = Future()
                 done.set_result(self._cache[key])
                 return done

@@ -4,7 +4,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <mutex>
+#include <new>
 
 #include "frontends/ebnf/ebnf_parser.h"
 #include "grammar/grammar_builder.h"
@@ -15,11 +17,59 @@
 
 namespace xg2 {
 
+// Nodes in chunks: a node's address is stable for the arena's life, and all are destroyed
+// together with it. The process arena is shared by every thread (a lock guards it); a
+// conversion's arena is used by its own thread only.
+class FragmentArena {
+ public:
+  explicit FragmentArena(bool shared) : shared_(shared) {}
+  FragmentArena(const FragmentArena&) = delete;
+  FragmentArena& operator=(const FragmentArena&) = delete;
+  ~FragmentArena() {
+    for (size_t c = 0; c < chunks_.size(); ++c) {
+      const size_t used = c + 1 == chunks_.size() ? used_in_last_ : kChunkNodes;
+      for (size_t i = 0; i < used; ++i) chunks_[c][i].~FragmentNode();
+      ::operator delete(chunks_[c]);
+    }
+  }
+
+  FragmentNode* New() {
+    std::unique_lock<ForkSafeMutex> lock(mutex_, std::defer_lock);
+    if (shared_) lock.lock();
+    if (chunks_.empty() || used_in_last_ == kChunkNodes) {
+      chunks_.push_back(static_cast<FragmentNode*>(::operator new(kChunkNodes * sizeof(FragmentNode))));
+      used_in_last_ = 0;
+    }
+    FragmentNode* node = new (chunks_.back() + used_in_last_) FragmentNode();
+    ++used_in_last_;
+    return node;
+  }
+
+ private:
+  static constexpr size_t kChunkNodes = 256;
+  const bool shared_;
+  ForkSafeMutex mutex_;  // the process arena's
+  std::vector<FragmentNode*> chunks_;
+  size_t used_in_last_ = 0;
+};
+
 namespace {
 
-using NodePtr = std::shared_ptr<const FragmentNode>;
+using NodePtr = const FragmentNode*;
 using Kind = FragmentNode::Kind;
 using Binding = Fragment::Binding;
+
+const std::shared_ptr<FragmentArena>& ProcessArenaOwner() {
+  static const auto* const arena = new std::shared_ptr<FragmentArena>(std::make_shared<FragmentArena>(true));
+  return *arena;  // never destroyed: its nodes back process-wide caches
+}
+
+// The innermost open FragmentArenaScope's arena on this thread; null: the process arena.
+thread_local const std::shared_ptr<FragmentArena>* current_arena = nullptr;
+
+FragmentNode* NewNode() {
+  return current_arena != nullptr ? (*current_arena)->New() : ProcessArenaOwner()->New();
+}
 
 size_t Mix(size_t hash, size_t value) {
   hash ^= value + 0x9E3779B97F4A7C15ull + (hash << 6) + (hash >> 2);
@@ -89,8 +139,8 @@ std::string RepeatSuffix(int min, int max) {
   return "{" + std::to_string(min) + "," + std::to_string(max) + "}";
 }
 
-std::shared_ptr<FragmentNode> MakeLeaf(Kind kind, std::string text, size_t printed_size) {
-  auto node = std::make_shared<FragmentNode>();
+FragmentNode* MakeLeaf(Kind kind, std::string text, size_t printed_size) {
+  FragmentNode* node = NewNode();
   node->kind = kind;
   node->hash = Mix(Mix(static_cast<size_t>(kind), std::hash<std::string>()(text)), 0);
   node->text = std::move(text);
@@ -106,7 +156,7 @@ NodePtr LiteralNode(std::string bytes) {
 
 // A compound node over `children`; printed_size and hash from theirs.
 NodePtr MakeCompound(Kind kind, Binding binding, std::vector<NodePtr> children, int min = 0, int max = -1) {
-  auto node = std::make_shared<FragmentNode>();
+  FragmentNode* node = NewNode();
   node->kind = kind;
   node->binding = binding;
   node->min = min;
@@ -204,11 +254,28 @@ bool IsRuleName(std::string_view text) {
 
 }  // namespace
 
+FragmentArenaScope::FragmentArenaScope() : FragmentArenaScope(std::make_shared<FragmentArena>(false)) {}
+
+FragmentArenaScope::FragmentArenaScope(std::shared_ptr<FragmentArena> arena)
+    : arena_(std::move(arena)), previous_(current_arena) {
+  current_arena = &arena_;
+}
+
+FragmentArenaScope::~FragmentArenaScope() {
+  XG2_DCHECK(current_arena == &arena_, "fragment arena scopes end in the reverse order of their start");
+  current_arena = previous_;
+}
+
+std::shared_ptr<FragmentArena> ProcessFragmentArena() { return ProcessArenaOwner(); }
+
 Fragment Fragment::Never() { return Fragment(nullptr); }
 
 Fragment Fragment::Epsilon() {
-  static const NodePtr* const kEpsilon = new NodePtr(MakeLeaf(Kind::kEmpty, "", 2));  // never destroyed
-  return Fragment(*kEpsilon);
+  static const NodePtr kEpsilon = [] {
+    FragmentArenaScope process(ProcessArenaOwner());  // the constant outlives every conversion
+    return MakeLeaf(Kind::kEmpty, "", 2);
+  }();
+  return Fragment(kEpsilon);
 }
 
 Fragment Fragment::Literal(std::string_view bytes) {
@@ -237,7 +304,7 @@ Fragment Fragment::Built(std::string ebnf, std::shared_ptr<const GrammarAst> gra
   XG2_DCHECK(grammar != nullptr && grammar->root_rule >= 0, "a built fragment has its nodes");
   XG2_DCHECK(!ebnf.empty() && ebnf.front() == '(' && ebnf.back() == ')', "a built fragment prints as one atom");
   const size_t size = ebnf.size();
-  std::shared_ptr<FragmentNode> node = MakeLeaf(Kind::kExpression, std::move(ebnf), size);
+  FragmentNode* node = MakeLeaf(Kind::kExpression, std::move(ebnf), size);
   node->built = std::move(grammar);
   return Fragment(std::move(node));
 }
@@ -679,7 +746,7 @@ std::string RuleSet::Print() const {
     out += rule.attribute;
     out += " ::= ";
     if (rule.lasting) {
-      out += LastingBodyOf(rule.body->node_).printed;
+      out += LastingBodyOf(rule.body->node()).printed;
     } else if (rule.body) {
       rule.body->AppendTextAs(Fragment::Binding::kAlternation, &out);
     }
@@ -778,7 +845,7 @@ void CollectCallees(const FragmentNode& node, std::vector<std::string>* callees,
   for (const auto& child : node.children) CollectCallees(*child, callees, seen);
 }
 
-LastingBody BuildLastingBody(const std::shared_ptr<const FragmentNode>& body) {
+LastingBody BuildLastingBody(const FragmentNode* body) {
   LastingBody lasting;
   lasting.fragment = body;
   lasting.printed.reserve(body->printed_size);
@@ -809,18 +876,18 @@ LastingBody BuildLastingBody(const std::shared_ptr<const FragmentNode>& body) {
 
 }  // namespace
 
-// Entries hold their fragment, so the address that keys one is never reused while it exists.
-const LastingBody& LastingBodyOf(const std::shared_ptr<const FragmentNode>& body) {
+// Keys are nodes of the process arena, never freed, so no address that keys an entry is reused.
+const LastingBody& LastingBodyOf(const FragmentNode* body) {
   static ForkSafeMutex mutex;
   static auto* cache = new std::unordered_map<const FragmentNode*, std::unique_ptr<LastingBody>>();  // never destroyed
   {
     std::lock_guard<ForkSafeMutex> lock(mutex);
-    auto found = cache->find(body.get());
+    auto found = cache->find(body);
     if (found != cache->end()) return *found->second;
   }
   auto built = std::make_unique<LastingBody>(BuildLastingBody(body));
   std::lock_guard<ForkSafeMutex> lock(mutex);
-  return *cache->emplace(body.get(), std::move(built)).first->second;
+  return *cache->emplace(body, std::move(built)).first->second;
 }
 
 GrammarAst RuleSet::Lower(const std::string& root) const {
@@ -835,7 +902,7 @@ GrammarAst RuleSet::Lower(const std::string& root) const {
     if (!rule->body) {
       builder.DefineRule(id, builder.Empty());  // what "name ::= " parses as
     } else if (rule->lasting) {
-      lowering.DefineLastingRule(id, LastingBodyOf(rule->body->node_));
+      lowering.DefineLastingRule(id, LastingBodyOf(rule->body->node()));
     } else {
       lowering.DefineRule(id, *rule->body->node());
     }

@@ -4,6 +4,11 @@
 // (grammar/grammar_builder.h). A fragment is an immutable tree, hash-consed by structure so
 // that equal bodies are found without printing them; EBNF text (docs/ebnf.md) is a printed
 // view of it, for debugging APIs and the byte limit; nothing generated is parsed back.
+//
+// Fragment nodes live in an arena (FragmentArenaScope): a conversion opens one, every node it
+// makes goes there, and all of them are freed together when the conversion is done. A
+// fragment is a plain pointer into it: copying one costs nothing, and no node is freed on its
+// own.
 #ifndef XG2_FRONTENDS_JSON_SCHEMA_EBNF_BUILDER_H_
 #define XG2_FRONTENDS_JSON_SCHEMA_EBNF_BUILDER_H_
 
@@ -26,6 +31,28 @@ namespace xg2 {
 
 class Fragment;
 struct FragmentNode;
+class FragmentArena;
+
+// Makes a fresh arena (or `arena`) the one this thread's new fragment nodes go to, until the
+// scope ends (scopes nest). With no scope open, nodes go to the process arena, which is never
+// freed: what is built once per process (the prebuilt string formats, constants such as
+// string_formats.cc's kDigit) is made there, and nothing else may be.
+class FragmentArenaScope {
+ public:
+  FragmentArenaScope();
+  explicit FragmentArenaScope(std::shared_ptr<FragmentArena> arena);
+  ~FragmentArenaScope();
+  FragmentArenaScope(const FragmentArenaScope&) = delete;
+  FragmentArenaScope& operator=(const FragmentArenaScope&) = delete;
+
+ private:
+  std::shared_ptr<FragmentArena> arena_;
+  const std::shared_ptr<FragmentArena>* previous_;
+};
+
+// The arena that lives for the process (for FragmentArenaScope(ProcessFragmentArena()) around
+// what a process-wide cache keeps).
+std::shared_ptr<FragmentArena> ProcessFragmentArena();
 
 // An operand of Seq and Alt, read in place: Seq({a, b}) would otherwise copy the text of each
 // operand into a vector first. A temporary operand lives to the end of the full expression
@@ -85,7 +112,7 @@ class Fragment {
   bool operator==(const Fragment& other) const;
   bool operator!=(const Fragment& other) const { return !(*this == other); }
   size_t hash() const;
-  const FragmentNode* node() const { return node_.get(); }
+  const FragmentNode* node() const { return node_; }
 
  private:
   template <typename Iterator>
@@ -94,17 +121,17 @@ class Fragment {
   friend Fragment AltOf(Iterator begin, Iterator end);
   friend Fragment Repeat(const Fragment& body, int min, int max);
   friend class RuleSet;
-  explicit Fragment(std::shared_ptr<const FragmentNode> node) : node_(std::move(node)) {}
+  explicit Fragment(const FragmentNode* node) : node_(node) {}
 
-  std::shared_ptr<const FragmentNode> node_;  // null: never
+  const FragmentNode* node_;  // null: never; in an arena that outlives every use of the fragment
 };
 
 struct FragmentHash {
   size_t operator()(const Fragment& fragment) const { return fragment.hash(); }
 };
 
-// A node of a fragment's tree. Immutable once built (fragments are shared across threads:
-// string_formats.h keeps prebuilt ones for the process).
+// A node of a fragment's tree, made in an arena (FragmentArenaScope). Immutable once built
+// (fragments are shared across threads: string_formats.h keeps prebuilt ones for the process).
 struct FragmentNode {
   enum class Kind : uint8_t {
     kEmpty,        // ""
@@ -125,7 +152,7 @@ struct FragmentNode {
   // kExpression made by Fragment::Built: the nodes of `text` (its root rule's body); null when
   // the text itself must be parsed.
   std::shared_ptr<const GrammarAst> built;
-  std::vector<std::shared_ptr<const FragmentNode>> children;
+  std::vector<const FragmentNode*> children;
   size_t printed_size = 0;  // bytes of the printed text
   size_t hash = 0;          // of the structure (equal trees hash alike)
 };
@@ -146,7 +173,7 @@ inline Fragment Optional(const Fragment& body) { return Repeat(body, 0, 1); }
 // rest of such a compile does. `nodes` is the lowered body, children before parents, a
 // reference's rule id indexing `callees`; `body` and `lookahead` index `nodes`.
 struct LastingBody {
-  std::shared_ptr<const FragmentNode> fragment;
+  const FragmentNode* fragment = nullptr;  // in the process arena
   std::string printed;
   std::vector<ExprNode> nodes;
   std::vector<int> heights;
@@ -154,12 +181,14 @@ struct LastingBody {
   ExprId body = -1;
   ExprId lookahead = -1;
 };
-// The process-wide entry for `body` (made on first use; thread-safe).
-const LastingBody& LastingBodyOf(const std::shared_ptr<const FragmentNode>& body);
+// The process-wide entry for `body`, a node of the process arena (made on first use;
+// thread-safe).
+const LastingBody& LastingBodyOf(const FragmentNode* body);
 
 // The rules of one grammar, printed in creation order.
 class RuleSet {
  public:
+  // The set's fragments must stay in an arena that outlives it (the conversion's).
   explicit RuleSet(size_t max_total_bytes) : max_total_bytes_(max_total_bytes) {}
 
   // A fresh rule name derived from `hint` (sanitised to [A-Za-z_][A-Za-z0-9_]*, shortened,

@@ -286,6 +286,9 @@ class SchemaConverter {
   Fragment JsonStringFragment();
   std::string RuleHint(const std::string& pointer) const;
 
+  // The conversion's fragment arena, current from before any member below makes a node until
+  // the converter is destroyed (ebnf_builder.h).
+  FragmentArenaScope arena_scope_;
   const JsonValue& document_;
   JsonSchemaOptions options_;
   Layout layout_;

@@ -335,6 +335,7 @@ const PrebuiltFormat& PrebuiltFormatGrammar(std::string_view format) {
   std::lock_guard<ForkSafeMutex> lock(mutex);
   auto found = prebuilt->find(format);
   if (found != prebuilt->end()) return found->second;
+  FragmentArenaScope process(ProcessFragmentArena());  // kept for the process
   RuleSet rules(std::numeric_limits<size_t>::max());
   PrebuiltFormat built;
   built.body = StringFormatBody(format, &rules);
