@@ -358,6 +358,11 @@ struct NameTrieNode {
 std::vector<NameTrieNode> NameTrie(const std::vector<std::string>& names);
 // The values of a const / enum-only schema (annotations aside), else nullopt.
 std::optional<std::vector<JsonValue>> ListedValuesOnly(const JsonValue& schema);
+// True when `schema`'s `not` is exactly {"type": "integer"} (annotations aside): the form
+// Complement writes for the non-integral numbers, read by the number generators.
+bool ExcludesIntegers(const JsonValue& schema);
+// The non-integral numbers, each in its one spelling without exponent or trailing zeros.
+Fragment NonIntegralNumber();
 // JSON value types as bits of a mask; kNumberType means non-integral numbers only.
 enum JsonTypeBit : uint8_t {
   kNullType = 1 << 0,
