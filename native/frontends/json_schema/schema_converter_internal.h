@@ -204,6 +204,12 @@ class SchemaConverter {
   Fragment MergedSchema(const Node& node, int depth);
   Fragment MergedSchemaBody(const Node& node, int depth);
   void CollectParts(const JsonValue& schema, const std::string& pointer, MergeState* state);
+  // --- alternative_pruning.cc: alternative groups of one merge before distribution ---
+  // Drops the branches no value of the merge can match (by type, or disjoint from `base`);
+  // false when a group has none left.
+  bool PruneAlternatives(const JsonValue& base, const std::string& pointer, MergeState* state);
+  // How many leading alternative groups combine into at most `limit` viable branches.
+  size_t ViableGroups(const JsonValue& base, const std::string& pointer, const MergeState& state, size_t limit);
   JsonValue MergeObjects(const JsonValue& a, const JsonValue& b, const std::string& pointer);
   void MergeObjectKeywords(const JsonValue& a, const JsonValue& b, const std::string& pointer,
                            std::vector<JsonValue::Member>* out);
