@@ -234,6 +234,11 @@ class SchemaConverter {
   // --- one_of_exact.cc: oneOf with branches that may overlap ---
   // True when no value satisfies two of `branches` (then their oneOf is their anyOf).
   bool BranchesDisjoint(const std::vector<JsonValue>& branches, const std::string& pointer);
+  // FlatExcludes both ways on two branches and their flat forms; where a flat form left
+  // alternatives out, again with them spelled out (AlternativesSpelledOut).
+  bool FlatBranchesDisjoint(const JsonValue& a, const JsonValue& flat_a, bool exact_a, const JsonValue& b,
+                            const JsonValue& flat_b, bool exact_b, const std::string& pointer, bool generated);
+  std::optional<JsonValue> AlternativesSpelledOut(const JsonValue& branch, const std::string& pointer);
   // anyOf over i of allOf [B_i, complement of B_j for each j in overlapping[i]]; nullopt
   // (with `refusal` set) when a complement is not a schema; ResourceLimitError past a bound.
   std::optional<JsonValue> ExactlyOneOf(const Node& node, const std::vector<JsonValue>& branches,

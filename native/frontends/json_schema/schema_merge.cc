@@ -945,12 +945,10 @@ Fragment SchemaConverter::OneOf(const Node& node, int depth) {
     }
     return flat[i];
   };
-  constexpr int kDisjointBudget = 8;  // nesting depth of the structural comparison
   auto disjoint = [&](size_t i, size_t j) {
     const std::optional<JsonValue>& a = flat_branch(i);
     const std::optional<JsonValue>& b = flat_branch(j);
-    return a && b && FlatExcludes(*a, exact[i], *b, node.pointer, kDisjointBudget, true) &&
-           FlatExcludes(*b, exact[j], *a, node.pointer, kDisjointBudget, true);
+    return a && b && FlatBranchesDisjoint(items[i], *a, exact[i], items[j], *b, exact[j], node.pointer, true);
   };
   std::vector<std::vector<size_t>> overlapping(items.size());
   bool overlaps = false;
