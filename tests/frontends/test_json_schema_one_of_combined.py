@@ -117,6 +117,25 @@ def test_branch_alternatives_decided_one_by_one(schema):
     assert_schema_language(schema, instances, both_sides=True)
 
 
+# Member and item schemas that accept every value assert nothing, so they add nothing to a
+# complement (package schemas spell open objects out as additionalProperties true).
+@pytest.mark.parametrize("schema", [
+    {"oneOf": [{"properties": {"a": {"type": "string"}}, "required": ["a"], "additionalProperties": True},
+               {"required": ["b"], "additionalProperties": {}}]},
+    {"not": {"type": "array", "additionalItems": True, "uniqueItems": False, "minItems": 1}},
+    {"not": {"type": "object", "propertyNames": {"description": "any"}, "patternProperties": {"^x": True}}},
+])
+def test_trivial_member_schemas_complement_to_nothing(schema):
+    assert_schema_language(schema, VALUES + [{"b": 1}, {"a": "s", "b": 1}, {"b": 1, "a": "s"}, {"x": 1}],
+                           both_sides=True)
+
+
+def test_member_schemas_that_assert_keep_the_policy_error():
+    with pytest.raises(Unsupported, match="'oneOf' at /"):
+        schema_ebnf({"oneOf": [{"properties": {"a": {"type": "string"}}, "required": ["a"]},
+                               {"required": ["b"], "additionalProperties": {"minLength": 2}}]}, strict_mode=False)
+
+
 ENGINE_CASES = [
     ({"type": "object", "additionalProperties": False, "required": ["x"],
       "properties": {"x": {"oneOf": [{"type": "integer"}, {"type": "number", "minimum": 0, "maximum": 10}]}}},

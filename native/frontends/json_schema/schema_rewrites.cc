@@ -158,9 +158,11 @@ std::optional<JsonValue> ValuesComplement(const std::vector<JsonValue>& values) 
 }  // namespace
 
 // The schema whose language is exactly what `schema` rejects, for conjunctions of: type
-// names (not `integer` without `number`), const / enum of scalars, required, properties
-// and items (recursively), not, allOf / anyOf of such schemas, oneOf of pairwise disjoint
-// ones, and the count and bound keywords.
+// names (`integer` without `number` leaves the non-integral numbers), const / enum of
+// scalars, required, properties and items (recursively), not, allOf / anyOf of such
+// schemas, oneOf of pairwise disjoint ones, the count and bound keywords, and
+// additionalProperties / additionalItems / propertyNames / patternProperties whose schemas
+// accept every value.
 // nullopt for other forms. A keyword that applies to one type fails only for values of
 // that type, so its complement carries the type. `declares`: the object the complement
 // will be merged into declares its members (else a member-free object schema gets
@@ -285,6 +287,24 @@ std::optional<JsonValue> SchemaConverter::Complement(const JsonValue& schema_in,
                                           static_cast<double>(is_min ? *n - 1 : *n + 1));
       disjuncts.push_back(std::string(type) == "object" ? open_object({{opposite, bound}})
                                                          : typed(type, {{opposite, bound}}));
+    } else if (keyword == "additionalProperties" || keyword == "additionalItems" || keyword == "propertyNames" ||
+               keyword == "patternProperties") {
+      // Schemas for some members or items: no value fails them when each accepts every value
+      // (`true`, `{}`, annotations only), as package schemas often spell out an open object.
+      std::vector<JsonValue> schemas;
+      if (keyword != "patternProperties") {
+        schemas.push_back(value);
+      } else if (value.is_object()) {
+        for (const auto& member : value.object_members()) schemas.push_back(member.second);
+      } else {
+        return std::nullopt;
+      }
+      for (const JsonValue& member_schema : schemas) {
+        std::optional<JsonValue> failing = Complement(member_schema, ChildPointer(pointer, keyword), false, budget - 1);
+        if (!failing || !failing->is_bool() || failing->bool_value()) return std::nullopt;
+      }
+    } else if (keyword == "uniqueItems" && value.is_bool() && !value.bool_value()) {
+      continue;  // asserts nothing
     } else {
       return std::nullopt;
     }
