@@ -41,7 +41,9 @@ size_t GroupSize(const JsonValue& group) { return group.object_members()[0].seco
 }  // namespace
 
 bool SchemaConverter::PruneAlternatives(const JsonValue& base, const std::string& pointer, MergeState* state) {
-  if (state->alternatives.empty()) return true;
+  // A single group is distributed as it is (its empty branches become Never when they are
+  // converted): pruning pays only where groups multiply.
+  if (state->alternatives.size() < 2) return true;
   // Flat forms (FlatBranch: supersets of the branches, nullopt where a merge is refused).
   std::vector<std::vector<std::optional<JsonValue>>> flat;
   std::vector<std::vector<uint8_t>> types;
@@ -67,9 +69,6 @@ bool SchemaConverter::PruneAlternatives(const JsonValue& base, const std::string
     }
   }
   if (allowed == 0) return false;
-  // Disjointness from the base is tested where groups multiply (a single group's empty
-  // branches become Never when they are converted).
-  bool against_base = state->alternatives.size() > 1;
   for (size_t g = 0; g < state->alternatives.size(); ++g) {
     JsonValue& group = state->alternatives[g].first;
     const std::string keyword = group.object_members()[0].first;
@@ -78,7 +77,7 @@ bool SchemaConverter::PruneAlternatives(const JsonValue& base, const std::string
     for (size_t i = 0; i < items.size(); ++i) {
       ThrowIfCancelled();
       if ((types[g][i] & allowed) == 0) continue;
-      if (against_base && flat[g][i] &&
+      if (flat[g][i] &&
           (FlatExcludes(base, true, *flat[g][i], pointer, kDisjointBudget, false) ||
            FlatExcludes(*flat[g][i], true, base, pointer, kDisjointBudget, false))) {
         continue;

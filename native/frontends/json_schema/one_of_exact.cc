@@ -92,12 +92,12 @@ bool SchemaConverter::FlatBranchesDisjoint(const JsonValue& a, const JsonValue& 
   // over generated values (strict mode closes objects) each side's own values must fail the
   // other, so both directions are needed.
   auto both_ways = [&](const JsonValue& x, bool exact_x, const JsonValue& y, bool exact_y) {
-    if (FlatExcludes(x, exact_x, y, pointer, kDisjointBudget, false) ||
-        FlatExcludes(y, exact_y, x, pointer, kDisjointBudget, false)) {
+    if (generated && FlatExcludes(x, exact_x, y, pointer, kDisjointBudget, true) &&
+        FlatExcludes(y, exact_y, x, pointer, kDisjointBudget, true)) {
       return true;
     }
-    return generated && FlatExcludes(x, exact_x, y, pointer, kDisjointBudget, true) &&
-           FlatExcludes(y, exact_y, x, pointer, kDisjointBudget, true);
+    return FlatExcludes(x, exact_x, y, pointer, kDisjointBudget, false) ||
+           FlatExcludes(y, exact_y, x, pointer, kDisjointBudget, false);
   };
   if (both_ways(flat_a, exact_a, flat_b, exact_b)) return true;
   if (exact_a && exact_b) return false;
