@@ -184,9 +184,9 @@ def test_disjoint_patterns_need_no_complement():
 
 
 def test_split_keeps_the_policy_error_where_a_type_still_needs_a_complement():
-    # Within numbers, `integer` overlaps `minimum` and has no complement.
+    # Within numbers, `multipleOf` overlaps `minimum` and has no complement.
     with pytest.raises(Unsupported, match="'oneOf' at /"):
-        schema_ebnf({"oneOf": [{"type": "integer"}, {"minimum": 1}, {"required": ["a"]}]})
+        schema_ebnf({"oneOf": [{"multipleOf": 3}, {"minimum": 1}, {"required": ["a"]}]})
     # Within strings, a format has no complement.
     with pytest.raises(Unsupported, match="'oneOf' at /"):
         schema_ebnf({"oneOf": [{"format": "email"}, {"maxLength": 3}, {"type": "object"}]})

@@ -65,7 +65,6 @@ JsonValue Unshared(const JsonValue& branch, size_t shared) {
 // OneOf's pairwise test on the values each branch accepts (not only those it generates: a
 // complement is merged with other keywords, which may reopen a strict-mode object).
 bool SchemaConverter::BranchesDisjoint(const std::vector<JsonValue>& branches, const std::string& pointer) {
-  constexpr int kDisjointBudget = 8;  // nesting depth of the structural comparison, as in OneOf
   std::vector<std::optional<JsonValue>> flat(branches.size());
   std::vector<bool> exact(branches.size(), true);
   for (size_t i = 0; i < branches.size(); ++i) {
@@ -77,13 +76,82 @@ bool SchemaConverter::BranchesDisjoint(const std::vector<JsonValue>& branches, c
   for (size_t i = 0; i < branches.size(); ++i) {
     for (size_t j = i + 1; j < branches.size(); ++j) {
       ThrowIfCancelled();
-      if (!FlatExcludes(*flat[i], exact[i], *flat[j], pointer, kDisjointBudget, false) ||
-          !FlatExcludes(*flat[j], exact[j], *flat[i], pointer, kDisjointBudget, false)) {
+      if (!FlatBranchesDisjoint(branches[i], *flat[i], exact[i], branches[j], *flat[j], exact[j], pointer, false)) {
         return false;
       }
     }
   }
   return true;
+}
+
+bool SchemaConverter::FlatBranchesDisjoint(const JsonValue& a, const JsonValue& flat_a, bool exact_a,
+                                           const JsonValue& b, const JsonValue& flat_b, bool exact_b,
+                                           const std::string& pointer, bool generated) {
+  constexpr int kDisjointBudget = 8;  // nesting depth of the structural comparison, as in OneOf
+  // Over accepted values (generated false) one direction proves the languages disjoint;
+  // over generated values (strict mode closes objects) each side's own values must fail the
+  // other, so both directions are needed.
+  auto both_ways = [&](const JsonValue& x, bool exact_x, const JsonValue& y, bool exact_y) {
+    if (generated && FlatExcludes(x, exact_x, y, pointer, kDisjointBudget, true) &&
+        FlatExcludes(y, exact_y, x, pointer, kDisjointBudget, true)) {
+      return true;
+    }
+    return FlatExcludes(x, exact_x, y, pointer, kDisjointBudget, false) ||
+           FlatExcludes(y, exact_y, x, pointer, kDisjointBudget, false);
+  };
+  if (both_ways(flat_a, exact_a, flat_b, exact_b)) return true;
+  if (exact_a && exact_b) return false;
+  std::optional<JsonValue> spelled_a = exact_a ? std::nullopt : AlternativesSpelledOut(a, pointer);
+  std::optional<JsonValue> spelled_b = exact_b ? std::nullopt : AlternativesSpelledOut(b, pointer);
+  if (!spelled_a && !spelled_b) return false;
+  // A spelled-out side is a single anyOf, which FlatExcludes decides alternative by
+  // alternative, flattening each again (its own `exact` is not read).
+  return both_ways(spelled_a ? *spelled_a : flat_a, spelled_a ? true : exact_a, spelled_b ? *spelled_b : flat_b,
+                   spelled_b ? true : exact_b);
+}
+
+// A branch whose flat form (FlatBranch) left its alternatives out, e.g. {type: object,
+// oneOf: [$ref a, $ref b]}, as anyOf over allOf [its other conjuncts, alternative k] of its
+// first alternative list (later lists stay conjuncts). Its language contains the branch's
+// (a oneOf's alternatives read as anyOf), so a disjointness proof on it holds for the
+// branch, and each alternative's flat form now sees what the alternative requires.
+// nullopt when the branch has no alternatives, more than kMaxSpelledAlternatives of them,
+// or a merge this converter refuses.
+std::optional<JsonValue> SchemaConverter::AlternativesSpelledOut(const JsonValue& branch_in,
+                                                                  const std::string& pointer) {
+  constexpr size_t kMaxSpelledAlternatives = 64;
+  const JsonValue& branch = Dereferenced(branch_in, pointer);
+  if (!branch.is_object()) return std::nullopt;
+  // Refusals inside the trial merge throw (even when lenient) and are undone, as in FlatBranch.
+  auto ignored = ignored_keywords_;
+  bool lenient = options_.lenient;
+  options_.lenient = false;
+  std::optional<JsonValue> spelled;
+  try {
+    MergeState state;
+    CollectParts(branch, pointer, &state);
+    if (!state.never && !state.alternatives.empty()) {
+      JsonValue base = JsonValue::Object({});
+      for (const auto& [part, part_pointer] : state.parts) base = MergeObjects(base, part, pointer);
+      const std::vector<JsonValue>& first = state.alternatives[0].first.object_members()[0].second.array_items();
+      if (first.size() <= kMaxSpelledAlternatives) {
+        std::vector<JsonValue> rest = {base};
+        for (size_t g = 1; g < state.alternatives.size(); ++g) rest.push_back(state.alternatives[g].first);
+        std::vector<JsonValue> disjuncts;
+        for (const JsonValue& alternative : first) {
+          std::vector<JsonValue> conjuncts = rest;
+          conjuncts.push_back(alternative);
+          disjuncts.push_back(JsonValue::Object({{"allOf", JsonValue::Array(std::move(conjuncts))}}));
+        }
+        spelled = JsonValue::Object({{"anyOf", JsonValue::Array(std::move(disjuncts))}});
+      }
+    }
+  } catch (const UnsupportedSchemaError&) {
+    spelled.reset();
+  }
+  options_.lenient = lenient;
+  ignored_keywords_ = std::move(ignored);
+  return spelled;
 }
 
 std::optional<JsonValue> SchemaConverter::ExactlyOneOf(const Node& node, const std::vector<JsonValue>& branches,

@@ -101,6 +101,7 @@ Fragment SchemaConverter::TypedValue(const Node& node, int depth) {
 }
 
 Fragment SchemaConverter::IntegerValue(const Node& node) {
+  if (ExcludesIntegers(node.schema) && !IsIgnored(node, "not")) return Fragment::Never();
   std::optional<BigInteger> lower, upper;
   auto tighten = [](std::optional<BigInteger>* bound, const BigInteger& candidate, bool is_lower) {
     if (!*bound || (is_lower ? Compare(candidate, **bound) > 0 : Compare(candidate, **bound) < 0)) {
@@ -224,15 +225,17 @@ Fragment SchemaConverter::NumberValue(const Node& node) {
     if (!side || (is_lower ? order > 0 : order < 0) || (order == 0 && exclusive)) side = std::make_pair(*bound, exclusive);
   }
   std::string hint = RuleHint(node.pointer) + "_number";
+  // Complement's form for "not an integer" (ExcludesIntegers): one more language in the product.
+  std::vector<Fragment> parts;
+  if (ExcludesIntegers(node.schema) && !IsIgnored(node, "not")) parts.push_back(NonIntegralNumber());
   if (!lower && !upper) {
-    if (!MultipleOf(node)) return CommonRule("json_number");
-    return NumberIntersection(node, {}, hint);
+    if (!MultipleOf(node) && parts.empty()) return CommonRule("json_number");
+    return NumberIntersection(node, parts, hint);
   }
   if (lower && upper) {
     int order = CompareDecimal(lower->first, upper->first);
     if (order > 0 || (order == 0 && (lower->second || upper->second))) return Fragment::Never();
   }
-  std::vector<Fragment> parts;
   for (const auto* side : {&lower, &upper}) {
     if (!*side) continue;
     std::optional<Fragment> part = side == &lower

@@ -204,6 +204,12 @@ class SchemaConverter {
   Fragment MergedSchema(const Node& node, int depth);
   Fragment MergedSchemaBody(const Node& node, int depth);
   void CollectParts(const JsonValue& schema, const std::string& pointer, MergeState* state);
+  // --- alternative_pruning.cc: alternative groups of one merge before distribution ---
+  // Drops the branches no value of the merge can match (by type, or disjoint from `base`);
+  // false when a group has none left.
+  bool PruneAlternatives(const JsonValue& base, const std::string& pointer, MergeState* state);
+  // How many leading alternative groups combine into at most `limit` viable branches.
+  size_t ViableGroups(const JsonValue& base, const std::string& pointer, const MergeState& state, size_t limit);
   JsonValue MergeObjects(const JsonValue& a, const JsonValue& b, const std::string& pointer);
   void MergeObjectKeywords(const JsonValue& a, const JsonValue& b, const std::string& pointer,
                            std::vector<JsonValue::Member>* out);
@@ -228,6 +234,11 @@ class SchemaConverter {
   // --- one_of_exact.cc: oneOf with branches that may overlap ---
   // True when no value satisfies two of `branches` (then their oneOf is their anyOf).
   bool BranchesDisjoint(const std::vector<JsonValue>& branches, const std::string& pointer);
+  // FlatExcludes both ways on two branches and their flat forms; where a flat form left
+  // alternatives out, again with them spelled out (AlternativesSpelledOut).
+  bool FlatBranchesDisjoint(const JsonValue& a, const JsonValue& flat_a, bool exact_a, const JsonValue& b,
+                            const JsonValue& flat_b, bool exact_b, const std::string& pointer, bool generated);
+  std::optional<JsonValue> AlternativesSpelledOut(const JsonValue& branch, const std::string& pointer);
   // anyOf over i of allOf [B_i, complement of B_j for each j in overlapping[i]]; nullopt
   // (with `refusal` set) when a complement is not a schema; ResourceLimitError past a bound.
   std::optional<JsonValue> ExactlyOneOf(const Node& node, const std::vector<JsonValue>& branches,
@@ -361,6 +372,11 @@ struct NameTrieNode {
 std::vector<NameTrieNode> NameTrie(const std::vector<std::string>& names);
 // The values of a const / enum-only schema (annotations aside), else nullopt.
 std::optional<std::vector<JsonValue>> ListedValuesOnly(const JsonValue& schema);
+// True when `schema`'s `not` is exactly {"type": "integer"} (annotations aside): the form
+// Complement writes for the non-integral numbers, read by the number generators.
+bool ExcludesIntegers(const JsonValue& schema);
+// The non-integral numbers, each in its one spelling without exponent or trailing zeros.
+Fragment NonIntegralNumber();
 // JSON value types as bits of a mask; kNumberType means non-integral numbers only.
 enum JsonTypeBit : uint8_t {
   kNullType = 1 << 0,

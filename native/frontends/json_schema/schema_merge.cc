@@ -550,21 +550,18 @@ Fragment SchemaConverter::MergedSchemaBody(const Node& node, int depth) {
   if (state.never) return Fragment::Never();
   JsonValue base = JsonValue::Object({});
   for (const auto& [part, part_pointer] : state.parts) base = MergeObjects(base, part, node.pointer);
+  if (!PruneAlternatives(base, node.pointer, &state)) return Fragment::Never();
   // Distribute the first alternative list; later ones stay as conjuncts of every branch
   // and are distributed when those branches are converted.
   JsonValue result = base;
   if (!state.alternatives.empty()) {
-    size_t combinations = 1;
-    for (size_t i = 0; i < state.alternatives.size(); ++i) {
-      combinations *= state.alternatives[i].first.object_members()[0].second.array_items().size();
-      if (combinations > kMaxDistributedBranches && i > 0) {
-        Unsupported("'anyOf' / 'oneOf' at " + ShowPointer(node.pointer) + ": more than " +
-                    std::to_string(kMaxDistributedBranches) + " combined branches");
-        // Lenient: the alternative groups past the bound are dropped (a wider language, warned
-        // above); distributing them would multiply the grammar without bound.
-        state.alternatives.resize(i);
-        break;
-      }
+    size_t groups = ViableGroups(base, node.pointer, state, kMaxDistributedBranches);
+    if (groups < state.alternatives.size()) {
+      Unsupported("'anyOf' / 'oneOf' at " + ShowPointer(node.pointer) + ": more than " +
+                  std::to_string(kMaxDistributedBranches) + " combined branches");
+      // Lenient: the alternative groups past the bound are dropped (a wider language, warned
+      // above); distributing them would multiply the grammar without bound.
+      state.alternatives.resize(groups);
     }
     std::vector<JsonValue> rest = {base};
     for (size_t i = 1; i < state.alternatives.size(); ++i) rest.push_back(state.alternatives[i].first);
@@ -948,12 +945,10 @@ Fragment SchemaConverter::OneOf(const Node& node, int depth) {
     }
     return flat[i];
   };
-  constexpr int kDisjointBudget = 8;  // nesting depth of the structural comparison
   auto disjoint = [&](size_t i, size_t j) {
     const std::optional<JsonValue>& a = flat_branch(i);
     const std::optional<JsonValue>& b = flat_branch(j);
-    return a && b && FlatExcludes(*a, exact[i], *b, node.pointer, kDisjointBudget, true) &&
-           FlatExcludes(*b, exact[j], *a, node.pointer, kDisjointBudget, true);
+    return a && b && FlatBranchesDisjoint(items[i], *a, exact[i], items[j], *b, exact[j], node.pointer, true);
   };
   std::vector<std::vector<size_t>> overlapping(items.size());
   bool overlaps = false;

@@ -74,6 +74,29 @@ std::optional<std::vector<JsonValue>> ListedValuesOnly(const JsonValue& schema) 
   return values;
 }
 
+bool ExcludesIntegers(const JsonValue& schema) {
+  const JsonValue* negated = schema.is_object() ? schema.Find("not") : nullptr;
+  if (negated == nullptr || !negated->is_object()) return false;
+  const JsonValue* type = negated->Find("type");
+  if (type == nullptr || !type->is_string() || type->string_value() != "integer") return false;
+  for (const auto& member : negated->object_members()) {
+    if (member.first != "type" && !IsPassiveKeyword(member.first)) return false;
+  }
+  return true;
+}
+
+// A number is integral exactly when its fraction, trailing zeros dropped, is empty; every
+// non-integral value is written without exponent as digits "." digits ending in 1-9. So
+// this (regular) language has one spelling of each non-integral value and no other value;
+// the non-integral spellings with exponents (1.5e1 is 15) would need the digit count
+// compared with the exponent, which is not regular.
+Fragment NonIntegralNumber() {
+  Fragment natural = Alt({Fragment::Literal("0"),
+                          Seq({Fragment::Atom("[1-9]"), Repeat(Fragment::Atom("[0-9]"), 0, -1)})});
+  return Seq({Optional(Fragment::Literal("-")), natural, Fragment::Literal("."), Repeat(Fragment::Atom("[0-9]"), 0, -1),
+              Fragment::Atom("[1-9]")});
+}
+
 namespace {
 
 JsonValue TypeSchema(const char* type) { return JsonValue::Object({{"type", JsonValue::String(type)}}); }
@@ -135,9 +158,11 @@ std::optional<JsonValue> ValuesComplement(const std::vector<JsonValue>& values) 
 }  // namespace
 
 // The schema whose language is exactly what `schema` rejects, for conjunctions of: type
-// names (not `integer` without `number`), const / enum of scalars, required, properties
-// and items (recursively), not, allOf / anyOf of such schemas, oneOf of pairwise disjoint
-// ones, and the count and bound keywords.
+// names (`integer` without `number` leaves the non-integral numbers), const / enum of
+// scalars, required, properties and items (recursively), not, allOf / anyOf of such
+// schemas, oneOf of pairwise disjoint ones, the count and bound keywords, and
+// additionalProperties / additionalItems / propertyNames / patternProperties whose schemas
+// accept every value.
 // nullopt for other forms. A keyword that applies to one type fails only for values of
 // that type, so its complement carries the type. `declares`: the object the complement
 // will be merged into declares its members (else a member-free object schema gets
@@ -180,10 +205,14 @@ std::optional<JsonValue> SchemaConverter::Complement(const JsonValue& schema_in,
       }
       const JsonValue* nullable = schema.Find("nullable");
       if (nullable != nullptr && nullable->is_bool() && nullable->bool_value()) named.insert("null");
-      // "integer" alone excludes integral numbers only, which no type name says.
-      if (named.count("integer") > 0 && named.count("number") == 0) return std::nullopt;
+      // "integer" without "number" leaves the non-integral numbers, which no type name
+      // says: `not` integer next to type number (ExcludesIntegers, read by NumberValue).
+      bool integers_only = named.count("integer") > 0 && named.count("number") == 0;
       for (const char* type : kAllTypes) {
-        if (named.count(type) == 0) disjuncts.push_back(TypeSchema(type));
+        if (named.count(type) > 0) continue;
+        disjuncts.push_back(std::string(type) == "number" && integers_only
+                                ? JsonValue::Object({{"type", JsonValue::String("number")}, {"not", TypeSchema("integer")}})
+                                : TypeSchema(type));
       }
     } else if (keyword == "const" || keyword == "enum") {
       if (keyword == "enum" && schema.Find("const") != nullptr) continue;
@@ -258,6 +287,24 @@ std::optional<JsonValue> SchemaConverter::Complement(const JsonValue& schema_in,
                                           static_cast<double>(is_min ? *n - 1 : *n + 1));
       disjuncts.push_back(std::string(type) == "object" ? open_object({{opposite, bound}})
                                                          : typed(type, {{opposite, bound}}));
+    } else if (keyword == "additionalProperties" || keyword == "additionalItems" || keyword == "propertyNames" ||
+               keyword == "patternProperties") {
+      // Schemas for some members or items: no value fails them when each accepts every value
+      // (`true`, `{}`, annotations only), as package schemas often spell out an open object.
+      std::vector<JsonValue> schemas;
+      if (keyword != "patternProperties") {
+        schemas.push_back(value);
+      } else if (value.is_object()) {
+        for (const auto& member : value.object_members()) schemas.push_back(member.second);
+      } else {
+        return std::nullopt;
+      }
+      for (const JsonValue& member_schema : schemas) {
+        std::optional<JsonValue> failing = Complement(member_schema, ChildPointer(pointer, keyword), false, budget - 1);
+        if (!failing || !failing->is_bool() || failing->bool_value()) return std::nullopt;
+      }
+    } else if (keyword == "uniqueItems" && value.is_bool() && !value.bool_value()) {
+      continue;  // asserts nothing
     } else {
       return std::nullopt;
     }
@@ -273,6 +320,7 @@ bool SchemaConverter::NotReadByGenerators(const Node& node) {
   if (negated == nullptr) return false;
   std::optional<std::vector<JsonValue>> excluded = ListedValuesOnly(*negated);
   bool listed_node = node.schema.Find("enum") != nullptr || node.schema.Find("const") != nullptr;
+  if (!listed_node && ExcludesIntegers(node.schema)) return true;  // IntegerValue, NumberValue
   if (!excluded) return !listed_node && NegatedStringLanguage(node).has_value();
   if (listed_node) return true;
   for (const JsonValue& value : *excluded) {
