@@ -413,7 +413,7 @@ void BindGrammarMatcher(py::module_& m) {
   static PyMethodDef fill_method = {
       "fill_next_token_bitmask", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&FillNextTokenBitmaskMethod)),
       METH_FASTCALL | METH_KEYWORDS,
-      "fill_next_token_bitmask(bitmask, index=0) -> bool\n\nWrites the allowed tokens into row `index` of "
+      "fill_next_token_bitmask(self, bitmask: object, index: int = 0) -> bool\n\nWrites the allowed tokens into row `index` of "
       "`bitmask`; False iff every token is allowed."};
   PyObject* descriptor = PyDescr_NewMethod(reinterpret_cast<PyTypeObject*>(matcher_class.ptr()), &fill_method);
   if (!descriptor) throw py::error_already_set();
