@@ -62,7 +62,15 @@ NEWLY_CONVERTED = ["Github_hard---o13151.json", "Github_hard---o64538.json", "Gi
                    "Github_trivial---o9908.json", "JsonSchemaStore---clang-format.json",
                    "JsonSchemaStore---vercel.json",
                    # uniqueItems where `type` rules out arrays.
-                   "JsonSchemaStore---stylecop.schema.json"]
+                   "JsonSchemaStore---stylecop.schema.json",
+                   # oneOf / anyOf constructions (test_json_schema_one_of_combined.py): the complement of
+                   # integer (o90953, o41599, sp_353), alternatives decided one by one (composer's
+                   # repositories, o21840), groups pruned before distribution (if/then/else chains: loot
+                   # tables, codeship, o32451).
+                   "Github_easy---o90953.json", "Github_trivial---o41599.json",
+                   "Snowplow---sp_353_Normalized.json", "Github_ultra---o21840.json",
+                   "JsonSchemaStore---minecraft-loot-table.json", "JsonSchemaStore---codeship-steps.json",
+                   "Github_hard---o32451.json"]
 # Their valid instances carry undeclared members, so evaluate_schema compiles them with
 # strict_mode=False, where a oneOf whose branches then overlap is the policy error.
 OPEN_OBJECTS_REFUSED = {"Github_ultra---o19343.json", "Github_ultra---o83932.json"}

@@ -4,21 +4,19 @@ and disjointness decided alternative by alternative when a branch holds its own 
 
 Languages are compared with the `jsonschema` library on enumerated instances (string level,
 strict_mode=False); then compiled for a real tokenizer: random walks must validate and
-hand-written counterexamples must be rejected. Corpus schemas that convert through these
-constructions are walked too.
+hand-written counterexamples must be rejected. The corpus schemas that convert through these
+constructions are walked in test_json_schema_corpus.py.
 """
 
 from __future__ import annotations
 
-import json
 
 import pytest
 
 import xg2_plugin as xg
 from xg2_plugin import _native
 from schema_language import assert_schema_language, schema_ebnf
-from xg2_corpus import evaluate_schema
-from xg2_test_support import check_schema_walks_and_counterexamples, data_dir, encode_continuation, hf_compiler
+from xg2_test_support import check_schema_walks_and_counterexamples, hf_compiler
 
 Unsupported = _native.UnsupportedSchemaError
 
@@ -154,31 +152,3 @@ def test_engine_walks_validate_and_counterexamples_are_rejected(case):
     schema, invalid = ENGINE_CASES[case]
     grammar = hf_compiler("llama3.1").compile_json_schema(schema, any_whitespace=False)
     check_schema_walks_and_counterexamples(grammar, schema, invalid, seed=case, walks=6)
-
-
-_CORPUS = data_dir() / "jsonschemabench"
-# Corpus schemas that convert through the constructions above: the complement of integer
-# (o90953, o41599, sp_353), alternatives decided one by one (composer's repositories, o21840),
-# groups pruned before distribution (if/then/else chains: loot tables, codeship, o32451).
-NEWLY_CONVERTED = ["Github_easy---o90953.json", "Github_trivial---o41599.json", "Snowplow---sp_353_Normalized.json",
-                   "Github_ultra---o21840.json", "JsonSchemaStore---minecraft-loot-table.json",
-                   "JsonSchemaStore---codeship-steps.json", "Github_hard---o32451.json"]
-
-
-@pytest.mark.parametrize("name", NEWLY_CONVERTED)
-def test_newly_converted_corpus_schema(name: str) -> None:
-    pytest.importorskip("jsonschema")
-    path = _CORPUS / name
-    if not path.is_file():
-        pytest.skip(f"no corpus file {name}")
-    _, warnings = _native._json_schema_to_ebnf(json.dumps(json.loads(path.read_text())["schema"]))
-    assert warnings == []
-    result = evaluate_schema(path, hf_compiler("llama3.1"), lambda text: encode_continuation("llama3.1", text),
-                             token_level_instances=1, walks=6, walk_max_tokens=120, seed=38)
-    assert result.status in ("ok", "unsupported"), result.message
-    if result.status == "unsupported":
-        # evaluate_schema compiles with strict_mode=False (its instances carry undeclared members).
-        return
-    assert result.acceptance_failures == []
-    assert result.token_failures == []
-    assert result.walk_violations == []
