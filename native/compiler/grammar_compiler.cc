@@ -100,7 +100,7 @@ std::shared_ptr<CompiledGrammar> GrammarCompiler::CompileStructuralTag(const Low
   CompileTarget target = target_;
   if (target.cache_options.precompute > 0) target.cache_options.precompute = -1;
   CompileScope scope(&limits_, cancel);
-  return CompileGrammarAst(lowered.grammar, lowered.ebnf, target);
+  return CompileGrammarAst(lowered.grammar, PrintEbnf(lowered.grammar), target);
 }
 
 }  // namespace xg2

@@ -78,16 +78,13 @@ class Lowering {
     specials_ = options.special_tokens ? options.special_tokens : &kNone;
   }
 
-  LoweredGrammar Grammar(const Format& format) {
+  GrammarAst Grammar(const Format& format) {
     const E root = Lower(format);
     std::vector<RuleId> order;
     E::DefineTagRule(&builder_, root_, "root", root, &order);
     order.insert(order.end(), own_rules_.begin(), own_rules_.end());
     order.insert(order.end(), embedded_rules_.begin(), embedded_rules_.end());
-    LoweredGrammar lowered;
-    lowered.grammar = builder_.FinishInPrintedOrder(root_, order);
-    lowered.ebnf = PrintEbnf(lowered.grammar);
-    return lowered;
+    return builder_.FinishInPrintedOrder(root_, order);
   }
 
  private:
@@ -1164,16 +1161,16 @@ class Lowering {
 
 }  // namespace
 
-LoweredGrammar LowerStructuralTag(const StructuralTag& tag, const LoweringOptions& options) {
+GrammarAst LowerStructuralTag(const StructuralTag& tag, const LoweringOptions& options) {
   return Lowering(options).Grammar(*tag.format);
 }
 
-LoweredGrammar StructuralTagToGrammar(std::string_view json_text, const LoweringOptions& options) {
+GrammarAst StructuralTagToGrammar(std::string_view json_text, const LoweringOptions& options) {
   return LowerStructuralTag(ParseStructuralTag(json_text), options);
 }
 
 std::string StructuralTagToEbnf(std::string_view json_text, const LoweringOptions& options) {
-  return StructuralTagToGrammar(json_text, options).ebnf;
+  return PrintEbnf(StructuralTagToGrammar(json_text, options));
 }
 
 }  // namespace structural_tag
