@@ -97,6 +97,7 @@ def test_embedded_rule_attributes_survive(schema: dict, attribute: str) -> None:
 
 def test_embedded_unique_items_are_enforced() -> None:
     import xg2_plugin as xg
+    from xg2_test_support import hf_compiler
 
     schema = {"type": "array", "items": {"type": "string"}, "uniqueItems": True}
     tag = {"type": "structural_tag", "format": {"type": "json_schema", "json_schema": schema}}
