@@ -73,8 +73,8 @@ void BindStructuralTag(py::module_& m) {
         std::string text = TextArgument(tag, "structural tag");
         py::gil_scoped_release release;
         const structural_tag::LoweringOptions options = Options(tokenizer_info, any_whitespace);
-        structural_tag::LoweredGrammar lowered = structural_tag::StructuralTagToGrammar(text, options);
-        return SameGrammarAst(lowered.grammar, ParseEbnf(lowered.ebnf, "root"));
+        const GrammarAst built = structural_tag::StructuralTagToGrammar(text, options);
+        return SameGrammarAst(built, ParseEbnf(PrintEbnf(built), "root"));
       },
       py::arg("tag"), py::arg("tokenizer_info") = nullptr, py::arg("any_whitespace") = true,
       "Test hook: whether the grammar a structural tag lowers to (built directly, its JSON "

@@ -68,15 +68,14 @@ std::shared_ptr<CompiledGrammar> GrammarCompiler::CompileRegex(const std::string
 
 std::shared_ptr<CompiledGrammar> GrammarCompiler::CompileLark(const std::string& text,
                                                               const CancellationToken* cancel) const {
+  // The frontend builds the grammar directly; the printed EBNF is kept for inspection.
   LarkOptions options;
   options.special_tokens = &target_.tokenizer->special_token_text();
   options.vocab_size = target_.tokenizer->vocab_size();
-  std::string ebnf;
-  {
-    CompileScope scope(&limits_, cancel);
-    ebnf = LarkToEbnf(text, options);
-  }
-  return Compile(ebnf, "root", limits_, cancel);
+  CompileScope scope(&limits_, cancel);
+  GrammarAst grammar = LarkToGrammar(text, options);
+  std::string ebnf = PrintEbnf(grammar);
+  return CompileGrammarAst(std::move(grammar), ebnf, target_);
 }
 
 std::shared_ptr<CompiledGrammar> GrammarCompiler::CompileChoice(const std::vector<std::string>& choices,
@@ -101,7 +100,7 @@ std::shared_ptr<CompiledGrammar> GrammarCompiler::CompileStructuralTag(const Low
   CompileTarget target = target_;
   if (target.cache_options.precompute > 0) target.cache_options.precompute = -1;
   CompileScope scope(&limits_, cancel);
-  return CompileGrammarAst(lowered.grammar, lowered.ebnf, target);
+  return CompileGrammarAst(lowered.grammar, PrintEbnf(lowered.grammar), target);
 }
 
 }  // namespace xg2

@@ -18,6 +18,8 @@
 #include "compiler/compile_grammar.h"
 #include "frontends/json_schema/json_schema_converter.h"
 #include "frontends/structural_tag/structural_tag.h"
+#include "grammar/grammar_ast_equality.h"
+#include "grammar/grammar_ast_hash.h"
 #include "matcher/compiled_grammar.h"
 #include "support/cancellation.h"
 #include "support/compile_limits.h"
@@ -31,15 +33,17 @@ struct JsonSchemaCompilation {
 
 // A structural tag validated and lowered, ready to compile (GrammarCompiler::LowerStructuralTag).
 // Lowering is separate from compiling so that a malformed tag fails when it is submitted,
-// before any asynchronous compile starts. Equal when their grammars are, so tags spelled
-// differently share one cached grammar: the EBNF parses to exactly the grammar
-// (structural_tag.h), so equal texts are equal grammars.
+// before any asynchronous compile starts. Equal when their grammars are, node for node
+// (SameGrammarAst), so tags spelled differently share one cached grammar; the hash reads the
+// same structure (GrammarAstHash). The grammar is numbered as a parse of its printed EBNF numbers
+// it (structural_tag.h), so equal grammars are exactly equal printed texts: keying by structure
+// keys as the text did, without printing a grammar that a cached one already serves.
 struct LoweredStructuralTag {
-  explicit LoweredStructuralTag(structural_tag::LoweredGrammar lowered)
-      : ebnf(std::move(lowered.ebnf)), grammar(std::move(lowered.grammar)), hash(std::hash<std::string>()(ebnf)) {}
-  bool operator==(const LoweredStructuralTag& other) const { return hash == other.hash && ebnf == other.ebnf; }
+  explicit LoweredStructuralTag(GrammarAst lowered) : grammar(std::move(lowered)), hash(GrammarAstHash(grammar)) {}
+  bool operator==(const LoweredStructuralTag& other) const {
+    return hash == other.hash && SameGrammarAst(grammar, other.grammar);
+  }
 
-  const std::string ebnf;
   const GrammarAst grammar;
   const size_t hash;
 };

@@ -113,6 +113,13 @@ class GrammarBuilder {
   // that builds rules in an order of its own gets the grammar ParseEbnf(PrintEbnf(grammar))
   // returns, node for node (grammar/grammar_ast_equality.h).
   GrammarAst FinishInPrintedOrder(RuleId root, const std::vector<RuleId>& order);
+
+  // ---- Inspecting what is built ----
+
+  // The grammar built so far: every node added, every rule added (a rule not yet defined has
+  // body -1). For a frontend that decides what to build next from what it built (the Lark
+  // frontend's %ignore analysis, frontends/lark/lark_ignore.h). Valid until the next addition.
+  const GrammarAst& built() const { return ast_; }
 };
 
 }  // namespace xg2

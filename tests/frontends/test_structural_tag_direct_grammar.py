@@ -104,3 +104,36 @@ def test_embedded_unique_items_are_enforced() -> None:
     grammar = hf_compiler("llama3.1").compile_structural_tag(json.dumps(tag))
     assert xg.GrammarMatcher(grammar).accept_string('["a", "b"]')
     assert not xg.GrammarMatcher(grammar).accept_string('["a", "a"]')
+
+
+def test_lowered_tags_are_keyed_by_their_grammar():
+    # The lowered-tag key is the grammar's structure (hash and node-for-node equality), not its
+    # printed text: spellings of one grammar are one key and share one compiled grammar; tags
+    # whose grammars differ anywhere (a literal, a schema bound, a rule's place) are different keys.
+    import xg2_plugin as xg
+
+    compiler = xg.GrammarCompiler(hf_tokenizer_info("llama3.1"))
+    native = compiler._native
+    schema = {"type": "object", "properties": {"n": {"type": "integer", "maximum": 5}}, "required": ["n"]}
+    tag = {"type": "structural_tag", "format": {"type": "tag", "begin": "<f>", "content": {
+        "type": "json_schema", "json_schema": schema}, "end": "</f>"}}
+    spellings = [json.dumps(tag), json.dumps(tag, indent=2, sort_keys=True)]
+    lowered = [native.lower_structural_tag(text, True) for text in spellings]
+    assert lowered[0] == lowered[1] and hash(lowered[0]) == hash(lowered[1])
+    first = compiler.compile_structural_tag(spellings[0])
+    before = compiler.cache_stats["hits"]
+    assert compiler.compile_structural_tag(spellings[1]) is first
+    assert compiler.cache_stats["hits"] == before + 1
+    variants = [
+        json.dumps({**tag, "format": {**tag["format"], "end": "</g>"}}),
+        json.dumps({**tag, "format": {**tag["format"], "content": {
+            "type": "json_schema", "json_schema": {**schema, "properties": {"n": {"type": "integer", "maximum": 6}}}}}}),
+        json.dumps({"type": "structural_tag", "format": {"type": "sequence", "elements": [
+            {"type": "const_string", "value": "x"}, tag["format"]]}}),
+    ]
+    for text in variants:
+        other = native.lower_structural_tag(text, True)
+        assert other != lowered[0]
+        assert _native._structural_tag_to_ebnf(text, hf_tokenizer_info("llama3.1")._handle) != \
+            _native._structural_tag_to_ebnf(spellings[0], hf_tokenizer_info("llama3.1")._handle)
+    assert native.lower_structural_tag(spellings[0], False) != lowered[0]  # compact JSON whitespace

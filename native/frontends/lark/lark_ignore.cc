@@ -107,18 +107,6 @@ std::optional<std::string> FixedString(const GrammarAst& ast, ExprId id, int dep
   return std::nullopt;
 }
 
-std::string ClassText(const Ranges& ranges) {
-  static const char* kHex = "0123456789ABCDEF";
-  auto member = [](uint32_t cp) {
-    std::string out = "\\U";
-    for (int shift = 28; shift >= 0; shift -= 4) out.push_back(kHex[(cp >> shift) & 15]);
-    return out;
-  };
-  std::string out = "[";
-  for (const CodepointRange& r : ranges) out += member(r.first) + (r.first == r.last ? "" : "-" + member(r.last));
-  return out + "]";
-}
-
 // The class C when `id` is C repeated without bound, else nullopt.
 std::optional<Ranges> UnboundedClassLoop(const GrammarAst& ast, ExprId id) {
   std::string ignored;
@@ -129,12 +117,19 @@ std::optional<Ranges> UnboundedClassLoop(const GrammarAst& ast, ExprId id) {
 
 }  // namespace
 
-std::string MaximalMatchLookahead(const GrammarAst& ast, RuleId rule, const Position& where) {
+ExprId MaximalMatchLookahead(RuleId rule, const Position& where, GrammarBuilder* builder) {
+  const GrammarAst& ast = builder->built();
   std::string name;
   ExprId body = Unwrap(ast, ast.rules[rule].body, &name);
-  if (name == "c_C_COMMENT") return "";
-  if (name == "c_NEWLINE") return "[^\\r\\n] | \"\\r\" [^\\n]";
-  if (SingleCharacter(ast, body) || FixedString(ast, body)) return "";
+  if (name == "c_C_COMMENT") return -1;
+  if (name == "c_NEWLINE") {
+    // Not followed by "\n" or "\r\n": [^\r\n] | "\r" [^\n]
+    const ExprId not_cr_lf = builder->CharClass(NormalizeRanges({{'\r', '\r'}, {'\n', '\n'}}, true));
+    const ExprId cr_then[] = {builder->Bytes("\r"), builder->CharClass(NormalizeRanges({{'\n', '\n'}}, true))};
+    const ExprId alternatives[] = {not_cr_lf, builder->Sequence(cr_then, 2)};
+    return builder->Choice(alternatives, 2);
+  }
+  if (SingleCharacter(ast, body) || FixedString(ast, body)) return -1;
   std::optional<Ranges> loop = UnboundedClassLoop(ast, body);
   const ExprNode& node = ast.node(body);
   if (!loop && node.kind == ::xg2::ExprKind::kSequence && node.children.size() >= 2) {
@@ -153,7 +148,7 @@ std::string MaximalMatchLookahead(const GrammarAst& ast, RuleId rule, const Posi
   if (rest.empty()) {
     throw GrammarSyntaxError(Where(where) + "this %ignore'd terminal runs to the end of the text");
   }
-  return ClassText(rest);
+  return builder->CharClass(std::move(rest));
 }
 
 }  // namespace lark

@@ -16,13 +16,15 @@
 
 #include "frontends/lark/lark_syntax.h"
 #include "grammar/grammar_ast.h"
+#include "grammar/grammar_builder.h"
 
 namespace xg2 {
 namespace lark {
 
-// The lookahead expression (EBNF, "" when none is needed) that makes a match of `rule` (the
-// lowered %ignore operand, in `ast`) maximal. `where`: the %ignore, for the error.
-std::string MaximalMatchLookahead(const GrammarAst& ast, RuleId rule, const Position& where);
+// Adds to `builder` the lookahead that makes a match of `rule` (the lowered %ignore operand,
+// already defined there) maximal, and returns its id, or -1 when none is needed. `where`: the
+// %ignore, for the error.
+ExprId MaximalMatchLookahead(RuleId rule, const Position& where, GrammarBuilder* builder);
 
 }  // namespace lark
 }  // namespace xg2

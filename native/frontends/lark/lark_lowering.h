@@ -1,6 +1,7 @@
-// Lark frontend: Lark grammar text into EBNF text (docs/ebnf.md dialect, root rule "root")
-// whose language is the grammar's context-free language as Lark's Earley parser with the
-// dynamic_complete lexer reads it (docs/lark.md says where other Lark parsers differ).
+// Lark frontend: Lark grammar text into a grammar (root rule "root"), built directly through
+// GrammarBuilder, whose language is the grammar's context-free language as Lark's Earley parser
+// with the dynamic_complete lexer reads it (docs/lark.md says where other Lark parsers differ).
+// Its printed EBNF (PrintEbnf) is a debugging view that parses back to exactly that grammar.
 //
 // Lowering: each rule becomes `r_<name>`, each terminal `t_<NAME>` (a terminal from
 // %import common `c_<NAME>`), a %json schema an embedded grammar `j<n>_...`. Terminals are
@@ -14,6 +15,8 @@
 #include <string>
 #include <string_view>
 
+#include "grammar/grammar_ast.h"
+
 namespace xg2 {
 
 class SpecialTokenText;
@@ -26,8 +29,9 @@ struct LarkOptions {
 };
 
 // Throws GrammarSyntaxError (RegexError for a bad regex) naming the construct and its line and
-// column, SchemaError for a bad %json schema.
-std::string LarkToEbnf(std::string_view text, const LarkOptions& options = {});
+// column, SchemaError for a bad %json schema, ResourceLimitError for a repetition bound above
+// the compile limits installed on the calling thread.
+GrammarAst LarkToGrammar(std::string_view text, const LarkOptions& options = {});
 
 }  // namespace xg2
 

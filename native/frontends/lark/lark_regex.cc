@@ -86,21 +86,15 @@ bool Nullable(const GrammarAst& ast, ExprId id) {
 
 }  // namespace
 
-LoweredRegex LowerRegex(const Expr& regex) {
+LoweredRegex LowerRegex(const Expr& regex, GrammarBuilder* builder) {
   std::string pattern = Prepare(regex);
   LoweredRegex lowered;
-  GrammarBuilder builder;
-  ExprId body = -1;
   try {
-    body = RegexToGrammar(pattern, RegexOptions{}, &builder, &lowered.ebnf);
+    lowered.expr = RegexToGrammar(pattern, RegexOptions{}, builder);
   } catch (const RegexError& error) {
     Fail(regex, error.what());
   }
-  lowered.ebnf = "(" + lowered.ebnf + ")";
-  const RuleId root = builder.AddRule("r");
-  builder.DefineRule(root, body);
-  const GrammarAst ast = builder.Finish(root);
-  lowered.nullable = Nullable(ast, body);
+  lowered.nullable = Nullable(builder->built(), lowered.expr);
   return lowered;
 }
 

@@ -1,5 +1,5 @@
-// A Lark /regex/ terminal (Python `re` syntax, already unescaped as Lark does) as an EBNF
-// expression through the regex frontend (frontends/regex/regex_converter.h), and whether it
+// A Lark /regex/ terminal (Python `re` syntax, already unescaped as Lark does) as a grammar
+// expression built by the regex frontend (frontends/regex/regex_converter.h), and whether it
 // matches the empty string. Flags: `s` (dot matches newline), `m` and `u` (no effect: anchors
 // are refused and patterns are Unicode) are exact; `i`, `x` and `l` are refused, as are ^ and
 // $ (inside a Lark terminal they anchor to the whole text, not to the terminal).
@@ -9,17 +9,18 @@
 #include <string>
 
 #include "frontends/lark/lark_syntax.h"
+#include "grammar/grammar_builder.h"
 
 namespace xg2 {
 namespace lark {
 
 struct LoweredRegex {
-  std::string ebnf;  // parenthesised
+  ExprId expr = -1;  // in the builder passed to LowerRegex
   bool nullable = false;
 };
 
-// Throws RegexError naming the regex's line and column.
-LoweredRegex LowerRegex(const Expr& regex);
+// Adds the regex's expression to `builder`. Throws RegexError naming the regex's line and column.
+LoweredRegex LowerRegex(const Expr& regex, GrammarBuilder* builder);
 
 }  // namespace lark
 }  // namespace xg2

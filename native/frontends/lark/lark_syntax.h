@@ -1,4 +1,4 @@
-// Syntax tree of a Lark grammar (lark_parser.h reads it, lark_lowering.h lowers it to EBNF).
+// Syntax tree of a Lark grammar (lark_parser.h reads it, lark_lowering.h lowers it to a grammar).
 // Every node keeps the line and column where it starts, so errors found while lowering name
 // the place in the Lark text.
 #ifndef XG2_FRONTENDS_LARK_LARK_SYNTAX_H_

@@ -175,22 +175,15 @@ struct LoweringOptions {
   bool any_whitespace = true;
 };
 
-// A lowered structural tag: the grammar, built directly (root rule "root"), and its printed
-// EBNF (PrintEbnf), a debugging view and the compiled grammar's cache key, which parses back
-// to exactly that grammar (GrammarBuilder::FinishInPrintedOrder).
-struct LoweredGrammar {
-  std::string ebnf;
-  GrammarAst grammar;
-};
-
-// The grammar of `tag`.
+// The grammar of `tag`, built directly (root rule "root"). Its printed EBNF (PrintEbnf, a
+// debugging view) parses back to exactly that grammar (GrammarBuilder::FinishInPrintedOrder).
 // Throws UnsupportedSchemaError, StructuralTagError, and whatever the embedded frontends throw
 // (SchemaError, RegexError, GrammarSyntaxError), and ResourceLimitError for a repetition
 // bound above the compile limits installed on the calling thread.
-LoweredGrammar LowerStructuralTag(const StructuralTag& tag, const LoweringOptions& options);
+GrammarAst LowerStructuralTag(const StructuralTag& tag, const LoweringOptions& options);
 
 // Both steps.
-LoweredGrammar StructuralTagToGrammar(std::string_view json_text, const LoweringOptions& options);
+GrammarAst StructuralTagToGrammar(std::string_view json_text, const LoweringOptions& options);
 // Both steps, the printed EBNF alone (a debugging view).
 std::string StructuralTagToEbnf(std::string_view json_text, const LoweringOptions& options);
 

@@ -5,7 +5,9 @@
 // `st_<hint>_<n>_<name>` so that names never clash. The lowering composes each rule body as a
 // TagExpr (tag_expr.h) and defines the rule when the body is complete; the printed grammar lists
 // the root, then the tag's own rules in the order they were completed, then the embedded
-// grammars in the order they were added (GrammarBuilder::FinishInPrintedOrder).
+// grammars in the order they were added. GrammarBuilder::FinishInPrintedOrder numbers the tag's
+// own rules; the embedded grammars, already numbered so by their frontends, are appended after
+// them without renumbering (deferred_grammars.h).
 //
 // Special tokens: every string of the format is split into plain text and special-token
 // text (SpecialTokenText::Split); the latter becomes `Token(id)`, which matches that token
@@ -23,6 +25,7 @@
 #include "frontends/ebnf/ebnf_parser.h"
 #include "frontends/json_schema/json_schema_converter.h"
 #include "frontends/regex/regex_converter.h"
+#include "frontends/structural_tag/deferred_grammars.h"
 #include "frontends/structural_tag/structural_tag.h"
 #include "frontends/structural_tag/structural_tag_token_forms.h"
 #include "frontends/structural_tag/tag_expr.h"
@@ -78,16 +81,15 @@ class Lowering {
     specials_ = options.special_tokens ? options.special_tokens : &kNone;
   }
 
-  LoweredGrammar Grammar(const Format& format) {
+  GrammarAst Grammar(const Format& format) {
     const E root = Lower(format);
     std::vector<RuleId> order;
     E::DefineTagRule(&builder_, root_, "root", root, &order);
     order.insert(order.end(), own_rules_.begin(), own_rules_.end());
     order.insert(order.end(), embedded_rules_.begin(), embedded_rules_.end());
-    LoweredGrammar lowered;
-    lowered.grammar = builder_.FinishInPrintedOrder(root_, order);
-    lowered.ebnf = PrintEbnf(lowered.grammar);
-    return lowered;
+    GrammarAst grammar = builder_.FinishInPrintedOrder(root_, order);
+    deferred_.AppendTo(&grammar);
+    return grammar;
   }
 
  private:
@@ -185,10 +187,11 @@ class Lowering {
   }
 
   // Adds `grammar` with its rules renamed `prefix + name`, listed with the tag's own rules
-  // (`own`) or after them; returns its root rule.
+  // (`own`) or after them (kept aside until the end, deferred_grammars.h); returns its root rule.
   E EmbedGrammar(GrammarAst grammar, const std::string& prefix, bool own) {
     const RuleId root = grammar.root_rule;
-    std::vector<RuleId> rules = builder_.Embed(std::move(grammar), prefix);
+    std::vector<RuleId> rules =
+        own ? builder_.Embed(std::move(grammar), prefix) : deferred_.Reserve(std::move(grammar), prefix, &builder_);
     std::vector<RuleId>& order = own ? own_rules_ : embedded_rules_;
     order.insert(order.end(), rules.begin(), rules.end());
     return E::Rule(rules[root]);
@@ -1156,6 +1159,7 @@ class Lowering {
   const RuleId root_;
   std::vector<RuleId> own_rules_;       // the tag's own rules, as the printed grammar lists them
   std::vector<RuleId> embedded_rules_;  // the embedded grammars' rules, listed after them
+  DeferredGrammars deferred_;           // their nodes, until the end
   int counter_ = 0;
   std::map<std::tuple<std::string, int64_t, bool, std::string>, E> json_rules_;
   RuleId cohere_any_value_ = -1;  // CohereAnyValue's rules, once defined
@@ -1164,16 +1168,16 @@ class Lowering {
 
 }  // namespace
 
-LoweredGrammar LowerStructuralTag(const StructuralTag& tag, const LoweringOptions& options) {
+GrammarAst LowerStructuralTag(const StructuralTag& tag, const LoweringOptions& options) {
   return Lowering(options).Grammar(*tag.format);
 }
 
-LoweredGrammar StructuralTagToGrammar(std::string_view json_text, const LoweringOptions& options) {
+GrammarAst StructuralTagToGrammar(std::string_view json_text, const LoweringOptions& options) {
   return LowerStructuralTag(ParseStructuralTag(json_text), options);
 }
 
 std::string StructuralTagToEbnf(std::string_view json_text, const LoweringOptions& options) {
-  return StructuralTagToGrammar(json_text, options).ebnf;
+  return PrintEbnf(StructuralTagToGrammar(json_text, options));
 }
 
 }  // namespace structural_tag
