@@ -257,7 +257,8 @@ uint32_t* BitmaskRow(const GrammarMatcher& matcher, py::handle bitmask, py::hand
 }
 
 // A LongWorkNotice that releases the GIL when told (and retakes it when destroyed): a short
-// call keeps the GIL, which is cheaper than giving it away and back.
+// call keeps the GIL, which is cheaper than giving it away and back. Make it in a scope that
+// ends before the call touches a Python object again.
 class ReleaseGilOnLongWork {
  public:
   ReleaseGilOnLongWork() {
@@ -336,8 +337,11 @@ PyObject* FillNextTokenBitmaskMethod(PyObject* self, PyObject* const* args, Py_s
     int64_t num_words = 0;
     py::int_ first_row(0);
     uint32_t* row = BitmaskRow(matcher, given[0], given[1] ? py::handle(given[1]) : py::handle(first_row), &num_words);
-    ReleaseGilOnLongWork gil;
-    const bool need_apply = matcher.FillNextTokenBitmask(row, num_words, gil.notice());
+    bool need_apply = false;
+    {
+      ReleaseGilOnLongWork gil;  // the GIL is held again when it goes
+      need_apply = matcher.FillNextTokenBitmask(row, num_words, gil.notice());
+    }
     return py::bool_(need_apply).release().ptr();
   } catch (...) {
     return RaiseCurrentException();
@@ -377,8 +381,11 @@ PyObject* AcceptTokenMethod(PyObject* self, PyObject* const* args, Py_ssize_t na
     GrammarMatcher& matcher = py::handle(self).cast<GrammarMatcher&>();
     int32_t token_id = 0;
     if (!TokenIdArgument(given[0], matcher.grammar().tokenizer->vocab_size(), &token_id)) return nullptr;
-    ReleaseGilOnLongWork gil;
-    const bool accepted = matcher.AcceptToken(token_id, gil.notice());
+    bool accepted = false;
+    {
+      ReleaseGilOnLongWork gil;  // the GIL is held again when it goes
+      accepted = matcher.AcceptToken(token_id, gil.notice());
+    }
     return py::bool_(accepted).release().ptr();
   } catch (...) {
     return RaiseCurrentException();

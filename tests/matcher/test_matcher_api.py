@@ -294,6 +294,36 @@ def test_accept_token_arguments(compiler: xg.GrammarCompiler, info: xg.Tokenizer
     assert m.accept_token(ids[b"a"]) and m.accept_token(ids[b"b"])
 
 
+def test_long_accepts_release_and_retake_the_gil(compiler: xg.GrammarCompiler, info: xg.TokenizerInfo) -> None:
+    """An accept whose parser work passes a few hundred operations releases the GIL mid-token
+    (EarleyParser::kShortWork) and must hold it again before it returns: on a grammar whose work
+    per byte grows with the output, the later accepts take that path, and their results, the
+    mask beside them and the other threads' calls stay right."""
+    import threading
+
+    ids = {tok: i for i, tok in enumerate(VOCAB)}
+    grammar = compiler.compile_grammar('root ::= s\ns ::= s s | "a" | "b"')  # ambiguous: O(n) items per byte
+    m = xg.GrammarMatcher(grammar)
+    stop = threading.Event()
+    ticks = []
+
+    def other_thread() -> None:
+        while not stop.is_set():
+            ticks.append(len(ticks))
+
+    helper = threading.Thread(target=other_thread)
+    helper.start()
+    try:
+        for step in range(60):
+            assert m.accept_token(ids[b"a"] if step % 2 else ids[b"b"]) is True
+            assert m.accept_token(ids[b"c"]) is False
+        assert allowed_ids(m, len(VOCAB)) == {ids[b"a"], ids[b"b"], ids[b"ab"], ids[b"ba"], STOP}
+    finally:
+        stop.set()
+        helper.join()
+    assert m.num_accepted_steps == 60 and m.is_completed()
+
+
 def test_torch_bitmask_and_apply(compiler: xg.GrammarCompiler, info: xg.TokenizerInfo) -> None:
     torch = pytest.importorskip("torch")
     m = xg.GrammarMatcher(compiler.compile_grammar('root ::= "a" | "b"'))
