@@ -95,11 +95,13 @@ class GrammarMatcher:
         return matcher
 
     def _bind_fill(self) -> None:
-        # The native fill validates its arguments itself (see fill_next_token_bitmask), so the
-        # instance calls it directly, one Python frame less per token; a subclass that
-        # overrides the method keeps its override.
+        # The native fill and accept validate their arguments themselves (see
+        # fill_next_token_bitmask, accept_token), so the instance calls them directly, one
+        # Python frame less per token; a subclass that overrides a method keeps its override.
         if type(self).fill_next_token_bitmask is GrammarMatcher.fill_next_token_bitmask:
             self.fill_next_token_bitmask = self._handle.fill_next_token_bitmask  # type: ignore[method-assign]
+        if type(self).accept_token is GrammarMatcher.accept_token:
+            self.accept_token = self._handle.accept_token  # type: ignore[method-assign]
 
     @property
     def compiled_grammar(self) -> CompiledGrammar:
@@ -127,8 +129,12 @@ class GrammarMatcher:
         return self._handle.fill_next_token_bitmask_reference(bitmask, index)
 
     def accept_token(self, token_id: int) -> bool:
-        """Consumes one token; returns False (state unchanged) if the grammar forbids it."""
-        return bool(self._handle.accept_token(_token_id(token_id, self.vocab_size)))
+        """Consumes one token; returns False (state unchanged) if the grammar forbids it.
+
+        The id is checked in the engine, with the errors of the other token-id arguments: a
+        ``TypeError`` for a bool or a non-integer, ``InvalidArgumentError`` outside the vocabulary.
+        """
+        return self._handle.accept_token(token_id)
 
     def accept_string(self, text: Union[str, bytes]) -> bool:
         """Consumes raw text as one step (undone by ``rollback(1)``); False if not allowed."""

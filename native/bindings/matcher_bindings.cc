@@ -256,64 +256,147 @@ uint32_t* BitmaskRow(const GrammarMatcher& matcher, py::handle bitmask, py::hand
   return RowPointer(layout.address, layout.row_stride_words, row);
 }
 
-// The fill with its GIL policy: a fill from cached rows is shorter than giving the GIL away
-// and back, so the GIL is released only once the fill says it has long work to do
-// (LongFillNotice).
-bool FillRow(GrammarMatcher& matcher, uint32_t* row, int64_t num_words) {
-  std::optional<py::gil_scoped_release> release;
-  LongFillNotice notice;
-  notice.before_long_work = [](void* slot) { static_cast<std::optional<py::gil_scoped_release>*>(slot)->emplace(); };
-  notice.context = &release;
-  return matcher.FillNextTokenBitmask(row, num_words, &notice);
+// A LongWorkNotice that releases the GIL when told (and retakes it when destroyed): a short
+// call keeps the GIL, which is cheaper than giving it away and back. Make it in a scope that
+// ends before the call touches a Python object again.
+class ReleaseGilOnLongWork {
+ public:
+  ReleaseGilOnLongWork() {
+    notice_.before_long_work = [](void* slot) { static_cast<std::optional<py::gil_scoped_release>*>(slot)->emplace(); };
+    notice_.context = &release_;
+  }
+  LongWorkNotice* notice() { return &notice_; }
+
+ private:
+  std::optional<py::gil_scoped_release> release_;  // destroyed after notice_: nothing calls it then
+  LongWorkNotice notice_;
+};
+
+// The arguments of a METH_FASTCALL | METH_KEYWORDS method with parameters `names`, in order
+// (positional first, then keywords), with Python's errors for an extra, unknown, repeated or
+// missing (the first `required`) argument. False with the error set on failure.
+bool ParseFastcallArguments(const char* function, const char* const* names, int count, int required,
+                            PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames, PyObject** given) {
+  if (nargs > count) {
+    PyErr_Format(PyExc_TypeError, "%s() takes at most %d argument%s (%zd given)", function, count,
+                 count == 1 ? "" : "s", nargs);
+    return false;
+  }
+  for (int k = 0; k < count; ++k) given[k] = k < nargs ? args[k] : nullptr;
+  const Py_ssize_t num_keywords = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+  for (Py_ssize_t k = 0; k < num_keywords; ++k) {
+    PyObject* name = PyTuple_GET_ITEM(kwnames, k);
+    int slot = -1;
+    for (int n = 0; n < count && slot < 0; ++n) {
+      if (PyUnicode_CompareWithASCIIString(name, names[n]) == 0) slot = n;
+    }
+    if (slot < 0) {
+      PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%U'", function, name);
+      return false;
+    }
+    if (given[slot]) {
+      PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument '%s'", function, names[slot]);
+      return false;
+    }
+    given[slot] = args[nargs + k];
+  }
+  for (int k = 0; k < required; ++k) {
+    if (!given[k]) {
+      PyErr_Format(PyExc_TypeError, "%s() missing required argument '%s'", function, names[k]);
+      return false;
+    }
+  }
+  return true;
+}
+
+// Converts a C++ exception escaping a METH_FASTCALL method into the Python error pybind11's
+// dispatcher would raise (the module's translators). Call from a catch block.
+PyObject* RaiseCurrentException() {
+  try {
+    throw;
+  } catch (py::error_already_set& e) {
+    e.restore();
+  } catch (...) {
+    py::detail::try_translate_exceptions();
+  }
+  return nullptr;
 }
 
 // GrammarMatcher.fill_next_token_bitmask(bitmask, index=0), the call a server makes once per
 // token, as a METH_FASTCALL method instead of a pybind11 function: pybind11's dispatcher
 // (overload resolution, argument vectors built per call) costs a sizeable part of a fill
 // from cached rows. Arguments and errors are those of the other methods: the same checks
-// (BitmaskRow), pybind11's exception translators for the engine's errors.
+// (BitmaskRow), pybind11's exception translators for the engine's errors. The GIL is
+// released only once the fill says it has long work to do (LongWorkNotice).
 PyObject* FillNextTokenBitmaskMethod(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   static const char* const kNames[2] = {"bitmask", "index"};
-  PyObject* given[2] = {nullptr, nullptr};
-  if (nargs > 2) {
-    PyErr_Format(PyExc_TypeError, "fill_next_token_bitmask() takes at most 2 arguments (%zd given)", nargs);
-    return nullptr;
-  }
-  for (Py_ssize_t k = 0; k < nargs; ++k) given[k] = args[k];
-  const Py_ssize_t num_keywords = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
-  for (Py_ssize_t k = 0; k < num_keywords; ++k) {
-    PyObject* name = PyTuple_GET_ITEM(kwnames, k);
-    int slot = -1;
-    for (int n = 0; n < 2 && slot < 0; ++n) {
-      if (PyUnicode_CompareWithASCIIString(name, kNames[n]) == 0) slot = n;
-    }
-    if (slot < 0) {
-      PyErr_Format(PyExc_TypeError, "fill_next_token_bitmask() got an unexpected keyword argument '%U'", name);
-      return nullptr;
-    }
-    if (given[slot]) {
-      PyErr_Format(PyExc_TypeError, "fill_next_token_bitmask() got multiple values for argument '%s'", kNames[slot]);
-      return nullptr;
-    }
-    given[slot] = args[nargs + k];
-  }
-  if (!given[0]) {
-    PyErr_SetString(PyExc_TypeError, "fill_next_token_bitmask() missing required argument 'bitmask'");
-    return nullptr;
-  }
+  PyObject* given[2];
+  if (!ParseFastcallArguments("fill_next_token_bitmask", kNames, 2, 1, args, nargs, kwnames, given)) return nullptr;
   try {
     GrammarMatcher& matcher = py::handle(self).cast<GrammarMatcher&>();
     int64_t num_words = 0;
     py::int_ first_row(0);
     uint32_t* row = BitmaskRow(matcher, given[0], given[1] ? py::handle(given[1]) : py::handle(first_row), &num_words);
-    return py::bool_(FillRow(matcher, row, num_words)).release().ptr();
-  } catch (py::error_already_set& e) {
-    e.restore();
-    return nullptr;
+    bool need_apply = false;
+    {
+      ReleaseGilOnLongWork gil;  // the GIL is held again when it goes
+      need_apply = matcher.FillNextTokenBitmask(row, num_words, gil.notice());
+    }
+    return py::bool_(need_apply).release().ptr();
   } catch (...) {
-    py::detail::try_translate_exceptions();  // the module's translators, as pybind11's dispatcher does
-    return nullptr;
+    return RaiseCurrentException();
   }
+}
+
+// A token id argument as int32, with the errors of xg2_plugin.matcher's checks: TypeError
+// naming the argument for a bool or a non-integer, InvalidArgumentError for an id no
+// vocabulary holds (one beyond int32 cannot reach AcceptToken's own range check).
+bool TokenIdArgument(PyObject* value, int64_t vocab_size, int32_t* token_id) {
+  if (PyBool_Check(value) || !PyIndex_Check(value)) {
+    PyErr_Format(PyExc_TypeError, "token_id must be an int, got %s", Py_TYPE(value)->tp_name);
+    return false;
+  }
+  py::object as_int = py::reinterpret_steal<py::object>(PyNumber_Index(value));
+  if (!as_int) return false;
+  int overflow = 0;
+  const long long id = PyLong_AsLongLongAndOverflow(as_int.ptr(), &overflow);
+  if (id == -1 && PyErr_Occurred()) return false;
+  if (overflow || id < INT32_MIN || id > INT32_MAX) {
+    throw InvalidArgumentError("token id " + py::str(as_int).cast<std::string>() +
+                               " is outside the vocabulary [0, " + std::to_string(vocab_size) + ")");
+  }
+  *token_id = static_cast<int32_t>(id);
+  return true;
+}
+
+// GrammarMatcher.accept_token(token_id), once per generated token, as a METH_FASTCALL method
+// for the reason above. An accept is one token's parser steps, usually shorter than handing
+// the GIL away and back: the GIL is released only once the parser's work for the token gets
+// long (EarleyParser::kShortWork).
+PyObject* AcceptTokenMethod(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  static const char* const kNames[1] = {"token_id"};
+  PyObject* given[1];
+  if (!ParseFastcallArguments("accept_token", kNames, 1, 1, args, nargs, kwnames, given)) return nullptr;
+  try {
+    GrammarMatcher& matcher = py::handle(self).cast<GrammarMatcher&>();
+    int32_t token_id = 0;
+    if (!TokenIdArgument(given[0], matcher.grammar().tokenizer->vocab_size(), &token_id)) return nullptr;
+    bool accepted = false;
+    {
+      ReleaseGilOnLongWork gil;  // the GIL is held again when it goes
+      accepted = matcher.AcceptToken(token_id, gil.notice());
+    }
+    return py::bool_(accepted).release().ptr();
+  } catch (...) {
+    return RaiseCurrentException();
+  }
+}
+
+// Installs a METH_FASTCALL | METH_KEYWORDS function as a method of the bound class.
+void AddFastcallMethod(py::class_<GrammarMatcher>& cls, PyMethodDef* method) {
+  PyObject* descriptor = PyDescr_NewMethod(reinterpret_cast<PyTypeObject*>(cls.ptr()), method);
+  if (!descriptor) throw py::error_already_set();
+  cls.attr(method->ml_name) = py::reinterpret_steal<py::object>(descriptor);
 }
 
 // The compiled grammar's read-only view and the cross-grammar pool's counters.
@@ -380,8 +463,6 @@ void BindGrammarMatcher(py::module_& m) {
            }),
            py::arg("compiled_grammar"), py::arg("stop_token_ids") = py::none(),
            py::arg("terminate_without_stop_token") = false)
-      .def("accept_token", &GrammarMatcher::AcceptToken, py::arg("token_id"),
-           py::call_guard<py::gil_scoped_release>())
       .def(
           "accept_string",
           [](GrammarMatcher& self, const py::bytes& text) {
@@ -415,9 +496,13 @@ void BindGrammarMatcher(py::module_& m) {
       METH_FASTCALL | METH_KEYWORDS,
       "fill_next_token_bitmask(self, bitmask: object, index: int = 0) -> bool\n\nWrites the allowed tokens into row `index` of "
       "`bitmask`; False iff every token is allowed."};
-  PyObject* descriptor = PyDescr_NewMethod(reinterpret_cast<PyTypeObject*>(matcher_class.ptr()), &fill_method);
-  if (!descriptor) throw py::error_already_set();
-  matcher_class.attr("fill_next_token_bitmask") = py::reinterpret_steal<py::object>(descriptor);
+  AddFastcallMethod(matcher_class, &fill_method);
+  static PyMethodDef accept_method = {
+      "accept_token", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&AcceptTokenMethod)),
+      METH_FASTCALL | METH_KEYWORDS,
+      "accept_token(self, token_id: int) -> bool\n\nConsumes one token; False (state unchanged) if the grammar "
+      "forbids it."};
+  AddFastcallMethod(matcher_class, &accept_method);
 }
 
 void BindBatchFill(py::module_& m) {

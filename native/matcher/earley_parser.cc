@@ -109,13 +109,22 @@ EarleyParser::EarleyParser(std::shared_ptr<const GrammarFsm> fsm, EarleyLimits l
   Reset();
 }
 
-void EarleyParser::SetWorkBudget(WorkBudget budget) {
+void EarleyParser::SetWorkBudget(WorkBudget budget, LongWorkNotice* notice) {
   budget_ = budget;
   work_left_ = budget == WorkBudget::kToken ? limits_.max_work_per_token : limits_.max_work_per_fill;
+  long_work_notice_ = notice;
+  notify_below_ = notice ? std::max<int64_t>(0, work_left_ - kShortWork) : 0;
 }
 
 void EarleyParser::Spend(int64_t work) {
   work_left_ -= work;
+  if (work_left_ >= notify_below_) return;
+  if (long_work_notice_) {
+    LongWorkNotice* notice = long_work_notice_;
+    long_work_notice_ = nullptr;
+    notify_below_ = 0;
+    notice->Notify();
+  }
   if (work_left_ < 0) {
     const bool token = budget_ == WorkBudget::kToken;
     throw ResourceLimitError(

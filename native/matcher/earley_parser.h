@@ -110,6 +110,22 @@ struct EarleyLimits {
 // Which of the EarleyLimits budgets a stretch of parser work draws on.
 enum class WorkBudget { kToken, kFill };
 
+// Told at most once, before work longer than handing a lock away and taking it back. The
+// Python binding releases the GIL there, so a short call keeps it and a long one lets other
+// threads run. Given to a parser budget (EarleyParser::SetWorkBudget) it is told once the
+// budget has spent EarleyParser::kShortWork operations; the mask fill also tells it before
+// its own long steps (GrammarMatcher::FillNextTokenBitmask).
+struct LongWorkNotice {
+  void (*before_long_work)(void* context) = nullptr;
+  void* context = nullptr;
+  void Notify() {
+    if (!before_long_work) return;
+    void (*call)(void*) = before_long_work;
+    before_long_work = nullptr;  // once
+    call(context);
+  }
+};
+
 // Open-addressing set of items, cleared in O(1) by bumping a generation.
 class ItemSet {
  public:
@@ -227,7 +243,16 @@ class EarleyParser {
   // the bytes that follow. One operation is one scanned item, prediction, completion or
   // waiter visited, duplicates included. Past the budget, Advance throws ResourceLimitError
   // (naming the limit) and leaves the parser at the position it had before that byte.
-  void SetWorkBudget(WorkBudget budget);
+  // `notice`, when given, is told once this budget has spent kShortWork operations (the next
+  // SetWorkBudget forgets it).
+  void SetWorkBudget(WorkBudget budget, LongWorkNotice* notice = nullptr);
+  // Operations that cost about as much as handing the GIL away and back (a few microseconds).
+  static constexpr int64_t kShortWork = 512;
+  // Forgets the budget's notice (it lives on the caller's stack: drop it before returning).
+  void DropLongWorkNotice() {
+    long_work_notice_ = nullptr;
+    notify_below_ = 0;
+  }
 
   // The items of the current position that have byte edges (the only ones a byte advances).
   const EarleyItem* scannable_begin() const { return scannable_.data() + scannable_begin_[position()]; }
@@ -261,6 +286,10 @@ class EarleyParser {
   EarleyLimits limits_;
   int64_t work_left_ = 0;
   WorkBudget budget_ = WorkBudget::kToken;
+  // Spend's one test covers both the notice and the limit: work_left_ below notify_below_
+  // means the budget ran out or, while long_work_notice_ is set, passed kShortWork.
+  LongWorkNotice* long_work_notice_ = nullptr;
+  int64_t notify_below_ = 0;
 
   // History, one entry per position (CSR offsets have one more element).
   //

@@ -33,6 +33,22 @@ class ParserRewind {
   bool keep_ = false;
 };
 
+// Starts a parser budget that tells `notice` (may be null) once its work gets long, and
+// takes the notice back from the parser on destruction (also when an exception unwinds):
+// the notice lives on the caller's stack.
+class LongWorkNoticeScope {
+ public:
+  LongWorkNoticeScope(EarleyParser& parser, WorkBudget budget, LongWorkNotice* notice) : parser_(parser) {
+    parser_.SetWorkBudget(budget, notice);
+  }
+  ~LongWorkNoticeScope() { parser_.DropLongWorkNotice(); }
+  LongWorkNoticeScope(const LongWorkNoticeScope&) = delete;
+  LongWorkNoticeScope& operator=(const LongWorkNoticeScope&) = delete;
+
+ private:
+  EarleyParser& parser_;
+};
+
 }  // namespace
 
 GrammarMatcher::GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar,
@@ -144,12 +160,12 @@ GrammarMatcher GrammarMatcher::Fork() const {
   return GrammarMatcher(*this);
 }
 
-bool GrammarMatcher::AcceptToken(int32_t token_id) {
+bool GrammarMatcher::AcceptToken(int32_t token_id, LongWorkNotice* notice) {
   ExclusiveUse::Scope claim(in_use_, kMatcherName);
-  return AcceptTokenUnclaimed(token_id);
+  return AcceptTokenUnclaimed(token_id, notice);
 }
 
-bool GrammarMatcher::AcceptTokenUnclaimed(int32_t token_id) {
+bool GrammarMatcher::AcceptTokenUnclaimed(int32_t token_id, LongWorkNotice* notice) {
   if (token_id < 0 || token_id >= tokenizer_->vocab_size()) {
     throw InvalidArgumentError("token id " + std::to_string(token_id) +
                                " is outside the vocabulary [0, " +
@@ -171,7 +187,7 @@ bool GrammarMatcher::AcceptTokenUnclaimed(int32_t token_id) {
   if (token_id >= RealVocabSize()) return false;
   const std::string& bytes = tokenizer_->decoded_tokens()[token_id];
   ParserRewind rewind(parser_);
-  parser_.SetWorkBudget(WorkBudget::kToken);
+  LongWorkNoticeScope notice_scope(parser_, WorkBudget::kToken, notice);
   if (!parser_.AdvanceToken(token_id, bytes.data(), text ? static_cast<int32_t>(bytes.size()) : -1)) {
     return false;
   }
@@ -369,13 +385,13 @@ bool GrammarMatcher::FillReferenceUnclaimed(uint32_t* words, int64_t num_words) 
   return FinishFill(words);
 }
 
-bool GrammarMatcher::FillNextTokenBitmask(uint32_t* words, int64_t num_words, LongFillNotice* notice) {
+bool GrammarMatcher::FillNextTokenBitmask(uint32_t* words, int64_t num_words, LongWorkNotice* notice) {
   ExclusiveUse::Scope claim(in_use_, kMatcherName);
   return FillUnclaimed(words, num_words, notice);
 }
 
-bool GrammarMatcher::FillUnclaimed(uint32_t* words, int64_t num_words, LongFillNotice* notice) {
-  LongFillNotice silent;
+bool GrammarMatcher::FillUnclaimed(uint32_t* words, int64_t num_words, LongWorkNotice* notice) {
+  LongWorkNotice silent;
   if (!notice) notice = &silent;
   GrammarMaskCache& cache = *grammar_->mask_cache;
   if (!cache.options().enabled) {

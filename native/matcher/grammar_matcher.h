@@ -18,22 +18,6 @@ namespace xg2 {
 // Number of 32-bit words in one bitmask row for `vocab_size` tokens.
 inline int64_t BitmaskWords(int64_t vocab_size) { return (vocab_size + 31) / 32; }
 
-// Told at most once per fill, before the fill starts work longer than handing a lock away
-// and taking it back: building a cache entry, the reference walk of the vocabulary, deciding
-// a dead end, or walking more than kShortWalkTokens uncertain tokens through the parser. A
-// fill from cached rows never calls it. The Python binding releases the GIL there, so a
-// short fill keeps it and a long one lets other threads run.
-struct LongFillNotice {
-  void (*before_long_work)(void* context) = nullptr;
-  void* context = nullptr;
-  void Notify() {
-    if (!before_long_work) return;
-    void (*call)(void*) = before_long_work;
-    before_long_work = nullptr;  // once
-    call(context);
-  }
-};
-
 // One matcher serves one caller at a time: every public call claims it (ExclusiveUse), and a
 // call from a second thread while one is running throws ConcurrentUseError, doing nothing.
 //
@@ -61,8 +45,9 @@ class GrammarMatcher {
                  bool terminate_without_stop_token);
 
   // Accepts one token; false (state unchanged) if the grammar forbids it here.
-  // Throws InvalidArgumentError for ids outside [0, vocab_size).
-  bool AcceptToken(int32_t token_id);
+  // Throws InvalidArgumentError for ids outside [0, vocab_size). `notice`, when given, is
+  // told once the parser's work for the token passes EarleyParser::kShortWork operations.
+  bool AcceptToken(int32_t token_id, LongWorkNotice* notice = nullptr);
   // Accepts raw text as one history step (rolled back by rollback(1)).
   bool AcceptString(const std::string& bytes);
   // Length of the longest prefix of `tokens` that would be accepted; state unchanged.
@@ -74,10 +59,11 @@ class GrammarMatcher {
   // Writes the allowed-token bitmask into `words` (`num_words` >= BitmaskWords(vocab));
   // bits beyond the vocabulary are cleared. Returns false iff every token is allowed.
   // Uses the grammar's token-mask cache unless it is disabled. `notice`, when given, is told
-  // before any long work the fill does (LongFillNotice); a fill from cached rows with a short
-  // walk (a cheap estimate: a short walk may still meet a deep parse, bounded by the fill's
-  // work budget) never tells it.
-  bool FillNextTokenBitmask(uint32_t* words, int64_t num_words, LongFillNotice* notice = nullptr);
+  // before any long work the fill does: building a cache entry, the reference walk of the
+  // vocabulary, deciding a dead end, or walking more than kShortWalkTokens uncertain tokens
+  // through the parser. A fill from cached rows with a short walk (a cheap estimate: a short
+  // walk may still meet a deep parse, bounded by the fill's work budget) never tells it.
+  bool FillNextTokenBitmask(uint32_t* words, int64_t num_words, LongWorkNotice* notice = nullptr);
   // The same mask by the exact reference computation only: a walk of the sorted vocabulary
   // through the parser, sharing the work of common prefixes. Kept as the test oracle.
   bool FillNextTokenBitmaskReference(uint32_t* words, int64_t num_words);
@@ -115,16 +101,16 @@ class GrammarMatcher {
  private:
   // The calls without the claim (public calls claim once and use these).
   bool Terminated();
-  bool AcceptTokenUnclaimed(int32_t token_id);
+  bool AcceptTokenUnclaimed(int32_t token_id, LongWorkNotice* notice = nullptr);
   void RollbackUnclaimed(int32_t num_tokens);
   bool FillReferenceUnclaimed(uint32_t* words, int64_t num_words);
-  bool FillUnclaimed(uint32_t* words, int64_t num_words, LongFillNotice* notice = nullptr);
+  bool FillUnclaimed(uint32_t* words, int64_t num_words, LongWorkNotice* notice = nullptr);
   // Whether Terminated() would now decide a dead end by a walk of the vocabulary (AtDeadEnd).
   bool DeadEndUndecided() const {
     return stop_token_ids_.empty() && !terminated_ && dead_end_ == kUnknown && parser_.CanEnd();
   }
   // Walking this many uncertain tokens through the parser costs a few microseconds: a fill
-  // that walks more tells its LongFillNotice.
+  // that walks more tells its LongWorkNotice.
   static constexpr size_t kShortWalkTokens = 64;
   int32_t AcceptedSteps() const { return static_cast<int32_t>(step_start_.size()); }
   // Whether the mask allows (and AcceptToken accepts) the plain stop tokens now.

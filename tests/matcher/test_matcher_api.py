@@ -260,6 +260,70 @@ def test_fill_arguments_positional_and_keyword(compiler: xg.GrammarCompiler, inf
         type(m._handle).fill_next_token_bitmask(object(), rows)  # not a matcher
 
 
+def test_accept_token_arguments(compiler: xg.GrammarCompiler, info: xg.TokenizerInfo) -> None:
+    """The native accept parses its own argument (a METH_FASTCALL method): the id by position or
+    by name, numpy integers as ints, with the errors the Python checks gave (TypeError naming
+    token_id, InvalidArgumentError outside the vocabulary, also beyond int32)."""
+    grammar = compiler.compile_grammar('root ::= "a" "b"')
+    ids = {tok: i for i, tok in enumerate(VOCAB)}
+    m = xg.GrammarMatcher(grammar)
+    assert m.accept_token(token_id=ids[b"a"]) is True
+    assert m.accept_token(np.int64(ids[b"a"])) is False  # refused, state unchanged
+    assert m._handle.accept_token(np.int32(ids[b"b"])) is True and m.is_completed()
+    m = xg.GrammarMatcher(grammar)
+    for bad, error, message in ((True, TypeError, "token_id must be an int, got bool"),
+                                (1.0, TypeError, "token_id must be an int, got float"),
+                                ("90", TypeError, "token_id must be an int, got str"),
+                                (-1, xg.InvalidArgumentError, r"token id -1 is outside the vocabulary \[0, "),
+                                (info.vocab_size, xg.InvalidArgumentError, "outside the vocabulary"),
+                                (2 ** 31, xg.InvalidArgumentError, f"token id {2 ** 31} is outside"),
+                                (-(2 ** 70), xg.InvalidArgumentError, f"token id {-(2 ** 70)} is outside")):
+        with pytest.raises(error, match=message):
+            m.accept_token(bad)
+    with pytest.raises(TypeError, match="missing required argument 'token_id'"):
+        m.accept_token()
+    with pytest.raises(TypeError, match="at most 1 argument "):
+        m.accept_token(1, 2)
+    with pytest.raises(TypeError, match="multiple values for argument 'token_id'"):
+        m.accept_token(1, token_id=1)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'token'"):
+        m.accept_token(token=1)
+    with pytest.raises(TypeError):
+        type(m._handle).accept_token(object(), 1)  # not a matcher
+    assert m.num_accepted_steps == 0  # no failed call changed the state
+    assert m.accept_token(ids[b"a"]) and m.accept_token(ids[b"b"])
+
+
+def test_long_accepts_release_and_retake_the_gil(compiler: xg.GrammarCompiler, info: xg.TokenizerInfo) -> None:
+    """An accept whose parser work passes a few hundred operations releases the GIL mid-token
+    (EarleyParser::kShortWork) and must hold it again before it returns: on a grammar whose work
+    per byte grows with the output, the later accepts take that path, and their results, the
+    mask beside them and the other threads' calls stay right."""
+    import threading
+
+    ids = {tok: i for i, tok in enumerate(VOCAB)}
+    grammar = compiler.compile_grammar('root ::= s\ns ::= s s | "a" | "b"')  # ambiguous: O(n) items per byte
+    m = xg.GrammarMatcher(grammar)
+    stop = threading.Event()
+    ticks = []
+
+    def other_thread() -> None:
+        while not stop.is_set():
+            ticks.append(len(ticks))
+
+    helper = threading.Thread(target=other_thread)
+    helper.start()
+    try:
+        for step in range(60):
+            assert m.accept_token(ids[b"a"] if step % 2 else ids[b"b"]) is True
+            assert m.accept_token(ids[b"c"]) is False
+        assert allowed_ids(m, len(VOCAB)) == {ids[b"a"], ids[b"b"], ids[b"ab"], ids[b"ba"], STOP}
+    finally:
+        stop.set()
+        helper.join()
+    assert m.num_accepted_steps == 60 and m.is_completed()
+
+
 def test_torch_bitmask_and_apply(compiler: xg.GrammarCompiler, info: xg.TokenizerInfo) -> None:
     torch = pytest.importorskip("torch")
     m = xg.GrammarMatcher(compiler.compile_grammar('root ::= "a" | "b"'))
