@@ -328,8 +328,9 @@ Fragment ExplicitRepeat(const Fragment& body, long long min, long long max) {
 
 }  // namespace
 
-// uniqueItems over strings or numbers, decided by the matcher (grammar/grammar_fsm.h, "Unique
-// items"): the array is a [unique_items] rule whose items are one [unique_item] rule.
+// uniqueItems over strings, numbers or objects, decided by the matcher (grammar/grammar_fsm.h,
+// "Unique items"): the array is a [unique_items] rule whose items are one [unique_item] rule
+// (for objects, each followed by the closing brace the item rule leaves out).
 Fragment SchemaConverter::UniqueArrayByMatcher(const Node& node, int depth) {
   if (!ContainersAllowed(depth)) return Fragment::Never();
   const std::string items_pointer = ChildPointer(node.pointer, "items");
