@@ -99,7 +99,9 @@
 // carries in `count` the id of the set of JSON values completed so far by the unique_item
 // rules it called (the parser's UniqueValueSets; 0 is the empty set). When a unique_item rule
 // completes at position j from origin i, its text [i, j) is read as one JSON value
-// (support/json_canonical.h: escapes decoded, numbers by value) and a waiting holder item
+// (support/json_canonical.h: escapes decoded, numbers by value, object members in any order;
+// an object item's rule may end before the object's closing brace, which the holder writes
+// after it, and its text then reads as the object) and a waiting holder item
 // resumes only when that value is not in its set, with the set plus the value. The set is a
 // function of the text since the holder's origin, kept in the chart like the other counters,
 // so rollback and fork stay exact. Invariants (builder and CheckGrammarFsmInvariants):
@@ -112,7 +114,9 @@
 // that leaves the item rule is uncertain and decided by the parser. What remains is a token
 // that completes the item at a final node (accepting, no edges), where it must end: where an
 // item rule's item is live, the matcher re-checks through the parser every allowed token whose
-// last byte enters one of the rule's final nodes (CompiledGrammar::unique_recheck_positions).
+// last byte may bring the rule to one of its final nodes, by a byte edge or by completing a
+// rule called at its end (CompiledGrammar::unique_recheck_positions). A closed object item
+// therefore ends before its brace: the last member's value ends it, at a final node.
 #ifndef XG2_GRAMMAR_GRAMMAR_FSM_H_
 #define XG2_GRAMMAR_GRAMMAR_FSM_H_
 

@@ -9,16 +9,41 @@ namespace xg2 {
 
 namespace {
 
+// Marks in `bytes` every byte that can complete rule `rule`: a byte edge into an accepting
+// node, or one that completes a rule called by an edge into an accepting node (a superset of
+// the bytes that leave the rule complete; re-checking more tokens costs time, never
+// exactness).
+void MarkCompletingBytes(const GrammarFsm& fsm, RuleId rule, std::vector<bool>* visited, bool* bytes) {
+  if ((*visited)[rule]) return;
+  (*visited)[rule] = true;
+  for (NodeId n = fsm.rule_first_node[rule]; n < fsm.rule_first_node[rule + 1]; ++n) {
+    for (const ByteEdge* e = fsm.byte_edges_begin(n); e != fsm.byte_edges_end(n); ++e) {
+      if (fsm.node_accepting[e->target]) std::fill(bytes + e->lo, bytes + e->hi + 1, true);
+    }
+    for (const RuleEdge* e = fsm.rule_edges_begin(n); e != fsm.rule_edges_end(n); ++e) {
+      if (fsm.node_accepting[e->target]) MarkCompletingBytes(fsm, e->rule, visited, bytes);
+    }
+  }
+}
+
+// The tokens whose last byte may bring a unique_item rule to a final node (accepting, no
+// edges): a byte edge into one, or the completion of a rule called by an edge into one (an
+// object item that ends with a string member's value ends with the string rule's quote).
 std::vector<int32_t> UniqueRecheckPositions(const GrammarFsm& fsm, const TokenizerInfo& tokenizer) {
   if (!fsm.has_unique_items()) return {};
   bool closing[256] = {};
+  std::vector<bool> visited(static_cast<size_t>(fsm.num_rules()), false);
   for (NodeId n = 0; n < fsm.num_nodes(); ++n) {
     if (fsm.node_rule[n] < 0 || !fsm.IsUniqueItemRule(fsm.node_rule[n])) continue;
+    auto final = [&](NodeId t) {
+      return fsm.node_accepting[t] && fsm.byte_edge_begin[t] == fsm.byte_edge_begin[t + 1] &&
+             fsm.rule_edge_begin[t] == fsm.rule_edge_begin[t + 1];
+    };
     for (const ByteEdge* e = fsm.byte_edges_begin(n); e != fsm.byte_edges_end(n); ++e) {
-      const NodeId t = e->target;
-      const bool final = fsm.node_accepting[t] && fsm.byte_edge_begin[t] == fsm.byte_edge_begin[t + 1] &&
-                         fsm.rule_edge_begin[t] == fsm.rule_edge_begin[t + 1];
-      if (final) std::fill(closing + e->lo, closing + e->hi + 1, true);
+      if (final(e->target)) std::fill(closing + e->lo, closing + e->hi + 1, true);
+    }
+    for (const RuleEdge* e = fsm.rule_edges_begin(n); e != fsm.rule_edges_end(n); ++e) {
+      if (final(e->target)) MarkCompletingBytes(fsm, e->rule, &visited, closing);
     }
   }
   std::vector<int32_t> positions;

@@ -210,7 +210,7 @@ int32_t EarleyParser::ResumeWithValue(int32_t set, int32_t origin, int32_t here,
     std::string text;
     for (int32_t p = origin + 1; p < here; ++p) text.push_back(static_cast<char>(byte_at_[p]));
     if (origin < here) text.push_back(static_cast<char>(pending_byte_));
-    *value = CanonicalJsonScalar(text);
+    *value = CanonicalJsonValue(text);
   }
   int64_t work = 1;
   for (int32_t s = set; s > 0; s = unique_sets_[s].parent) {

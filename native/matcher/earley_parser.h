@@ -205,14 +205,10 @@ class EarleyParser {
            (most >= 0 && int64_t{item.count} + max_token_bytes + fsm_->rule_chars_slack[rule] > most);
   }
 
-  // Unique items: whether an item of a unique_item rule is live now (a token may complete it).
-  bool InsideUniqueItem() const {
-    if (!fsm_->has_unique_items()) return false;
-    for (const EarleyItem* it = scannable_begin(); it != scannable_end(); ++it) {
-      if (fsm_->IsUniqueItemRule(fsm_->node_rule[it->node])) return true;
-    }
-    return false;
-  }
+  // Unique items: whether an item of a unique_item rule is open now, scanning or waiting for
+  // a rule it called (a token may complete it, also by completing that rule: an object item
+  // ends with its last member's value). Defined in unique_items_recheck.cc.
+  bool InsideUniqueItem() const;
 
   // Rolls back to an earlier position (0 <= position <= this->position()).
   void PopTo(int32_t position);

@@ -1,6 +1,10 @@
 #include "support/json_canonical.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "support/utf8.h"
 
@@ -129,7 +133,127 @@ bool NumberKey(std::string_view text, std::string* out) {
   return true;
 }
 
+// Reads one JSON value from text[*i] (whitespace around it skipped) and appends its key to
+// *out; false on malformed text. `depth` bounds the recursion (a grammar's items are
+// generated text, but a hand-written grammar's need not be shallow).
+bool ReadValueKey(std::string_view text, size_t* i, std::string* out, int depth);
+
+void SkipSpace(std::string_view text, size_t* i) {
+  while (*i < text.size() && IsJsonSpace(text[*i])) ++*i;
+}
+
+void AppendPart(const std::string& part, std::string* out) {
+  *out += std::to_string(part.size());
+  out->push_back(':');
+  *out += part;
+}
+
+// The end of the string token starting at text[i] (one past its closing quote), or npos.
+size_t StringEnd(std::string_view text, size_t i) {
+  for (size_t k = i + 1; k < text.size(); ++k) {
+    if (text[k] == '\\') {
+      ++k;
+    } else if (text[k] == '"') {
+      return k + 1;
+    }
+  }
+  return std::string_view::npos;
+}
+
+bool ReadContainerKey(std::string_view text, size_t* i, std::string* out, int depth) {
+  const bool object = text[*i] == '{';
+  const char close = object ? '}' : ']';
+  ++*i;
+  std::vector<std::pair<std::string, std::string>> members;  // name key, value key
+  std::vector<std::string> items;
+  SkipSpace(text, i);
+  if (*i < text.size() && text[*i] == close) {
+    ++*i;
+  } else {
+    while (true) {
+      std::string name;
+      if (object) {
+        SkipSpace(text, i);
+        const size_t end = *i < text.size() && text[*i] == '"' ? StringEnd(text, *i) : std::string_view::npos;
+        if (end == std::string_view::npos || !StringKey(text.substr(*i, end - *i), &name)) return false;
+        *i = end;
+        SkipSpace(text, i);
+        if (*i >= text.size() || text[*i] != ':') return false;
+        ++*i;
+      }
+      std::string value;
+      if (!ReadValueKey(text, i, &value, depth + 1)) return false;
+      if (object) {
+        members.emplace_back(std::move(name), std::move(value));
+      } else {
+        items.push_back(std::move(value));
+      }
+      SkipSpace(text, i);
+      if (*i >= text.size()) return false;
+      if (text[(*i)++] == close) break;
+      if (text[*i - 1] != ',') return false;
+    }
+  }
+  if (!object) {
+    out->push_back('a');
+    for (const std::string& item : items) AppendPart(item, out);
+    return true;
+  }
+  // Sorted by name, the last of a repeated name first among its equals, then kept alone.
+  std::vector<size_t> order(members.size());
+  for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return members[a].first != members[b].first ? members[a].first < members[b].first : a > b;
+  });
+  out->push_back('o');
+  for (size_t k = 0; k < order.size(); ++k) {
+    if (k > 0 && members[order[k]].first == members[order[k - 1]].first) continue;
+    AppendPart(members[order[k]].first, out);
+    AppendPart(members[order[k]].second, out);
+  }
+  return true;
+}
+
+bool ReadValueKey(std::string_view text, size_t* i, std::string* out, int depth) {
+  constexpr int kMaxDepth = 1000;
+  SkipSpace(text, i);
+  if (*i >= text.size() || depth > kMaxDepth) return false;
+  if (text[*i] == '{' || text[*i] == '[') return ReadContainerKey(text, i, out, depth);
+  size_t end = *i;
+  if (text[*i] == '"') {
+    end = StringEnd(text, *i);
+    if (end == std::string_view::npos) return false;
+  } else {
+    while (end < text.size() && !IsJsonSpace(text[end]) && text[end] != ',' && text[end] != '}' &&
+           text[end] != ']' && text[end] != ':') {
+      ++end;
+    }
+  }
+  const std::string key = CanonicalJsonScalar(text.substr(*i, end - *i));
+  if (key.empty() || key[0] == 'r') return false;
+  *out += key;
+  *i = end;
+  return true;
+}
+
+bool WholeValueKey(std::string_view text, std::string* out) {
+  size_t i = 0;
+  out->clear();
+  if (!ReadValueKey(text, &i, out, 0)) return false;
+  SkipSpace(text, &i);
+  return i == text.size();
+}
+
 }  // namespace
+
+std::string CanonicalJsonValue(std::string_view text) {
+  std::string key;
+  if (WholeValueKey(text, &key)) return key;
+  size_t first = 0;
+  SkipSpace(text, &first);
+  if (first < text.size() && text[first] == '{' && WholeValueKey(std::string(text) + "}", &key)) return key;
+  return "r" + std::string(text);
+}
 
 std::string CanonicalJsonScalar(std::string_view text) {
   while (!text.empty() && IsJsonSpace(text.front())) text.remove_prefix(1);

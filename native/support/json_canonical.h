@@ -15,6 +15,16 @@ namespace xg2 {
 // key: equal only to the same spelling.
 std::string CanonicalJsonScalar(std::string_view text);
 
+// The key of any JSON value spelled by `text`: scalars as CanonicalJsonScalar, arrays by
+// their items' keys in order, objects by their members' name and value keys sorted by name
+// (JSON Schema's equality: member order does not matter; a repeated name keeps its last
+// value, as Python's json does). The parts are length-prefixed, so distinct values never
+// share a key. An object item of the JSON Schema frontend's uniqueItems arrays ends before
+// its closing brace (grammar/grammar_fsm.h, "Unique items"): a text that is an object
+// missing only that brace keys as the object. Malformed text keys as itself, prefixed as
+// CanonicalJsonScalar prefixes it.
+std::string CanonicalJsonValue(std::string_view text);
+
 }  // namespace xg2
 
 #endif  // XG2_SUPPORT_JSON_CANONICAL_H_

@@ -9,6 +9,7 @@ namespace xg2_test {
 namespace {
 
 using xg2::CanonicalJsonScalar;
+using xg2::CanonicalJsonValue;
 
 TEST(CanonicalStringsDecodeEveryEscape) {
   CHECK_EQ(CanonicalJsonScalar("\"a\""), CanonicalJsonScalar("\"\\u0061\""));
@@ -43,6 +44,32 @@ TEST(CanonicalKindsNeverMeet) {
   // Not a scalar (or malformed): equal only to the same spelling.
   CHECK(CanonicalJsonScalar("[1]") != CanonicalJsonScalar("[1.0]"));
   CHECK(CanonicalJsonScalar("1.") != CanonicalJsonScalar("1"));
+}
+
+TEST(CanonicalValuesCompareAsJson) {
+  // Scalars key as CanonicalJsonScalar keys them.
+  CHECK_EQ(CanonicalJsonValue("\"a\""), CanonicalJsonScalar("\"a\""));
+  CHECK_EQ(CanonicalJsonValue(" 1.0 "), CanonicalJsonScalar("1"));
+  // Objects: members in any order, names and values by JSON equality.
+  CHECK_EQ(CanonicalJsonValue("{\"a\": 1, \"b\": \"x\"}"), CanonicalJsonValue("{\"b\":\"x\",\"\\u0061\":1.0}"));
+  CHECK(CanonicalJsonValue("{\"a\": 1}") != CanonicalJsonValue("{\"a\": 2}"));
+  CHECK(CanonicalJsonValue("{\"a\": 1}") != CanonicalJsonValue("{\"a\": 1, \"b\": 1}"));
+  CHECK(CanonicalJsonValue("{}") != CanonicalJsonValue("[]"));
+  CHECK(CanonicalJsonValue("{\"a\": \"1\"}") != CanonicalJsonValue("{\"a\": 1}"));
+  // A repeated name keeps its last value.
+  CHECK_EQ(CanonicalJsonValue("{\"a\": 1, \"a\": 2}"), CanonicalJsonValue("{\"a\": 2}"));
+  // Nested containers; arrays keep their order.
+  CHECK_EQ(CanonicalJsonValue("{\"a\": {\"c\": [1, {\"d\": null}]}}"),
+           CanonicalJsonValue("{ \"a\" : { \"c\" : [ 1e0 , { \"d\" : null } ] } }"));
+  CHECK(CanonicalJsonValue("[1, 2]") != CanonicalJsonValue("[2, 1]"));
+  // Length prefixes keep parts apart: a name holding the text of another member.
+  CHECK(CanonicalJsonValue("{\"a\": \"b\", \"c\": \"d\"}") != CanonicalJsonValue("{\"a\": \"b2:sc\"}"));
+  // An object item without its closing brace reads as the object.
+  CHECK_EQ(CanonicalJsonValue("{\"a\": 1, \"b\": \"x\""), CanonicalJsonValue("{\"b\": \"x\", \"a\": 1}"));
+  CHECK_EQ(CanonicalJsonValue("{"), CanonicalJsonValue("{ }"));
+  // Malformed text: equal only to the same spelling.
+  CHECK(CanonicalJsonValue("[1") != CanonicalJsonValue("[1]"));
+  CHECK(CanonicalJsonValue("{\"a\" 1}") != CanonicalJsonValue("{\"a\": 1}"));
 }
 
 }  // namespace

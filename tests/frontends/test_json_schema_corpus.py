@@ -70,7 +70,13 @@ NEWLY_CONVERTED = ["Github_hard---o13151.json", "Github_hard---o64538.json", "Gi
                    "Github_easy---o90953.json", "Github_trivial---o41599.json",
                    "Snowplow---sp_353_Normalized.json", "Github_ultra---o21840.json",
                    "JsonSchemaStore---minecraft-loot-table.json", "JsonSchemaStore---codeship-steps.json",
-                   "Github_hard---o32451.json"]
+                   "Github_hard---o32451.json",
+                   # uniqueItems over object items (test_unique_object_items.py): open objects, or
+                   # closed ones whose last declared member is an open-ended string.
+                   "JsonSchemaStore---cryproj.52.schema.json", "JsonSchemaStore---cryproj.53.schema.json",
+                   "JsonSchemaStore---cryproj.54.schema.json", "JsonSchemaStore---cryproj.55.schema.json",
+                   "JsonSchemaStore---cryproj.dev.schema.json", "JsonSchemaStore---cryproj.json",
+                   "JsonSchemaStore---micro-syntax.json", "JsonSchemaStore---rust-project.json"]
 # Their valid instances carry undeclared members, so evaluate_schema compiles them with
 # strict_mode=False, where a oneOf whose branches then overlap is the policy error.
 OPEN_OBJECTS_REFUSED = {"Github_ultra---o19343.json", "Github_ultra---o83932.json"}

@@ -136,10 +136,10 @@ bool SchemaConverter::EveryPrefixHasInfinitelyManyCompletions(const JsonValue& i
 }
 
 // Why the matcher cannot keep the items distinct ("" when it can): see UniqueItemsByMatcher.
-// The item schema must be one whose every prefix that is not a whole value has completions of
-// infinitely many values (so no finite set of used values makes it a dead end): a string with
-// at most minLength and a pattern whose automaton shows it (EveryPrefixHasInfinitelyManyCompletions),
-// or a number or integer without bounds, and nothing else asserted.
+// The item schema must be one whose every prefix that is not a whole value nothing may follow
+// has completions of infinitely many values (so no finite set of used values makes it a dead
+// end): an open-ended value (OpenEndedValueRefusal) or an object as UniqueObjectItemRefusal
+// allows.
 std::string SchemaConverter::UniqueItemsByMatcherRefusal(const Node& node) {
   if (node.schema.Find("prefixItems") != nullptr || node.schema.Find("contains") != nullptr) {
     return "tuple items or contains next to it";
@@ -150,10 +150,38 @@ std::string SchemaConverter::UniqueItemsByMatcherRefusal(const Node& node) {
   if (!schema.is_object()) return "the items are any value";
   const JsonValue* type = schema.Find("type");
   if (type != nullptr && type->is_array() && type->array_items().size() == 1) type = &type->array_items()[0];
-  if (type == nullptr || !type->is_string()) return "the items are not one of the types string, number, integer";
+  const bool object = type != nullptr && type->is_string() && type->string_value() == "object";
+  const std::string refusal =
+      object ? UniqueObjectItemRefusal(schema, ChildPointer(node.pointer, "items"))
+             : OpenEndedValueRefusal(schema, ChildPointer(node.pointer, "items"));
+  if (!refusal.empty()) return refusal;
+  for (const char* bound : {"minItems", "maxItems"}) {
+    if (std::optional<long long> count = CountKeyword(node, bound); count && *count > kMaxUniqueItemsBound) {
+      return std::string(bound) + " above " + std::to_string(kMaxUniqueItemsBound);
+    }
+  }
+  return "";
+}
+
+// Why `schema` is not a value language every prefix of which (short of a complete value that
+// nothing may follow) has completions of infinitely many values ("" when it is): a string
+// with at most minLength and a pattern whose automaton shows it
+// (EveryPrefixHasInfinitelyManyCompletions), a number or integer without bounds, or an
+// object that more undeclared members may always follow (SurelyOpenObject), and nothing
+// else asserted.
+std::string SchemaConverter::OpenEndedValueRefusal(const JsonValue& value_schema, const std::string& pointer) {
+  const JsonValue& schema = Dereferenced(value_schema, pointer);
+  if (!schema.is_object()) return "the items are any value";
+  const JsonValue* type = schema.Find("type");
+  if (type != nullptr && type->is_array() && type->array_items().size() == 1) type = &type->array_items()[0];
+  if (type == nullptr || !type->is_string()) return "the items are not one of the types string, number, integer, object";
   const std::string& name = type->string_value();
+  if (name == "object") {
+    if (SurelyOpenObject(schema)) return "";
+    return "an object that no more members may follow";
+  }
   if (name != "string" && name != "number" && name != "integer") {
-    return "the items are not one of the types string, number, integer";
+    return "the items are not one of the types string, number, integer, object";
   }
   bool patterned = false;
   for (const auto& [keyword, value] : schema.object_members()) {
@@ -164,15 +192,119 @@ std::string SchemaConverter::UniqueItemsByMatcherRefusal(const Node& node) {
     }
     return "the item keyword '" + keyword + "' can leave an item prefix with no unused value";
   }
-  if (patterned && !EveryPrefixHasInfinitelyManyCompletions(schema, ChildPointer(node.pointer, "items"))) {
+  if (patterned && !EveryPrefixHasInfinitelyManyCompletions(schema, pointer)) {
     return "the item keyword 'pattern' can leave an item prefix with no unused value";
   }
-  for (const char* bound : {"minItems", "maxItems"}) {
-    if (std::optional<long long> count = CountKeyword(node, bound); count && *count > kMaxUniqueItemsBound) {
-      return std::string(bound) + " above " + std::to_string(kMaxUniqueItemsBound);
+  return "";
+}
+
+// Whether more members may follow every member of objects of `schema` (type object checked
+// by the caller): no keyword but type, properties, required and additionalProperties, and
+// additionalProperties true or {} (or absent where undeclared members are allowed: not strict
+// mode next to declared properties, as ObjectValue decides). Such an object's every prefix
+// has completions of infinitely many values.
+bool SchemaConverter::SurelyOpenObject(const JsonValue& schema) {
+  for (const auto& [keyword, value] : schema.object_members()) {
+    if (!IsPassiveKeyword(keyword) && keyword != "type" && keyword != "properties" && keyword != "required" &&
+        keyword != "additionalProperties") {
+      return false;
     }
   }
-  return "";
+  const JsonValue* additional = schema.Find("additionalProperties");
+  if (additional == nullptr) return !options_.strict_mode || schema.Find("properties") == nullptr;
+  return (additional->is_bool() && additional->bool_value()) ||
+         (additional->is_object() && additional->object_members().empty());
+}
+
+// Why the matcher cannot keep object items of `item_schema` distinct ("" when it can). The
+// item rule ends before the object's closing brace (OpenEndedObjectItem), so the one prefix
+// with a single completion that may be taken is a whole object: it enters the item rule's
+// final node, where the matcher re-checks the token. Every other prefix must have completions
+// of infinitely many values: so either more members may always follow (SurelyOpenObject), or
+// the last declared member (members are written in schema order) is open-ended
+// (OpenEndedValueRefusal), which any earlier prefix may still add.
+std::string SchemaConverter::UniqueObjectItemRefusal(const JsonValue& item_schema, const std::string& pointer) {
+  if (layout_.depth_sensitive()) return "object items under an indented layout";
+  if (options_.any_order) return "object items with any_order";
+  if (!options_.string_excludes.empty()) return "object items next to excluded strings";
+  for (const auto& [keyword, value] : item_schema.object_members()) {
+    if (!IsPassiveKeyword(keyword) && keyword != "type" && keyword != "properties" && keyword != "required" &&
+        keyword != "additionalProperties") {
+      return "the item keyword '" + keyword + "' next to object items";
+    }
+  }
+  const JsonValue* properties = item_schema.Find("properties");
+  const JsonValue* required = item_schema.Find("required");
+  const JsonValue* additional = item_schema.Find("additionalProperties");
+  if ((properties != nullptr && !properties->is_object()) || (required != nullptr && !required->is_array()) ||
+      (additional != nullptr && !additional->is_object() && !additional->is_bool())) {
+    return "object items with malformed keywords";
+  }
+  for (size_t i = 0; required != nullptr && i < required->array_items().size(); ++i) {
+    const JsonValue& name = required->array_items()[i];
+    if (!name.is_string() || properties == nullptr || properties->Find(name.string_value()) == nullptr) {
+      return "object items with a required name they do not declare";
+    }
+  }
+  if (SurelyOpenObject(item_schema) || properties == nullptr || properties->object_members().empty()) return "";
+  const auto& [last_name, last_schema] = properties->object_members().back();
+  const std::string why =
+      OpenEndedValueRefusal(last_schema, ChildPointer(ChildPointer(pointer, "properties"), last_name));
+  if (why.empty()) return "";
+  return "object items whose last member '" + last_name + "' can end an item in one way (" + why + ")";
+}
+
+// An object item of a [unique_items] array without its closing brace, which the array rule
+// writes after it (UniqueObjectItemRefusal says why): "{" alone is the empty object where it
+// is allowed, so the brace after it spells {} in every layout UniqueObjectItemRefusal allows.
+Fragment SchemaConverter::OpenEndedObjectItem(const JsonValue& item_schema, const std::string& pointer,
+                                              int depth) {
+  if (!ContainersAllowed(depth)) return Fragment::Never();
+  const JsonValue* properties = item_schema.Find("properties");
+  const JsonValue* required = item_schema.Find("required");
+  const JsonValue* additional = item_schema.Find("additionalProperties");
+  std::set<std::string> required_names;
+  for (size_t i = 0; required != nullptr && i < required->array_items().size(); ++i) {
+    required_names.insert(required->array_items()[i].string_value());
+  }
+  const Fragment key_separator = layout_.KeySeparator();
+  std::vector<std::string> names;
+  std::vector<Fragment> members;
+  std::vector<bool> member_required;
+  const std::string properties_pointer = ChildPointer(pointer, "properties");
+  for (size_t i = 0; properties != nullptr && i < properties->object_members().size(); ++i) {
+    const auto& [name, subschema] = properties->object_members()[i];
+    names.push_back(name);
+    const Fragment value = Schema(subschema, ChildPointer(properties_pointer, name), depth + 1);
+    if (value.never()) {
+      if (required_names.count(name) > 0) return Fragment::Never();
+      if (i + 1 == properties->object_members().size() && !SurelyOpenObject(item_schema)) {
+        // The earlier members would end the item, and their values need not be open-ended.
+        Unsupported("unsupported keyword 'uniqueItems' at " + ShowPointer(pointer) +
+                    ": the last member of the object items can hold no value");
+        return Fragment::Never();
+      }
+      continue;
+    }
+    members.push_back(Seq({DeclaredKey(name), key_separator, value}));
+    member_required.push_back(required_names.count(name) > 0);
+  }
+  Fragment additional_value = Fragment::Never();
+  if (additional == nullptr) {
+    if (!options_.strict_mode || properties == nullptr) additional_value = AnyValue(depth + 1);
+  } else {
+    additional_value = Schema(*additional, ChildPointer(pointer, "additionalProperties"), depth + 1);
+  }
+  const Fragment extra_member = additional_value.never()
+                                    ? Fragment::Never()
+                                    : Seq({UndeclaredKey(names), key_separator, additional_value});
+  const std::string hint = RuleHint(pointer) + "_object";
+  bool may_be_empty = false;
+  const Fragment content = MembersInOrderContent(members, member_required, extra_member, hint, depth, &may_be_empty);
+  std::vector<Fragment> choices;
+  if (may_be_empty) choices.push_back(Fragment::Literal("{"));
+  choices.push_back(Seq({layout_.Open('{', LayoutDepth(depth)), content}));
+  return Alt(choices);
 }
 
 bool SchemaConverter::UniqueItemsByMatcher(const Node& node) { return UniqueItemsByMatcherRefusal(node).empty(); }
@@ -196,12 +328,22 @@ Fragment ExplicitRepeat(const Fragment& body, long long min, long long max) {
 
 }  // namespace
 
-// uniqueItems over strings or numbers, decided by the matcher (grammar/grammar_fsm.h, "Unique
-// items"): the array is a [unique_items] rule whose items are one [unique_item] rule.
+// uniqueItems over strings, numbers or objects, decided by the matcher (grammar/grammar_fsm.h,
+// "Unique items"): the array is a [unique_items] rule whose items are one [unique_item] rule
+// (for objects, each followed by the closing brace the item rule leaves out).
 Fragment SchemaConverter::UniqueArrayByMatcher(const Node& node, int depth) {
   if (!ContainersAllowed(depth)) return Fragment::Never();
   const std::string items_pointer = ChildPointer(node.pointer, "items");
-  const Fragment item = Schema(*node.schema.Find("items"), items_pointer, depth + 1);
+  const JsonValue& item_schema = Dereferenced(*node.schema.Find("items"), items_pointer);
+  const JsonValue* item_type = item_schema.Find("type");
+  if (item_type != nullptr && item_type->is_array() && item_type->array_items().size() == 1) {
+    item_type = &item_type->array_items()[0];
+  }
+  // An object item ends before its closing brace (OpenEndedObjectItem), written after it here.
+  const bool object_items = item_type != nullptr && item_type->is_string() && item_type->string_value() == "object";
+  const Fragment item = object_items ? OpenEndedObjectItem(item_schema, items_pointer, depth + 1)
+                                     : Schema(*node.schema.Find("items"), items_pointer, depth + 1);
+  const Fragment item_end = object_items ? layout_.Close('}', LayoutDepth(depth + 1)) : Fragment::Epsilon();
   const long long min_items = CountKeyword(node, "minItems").value_or(0);
   const std::optional<long long> max_items = CountKeyword(node, "maxItems");
   if (max_items && min_items > *max_items) return Fragment::Never();
@@ -210,7 +352,7 @@ Fragment SchemaConverter::UniqueArrayByMatcher(const Node& node, int depth) {
   if (!item.never() && (!max_items || *max_items > 0)) {
     const int layout_depth = LayoutDepth(depth);
     const std::string hint = RuleHint(node.pointer) + "_unique";
-    const Fragment unique_item = rules_.ShareUniqueItem(hint + "_item", item);
+    const Fragment unique_item = Seq({rules_.ShareUniqueItem(hint + "_item", item), item_end});
     const Fragment more = ExplicitRepeat(Seq({layout_.ItemSeparator(layout_depth), unique_item}),
                                          std::max(0LL, min_items - 1), max_items ? *max_items - 1 : -1);
     choices.push_back(Seq({layout_.Open('[', layout_depth), unique_item, more, layout_.Close(']', layout_depth)}));

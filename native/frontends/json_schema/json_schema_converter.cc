@@ -568,7 +568,7 @@ void SchemaConverter::CheckKeywords(const Node& node) {
       if (unsupported) {
         Unsupported("unsupported keyword 'uniqueItems' at " + ShowPointer(node.pointer) +
                     ": the items are not a listed domain of at most " + std::to_string(kMaxUniqueDomain) +
-                    " values (enum, const, boolean, null), nor strings or numbers the matcher keeps distinct (" +
+                    " values (enum, const, boolean, null), nor strings, numbers or objects the matcher keeps distinct (" +
                     UniqueItemsByMatcherRefusal(node) + ")");
         ignored_keywords_.insert({node.pointer, keyword_text});
         continue;

@@ -334,6 +334,20 @@ Fragment SchemaConverter::MembersInOrder(const std::vector<Fragment>& members,
                                          const Fragment& extra_member, const std::string& hint,
                                          int depth) {
   int layout_depth = LayoutDepth(depth);
+  bool may_be_empty = false;
+  Fragment content = MembersInOrderContent(members, required, extra_member, hint, depth, &may_be_empty);
+  Fragment nonempty = Seq({layout_.Open('{', layout_depth), content, layout_.Close('}', layout_depth)});
+  if (!may_be_empty) return nonempty;
+  return Alt({layout_.EmptyContainer('{', '}'), nonempty});
+}
+
+// MembersInOrder's members without the braces (at least one member); *may_be_empty: whether
+// the object may have none.
+Fragment SchemaConverter::MembersInOrderContent(const std::vector<Fragment>& members,
+                                                const std::vector<bool>& required,
+                                                const Fragment& extra_member, const std::string& hint,
+                                                int depth, bool* may_be_empty) {
+  int layout_depth = LayoutDepth(depth);
   size_t count = members.size();
   size_t first_required =
       std::find(required.begin(), required.end(), true) - required.begin();
@@ -362,12 +376,9 @@ Fragment SchemaConverter::MembersInOrder(const std::vector<Fragment>& members,
   for (size_t i = 0; i < count && i <= first_required; ++i) {
     first_choices.push_back(Seq({members[i], rest[i + 1]}));
   }
-  bool may_be_empty = first_required == count;
-  if (may_be_empty) first_choices.push_back(Seq({extra_member, extras}));
-  Fragment nonempty = Seq({layout_.Open('{', layout_depth), Alt(first_choices),
-                           layout_.Close('}', layout_depth)});
-  if (!may_be_empty) return nonempty;
-  return Alt({layout_.EmptyContainer('{', '}'), nonempty});
+  *may_be_empty = first_required == count;
+  if (*may_be_empty) first_choices.push_back(Seq({extra_member, extras}));
+  return Alt(first_choices);
 }
 
 // As MembersInOrder, with between `min_count` and `max_count` (< 0: unbounded) members in

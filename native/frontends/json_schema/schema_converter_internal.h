@@ -176,6 +176,10 @@ class SchemaConverter {
   bool EveryPrefixHasInfinitelyManyCompletions(const JsonValue& item_schema, const std::string& pointer);
   bool UniqueItemsByMatcher(const Node& node);
   Fragment UniqueArrayByMatcher(const Node& node, int depth);
+  std::string UniqueObjectItemRefusal(const JsonValue& item_schema, const std::string& pointer);
+  std::string OpenEndedValueRefusal(const JsonValue& schema, const std::string& pointer);
+  bool SurelyOpenObject(const JsonValue& schema);
+  Fragment OpenEndedObjectItem(const JsonValue& item_schema, const std::string& pointer, int depth);
   std::string ContainsRefusal(const Node& node);
   Fragment ContainsArrayValue(const Node& node, int depth);
   Fragment ConstValue(const JsonValue& value, int depth);
@@ -280,6 +284,9 @@ class SchemaConverter {
   std::optional<GrammarAst> SubschemaGrammar(const JsonValue& schema, const std::string& pointer);
   Fragment MembersInOrder(const std::vector<Fragment>& members, const std::vector<bool>& required,
                           const Fragment& extra_member, const std::string& hint, int depth);
+  Fragment MembersInOrderContent(const std::vector<Fragment>& members, const std::vector<bool>& required,
+                                 const Fragment& extra_member, const std::string& hint, int depth,
+                                 bool* may_be_empty);
 
   // --- shared helpers ---
   // Reports a keyword the converter cannot enforce: throws UnsupportedSchemaError, or
