@@ -11,7 +11,7 @@
 //   4. Right-linear merging: chains of pure right-linear rules become one DFA
 //      (right_linear_merge.cc).
 //   5. Lookahead DFAs, flattening into GrammarFsm's CSR tables, the nullability fixpoint over
-//      rules (rule_nullable.cc), token budgets and token-set edges (this file, token_set_edges.cc).
+//      rules, token budgets and token-set edges (this file, token_set_edges.cc).
 // A rule whose determinisation explodes is split into rules of its parts (see
 // DeterminisationExplosion). Long repetitions are compressed on the way (grammar_fsm.h,
 // "Repetition state compression"): step 1 lowers them as a counted loop copy plus an
@@ -29,7 +29,6 @@
 #include "grammar/json_char_count.h"
 #include "grammar/lowering_context.h"
 #include "grammar/right_linear_merge.h"
-#include "grammar/rule_nullable.h"
 #include "grammar/rule_dfa_build.h"
 #include "grammar/shared_rule_dfas.h"
 #include "grammar/tag_dispatch.h"
@@ -298,6 +297,44 @@ class FsmFlattener {
   NodeId next_node_ = 0;
   int32_t next_byte_edge_ = 0, next_rule_edge_ = 0;
 };
+
+// Nullability: a rule is nullable iff an accepting node is reachable from its start
+// through rule edges of nullable rules only. Iterate to a fixpoint.
+void ComputeRuleNullable(GrammarFsm* fsm_out) {
+  GrammarFsm& fsm = *fsm_out;
+  const int32_t num_rules = fsm.num_rules();
+  fsm.rule_nullable.assign(num_rules, 0);
+  std::vector<NodeId> stack;
+  std::vector<uint8_t> seen;
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (int32_t r = 0; r < num_rules; ++r) {
+      if (fsm.rule_nullable[r]) continue;
+      // A rule that counts at least one JSON character derives no empty string.
+      if (fsm.has_json_char_counts() && fsm.rule_min_json_chars[r] > 0) continue;
+      stack.assign(1, fsm.rule_start[r]);
+      seen.assign(fsm.rule_first_node[r + 1] - fsm.rule_first_node[r], 0);
+      seen[0 + fsm.rule_start[r] - fsm.rule_first_node[r]] = 1;
+      bool nullable = false;
+      while (!stack.empty() && !nullable) {
+        NodeId n = stack.back();
+        stack.pop_back();
+        if (fsm.node_accepting[n]) nullable = true;
+        for (const RuleEdge* e = fsm.rule_edges_begin(n); e != fsm.rule_edges_end(n); ++e) {
+          int32_t local = e->target - fsm.rule_first_node[r];
+          if (fsm.rule_nullable[e->rule] && !seen[local]) {
+            seen[local] = 1;
+            stack.push_back(e->target);
+          }
+        }
+      }
+      if (nullable) {
+        fsm.rule_nullable[r] = 1;
+        changed = true;
+      }
+    }
+  }
+}
 
 // A lookahead on a nullable rule is refused (grammar_fsm.h).
 void CheckLookaheadsNotNullable(const GrammarFsm& fsm) {
