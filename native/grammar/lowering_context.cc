@@ -3,9 +3,7 @@
 #include "grammar/lowering_context.h"
 
 #include <cassert>
-#include <functional>
 
-#include "support/dcheck.h"
 #include "support/error.h"
 
 namespace xg2 {
@@ -152,9 +150,7 @@ void LoweringContext::ComputeRuleNullable() {
     }
   }
   // Each examination gets fresh memo entries (a stamp per examination), so an expression
-  // found not nullable before a callee became nullable is looked at again; settled entries
-  // (kSettled) hold across examinations, so the bodies that inlining shares between rules
-  // are walked once, not once per rule.
+  // found not nullable before a callee became nullable is looked at again.
   std::vector<int8_t> memo(ast_.nodes.size(), -1);
   std::vector<uint32_t> memo_stamp(ast_.nodes.size(), 0);
   uint32_t stamp = 0;
@@ -175,65 +171,12 @@ void LoweringContext::ComputeRuleNullable() {
       }
     }
   }
-  XG2_DCHECK_INVARIANTS(CheckRuleNullableByRounds());
-}
-
-void LoweringContext::CheckRuleNullableByRounds() const {
-  // Rounds over all rules, each round with a plain memo of its own, until none changes.
-  std::vector<uint8_t> nullable(ast_.rules.size(), 0);
-  std::vector<int8_t> memo;
-  std::function<bool(ExprId)> expr = [&](ExprId e) -> bool {
-    if (memo[e] >= 0) return memo[e];
-    const ExprNode& node = ast_.node(e);
-    bool value = false;
-    switch (node.kind) {
-      case ExprKind::kEmpty:
-      case ExprKind::kTagDispatch:
-        value = true;
-        break;
-      case ExprKind::kBytes:
-      case ExprKind::kCharClass:
-        break;
-      case ExprKind::kRuleRef:
-        value = nullable[node.rule_id];
-        break;
-      case ExprKind::kSequence:
-        value = true;
-        for (ExprId c : node.children) value = expr(c) && value;
-        break;
-      case ExprKind::kChoice:
-        for (ExprId c : node.children) value = expr(c) || value;
-        break;
-      case ExprKind::kRepeat:
-        value = expr(node.children[0]) || node.min_repeat == 0;
-        break;
-    }
-    memo[e] = value;
-    return value;
-  };
-  for (bool changed = true; changed;) {
-    changed = false;
-    memo.assign(ast_.nodes.size(), -1);
-    for (size_t r = 0; r < ast_.rules.size(); ++r) {
-      if (nullable[r] || !expr(ast_.rules[r].body)) continue;
-      nullable[r] = 1;
-      changed = true;
-    }
-  }
-  XG2_DCHECK(nullable == rule_nullable_, "rule nullability with settled memo entries equals the round-based fixpoint");
 }
 
 bool LoweringContext::StampedNullable(ExprId e, std::vector<int8_t>* memo, std::vector<uint32_t>* memo_stamp, uint32_t stamp) {
-  if ((*memo_stamp)[e] == stamp || (*memo_stamp)[e] == kSettled) return (*memo)[e];
+  if ((*memo_stamp)[e] == stamp) return (*memo)[e];
   const ExprNode& node = ast_.node(e);
   bool nullable = false;
-  // Settled (see kSettled): nullable, or a value no rule's nullability can change.
-  bool settled = true;
-  auto child = [&](ExprId c) {
-    const bool value = StampedNullable(c, memo, memo_stamp, stamp);
-    settled = settled && (*memo_stamp)[c] == kSettled;
-    return value;
-  };
   switch (node.kind) {
     case ExprKind::kEmpty:
     case ExprKind::kTagDispatch:  // may end at once; conservative either way
@@ -245,20 +188,19 @@ bool LoweringContext::StampedNullable(ExprId e, std::vector<int8_t>* memo, std::
     case ExprKind::kRuleRef:
       assert(node.rule_id >= 0 && static_cast<size_t>(node.rule_id) < rule_nullable_.size());
       nullable = rule_nullable_[node.rule_id];
-      settled = false;
       break;
     case ExprKind::kSequence:
       nullable = true;
-      for (ExprId c : node.children) nullable = child(c) && nullable;
+      for (ExprId c : node.children) nullable = StampedNullable(c, memo, memo_stamp, stamp) && nullable;
       break;
     case ExprKind::kChoice:
-      for (ExprId c : node.children) nullable = child(c) || nullable;
+      for (ExprId c : node.children) nullable = StampedNullable(c, memo, memo_stamp, stamp) || nullable;
       break;
     case ExprKind::kRepeat:
-      nullable = child(node.children[0]) || node.min_repeat == 0;
+      nullable = StampedNullable(node.children[0], memo, memo_stamp, stamp) || node.min_repeat == 0;
       break;
   }
-  (*memo_stamp)[e] = nullable || settled ? kSettled : stamp;
+  (*memo_stamp)[e] = stamp;
   (*memo)[e] = nullable;
   return nullable;
 }

@@ -138,15 +138,8 @@ class LoweringContext {
   void ComputeRuleNullable();
 
   // Whether `e` matches the empty string under the current rule_nullable_; memo entries
-  // count where memo_stamp equals `stamp` (this examination) or kSettled (every
-  // examination, so the shared bodies are walked once). Settled entries: nullability
-  // only grows as rules become nullable, so a nullable expression stays nullable, and one
-  // whose children are all settled (no rule reference below it is still undecided) cannot
-  // change.
+  // count only where memo_stamp equals `stamp`.
   bool StampedNullable(ExprId e, std::vector<int8_t>* memo, std::vector<uint32_t>* memo_stamp, uint32_t stamp);
-  static constexpr uint32_t kSettled = UINT32_MAX;
-  // Debug builds: ComputeRuleNullable's result is the round-based fixpoint's.
-  void CheckRuleNullableByRounds() const;
 
   const GrammarAst& ast_;
   int32_t threshold_;
