@@ -1,0 +1,76 @@
+"""A fixed compile workload for instruction counts, and a digest of what it compiles.
+
+    PYTHONPATH=. python bench/compile_fsm_digest.py [--per-category 10] [--out digest.txt] [--mask]
+
+Compiles the bench's JSONSchemaBench sample (the stratified sample of ``compile_profile.py``,
+Llama-3.1, compiler cache off, one compiler for the whole sample as in a server) once each, in
+order. With ``--out`` it writes one line per schema: the SHA-256 of the compiled grammar's FSM
+dump (every rule DFA, node by node, with nullability and counted loops) and, with ``--mask``,
+of the first mask. Two builds whose digests are equal compiled byte-identical FSMs: the check
+for a change to the back half (AST to compiled grammar) that must not change its output.
+
+Without ``--out`` it only compiles, for callgrind; to count the native compile call alone:
+
+    valgrind --tool=callgrind --toggle-collect='xg2::GrammarCompiler::CompileJsonSchema*' \\
+        python bench/compile_fsm_digest.py
+
+(``CompileGrammarAst`` inside it is the back half). Use a RelWithDebInfo build
+(``XG2_BUILD_DIR=build/prof XG2_BUILD_TYPE=RelWithDebInfo bash scripts/dev_build.sh``): the
+release module is stripped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import warnings
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+import xg2_plugin as xg  # noqa: E402
+from xg2_corpus import stratified_sample  # noqa: E402
+from xg2_test_support import data_dir, hf_tokenizer_info  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--per-category", type=int, default=10)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--tokenizer", default="llama3.1")
+    parser.add_argument("--out", type=Path, default=None, help="write the per-schema digests here")
+    parser.add_argument("--mask", action="store_true", help="also digest each grammar's first mask")
+    args = parser.parse_args()
+
+    info = hf_tokenizer_info(args.tokenizer)
+    compiler = xg.GrammarCompiler(info, cache_enabled=False, max_threads=1)
+    bitmask = xg.allocate_token_bitmask(1, info.vocab_size)
+    paths = stratified_sample(data_dir() / "jsonschemabench", args.per_category, seed=args.seed)
+    texts = [json.dumps(json.loads(path.read_text())["schema"]) for path in paths]
+    lines = []
+    for path, text in zip(paths, texts):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                compiled = compiler.compile_json_schema(text)
+        except xg.XG2Error as error:
+            lines.append(f"{path.name} refused {type(error).__name__}")
+            continue
+        if args.out is None:
+            continue
+        line = f"{path.name} fsm {hashlib.sha256(compiled._handle.fsm_dump().encode()).hexdigest()}"
+        if args.mask:
+            matcher = xg.GrammarMatcher(compiled)
+            matcher.fill_next_token_bitmask(bitmask)
+            line += f" mask {hashlib.sha256(bitmask.numpy().tobytes()).hexdigest()}"
+        lines.append(line)
+    if args.out is not None:
+        args.out.write_text("\n".join(lines) + "\n")
+        print(f"{len(lines)} digests written to {args.out}")
+
+
+if __name__ == "__main__":
+    main()
