@@ -439,6 +439,38 @@ std::string DumpJson(const JsonValue& value) {
   return out;
 }
 
+bool JsonIdentical(const JsonValue& a, const JsonValue& b) {
+  if (&a == &b) return true;
+  if (a.kind() != b.kind()) return false;
+  switch (a.kind()) {
+    case JsonKind::kNull: return true;
+    case JsonKind::kBool: return a.bool_value() == b.bool_value();
+    case JsonKind::kNumber: return a.number_lexeme() == b.number_lexeme();
+    case JsonKind::kString: return a.string_value() == b.string_value();
+    case JsonKind::kArray: {
+      const auto& x = a.array_items();
+      const auto& y = b.array_items();
+      if (&x == &y) return true;
+      if (x.size() != y.size()) return false;
+      for (size_t i = 0; i < x.size(); ++i) {
+        if (!JsonIdentical(x[i], y[i])) return false;
+      }
+      return true;
+    }
+    case JsonKind::kObject: {
+      const auto& x = a.object_members();
+      const auto& y = b.object_members();
+      if (&x == &y) return true;
+      if (x.size() != y.size()) return false;
+      for (size_t i = 0; i < x.size(); ++i) {
+        if (x[i].first != y[i].first || !JsonIdentical(x[i].second, y[i].second)) return false;
+      }
+      return true;
+    }
+  }
+  return false;
+}
+
 bool JsonEquals(const JsonValue& a, const JsonValue& b) {
   if (a.kind() != b.kind()) return false;
   switch (a.kind()) {

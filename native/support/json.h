@@ -85,6 +85,10 @@ std::string DumpJsonString(std::string_view utf8);
 // Compact serialisation with separators (",", ":"); numbers keep their lexemes.
 std::string DumpJson(const JsonValue& value);
 
+// Whether DumpJson(a) == DumpJson(b), without writing either: the same kinds, number lexemes,
+// strings, and members in the same order. Subtrees that copies share compare by address.
+bool JsonIdentical(const JsonValue& a, const JsonValue& b);
+
 // JSON equality as JSON Schema defines it (`const`, `enum`): numbers compare by value, objects
 // ignore member order.
 bool JsonEquals(const JsonValue& a, const JsonValue& b);

@@ -33,24 +33,64 @@ class FragmentArena {
     }
   }
 
-  FragmentNode* New() {
-    std::unique_lock<ForkSafeMutex> lock(mutex_, std::defer_lock);
-    if (shared_) lock.lock();
-    if (chunks_.empty() || used_in_last_ == kChunkNodes) {
-      chunks_.push_back(static_cast<FragmentNode*>(::operator new(kChunkNodes * sizeof(FragmentNode))));
-      used_in_last_ = 0;
+  // The node shaped like `shape`: in a conversion's arena, the one made earlier with that
+  // shape when there is one (hash-consing), else a new node that takes `shape`'s contents.
+  // The process arena does not intern (LastingBodyOf keys its nodes by address).
+  const FragmentNode* Intern(FragmentNode&& shape) {
+    if (shared_) {
+      std::lock_guard<ForkSafeMutex> lock(mutex_);
+      return Allocate(std::move(shape));
     }
-    FragmentNode* node = new (chunks_.back() + used_in_last_) FragmentNode();
-    ++used_in_last_;
+    if (2 * (interned_ + 1) > slots_.size()) Grow();
+    const size_t mask = slots_.size() - 1;
+    size_t slot = shape.hash & mask;
+    for (; slots_[slot] != nullptr; slot = (slot + 1) & mask) {
+      if (SameShape(*slots_[slot], shape)) return slots_[slot];
+    }
+    const FragmentNode* node = Allocate(std::move(shape));
+    slots_[slot] = node;
+    ++interned_;
     return node;
   }
 
  private:
   static constexpr size_t kChunkNodes = 256;
+
+  // Equal fields and the same children (by address): then the trees are equal too.
+  static bool SameShape(const FragmentNode& a, const FragmentNode& b) {
+    return a.hash == b.hash && a.kind == b.kind && a.binding == b.binding && a.min == b.min && a.max == b.max &&
+           a.built == b.built && a.children == b.children && a.text == b.text;
+  }
+
+  FragmentNode* Allocate(FragmentNode&& shape) {
+    if (chunks_.empty() || used_in_last_ == kChunkNodes) {
+      chunks_.push_back(static_cast<FragmentNode*>(::operator new(kChunkNodes * sizeof(FragmentNode))));
+      used_in_last_ = 0;
+    }
+    FragmentNode* node = new (chunks_.back() + used_in_last_) FragmentNode(std::move(shape));
+    ++used_in_last_;
+    return node;
+  }
+
+  // Open addressing with linear probing, at most half full (slots_.size() a power of two).
+  void Grow() {
+    std::vector<const FragmentNode*> old = std::move(slots_);
+    slots_.assign(old.empty() ? 256 : 2 * old.size(), nullptr);
+    const size_t mask = slots_.size() - 1;
+    for (const FragmentNode* node : old) {
+      if (node == nullptr) continue;
+      size_t slot = node->hash & mask;
+      while (slots_[slot] != nullptr) slot = (slot + 1) & mask;
+      slots_[slot] = node;
+    }
+  }
+
   const bool shared_;
   ForkSafeMutex mutex_;  // the process arena's
   std::vector<FragmentNode*> chunks_;
   size_t used_in_last_ = 0;
+  std::vector<const FragmentNode*> slots_;  // the interned nodes (conversion arenas)
+  size_t interned_ = 0;
 };
 
 namespace {
@@ -67,8 +107,9 @@ const std::shared_ptr<FragmentArena>& ProcessArenaOwner() {
 // The innermost open FragmentArenaScope's arena on this thread; null: the process arena.
 thread_local const std::shared_ptr<FragmentArena>* current_arena = nullptr;
 
-FragmentNode* NewNode() {
-  return current_arena != nullptr ? (*current_arena)->New() : ProcessArenaOwner()->New();
+NodePtr Intern(FragmentNode&& shape) {
+  return current_arena != nullptr ? (*current_arena)->Intern(std::move(shape))
+                                  : ProcessArenaOwner()->Intern(std::move(shape));
 }
 
 size_t Mix(size_t hash, size_t value) {
@@ -139,13 +180,15 @@ std::string RepeatSuffix(int min, int max) {
   return "{" + std::to_string(min) + "," + std::to_string(max) + "}";
 }
 
-FragmentNode* MakeLeaf(Kind kind, std::string text, size_t printed_size) {
-  FragmentNode* node = NewNode();
-  node->kind = kind;
-  node->hash = Mix(Mix(static_cast<size_t>(kind), std::hash<std::string>()(text)), 0);
-  node->text = std::move(text);
-  node->printed_size = printed_size;
-  return node;
+NodePtr MakeLeaf(Kind kind, std::string text, size_t printed_size,
+                 std::shared_ptr<const GrammarAst> built = nullptr) {
+  FragmentNode shape;
+  shape.kind = kind;
+  shape.hash = Mix(Mix(static_cast<size_t>(kind), std::hash<std::string>()(text)), 0);
+  shape.text = std::move(text);
+  shape.printed_size = printed_size;
+  shape.built = std::move(built);
+  return Intern(std::move(shape));
 }
 
 NodePtr LiteralNode(std::string bytes) {
@@ -156,38 +199,38 @@ NodePtr LiteralNode(std::string bytes) {
 
 // A compound node over `children`; printed_size and hash from theirs.
 NodePtr MakeCompound(Kind kind, Binding binding, std::vector<NodePtr> children, int min = 0, int max = -1) {
-  FragmentNode* node = NewNode();
-  node->kind = kind;
-  node->binding = binding;
-  node->min = min;
-  node->max = max;
+  FragmentNode shape;
+  shape.kind = kind;
+  shape.binding = binding;
+  shape.min = min;
+  shape.max = max;
   size_t hash = Mix(Mix(Mix(static_cast<size_t>(kind), static_cast<size_t>(min)), static_cast<size_t>(max)), 1);
   for (const NodePtr& child : children) hash = Mix(hash, child->hash);
-  node->hash = hash;
+  shape.hash = hash;
   switch (kind) {
     case Kind::kSequence: {
       size_t size = children.size() - 1;
       for (const NodePtr& child : children) size += child->printed_size + ParenSize(child->binding, Binding::kSequence);
-      node->printed_size = size;
+      shape.printed_size = size;
       break;
     }
     case Kind::kAlternation: {
       size_t size = 3 * (children.size() - 1);
       for (const NodePtr& child : children) size += child->printed_size;
-      node->printed_size = size;
+      shape.printed_size = size;
       break;
     }
     case Kind::kRepeat:
-      node->printed_size =
+      shape.printed_size =
           children[0]->printed_size + ParenSize(children[0]->binding, Binding::kAtom) + RepeatSuffixSize(min, max);
       break;
     case Kind::kLookahead:
-      node->printed_size = children[0]->printed_size + 4 + children[1]->printed_size + 1;
+      shape.printed_size = children[0]->printed_size + 4 + children[1]->printed_size + 1;
       break;
     default: XG2_DCHECK(false, "a compound fragment node");
   }
-  node->children = std::move(children);
-  return node;
+  shape.children = std::move(children);
+  return Intern(std::move(shape));
 }
 
 void AppendNode(const FragmentNode& node, std::string* out);
@@ -295,24 +338,17 @@ Fragment Fragment::CharClass(std::string spelled) {
   return Fragment(MakeLeaf(Kind::kCharClass, std::move(spelled), size));
 }
 
-Fragment Fragment::Expression(std::string ebnf) {
-  const size_t size = ebnf.size();
-  return Fragment(MakeLeaf(Kind::kExpression, std::move(ebnf), size));
-}
-
 Fragment Fragment::Built(std::string ebnf, std::shared_ptr<const GrammarAst> grammar) {
   XG2_DCHECK(grammar != nullptr && grammar->root_rule >= 0, "a built fragment has its nodes");
   XG2_DCHECK(!ebnf.empty() && ebnf.front() == '(' && ebnf.back() == ')', "a built fragment prints as one atom");
   const size_t size = ebnf.size();
-  FragmentNode* node = MakeLeaf(Kind::kExpression, std::move(ebnf), size);
-  node->built = std::move(grammar);
-  return Fragment(std::move(node));
+  return Fragment(MakeLeaf(Kind::kExpression, std::move(ebnf), size, std::move(grammar)));
 }
 
 Fragment Fragment::Atom(std::string text) {
   if (!text.empty() && text.front() == '[') return CharClass(std::move(text));
-  if (IsRuleName(text)) return Rule(std::move(text));
-  return Expression(std::move(text));
+  if (!IsRuleName(text)) throw InternalError("Fragment::Atom: '" + text + "' is neither a rule name nor a class");
+  return Rule(std::move(text));
 }
 
 bool Fragment::epsilon() const { return node_ != nullptr && node_->kind == Kind::kEmpty; }
@@ -777,12 +813,9 @@ class FragmentLowering {
         return builder_->RuleRef(rule);
       }
       case Kind::kCharClass: return builder_->CharClass(ClassRanges(node.text));
-      case Kind::kExpression: {
-        if (node.built != nullptr) return builder_->Graft(*node.built, node.built->rules[node.built->root_rule].body);
-        // Text a caller spelled (Fragment::Expression / Atom): read by the EBNF parser.
-        const GrammarAst expression = ParseEbnf("r ::= " + node.text + "\n", "r");
-        return builder_->Graft(expression, expression.rules[expression.root_rule].body);
-      }
+      case Kind::kExpression:
+        XG2_DCHECK(node.built != nullptr, "an expression fragment carries its nodes (Fragment::Built)");
+        return builder_->Graft(*node.built, node.built->rules[node.built->root_rule].body);
       case Kind::kRepeat: return builder_->Repeat(Lower(*node.children[0], depth + 1), node.min, node.max);
       case Kind::kSequence:
       case Kind::kAlternation: {

@@ -85,16 +85,13 @@ class Fragment {
   static Fragment Rule(std::string name);
   // One code point of the class spelled `spelled` in EBNF ("[0-9]", "[^\"\\\\]").
   static Fragment CharClass(std::string spelled);
-  // An EBNF expression (parenthesised when it is not one atom) that names no rule: what the
-  // regex frontend writes for a pattern. Parsed when the rule set is lowered.
-  static Fragment Expression(std::string ebnf);
-  // Text that is a single atom: a rule name (Rule), a character class (CharClass), or an
-  // expression in parentheses (Expression).
+  // Text that is a single atom: a rule name (Rule) or a character class (CharClass); other
+  // text throws InternalError.
   static Fragment Atom(std::string text);
   // An expression given twice: `ebnf`, its printed text (one atom, e.g. parenthesised), and
   // `grammar`, whose root rule's body is the nodes a parse of that text gives (naming no
-  // rule). Lowered by grafting those nodes, never by parsing the text; equal to
-  // Atom(ebnf). What the regex frontend builds for a pattern (regular_language.h, RegexFragment).
+  // rule). Lowered by grafting those nodes, never by parsing the text. What the regex
+  // frontend builds for a pattern (regular_language.h, RegexFragment).
   static Fragment Built(std::string ebnf, std::shared_ptr<const GrammarAst> grammar);
 
   bool never() const { return node_ == nullptr; }
@@ -132,13 +129,18 @@ struct FragmentHash {
 
 // A node of a fragment's tree, made in an arena (FragmentArenaScope). Immutable once built
 // (fragments are shared across threads: string_formats.h keeps prebuilt ones for the process).
+// A conversion's arena hash-conses its nodes: a node is made only when the arena has none of
+// the same kind, fields and children (by address), so within one conversion equal trees are
+// almost always one node and Fragment::operator== ends at the address compare. Equality stays
+// structural where that fails (a tree built over a process-arena node and an equal one over a
+// conversion node; a hash collision).
 struct FragmentNode {
   enum class Kind : uint8_t {
     kEmpty,        // ""
     kLiteral,      // `text` holds the bytes
     kRule,         // `text` holds the rule name
     kCharClass,    // `text` holds the class as spelled
-    kExpression,   // `text` holds an EBNF expression (Fragment::Expression)
+    kExpression,   // `text` holds an EBNF expression, `built` its nodes (Fragment::Built)
     kSequence,     // children in order (>= 2, none a sequence)
     kAlternation,  // children (>= 2, none an alternation)
     kRepeat,       // children[0] repeated min..max times (max < 0: unbounded)
@@ -149,8 +151,7 @@ struct FragmentNode {
   int32_t min = 0;
   int32_t max = -1;
   std::string text;
-  // kExpression made by Fragment::Built: the nodes of `text` (its root rule's body); null when
-  // the text itself must be parsed.
+  // kExpression: the nodes of `text` (its root rule's body).
   std::shared_ptr<const GrammarAst> built;
   std::vector<const FragmentNode*> children;
   size_t printed_size = 0;  // bytes of the printed text

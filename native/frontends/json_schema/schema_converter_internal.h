@@ -350,9 +350,15 @@ class SchemaConverter {
   size_t merged_json_nodes_ = 0;
   // $ref targets expanded by the merges in progress (recursion guard).
   std::vector<const JsonValue*> merge_targets_;
-  // Merges being built: (schema text, layout depth) -> the rule reserved once the merge is met
-  // again inside itself (empty until then).
-  std::map<std::pair<std::string, int>, std::string> merges_in_progress_;
+  // Merges being built, outermost first: a merge's schema (the caller's, alive until the
+  // merge returns), its layout depth, and the rule reserved once the merge is met again
+  // inside itself (empty until then).
+  struct MergeInProgress {
+    const JsonValue* schema;
+    int layout_depth;
+    std::string rule;
+  };
+  std::vector<MergeInProgress> merges_in_progress_;
 };
 
 std::string ChildPointer(const std::string& pointer, const std::string& token);

@@ -519,25 +519,27 @@ void SchemaConverter::MergeArrayKeywords(const JsonValue& a, const JsonValue& b,
 // with its siblings, leads back to the same intersection) refers to a rule reserved for it,
 // as Reference does for a plain `$ref`: the rule's language is the least fixed point of the
 // recursion, which is the schema's language (JSON values are finite). Merges are keyed by
-// their schema's text and layout depth: `$ref`s resolve against the document, not the place,
-// so equal text means an equal language.
+// their schema's text (compared without writing it, JsonIdentical) and layout depth: `$ref`s
+// resolve against the document, not the place, so equal text means an equal language.
 Fragment SchemaConverter::MergedSchema(const Node& node, int depth) {
-  auto key = std::make_pair(DumpJson(node.schema), LayoutDepth(depth));
-  if (auto found = merges_in_progress_.find(key); found != merges_in_progress_.end()) {
+  const int layout_depth = LayoutDepth(depth);
+  for (MergeInProgress& open : merges_in_progress_) {
+    if (open.layout_depth != layout_depth || !JsonIdentical(*open.schema, node.schema)) continue;
     // The rule is reserved only once recursion is found (other merges stay inline).
-    if (found->second.empty()) found->second = rules_.Reserve(RuleHint(node.pointer));
-    return Fragment::Atom(found->second);
+    if (open.rule.empty()) open.rule = rules_.Reserve(RuleHint(node.pointer));
+    return Fragment::Atom(open.rule);
   }
-  auto entry = merges_in_progress_.emplace(key, std::string()).first;
+  const size_t entry = merges_in_progress_.size();
+  merges_in_progress_.push_back({&node.schema, layout_depth, std::string()});
   Fragment body = Fragment::Never();
   try {
     body = MergedSchemaBody(node, depth);
   } catch (...) {
-    merges_in_progress_.erase(entry);
+    merges_in_progress_.resize(entry);
     throw;
   }
-  std::string name = std::move(entry->second);
-  merges_in_progress_.erase(entry);
+  std::string name = std::move(merges_in_progress_[entry].rule);
+  merges_in_progress_.resize(entry);
   if (name.empty()) return body;
   // An empty recursive merge is written as `name ::= name`; Convert finds it unproductive.
   rules_.Define(name, body.never() ? Fragment::Atom(name) : body);
