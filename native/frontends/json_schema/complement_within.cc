@@ -63,7 +63,7 @@ std::optional<JsonValue> SchemaConverter::ComplementWithin(const JsonValue& a_in
   // A listed B is decided on A's other types too (ListedComplementWithin); any other B only
   // within objects.
   const bool objects_only = PossibleTypes(a) == kObjectType;
-  const std::optional<std::vector<JsonValue>> listed = ListedLanguage(b, pointer);
+  const std::optional<std::vector<JsonValue>> listed = ListedValuesOnly(b);
   if (!objects_only && !listed) return std::nullopt;
   if (objects_only && (PossibleTypes(b) & kObjectType) == 0) return JsonValue::Bool(true);
   // A's objects are closed: additionalProperties false, or strict mode next to declared

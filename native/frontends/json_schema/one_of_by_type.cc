@@ -104,6 +104,10 @@ std::optional<JsonValue> SchemaConverter::OneOfWithoutSharedTypes(const Node& no
       narrowed.push_back(JsonValue::Object({{"allOf", JsonValue::Array({kept_types, branches[i]})}}));
     }
   }
+  // Only where the narrowed branches are then disjoint (an anyOf, no complement at all):
+  // elsewhere the narrowed complements can cost more than the route they replace (automata
+  // past their limits on corpus schemas that convert without the narrowing).
+  if (!BranchesDisjoint(narrowed, node.pointer)) return std::nullopt;
   std::vector<JsonValue::Member> members;
   for (const auto& [keyword, value] : node.schema.object_members()) {
     members.emplace_back(keyword, keyword == "oneOf" ? JsonValue::Array(narrowed) : value);

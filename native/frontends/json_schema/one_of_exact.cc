@@ -190,7 +190,7 @@ std::optional<JsonValue> SchemaConverter::ListedExactlyOne(const Node& node, con
   bool exact = true;
   std::optional<JsonValue> flat = FlatBranch(branches[i], node.pointer, &exact);
   if (!flat || !exact) return std::nullopt;
-  std::optional<std::vector<JsonValue>> values = ListedLanguage(*flat, node.pointer);
+  std::optional<std::vector<JsonValue>> values = ListedValuesOnly(*flat);
   if (!values) return std::nullopt;
   std::string base = ChildPointer(node.pointer, "oneOf");
   auto keep_alone_values = [&]() -> std::optional<JsonValue> {
