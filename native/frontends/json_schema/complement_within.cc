@@ -8,14 +8,18 @@
 // B accepts every value of m or the same schema as A; "m present" when B forbids m or A's
 // and B's schemas for m are disjoint; else "m present with a value in the complement of
 // B's schema for m", which needs only that member schema to have a complement. So the
-// complement of B is built inside A, from A's finite set of names. Arrays likewise when
-// their item schemas are disjoint (ArrayComplementWithin).
+// complement of B is built inside A, from A's finite set of names; a B that lists values
+// (enum / const) likewise, object by object (ListedComplementWithin). Arrays when their item
+// schemas are disjoint (ArrayComplementWithin).
 #include <set>
 #include <string>
 #include <vector>
 
+#include "frontends/json_schema/regular_language.h"
 #include "frontends/json_schema/schema_converter_internal.h"
 #include "support/cancellation.h"
+#include "support/error.h"
+#include "support/json.h"
 
 namespace xg2 {
 namespace schema_internal {
@@ -56,8 +60,12 @@ std::optional<JsonValue> SchemaConverter::ComplementWithin(const JsonValue& a_in
   const JsonValue& a = *flat_a;
   const JsonValue& b = *flat_b;
   if (PossibleTypes(a) == kArrayType) return ArrayComplementWithin(a, b, pointer);
-  if (PossibleTypes(a) != kObjectType) return std::nullopt;
-  if ((PossibleTypes(b) & kObjectType) == 0) return JsonValue::Bool(true);
+  // A listed B is decided on A's other types too (ListedComplementWithin); any other B only
+  // within objects.
+  const bool objects_only = PossibleTypes(a) == kObjectType;
+  const std::optional<std::vector<JsonValue>> listed = ListedValuesOnly(b);
+  if (!objects_only && !listed) return std::nullopt;
+  if (objects_only && (PossibleTypes(b) & kObjectType) == 0) return JsonValue::Bool(true);
   // A's objects are closed: additionalProperties false, or strict mode next to declared
   // properties (undeclared members are never generated); no keyword may add members.
   for (const char* keyword : {"patternProperties", "if", "then", "else", "not", "dependentSchemas", "dependencies",
@@ -68,17 +76,46 @@ std::optional<JsonValue> SchemaConverter::ComplementWithin(const JsonValue& a_in
   const JsonValue* a_additional = a.Find("additionalProperties");
   bool closed = a_additional != nullptr ? IsFalse(a_additional) : options_.strict_mode && a_properties != nullptr;
   if (!closed || (a_properties != nullptr && !a_properties->is_object())) return std::nullopt;
+  if (listed) return ListedComplementWithin(a, *listed, objects_only, pointer);
   // B may only say which members it requires and what their values are.
   for (const auto& [keyword, value] : b.object_members()) {
     if (IsPassiveKeyword(keyword) || keyword == "type" || keyword == "nullable" || keyword == "properties" ||
-        keyword == "required" || keyword == "additionalProperties") {
+        keyword == "required" || keyword == "additionalProperties" || keyword == "patternProperties") {
       continue;
     }
     return std::nullopt;
   }
   const JsonValue* b_properties = b.Find("properties");
   const JsonValue* b_additional = b.Find("additionalProperties");
+  const JsonValue* b_patterns = b.Find("patternProperties");
   if (b_properties != nullptr && !b_properties->is_object()) return std::nullopt;
+  if (b_patterns != nullptr && !b_patterns->is_object()) return std::nullopt;
+  // B's schema for a member: its declared schema and those of the patterns that match the
+  // name, all of which apply; additionalProperties only where none does.
+  const JsonValue any = JsonValue::Bool(true);
+  auto schema_in_b = [&](const std::string& name) -> std::optional<JsonValue> {
+    std::vector<JsonValue> parts;
+    if (const JsonValue* declared = b_properties != nullptr ? b_properties->Find(name) : nullptr) {
+      parts.push_back(*declared);
+    }
+    if (b_patterns != nullptr) {
+      std::u32string quoted = DecodeUtf8ToU32(DumpJsonString(name));
+      try {
+        for (const auto& [pattern, schema] : b_patterns->object_members()) {
+          if (PatternNames(pattern).Accepts(quoted)) parts.push_back(schema);
+        }
+      } catch (const UnsupportedSchemaError&) {
+        return std::nullopt;
+      } catch (const ResourceLimitError&) {
+        return std::nullopt;
+      } catch (const RegexError&) {
+        return std::nullopt;
+      }
+    }
+    if (parts.empty()) return b_additional != nullptr ? *b_additional : any;
+    if (parts.size() == 1) return parts[0];
+    return JsonValue::Object({{"allOf", JsonValue::Array(std::move(parts))}});
+  };
   const std::set<std::string> a_required = StringList(a.Find("required"));
   std::set<std::string> names = a_required;
   if (a_properties != nullptr) {
@@ -87,7 +124,6 @@ std::optional<JsonValue> SchemaConverter::ComplementWithin(const JsonValue& a_in
     }
   }
   std::vector<JsonValue> disjuncts;
-  const JsonValue any = JsonValue::Bool(true);
   for (const std::string& name : StringList(b.Find("required"))) {
     if (a_required.count(name) > 0) continue;
     if (names.count(name) == 0) return JsonValue::Bool(true);  // A never has it: B always fails
@@ -97,8 +133,9 @@ std::optional<JsonValue> SchemaConverter::ComplementWithin(const JsonValue& a_in
     ThrowIfCancelled();
     const JsonValue* declared_a = a_properties != nullptr ? a_properties->Find(name) : nullptr;
     const JsonValue& in_a = declared_a != nullptr ? *declared_a : any;
-    const JsonValue* declared_b = b_properties != nullptr ? b_properties->Find(name) : nullptr;
-    const JsonValue& in_b = declared_b != nullptr ? *declared_b : b_additional != nullptr ? *b_additional : any;
+    std::optional<JsonValue> schema_b = schema_in_b(name);
+    if (!schema_b) return std::nullopt;
+    const JsonValue& in_b = *schema_b;
     if (AcceptsAll(in_b) || JsonEquals(in_a, in_b)) continue;
     bool present_fails = IsFalse(&in_b) || Excludes(in_a, in_b, pointer, 8, true);
     if (present_fails) {
@@ -115,6 +152,70 @@ std::optional<JsonValue> SchemaConverter::ComplementWithin(const JsonValue& a_in
   if (disjuncts.empty()) return JsonValue::Bool(false);  // every object of A satisfies B
   if (disjuncts.size() == 1) return disjuncts[0];
   return JsonValue::Object({{"anyOf", JsonValue::Array(std::move(disjuncts))}});
+}
+
+// B a list of values (enum / const): an object of A equals a listed object C exactly when
+// it has C's names, each with C's value, and no other member. A's objects are closed, so
+// "another member" is one of A's finitely many names outside C's. A C that names a member
+// A never has, or lacks one A requires, never equals one of A's objects. The forms written
+// (required / properties) hold for every non-object, which no listed object equals; a
+// listed non-object is complemented as a value (when A has other types than object).
+std::optional<JsonValue> SchemaConverter::ListedComplementWithin(const JsonValue& a, const std::vector<JsonValue>& listed,
+                                                                 bool objects_only, const std::string& pointer) {
+  const JsonValue* a_properties = a.Find("properties");
+  const std::set<std::string> a_required = StringList(a.Find("required"));
+  std::set<std::string> names = a_required;
+  if (a_properties != nullptr) {
+    for (const auto& [name, schema] : a_properties->object_members()) {
+      if (!IsFalse(&schema)) names.insert(name);
+    }
+  }
+  std::vector<JsonValue> conjuncts;
+  for (const JsonValue& value : listed) {
+    ThrowIfCancelled();
+    if (!value.is_object()) {
+      if (objects_only) continue;
+      std::optional<JsonValue> other = Complement(JsonValue::Object({{"const", value}}), pointer, false, 8);
+      if (!other) return std::nullopt;
+      conjuncts.push_back(std::move(*other));
+      continue;
+    }
+    std::set<std::string> value_names;
+    bool can_equal = true;
+    for (const auto& [name, member] : value.object_members()) {
+      can_equal = can_equal && names.count(name) > 0 && value_names.insert(name).second;
+    }
+    for (const std::string& name : a_required) can_equal = can_equal && value_names.count(name) > 0;
+    if (!can_equal) continue;
+    std::vector<JsonValue> differs;
+    for (const auto& [name, member] : value.object_members()) {
+      if (a_required.count(name) == 0) {
+        differs.push_back(JsonValue::Object({{"properties", JsonValue::Object({{name, JsonValue::Bool(false)}})}}));
+      }
+      std::optional<JsonValue> other = Complement(JsonValue::Object({{"const", member}}), pointer, false, 8);
+      if (!other) return std::nullopt;
+      if (other->is_bool() && !other->bool_value()) continue;
+      differs.push_back(JsonValue::Object({{"required", JsonValue::Array({JsonValue::String(name)})},
+                                           {"properties", JsonValue::Object({{name, *other}})}}));
+    }
+    for (const std::string& name : names) {
+      if (value_names.count(name) == 0) {
+        differs.push_back(JsonValue::Object({{"required", JsonValue::Array({JsonValue::String(name)})}}));
+      }
+    }
+    if (differs.empty()) {  // A's only object is C
+      if (objects_only) return JsonValue::Bool(false);
+      std::vector<JsonValue> others;
+      for (const char* type : {"null", "boolean", "number", "string", "array"}) others.push_back(JsonValue::String(type));
+      conjuncts.push_back(JsonValue::Object({{"type", JsonValue::Array(std::move(others))}}));
+      continue;
+    }
+    conjuncts.push_back(differs.size() == 1 ? differs[0]
+                                            : JsonValue::Object({{"anyOf", JsonValue::Array(std::move(differs))}}));
+  }
+  if (conjuncts.empty()) return JsonValue::Bool(true);  // no listed value is one of A's objects
+  if (conjuncts.size() == 1) return conjuncts[0];
+  return JsonValue::Object({{"allOf", JsonValue::Array(std::move(conjuncts))}});
 }
 
 // Arrays: B made of type / items (one schema). An array of A fails B exactly when some item

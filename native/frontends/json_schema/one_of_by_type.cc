@@ -8,6 +8,17 @@
 // decides without a complement (two such branches rule out the type; one alone is the
 // type), and leaves the object part to the usual disjointness decision, now with `type`
 // known. Used only when OneOf's direct construction is refused.
+//
+// OneOfWithoutSharedTypes is the first step of that split alone, taken before any
+// complement is built: a type group that two branches accept whole has no value with
+// exactly one branch, so every branch is narrowed to the other types,
+//
+//   oneOf [B_1..B_n] = oneOf [allOf [type K, B_i]]   (K: the types not accepted whole twice)
+//
+// which is the same language (a value outside K fails every narrowed branch and, before,
+// held in two). The complements of the narrowed branches need not say "every value of
+// the shared types" again, and branches that differ only on their objects become disjoint.
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -48,6 +59,61 @@ bool AcceptsWholeGroup(const JsonValue& schema, const TypeGroup& group) {
 }
 
 }  // namespace
+
+std::optional<JsonValue> SchemaConverter::OneOfWithoutSharedTypes(const Node& node,
+                                                                  const std::vector<JsonValue>& branches) {
+  std::vector<uint8_t> possible(branches.size(), kAllJsonTypes);
+  std::vector<std::optional<std::vector<JsonValue>>> listed(branches.size());
+  std::vector<int> whole(std::size(kTypeGroups), 0);
+  for (size_t i = 0; i < branches.size(); ++i) {
+    bool exact = true;
+    std::optional<JsonValue> flat = FlatBranch(branches[i], node.pointer, &exact);
+    if (!flat) continue;
+    possible[i] = PossibleTypes(*flat);
+    if (!exact) continue;
+    listed[i] = ListedValuesOnly(*flat);
+    for (size_t g = 0; g < std::size(kTypeGroups); ++g) {
+      if (AcceptsWholeGroup(*flat, kTypeGroups[g])) ++whole[g];
+    }
+  }
+  // The types left: those fewer than two branches accept whole.
+  std::vector<JsonValue> kept_names;
+  uint8_t kept_bits = 0;
+  for (size_t g = 0; g < std::size(kTypeGroups); ++g) {
+    if (whole[g] >= 2) continue;
+    kept_names.push_back(JsonValue::String(kTypeGroups[g].name));
+    kept_bits |= kTypeGroups[g].bits;
+  }
+  if (kept_bits == kAllJsonTypes) return std::nullopt;
+  if (kept_names.empty()) return JsonValue::Bool(false);
+  const JsonValue kept_types = JsonValue::Object({{"type", JsonValue::Array(std::move(kept_names))}});
+  std::vector<JsonValue> narrowed;
+  for (size_t i = 0; i < branches.size(); ++i) {
+    if ((possible[i] & ~kept_bits) == 0) {
+      narrowed.push_back(branches[i]);  // already within the kept types: as written
+    } else if (listed[i]) {
+      // A list of values keeps its values of the kept types (and stays a list, which the
+      // oneOf decides value by value).
+      std::vector<JsonValue> values;
+      for (const JsonValue& value : *listed[i]) {
+        if (PossibleTypes(JsonValue::Object({{"const", value}})) & kept_bits) values.push_back(value);
+      }
+      narrowed.push_back(values.empty() ? JsonValue::Bool(false)
+                                        : JsonValue::Object({{"enum", JsonValue::Array(std::move(values))}}));
+    } else {
+      narrowed.push_back(JsonValue::Object({{"allOf", JsonValue::Array({kept_types, branches[i]})}}));
+    }
+  }
+  // Only where the narrowed branches are then disjoint (an anyOf, no complement at all):
+  // elsewhere the narrowed complements can cost more than the route they replace (automata
+  // past their limits on corpus schemas that convert without the narrowing).
+  if (!BranchesDisjoint(narrowed, node.pointer)) return std::nullopt;
+  std::vector<JsonValue::Member> members;
+  for (const auto& [keyword, value] : node.schema.object_members()) {
+    members.emplace_back(keyword, keyword == "oneOf" ? JsonValue::Array(narrowed) : value);
+  }
+  return JsonValue::Object(std::move(members));
+}
 
 std::optional<JsonValue> SchemaConverter::OneOfByType(const Node& node, const std::vector<JsonValue>& branches) {
   // Per branch: the types it allows and whether it accepts each whole group, from the

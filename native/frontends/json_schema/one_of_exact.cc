@@ -1,7 +1,9 @@
 // JSON Schema -> EBNF: `oneOf` whose branches may overlap. Exactly one branch holds, so
 // the language is the union over i of (B_i and not B_j for every j that may overlap B_i):
 // each branch is intersected with the complements (SchemaConverter::Complement) of the
-// branches it is not provably disjoint from. Disjoint pairs need no complement.
+// branches it is not provably disjoint from. Disjoint pairs need no complement. A branch
+// that lists its values (enum / const) keeps those no overlapping branch accepts, decided
+// on each value (ListedValueSatisfies), which needs no complement either.
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -88,6 +90,10 @@ bool SchemaConverter::FlatBranchesDisjoint(const JsonValue& a, const JsonValue& 
                                            const JsonValue& b, const JsonValue& flat_b, bool exact_b,
                                            const std::string& pointer, bool generated) {
   constexpr int kDisjointBudget = 8;  // nesting depth of the structural comparison, as in OneOf
+  // A side that lists its values is disjoint from the other exactly when no listed value
+  // satisfies it; that holds over generated values too (the other side generates only
+  // values it accepts, and the listed side generates only its values).
+  if (ListedValuesFail(flat_a, b, pointer) || ListedValuesFail(flat_b, a, pointer)) return true;
   // Over accepted values (generated false) one direction proves the languages disjoint;
   // over generated values (strict mode closes objects) each side's own values must fail the
   // other, so both directions are needed.
@@ -110,48 +116,102 @@ bool SchemaConverter::FlatBranchesDisjoint(const JsonValue& a, const JsonValue& 
                    spelled_b ? true : exact_b);
 }
 
+std::optional<std::vector<JsonValue>> SchemaConverter::ListedLanguage(const JsonValue& flat, const std::string& pointer) {
+  if (!flat.is_object() || (flat.Find("enum") == nullptr && flat.Find("const") == nullptr)) return std::nullopt;
+  if (std::optional<std::vector<JsonValue>> values = ListedValuesOnly(flat)) return values;
+  const JsonValue* constant = flat.Find("const");
+  const JsonValue* listed = flat.Find("enum");
+  if (constant == nullptr && !listed->is_array()) return std::nullopt;
+  const std::vector<JsonValue> candidates = constant != nullptr ? std::vector<JsonValue>{*constant} : listed->array_items();
+  try {
+    std::optional<JsonValue> kept = StrictTrial([&]() -> std::optional<JsonValue> {
+      std::vector<JsonValue> values;
+      for (const JsonValue& value : candidates) {
+        ThrowIfCancelled();
+        if (ListedValueSatisfies(value, flat, pointer)) values.push_back(value);
+      }
+      return JsonValue::Array(std::move(values));
+    });
+    if (kept) return kept->array_items();
+  } catch (const SchemaError&) {  // the value check's own limits: not decided
+  } catch (const ResourceLimitError&) {
+  }
+  return std::nullopt;
+}
+
+bool SchemaConverter::ListedValuesFail(const JsonValue& listing, const JsonValue& other, const std::string& pointer) {
+  std::optional<std::vector<JsonValue>> values = ListedLanguage(listing, pointer);
+  if (!values) return false;
+  try {
+    std::optional<JsonValue> verdict = StrictTrial([&]() -> std::optional<JsonValue> {
+      for (const JsonValue& value : *values) {
+        ThrowIfCancelled();
+        if (ListedValueSatisfies(value, other, pointer)) return JsonValue::Bool(false);
+      }
+      return JsonValue::Bool(true);
+    });
+    return verdict && verdict->bool_value();
+  } catch (const SchemaError&) {  // the value check's own limits: not proven, nothing lost
+  } catch (const ResourceLimitError&) {
+  }
+  return false;
+}
+
 // A branch whose flat form (FlatBranch) left its alternatives out, e.g. {type: object,
 // oneOf: [$ref a, $ref b]}, as anyOf over allOf [its other conjuncts, alternative k] of its
 // first alternative list (later lists stay conjuncts). Its language contains the branch's
 // (a oneOf's alternatives read as anyOf), so a disjointness proof on it holds for the
 // branch, and each alternative's flat form now sees what the alternative requires.
 // nullopt when the branch has no alternatives, more than kMaxSpelledAlternatives of them,
-// or a merge this converter refuses.
+// or a merge this converter refuses (TrialMerge).
 std::optional<JsonValue> SchemaConverter::AlternativesSpelledOut(const JsonValue& branch_in,
                                                                   const std::string& pointer) {
   constexpr size_t kMaxSpelledAlternatives = 64;
   const JsonValue& branch = Dereferenced(branch_in, pointer);
   if (!branch.is_object()) return std::nullopt;
-  // Refusals inside the trial merge throw (even when lenient) and are undone, as in FlatBranch.
-  auto ignored = ignored_keywords_;
-  bool lenient = options_.lenient;
-  options_.lenient = false;
-  std::optional<JsonValue> spelled;
-  try {
-    MergeState state;
-    CollectParts(branch, pointer, &state);
-    if (!state.never && !state.alternatives.empty()) {
-      JsonValue base = JsonValue::Object({});
-      for (const auto& [part, part_pointer] : state.parts) base = MergeObjects(base, part, pointer);
-      const std::vector<JsonValue>& first = state.alternatives[0].first.object_members()[0].second.array_items();
-      if (first.size() <= kMaxSpelledAlternatives) {
-        std::vector<JsonValue> rest = {base};
-        for (size_t g = 1; g < state.alternatives.size(); ++g) rest.push_back(state.alternatives[g].first);
-        std::vector<JsonValue> disjuncts;
-        for (const JsonValue& alternative : first) {
-          std::vector<JsonValue> conjuncts = rest;
-          conjuncts.push_back(alternative);
-          disjuncts.push_back(JsonValue::Object({{"allOf", JsonValue::Array(std::move(conjuncts))}}));
-        }
-        spelled = JsonValue::Object({{"anyOf", JsonValue::Array(std::move(disjuncts))}});
-      }
+  return TrialMerge(branch, pointer, [&](const MergeState& state, JsonValue base) -> std::optional<JsonValue> {
+    if (state.never || state.alternatives.empty()) return std::nullopt;
+    const std::vector<JsonValue>& first = state.alternatives[0].first.object_members()[0].second.array_items();
+    if (first.size() > kMaxSpelledAlternatives) return std::nullopt;
+    std::vector<JsonValue> rest = {std::move(base)};
+    for (size_t g = 1; g < state.alternatives.size(); ++g) rest.push_back(state.alternatives[g].first);
+    std::vector<JsonValue> disjuncts;
+    for (const JsonValue& alternative : first) {
+      std::vector<JsonValue> conjuncts = rest;
+      conjuncts.push_back(alternative);
+      disjuncts.push_back(JsonValue::Object({{"allOf", JsonValue::Array(std::move(conjuncts))}}));
     }
-  } catch (const UnsupportedSchemaError&) {
-    spelled.reset();
+    return JsonValue::Object({{"anyOf", JsonValue::Array(std::move(disjuncts))}});
+  });
+}
+
+std::optional<JsonValue> SchemaConverter::ListedExactlyOne(const Node& node, const std::vector<JsonValue>& branches,
+                                                           size_t i, const std::vector<size_t>& overlapping) {
+  bool exact = true;
+  std::optional<JsonValue> flat = FlatBranch(branches[i], node.pointer, &exact);
+  if (!flat || !exact) return std::nullopt;
+  std::optional<std::vector<JsonValue>> values = ListedValuesOnly(*flat);
+  if (!values) return std::nullopt;
+  std::string base = ChildPointer(node.pointer, "oneOf");
+  auto keep_alone_values = [&]() -> std::optional<JsonValue> {
+    std::vector<JsonValue> kept;
+    for (const JsonValue& value : *values) {
+      bool alone = true;
+      for (size_t j : overlapping) {
+        ThrowIfCancelled();
+        alone = alone && !ListedValueSatisfies(value, branches[j], base + "/" + std::to_string(j));
+      }
+      if (alone) kept.push_back(value);
+    }
+    if (kept.empty()) return JsonValue::Bool(false);
+    return JsonValue::Object({{"enum", JsonValue::Array(std::move(kept))}});
+  };
+  try {
+    return StrictTrial(keep_alone_values);
+  } catch (const SchemaError&) {  // a value check past its limits: the complements decide
+  } catch (const ResourceLimitError&) {
   }
-  options_.lenient = lenient;
-  ignored_keywords_ = std::move(ignored);
-  return spelled;
+  return std::nullopt;
 }
 
 std::optional<JsonValue> SchemaConverter::ExactlyOneOf(const Node& node, const std::vector<JsonValue>& branches,
@@ -166,6 +226,11 @@ std::optional<JsonValue> SchemaConverter::ExactlyOneOf(const Node& node, const s
   size_t shared = SharedConjuncts(branches);
   std::vector<JsonValue> disjuncts;
   for (size_t i = 0; i < branches.size(); ++i) {
+    // A listed branch: its values that no overlapping branch accepts, without complements.
+    if (std::optional<JsonValue> listed = ListedExactlyOne(node, branches, i, overlapping[i])) {
+      if (!listed->is_bool()) disjuncts.push_back(std::move(*listed));
+      continue;
+    }
     std::vector<JsonValue> conjuncts = {branches[i]};
     bool impossible = false;
     for (size_t j : overlapping[i]) {

@@ -9,6 +9,7 @@
 #define XG2_FRONTENDS_JSON_SCHEMA_SCHEMA_CONVERTER_INTERNAL_H_
 
 #include <deque>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -224,6 +225,16 @@ class SchemaConverter {
   bool FlatExcludes(const JsonValue& a, bool exact_a, const JsonValue& b, const std::string& pointer, int budget,
                     bool generated);
   std::optional<JsonValue> FlatBranch(const JsonValue& schema, const std::string& pointer, bool* exact);
+  // Collects `schema`'s parts and merges them into one base (as the generator would), then
+  // returns finish(state, base) (the base is `{}` when state.never). The merge runs strict:
+  // a refusal anywhere gives nullopt, and the lenient flag and ignored keywords are restored
+  // on every exit, so a trial leaves no warning behind.
+  // trial() with refusals thrown (even when lenient): a refusal gives nullopt, and the
+  // lenient flag and ignored keywords are restored on every exit.
+  std::optional<JsonValue> StrictTrial(const std::function<std::optional<JsonValue>()>& trial);
+  std::optional<JsonValue> TrialMerge(
+      const JsonValue& schema, const std::string& pointer,
+      const std::function<std::optional<JsonValue>(const MergeState&, JsonValue)>& finish);
   Fragment OneOf(const Node& node, int depth);
   Fragment OverlappingOneOf(const Node& node, const std::vector<JsonValue>& items,
                             const std::vector<std::vector<size_t>>& overlapping, int depth);
@@ -235,6 +246,9 @@ class SchemaConverter {
   // types where two branches accept every value dropped; nullopt when the branches allow
   // fewer than two type groups (the split would change nothing).
   std::optional<JsonValue> OneOfByType(const Node& node, const std::vector<JsonValue>& branches);
+  // The oneOf node with its branches narrowed to the type groups that fewer than two
+  // branches accept whole (false when none is left); nullopt when no group is shared so.
+  std::optional<JsonValue> OneOfWithoutSharedTypes(const Node& node, const std::vector<JsonValue>& branches);
   // --- one_of_exact.cc: oneOf with branches that may overlap ---
   // True when no value satisfies two of `branches` (then their oneOf is their anyOf).
   bool BranchesDisjoint(const std::vector<JsonValue>& branches, const std::string& pointer);
@@ -243,14 +257,28 @@ class SchemaConverter {
   bool FlatBranchesDisjoint(const JsonValue& a, const JsonValue& flat_a, bool exact_a, const JsonValue& b,
                             const JsonValue& flat_b, bool exact_b, const std::string& pointer, bool generated);
   std::optional<JsonValue> AlternativesSpelledOut(const JsonValue& branch, const std::string& pointer);
+  // The values a flat schema with enum / const accepts: the listed values that satisfy all
+  // of its keywords, each decided on the value; nullopt without a list or where a value is
+  // not decided exactly.
+  std::optional<std::vector<JsonValue>> ListedLanguage(const JsonValue& flat, const std::string& pointer);
+  // True when `listing` lists its values (ListedLanguage; a flat form may list a superset)
+  // and `other` accepts none of them, each decided on the value (false where one is not).
+  bool ListedValuesFail(const JsonValue& listing, const JsonValue& other, const std::string& pointer);
   // anyOf over i of allOf [B_i, complement of B_j for each j in overlapping[i]]; nullopt
   // (with `refusal` set) when a complement is not a schema; ResourceLimitError past a bound.
+  // A branch that lists its values (enum / const) with the values some overlapping branch
+  // also accepts left out, each decided on the value itself; nullopt when the branch lists
+  // no values or a value is not decided exactly.
+  std::optional<JsonValue> ListedExactlyOne(const Node& node, const std::vector<JsonValue>& branches, size_t i,
+                                            const std::vector<size_t>& overlapping);
   std::optional<JsonValue> ExactlyOneOf(const Node& node, const std::vector<JsonValue>& branches,
                                         const std::vector<std::vector<size_t>>& overlapping, std::string* refusal);
   // --- complement_within.cc: the objects of branch `a` that fail branch `b` ---
   // A schema to intersect with `a` (its objects closed, from a finite set of names), for
   // `b` made of type / properties / required / additionalProperties; nullopt otherwise.
   std::optional<JsonValue> ComplementWithin(const JsonValue& a, const JsonValue& b, const std::string& pointer);
+  std::optional<JsonValue> ListedComplementWithin(const JsonValue& a, const std::vector<JsonValue>& listed,
+                                                  bool objects_only, const std::string& pointer);
   std::optional<JsonValue> ArrayComplementWithin(const JsonValue& a, const JsonValue& b, const std::string& pointer);
   // --- pattern_properties_merge.cc: object members of a ∩ b with patternProperties ---
   void MergePatternMembers(const JsonValue& a, const JsonValue& b, const std::string& pointer,

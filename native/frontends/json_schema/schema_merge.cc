@@ -7,7 +7,9 @@
 // form (two different patterns, two different formats, ...) the policy error names it.
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <limits>
+#include <optional>
 #include <set>
 #include <string_view>
 #include <unordered_map>
@@ -15,6 +17,7 @@
 
 #include "frontends/json_schema/decimal.h"
 #include "frontends/json_schema/schema_converter_internal.h"
+#include "frontends/regex/leading_lookaheads.h"
 #include "frontends/regex/regex_converter.h"
 #include "support/cancellation.h"
 #include "support/error.h"
@@ -264,14 +267,23 @@ void SchemaConverter::CollectParts(const JsonValue& schema, const std::string& p
 
 namespace {
 
-// Whether the regex frontend reads `pattern` (else the intersection stays the policy error: a
-// `not` it could not read would be complemented back into a second pattern without end).
+// Whether the string generator reads `pattern` (else the intersection stays the policy error:
+// a `not` it could not read would be complemented back into a second pattern without end).
+// It reads what the regex frontend reads, and a pattern whose look-aheads all lead it
+// (leading_lookaheads.h) when each of its parts is read: the decision DfaFromRegex makes.
 bool PatternHasAutomaton(const std::string& pattern) {
   RegexOptions options;
   options.search = true;
   options.json_string_body = true;
   try {
-    RegexToEbnf(pattern, options);
+    if (std::optional<LeadingLookaheads> split = SplitLeadingLookaheads(pattern)) {
+      RegexToEbnf(split->rest, options);
+      for (const LeadingLookaheads::Assertion& assertion : split->assertions) {
+        RegexToEbnf(assertion.prefix_pattern, options);
+      }
+    } else {
+      RegexToEbnf(pattern, options);
+    }
   } catch (const RegexError&) {
     return false;
   }
@@ -715,27 +727,47 @@ std::optional<JsonValue> SchemaConverter::FlatBranch(const JsonValue& schema_in,
   *exact = true;
   const JsonValue& schema = Dereferenced(schema_in, pointer);
   if (!schema.is_object() || !NeedsMerge(Node{schema, pointer})) return schema;
-  // Refusals inside the trial merge throw (even when lenient) and are undone.
-  auto ignored = ignored_keywords_;
-  bool lenient = options_.lenient;
-  options_.lenient = false;
-  std::optional<JsonValue> flat;
-  try {
+  return TrialMerge(schema, pointer, [&](const MergeState& state, JsonValue base) -> std::optional<JsonValue> {
+    if (state.never) return JsonValue::Bool(false);
+    *exact = state.alternatives.empty();
+    return base;
+  });
+}
+
+std::optional<JsonValue> SchemaConverter::TrialMerge(
+    const JsonValue& schema, const std::string& pointer,
+    const std::function<std::optional<JsonValue>(const MergeState&, JsonValue)>& finish) {
+  return StrictTrial([&]() -> std::optional<JsonValue> {
     MergeState state;
     CollectParts(schema, pointer, &state);
-    if (state.never) flat = JsonValue::Bool(false);
-    if (!flat) {
-      JsonValue base = JsonValue::Object({});
+    JsonValue base = JsonValue::Object({});
+    if (!state.never) {
       for (const auto& [part, part_pointer] : state.parts) base = MergeObjects(base, part, pointer);
-      *exact = state.alternatives.empty();
-      flat = std::move(base);
     }
+    return finish(state, std::move(base));
+  });
+}
+
+std::optional<JsonValue> SchemaConverter::StrictTrial(const std::function<std::optional<JsonValue>()>& trial) {
+  // Refusals inside the trial throw (even when lenient) and are undone on every exit.
+  auto ignored = ignored_keywords_;
+  const bool lenient = options_.lenient;
+  options_.lenient = false;
+  auto restore = [&] {
+    options_.lenient = lenient;
+    ignored_keywords_ = std::move(ignored);
+  };
+  std::optional<JsonValue> result;
+  try {
+    result = trial();
   } catch (const UnsupportedSchemaError&) {
-    flat.reset();
+    result.reset();
+  } catch (...) {
+    restore();
+    throw;
   }
-  options_.lenient = lenient;
-  ignored_keywords_ = std::move(ignored);
-  return flat;
+  restore();
+  return result;
 }
 
 namespace {
@@ -963,6 +995,12 @@ Fragment SchemaConverter::OneOf(const Node& node, int depth) {
     }
   }
   if (overlaps) {
+    // Types two branches accept whole are out of the oneOf: narrow the branches to the
+    // rest first (their complements then need not repeat those types).
+    if (std::optional<JsonValue> narrowed = OneOfWithoutSharedTypes(node, items)) {
+      synthetic_.push_back(std::move(*narrowed));
+      return Schema(synthetic_.back(), node.pointer, depth);
+    }
     try {
       return OverlappingOneOf(node, items, overlapping, depth);
     } catch (const ResourceLimitError& error) {

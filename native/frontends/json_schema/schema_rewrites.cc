@@ -107,13 +107,86 @@ JsonValue AnyOfOrSingle(std::vector<JsonValue> disjuncts) {
   return JsonValue::Object({{"anyOf", JsonValue::Array(std::move(disjuncts))}});
 }
 
+JsonValue CountSchema(long long n) { return JsonValue::Number(std::to_string(n), static_cast<double>(n)); }
+
+// An object or array schema of the complement: `declares` (as in Complement) leaves the
+// object's members to the schema it is merged into; otherwise it is spelled open, since
+// strict mode would close an object schema without declared members.
+JsonValue TypedMembers(const char* type, std::vector<JsonValue::Member> members, bool declares) {
+  members.insert(members.begin(), {"type", JsonValue::String(type)});
+  if (std::string(type) == "object" && !declares) members.emplace_back("additionalProperties", JsonValue::Bool(true));
+  return JsonValue::Object(std::move(members));
+}
+
+std::optional<JsonValue> ValuesComplement(const std::vector<JsonValue>& values, bool declares);
+
+// The objects other than `value` (an object with n distinct names): one of its names
+// absent, one present with another value, or all present and more than n members. The
+// object generator counts members beyond one only where no undeclared member may appear,
+// so for n > 0 that needs `declares` (ComplementWithin covers closed objects otherwise).
+std::optional<JsonValue> ObjectsOtherThan(const JsonValue& value, bool declares) {
+  if (!declares && !value.object_members().empty()) return std::nullopt;
+  std::vector<JsonValue> disjuncts;
+  std::set<std::string> names;
+  for (const auto& [name, member] : value.object_members()) {
+    if (!names.insert(name).second) return std::nullopt;  // a repeated name: no JSON object equals it
+    std::optional<JsonValue> other = ValuesComplement({member}, false);
+    if (!other) return std::nullopt;
+    disjuncts.push_back(TypedMembers("object", {{"properties", JsonValue::Object({{name, JsonValue::Bool(false)}})}},
+                                     declares));
+    disjuncts.push_back(TypedMembers("object", {{"required", JsonValue::Array({JsonValue::String(name)})},
+                                                {"properties", JsonValue::Object({{name, *other}})}},
+                                     declares));
+  }
+  disjuncts.push_back(TypedMembers("object", {{"minProperties", CountSchema(static_cast<long long>(names.size()) + 1)}},
+                                   declares));
+  return AnyOfOrSingle(std::move(disjuncts));
+}
+
+// The arrays other than `value` (an array of n items): shorter, longer, or of length n
+// with some item k other than value[k] (checked through prefixItems up to k).
+std::optional<JsonValue> ArraysOtherThan(const JsonValue& value) {
+  const std::vector<JsonValue>& items = value.array_items();
+  const long long n = static_cast<long long>(items.size());
+  std::vector<JsonValue> disjuncts;
+  if (n > 0) disjuncts.push_back(TypedMembers("array", {{"maxItems", CountSchema(n - 1)}}, false));
+  disjuncts.push_back(TypedMembers("array", {{"minItems", CountSchema(n + 1)}}, false));
+  std::vector<JsonValue> prefix;
+  for (const JsonValue& item : items) {
+    std::optional<JsonValue> other = ValuesComplement({item}, false);
+    if (!other) return std::nullopt;
+    std::vector<JsonValue> tuple = prefix;
+    tuple.push_back(*other);
+    disjuncts.push_back(TypedMembers("array", {{"minItems", CountSchema(static_cast<long long>(tuple.size()))},
+                                               {"prefixItems", JsonValue::Array(std::move(tuple))}},
+                                     false));
+    prefix.push_back(JsonValue::Bool(true));
+  }
+  return AnyOfOrSingle(std::move(disjuncts));
+}
+
+// The values of one structured type other than each of `listed` (objects or arrays): the
+// intersection of each one's complement within the type; the whole type when none is listed.
+std::optional<JsonValue> StructuredOtherThan(const char* type, const std::vector<JsonValue>& listed, bool declares) {
+  if (listed.empty()) return TypeSchema(type);
+  std::vector<JsonValue> conjuncts;
+  for (const JsonValue& value : listed) {
+    std::optional<JsonValue> other = value.is_object() ? ObjectsOtherThan(value, declares) : ArraysOtherThan(value);
+    if (!other) return std::nullopt;
+    conjuncts.push_back(std::move(*other));
+  }
+  if (conjuncts.size() == 1) return conjuncts[0];
+  return JsonValue::Object({{"allOf", JsonValue::Array(std::move(conjuncts))}});
+}
+
 // Every JSON value except `values`, as a schema: other types whole, the remaining booleans,
 // numbers as the open intervals between the excluded ones, strings as a string type with
-// `not: {enum: [...]}` (read by StringValue, an automaton difference). Objects and arrays
-// among the values: nullopt.
-std::optional<JsonValue> ValuesComplement(const std::vector<JsonValue>& values) {
+// `not: {enum: [...]}` (read by StringValue, an automaton difference), objects and arrays
+// member by member (ObjectsOtherThan, ArraysOtherThan). nullopt for a number the decimal
+// reader does not take, or an object with a repeated name.
+std::optional<JsonValue> ValuesComplement(const std::vector<JsonValue>& values, bool declares) {
   bool has_null = false, has_true = false, has_false = false;
-  std::vector<JsonValue> strings;
+  std::vector<JsonValue> strings, objects, arrays;
   std::vector<std::pair<Decimal, JsonValue>> numbers;
   for (const JsonValue& v : values) {
     switch (v.kind()) {
@@ -126,10 +199,17 @@ std::optional<JsonValue> ValuesComplement(const std::vector<JsonValue>& values) 
         numbers.emplace_back(*d, v);
         break;
       }
+      case JsonKind::kObject: objects.push_back(v); break;
+      case JsonKind::kArray: arrays.push_back(v); break;
       default: return std::nullopt;
     }
   }
-  std::vector<JsonValue> disjuncts = {TypeSchema("object"), TypeSchema("array")};
+  std::vector<JsonValue> disjuncts;
+  for (const char* type : {"object", "array"}) {
+    std::optional<JsonValue> others = StructuredOtherThan(type, std::string(type) == "object" ? objects : arrays, declares);
+    if (!others) return std::nullopt;
+    disjuncts.push_back(std::move(*others));
+  }
   if (!has_null) disjuncts.push_back(TypeSchema("null"));
   if (!has_true || !has_false) {
     std::vector<JsonValue> kept;
@@ -158,8 +238,9 @@ std::optional<JsonValue> ValuesComplement(const std::vector<JsonValue>& values) 
 }  // namespace
 
 // The schema whose language is exactly what `schema` rejects, for conjunctions of: type
-// names (`integer` without `number` leaves the non-integral numbers), const / enum of
-// scalars, required, properties and items (recursively), not, allOf / anyOf of such
+// names (`integer` without `number` leaves the non-integral numbers), const / enum (objects
+// and arrays member by member), a format with a string language, required, properties and
+// items (recursively), not, allOf / anyOf of such
 // schemas, oneOf of pairwise disjoint ones, the count and bound keywords, and
 // additionalProperties / additionalItems / propertyNames / patternProperties whose schemas
 // accept every value.
@@ -186,7 +267,7 @@ std::optional<JsonValue> SchemaConverter::Complement(const JsonValue& schema_in,
     if (!value.is_integral_number() || value.number_value() < 0 || value.number_value() > 1e15) return std::nullopt;
     return static_cast<long long>(value.number_value());
   };
-  if (std::optional<std::vector<JsonValue>> values = ListedValuesOnly(schema)) return ValuesComplement(*values);
+  if (std::optional<std::vector<JsonValue>> values = ListedValuesOnly(schema)) return ValuesComplement(*values, declares);
   if (RejectsNonStrings(schema) && StringLanguage(schema, pointer, budget)) {
     // Every non-string, and the strings outside its language (read by StringValue).
     for (const char* type : kAllTypes) {
@@ -218,7 +299,8 @@ std::optional<JsonValue> SchemaConverter::Complement(const JsonValue& schema_in,
       if (keyword == "enum" && schema.Find("const") != nullptr) continue;
       std::optional<JsonValue> rest = ValuesComplement(keyword == "const" ? std::vector<JsonValue>{value}
                                                        : value.is_array() ? value.array_items()
-                                                                          : std::vector<JsonValue>{});
+                                                                          : std::vector<JsonValue>{},
+                                                       declares);
       if (!rest || !value.is_array() && keyword == "enum") return std::nullopt;
       disjuncts.push_back(*rest);
     } else if (keyword == "required") {
@@ -239,6 +321,13 @@ std::optional<JsonValue> SchemaConverter::Complement(const JsonValue& schema_in,
       }
     } else if (keyword == "not") {
       disjuncts.push_back(value);
+    } else if (keyword == "format" && value.is_string()) {
+      // A format the draft does not define asserts nothing; another fails only strings,
+      // those outside its language (when the format has one: StringLanguage).
+      if (IsUnknownFormat(value.string_value(), draft3_)) continue;
+      JsonValue formatted = JsonValue::Object({{"type", JsonValue::String("string")}, {"format", value}});
+      if (!StringLanguage(formatted, pointer, budget)) return std::nullopt;
+      disjuncts.push_back(JsonValue::Object({{"type", JsonValue::String("string")}, {"not", formatted}}));
     } else if (keyword == "pattern") {
       // The strings the pattern does not match (StringValue subtracts its language).
       disjuncts.push_back(JsonValue::Object({{"type", JsonValue::String("string")},
