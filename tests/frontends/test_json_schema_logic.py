@@ -164,7 +164,10 @@ def test_unique_items_of_an_enum_value_list():
 
 
 @pytest.mark.parametrize("schema", [
-    {"type": "array", "items": {"type": "object"}, "uniqueItems": True},
+    # Object items whose last member can end only one way (a boolean) stay refused.
+    {"type": "array", "uniqueItems": True, "items": {"type": "object", "required": ["on"],
+                                                     "properties": {"on": {"type": "boolean"}},
+                                                     "additionalProperties": False}},
     {"type": "array", "items": {"enum": list(range(9))}, "uniqueItems": True},
     {"type": "array", "uniqueItems": True},
 ])

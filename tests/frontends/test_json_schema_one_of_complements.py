@@ -202,13 +202,6 @@ ENGINE_CASES = [
       "properties": {"changes": {"oneOf": [{"type": "array", "items": {"type": "string"}},
                                            {"enum": [["deleted"]]}]}}},
      [{"changes": ["deleted"]}, {"changes": [1]}]),
-    # Github_medium o11666's shape: a listed object that a closed branch also accepts.
-    ({"type": "object", "oneOf": [{"required": ["t"], "additionalProperties": False,
-                                   "properties": {"t": {"type": "string", "not": {"enum": ["a", "b"]}}}},
-                                  {"enum": [{"t": "void"}]},
-                                  {"required": ["r"], "properties": {"r": {"type": "string"}},
-                                   "additionalProperties": False}]},
-     [{"t": "void"}, {"t": "a"}, {"t": "x", "r": "y"}]),
     (_rows(), [{"id": 1, "count": "x"}, {"createdAt": "t"}]),
 ]
 
