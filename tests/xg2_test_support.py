@@ -9,7 +9,7 @@ import re
 import sys
 import urllib.parse
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 import numpy as np
 import pytest
@@ -283,9 +283,11 @@ def compare_masks_along(grammar: xg.CompiledGrammar, ids: list[int], *, require_
     return steps
 
 
-def sampled_walk(grammar: xg.CompiledGrammar, rng: Any, steps: int) -> list[int]:
+def sampled_walk(grammar: xg.CompiledGrammar, rng: Any, steps: int,
+                 pick: Optional[Callable[[list], int]] = None) -> list[int]:
     """Token ids drawn at random from the reference mask (stop tokens excluded), so that a walk
-    reaches states the corpus instances do not; each token must be accepted."""
+    reaches states the corpus instances do not; each token must be accepted. `pick` chooses
+    among the allowed ids instead of `rng.choice` (to bias a walk)."""
     info = grammar.tokenizer_info
     matcher = xg.GrammarMatcher(grammar)
     bitmask = np.zeros(xg.get_bitmask_shape(1, info.vocab_size), dtype=np.int32)
@@ -297,7 +299,7 @@ def sampled_walk(grammar: xg.CompiledGrammar, rng: Any, steps: int) -> list[int]
         allowed = [t for t in np.flatnonzero(bits) if t not in stops]
         if not allowed:
             break
-        token = int(rng.choice(allowed))
+        token = int(pick(allowed) if pick is not None else rng.choice(allowed))
         assert matcher.accept_token(token)
         ids.append(token)
     return ids

@@ -15,7 +15,7 @@ import pytest
 
 import xg2_plugin as xg
 from xg2_corpus import make_validator
-from xg2_test_support import compare_masks_along, decode_bytes, encode_continuation, hf_tokenizer_info
+from xg2_test_support import compare_masks_along, decode_bytes, encode_continuation, hf_tokenizer_info, sampled_walk
 
 TOKENIZERS = ["llama3.1", "qwen3"]
 
@@ -121,24 +121,13 @@ def test_duplicate_is_rejected_at_the_token_that_completes_it(tokenizer: str, co
 def closing_walk(grammar: xg.CompiledGrammar, rng: random.Random, steps: int) -> list[int]:
     """Tokens drawn from the reference mask, preferring short ones that end a value (a quote, a
     brace, a comma, a digit) so that short, repeated objects are tried often."""
-    info = grammar.tokenizer_info
-    vocab = info.decoded_vocab
-    matcher = xg.GrammarMatcher(grammar)
-    bitmask = np.zeros(xg.get_bitmask_shape(1, info.vocab_size), dtype=np.int32)
-    stops = set(matcher.stop_token_ids)
-    ids: list[int] = []
-    for _ in range(steps):
-        matcher._fill_next_token_bitmask_reference(bitmask)
-        bits = np.unpackbits(bitmask[0].view(np.uint8), bitorder="little")[: info.vocab_size]
-        allowed = [int(t) for t in np.flatnonzero(bits) if t not in stops]
-        if not allowed:
-            break
+    vocab = grammar.tokenizer_info.decoded_vocab
+
+    def pick(allowed: list) -> int:
         closing = [t for t in allowed if len(vocab[t]) <= 3 and any(c in vocab[t] for c in b'",]}{1a')]
-        pool = closing if closing and rng.random() < 0.85 else allowed
-        token = rng.choice(pool)
-        assert matcher.accept_token(token)
-        ids.append(token)
-    return ids
+        return rng.choice(closing if closing and rng.random() < 0.85 else allowed)
+
+    return sampled_walk(grammar, rng, steps, pick)
 
 
 @pytest.mark.parametrize("name", sorted(SCHEMAS))
