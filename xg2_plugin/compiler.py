@@ -627,7 +627,7 @@ class GrammarCompiler:
 
         text = structural_tag_json(structural_tag, self._limits.max_input_bytes)
         # The grammar is cached under its lowered form (tags spelled differently share it); the
-        # lowering itself (about 12 ms for a Harmony tag) is remembered per tag text, so a
+        # lowering itself (milliseconds for a large tool set) is remembered per tag text, so a
         # repeated tool set skips it too. A tag seen before was already validated.
         lowered_key = (text, any_whitespace)
         with self._lock:
