@@ -1,5 +1,7 @@
 #include "support/lazy_text.h"
 
+#include <mutex>
+
 namespace xg2 {
 
 LazyText::LazyText(TextSource source)
@@ -12,12 +14,13 @@ LazyText::LazyText(TextSource source)
 
 const std::string& LazyText::text() const {
   if (printed_.load(std::memory_order_acquire)) return text_;
-  std::call_once(once_, [this] {
+  std::lock_guard<ForkSafeMutex> lock(print_mutex_);
+  if (!printed_.load(std::memory_order_relaxed)) {
     std::string printed = print_();
     text_.assign(printed.data(), printed.size());
     print_ = nullptr;  // the source it kept is no longer needed
     printed_.store(true, std::memory_order_release);
-  });
+  }
   return text_;
 }
 

@@ -1,17 +1,19 @@
 // A text made on first use: a printed view of something its owner keeps (a compiled grammar's
 // EBNF, printed from the source it was compiled from only when someone asks for it, so the
-// compile itself prints nothing). The first reader prints it and every later one reads the same
-// string; concurrent first readers print once (std::call_once). A printer that throws leaves
-// the text unprinted, and the next reader tries again.
+// compile itself prints nothing). The first reader prints it and every later one reads the
+// same string; concurrent first readers print once (one prints under a ForkSafeMutex while the
+// others wait: a fork never leaves it held, support/fork_safe_mutex.h). A printer that throws
+// leaves the text unprinted, and the next reader tries again.
 #ifndef XG2_SUPPORT_LAZY_TEXT_H_
 #define XG2_SUPPORT_LAZY_TEXT_H_
 
 #include <atomic>
 #include <cstddef>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <utility>
+
+#include "support/fork_safe_mutex.h"
 
 namespace xg2 {
 
@@ -30,7 +32,7 @@ struct TextSource {
     return source;
   }
 
-  std::string text;                   // used when print is empty
+  std::string text;  // used when print is empty
   std::function<std::string()> print;
   size_t kept_bytes = 0;
 };
@@ -50,10 +52,10 @@ class LazyText {
   size_t MemoryBytes() const;
 
  private:
-  mutable std::once_flag once_;
-  // Written once, inside once_, before printed_ is set; read only after it is.
+  mutable ForkSafeMutex print_mutex_;
+  // Written once, under print_mutex_, before printed_ is set; read only after it is.
   mutable std::string text_;
-  mutable std::function<std::string()> print_;
+  mutable std::function<std::string()> print_;  // empty once printed
   const size_t kept_bytes_;
   mutable std::atomic<bool> printed_;
 };
