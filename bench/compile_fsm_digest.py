@@ -14,7 +14,12 @@ Without ``--out`` it only compiles, for callgrind; to count the native compile c
     valgrind --tool=callgrind --toggle-collect='xg2::GrammarCompiler::CompileJsonSchema*' \\
         python bench/compile_fsm_digest.py
 
-(``CompileGrammarAst`` inside it is the back half). Use a RelWithDebInfo build
+(``CompileGrammarAst`` inside it is the back half). ``--tags N`` compiles the structural tags
+of ``bench/tags_bench.py`` instead (N BFCL tool sets in the tokenizer's format: llama3.1 ->
+Llama JSON calls, qwen3 -> Qwen3 XML-wrapped calls with reasoning, gpt-oss -> Harmony; built
+with xgrammar, before anything is counted); count them with
+``--toggle-collect='xg2::GrammarCompiler::LowerStructuralTag*'
+--toggle-collect='xg2::GrammarCompiler::CompileStructuralTag*'``. Use a RelWithDebInfo build
 (``XG2_BUILD_DIR=build/prof XG2_BUILD_TYPE=RelWithDebInfo bash scripts/dev_build.sh``): the
 release module is stripped.
 """
@@ -27,6 +32,7 @@ import json
 import sys
 import warnings
 from pathlib import Path
+from typing import List, Tuple
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
@@ -36,6 +42,19 @@ from xg2_corpus import stratified_sample  # noqa: E402
 from xg2_test_support import data_dir, hf_tokenizer_info  # noqa: E402
 
 
+def tag_workload(tokenizer: str, count: int) -> Tuple[List[str], List[str]]:
+    """The structural tags of ``bench/tags_bench.py`` for `count` BFCL tool sets, in the format
+    of `tokenizer`, as JSON texts (built with xgrammar, which only the bench needs)."""
+    import xgrammar
+    from preset_support import bfcl_cases
+
+    model, reasoning = {"llama3.1": ("llama", False), "qwen3": ("qwen_3", True), "gpt-oss": ("harmony", True)}[tokenizer]
+    cases = bfcl_cases("multiple", count // 2) + bfcl_cases("simple", count - count // 2)
+    texts = [xgrammar.get_model_structural_tag(model, case.tools, "auto", reasoning=reasoning).model_dump_json()
+             for case in cases]
+    return [case.id for case in cases], texts
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--per-category", type=int, default=10)
@@ -43,25 +62,33 @@ def main() -> None:
     parser.add_argument("--tokenizer", default="llama3.1")
     parser.add_argument("--out", type=Path, default=None, help="write the per-schema digests here")
     parser.add_argument("--mask", action="store_true", help="also digest each grammar's first mask")
+    parser.add_argument("--tags", type=int, default=0, metavar="N",
+                        help="compile N tool sets' structural tags instead of the schema sample")
     args = parser.parse_args()
 
     info = hf_tokenizer_info(args.tokenizer)
     compiler = xg.GrammarCompiler(info, cache_enabled=False, max_threads=1)
     bitmask = xg.allocate_token_bitmask(1, info.vocab_size)
-    paths = stratified_sample(data_dir() / "jsonschemabench", args.per_category, seed=args.seed)
-    texts = [json.dumps(json.loads(path.read_text())["schema"]) for path in paths]
+    if args.tags:
+        names, texts = tag_workload(args.tokenizer, args.tags)
+        compile_one = compiler.compile_structural_tag
+    else:
+        paths = stratified_sample(data_dir() / "jsonschemabench", args.per_category, seed=args.seed)
+        names = [path.name for path in paths]
+        texts = [json.dumps(json.loads(path.read_text())["schema"]) for path in paths]
+        compile_one = compiler.compile_json_schema
     lines = []
-    for path, text in zip(paths, texts):
+    for name, text in zip(names, texts):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                compiled = compiler.compile_json_schema(text)
+                compiled = compile_one(text)
         except xg.XG2Error as error:
-            lines.append(f"{path.name} refused {type(error).__name__}")
+            lines.append(f"{name} refused {type(error).__name__}")
             continue
         if args.out is None:
             continue
-        line = f"{path.name} fsm {hashlib.sha256(compiled._handle.fsm_dump().encode()).hexdigest()}"
+        line = f"{name} fsm {hashlib.sha256(compiled._handle.fsm_dump().encode()).hexdigest()}"
         if args.mask:
             matcher = xg.GrammarMatcher(compiled)
             matcher.fill_next_token_bitmask(bitmask)

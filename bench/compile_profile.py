@@ -7,7 +7,7 @@ server, so the cross-grammar pool warms up across schemas):
   * compile: JSON Schema text to a compiled grammar through the public
     ``GrammarCompiler.compile_json_schema``, as the benchmark calls it: its Python side (argument
     checks, the in-flight table, futures) and one native call (the JSON Schema frontend,
-    which builds the rule AST directly and prints its EBNF view, inlining, rule FSMs, hashing,
+    which builds the rule AST directly (its EBNF view is printed only when asked), inlining, rule FSMs, hashing,
     follow sets, mask-cache setup, background precompute start; native/compiler/grammar_compiler.h);
   * matcher: matcher construction (the Earley start state);
   * first fill: the first ``fill_next_token_bitmask``.

@@ -164,7 +164,9 @@ class CompiledGrammar:
 
     @property
     def ebnf(self) -> str:
-        """The EBNF the grammar was built from (frontends translate into it)."""
+        """The grammar as EBNF text (what the frontend prints for its source). Printed on first
+        use from the source the grammar was compiled from, so the first read of a large
+        grammar's text costs about a frontend conversion; later reads return the same text."""
         return self._handle.ebnf
 
     @property

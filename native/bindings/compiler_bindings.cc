@@ -128,8 +128,11 @@ void BindGrammarCompiler(py::module_& m) {
       .def("lower_structural_tag", &GrammarCompiler::LowerStructuralTag, py::arg("tag"),
            py::arg("any_whitespace") = true, py::call_guard<py::gil_scoped_release>(),
            "Validates and lowers structural-tag JSON text, for compile_structural_tag.")
-      .def("compile_structural_tag", &GrammarCompiler::CompileStructuralTag, py::arg("lowered"),
-           py::arg("cancel") = nullptr, py::call_guard<py::gil_scoped_release>());
+      .def(
+          "compile_structural_tag",
+          [](const GrammarCompiler& self, std::shared_ptr<LoweredStructuralTag> lowered,
+             const CancellationToken* cancel) { return self.CompileStructuralTag(std::move(lowered), cancel); },
+          py::arg("lowered").none(false), py::arg("cancel") = nullptr, py::call_guard<py::gil_scoped_release>());
 
   m.def("_token_literal_bytes", [](int32_t id) { return py::bytes(TokenLiteralBytes(id)); }, py::arg("token_id"),
         "The byte spelling of Token(id) in grammar text (for tests and accept_string).");

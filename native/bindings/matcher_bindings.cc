@@ -402,7 +402,12 @@ void AddFastcallMethod(py::class_<GrammarMatcher>& cls, PyMethodDef* method) {
 // The compiled grammar's read-only view and the cross-grammar pool's counters.
 void BindCompiledGrammar(py::module_& m) {
   py::class_<CompiledGrammar, std::shared_ptr<CompiledGrammar>>(m, "CompiledGrammar")
-      .def_property_readonly("ebnf", [](const CompiledGrammar& g) { return g.ebnf; })
+      .def_property_readonly("ebnf",
+                             [](const CompiledGrammar& g) {
+                               // The first read prints the text from the grammar's source.
+                               py::gil_scoped_release release;
+                               return g.ebnf.text();
+                             })
       .def_property_readonly("memory_bytes", &CompiledGrammar::MemoryBytes)
       .def_property_readonly("built_memory_bytes", &CompiledGrammar::BuiltBytes)
       .def_property_readonly("tokenizer_info",

@@ -12,8 +12,7 @@
 
 namespace xg2 {
 
-std::shared_ptr<CompiledGrammar> CompileGrammarAst(GrammarAst ast, const std::string& ebnf,
-                                                   const CompileTarget& target) {
+std::shared_ptr<CompiledGrammar> CompileGrammarAst(GrammarAst ast, TextSource ebnf, const CompileTarget& target) {
   CompiledGrammarParts parts;
   parts.tokenizer = target.tokenizer;
   parts.pool = target.pool;
@@ -54,7 +53,7 @@ std::shared_ptr<CompiledGrammar> CompileGrammarAst(GrammarAst ast, const std::st
   parts.earley_limits.max_items_per_step = compile_limits.max_earley_items_per_step;
   parts.earley_limits.max_work_per_token = compile_limits.max_earley_work_per_token;
   parts.earley_limits.max_work_per_fill = compile_limits.max_earley_work_per_fill;
-  parts.ebnf = ebnf;
+  parts.ebnf = std::move(ebnf);
   auto compiled = std::make_shared<CompiledGrammar>(std::move(parts));
   GrammarMaskCache::StartPrecompute(compiled->mask_cache);
   return compiled;
@@ -62,7 +61,7 @@ std::shared_ptr<CompiledGrammar> CompileGrammarAst(GrammarAst ast, const std::st
 
 std::shared_ptr<CompiledGrammar> CompileEbnfText(const std::string& ebnf, const std::string& root_rule_name,
                                                  const CompileTarget& target) {
-  return CompileGrammarAst(ParseEbnf(ebnf, root_rule_name), ebnf, target);
+  return CompileGrammarAst(ParseEbnf(ebnf, root_rule_name), TextSource::Known(ebnf), target);
 }
 
 }  // namespace xg2

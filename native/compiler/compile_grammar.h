@@ -16,6 +16,7 @@
 #include "grammar/grammar_fsm.h"
 #include "matcher/compiled_grammar.h"
 #include "matcher/token_mask_cache.h"
+#include "support/lazy_text.h"
 #include "tokenizer/tokenizer_info.h"
 
 namespace xg2 {
@@ -33,10 +34,9 @@ struct CompileTarget {
 };
 
 // Lowers `ast` (inlining, leading-terminal sinking, rule FSMs) and builds the grammar, then
-// starts its background precompute. `ebnf` is the text the AST was parsed from, kept for
-// inspection and serialization.
-std::shared_ptr<CompiledGrammar> CompileGrammarAst(GrammarAst ast, const std::string& ebnf,
-                                                   const CompileTarget& target);
+// starts its background precompute. `ebnf` is the text the AST was parsed from, or how to
+// print it when asked (for inspection and serialization; CompiledGrammar::ebnf).
+std::shared_ptr<CompiledGrammar> CompileGrammarAst(GrammarAst ast, TextSource ebnf, const CompileTarget& target);
 
 // ParseEbnf, then CompileGrammarAst.
 std::shared_ptr<CompiledGrammar> CompileEbnfText(const std::string& ebnf, const std::string& root_rule_name,

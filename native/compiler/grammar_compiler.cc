@@ -18,6 +18,16 @@ GrammarCompiler::GrammarCompiler(CompileTarget target, const CompileLimits& limi
   schema_limits_.max_repetition_bound = std::numeric_limits<int32_t>::max();
 }
 
+template <typename Source, typename Print>
+TextSource GrammarCompiler::PrintedLater(Source source, size_t source_bytes, Print print) const {
+  return TextSource::Printed(
+      [limits = limits_, source = std::move(source), print = std::move(print)] {
+        CompileScope scope(&limits, nullptr);
+        return print(source);
+      },
+      sizeof(CompileLimits) + source_bytes);
+}
+
 std::shared_ptr<CompiledGrammar> GrammarCompiler::Compile(const std::string& ebnf,
                                                           const std::string& root_rule_name,
                                                           const CompileLimits& limits,
@@ -29,8 +39,8 @@ std::shared_ptr<CompiledGrammar> GrammarCompiler::Compile(const std::string& ebn
 JsonSchemaCompilation GrammarCompiler::CompileJsonSchema(const std::string& schema,
                                                          const JsonSchemaOptions& options,
                                                          const CancellationToken* cancel) const {
-  // The frontend builds the grammar directly (frontends/json_schema/ebnf_builder.h); the
-  // printed EBNF is kept for inspection.
+  // The frontend builds the grammar directly (frontends/json_schema/ebnf_builder.h); its EBNF
+  // is printed by the same conversion when asked.
   JsonSchemaConversion conversion;
   {
     CompileScope scope(&limits_, cancel);
@@ -38,7 +48,11 @@ JsonSchemaCompilation GrammarCompiler::CompileJsonSchema(const std::string& sche
   }
   JsonSchemaCompilation result;
   CompileScope scope(&schema_limits_, cancel);
-  result.grammar = CompileGrammarAst(std::move(conversion.grammar), conversion.ebnf, target_);
+  TextSource ebnf = PrintedLater(std::make_pair(schema, options), schema.size() + sizeof(options),
+                                 [](const std::pair<std::string, JsonSchemaOptions>& source) {
+                                   return JsonSchemaToEbnf(source.first, source.second).ebnf;
+                                 });
+  result.grammar = CompileGrammarAst(std::move(conversion.grammar), std::move(ebnf), target_);
   result.warnings = std::move(conversion.warnings);
   return result;
 }
@@ -46,7 +60,8 @@ JsonSchemaCompilation GrammarCompiler::CompileJsonSchema(const std::string& sche
 std::shared_ptr<CompiledGrammar> GrammarCompiler::CompileBuiltinJson(const CancellationToken* cancel) const {
   CompileScope scope(&limits_, cancel);
   JsonSchemaConversion conversion = BuiltinJsonGrammar(JsonSchemaOptions());
-  return CompileGrammarAst(std::move(conversion.grammar), conversion.ebnf, target_);
+  TextSource ebnf = PrintedLater(nullptr, 0, [](std::nullptr_t) { return BuiltinJsonEbnf(JsonSchemaOptions()); });
+  return CompileGrammarAst(std::move(conversion.grammar), std::move(ebnf), target_);
 }
 
 std::shared_ptr<CompiledGrammar> GrammarCompiler::CompileEbnf(const std::string& ebnf,
@@ -57,31 +72,48 @@ std::shared_ptr<CompiledGrammar> GrammarCompiler::CompileEbnf(const std::string&
 
 std::shared_ptr<CompiledGrammar> GrammarCompiler::CompileRegex(const std::string& pattern,
                                                                const CancellationToken* cancel) const {
-  // The frontend builds the grammar directly; the printed EBNF is kept for inspection.
+  // The frontend builds the grammar directly; its EBNF is printed when asked.
   CompileScope scope(&limits_, cancel);
   GrammarBuilder builder;
   const RuleId root = builder.AddRule("root");
-  std::string body;
-  builder.DefineRule(root, RegexToGrammar(pattern, RegexOptions(), &builder, &body));
-  return CompileGrammarAst(builder.Finish(root), "root ::= " + body, target_);
+  builder.DefineRule(root, RegexToGrammar(pattern, RegexOptions(), &builder));
+  TextSource ebnf = PrintedLater(pattern, pattern.size(), [](const std::string& source) {
+    GrammarBuilder printing;
+    printing.AddRule("root");
+    std::string body;
+    RegexToGrammar(source, RegexOptions(), &printing, &body);
+    return "root ::= " + body;
+  });
+  return CompileGrammarAst(builder.Finish(root), std::move(ebnf), target_);
 }
 
 std::shared_ptr<CompiledGrammar> GrammarCompiler::CompileLark(const std::string& text,
                                                               const CancellationToken* cancel) const {
-  // The frontend builds the grammar directly; the printed EBNF is kept for inspection.
-  LarkOptions options;
-  options.special_tokens = &target_.tokenizer->special_token_text();
-  options.vocab_size = target_.tokenizer->vocab_size();
+  // The frontend builds the grammar directly; its EBNF is printed from a second lowering when
+  // asked (the lowering is deterministic).
+  auto options_for = [](const TokenizerInfo& tokenizer) {
+    LarkOptions options;
+    options.special_tokens = &tokenizer.special_token_text();
+    options.vocab_size = tokenizer.vocab_size();
+    return options;
+  };
   CompileScope scope(&limits_, cancel);
-  GrammarAst grammar = LarkToGrammar(text, options);
-  std::string ebnf = PrintEbnf(grammar);
-  return CompileGrammarAst(std::move(grammar), ebnf, target_);
+  GrammarAst grammar = LarkToGrammar(text, options_for(*target_.tokenizer));
+  TextSource ebnf =
+      PrintedLater(std::make_pair(text, target_.tokenizer), text.size(),
+                   [options_for](const std::pair<std::string, std::shared_ptr<const TokenizerInfo>>& source) {
+                     return PrintEbnf(LarkToGrammar(source.first, options_for(*source.second)));
+                   });
+  return CompileGrammarAst(std::move(grammar), std::move(ebnf), target_);
 }
 
 std::shared_ptr<CompiledGrammar> GrammarCompiler::CompileChoice(const std::vector<std::string>& choices,
                                                                 const CancellationToken* cancel) const {
   CompileScope scope(&limits_, cancel);
-  return CompileGrammarAst(ChoiceGrammar(choices), ChoiceEbnf(choices), target_);
+  size_t bytes = choices.capacity() * sizeof(std::string);
+  for (const std::string& choice : choices) bytes += choice.size();
+  TextSource ebnf = PrintedLater(choices, bytes, [](const std::vector<std::string>& source) { return ChoiceEbnf(source); });
+  return CompileGrammarAst(ChoiceGrammar(choices), std::move(ebnf), target_);
 }
 
 std::shared_ptr<LoweredStructuralTag> GrammarCompiler::LowerStructuralTag(const std::string& tag_json,
@@ -95,12 +127,17 @@ std::shared_ptr<LoweredStructuralTag> GrammarCompiler::LowerStructuralTag(const 
   return std::make_shared<LoweredStructuralTag>(structural_tag::StructuralTagToGrammar(tag_json, options));
 }
 
-std::shared_ptr<CompiledGrammar> GrammarCompiler::CompileStructuralTag(const LoweredStructuralTag& lowered,
+std::shared_ptr<CompiledGrammar> GrammarCompiler::CompileStructuralTag(std::shared_ptr<const LoweredStructuralTag> lowered,
                                                                        const CancellationToken* cancel) const {
   CompileTarget target = target_;
   if (target.cache_options.precompute > 0) target.cache_options.precompute = -1;
   CompileScope scope(&limits_, cancel);
-  return CompileGrammarAst(lowered.grammar, PrintEbnf(lowered.grammar), target);
+  GrammarAst grammar = lowered->grammar;
+  const size_t bytes = lowered->memory_bytes;
+  TextSource ebnf = PrintedLater(std::move(lowered), bytes, [](const std::shared_ptr<const LoweredStructuralTag>& source) {
+    return PrintEbnf(source->grammar);
+  });
+  return CompileGrammarAst(std::move(grammar), std::move(ebnf), target);
 }
 
 }  // namespace xg2

@@ -39,13 +39,15 @@ struct JsonSchemaCompilation {
 // it (structural_tag.h), so equal grammars are exactly equal printed texts: keying by structure
 // keys as the text did, without printing a grammar that a cached one already serves.
 struct LoweredStructuralTag {
-  explicit LoweredStructuralTag(GrammarAst lowered) : grammar(std::move(lowered)), hash(GrammarAstHash(grammar)) {}
+  explicit LoweredStructuralTag(GrammarAst lowered)
+      : grammar(std::move(lowered)), hash(GrammarAstHash(grammar)), memory_bytes(GrammarAstMemoryBytes(grammar)) {}
   bool operator==(const LoweredStructuralTag& other) const {
     return hash == other.hash && SameGrammarAst(grammar, other.grammar);
   }
 
   const GrammarAst grammar;
   const size_t hash;
+  const size_t memory_bytes;  // GrammarAstMemoryBytes(grammar)
 };
 
 class GrammarCompiler {
@@ -74,8 +76,9 @@ class GrammarCompiler {
                                                                  bool any_whitespace) const;
   // A structural tag's call starts after free text, and its first tokens meet states no
   // earlier fill built: every state is classified during the compile (tool schemas share most
-  // of them, so the pool answers most) unless the compiler is pure JIT (precompute 0).
-  std::shared_ptr<CompiledGrammar> CompileStructuralTag(const LoweredStructuralTag& lowered,
+  // of them, so the pool answers most) unless the compiler is pure JIT (precompute 0). The
+  // grammar keeps `lowered` to print its EBNF from when asked.
+  std::shared_ptr<CompiledGrammar> CompileStructuralTag(std::shared_ptr<const LoweredStructuralTag> lowered,
                                                         const CancellationToken* cancel) const;
 
   const CompileTarget& target() const { return target_; }
@@ -83,6 +86,12 @@ class GrammarCompiler {
  private:
   std::shared_ptr<CompiledGrammar> Compile(const std::string& ebnf, const std::string& root_rule_name,
                                            const CompileLimits& limits, const CancellationToken* cancel) const;
+
+  // How a grammar compiled from `source` prints its EBNF when asked: `print(source)` under the
+  // compiler's limits (the frontends check the limits installed on the calling thread, and
+  // the printing conversion must meet the ones the compile met).
+  template <typename Source, typename Print>
+  TextSource PrintedLater(Source source, size_t source_bytes, Print print) const;
 
   CompileTarget target_;
   CompileLimits limits_;

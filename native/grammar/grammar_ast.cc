@@ -83,6 +83,25 @@ int32_t GrammarAst::AddTokenSet(TokenSetDef set) {
   return static_cast<int32_t>(token_sets.size() - 1);
 }
 
+size_t GrammarAstMemoryBytes(const GrammarAst& ast) {
+  size_t bytes = sizeof(ast) + ast.nodes.capacity() * sizeof(ExprNode) + ast.rules.capacity() * sizeof(RuleDef);
+  for (const ExprNode& node : ast.nodes) {
+    // Children beyond the inline ones, and strings beyond the small-string buffer, are on the heap.
+    if (node.children.size() > 4) bytes += node.children.size() * sizeof(ExprId);
+    if (node.bytes.size() > 15) bytes += node.bytes.capacity();
+    bytes += node.ranges.capacity() * sizeof(CodepointRange);
+  }
+  for (const RuleDef& rule : ast.rules) bytes += rule.name.size() > 15 ? rule.name.capacity() : 0;
+  for (const TagDispatchDef& dispatch : ast.tag_dispatches) {
+    bytes += sizeof(dispatch);
+    for (const auto& tag : dispatch.tags) bytes += sizeof(tag) + tag.text.size();
+    for (const std::string& s : dispatch.stop_strings) bytes += sizeof(s) + s.size();
+    for (const std::string& s : dispatch.excludes) bytes += sizeof(s) + s.size();
+  }
+  for (const TokenSetDef& set : ast.token_sets) bytes += sizeof(set) + set.ids.capacity() * sizeof(int32_t);
+  return bytes;
+}
+
 std::vector<CodepointRange> NormalizeRanges(std::vector<CodepointRange> ranges, bool negate) {
   std::vector<CodepointRange> normalized = SortAndMerge(KeepEncodable(ranges));
   if (!negate) return normalized;

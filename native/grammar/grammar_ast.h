@@ -242,6 +242,10 @@ constexpr uint32_t kMaxCodepoint = 0x10FFFF;
 // complements it within [0, kMaxCodepoint] minus surrogates.
 std::vector<CodepointRange> NormalizeRanges(std::vector<CodepointRange> ranges, bool negate);
 
+// Approximate heap and inline bytes held by `ast` (its node and rule tables and what they own),
+// for memory accounting.
+size_t GrammarAstMemoryBytes(const GrammarAst& ast);
+
 // Prints the grammar back as EBNF text that ParseEbnf accepts and that denotes the same
 // language (used by tests and for debugging).
 std::string PrintEbnf(const GrammarAst& ast);

@@ -63,8 +63,7 @@ std::vector<int32_t> UniqueRecheckPositions(const GrammarFsm& fsm, const Tokeniz
 CompiledGrammar::CompiledGrammar(CompiledGrammarParts parts)
     : fsm(std::make_shared<const GrammarFsm>(std::move(parts.fsm))),
       tokenizer(std::move(parts.tokenizer)),
-      // A copy, so the text holds no spare capacity (MemoryBytes counts capacity).
-      ebnf(parts.ebnf.data(), parts.ebnf.size()),
+      ebnf(std::move(parts.ebnf)),
       mask_cache(std::make_shared<GrammarMaskCache>(fsm, tokenizer, std::move(parts.pool), parts.cache_options)),
       earley_limits(parts.earley_limits),
       token_literal_ids(std::move(parts.token_literal_ids)),

@@ -13,6 +13,7 @@
 #include "grammar/grammar_fsm.h"
 #include "matcher/earley_parser.h"
 #include "matcher/token_mask_cache.h"
+#include "support/lazy_text.h"
 #include "tokenizer/tokenizer_info.h"
 
 namespace xg2 {
@@ -23,8 +24,9 @@ struct CompiledGrammarParts {
   // The vocabulary the FSMs are matched against: the tokenizer's own, or the vocabulary
   // derived for the ids the grammar names with Token(id) (tokenizer/token_literals.h).
   std::shared_ptr<const TokenizerInfo> tokenizer;
-  // The EBNF the grammar was built from (after frontend conversion), for inspection.
-  std::string ebnf;
+  // The EBNF the grammar was built from (after frontend conversion), for inspection: the text,
+  // or how to print it from the source when asked (compiler/grammar_compiler.cc).
+  TextSource ebnf;
   EarleyLimits earley_limits;
   std::vector<int32_t> token_literal_ids;  // sorted
   std::vector<int32_t> stop_terminal_ids;  // sorted; a subset of token_literal_ids
@@ -38,8 +40,10 @@ struct CompiledGrammar {
 
   const std::shared_ptr<const GrammarFsm> fsm;
   const std::shared_ptr<const TokenizerInfo> tokenizer;
-  // The EBNF the grammar was built from (after frontend conversion), for inspection.
-  const std::string ebnf;
+  // The EBNF the grammar was built from (after frontend conversion), for inspection and
+  // serialization; printed on first use, so the compile prints nothing. The one member filled
+  // after construction (thread-safe, support/lazy_text.h).
+  const LazyText ebnf;
   // Token classifications per node, filled on demand by matchers (thread-safe).
   const std::shared_ptr<GrammarMaskCache> mask_cache;
   // Limits of every matcher's parser (from the compile's CompileLimits).
@@ -56,14 +60,15 @@ struct CompiledGrammar {
   const std::vector<int32_t> unique_recheck_positions;
 
   size_t MemoryBytes() const {
-    return sizeof(*this) + fsm->MemoryBytes() + ebnf.capacity() + mask_cache->MemoryBytes() +
+    return sizeof(*this) + fsm->MemoryBytes() + ebnf.MemoryBytes() + mask_cache->MemoryBytes() +
            unique_recheck_positions.capacity() * sizeof(int32_t);
   }
   // MemoryBytes without the token classifications built since the compile (by matchers and
   // the background precompute): what the compile built, read without walking those entries
   // under the mask cache's lock (which the precompute thread takes for every entry it adds).
+  // The EBNF counts as it stands: its source until someone prints it, then the text.
   size_t BuiltBytes() const {
-    return sizeof(*this) + fsm->MemoryBytes() + ebnf.capacity() + mask_cache->FixedBytes() +
+    return sizeof(*this) + fsm->MemoryBytes() + ebnf.MemoryBytes() + mask_cache->FixedBytes() +
            unique_recheck_positions.capacity() * sizeof(int32_t);
   }
 };

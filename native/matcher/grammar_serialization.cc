@@ -511,7 +511,7 @@ std::string SerializeCompiledGrammar(const CompiledGrammar& g, const TokenizerIn
   WriteHeader(&w, kGrammarMagic, engine_version, TokenizerFingerprint(base));
   w.Int<uint8_t>(g.tokenizer.get() != &base);
   WriteFsm(&w, *g.fsm);
-  w.Bytes(g.ebnf);
+  w.Bytes(g.ebnf.text());
   w.Int<int32_t>(g.earley_limits.max_items_per_step);
   w.Int<int64_t>(g.earley_limits.max_work_per_token);
   w.Int<int64_t>(g.earley_limits.max_work_per_fill);
@@ -629,7 +629,7 @@ std::shared_ptr<CompiledGrammar> AssembleCompiledGrammar(GrammarBlob blob, std::
   CompiledGrammarParts parts;
   parts.fsm = std::move(blob.fsm);
   parts.tokenizer = std::move(vocab);
-  parts.ebnf = std::move(blob.ebnf);
+  parts.ebnf = TextSource::Known(std::move(blob.ebnf));
   parts.earley_limits = blob.earley_limits;
   parts.token_literal_ids = std::move(blob.token_literal_ids);
   parts.stop_terminal_ids = std::move(blob.stop_terminal_ids);

@@ -356,11 +356,12 @@ JsonSchemaConversion SchemaConverter::Convert(const CompileLimits* grammar_limit
     std::vector<std::string> unproductive = rules_.UnproductiveRules();
     if (unproductive.empty()) {
       JsonSchemaConversion conversion;
-      conversion.ebnf = rules_.Print();
       conversion.warnings = warnings_;
       if (grammar_limits != nullptr) {
         ScopedCompileLimits scope(grammar_limits);
         conversion.grammar = rules_.Lower("root");
+      } else {
+        conversion.ebnf = rules_.Print();
       }
       return conversion;
     }
@@ -380,8 +381,11 @@ JsonSchemaConversion SchemaConverter::ConvertBuiltinJson(bool build_grammar) {
   rules_.ReserveNamed("root");
   rules_.Define("root", AnyValue(0));
   JsonSchemaConversion conversion;
-  conversion.ebnf = rules_.Print();
-  if (build_grammar) conversion.grammar = rules_.Lower("root");
+  if (build_grammar) {
+    conversion.grammar = rules_.Lower("root");
+  } else {
+    conversion.ebnf = rules_.Print();
+  }
   return conversion;
 }
 

@@ -46,18 +46,21 @@ struct JsonSchemaOptions {
   std::vector<std::string> string_excludes;
 };
 
+// One conversion gives either the text or the grammar, never both: the compile path builds
+// the grammar and prints nothing (a compiled grammar's EBNF is printed by JsonSchemaToEbnf
+// when someone asks for it; the conversion is deterministic, so that is the same text).
 struct JsonSchemaConversion {
-  std::string ebnf;                   // root rule is "root"
+  std::string ebnf;                   // JsonSchemaToEbnf only; root rule is "root"
   std::vector<std::string> warnings;  // filled only when lenient
   GrammarAst grammar;                 // JsonSchemaToGrammar only: what ParseEbnf(ebnf) gives
 };
 
 // Throws SchemaError / UnsupportedSchemaError naming the keyword and its JSON pointer.
 JsonSchemaConversion JsonSchemaToEbnf(std::string_view schema_json, const JsonSchemaOptions& options);
-// JsonSchemaToEbnf, with the grammar built directly from the converter's rules as well
-// (the compile path: no EBNF parse), under `grammar_limits` where the conversion runs under
-// the caller's (the compiler lifts the repetition bound for the grammar: the converter
-// bounds its counted loops itself).
+// The same conversion as JsonSchemaToEbnf, with the grammar built directly from the
+// converter's rules instead of their text (the compile path: no EBNF print or parse), under
+// `grammar_limits` where the conversion runs under the caller's (the compiler lifts the
+// repetition bound for the grammar: the converter bounds its counted loops itself).
 JsonSchemaConversion JsonSchemaToGrammar(std::string_view schema_json, const JsonSchemaOptions& options,
                                          const CompileLimits& grammar_limits);
 
@@ -74,7 +77,7 @@ const std::vector<KeywordSupport>& JsonSchemaKeywordTable();
 
 // EBNF for any JSON value (the built-in JSON grammar).
 std::string BuiltinJsonEbnf(const JsonSchemaOptions& options);
-// The built-in JSON grammar, printed and built (under the caller's limits).
+// The built-in JSON grammar, built (under the caller's limits) and not printed.
 JsonSchemaConversion BuiltinJsonGrammar(const JsonSchemaOptions& options);
 
 }  // namespace xg2

@@ -110,8 +110,9 @@ struct NameLanguages {
 class SchemaConverter {
  public:
   SchemaConverter(const JsonValue& document, const JsonSchemaOptions& options);
-  // The conversion: the rules printed, and built under `grammar_limits` unless it is null.
+  // The conversion: the rules built under `grammar_limits`, or printed where it is null.
   JsonSchemaConversion Convert(const CompileLimits* grammar_limits);
+  // The built-in JSON grammar: built, or printed.
   JsonSchemaConversion ConvertBuiltinJson(bool build_grammar);
 
   // --- json_schema_converter.cc: dispatch, references, combinators, scalars ---
