@@ -149,9 +149,15 @@ class SharedCompile:
         self.key = key
         self.build = build
         self.token = _native.CancellationToken()
+        self.token_has_deadline = False  # set_timeout gave the token a finite deadline
         self.callers: dict[Caller, None] = {}  # insertion-ordered set
         self.started = False
         self.stop_on_sigint = False  # runs on the main thread, stopped by Ctrl-C (run_on_main_thread)
+
+    def renew_token(self) -> None:
+        """A fresh token, for running again after the current one stopped the compile."""
+        self.token = _native.CancellationToken()
+        self.token_has_deadline = False
 
 
 class InFlightCompiles:
@@ -253,7 +259,7 @@ class InFlightCompiles:
                 del job.callers[future]
                 if job.callers:
                     # The token saw the signal flag: the rest of the compile needs a fresh one.
-                    job.token = _native.CancellationToken()
+                    job.renew_token()
                     self._retime_locked(job)
                     rerun = True
                 else:
@@ -302,7 +308,7 @@ class InFlightCompiles:
                 del job.callers[future]
             retry = bool(job.callers)
             if retry:
-                job.token = _native.CancellationToken()
+                job.renew_token()
                 self._retime_locked(job)
             else:
                 self._forget_locked(job)
@@ -343,7 +349,12 @@ class InFlightCompiles:
                 latest = math.inf
                 break
             latest = max(latest, future._deadline)
-        job.token.set_timeout(latest if latest == math.inf else latest - time.monotonic())
+        if latest != math.inf:
+            job.token.set_timeout(latest - time.monotonic())
+            job.token_has_deadline = True
+        elif job.token_has_deadline:  # a fresh token has none: most compiles skip this call
+            job.token.set_timeout(math.inf)
+            job.token_has_deadline = False
         if len(job.callers) > 1:
             for future in job.callers:
                 if future._deadline is not None and future._deadline < latest and not future._watched:

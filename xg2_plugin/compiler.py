@@ -835,6 +835,10 @@ class GrammarCompiler:
             self._evict_oldest_locked()
 
     def _derived_vocab_key_locked(self, grammar: CompiledGrammar) -> Optional[tuple]:
+        # An empty table holds no grammar's vocabulary: most compilers never derive one, and
+        # their grammars skip the lookup (two native calls).
+        if len(self._token_literal_vocabs) == 0:
+            return None
         ids = self._token_literal_vocabs.ids_of(grammar._handle.tokenizer_info)
         return None if ids is None else (_DERIVED_VOCAB, ids)
 
