@@ -1,6 +1,7 @@
 """Identical concurrent compile requests share the native work, never the outcome.
 
-Every caller gets its own ``CompileFuture``. Callers asking for the same grammar while it is
+Every caller gets its own ``CompileFuture`` (or, when it runs the compile itself on its own
+thread, an ``InlineCall``: see there). Callers asking for the same grammar while it is
 queued or running join one ``SharedCompile``; each caller's timeout and ``cancel()`` resolve
 only its own future. The shared native compile runs until the latest deadline of the callers
 still waiting (none if one of them has none) and is cancelled when no caller wants it any
@@ -23,7 +24,7 @@ import threading
 import time
 import weakref
 from concurrent.futures import Future
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Union
 
 from . import _heap_trim, _native
 
@@ -71,9 +72,74 @@ class CompileFuture(Future):
         if self._owner.leave(self):
             self.set_exception(_timeout_error(self._timeout))
 
+    def _fail_in_forked_child(self, error: BaseException) -> None:
+        # Only this thread exists in the child: a condition it can take now is free (one held
+        # by a thread of the parent stays held, and its future is left as it is).
+        if self._condition.acquire(blocking=False):
+            self._condition.release()
+            self.set_exception(error)
+
 
 def _timeout_error(timeout: Optional[float]) -> BaseException:
     return _native.CompilationTimeoutError(f"compilation timed out after {timeout} s")
+
+
+class InlineCall:
+    """The caller of a synchronous compile that runs on the caller's own thread: a caller of its
+    compile like a ``CompileFuture`` (identical requests join the compile, the deadline watcher
+    may time it out), without a ``concurrent.futures.Future`` (a condition, and a lock taken by
+    each of its steps) that only this thread reads. It never escapes the synchronous call, so
+    no one cancels it; ``result()`` is read once the compile returned.
+
+    Another party can resolve it (the deadline watcher, the fork handler), and, as for a future,
+    does so just after removing it from the callers under the lock: ``result()`` waits on
+    ``_resolved``, a lock held until the outcome is set, for the moment between the two.
+    """
+
+    __slots__ = ("_owner", "_job", "_timeout", "_deadline", "_watched", "_outcome", "_failed", "_resolved",
+                 "__weakref__")
+
+    def __init__(self, owner: "InFlightCompiles", job: "SharedCompile", timeout: Optional[float]) -> None:
+        self._owner = owner
+        self._job = job
+        self._timeout = timeout
+        self._deadline: Optional[float] = None
+        self._watched = False
+        self._outcome: Any = None
+        self._failed = False
+        self._resolved = threading.Lock()
+        self._resolved.acquire()
+
+    def set_running_or_notify_cancel(self) -> bool:
+        return True  # no one else holds it, so it cannot have been cancelled
+
+    def set_result(self, result: Any) -> None:
+        self._outcome = result
+        self._resolved.release()
+
+    def set_exception(self, error: BaseException) -> None:
+        self._outcome, self._failed = error, True
+        self._resolved.release()
+
+    def done(self) -> bool:
+        return not self._resolved.locked()
+
+    def result(self) -> Any:
+        with self._resolved:
+            if self._failed:
+                raise self._outcome
+            return self._outcome
+
+    def _timed_out(self) -> None:
+        if self._owner.leave(self):
+            self.set_exception(_timeout_error(self._timeout))
+
+    def _fail_in_forked_child(self, error: BaseException) -> None:
+        self.set_exception(error)
+
+
+# A caller of a shared compile, as the in-flight table sees it.
+Caller = Union[CompileFuture, InlineCall]
 
 
 class SharedCompile:
@@ -83,9 +149,15 @@ class SharedCompile:
         self.key = key
         self.build = build
         self.token = _native.CancellationToken()
-        self.callers: dict[CompileFuture, None] = {}  # insertion-ordered set
+        self.token_has_deadline = False  # set_timeout gave the token a finite deadline
+        self.callers: dict[Caller, None] = {}  # insertion-ordered set
         self.started = False
         self.stop_on_sigint = False  # runs on the main thread, stopped by Ctrl-C (run_on_main_thread)
+
+    def renew_token(self) -> None:
+        """A fresh token, for running again after the current one stopped the compile."""
+        self.token = _native.CancellationToken()
+        self.token_has_deadline = False
 
 
 class InFlightCompiles:
@@ -106,21 +178,28 @@ class InFlightCompiles:
             return len(self._jobs)
 
     def join_locked(self, key: tuple, build: Callable[[Any], Any], timeout: Optional[float],
-                    cancel_on_interrupt: bool) -> tuple[CompileFuture, Optional[SharedCompile]]:
-        """A new caller of ``key``: its future, and the job to run when there was none."""
+                    cancel_on_interrupt: bool, runs_here: bool = False,
+                    ) -> tuple[Caller, Optional[SharedCompile]]:
+        """A new caller of ``key``: its future, and the job to run when there was none.
+        ``runs_here``: a fresh job will be run by the caller's own thread, so its caller is an
+        ``InlineCall`` (a caller that joins a running compile waits on a ``CompileFuture``)."""
         job = self._jobs.get(key)
         fresh = job is None
         if fresh:
             job = SharedCompile(key, build)
             self._jobs[key] = job
-        future = CompileFuture(self, job, timeout, cancel_on_interrupt)
+        future: Caller
+        if fresh and runs_here:
+            future = InlineCall(self, job, timeout)
+        else:
+            future = CompileFuture(self, job, timeout, cancel_on_interrupt)
         job.callers[future] = None
         if job.started:
             self._start_caller_locked(future, time.monotonic())
             self._retime_locked(job)
         return future, (job if fresh else None)
 
-    def leave(self, future: CompileFuture) -> bool:
+    def leave(self, future: Caller) -> bool:
         """Withdraws ``future`` from its compile; False when it is no longer a caller."""
         with self.lock:
             job = future._job
@@ -150,7 +229,7 @@ class InFlightCompiles:
         finally:
             _heap_trim.after_compile(time.monotonic() - began)
 
-    def run_on_main_thread(self, job: SharedCompile, future: CompileFuture,
+    def run_on_main_thread(self, job: SharedCompile, future: Caller,
                            submit: Callable[..., Any]) -> None:
         """``run(job)`` on Python's main thread, for ``future``'s synchronous caller, stopped by
         Ctrl-C: while the native compile runs, SIGINT sets a flag its token reads at each safe
@@ -171,7 +250,7 @@ class InFlightCompiles:
                 submit(self._run_again, job)
             raise KeyboardInterrupt
 
-    def _withdraw_interrupted(self, job: SharedCompile, future: CompileFuture) -> bool:
+    def _withdraw_interrupted(self, job: SharedCompile, future: Caller) -> bool:
         """Takes ``future`` out of its compile after Ctrl-C; True when the compile, stopped by
         the signal, must run again for callers that joined meanwhile."""
         with self.lock:
@@ -180,7 +259,7 @@ class InFlightCompiles:
                 del job.callers[future]
                 if job.callers:
                     # The token saw the signal flag: the rest of the compile needs a fresh one.
-                    job.token = _native.CancellationToken()
+                    job.renew_token()
                     self._retime_locked(job)
                     rerun = True
                 else:
@@ -229,7 +308,7 @@ class InFlightCompiles:
                 del job.callers[future]
             retry = bool(job.callers)
             if retry:
-                job.token = _native.CancellationToken()
+                job.renew_token()
                 self._retime_locked(job)
             else:
                 self._forget_locked(job)
@@ -237,7 +316,7 @@ class InFlightCompiles:
             future.set_exception(_timeout_error(future._timeout))
         return retry
 
-    def _finish(self, job: SharedCompile, result: Any) -> list[CompileFuture]:
+    def _finish(self, job: SharedCompile, result: Any) -> list[Caller]:
         with self.lock:
             callers = list(job.callers)
             job.callers.clear()
@@ -250,7 +329,7 @@ class InFlightCompiles:
         if self._jobs.get(job.key) is job:
             del self._jobs[job.key]
 
-    def _start_caller_locked(self, future: CompileFuture, now: float) -> None:
+    def _start_caller_locked(self, future: Caller, now: float) -> None:
         # Under the lock, so a concurrent cancel() sees either PENDING before this or RUNNING.
         future.set_running_or_notify_cancel()
         if future._timeout is not None:
@@ -270,7 +349,12 @@ class InFlightCompiles:
                 latest = math.inf
                 break
             latest = max(latest, future._deadline)
-        job.token.set_timeout(latest if latest == math.inf else latest - time.monotonic())
+        if latest != math.inf:
+            job.token.set_timeout(latest - time.monotonic())
+            job.token_has_deadline = True
+        elif job.token_has_deadline:  # a fresh token has none: most compiles skip this call
+            job.token.set_timeout(math.inf)
+            job.token_has_deadline = False
         if len(job.callers) > 1:
             for future in job.callers:
                 if future._deadline is not None and future._deadline < latest and not future._watched:
@@ -284,11 +368,8 @@ class InFlightCompiles:
         jobs, self._jobs = self._jobs, {}
         for job in jobs.values():
             for future in list(job.callers):
-                # Only this thread exists in the child: a condition it can take now is free.
-                if future._condition.acquire(blocking=False):
-                    future._condition.release()
-                    future.set_exception(_native.CompilationCancelledError(
-                        "compilation was running in the parent when the process forked; submit it again"))
+                future._fail_in_forked_child(_native.CompilationCancelledError(
+                    "compilation was running in the parent when the process forked; submit it again"))
             job.callers.clear()
 
 
@@ -306,7 +387,7 @@ class _DeadlineWatcher:
         self._seq = itertools.count()
         self._thread: Optional[threading.Thread] = None
 
-    def arm(self, deadline: float, future: CompileFuture) -> None:
+    def arm(self, deadline: float, future: Caller) -> None:
         with self._cond:
             if len(self._heap) >= 1024:  # drop entries of futures that are done or gone
                 self._heap = [e for e in self._heap if (f := e[2]()) is not None and not f.done()]

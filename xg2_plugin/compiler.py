@@ -743,11 +743,20 @@ class GrammarCompiler:
         disk_key: Optional[tuple] = None,
     ) -> "Future[CompiledGrammar]":
         """``disk_key``: the request's name in the disk cache, when its key has no stable repr."""
-        _check_timeout(timeout, "timeout")
         if timeout is None:
             timeout = self._limits.timeout_s
+        else:
+            _check_timeout(timeout, "timeout")
         if self._disk_cache is not None:
             build = self._disk_cache.cached_build(self, key if disk_key is None else disk_key, build)
+        # Where a synchronous compile runs (below): on this thread, unless this is the main
+        # thread and the application has a SIGINT handler of its own. Decided before joining,
+        # since a caller that runs the compile itself needs no Future (InlineCall).
+        on_main_thread = run_inline and threading.current_thread() is threading.main_thread()
+        # (_signal.getsignal: signal.getsignal first tries to make a function handler a
+        # Handlers member, raising and catching ValueError, on every synchronous compile.)
+        watch_sigint = on_main_thread and _signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        runs_here = run_inline and (watch_sigint or not on_main_thread)
         with self._lock:
             if self._cache_enabled and key in self._cache:
                 self._touch_locked(key)
@@ -757,7 +766,8 @@ class GrammarCompiler:
                 done: Future = Future()
                 done.set_result(self._cache[key])
                 return done
-            future, job = self._in_flight.join_locked(key, build, timeout, cancel_on_interrupt=run_inline)
+            future, job = self._in_flight.join_locked(
+                key, build, timeout, cancel_on_interrupt=run_inline, runs_here=runs_here)
             if job is None:
                 self._cache_hits += 1
             else:
@@ -766,15 +776,13 @@ class GrammarCompiler:
             return future  # joined a compile that is queued or running
         if not run_inline:
             self._executor.submit(self._in_flight.run, job)
-        elif threading.current_thread() is not threading.main_thread():
+        elif not on_main_thread:
             self._in_flight.run(job)
-        elif _signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        elif watch_sigint:
             # Only the main thread receives KeyboardInterrupt, and Python cannot raise it while
             # native code runs there: the compile watches for SIGINT itself and stops at its next
             # safe point (InFlightCompiles.run_on_main_thread). Handing the compile to another
             # thread instead costs two thread wake-ups, milliseconds on a loaded machine.
-            # (_signal.getsignal: signal.getsignal first tries to make a function handler a
-            # Handlers member, raising and catching ValueError, on every synchronous compile.)
             self._in_flight.run_on_main_thread(job, future, self._executor.submit)
         else:
             # A SIGINT handler of the application's own runs as Python decides: the compile runs
@@ -829,6 +837,10 @@ class GrammarCompiler:
             self._evict_oldest_locked()
 
     def _derived_vocab_key_locked(self, grammar: CompiledGrammar) -> Optional[tuple]:
+        # An empty table holds no grammar's vocabulary: most compilers never derive one, and
+        # their grammars skip the lookup (two native calls).
+        if len(self._token_literal_vocabs) == 0:
+            return None
         ids = self._token_literal_vocabs.ids_of(grammar._handle.tokenizer_info)
         return None if ids is None else (_DERIVED_VOCAB, ids)
 

@@ -57,6 +57,30 @@ def test_one_callers_timeout_does_not_fail_another() -> None:
     assert len(compiler._in_flight) == 0
     assert compiler.cache_stats["entries"] == 1
 
+def test_a_synchronous_callers_timeout_does_not_fail_a_caller_that_joined_it() -> None:
+    """A synchronous compile runs on its caller's thread, which is then a caller like any other:
+    a request joining it keeps the compile going past the synchronous caller's deadline, and the
+    deadline watcher times the synchronous caller out while its own thread still runs the compile
+    (had the join come after that deadline, the compile stops there and the joiner starts anew:
+    the outcomes are the same)."""
+    compiler = _compiler(max_threads=1)
+    joined = []
+
+    def join_when_started() -> None:
+        while not any(job.started for job in list(compiler._in_flight._jobs.values())):
+            threading.Event().wait(0.001)
+        joined.append(compiler.compile_grammar_async(SLOW))
+
+    joiner = threading.Thread(target=join_when_started, daemon=True)
+    joiner.start()
+    with pytest.raises(xg.CompilationTimeoutError, match="timed out after 0.05 s"):
+        compiler.compile_grammar(SLOW, timeout=0.05)
+    joiner.join(timeout=CHILD_TIMEOUT_S)
+    assert xg.GrammarMatcher(joined[0].result(timeout=CHILD_TIMEOUT_S)).accept_string("abc")
+    assert len(compiler._in_flight) == 0
+    assert compiler.cache_stats["entries"] == 1
+
+
 
 def test_one_callers_cancel_does_not_cancel_another() -> None:
     compiler = _compiler(max_threads=2)
