@@ -190,6 +190,9 @@ class SchemaConverter {
   std::optional<JsonValue> Complement(const JsonValue& schema, const std::string& pointer, bool declares,
                                       int budget);
   bool NotReadByGenerators(const Node& node);
+  // bounded_integers.cc: an integer schema with both bounds as its listed integers (at most
+  // 256), for a `not` without a complement; nullopt otherwise.
+  std::optional<JsonValue> BoundedIntegersListed(const Node& node);
   // if / then / else as anyOf [allOf [if, then], allOf [complement of if, else]]; nullopt
   // when the complement of `if` is not a schema (the policy error).
   std::optional<JsonValue> WithoutConditional(const Node& node);

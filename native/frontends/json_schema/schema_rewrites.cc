@@ -36,6 +36,7 @@ std::optional<JsonValue> SchemaConverter::WithoutNot(const Node& node, const Jso
   bool declares = node.schema.Find("properties") != nullptr || node.schema.Find("patternProperties") != nullptr ||
                   node.schema.Find("additionalProperties") != nullptr;
   std::optional<JsonValue> complement = Complement(negated, node.pointer, declares, 8);
+  if (!complement && !listed_node) return BoundedIntegersListed(node);
   if (!complement || (listed_node && ComplementRewritesAgain(*complement))) return std::nullopt;
   if (complement->is_bool() && !complement->bool_value()) return JsonValue::Bool(false);
   std::vector<JsonValue::Member> members;
@@ -533,17 +534,9 @@ const JsonValue& SchemaConverter::WithoutDependencies(const Node& node) {
           if (!other.is_string()) Invalid("keyword " + Quoted(keyword) + where + " must map names to arrays of names");
           names.push_back(other);
         }
-        // Members are generated in declared order; undeclared names that become required
-        // only through a dependency would get an arbitrary fixed order instead.
-        const JsonValue* properties = node.schema.Find("properties");
-        for (const JsonValue& required_name : names) {
-          if (properties == nullptr || !properties->is_object() ||
-              properties->Find(required_name.string_value()) == nullptr) {
-            Unsupported("unsupported keyword " + Quoted(keyword) + where + ": name '" +
-                        required_name.string_value() + "' is not declared in 'properties' (its position among the members would be arbitrary)");
-            break;
-          }
-        }
+        // A name not declared in `properties` is placed as `required` places its own
+        // undeclared names (after the declared members, with any value or the
+        // additionalProperties schema).
         present = JsonValue::Object({{"required", JsonValue::Array(std::move(names))}});
       } else {
         if (!dependency.is_object() && !dependency.is_bool()) {
