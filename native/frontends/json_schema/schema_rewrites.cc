@@ -534,9 +534,26 @@ const JsonValue& SchemaConverter::WithoutDependencies(const Node& node) {
           if (!other.is_string()) Invalid("keyword " + Quoted(keyword) + where + " must map names to arrays of names");
           names.push_back(other);
         }
-        // A name not declared in `properties` is placed as `required` places its own
-        // undeclared names (after the declared members, with any value or the
-        // additionalProperties schema).
+        // Members are generated in declared order. A name not declared in `properties` is
+        // placed as `required` places its own undeclared names, after the declared members:
+        // exact only where no other undeclared member can appear (additionalProperties
+        // false, or strict mode without it), since next to other undeclared members a
+        // valid object may list the name anywhere among them.
+        const JsonValue* properties = node.schema.Find("properties");
+        const JsonValue* additional = node.schema.Find("additionalProperties");
+        const bool no_other_undeclared =
+            node.schema.Find("patternProperties") == nullptr &&
+            (additional != nullptr ? additional->is_bool() && !additional->bool_value()
+                                   : options_.strict_mode && properties != nullptr);
+        for (const JsonValue& required_name : names) {
+          if (!no_other_undeclared && (properties == nullptr || !properties->is_object() ||
+                                       properties->Find(required_name.string_value()) == nullptr)) {
+            Unsupported("unsupported keyword " + Quoted(keyword) + where + ": name '" +
+                        required_name.string_value() + "' is not declared in 'properties' next to other "
+                        "undeclared members (its position among them would be arbitrary)");
+            break;
+          }
+        }
         present = JsonValue::Object({{"required", JsonValue::Array(std::move(names))}});
       } else {
         if (!dependency.is_object() && !dependency.is_bool()) {
