@@ -3,7 +3,8 @@
 - patternProperties: names split into the non-empty regions of the patterns (partition
   refinement) instead of all 2^n sets of patterns, so many overlapping patterns convert.
 - dependencies that require names `properties` does not declare: placed as `required`
-  places its own undeclared names.
+  places its own undeclared names, where no other undeclared member can appear.
+- many schema dependencies that each constrain one listed member: split by its value.
 - `format: iri` / `iri-reference` (RFC 3987): the URI grammar with ucschar, iprivate in the
   query.
 - `not` next to an integer with both bounds: the integers listed, each value decided.
@@ -78,6 +79,13 @@ def test_more_than_64_pattern_regions_are_the_policy_error():
         _native._json_schema_to_ebnf(json.dumps(schema))
 
 
+def test_many_disjoint_patterns_need_no_bound():
+    patterns = {f"^k{i}$": {"const": i} for i in range(80)}
+    schema = {"type": "object", "patternProperties": patterns, "additionalProperties": False}
+    instances = [{"k3": 3}, {"k3": 4}, {"k79": 79}, {"k80": 80}, {"k1": 1, "k2": 2}, {"k1": 1, "k2": 3}]
+    assert_schema_language(schema, instances, both_sides=True)
+
+
 def test_pattern_regions_engine_walks():
     schema = {"type": "object", "patternProperties": HASH_NAMES, "additionalProperties": False}
     invalid = [{"MD5": "abcd"}, {"ssdeep": "c"}, {"a b": "x"}, {"WHIRLPOOL": "v"}]
@@ -124,6 +132,59 @@ def test_dependency_on_undeclared_names_in_strict_mode():
     walks = [random_walk(grammar, rng, bitmask, 48) for _ in range(8)]
     finished = [json.loads(out.decode("utf-8")) for out in walks if out is not None]
     assert finished and all(validator.is_valid(value) for value in finished), finished
+
+
+# Seven schema dependencies that each constrain `type` (mongodb-atlas-search-index-definition):
+# split by the value of `type` instead of 2^7 combinations.
+KINDS = ["auto", "string", "number", "geo", "doc"]
+BY_KIND = {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object", "additionalProperties": False,
+           "properties": {"type": {"type": "string", "enum": KINDS}, "analyzer": {"type": "string"},
+                          "maxGrams": {"type": "integer"}, "minGrams": {"type": "integer"}, "dynamic": {"type": "boolean"},
+                          "indexShapes": {"type": "boolean"}, "norms": {"enum": ["include", "omit"]},
+                          "store": {"type": "boolean"}},
+           "dependencies": {"analyzer": {"properties": {"type": {"enum": ["auto", "string"]}}},
+                            "maxGrams": {"properties": {"type": {"enum": ["auto"]}}},
+                            "minGrams": {"properties": {"type": {"enum": ["auto"]}}},
+                            "dynamic": {"properties": {"type": {"enum": ["doc"]}}},
+                            "indexShapes": {"properties": {"type": {"enum": ["geo"]}}},
+                            "norms": {"properties": {"type": {"enum": ["string"]}}},
+                            "store": {"properties": {"type": {"enum": ["string", "number"]}}}}}
+
+
+def by_kind_instances():
+    members = [("analyzer", "a"), ("maxGrams", 2), ("minGrams", 1), ("dynamic", True), ("indexShapes", False),
+               ("norms", "omit"), ("store", True)]
+    yield {}
+    for kind in KINDS + [None, "other"]:
+        head = {} if kind is None else {"type": kind}
+        yield head
+        for i, (name, value) in enumerate(members):
+            yield {**head, name: value}
+            j = (i + 3) % len(members)
+            if j > i:
+                yield {**head, name: value, members[j][0]: members[j][1]}
+
+
+def test_dependencies_split_by_a_listed_member_are_exact():
+    assert_schema_language(BY_KIND, by_kind_instances(), both_sides=True)
+
+
+def test_dependencies_split_by_a_listed_member_engine_walks():
+    grammar = engine(BY_KIND)
+    validator = jsonschema.Draft7Validator(BY_KIND)
+    bitmask = np.full(xg.get_bitmask_shape(1, grammar.tokenizer_info.vocab_size), -1, dtype=np.int32)
+    rng = random.Random(6)
+    walks = [random_walk(grammar, rng, bitmask, 64) for _ in range(8)]
+    finished = [json.loads(out.decode("utf-8")) for out in walks if out is not None]
+    assert finished and all(validator.is_valid(value) for value in finished), finished
+    assert not string_accepted(grammar, json.dumps({"type": "geo", "maxGrams": 2}))
+    assert string_accepted(grammar, json.dumps({"type": "auto", "analyzer": "a", "maxGrams": 2}))
+
+
+def test_seven_dependencies_of_other_forms_stay_the_policy_error():
+    schema = {**BY_KIND, "dependencies": {**BY_KIND["dependencies"], "store": ["norms"]}}
+    with pytest.raises(_native.UnsupportedSchemaError, match="more than 6 dependencies"):
+        _native._json_schema_to_ebnf(json.dumps(schema))
 
 
 # ---------------------------------------------------------------------------------------

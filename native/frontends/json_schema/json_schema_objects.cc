@@ -283,7 +283,9 @@ Fragment SchemaConverter::UndeclaredMembers(const Node& node, const NameLanguage
     // into one region per set of patterns that match some name together, by refining the
     // partition pattern by pattern and dropping empty blocks (most of the 2^count sets are
     // empty: a literal name inside a character-class pattern adds one block, not a doubling).
-    constexpr size_t kMaxPatternRegions = 64;
+    // Disjoint patterns give one region each, however many; regions of several patterns are
+    // bounded.
+    constexpr size_t kMaxSharedRegions = 64;
     std::vector<std::pair<CodepointDfa, std::vector<size_t>>> blocks{{base, {}}};
     for (size_t i = 0; i < count; ++i) {
       std::vector<std::pair<CodepointDfa, std::vector<size_t>>> refined;
@@ -300,9 +302,10 @@ Fragment SchemaConverter::UndeclaredMembers(const Node& node, const NameLanguage
         if (!outside.Empty()) refined.emplace_back(std::move(outside), std::move(which));
       }
       blocks = std::move(refined);
-      if (blocks.size() > kMaxPatternRegions) {
+      const auto shared = std::count_if(blocks.begin(), blocks.end(), [](const auto& b) { return b.second.size() > 1; });
+      if (static_cast<size_t>(shared) > kMaxSharedRegions) {
         throw ResourceLimitError("its patterns split member names into more than " +
-                                 std::to_string(kMaxPatternRegions) + " regions");
+                                 std::to_string(kMaxSharedRegions) + " regions matched by several patterns");
       }
     }
     for (const auto& [region, which] : blocks) {

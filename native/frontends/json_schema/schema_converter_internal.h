@@ -199,6 +199,9 @@ class SchemaConverter {
   // The string spellings `excluded` rules out (StringValue), or nullopt.
   std::optional<std::vector<std::string>> ExcludedStrings(const Node& node);
   const JsonValue& WithoutDependencies(const Node& node);
+  // dependency_discriminator.cc: at least `min_count` schema dependencies that each
+  // constrain one listed member D, split by D's value; nullopt for other forms.
+  std::optional<JsonValue> DependenciesByDiscriminator(const Node& node, size_t min_count);
   // member_presence.cc
   bool NeverAMember(const Node& node, const std::string& name);
   bool AlwaysAMember(const Node& node, const std::string& name);

@@ -481,6 +481,10 @@ bool SchemaConverter::HasDependencies(const Node& node) const {
 // added to the schema's allOf (which the merge distributes).
 const JsonValue& SchemaConverter::WithoutDependencies(const Node& node) {
   constexpr size_t kMaxDependencies = 6;
+  if (std::optional<JsonValue> split = DependenciesByDiscriminator(node, kMaxDependencies + 1)) {
+    synthetic_.push_back(std::move(*split));
+    return synthetic_.back();
+  }
   std::vector<JsonValue::Member> members;
   std::vector<JsonValue> conjuncts;
   bool declares = node.schema.Find("properties") != nullptr || node.schema.Find("patternProperties") != nullptr ||
