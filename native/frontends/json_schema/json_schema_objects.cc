@@ -279,40 +279,41 @@ Fragment SchemaConverter::UndeclaredMembers(const Node& node, const NameLanguage
       Fragment key = MinimalDfaToFragment(region, &rules_, RuleHint(node.pointer) + "_key");
       choices.push_back(Seq({key, key_separator, value}));
     };
-    bool disjoint = true;
-    for (size_t i = 0; i < count && disjoint; ++i) {
-      for (size_t j = i + 1; j < count && disjoint; ++j) {
-        disjoint = Product(patterns[i], patterns[j], ProductKind::kIntersection).Empty();
-      }
-    }
     // Names matched by several patterns take all their schemas: the name space is split
-    // into one region per set of matching patterns (2^count regions).
-    constexpr size_t kMaxOverlappingPatterns = 4;
-    if (!disjoint && count > kMaxOverlappingPatterns) {
-      Unsupported("unsupported keyword 'patternProperties'" + where + ": more than " +
-                  std::to_string(kMaxOverlappingPatterns) + " overlapping patterns");
-      disjoint = true;  // lenient: each pattern's own schema only
-    }
-    if (disjoint) {
-      for (size_t i = 0; i < count; ++i) {
-        add_region(Product(base, patterns[i], ProductKind::kIntersection), {i});
-      }
-    } else {
-      for (size_t mask = 1; mask < (size_t{1} << count); ++mask) {
-        CodepointDfa region = base;
-        std::vector<size_t> which;
-        for (size_t i = 0; i < count && !region.Empty(); ++i) {
-          bool in = (mask >> i) & 1;
-          if (in) which.push_back(i);
-          region = Product(region, patterns[i], in ? ProductKind::kIntersection : ProductKind::kDifference);
+    // into one region per set of patterns that match some name together, by refining the
+    // partition pattern by pattern and dropping empty blocks (most of the 2^count sets are
+    // empty: a literal name inside a character-class pattern adds one block, not a doubling).
+    // Disjoint patterns give one region each, however many; regions of several patterns are
+    // bounded.
+    constexpr size_t kMaxSharedRegions = 64;
+    std::vector<std::pair<CodepointDfa, std::vector<size_t>>> blocks{{base, {}}};
+    for (size_t i = 0; i < count; ++i) {
+      std::vector<std::pair<CodepointDfa, std::vector<size_t>>> refined;
+      for (auto& [block, which] : blocks) {
+        CodepointDfa inside = Product(block, patterns[i], ProductKind::kIntersection);
+        if (inside.Empty()) {
+          refined.emplace_back(std::move(block), std::move(which));
+          continue;
         }
-        add_region(region, which);
+        CodepointDfa outside = Product(block, patterns[i], ProductKind::kDifference);
+        std::vector<size_t> with = which;
+        with.push_back(i);
+        refined.emplace_back(std::move(inside), std::move(with));
+        if (!outside.Empty()) refined.emplace_back(std::move(outside), std::move(which));
+      }
+      blocks = std::move(refined);
+      const auto shared = std::count_if(blocks.begin(), blocks.end(), [](const auto& b) { return b.second.size() > 1; });
+      if (static_cast<size_t>(shared) > kMaxSharedRegions) {
+        throw ResourceLimitError("its patterns split member names into more than " +
+                                 std::to_string(kMaxSharedRegions) + " regions matched by several patterns");
       }
     }
-    if (!additional_value.never()) {
-      CodepointDfa rest = base;
-      for (const CodepointDfa& pattern : patterns) rest = Product(rest, pattern, ProductKind::kDifference);
-      add_region(rest, {});
+    for (const auto& [region, which] : blocks) {
+      if (!which.empty()) add_region(region, which);
+    }
+    // The names no pattern matches (the one block without patterns) take additionalProperties.
+    for (const auto& [region, which] : blocks) {
+      if (which.empty() && !additional_value.never()) add_region(region, {});
     }
   } catch (const ResourceLimitError& e) {
     Unsupported("unsupported keyword 'patternProperties'" + where + ": " + e.what());

@@ -191,12 +191,18 @@ class SchemaConverter {
   std::optional<JsonValue> Complement(const JsonValue& schema, const std::string& pointer, bool declares,
                                       int budget);
   bool NotReadByGenerators(const Node& node);
+  // bounded_integers.cc: an integer schema with both bounds as its listed integers (at most
+  // 256), for a `not` without a complement; nullopt otherwise.
+  std::optional<JsonValue> BoundedIntegersListed(const Node& node);
   // if / then / else as anyOf [allOf [if, then], allOf [complement of if, else]]; nullopt
   // when the complement of `if` is not a schema (the policy error).
   std::optional<JsonValue> WithoutConditional(const Node& node);
   // The string spellings `excluded` rules out (StringValue), or nullopt.
   std::optional<std::vector<std::string>> ExcludedStrings(const Node& node);
   const JsonValue& WithoutDependencies(const Node& node);
+  // dependency_discriminator.cc: at least `min_count` schema dependencies that each
+  // constrain one listed member D, split by D's value; nullopt for other forms.
+  std::optional<JsonValue> DependenciesByDiscriminator(const Node& node, size_t min_count);
   // member_presence.cc
   bool NeverAMember(const Node& node, const std::string& name);
   bool AlwaysAMember(const Node& node, const std::string& name);

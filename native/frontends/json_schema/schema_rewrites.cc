@@ -36,6 +36,7 @@ std::optional<JsonValue> SchemaConverter::WithoutNot(const Node& node, const Jso
   bool declares = node.schema.Find("properties") != nullptr || node.schema.Find("patternProperties") != nullptr ||
                   node.schema.Find("additionalProperties") != nullptr;
   std::optional<JsonValue> complement = Complement(negated, node.pointer, declares, 8);
+  if (!complement && !listed_node) return BoundedIntegersListed(node);
   if (!complement || (listed_node && ComplementRewritesAgain(*complement))) return std::nullopt;
   if (complement->is_bool() && !complement->bool_value()) return JsonValue::Bool(false);
   std::vector<JsonValue::Member> members;
@@ -480,6 +481,10 @@ bool SchemaConverter::HasDependencies(const Node& node) const {
 // added to the schema's allOf (which the merge distributes).
 const JsonValue& SchemaConverter::WithoutDependencies(const Node& node) {
   constexpr size_t kMaxDependencies = 6;
+  if (std::optional<JsonValue> split = DependenciesByDiscriminator(node, kMaxDependencies + 1)) {
+    synthetic_.push_back(std::move(*split));
+    return synthetic_.back();
+  }
   std::vector<JsonValue::Member> members;
   std::vector<JsonValue> conjuncts;
   bool declares = node.schema.Find("properties") != nullptr || node.schema.Find("patternProperties") != nullptr ||
@@ -533,14 +538,23 @@ const JsonValue& SchemaConverter::WithoutDependencies(const Node& node) {
           if (!other.is_string()) Invalid("keyword " + Quoted(keyword) + where + " must map names to arrays of names");
           names.push_back(other);
         }
-        // Members are generated in declared order; undeclared names that become required
-        // only through a dependency would get an arbitrary fixed order instead.
+        // Members are generated in declared order. A name not declared in `properties` is
+        // placed as `required` places its own undeclared names, after the declared members:
+        // exact only where no other undeclared member can appear (additionalProperties
+        // false, or strict mode without it), since next to other undeclared members a
+        // valid object may list the name anywhere among them.
         const JsonValue* properties = node.schema.Find("properties");
+        const JsonValue* additional = node.schema.Find("additionalProperties");
+        const bool no_other_undeclared =
+            node.schema.Find("patternProperties") == nullptr &&
+            (additional != nullptr ? additional->is_bool() && !additional->bool_value()
+                                   : options_.strict_mode && properties != nullptr);
         for (const JsonValue& required_name : names) {
-          if (properties == nullptr || !properties->is_object() ||
-              properties->Find(required_name.string_value()) == nullptr) {
+          if (!no_other_undeclared && (properties == nullptr || !properties->is_object() ||
+                                       properties->Find(required_name.string_value()) == nullptr)) {
             Unsupported("unsupported keyword " + Quoted(keyword) + where + ": name '" +
-                        required_name.string_value() + "' is not declared in 'properties' (its position among the members would be arbitrary)");
+                        required_name.string_value() + "' is not declared in 'properties' next to other "
+                        "undeclared members (its position among them would be arbitrary)");
             break;
           }
         }

@@ -10,6 +10,7 @@
 #include "frontends/json_schema/regular_language.h"
 #include "frontends/regex/regex_converter.h"
 #include "support/fork_safe_mutex.h"
+#include "support/utf8.h"
 
 namespace xg2 {
 
@@ -255,54 +256,83 @@ Fragment RegexSubset(RuleSet* rules) {
   return Fragment::Atom(regex_rule);
 }
 
-// RFC 3986 URI and URI-reference. Both share the authority, path and query grammars.
+// A character class of code point ranges, written as UTF-8 (string values are generated in
+// their canonical spelling, as a pattern's non-ASCII characters are).
+std::string CodepointClass(std::initializer_list<std::pair<uint32_t, uint32_t>> ranges) {
+  std::string text = "[";
+  for (const auto& [lo, hi] : ranges) {
+    AppendUtf8(lo, &text);
+    text.push_back('-');
+    AppendUtf8(hi, &text);
+  }
+  return text + "]";
+}
+
+// RFC 3987 section 2.2: the characters an IRI adds to a URI's unreserved ones (ucschar), and
+// those it adds to the query alone (iprivate).
+Fragment IriUcsChar() {
+  return C(CodepointClass({{0xA0, 0xD7FF}, {0xF900, 0xFDCF}, {0xFDF0, 0xFFEF}, {0x10000, 0x1FFFD},
+                           {0x20000, 0x2FFFD}, {0x30000, 0x3FFFD}, {0x40000, 0x4FFFD}, {0x50000, 0x5FFFD},
+                           {0x60000, 0x6FFFD}, {0x70000, 0x7FFFD}, {0x80000, 0x8FFFD}, {0x90000, 0x9FFFD},
+                           {0xA0000, 0xAFFFD}, {0xB0000, 0xBFFFD}, {0xC0000, 0xCFFFD}, {0xD0000, 0xDFFFD},
+                           {0xE1000, 0xEFFFD}}));
+}
+Fragment IriPrivate() { return C(CodepointClass({{0xE000, 0xF8FF}, {0xF0000, 0xFFFFD}, {0x100000, 0x10FFFD}})); }
+
+// RFC 3986 URI and URI-reference, and RFC 3987 IRI and IRI-reference. All share the
+// authority, path and query grammars; an IRI's unreserved characters add ucschar everywhere
+// but in the scheme, the IP literal and the port, and its query adds iprivate (its fragment
+// does not).
 struct UriParts {
   Fragment scheme, authority, more_segments, nonempty_segment, nonempty_segment_no_colon, query, fragment;
 };
 
-UriParts MakeUriParts(RuleSet* rules) {
+UriParts MakeUriParts(RuleSet* rules, bool iri) {
+  const std::string prefix = iri ? "format_iri_" : "format_uri_";
   Fragment scheme = Seq({C("[a-zA-Z]"), Repeat(C("[a-zA-Z0-9+.\\-]"), 0, -1)});
   Fragment percent_encoded = Seq({L("%"), kHex, kHex});
   // unreserved / sub-delims, then pchar adds ":" and "@".
-  Fragment plain = C("[a-zA-Z0-9._~!$&'()*+,;=\\-]");
-  Fragment host_char = rules->Share("format_uri_host_char", Alt({plain, percent_encoded}));
-  Fragment pchar = rules->Share("format_uri_pchar", Alt({plain, percent_encoded, C("[:@]")}));
+  Fragment ascii_plain = C("[a-zA-Z0-9._~!$&'()*+,;=\\-]");
+  Fragment plain = iri ? Alt({ascii_plain, IriUcsChar()}) : ascii_plain;
+  Fragment host_char = rules->Share(prefix + "host_char", Alt({plain, percent_encoded}));
+  Fragment pchar = rules->Share(prefix + "pchar", Alt({plain, percent_encoded, C("[:@]")}));
   Fragment segment = Repeat(pchar, 0, -1);
   Fragment userinfo = Seq({Repeat(Alt({host_char, L(":")}), 0, -1), L("@")});
   // IP-literal = "[" ( IPv6address / IPvFuture ) "]"
-  Fragment ip_future = Seq({C("[vV]"), Repeat(kHex, 1, -1), L("."), Repeat(Alt({plain, L(":")}), 1, -1)});
+  Fragment ip_future = Seq({C("[vV]"), Repeat(kHex, 1, -1), L("."), Repeat(Alt({ascii_plain, L(":")}), 1, -1)});
   Fragment ip_literal = Seq({L("["), Alt({Ipv6(rules), ip_future}), L("]")});
   Fragment host = Alt({ip_literal, Repeat(host_char, 0, -1)});
   Fragment authority = Seq({Optional(userinfo), host, Optional(Seq({L(":"), Repeat(kDigit, 0, -1)}))});
-  Fragment query_char = Alt({pchar, C("[/?]")});
+  Fragment fragment_char = Alt({pchar, C("[/?]")});
+  Fragment query_char = iri ? Alt({pchar, C("[/?]"), IriPrivate()}) : fragment_char;
   return UriParts{
       scheme,
-      rules->Share("format_uri_authority", authority),
-      rules->Share("format_uri_more_segments", Repeat(Seq({L("/"), segment}), 0, -1)),
+      rules->Share(prefix + "authority", authority),
+      rules->Share(prefix + "more_segments", Repeat(Seq({L("/"), segment}), 0, -1)),
       Repeat(pchar, 1, -1),
       Repeat(Alt({plain, percent_encoded, L("@")}), 1, -1),
       Optional(Seq({L("?"), Repeat(query_char, 0, -1)})),
-      Optional(Seq({L("#"), Repeat(query_char, 0, -1)})),
+      Optional(Seq({L("#"), Repeat(fragment_char, 0, -1)})),
   };
 }
 
-Fragment Uri(RuleSet* rules) {
-  UriParts p = MakeUriParts(rules);
+Fragment Uri(RuleSet* rules, bool iri) {
+  UriParts p = MakeUriParts(rules, iri);
   Fragment hier_part = Alt({Seq({L("//"), p.authority, p.more_segments}),
                             Seq({L("/"), Optional(Seq({p.nonempty_segment, p.more_segments}))}),
                             Seq({p.nonempty_segment, p.more_segments}), Fragment::Epsilon()});
-  return rules->Share("format_uri", Seq({p.scheme, L(":"), hier_part, p.query, p.fragment}));
+  return rules->Share(iri ? "format_iri" : "format_uri", Seq({p.scheme, L(":"), hier_part, p.query, p.fragment}));
 }
 
 // URI-reference = URI / relative-ref, where a relative path's first segment has no ":"
-// (it would read as a scheme).
-Fragment UriReference(RuleSet* rules) {
-  UriParts p = MakeUriParts(rules);
+// (it would read as a scheme); IRI-reference alike (RFC 3987 irelative-ref).
+Fragment UriReference(RuleSet* rules, bool iri) {
+  UriParts p = MakeUriParts(rules, iri);
   Fragment relative_part = Alt({Seq({L("//"), p.authority, p.more_segments}),
                                 Seq({L("/"), Optional(Seq({p.nonempty_segment, p.more_segments}))}),
                                 Seq({p.nonempty_segment_no_colon, p.more_segments}), Fragment::Epsilon()});
   Fragment relative_ref = Seq({relative_part, p.query, p.fragment});
-  return rules->Share("format_uri_reference", Alt({Uri(rules), relative_ref}));
+  return rules->Share(iri ? "format_iri_reference" : "format_uri_reference", Alt({Uri(rules, iri), relative_ref}));
 }
 
 }  // namespace
@@ -318,8 +348,10 @@ std::optional<Fragment> StringFormatBody(std::string_view format, RuleSet* rules
   if (format == "uuid") return Uuid(rules);
   if (format == "ipv6") return Ipv6(rules);
   if (format == "email") return Email(rules);
-  if (format == "uri") return Uri(rules);
-  if (format == "uri-reference") return UriReference(rules);
+  if (format == "uri") return Uri(rules, false);
+  if (format == "uri-reference") return UriReference(rules, false);
+  if (format == "iri") return Uri(rules, true);
+  if (format == "iri-reference") return UriReference(rules, true);
   if (format == "duration") return Duration(rules);
   if (format == "json-pointer") return JsonPointer(rules);
   if (format == "relative-json-pointer") return RelativeJsonPointer(rules);
@@ -357,7 +389,7 @@ long long StringFormatMinLength(std::string_view format) {
   // 0 (relative pointer). tests/frontends/test_json_schema_formats.py checks each against the grammar.
   static const std::pair<std::string_view, long long> kMinLengths[] = {
       {"date", 10}, {"time", 9}, {"date-time", 20}, {"ipv4", 7}, {"ipv6", 2}, {"uuid", 36},
-      {"email", 5}, {"uri", 2}, {"duration", 3}, {"relative-json-pointer", 1}, {"ip-address", 7},
+      {"email", 5}, {"uri", 2}, {"iri", 2}, {"duration", 3}, {"relative-json-pointer", 1}, {"ip-address", 7},
       {"hostname", 1}, {"host-name", 1}};
   for (const auto& [name, length] : kMinLengths) {
     if (name == format) return length;

@@ -3,7 +3,9 @@
 // whole string: (?=B) keeps the strings that have a prefix matching B, (?!B) keeps the others.
 // So the pattern's language is L(^R) intersected with, or minus, each L(^B) under search
 // semantics (a regular language; the caller builds it by the automaton product,
-// frontends/json_schema/regular_language.h). Look-aheads elsewhere stay a RegexError.
+// frontends/json_schema/regular_language.h). The tempered token `^((?!X).)*$` is split the
+// same way: (?!X) before every character of the string is (?!.*X) at its start, for X a
+// plain sequence of characters. Look-aheads elsewhere stay a RegexError.
 #ifndef XG2_FRONTENDS_REGEX_LEADING_LOOKAHEADS_H_
 #define XG2_FRONTENDS_REGEX_LEADING_LOOKAHEADS_H_
 
@@ -27,7 +29,8 @@ struct LeadingLookaheads {
 
 // The assertions of `pattern` when it is `^` followed by one or more (?=...) / (?!...)
 // groups and then a remainder without a top-level `|` (an alternative would escape the
-// assertions); nullopt otherwise (the pattern is then read as it is, or refused by the regex
+// assertions), or a tempered token `^((?!X)...(?!Y)c)*$` (c one character, X and Y plain
+// sequences of characters); nullopt otherwise (the pattern is then read as it is, or refused by the regex
 // frontend). Malformed text (unbalanced groups or classes) gives nullopt too.
 std::optional<LeadingLookaheads> SplitLeadingLookaheads(std::string_view pattern);
 
