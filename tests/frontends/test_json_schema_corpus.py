@@ -91,7 +91,10 @@ NEWLY_CONVERTED = ["Github_hard---o13151.json", "Github_hard---o64538.json", "Gi
                    "Github_medium---o51177.json", "JsonSchemaStore---ansible.json", "Github_easy---o76630.json",
                    "JsonSchemaStore---pocketmine-plugin.json", "JsonSchemaStore---hazelcast-config-5.3.json",
                    "Github_hard---o5983.json", "Glaiveai2K---calculate_area_518cb15d.json",
-                   "JsonSchemaStore---mongodb-atlas-search-index-definition.json"]
+                   "JsonSchemaStore---mongodb-atlas-search-index-definition.json",
+                   # oneOf, third round (test_json_schema_one_of_complements.py): complements of
+                   # defined formats through their automata (uri-reference in o79015, uuid in sp_209).
+                   "Github_hard---o79015.json", "Snowplow---sp_209_Normalized.json"]
 # Their valid instances carry undeclared members, so evaluate_schema compiles them with
 # strict_mode=False, where a oneOf whose branches then overlap (o19343, o83932) or a
 # dependency requiring an undeclared name next to other undeclared members (calculate_area)

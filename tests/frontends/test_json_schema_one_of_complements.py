@@ -212,3 +212,113 @@ def test_engine_walks_validate_and_counterexamples_are_rejected(case):
     grammar = hf_compiler("llama3.1").compile_json_schema(schema, any_whitespace=False)
     check_schema_walks_and_counterexamples(grammar, schema, invalid, seed=case, walks=6)
     assert string_accepted(grammar, json.dumps(invalid[0])) is False
+
+
+# --- defined formats in complements (third round) ------------------------------------------
+
+# Strings in and out of each format whose grammar is the format's whole syntax. Left out on
+# purpose: strings where jsonschema's checkers read the RFCs differently from the grammars
+# (uuid spellings that Python's int() takes,
+# such as "+2345678-..."), where the spec, not the checker, is what the grammar follows.
+FORMAT_STRINGS = {
+    "date": ["2020-01-31", "2020-02-29", "2021-02-29", "2020-1-01", "2020-01-01T", "\u0662020-01-01", "x"],
+    "ipv4": ["1.2.3.4", "255.255.255.255", "01.2.3.4", "256.1.1.1", "1.2.3", "\u0661.2.3.4", "1.2.3.4 "],
+    "uuid": ["12345678-1234-1234-1234-123456789abc", "12345678-1234-1234-1234-123456789ABC",
+             "12345678123412341234123456789abc", "g2345678-1234-1234-1234-123456789abc", "1234"],
+    "uri": ["http://example.org/a?b#c", "a:b", "urn:x:y", "/relative", "http://x y", "http://[::1]:8/", "%41:b",
+            "\u00e9:x", "http://h/%zz"],
+    "uri-reference": ["/relative", "", "#frag", "a b", "http://x/%41", "%zz", "//host/p", "\u00e9"],
+}
+
+
+def _assert_formats_language(schema, instances):
+    """The grammar (lenient, objects open) accepts exactly what jsonschema accepts with its
+    format checker, strings written raw (the canonical spelling the complements keep)."""
+    ebnf = schema_ebnf(schema, strict_mode=False)
+    validator = jsonschema.Draft202012Validator(schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+    verdicts = [(value, validator.is_valid(value)) for value in instances]
+    assert any(ok for _, ok in verdicts) and not all(ok for _, ok in verdicts), verdicts
+    wrong = [(json.dumps(value, ensure_ascii=False), ok) for value, ok in verdicts
+             if ebnf_accepts(ebnf, json.dumps(value, ensure_ascii=False)) != ok]
+    assert not wrong, f"{len(wrong)} disagreements, e.g. {wrong[:5]}"
+
+
+@pytest.mark.parametrize("format_name", sorted(FORMAT_STRINGS))
+def test_defined_format_complements_exactly(format_name):
+    # `not` over the format: every non-string and the strings outside its automaton.
+    _assert_formats_language({"not": {"format": format_name}}, FORMAT_STRINGS[format_name] + [None, 1, [], {}])
+
+
+@pytest.mark.parametrize("format_name", sorted(FORMAT_STRINGS))
+def test_one_of_a_format_and_a_pattern_is_exact(format_name):
+    # Sp_209's shape: a format or a pattern, never both; non-strings satisfy both branches.
+    schema = {"oneOf": [{"format": format_name}, {"pattern": "^[0-9a-f]"}]}
+    _assert_formats_language(schema, FORMAT_STRINGS[format_name] + ["0", "a:b", "zz", None, 1])
+
+
+@pytest.mark.parametrize("dialect", ["http://json-schema.org/draft-07/schema#", "http://json-schema.org/draft-04/schema#"])
+def test_format_complement_under_older_drafts_keeps_the_policy_error(dialect):
+    # Drafts 3-7's checkers may leave the format unchecked (uuid under draft 7): a string
+    # outside the grammar could pass both branches there, so no complement is built.
+    schema = {"$schema": dialect, "oneOf": [{"format": "uuid"}, {"pattern": "^[0-9a-f]"}]}
+    with pytest.raises(Unsupported, match="keyword 'oneOf' at /: branches are not provably disjoint"):
+        schema_ebnf(schema)
+
+
+def test_format_subsets_keep_the_policy_error():
+    # email, hostname and duration are sound subsets: their complements would hold valid
+    # strings; the automata of time and date-time are past the state limit.
+    for format_name in ("email", "hostname", "duration", "time", "date-time"):
+        with pytest.raises(Unsupported, match="keyword 'oneOf' at /"):
+            schema_ebnf({"oneOf": [{"format": format_name}, {"pattern": "^[0-9a-f]"}]})
+
+
+def test_format_complement_walks_validate():
+    # Snowplow sp_209's member: a uuid API key or a `$`-named variable; walks are checked
+    # with the format checker (check_schema_walks_and_counterexamples leaves formats out).
+    import random
+
+    import numpy as np
+
+    import xg2_plugin as xg
+    from xg2_corpus import random_walk
+
+    schema = {"type": "object", "additionalProperties": False, "required": ["apikey"],
+              "properties": {"apikey": {"oneOf": [{"format": "uuid"}, {"pattern": "^\\$[A-Z0-9-_]+"}]}}}
+    grammar = hf_compiler("llama3.1").compile_json_schema(schema, any_whitespace=False)
+    validator = jsonschema.Draft202012Validator(schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+    for invalid in [{"apikey": 1}, {"apikey": "x"}, {"apikey": "$"}]:
+        assert not validator.is_valid(invalid) and string_accepted(grammar, json.dumps(invalid)) is False, invalid
+    for valid in [{"apikey": "12345678-1234-1234-1234-123456789abc"}, {"apikey": "$KEY"}]:
+        assert validator.is_valid(valid) and string_accepted(grammar, json.dumps(valid)) is True, valid
+    bitmask = np.full(xg.get_bitmask_shape(1, grammar.tokenizer_info.vocab_size), -1, dtype=np.int32)
+    rng = random.Random(7)
+    finished = 0
+    for _ in range(8):
+        out = random_walk(grammar, rng, bitmask, 64)
+        if out is None:
+            continue
+        assert validator.is_valid(json.loads(out.decode("utf-8"))), out
+        finished += 1
+    assert finished > 0
+
+
+# --- errors at the user's pointers ---------------------------------------------------------
+
+@pytest.mark.parametrize("schema, pointer", [
+    # ExactlyOneOf: branch 2 is its own disjunct (/anyOf/2 in the rewrite).
+    ({"oneOf": [{"type": "string", "pattern": "^a"}, {"type": "string", "pattern": "b$"},
+                {"type": "object", "properties": {"h": {"type": "string", "format": "hostname"}}}]},
+     "/oneOf/2/properties/h"),
+    # The same when the branch is also narrowed by its shared types; the `not` inside it is
+    # rewritten again, so only the branch's own pointer is asserted.
+    ({"oneOf": [{"properties": {"k": {"const": "a"}}, "required": ["k"],
+                 "not": {"properties": {"h": {"type": "string", "format": "hostname"}}}},
+                {"properties": {"k": {"const": "b"}}, "required": ["k"]}]},
+     "/oneOf/0"),
+])
+def test_refusals_inside_rewritten_one_of_name_the_users_pointer(schema, pointer):
+    with pytest.raises(Unsupported) as refusal:
+        schema_ebnf(schema)
+    assert f"at {pointer}" in str(refusal.value), str(refusal.value)
+    assert f"at {pointer.replace('/oneOf/', '/anyOf/')}" not in str(refusal.value)

@@ -262,22 +262,13 @@ std::optional<bool> SchemaConverter::ListedStringHasFormat(const JsonValue& valu
     auto byte = static_cast<unsigned char>(c);
     if (byte < 0x20 || byte >= 0x7f || c == '"' || c == '\\') return std::nullopt;
   }
-  auto found = format_automata_.find(name);
-  if (found == format_automata_.end()) {
-    const PrebuiltFormat& standalone = StandaloneFormatGrammar(name);
-    if (!standalone.body || name == "regex") return std::nullopt;  // no grammar; regex's is recursive
-    try {
-      found = format_automata_.emplace(name, DfaFromRules(standalone.definitions, *standalone.body)).first;
-    } catch (const ResourceLimitError&) {
-      return std::nullopt;
-    } catch (const GrammarSyntaxError&) {
-      return std::nullopt;
-    }
-  }
+  if (name == "regex") return std::nullopt;  // its grammar is recursive
+  const CodepointDfa* automaton = FormatAutomaton(name);
+  if (automaton == nullptr) return std::nullopt;
   const std::u32string text = DecodeUtf8ToU32(value.string_value());
   const std::optional<long long> max_length = StringFormatMaxLength(name);
   if (max_length && static_cast<long long>(text.size()) > *max_length) return false;  // ASCII: one unit each
-  if (found->second.Accepts(text)) return true;
+  if (automaton->Accepts(text)) return true;
   if (!StringFormatIsExact(name) || name == "email" || name == "duration") return std::nullopt;
   return false;
 }

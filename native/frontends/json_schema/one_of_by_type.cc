@@ -61,7 +61,8 @@ bool AcceptsWholeGroup(const JsonValue& schema, const TypeGroup& group) {
 }  // namespace
 
 std::optional<JsonValue> SchemaConverter::OneOfWithoutSharedTypes(const Node& node,
-                                                                  const std::vector<JsonValue>& branches) {
+                                                                  const std::vector<JsonValue>& branches,
+                                                                  std::vector<PointerRename>* renames) {
   std::vector<uint8_t> possible(branches.size(), kAllJsonTypes);
   std::vector<std::optional<std::vector<JsonValue>>> listed(branches.size());
   std::vector<int> whole(std::size(kTypeGroups), 0);
@@ -88,6 +89,8 @@ std::optional<JsonValue> SchemaConverter::OneOfWithoutSharedTypes(const Node& no
   if (kept_names.empty()) return JsonValue::Bool(false);
   const JsonValue kept_types = JsonValue::Object({{"type", JsonValue::Array(std::move(kept_names))}});
   std::vector<JsonValue> narrowed;
+  const std::string base = ChildPointer(node.pointer, "oneOf");
+  std::vector<PointerRename> wrapped;
   for (size_t i = 0; i < branches.size(); ++i) {
     if ((possible[i] & ~kept_bits) == 0) {
       narrowed.push_back(branches[i]);  // already within the kept types: as written
@@ -102,12 +105,16 @@ std::optional<JsonValue> SchemaConverter::OneOfWithoutSharedTypes(const Node& no
                                         : JsonValue::Object({{"enum", JsonValue::Array(std::move(values))}}));
     } else {
       narrowed.push_back(JsonValue::Object({{"allOf", JsonValue::Array({kept_types, branches[i]})}}));
+      const std::string branch = base + "/" + std::to_string(i);
+      wrapped.push_back({branch + "/allOf/1", branch, true});  // the user's branch
+      wrapped.push_back({branch + "/allOf", branch, false});   // the type filter
     }
   }
   // Only where the narrowed branches are then disjoint (an anyOf, no complement at all):
   // elsewhere the narrowed complements can cost more than the route they replace (automata
   // past their limits on corpus schemas that convert without the narrowing).
   if (!BranchesDisjoint(narrowed, node.pointer)) return std::nullopt;
+  renames->insert(renames->end(), wrapped.begin(), wrapped.end());
   std::vector<JsonValue::Member> members;
   for (const auto& [keyword, value] : node.schema.object_members()) {
     members.emplace_back(keyword, keyword == "oneOf" ? JsonValue::Array(narrowed) : value);
@@ -115,7 +122,8 @@ std::optional<JsonValue> SchemaConverter::OneOfWithoutSharedTypes(const Node& no
   return JsonValue::Object(std::move(members));
 }
 
-std::optional<JsonValue> SchemaConverter::OneOfByType(const Node& node, const std::vector<JsonValue>& branches) {
+std::optional<JsonValue> SchemaConverter::OneOfByType(const Node& node, const std::vector<JsonValue>& branches,
+                                                      std::vector<PointerRename>* renames) {
   // Per branch: the types it allows and whether it accepts each whole group, from the
   // flattened branch (a superset when alternatives were left out: then never "whole").
   std::vector<uint8_t> possible(branches.size(), kAllJsonTypes);
@@ -138,34 +146,47 @@ std::optional<JsonValue> SchemaConverter::OneOfByType(const Node& node, const st
   }
   if (groups_used < 2) return std::nullopt;
   std::vector<JsonValue> parts;
+  const std::string base = ChildPointer(node.pointer, "oneOf");
+  auto branch_pointer = [&](size_t i) { return base + "/" + std::to_string(i); };
+  renames->push_back({ChildPointer(node.pointer, "anyOf"), node.pointer, false});
   for (const TypeGroup& group : kTypeGroups) {
     std::vector<JsonValue> live, partial;
+    std::vector<size_t> live_index, partial_index;
     int whole = 0;
     for (size_t i = 0; i < branches.size(); ++i) {
       if ((possible[i] & group.bits) == 0) continue;  // rejects every value of the group
       live.push_back(branches[i]);
+      live_index.push_back(i);
       if (exact[i] && AcceptsWholeGroup(*flat[i], group)) {
         ++whole;
       } else {
         partial.push_back(branches[i]);
+        partial_index.push_back(i);
       }
     }
     // Two branches that accept every value of the group: no value of it has exactly one.
     if (live.empty() || whole >= 2) continue;
     JsonValue type = JsonValue::Object({{"type", JsonValue::String(group.name)}});
+    const std::string part = ChildPointer(ChildPointer(node.pointer, "anyOf"), std::to_string(parts.size())) + "/allOf";
+    renames->push_back({part, node.pointer, false});  // the part and its type filter: the oneOf
     if (whole == 1) {
       // The whole branch holds for every value of the group, so exactly one holds where
       // every other branch fails: only their complements (`not`) are needed.
       // A branch without a complement keeps OneOf's own refusal (not one at this rewrite's pointers).
       std::vector<JsonValue> conjuncts = {type};
-      for (const JsonValue& branch : partial) {
-        if (!Complement(branch, node.pointer, false, 8)) return std::nullopt;
-        conjuncts.push_back(JsonValue::Object({{"not", branch}}));
+      for (size_t k = 0; k < partial.size(); ++k) {
+        if (!Complement(partial[k], node.pointer, false, 8)) return std::nullopt;
+        conjuncts.push_back(JsonValue::Object({{"not", partial[k]}}));
+        renames->push_back({part + "/" + std::to_string(k + 1) + "/not", branch_pointer(partial_index[k]), true});
       }
       parts.push_back(JsonValue::Object({{"allOf", JsonValue::Array(std::move(conjuncts))}}));
     } else if (live.size() == 1) {
       parts.push_back(JsonValue::Object({{"allOf", JsonValue::Array({type, live[0]})}}));
+      renames->push_back({part + "/1", branch_pointer(live_index[0]), true});
     } else {
+      for (size_t k = 0; k < live.size(); ++k) {
+        renames->push_back({part + "/1/oneOf/" + std::to_string(k), branch_pointer(live_index[k]), true});
+      }
       parts.push_back(JsonValue::Object(
           {{"allOf", JsonValue::Array({type, JsonValue::Object({{"oneOf", JsonValue::Array(std::move(live))}})})}}));
     }

@@ -216,7 +216,7 @@ std::optional<JsonValue> SchemaConverter::ListedExactlyOne(const Node& node, con
 
 std::optional<JsonValue> SchemaConverter::ExactlyOneOf(const Node& node, const std::vector<JsonValue>& branches,
                                                        const std::vector<std::vector<size_t>>& overlapping,
-                                                       std::string* refusal) {
+                                                       std::string* refusal, std::vector<PointerRename>* renames) {
   std::string base = ChildPointer(node.pointer, "oneOf");
   // complements[j][declares]: the values branch j rejects, built once per form (Complement's
   // `declares`: whether the branch it is merged into declares its members).
@@ -225,13 +225,29 @@ std::optional<JsonValue> SchemaConverter::ExactlyOneOf(const Node& node, const s
   size_t written = 0;
   size_t shared = SharedConjuncts(branches);
   std::vector<JsonValue> disjuncts;
+  // Disjunct k stands for branch i; in allOf [B_i, complements...], B_i is the user's branch
+  // and complement m the values branch j rejects, a schema the user did not write.
+  const std::string any_of = ChildPointer(node.pointer, "anyOf");
+  renames->push_back({any_of, node.pointer, false});
+  auto disjunct_of = [&](size_t i) {
+    const std::string disjunct = any_of + "/" + std::to_string(disjuncts.size());
+    const std::string branch = base + "/" + std::to_string(i);
+    renames->push_back({disjunct, branch, true});
+    renames->push_back({disjunct + "/allOf", branch, false});
+    renames->push_back({disjunct + "/allOf/0", branch, true});
+    return disjunct;
+  };
   for (size_t i = 0; i < branches.size(); ++i) {
     // A listed branch: its values that no overlapping branch accepts, without complements.
     if (std::optional<JsonValue> listed = ListedExactlyOne(node, branches, i, overlapping[i])) {
-      if (!listed->is_bool()) disjuncts.push_back(std::move(*listed));
+      if (!listed->is_bool()) {
+        disjunct_of(i);
+        disjuncts.push_back(std::move(*listed));
+      }
       continue;
     }
     std::vector<JsonValue> conjuncts = {branches[i]};
+    std::vector<size_t> complemented;  // the branch of each conjunct after the first
     bool impossible = false;
     for (size_t j : overlapping[i]) {
       ThrowIfCancelled();
@@ -267,8 +283,13 @@ std::optional<JsonValue> SchemaConverter::ExactlyOneOf(const Node& node, const s
         continue;
       }
       conjuncts.push_back(complement);
+      complemented.push_back(j);
     }
     if (impossible) continue;
+    const std::string disjunct = disjunct_of(i);
+    for (size_t m = 0; m < complemented.size(); ++m) {
+      renames->push_back({disjunct + "/allOf/" + std::to_string(m + 1), base + "/" + std::to_string(complemented[m]), false});
+    }
     disjuncts.push_back(conjuncts.size() == 1 ? conjuncts[0]
                                               : JsonValue::Object({{"allOf", JsonValue::Array(std::move(conjuncts))}}));
   }

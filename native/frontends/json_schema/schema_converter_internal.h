@@ -86,6 +86,18 @@ struct Node {
   const std::string& pointer;
 };
 
+// A synthetic pointer prefix that stands for a user pointer (one_of_pointers.cc): `from`
+// and what follows it in a message become `to`, and the rest of the pointer is kept only
+// when `keep_suffix` (the synthetic node is the user's node itself).
+struct PointerRename {
+  std::string from;
+  std::string to;
+  bool keep_suffix;
+};
+
+// `text` with every pointer that starts with a rename's `from` renamed (longest first).
+std::string RenamePointers(const std::string& text, const std::vector<PointerRename>& renames);
+
 // The conjuncts one merge collects (see schema_merge.cc).
 struct MergeState {
   std::vector<std::pair<JsonValue, std::string>> parts;         // flat schemas, pointers
@@ -209,6 +221,12 @@ class SchemaConverter {
   // --- string_language.cc: `not` over string schemas, patterns intersected ---
   std::optional<CodepointDfa> StringLanguage(const JsonValue& schema, const std::string& pointer, int budget);
   std::optional<CodepointDfa> NegatedStringLanguage(const Node& node);
+  // The automaton of a defined format's grammar, built once per conversion (nullptr: no
+  // grammar, or past the automaton limits).
+  const CodepointDfa* FormatAutomaton(const std::string& format);
+  // The strings of `format` in canonical spellings, where that automaton is exactly the
+  // format's strings (see string_language.cc); nullopt elsewhere.
+  std::optional<CodepointDfa> FormatLanguage(const std::string& format);
   std::optional<JsonValue> ListedWithoutNot(const Node& node, const JsonValue& negated);
 
   // --- schema_merge.cc: allOf, $ref with siblings, applicators next to other keywords ---
@@ -245,17 +263,23 @@ class SchemaConverter {
   Fragment OneOf(const Node& node, int depth);
   Fragment OverlappingOneOf(const Node& node, const std::vector<JsonValue>& items,
                             const std::vector<std::vector<size_t>>& overlapping, int depth);
+  // one_of_pointers.cc: `convert` (a rewritten schema's conversion) with the pointers of its
+  // errors and warnings renamed to the user's.
+  Fragment ConvertRenamed(const std::vector<PointerRename>& renames, const std::function<Fragment()>& convert);
   bool NoPatternAdmits(const JsonValue& schema, const std::string& name);
   bool NoPatternMatches(const JsonValue& schema, const std::string& name);
   bool StringsDisjoint(const JsonValue& a, const JsonValue& b, const std::string& pointer);
   // --- one_of_by_type.cc: oneOf split by JSON type ---
   // anyOf over the JSON types of allOf [type, oneOf of the branches possible there], with
   // types where two branches accept every value dropped; nullopt when the branches allow
-  // fewer than two type groups (the split would change nothing).
-  std::optional<JsonValue> OneOfByType(const Node& node, const std::vector<JsonValue>& branches);
+  // fewer than two type groups (the split would change nothing). `renames`: the split's
+  // pointers that stand for the user's (ConvertRenamed).
+  std::optional<JsonValue> OneOfByType(const Node& node, const std::vector<JsonValue>& branches,
+                                       std::vector<PointerRename>* renames);
   // The oneOf node with its branches narrowed to the type groups that fewer than two
   // branches accept whole (false when none is left); nullopt when no group is shared so.
-  std::optional<JsonValue> OneOfWithoutSharedTypes(const Node& node, const std::vector<JsonValue>& branches);
+  std::optional<JsonValue> OneOfWithoutSharedTypes(const Node& node, const std::vector<JsonValue>& branches,
+                                                   std::vector<PointerRename>* renames);
   // --- one_of_exact.cc: oneOf with branches that may overlap ---
   // True when no value satisfies two of `branches` (then their oneOf is their anyOf).
   bool BranchesDisjoint(const std::vector<JsonValue>& branches, const std::string& pointer);
@@ -279,7 +303,8 @@ class SchemaConverter {
   std::optional<JsonValue> ListedExactlyOne(const Node& node, const std::vector<JsonValue>& branches, size_t i,
                                             const std::vector<size_t>& overlapping);
   std::optional<JsonValue> ExactlyOneOf(const Node& node, const std::vector<JsonValue>& branches,
-                                        const std::vector<std::vector<size_t>>& overlapping, std::string* refusal);
+                                        const std::vector<std::vector<size_t>>& overlapping, std::string* refusal,
+                                        std::vector<PointerRename>* renames);
   // --- complement_within.cc: the objects of branch `a` that fail branch `b` ---
   // A schema to intersect with `a` (its objects closed, from a finite set of names), for
   // `b` made of type / properties / required / additionalProperties; nullopt otherwise.
@@ -363,8 +388,8 @@ class SchemaConverter {
   std::map<std::string, std::optional<CodepointDfa>> negated_string_languages_;
   // NumberIntersection's languages written so far (divisor and parts -> fragment).
   std::map<std::string, Fragment> number_languages_;
-  // Format automata built for ListedStringHasFormat, by format name.
-  std::map<std::string, CodepointDfa> format_automata_;
+  // FormatAutomaton's automata, by format name (nullopt: none).
+  std::map<std::string, std::optional<CodepointDfa>> format_automata_;
   // PatternNames, by pattern.
   std::map<std::string, CodepointDfa> pattern_names_;
   // FormatInRules, cleared with rules_.

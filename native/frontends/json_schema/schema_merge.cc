@@ -997,9 +997,11 @@ Fragment SchemaConverter::OneOf(const Node& node, int depth) {
   if (overlaps) {
     // Types two branches accept whole are out of the oneOf: narrow the branches to the
     // rest first (their complements then need not repeat those types).
-    if (std::optional<JsonValue> narrowed = OneOfWithoutSharedTypes(node, items)) {
+    std::vector<PointerRename> renames;
+    if (std::optional<JsonValue> narrowed = OneOfWithoutSharedTypes(node, items, &renames)) {
       synthetic_.push_back(std::move(*narrowed));
-      return Schema(synthetic_.back(), node.pointer, depth);
+      const JsonValue& rewritten = synthetic_.back();
+      return ConvertRenamed(renames, [&] { return Schema(rewritten, node.pointer, depth); });
     }
     try {
       return OverlappingOneOf(node, items, overlapping, depth);
@@ -1023,9 +1025,11 @@ Fragment SchemaConverter::OneOf(const Node& node, int depth) {
 Fragment SchemaConverter::OverlappingOneOf(const Node& node, const std::vector<JsonValue>& items,
                                            const std::vector<std::vector<size_t>>& overlapping, int depth) {
   std::string refusal;
-  if (std::optional<JsonValue> exactly_one = ExactlyOneOf(node, items, overlapping, &refusal)) {
+  std::vector<PointerRename> renames;
+  if (std::optional<JsonValue> exactly_one = ExactlyOneOf(node, items, overlapping, &refusal, &renames)) {
     synthetic_.push_back(std::move(*exactly_one));
-    return Schema(synthetic_.back(), node.pointer, depth);
+    const JsonValue& rewritten = synthetic_.back();
+    return ConvertRenamed(renames, [&] { return Schema(rewritten, node.pointer, depth); });
   }
   // Split by JSON type: within one type, branches that only constrain other types accept
   // every value, and the branches that remain may be disjoint there.
@@ -1034,18 +1038,22 @@ Fragment SchemaConverter::OverlappingOneOf(const Node& node, const std::vector<J
   // Strict only: lenient refusals inside the split would not stop it, and nested oneOfs
   // would each be split again per type (lenient keeps the anyOf below, with its warning).
   std::optional<JsonValue> by_type;
-  if (!options_.lenient) by_type = OneOfByType(node, items);
+  renames.clear();
+  if (!options_.lenient) by_type = OneOfByType(node, items, &renames);
   if (by_type) {
     synthetic_.push_back(std::move(*by_type));
-    try {
-      return Schema(synthetic_.back(), node.pointer, depth);
-    } catch (const UnsupportedSchemaError& error) {
-      // A oneOf of the split itself (at its anyOf's pointers) refused: report this oneOf.
-      if (std::string_view(error.what()).rfind("keyword 'oneOf' at " + ChildPointer(node.pointer, "anyOf"), 0) == 0) {
-        throw UnsupportedSchemaError(message);
+    const JsonValue& rewritten = synthetic_.back();
+    return ConvertRenamed(renames, [&] {
+      try {
+        return Schema(rewritten, node.pointer, depth);
+      } catch (const UnsupportedSchemaError& error) {
+        // A oneOf of the split itself (at its anyOf's pointers) refused: report this oneOf.
+        if (std::string_view(error.what()).rfind("keyword 'oneOf' at " + ChildPointer(node.pointer, "anyOf"), 0) == 0) {
+          throw UnsupportedSchemaError(message);
+        }
+        throw;
       }
-      throw;
-    }
+    });
   }
   // Lenient: the branches become anyOf.
   Unsupported(message);

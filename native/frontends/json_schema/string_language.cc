@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "frontends/json_schema/schema_converter_internal.h"
+#include "frontends/json_schema/string_formats.h"
 #include "frontends/regex/regex_converter.h"
 #include "support/cancellation.h"
 #include "support/error.h"
@@ -158,7 +159,11 @@ std::optional<CodepointDfa> SchemaConverter::StringLanguage(const JsonValue& sch
       }
       intersect(CanonicalSpellings(texts));
     } else if (keyword == "format") {
-      if (!value.is_string() || !IsUnknownFormat(value.string_value(), draft3_)) return std::nullopt;
+      if (!value.is_string()) return std::nullopt;
+      if (IsUnknownFormat(value.string_value(), draft3_)) continue;  // an annotation
+      std::optional<CodepointDfa> formatted = FormatLanguage(value.string_value());
+      if (!formatted) return std::nullopt;
+      intersect(*formatted);
     } else if (keyword == "not") {
       std::optional<CodepointDfa> negated = StringLanguage(value, pointer, budget - 1);
       if (!negated) return std::nullopt;
@@ -183,6 +188,54 @@ std::optional<CodepointDfa> SchemaConverter::StringLanguage(const JsonValue& sch
     intersect(Repeated(*json_char, min_length.value_or(0), max_length.value_or(-1)));
   }
   return Minimized(language);
+}
+
+const CodepointDfa* SchemaConverter::FormatAutomaton(const std::string& format) {
+  auto found = format_automata_.find(format);
+  if (found == format_automata_.end()) {
+    const PrebuiltFormat& standalone = StandaloneFormatGrammar(format);  // charged as its use would be
+    std::optional<CodepointDfa> automaton;
+    if (standalone.body) {
+      try {
+        automaton = DfaFromRules(standalone.definitions, *standalone.body);
+      } catch (const ResourceLimitError&) {  // past the automaton limits: no automaton
+      } catch (const GrammarSyntaxError&) {  // a recursive grammar (regex)
+      }
+    }
+    found = format_automata_.emplace(format, std::move(automaton)).first;
+  }
+  return found->second ? &*found->second : nullptr;
+}
+
+// A format's strings as a language that may be complemented (`not`, oneOf's complements),
+// so the automaton must hold every string the format's checker accepts, not a sound subset:
+// the formats whose grammars are their RFCs' whole syntax (RFC 3339 full-date, RFC 2673
+// dotted-quad ipv4, RFC 4122 uuid, RFC 3986 uri and uri-reference). Not email, duration,
+// hostname and regex (subsets), nor ipv6 (Python's checker also takes RFC 4007 zone
+// identifiers, which the grammar leaves out), nor time and date-time, whose automata
+// (exact leap seconds: each offset spelled out) are past kMaxAutomatonStates. Under drafts 3-7 a schema's
+// checker may leave such a format unchecked (docs/json_schema_support.md), where the
+// complement would hold strings that also pass the format: nullopt there. The grammars
+// spell strings in printable ASCII other than `"` and `\`, which is each character's
+// canonical spelling; checked here on the automaton's edges (XG2_DCHECK would hide a
+// grammar change in release builds, so it is a plain refusal).
+std::optional<CodepointDfa> SchemaConverter::FormatLanguage(const std::string& format) {
+  static const char* const kCompleteFormats[] = {"date", "ipv4", "uuid", "uri", "uri-reference"};
+  if (legacy_ref_ || std::none_of(std::begin(kCompleteFormats), std::end(kCompleteFormats),
+                                  [&](const char* name) { return format == name; })) {
+    return std::nullopt;
+  }
+  const CodepointDfa* automaton = FormatAutomaton(format);
+  if (automaton == nullptr) return std::nullopt;
+  for (const CodepointDfa::State& state : automaton->states) {
+    for (const CodepointDfa::Edge& edge : state.edges) {
+      if (edge.lo < 0x20 || edge.hi > 0x7e || (edge.lo <= '"' && '"' <= edge.hi) ||
+          (edge.lo <= '\\' && '\\' <= edge.hi)) {
+        return std::nullopt;
+      }
+    }
+  }
+  return *automaton;
 }
 
 // `not` on `node` read by the string generator: the negated schema's string language, when
