@@ -91,6 +91,7 @@ void GrammarMatcher::WarmCallTargets() {
   const GrammarFsm& g = *grammar_->fsm;
   for (NodeId node : fill_nodes_) {
     const RuleId rule = g.node_rule[node];
+    if (rule < 0) continue;  // a node outside every rule calls nothing
     auto list = std::find_if(call_warm_.begin(), call_warm_.end(),
                              [rule](const CallWarmList& l) { return l.rule == rule; });
     if (list == call_warm_.end()) {
