@@ -508,6 +508,7 @@ bool GrammarMatcher::FillUnclaimed(uint32_t* words, int64_t num_words, LongWorkN
   }
   RecheckUniqueItemTokens(words);
   WarmNextEntries();
+  if (dense_start) WarmCallTargets();
   return FinishFill(words);
 }
 

@@ -153,6 +153,27 @@ class GrammarMatcher {
   // it accepts).
   void NoteNextNodes();
   static constexpr size_t kWarmNodesPerFill = 16;
+  // Call-target warming (call_target_warming.cc): at a fill that starts from a dense accepted
+  // set (free text), prefetches the first lines of the mask-cache entries of the rules that
+  // the fill nodes' rules call (a TagDispatch's tag bodies), kWarmLinesPerFill lines per fill
+  // in turn, so the fill after a trigger finds them in the processor's cache. Addresses are collected once per rule and kept while the
+  // entries exist (published entries are immutable and live as long as the grammar).
+  void WarmCallTargets();
+  // The first nodes of the rules `rule` calls, and of the rules those start by calling.
+  void CollectCallTargets(RuleId rule, std::vector<NodeId>* targets) const;
+  // The lines to prefetch for `targets`; false when an entry is not built yet.
+  bool CollectWarmLines(const std::vector<NodeId>& targets, std::vector<const void*>* lines) const;
+  struct CallWarmList {
+    RuleId rule;
+    std::vector<NodeId> targets;
+    std::vector<const void*> lines;  // distinct cache lines
+    size_t next_line;                // where the next fill's prefetches start
+    bool complete;
+  };
+  static constexpr size_t kMaxCallWarmTargets = 8;
+  static constexpr size_t kMaxCallWarmRules = 8;
+  static constexpr size_t kWarmLinesPerList = 2;
+  static constexpr size_t kWarmLinesPerFill = 4;
   // Token sets (grammar/grammar_fsm.h): the sets of the token-set edges out of the current
   // set's items (sorted, unique), into fill_token_sets_; whether any item is guarded.
   bool ActiveTokenSets();
@@ -197,6 +218,8 @@ class GrammarMatcher {
   // kWarmNodesPerFill), for WarmNextEntries.
   std::vector<NodeId> fill_next_nodes_;
   std::vector<int32_t> fill_recheck_;
+  // Per rule met at a dense fill (at most kMaxCallWarmRules), for WarmCallTargets.
+  std::vector<CallWarmList> call_warm_;
 };
 
 }  // namespace xg2

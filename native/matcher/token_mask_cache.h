@@ -57,6 +57,8 @@ class GrammarMaskCache {
   }
   // The entry of `node` if it is built; null otherwise (builds nothing).
   const TokenClassification* Find(NodeId node) const { return slots_[node].load(std::memory_order_acquire); }
+  // Where Find reads `node`'s slot (for prefetching it).
+  const void* SlotAddress(NodeId node) const { return &slots_[node]; }
   // Queues the partial-JIT work described by options().precompute on the process's one
   // background thread (newest grammar first). Matchers never wait for it: a node they need
   // that is not built yet is built on their own thread.
