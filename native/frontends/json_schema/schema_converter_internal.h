@@ -172,6 +172,11 @@ class SchemaConverter {
   std::optional<Fragment> FormatInRules(const std::string& format);
   bool UniqueItemsTrivial(const Node& node);
   std::optional<std::vector<JsonValue>> UniqueItemDomain(const Node& node);
+  std::optional<std::vector<JsonValue>> ListedItemDomain(const Node& node);
+  std::optional<std::vector<JsonValue>> ListedScalarItems(const Node& node);
+  std::pair<long long, std::optional<long long>> ListedItemCounts(const Node& node, size_t values);
+  Fragment UniqueItemsRule(const Node& node, int depth, const Fragment& item, const Fragment& item_end,
+                           long long min_items, std::optional<long long> max_items);
   Fragment UniqueArrayValue(const Node& node, int depth);
   std::string UniqueItemsByMatcherRefusal(const Node& node);
   bool EveryPrefixHasInfinitelyManyCompletions(const JsonValue& item_schema, const std::string& pointer);
