@@ -149,9 +149,9 @@ def test_a_walk_that_uses_every_value_can_only_close() -> None:
 
 
 @pytest.mark.parametrize("array, why", [
-    # A maxItems below the values' count is written out as copies: at most 32.
-    ({"maxItems": 33, "items": {"enum": [f"v{i}" for i in range(40)]}}, "maxItems above 32"),
-    ({"minItems": 33, "items": {"enum": [f"v{i}" for i in range(40)]}}, "minItems above 32"),
+    # A maxItems below the values' count is written out as copies: at most 128.
+    ({"maxItems": 129, "items": {"enum": [f"v{i}" for i in range(140)]}}, "maxItems above 128"),
+    ({"minItems": 129, "items": {"enum": [f"v{i}" for i in range(140)]}}, "minItems above 128"),
     # Listed objects have spellings with whitespace loops: no finite item automaton.
     ({"items": {"enum": [{"k": i} for i in range(9)]}}, "the items are not one of the types"),
 ])

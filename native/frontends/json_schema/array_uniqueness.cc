@@ -203,29 +203,41 @@ std::string SchemaConverter::UniqueItemsByMatcherRefusal(const Node& node) {
 }
 
 // Why `schema` is not a value language every prefix of which (short of a complete value that
-// nothing may follow) has completions of infinitely many values ("" when it is): a string
-// with at most minLength and a pattern whose automaton shows it
+// nothing may follow) has completions of infinitely many values ("" when it is): each of its
+// types (one, or several in a `type` list: the union of such languages is such a language) a
+// string with at most minLength and a pattern whose automaton shows it
 // (EveryPrefixHasInfinitelyManyCompletions), a number or integer without bounds, or an
 // object that more undeclared members may always follow (SurelyOpenObject), and nothing
 // else asserted.
 std::string SchemaConverter::OpenEndedValueRefusal(const JsonValue& value_schema, const std::string& pointer) {
   const JsonValue& schema = Dereferenced(value_schema, pointer);
   if (!schema.is_object()) return "the items are any value";
+  const std::string not_typed = "the items are not one of the types string, number, integer, object";
   const JsonValue* type = schema.Find("type");
-  if (type != nullptr && type->is_array() && type->array_items().size() == 1) type = &type->array_items()[0];
-  if (type == nullptr || !type->is_string()) return "the items are not one of the types string, number, integer, object";
-  const std::string& name = type->string_value();
-  if (name == "object") {
-    if (SurelyOpenObject(schema)) return "";
-    return "an object that no more members may follow";
+  if (type == nullptr) return not_typed;
+  std::set<std::string> names;
+  for (const JsonValue& name : type->is_array() ? type->array_items() : std::vector<JsonValue>{*type}) {
+    if (!name.is_string()) return not_typed;
+    names.insert(name.string_value());
   }
-  if (name != "string" && name != "number" && name != "integer") {
-    return "the items are not one of the types string, number, integer, object";
+  if (names.empty()) return not_typed;
+  for (const std::string& name : names) {
+    if (name != "string" && name != "number" && name != "integer" && name != "object") return not_typed;
+  }
+  const bool objects = names.count("object") > 0, strings = names.count("string") > 0;
+  if (objects) {
+    if (!SurelyOpenObject(schema)) return "an object that no more members may follow";
+    if (names.size() == 1) return "";
+    // A whole open object in the item (its brace is the item's end): as UniqueObjectItemRefusal.
+    if (layout_.depth_sensitive()) return "object items under an indented layout";
+    if (options_.any_order) return "object items with any_order";
+    if (!options_.string_excludes.empty()) return "object items next to excluded strings";
   }
   bool patterned = false;
   for (const auto& [keyword, value] : schema.object_members()) {
-    if (IsPassiveKeyword(keyword) || keyword == "type" || (name == "string" && keyword == "minLength")) continue;
-    if (name == "string" && keyword == "pattern") {
+    if (IsPassiveKeyword(keyword) || keyword == "type" || (strings && keyword == "minLength")) continue;
+    if (objects && (keyword == "properties" || keyword == "required" || keyword == "additionalProperties")) continue;
+    if (strings && keyword == "pattern") {
       patterned = true;
       continue;
     }

@@ -51,7 +51,7 @@ constexpr size_t kMaxUniqueDomain = 8;
 // uniqueItems decided by the matcher: the largest minItems / maxItems (the array rule holds
 // the item count as explicit copies; a compressed repetition's counter would take the field
 // the parser keeps the set of values in).
-constexpr long long kMaxUniqueItemsBound = 32;
+constexpr long long kMaxUniqueItemsBound = 128;
 // contains: at most this many (matches, items) counter rules.
 constexpr double kMaxContainsStates = 2000;
 
