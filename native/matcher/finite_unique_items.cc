@@ -24,14 +24,16 @@ struct EarleyParser::FiniteUniqueRules {
 namespace {
 
 // The nodes of `rule`, reached from its start by byte edges and the targets of rule edges.
-std::vector<NodeId> RuleNodes(const GrammarFsm& g, RuleId rule) {
+// `mark` (one entry per node) is shared by the calls: a node is seen once its mark is `rule`,
+// so each call costs the rule's size, not the grammar's.
+std::vector<NodeId> RuleNodes(const GrammarFsm& g, RuleId rule, std::vector<RuleId>* mark) {
   std::vector<NodeId> nodes = {g.rule_start[rule]};
-  std::vector<uint8_t> seen(static_cast<size_t>(g.num_nodes()), 0);
-  seen[static_cast<size_t>(g.rule_start[rule])] = 1;
+  (*mark)[static_cast<size_t>(g.rule_start[rule])] = rule;
   for (size_t i = 0; i < nodes.size(); ++i) {
+    XG2_DCHECK(g.node_rule[nodes[i]] == rule, "a rule's edges stay in the rule");
     auto visit = [&](NodeId target) {
-      if (!seen[static_cast<size_t>(target)]) {
-        seen[static_cast<size_t>(target)] = 1;
+      if ((*mark)[static_cast<size_t>(target)] != rule) {
+        (*mark)[static_cast<size_t>(target)] = rule;
         nodes.push_back(target);
       }
     };
@@ -41,18 +43,19 @@ std::vector<NodeId> RuleNodes(const GrammarFsm& g, RuleId rule) {
   return nodes;
 }
 
-// Whether `rule` calls no rule and its byte edges form no cycle (a finite language).
-bool FiniteWithoutCalls(const GrammarFsm& g, RuleId rule) {
-  const std::vector<NodeId> nodes = RuleNodes(g, rule);
-  std::vector<int32_t> indegree(static_cast<size_t>(g.num_nodes()), 0);
+// Whether the rule with these nodes calls no rule and its byte edges form no cycle (a finite
+// language). `indegree` (one entry per node, all zero) is left all zero.
+bool FiniteWithoutCalls(const GrammarFsm& g, const std::vector<NodeId>& nodes, std::vector<int32_t>* indegree) {
   for (NodeId n : nodes) {
     if (g.rule_edge_begin[n] != g.rule_edge_begin[n + 1]) return false;
-    for (const ByteEdge* e = g.byte_edges_begin(n); e != g.byte_edges_end(n); ++e) ++indegree[e->target];
+  }
+  for (NodeId n : nodes) {
+    for (const ByteEdge* e = g.byte_edges_begin(n); e != g.byte_edges_end(n); ++e) ++(*indegree)[e->target];
   }
   // Kahn's order: every node is removed exactly when the graph has no cycle.
   std::vector<NodeId> ready;
   for (NodeId n : nodes) {
-    if (indegree[n] == 0) ready.push_back(n);
+    if ((*indegree)[n] == 0) ready.push_back(n);
   }
   size_t removed = 0;
   while (!ready.empty()) {
@@ -60,9 +63,10 @@ bool FiniteWithoutCalls(const GrammarFsm& g, RuleId rule) {
     ready.pop_back();
     ++removed;
     for (const ByteEdge* e = g.byte_edges_begin(n); e != g.byte_edges_end(n); ++e) {
-      if (--indegree[e->target] == 0) ready.push_back(e->target);
+      if (--(*indegree)[e->target] == 0) ready.push_back(e->target);
     }
   }
+  for (NodeId n : nodes) (*indegree)[n] = 0;
   return removed == nodes.size();
 }
 
@@ -71,16 +75,20 @@ bool FiniteWithoutCalls(const GrammarFsm& g, RuleId rule) {
 std::shared_ptr<const EarleyParser::FiniteUniqueRules> EarleyParser::FindFiniteUniqueRules(const GrammarFsm& g) {
   auto rules = std::make_shared<FiniteUniqueRules>();
   rules->finite_item.assign(static_cast<size_t>(g.num_rules()), 0);
+  std::vector<RuleId> mark(static_cast<size_t>(g.num_nodes()), -1);
+  std::vector<int32_t> indegree(static_cast<size_t>(g.num_nodes()), 0);
   bool any_item = false;
   for (RuleId r = 0; r < g.num_rules(); ++r) {
-    if (g.IsUniqueItemRule(r) && FiniteWithoutCalls(g, r)) rules->finite_item[r] = any_item = true;
+    if (g.IsUniqueItemRule(r) && FiniteWithoutCalls(g, RuleNodes(g, r, &mark), &indegree)) {
+      rules->finite_item[r] = any_item = true;
+    }
   }
   if (!any_item) return nullptr;
   rules->finite_holder_item.assign(static_cast<size_t>(g.num_rules()), -1);
   bool any_holder = false;
   for (RuleId h = 0; h < g.num_rules(); ++h) {
     if (g.rule_unique[h] != GrammarFsm::kUniqueItemsHolder) continue;
-    const std::vector<NodeId> nodes = RuleNodes(g, h);
+    const std::vector<NodeId> nodes = RuleNodes(g, h, &mark);
     RuleId item = -1;
     bool only_that_item = true;
     for (NodeId n : nodes) {
@@ -93,21 +101,24 @@ std::shared_ptr<const EarleyParser::FiniteUniqueRules> EarleyParser::FindFiniteU
     rules->finite_holder_item[h] = item;
     any_holder = true;
     // must_item: the complement of the nodes that reach an accepting node by byte edges
-    // alone, found by relaxation (a holder rule is small: a few nodes per item bound).
+    // alone, found by relaxation (a holder rule is small: a few nodes per item bound). It
+    // starts true on the holder's nodes and is cleared where the end is reachable.
     if (rules->must_item.empty()) rules->must_item.assign(static_cast<size_t>(g.num_nodes()), 0);
-    std::vector<uint8_t> ends_without_item(static_cast<size_t>(g.num_nodes()), 0);
+    for (NodeId n : nodes) rules->must_item[n] = 1;
     for (bool changed = true; changed;) {
       changed = false;
       for (NodeId n : nodes) {
-        if (ends_without_item[n]) continue;
+        if (!rules->must_item[n]) continue;
         bool ends = g.node_accepting[n] != 0;
         for (const ByteEdge* e = g.byte_edges_begin(n); !ends && e != g.byte_edges_end(n); ++e) {
-          ends = ends_without_item[e->target] != 0;
+          ends = !rules->must_item[e->target];
         }
-        if (ends) ends_without_item[n] = changed = true;
+        if (ends) {
+          rules->must_item[n] = 0;
+          changed = true;
+        }
       }
     }
-    for (NodeId n : nodes) rules->must_item[n] = !ends_without_item[n];
   }
   // An item rule called from a holder that calls other rules too is not checked here; the
   // JSON Schema frontend writes one item rule per holder and layout bytes inline.
@@ -124,6 +135,7 @@ bool EarleyParser::InUniqueSet(int32_t set, const std::string& value) const {
 
 bool EarleyParser::CompletesWithUnusedValue(NodeId node, std::string* prefix, int32_t set) {
   const GrammarFsm& g = *fsm_;
+  XG2_DCHECK(finite_unique_->finite_item[g.node_rule[node]], "the search stays in a finite item rule");
   Spend(1);
   if (g.node_accepting[node] && !InUniqueSet(set, CanonicalJsonValue(*prefix))) return true;
   // The rule is acyclic (FindFiniteUniqueRules), so the search ends; it stops at the first
