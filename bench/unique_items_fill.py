@@ -44,12 +44,16 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     compiler = xg.GrammarCompiler(hf_tokenizer_info(args.tokenizer), cache_enabled=False)
+    # Listed items: an enum of twice as many words as the document uses (the parser decides
+    # every prefix inside them, finite_unique_items.cc).
+    words = [f"word{i}" for i in range(2 * args.items)]
     documents = {
-        "string": '["' + '", "'.join(f"tag {i} of the release" for i in range(args.items)) + '"]',
-        "number": "[" + ", ".join(str(i * 7 + 0.5) for i in range(args.items)) + "]",
+        "string": ({"type": "string"}, '["' + '", "'.join(f"tag {i} of the release" for i in range(args.items)) + '"]'),
+        "number": ({"type": "number"}, "[" + ", ".join(str(i * 7 + 0.5) for i in range(args.items)) + "]"),
+        "listed": ({"type": "string", "enum": words}, '["' + '", "'.join(words[1::2]) + '"]'),
     }
-    for kind, text in documents.items():
-        plain = {"type": "array", "items": {"type": kind}}
+    for kind, (items, text) in documents.items():
+        plain = {"type": "array", "items": items}
         grammars = {"plain": compiler.compile_json_schema(plain),
                     "unique": compiler.compile_json_schema({**plain, "uniqueItems": True})}
         ids = encode_continuation(args.tokenizer, text)

@@ -106,6 +106,7 @@ GuardId LookaheadGuards::Step(GuardId guard, uint8_t byte, const GrammarFsm& fsm
 
 EarleyParser::EarleyParser(std::shared_ptr<const GrammarFsm> fsm, EarleyLimits limits)
     : fsm_(std::move(fsm)), limits_(limits) {
+  if (fsm_->has_unique_items()) finite_unique_ = FindFiniteUniqueRules(*fsm_);
   Reset();
 }
 
@@ -298,8 +299,11 @@ bool EarleyParser::AdvanceMerging(uint8_t byte) {
   if (pending_.empty()) return false;
   pending_byte_ = byte;
   CloseSet();
-  if (g.has_unique_items() && scannable_begin_[pos + 2] == scannable_begin_[pos + 1] && !can_end_.back()) {
-    PopTo(pos);  // a unique item's repeated value blocked every way on (see the file comment)
+  if (g.has_unique_items() && !can_end_.back() &&
+      (scannable_begin_[pos + 2] == scannable_begin_[pos + 1] || (finite_unique_ && !FiniteUniqueItemsLive(pos + 1)))) {
+    // A unique item's repeated value blocked every way on, or every way on is inside a
+    // finite item that only used values complete (see the file comment).
+    PopTo(pos);
     return false;
   }
   XG2_DCHECK_INVARIANTS(CheckChartInvariants("a byte step"));

@@ -37,7 +37,10 @@
 // id of the set of values its unique_item callees completed with (unique_sets_). A completion
 // of a unique_item rule resumes a waiting holder item only with a value not in its set
 // (ResumeWithValue). A byte step whose new set has no item left that can scan or end is
-// refused (a completion blocked this way leaves nothing), so Advance stays exact.
+// refused (a completion blocked this way leaves nothing), so Advance stays exact. Where an
+// item rule's language is finite, a byte step is also refused when every item that can scan
+// is inside such an item whose text no unused value extends, or in its holder where only
+// another item may follow and every value is used (FiniteUniqueItemsLive).
 #ifndef XG2_MATCHER_EARLEY_PARSER_H_
 #define XG2_MATCHER_EARLEY_PARSER_H_
 
@@ -209,6 +212,11 @@ class EarleyParser {
   // a rule it called (a token may complete it, also by completing that rule: an object item
   // ends with its last member's value). Defined in unique_items_recheck.cc.
   bool InsideUniqueItem() const;
+  // Unique items over finite item languages (grammar/grammar_fsm.h): whether a scanning item
+  // of the current position is in a finite item rule or in the holder of one, where any token
+  // the cache accepts may leave a prefix that no unused value extends. Defined in
+  // finite_unique_items.cc.
+  bool NearFiniteUniqueItem() const;
 
   // Rolls back to an earlier position (0 <= position <= this->position()).
   void PopTo(int32_t position);
@@ -336,6 +344,19 @@ class EarleyParser {
   std::vector<int32_t> unique_sets_at_;
   std::vector<UniqueValueSet> unique_sets_;
   int32_t pending_byte_ = 0;  // the byte of the set being closed
+
+  // Unique items over finite item languages (grammar/grammar_fsm.h; finite_unique_items.cc):
+  // null unless the grammar has a holder whose items are all one finite item rule.
+  struct FiniteUniqueRules;
+  std::shared_ptr<const FiniteUniqueRules> finite_unique_;
+  static std::shared_ptr<const FiniteUniqueRules> FindFiniteUniqueRules(const GrammarFsm& g);
+  // Whether the newest position (`here`, just closed) can still reach the end of every
+  // finite unique item it is in with a value its holder has not used, or is not in one.
+  bool FiniteUniqueItemsLive(int32_t here);
+  // Whether some spelling completing `prefix` from `node` of a finite item rule reads as a
+  // value not in the set `set`.
+  bool CompletesWithUnusedValue(NodeId node, std::string* prefix, int32_t set);
+  bool InUniqueSet(int32_t set, const std::string& value) const;
 
   // Scratch for the set under construction.
   std::vector<EarleyItem> pending_;

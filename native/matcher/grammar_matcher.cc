@@ -434,9 +434,9 @@ bool GrammarMatcher::FillUnclaimed(uint32_t* words, int64_t num_words, LongWorkN
     uncertain_total += entry->uncertain_positions.size();
     if (!dense_start && entry->accepted->as_bits()) dense_start = entry->accepted.get();
   }
-  // RecheckUniqueItemTokens walks too, inside a unique item.
+  // RecheckUniqueItemTokens walks too, inside a unique item or near a finite one.
   if (uncertain_total > kShortWalkTokens ||
-      (!grammar_->unique_recheck_positions.empty() && parser_.InsideUniqueItem())) {
+      (!grammar_->unique_recheck_positions.empty() && parser_.InsideUniqueItem()) || parser_.NearFiniteUniqueItem()) {
     notice->Notify();
   }
   BeginFill(words, num_words, dense_start ? dense_start->bits.data() : nullptr);

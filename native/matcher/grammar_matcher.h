@@ -186,7 +186,9 @@ class GrammarMatcher {
   // Unique items (grammar/grammar_fsm.h, "Token-mask exactness"): inside a unique_item rule,
   // clears and walks through the parser again every token of `words` that could complete the
   // item at its end (CompiledGrammar::unique_recheck_positions), so that a repeated value is
-  // never allowed from a cached row. Nothing to do elsewhere (unique_items_recheck.cc).
+  // never allowed from a cached row; in a finite item rule or its holder
+  // (EarleyParser::NearFiniteUniqueItem), walks every allowed token. Nothing to do elsewhere
+  // (unique_items_recheck.cc).
   void RecheckUniqueItemTokens(uint32_t* words);
 
   std::shared_ptr<const CompiledGrammar> grammar_;

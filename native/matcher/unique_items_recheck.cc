@@ -36,9 +36,23 @@ bool EarleyParser::InsideUniqueItem() const {
 }
 
 void GrammarMatcher::RecheckUniqueItemTokens(uint32_t* words) {
+  const std::vector<int32_t>& sorted = tokenizer_->sorted_text_tokens();
+  if (parser_.NearFiniteUniqueItem()) {
+    // In a finite item or its holder any accepted token may end at a prefix that only used
+    // values complete, or open an item when every value is used: the parser decides each.
+    fill_recheck_.clear();
+    for (size_t pos = 0; pos < sorted.size(); ++pos) {
+      const int32_t id = sorted[pos];
+      if (words[id >> 5] & (1u << (id & 31))) {
+        words[id >> 5] &= ~(1u << (id & 31));
+        fill_recheck_.push_back(static_cast<int32_t>(pos));
+      }
+    }
+    WalkTokens(fill_recheck_.data(), nullptr, fill_recheck_.size(), words);
+    return;
+  }
   const std::vector<int32_t>& candidates = grammar_->unique_recheck_positions;
   if (candidates.empty() || !parser_.InsideUniqueItem()) return;
-  const std::vector<int32_t>& sorted = tokenizer_->sorted_text_tokens();
   fill_recheck_.clear();
   for (int32_t pos : candidates) {
     const int32_t id = sorted[pos];

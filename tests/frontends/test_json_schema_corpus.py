@@ -94,7 +94,14 @@ NEWLY_CONVERTED = ["Github_hard---o13151.json", "Github_hard---o64538.json", "Gi
                    "JsonSchemaStore---mongodb-atlas-search-index-definition.json",
                    # oneOf, third round (test_json_schema_one_of_complements.py): complements of
                    # defined formats through their automata (uri-reference in o79015, uuid in sp_209).
-                   "Github_hard---o79015.json", "Snowplow---sp_209_Normalized.json"]
+                   "Github_hard---o79015.json", "Snowplow---sp_209_Normalized.json",
+                   # uniqueItems, third round (test_unique_listed_items.py, test_unique_items_matcher.py):
+                   # enums of more than 8 scalars kept distinct by the parser prefix by prefix, a type
+                   # list of open-ended types (behat), maxItems up to 128 (webhook).
+                   "JsonSchemaStore---asconfig-schema.json", "JsonSchemaStore---github-workflow-template-properties.json",
+                   "JsonSchemaStore---hugo.json", "JsonSchemaStore---modernizrrc.json", "JsonSchemaStore---proxies.json",
+                   "JsonSchemaStore---shopware-extension-schema.json", "JsonSchemaStore---behat.json",
+                   "JsonSchemaStore---webhook.json"]
 # Their valid instances carry undeclared members, so evaluate_schema compiles them with
 # strict_mode=False, where a oneOf whose branches then overlap (o19343, o83932) or a
 # dependency requiring an undeclared name next to other undeclared members (calculate_area)

@@ -30,6 +30,9 @@ TOOL = {"type": "object", "properties": {
     "labels": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
     "ids": {"type": "array", "items": {"type": "array", "items": {"type": "integer"}, "uniqueItems": True}}},
     "required": ["tags"], "additionalProperties": False}
+# Several open-ended types: their union is open-ended too (behat's contexts: strings or objects).
+STRING_OR_NUMBER = {"type": "array", "items": {"type": ["string", "number"]}, "uniqueItems": True}
+STRING_OR_OBJECT = {"type": "array", "items": {"type": ["string", "object"]}, "uniqueItems": True}
 
 # (schema, JSON text) pairs: each is accepted exactly when jsonschema finds it valid.
 INSTANCES = [
@@ -47,6 +50,11 @@ INSTANCES = [
     (IDENTIFIERS, '["1a"]'), (IDENTIFIERS, '["ab", "a", "abc", "ab"]'),
     (SLICES, '["ab", "a.b", "a-b", "a+b"]'), (SLICES, '["ab", "ab"]'), (SLICES, '["a"]'), (SLICES, '["ab", "Ab"]'),
     (SLICES, '["ab", "ac", "ad", "ae", "af"]'),
+    (STRING_OR_NUMBER, '["1", 1]'), (STRING_OR_NUMBER, '[1, "a", 1.0]'), (STRING_OR_NUMBER, '["a", "\\u0061"]'),
+    (STRING_OR_NUMBER, '[2, 20, "2"]'), (STRING_OR_NUMBER, "[true]"),
+    (STRING_OR_OBJECT, '["x", {}]'), (STRING_OR_OBJECT, '[{}, {}]'), (STRING_OR_OBJECT, '["a", {"a": 1}, "a"]'),
+    (STRING_OR_OBJECT, '[{"a": 1, "b": [2]}, {"b": [2.0], "a": 1}]'), (STRING_OR_OBJECT, '[{"a": "x"}, "x", {"a": "y"}]'),
+    (STRING_OR_OBJECT, "[1]"),
 ]
 
 
@@ -82,7 +90,8 @@ def decisive_offset(text: str) -> int:
 @pytest.mark.parametrize("schema, text", [
     (STRINGS, '["alpha", "beta", "alpha"]'), (STRINGS, '["a", "\\u0061"]'), (STRINGS, '["x y", "x y"]'),
     (NUMBERS, "[1, 2, 1.0]"), (NUMBERS, "[100, 1e2]"), (INTEGERS, "[42, 42]"),
-    (IDENTIFIERS, '["alpha", "beta", "alpha"]'), (SLICES, '["a.b", "a.b"]'),
+    (IDENTIFIERS, '["alpha", "beta", "alpha"]'), (SLICES, '["a.b", "a.b"]'), (STRING_OR_NUMBER, '["x", 3, "x"]'),
+    (STRING_OR_OBJECT, '["x", "y", "x"]'),
 ])
 def test_duplicate_is_rejected_at_the_token_that_completes_it(tokenizer: str, compiler: xg.GrammarCompiler,
                                                               schema: dict, text: str) -> None:
@@ -129,8 +138,10 @@ def closing_walk(grammar: xg.CompiledGrammar, rng: random.Random, steps: int) ->
     return ids
 
 
-@pytest.mark.parametrize("schema", [STRINGS, NUMBERS, INTEGERS, TOOL, IDENTIFIERS, SLICES],
-                         ids=["strings", "numbers", "integers", "tool", "identifiers", "slices"])
+@pytest.mark.parametrize("schema", [STRINGS, NUMBERS, INTEGERS, TOOL, IDENTIFIERS, SLICES, STRING_OR_NUMBER,
+                                    STRING_OR_OBJECT],
+                         ids=["strings", "numbers", "integers", "tool", "identifiers", "slices", "string-or-number",
+                              "string-or-object"])
 def test_walks_never_repeat_and_cached_masks_match_reference(tokenizer: str, compiler: xg.GrammarCompiler,
                                                               schema: dict) -> None:
     pytest.importorskip("jsonschema")
@@ -237,3 +248,20 @@ def test_item_counts_hold_under_any_compression_threshold(threshold: int, items:
         assert accepts(grammar, text) == validator.is_valid(json.loads(text)), (threshold, text)
     repeated = "[" + ", ".join([distinct(0)] + [distinct(i) for i in range(11)]) + "]"
     assert not accepts(grammar, repeated)
+
+
+@pytest.mark.parametrize("items, options, why", [
+    # A whole open object in the item: as for object items, no indented layout.
+    ({"type": ["string", "object"]}, {"indent": 2}, "indented layout"),
+    # Every type must be open-ended: null and booleans are one value each.
+    ({"type": ["string", "null"]}, {}, "not one of the types"),
+    ({"type": ["string", "object"], "properties": {"a": {"type": "string"}}, "additionalProperties": False}, {},
+     "no more members may follow"),
+    ({"type": ["string", "number"], "maxLength": 3}, {}, "'maxLength'"),
+])
+def test_mixed_types_that_can_run_out_of_values_are_refused(items: dict, options: dict, why: str) -> None:
+    schema = {"type": "array", "items": items, "uniqueItems": True}
+    compiler = xg.GrammarCompiler(hf_tokenizer_info("llama3.1"), cache_enabled=False)
+    with pytest.raises(xg.UnsupportedSchemaError, match="uniqueItems") as raised:
+        compiler.compile_json_schema(schema, **options)
+    assert why in str(raised.value), str(raised.value)

@@ -33,6 +33,14 @@ bool SchemaConverter::UniqueItemsTrivial(const Node& node) {
 // The values an item can take when they are few and listed (enum / const, boolean, null),
 // duplicates (1 and 1.0 alike) removed; nullopt otherwise, or with tuple items.
 std::optional<std::vector<JsonValue>> SchemaConverter::UniqueItemDomain(const Node& node) {
+  std::optional<std::vector<JsonValue>> domain = ListedItemDomain(node);
+  if (domain && domain->size() > kMaxUniqueDomain) return std::nullopt;
+  return domain;
+}
+
+// The values an item can take when they are listed (enum / const, boolean, null), however
+// many, duplicates removed; nullopt otherwise, or with tuple items.
+std::optional<std::vector<JsonValue>> SchemaConverter::ListedItemDomain(const Node& node) {
   if (node.schema.Find("prefixItems") != nullptr || node.schema.Find("contains") != nullptr) return std::nullopt;
   const JsonValue* items = node.schema.Find("items");
   if (items == nullptr || items->is_array()) return std::nullopt;
@@ -84,8 +92,30 @@ std::optional<std::vector<JsonValue>> SchemaConverter::UniqueItemDomain(const No
     bool seen = std::any_of(domain.begin(), domain.end(), [&](const JsonValue& d) { return JsonEquals(d, value); });
     if (typed && !seen) domain.push_back(value);
   }
-  if (domain.size() > kMaxUniqueDomain) return std::nullopt;
   return domain;
+}
+
+// The listed scalar values (strings, numbers, booleans, null) of items too many for one rule
+// per subset (UniqueItemDomain): the matcher keeps them distinct, each item a finite automaton
+// of the values' spellings, which the parser checks prefix by prefix (grammar/grammar_fsm.h,
+// "Unique items": a prefix is kept while some unused value extends it). Nullopt otherwise.
+std::optional<std::vector<JsonValue>> SchemaConverter::ListedScalarItems(const Node& node) {
+  std::optional<std::vector<JsonValue>> domain = ListedItemDomain(node);
+  if (!domain || domain->size() <= kMaxUniqueDomain) return std::nullopt;
+  for (const JsonValue& value : *domain) {
+    if (value.is_array() || value.is_object()) return std::nullopt;  // spellings with whitespace loops
+  }
+  return domain;
+}
+
+// The item count bounds of a [unique_items] rule over listed scalars: a maxItems of at least
+// the number of values bounds nothing (the parser refuses another item once every value is
+// used), so it is dropped; nullopt for the maximum means unbounded.
+std::pair<long long, std::optional<long long>> SchemaConverter::ListedItemCounts(const Node& node, size_t values) {
+  const long long min_items = CountKeyword(node, "minItems").value_or(0);
+  std::optional<long long> max_items = CountKeyword(node, "maxItems");
+  if (max_items && *max_items >= static_cast<long long>(values)) max_items.reset();
+  return {min_items, max_items};
 }
 
 namespace {
@@ -146,6 +176,15 @@ std::string SchemaConverter::UniqueItemsByMatcherRefusal(const Node& node) {
   }
   const JsonValue* items = node.schema.Find("items");
   if (items == nullptr || items->is_array()) return "the items are any value or a tuple";
+  if (std::optional<std::vector<JsonValue>> listed = ListedScalarItems(node)) {
+    const auto [min_items, max_items] = ListedItemCounts(node, listed->size());
+    if (min_items > static_cast<long long>(listed->size())) return "";  // no array: the grammar is empty
+    if (min_items > kMaxUniqueItemsBound) return "minItems above " + std::to_string(kMaxUniqueItemsBound);
+    if (max_items && *max_items > kMaxUniqueItemsBound) {
+      return "maxItems above " + std::to_string(kMaxUniqueItemsBound);
+    }
+    return "";
+  }
   const JsonValue& schema = Dereferenced(*items, ChildPointer(node.pointer, "items"));
   if (!schema.is_object()) return "the items are any value";
   const JsonValue* type = schema.Find("type");
@@ -164,29 +203,41 @@ std::string SchemaConverter::UniqueItemsByMatcherRefusal(const Node& node) {
 }
 
 // Why `schema` is not a value language every prefix of which (short of a complete value that
-// nothing may follow) has completions of infinitely many values ("" when it is): a string
-// with at most minLength and a pattern whose automaton shows it
+// nothing may follow) has completions of infinitely many values ("" when it is): each of its
+// types (one, or several in a `type` list: the union of such languages is such a language) a
+// string with at most minLength and a pattern whose automaton shows it
 // (EveryPrefixHasInfinitelyManyCompletions), a number or integer without bounds, or an
 // object that more undeclared members may always follow (SurelyOpenObject), and nothing
 // else asserted.
 std::string SchemaConverter::OpenEndedValueRefusal(const JsonValue& value_schema, const std::string& pointer) {
   const JsonValue& schema = Dereferenced(value_schema, pointer);
   if (!schema.is_object()) return "the items are any value";
+  const std::string not_typed = "the items are not one of the types string, number, integer, object";
   const JsonValue* type = schema.Find("type");
-  if (type != nullptr && type->is_array() && type->array_items().size() == 1) type = &type->array_items()[0];
-  if (type == nullptr || !type->is_string()) return "the items are not one of the types string, number, integer, object";
-  const std::string& name = type->string_value();
-  if (name == "object") {
-    if (SurelyOpenObject(schema)) return "";
-    return "an object that no more members may follow";
+  if (type == nullptr) return not_typed;
+  std::set<std::string> names;
+  for (const JsonValue& name : type->is_array() ? type->array_items() : std::vector<JsonValue>{*type}) {
+    if (!name.is_string()) return not_typed;
+    names.insert(name.string_value());
   }
-  if (name != "string" && name != "number" && name != "integer") {
-    return "the items are not one of the types string, number, integer, object";
+  if (names.empty()) return not_typed;
+  for (const std::string& name : names) {
+    if (name != "string" && name != "number" && name != "integer" && name != "object") return not_typed;
+  }
+  const bool objects = names.count("object") > 0, strings = names.count("string") > 0;
+  if (objects) {
+    if (!SurelyOpenObject(schema)) return "an object that no more members may follow";
+    if (names.size() == 1) return "";
+    // A whole open object in the item (its brace is the item's end): as UniqueObjectItemRefusal.
+    if (layout_.depth_sensitive()) return "object items under an indented layout";
+    if (options_.any_order) return "object items with any_order";
+    if (!options_.string_excludes.empty()) return "object items next to excluded strings";
   }
   bool patterned = false;
   for (const auto& [keyword, value] : schema.object_members()) {
-    if (IsPassiveKeyword(keyword) || keyword == "type" || (name == "string" && keyword == "minLength")) continue;
-    if (name == "string" && keyword == "pattern") {
+    if (IsPassiveKeyword(keyword) || keyword == "type" || (strings && keyword == "minLength")) continue;
+    if (objects && (keyword == "properties" || keyword == "required" || keyword == "additionalProperties")) continue;
+    if (strings && keyword == "pattern") {
       patterned = true;
       continue;
     }
@@ -328,11 +379,20 @@ Fragment ExplicitRepeat(const Fragment& body, long long min, long long max) {
 
 }  // namespace
 
-// uniqueItems over strings, numbers or objects, decided by the matcher (grammar/grammar_fsm.h,
-// "Unique items"): the array is a [unique_items] rule whose items are one [unique_item] rule
-// (for objects, each followed by the closing brace the item rule leaves out).
+// uniqueItems over strings, numbers, objects or many listed scalars, decided by the matcher
+// (grammar/grammar_fsm.h, "Unique items"): the array is a [unique_items] rule whose items are
+// one [unique_item] rule (for objects, each followed by the closing brace the item rule
+// leaves out; for listed scalars, the alternatives of the values' spellings only, so that the
+// item rule is a finite automaton without calls).
 Fragment SchemaConverter::UniqueArrayByMatcher(const Node& node, int depth) {
   if (!ContainersAllowed(depth)) return Fragment::Never();
+  if (std::optional<std::vector<JsonValue>> listed = ListedScalarItems(node)) {
+    std::vector<Fragment> spellings;
+    for (const JsonValue& value : *listed) spellings.push_back(ConstValue(value, depth + 1));
+    const auto [min_items, max_items] = ListedItemCounts(node, listed->size());
+    if (min_items > static_cast<long long>(listed->size())) return Fragment::Never();
+    return UniqueItemsRule(node, depth, Alt(spellings), Fragment::Epsilon(), min_items, max_items);
+  }
   const std::string items_pointer = ChildPointer(node.pointer, "items");
   const JsonValue& item_schema = Dereferenced(*node.schema.Find("items"), items_pointer);
   const JsonValue* item_type = item_schema.Find("type");
@@ -344,8 +404,14 @@ Fragment SchemaConverter::UniqueArrayByMatcher(const Node& node, int depth) {
   const Fragment item = object_items ? OpenEndedObjectItem(item_schema, items_pointer, depth + 1)
                                      : Schema(*node.schema.Find("items"), items_pointer, depth + 1);
   const Fragment item_end = object_items ? layout_.Close('}', LayoutDepth(depth + 1)) : Fragment::Epsilon();
-  const long long min_items = CountKeyword(node, "minItems").value_or(0);
-  const std::optional<long long> max_items = CountKeyword(node, "maxItems");
+  return UniqueItemsRule(node, depth, item, item_end, CountKeyword(node, "minItems").value_or(0),
+                         CountKeyword(node, "maxItems"));
+}
+
+// The [unique_items] rule of UniqueArrayByMatcher: min_items..max_items (nullopt: unbounded)
+// copies of the [unique_item] rule `item`, each followed by `item_end`.
+Fragment SchemaConverter::UniqueItemsRule(const Node& node, int depth, const Fragment& item, const Fragment& item_end,
+                                          long long min_items, std::optional<long long> max_items) {
   if (max_items && min_items > *max_items) return Fragment::Never();
   std::vector<Fragment> choices;
   if (min_items == 0) choices.push_back(layout_.EmptyContainer('[', ']'));

@@ -51,7 +51,7 @@ constexpr size_t kMaxUniqueDomain = 8;
 // uniqueItems decided by the matcher: the largest minItems / maxItems (the array rule holds
 // the item count as explicit copies; a compressed repetition's counter would take the field
 // the parser keeps the set of values in).
-constexpr long long kMaxUniqueItemsBound = 32;
+constexpr long long kMaxUniqueItemsBound = 128;
 // contains: at most this many (matches, items) counter rules.
 constexpr double kMaxContainsStates = 2000;
 
@@ -185,6 +185,11 @@ class SchemaConverter {
   std::optional<Fragment> FormatInRules(const std::string& format);
   bool UniqueItemsTrivial(const Node& node);
   std::optional<std::vector<JsonValue>> UniqueItemDomain(const Node& node);
+  std::optional<std::vector<JsonValue>> ListedItemDomain(const Node& node);
+  std::optional<std::vector<JsonValue>> ListedScalarItems(const Node& node);
+  std::pair<long long, std::optional<long long>> ListedItemCounts(const Node& node, size_t values);
+  Fragment UniqueItemsRule(const Node& node, int depth, const Fragment& item, const Fragment& item_end,
+                           long long min_items, std::optional<long long> max_items);
   Fragment UniqueArrayValue(const Node& node, int depth);
   std::string UniqueItemsByMatcherRefusal(const Node& node);
   bool EveryPrefixHasInfinitelyManyCompletions(const JsonValue& item_schema, const std::string& pointer);
