@@ -52,6 +52,30 @@ _ANY_JSON_KEY = "$$ANY$$"
 _GRAMMAR_ERRORS = (XG2Error, ValueError)
 
 
+class _GrammarStats(GrammarStats):
+    """SGLang's per-request grammar statistics, with ``ebnf_size`` measured when SGLang's
+    metrics read it: a compiled grammar prints its EBNF on first use (about the cost of
+    converting it again), which a compile does not pay when metrics are off."""
+
+    def __init__(self, compiled: CompiledGrammar, **fields: Any) -> None:
+        self._compiled = compiled
+        super().__init__(**fields)
+
+    @property
+    def ebnf_size(self) -> int:
+        return len(self._compiled.ebnf)
+
+    @ebnf_size.setter
+    def ebnf_size(self, value: Optional[int]) -> None:
+        """The dataclass's __init__ sets the field; the size always comes from the grammar."""
+
+    def for_cache_hit(self) -> "_GrammarStats":
+        """A copy for a request served from the cache (SGLang's copy() of a grammar)."""
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init and f.name != "ebnf_size"}
+        fields.update(is_cache_hit=True, tree_traversal_time=[])
+        return _GrammarStats(self._compiled, **fields)
+
+
 class XG2Grammar(BaseGrammarObject):
     """One request's grammar state: a matcher over a shared compiled grammar.
 
@@ -176,7 +200,9 @@ class XG2Grammar(BaseGrammarObject):
     def copy(self) -> "XG2Grammar":
         """A fresh matcher (initial state) over the same compiled grammar."""
         stats = self.grammar_stats
-        if stats is not None:
+        if isinstance(stats, _GrammarStats):
+            stats = stats.for_cache_hit()
+        elif stats is not None:
             stats = dataclasses.replace(stats, is_cache_hit=True, tree_traversal_time=[])
         GRAMMAR_STATS.record_request()
         return XG2Grammar(self.compiled, self.key_string, stats, self._stats_log_interval_s)
@@ -248,7 +274,7 @@ class XG2GrammarBackend(BaseGrammarBackend):
             return InvalidGrammarObject(f"{type(error).__name__}: {error}")
         GRAMMAR_STATS.record_compile(time.perf_counter() - start, True)
         GRAMMAR_STATS.maybe_log(logger, self.settings.stats_log_interval_s)
-        stats = GrammarStats(dispatch_type=kind, ebnf_size=len(compiled.ebnf))
+        stats = _GrammarStats(compiled, dispatch_type=kind)
         return XG2Grammar(compiled, key_string, stats, self.settings.stats_log_interval_s)
 
     def dispatch_json(self, key_string: str) -> BaseGrammarObject:

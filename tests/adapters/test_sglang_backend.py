@@ -188,6 +188,12 @@ def test_cache_hit_is_a_fresh_copy(backend: Any, llama_tokenizer: Any) -> None: 
     assert cache_hit and second is not first
     assert second.grammar_stats.is_cache_hit
     assert second.matcher.num_accepted_steps == 0 and first.matcher.num_accepted_steps == 1
+    # SGLang's metrics read the grammar's EBNF size; the copy keeps the request's other statistics.
+    first.grammar_stats.num_timeout = 2
+    third = first.copy()
+    assert third.grammar_stats.ebnf_size == len(first.compiled.ebnf) > 0
+    assert (third.grammar_stats.dispatch_type, third.grammar_stats.num_timeout) == ("ebnf", 2)
+    assert not first.grammar_stats.is_cache_hit and third.grammar_stats.tree_traversal_time == []
 
 
 def test_lark_text_in_the_ebnf_field(backend: Any, llama_tokenizer: Any) -> None:  # noqa: F811
