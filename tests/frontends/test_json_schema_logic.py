@@ -168,7 +168,9 @@ def test_unique_items_of_an_enum_value_list():
     {"type": "array", "uniqueItems": True, "items": {"type": "object", "required": ["on"],
                                                      "properties": {"on": {"type": "boolean"}},
                                                      "additionalProperties": False}},
-    {"type": "array", "items": {"enum": list(range(9))}, "uniqueItems": True},
+    # More than 8 listed values convert when they are scalars; listed arrays beyond 8 do not
+    # (their spellings carry whitespace loops, so the item automaton is not finite).
+    {"type": "array", "items": {"enum": [[i] for i in range(9)]}, "uniqueItems": True},
     {"type": "array", "uniqueItems": True},
 ])
 def test_unique_items_outside_small_domains_is_the_policy_error(schema):
