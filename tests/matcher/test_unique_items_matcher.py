@@ -13,9 +13,8 @@ import pytest
 
 import xg2_plugin as xg
 from xg2_corpus import make_validator
-from xg2_test_support import compare_masks_along, decode_bytes, encode_continuation, hf_tokenizer_info
-
-TOKENIZERS = ["llama3.1", "qwen3"]
+from xg2_test_support import compare_masks_along, encode_continuation, hf_tokenizer_info
+from unique_items_support import accepts, assert_duplicate_refused_at, assert_instance_follows_jsonschema, check_walks, compiler, tokenizer  # noqa: F401 (fixtures)
 
 STRINGS = {"type": "array", "items": {"type": "string"}, "uniqueItems": True}
 NUMBERS = {"type": "array", "items": {"type": "number"}, "uniqueItems": True}
@@ -58,26 +57,10 @@ INSTANCES = [
 ]
 
 
-@pytest.fixture(scope="module", params=TOKENIZERS)
-def tokenizer(request: pytest.FixtureRequest) -> str:
-    return request.param
-
-
-@pytest.fixture(scope="module")
-def compiler(tokenizer: str) -> xg.GrammarCompiler:
-    return xg.GrammarCompiler(hf_tokenizer_info(tokenizer), cache_enabled=False)
-
-
-def accepts(grammar: xg.CompiledGrammar, text: str) -> bool:
-    matcher = xg.GrammarMatcher(grammar)
-    return matcher.accept_string(text) and matcher.is_completed()
-
-
 @pytest.mark.parametrize("schema, text", INSTANCES)
 def test_instances_follow_jsonschema(compiler: xg.GrammarCompiler, schema: dict, text: str) -> None:
     pytest.importorskip("jsonschema")
-    grammar = compiler.compile_json_schema(schema)
-    assert accepts(grammar, text) == make_validator(schema).is_valid(json.loads(text)), text
+    assert_instance_follows_jsonschema(compiler.compile_json_schema(schema), schema, text)
 
 
 def decisive_offset(text: str) -> int:
@@ -95,24 +78,7 @@ def decisive_offset(text: str) -> int:
 ])
 def test_duplicate_is_rejected_at_the_token_that_completes_it(tokenizer: str, compiler: xg.GrammarCompiler,
                                                               schema: dict, text: str) -> None:
-    info = hf_tokenizer_info(tokenizer)
-    grammar = compiler.compile_json_schema(schema)
-    ids = encode_continuation(tokenizer, text)
-    matcher = xg.GrammarMatcher(grammar)
-    bitmask = np.zeros(xg.get_bitmask_shape(1, info.vocab_size), dtype=np.int32)
-    offset = 0
-    decisive = decisive_offset(text)
-    for token in ids:
-        matcher.fill_next_token_bitmask(bitmask)
-        in_mask = bool((int(bitmask[0][token >> 5]) >> (token & 31)) & 1)
-        token_bytes = info.decoded_vocab[token]
-        if offset + len(token_bytes) > decisive:
-            # This token reaches the byte that makes the item a duplicate.
-            assert not in_mask and not matcher.accept_token(token), (text, token_bytes)
-            return
-        assert in_mask and matcher.accept_token(token), (text, token_bytes)
-        offset += len(token_bytes)
-    raise AssertionError(f"{text}: no token reached the duplicate")
+    assert_duplicate_refused_at(tokenizer, compiler.compile_json_schema(schema), text, decisive_offset(text))
 
 
 def closing_walk(grammar: xg.CompiledGrammar, rng: random.Random, steps: int) -> list[int]:
@@ -146,23 +112,7 @@ def test_walks_never_repeat_and_cached_masks_match_reference(tokenizer: str, com
                                                               schema: dict) -> None:
     pytest.importorskip("jsonschema")
     grammar = compiler.compile_json_schema(schema)
-    info = grammar.tokenizer_info
-    validator = make_validator(schema)
-    rng = random.Random(38)
-    finished = 0
-    for _ in range(6):
-        ids = closing_walk(grammar, rng, 40)
-        assert compare_masks_along(grammar, ids, require_accept=True) == len(ids) + 1
-        matcher = xg.GrammarMatcher(grammar)
-        assert all(matcher.accept_token(t) for t in ids)
-        if matcher.is_completed():
-            value = json.loads(decode_bytes(info, ids).decode("utf-8"))
-            assert validator.is_valid(value), value
-            finished += 1
-    # Documents of the instances, valid and not, are compared token by token too.
-    for instance_schema, text in INSTANCES:
-        if instance_schema is schema:
-            compare_masks_along(grammar, encode_continuation(tokenizer, text))
+    check_walks(tokenizer, grammar, schema, closing_walk, 6, 40, INSTANCES)
 
 
 def test_rollback_and_fork_restore_the_used_values(compiler: xg.GrammarCompiler, tokenizer: str) -> None:

@@ -14,10 +14,8 @@ import numpy as np
 import pytest
 
 import xg2_plugin as xg
-from xg2_corpus import make_validator
-from xg2_test_support import compare_masks_along, decode_bytes, encode_continuation, hf_tokenizer_info, sampled_walk
-
-TOKENIZERS = ["llama3.1", "qwen3"]
+from xg2_test_support import hf_tokenizer_info, sampled_walk
+from unique_items_support import assert_instance_follows_jsonschema, check_walks, compiler, in_mask, tokenizer  # noqa: F401 (fixtures)
 
 # Ten strings, some the prefix of others ("a" of "ab" of "abc"): a prefix stays open while an
 # unused value extends it.
@@ -47,31 +45,10 @@ INSTANCES = [
 ]
 
 
-@pytest.fixture(scope="module", params=TOKENIZERS)
-def tokenizer(request: pytest.FixtureRequest) -> str:
-    return request.param
-
-
-@pytest.fixture(scope="module")
-def compiler(tokenizer: str) -> xg.GrammarCompiler:
-    return xg.GrammarCompiler(hf_tokenizer_info(tokenizer), cache_enabled=False)
-
-
-def accepts(grammar: xg.CompiledGrammar, text: str) -> bool:
-    matcher = xg.GrammarMatcher(grammar)
-    return matcher.accept_string(text) and matcher.is_completed()
-
-
 @pytest.mark.parametrize("schema, text", INSTANCES)
 def test_instances_follow_jsonschema(compiler: xg.GrammarCompiler, schema: dict, text: str) -> None:
     pytest.importorskip("jsonschema")
-    grammar = compiler.compile_json_schema(schema)
-    assert accepts(grammar, text) == make_validator(schema).is_valid(json.loads(text)), text
-
-
-def allowed(info: xg.TokenizerInfo, bitmask: np.ndarray, token: bytes) -> bool:
-    token_id = info.decoded_vocab.index(token)
-    return bool((int(bitmask[0][token_id >> 5]) >> (token_id & 31)) & 1)
+    assert_instance_follows_jsonschema(compiler.compile_json_schema(schema), schema, text)
 
 
 @pytest.mark.parametrize("prefix, token, expected", [
@@ -94,7 +71,7 @@ def test_dead_prefixes_are_never_offered(tokenizer: str, compiler: xg.GrammarCom
     for fill in (matcher.fill_next_token_bitmask, matcher._fill_next_token_bitmask_reference):
         bitmask = np.zeros(xg.get_bitmask_shape(1, info.vocab_size), dtype=np.int32)
         fill(bitmask)
-        assert allowed(info, bitmask, token) == expected, (prefix, token)
+        assert in_mask(bitmask, info.decoded_vocab.index(token)) == expected, (prefix, token)
     assert matcher.accept_string(token.decode()) == expected
 
 
@@ -115,24 +92,7 @@ def test_walks_never_repeat_and_cached_masks_match_reference(tokenizer: str, com
                                                               name: str) -> None:
     pytest.importorskip("jsonschema")
     schema = SCHEMAS[name]
-    grammar = compiler.compile_json_schema(schema)
-    info = grammar.tokenizer_info
-    validator = make_validator(schema)
-    rng = random.Random(38)
-    completed = 0
-    for _ in range(8):
-        ids = value_walk(grammar, rng, 80)
-        assert compare_masks_along(grammar, ids, require_accept=True) == len(ids) + 1
-        matcher = xg.GrammarMatcher(grammar)
-        assert all(matcher.accept_token(t) for t in ids)
-        if matcher.is_completed():
-            completed += 1
-            value = json.loads(decode_bytes(info, ids).decode("utf-8"))
-            assert validator.is_valid(value), value
-    assert completed > 0
-    for instance_schema, text in INSTANCES:
-        if instance_schema is schema:
-            compare_masks_along(grammar, encode_continuation(tokenizer, text))
+    assert check_walks(tokenizer, compiler.compile_json_schema(schema), schema, value_walk, 8, 80, INSTANCES) > 0
 
 
 def test_a_walk_that_uses_every_value_can_only_close() -> None:

@@ -7,17 +7,14 @@ and the typed refusal where a prefix could run out of unused values."""
 
 from __future__ import annotations
 
-import json
 import random
 
 import numpy as np
 import pytest
 
 import xg2_plugin as xg
-from xg2_corpus import make_validator
-from xg2_test_support import compare_masks_along, decode_bytes, encode_continuation, hf_tokenizer_info, sampled_walk
-
-TOKENIZERS = ["llama3.1", "qwen3"]
+from xg2_test_support import hf_tokenizer_info, sampled_walk
+from unique_items_support import accepts, assert_duplicate_refused_at, assert_instance_follows_jsonschema, check_walks, compiler, in_mask, tokenizer  # noqa: F401 (fixtures)
 
 # Closed objects whose last member (schema order) is a plain string, as in the corpus
 # (artifacthub owners, sarif notifications, sergen connections).
@@ -63,27 +60,12 @@ INSTANCES = [
 ]
 
 
-@pytest.fixture(scope="module", params=TOKENIZERS)
-def tokenizer(request: pytest.FixtureRequest) -> str:
-    return request.param
-
-
-@pytest.fixture(scope="module")
-def compiler(tokenizer: str) -> xg.GrammarCompiler:
-    return xg.GrammarCompiler(hf_tokenizer_info(tokenizer), cache_enabled=False)
-
-
-def accepts(grammar: xg.CompiledGrammar, text: str) -> bool:
-    matcher = xg.GrammarMatcher(grammar)
-    return matcher.accept_string(text) and matcher.is_completed()
-
-
 @pytest.mark.parametrize("schema, text", INSTANCES)
 def test_instances_follow_jsonschema(compiler: xg.GrammarCompiler, schema: dict, text: str) -> None:
     pytest.importorskip("jsonschema")
     grammar = compiler.compile_json_schema(schema)
     assert "[unique_items]" in grammar.ebnf
-    assert accepts(grammar, text) == make_validator(schema).is_valid(json.loads(text)), text
+    assert_instance_follows_jsonschema(grammar, schema, text)
 
 
 @pytest.mark.parametrize("schema, text, decisive", [
@@ -97,25 +79,10 @@ def test_instances_follow_jsonschema(compiler: xg.GrammarCompiler, schema: dict,
 ])
 def test_duplicate_is_rejected_at_the_token_that_completes_it(tokenizer: str, compiler: xg.GrammarCompiler,
                                                               schema: dict, text: str, decisive: str) -> None:
-    info = hf_tokenizer_info(tokenizer)
-    grammar = compiler.compile_json_schema(schema)
-    ids = encode_continuation(tokenizer, text)
-    matcher = xg.GrammarMatcher(grammar)
-    bitmask = np.zeros(xg.get_bitmask_shape(1, info.vocab_size), dtype=np.int32)
-    offset = 0
     # The second occurrence's last byte before the closing brace (open objects: the brace).
     second = text.rindex(decisive) + len(decisive)
     stop = second if schema is OPEN else second - 1
-    for token in ids:
-        matcher.fill_next_token_bitmask(bitmask)
-        in_mask = bool((int(bitmask[0][token >> 5]) >> (token & 31)) & 1)
-        token_bytes = info.decoded_vocab[token]
-        if offset + len(token_bytes) > stop:
-            assert not in_mask and not matcher.accept_token(token), (text, token_bytes)
-            return
-        assert in_mask and matcher.accept_token(token), (text, token_bytes)
-        offset += len(token_bytes)
-    raise AssertionError(f"{text}: no token reached the duplicate")
+    assert_duplicate_refused_at(tokenizer, compiler.compile_json_schema(schema), text, stop)
 
 
 def closing_walk(grammar: xg.CompiledGrammar, rng: random.Random, steps: int) -> list[int]:
@@ -135,21 +102,7 @@ def test_walks_never_repeat_and_cached_masks_match_reference(tokenizer: str, com
                                                               name: str) -> None:
     pytest.importorskip("jsonschema")
     schema = SCHEMAS[name]
-    grammar = compiler.compile_json_schema(schema)
-    info = grammar.tokenizer_info
-    validator = make_validator(schema)
-    rng = random.Random(38)
-    for _ in range(6):
-        ids = closing_walk(grammar, rng, 60)
-        assert compare_masks_along(grammar, ids, require_accept=True) == len(ids) + 1
-        matcher = xg.GrammarMatcher(grammar)
-        assert all(matcher.accept_token(t) for t in ids)
-        if matcher.is_completed():
-            value = json.loads(decode_bytes(info, ids).decode("utf-8"))
-            assert validator.is_valid(value), value
-    for instance_schema, text in INSTANCES:
-        if instance_schema is schema:
-            compare_masks_along(grammar, encode_continuation(tokenizer, text))
+    check_walks(tokenizer, compiler.compile_json_schema(schema), schema, closing_walk, 6, 60, INSTANCES)
 
 
 def test_a_dead_end_prefix_is_never_offered() -> None:
@@ -167,8 +120,8 @@ def test_a_dead_end_prefix_is_never_offered() -> None:
         for fill in (matcher.fill_next_token_bitmask, matcher._fill_next_token_bitmask_reference):
             bitmask = np.zeros(xg.get_bitmask_shape(1, info.vocab_size), dtype=np.int32)
             fill(bitmask)
-            assert bool((int(bitmask[0][quote >> 5]) >> (quote & 31)) & 1) == quote_allowed, prefix
-            assert (int(bitmask[0][letter >> 5]) >> (letter & 31)) & 1, prefix
+            assert in_mask(bitmask, quote) == quote_allowed, prefix
+            assert in_mask(bitmask, letter), prefix
 
 
 @pytest.mark.parametrize("items, why", [
