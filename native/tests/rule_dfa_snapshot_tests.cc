@@ -3,8 +3,11 @@
 // had; a build runs once, tells the listener before it publishes, and fails loudly where it
 // cannot run; and a parser that starts on a snapshot missing a rule builds it on the first
 // prediction and accepts exactly the language of the whole grammar.
+#include <algorithm>
+#include <atomic>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "check.h"
@@ -129,7 +132,7 @@ TEST(ParserBuildsAnUnbuiltRuleOnPredictionAndKeepsTheLanguage) {
   EarleyParser lazy(first, {}, &snapshots);
   CHECK_EQ(snapshots.builds(), 0);  // the root's start set predicts nothing yet
   EarleyParser eager(std::make_shared<const GrammarFsm>(whole));
-  const std::vector<std::string> texts = {"abe", "cde", "abxqe", "cdxyzzq" "e", "abq", "abxe", "ab", "abxqq", "e", ""};
+  const std::vector<std::string> texts = {"abe", "cde", "abxqe", "cdxyzzqe", "abq", "abxe", "ab", "abxqq", "e", ""};
   for (const std::string& text : texts) {
     CHECK_EQ(Accepts(&lazy, text), Accepts(&eager, text));
   }
@@ -147,6 +150,29 @@ TEST(ParserBuildsAnUnbuiltRuleOnPredictionAndKeepsTheLanguage) {
     eager.AllowedBytes(eager_bytes);
     CHECK(std::equal(lazy_bytes, lazy_bytes + 256, eager_bytes));
   }
+}
+
+TEST(ParsersOnSeveralThreadsShareOneBuild) {
+  const GrammarFsm whole = WholeFsm();
+  auto first = std::make_shared<const GrammarFsm>(WithoutLastRule(whole));
+  std::atomic<int> builder_calls{0};
+  RuleDfaSnapshots snapshots(first, [&](const GrammarFsm&, RuleId) {
+    ++builder_calls;
+    return whole;
+  });
+  constexpr int kThreads = 4;
+  std::vector<int> accepted(kThreads, 0);
+  std::vector<std::thread> threads;
+  for (int k = 0; k < kThreads; ++k) {
+    threads.emplace_back([&, k] {
+      EarleyParser parser(first, {}, &snapshots);
+      accepted[k] = Accepts(&parser, "cdxzqe") && !Accepts(&parser, "cdxze");
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  CHECK_EQ(builder_calls.load(), 1);
+  CHECK_EQ(snapshots.builds(), 1);
+  for (int k = 0; k < kThreads; ++k) CHECK_EQ(accepted[k], 1);
 }
 
 TEST(ParserWithoutBuilderReportsTheUnbuiltRule) {
