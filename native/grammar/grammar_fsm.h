@@ -117,6 +117,25 @@
 // last byte may bring the rule to one of its final nodes, by a byte edge or by completing a
 // rule called at its end (CompiledGrammar::unique_recheck_positions). A closed object item
 // therefore ends before its brace: the last member's value ends it, at a final node.
+//
+// Snapshots (docs/lazy_rule_dfas.md). A rule's DFA may be left unbuilt at compile, marked by
+// rule_start[r] == kUnbuiltRule, and built when a parser first predicts the rule. A build never
+// edits a GrammarFsm: it copies the latest one, appends the rule's nodes (and those of any
+// synthetic rule it creates) at the end of the node space, and publishes the copy as the next
+// snapshot (matcher/rule_dfa_snapshots.h). Invariants:
+//  * Append-only node space: a node id, once issued, names the same node in every later
+//    snapshot.
+//  * Prefix: every snapshot is a prefix of every later one -- the same nodes with the same
+//    edges and per-node fields, and for every rule built in the older one the same per-rule
+//    fields; rule names, root, token sets and the other per-grammar fields are equal (checked
+//    by SnapshotPrefixViolation, matcher/rule_dfa_snapshots.h, in debug builds on every
+//    publish). So an Earley item, a chart or a cached token classification made on an older
+//    snapshot stays valid on a newer one.
+//  * An unbuilt rule has no nodes (an empty block). It is reached only through a rule edge of
+//    a built node, so the parser's prediction step (RuleAt below) is the one place that meets
+//    one; it asks for the build and reloads the snapshot before it adds the rule's item.
+// Today every rule is built by BuildGrammarFsm (no snapshot has an unbuilt rule); the
+// whole-grammar passes (nullability, leave sets, FSM hashes, serialization) still assume so.
 #ifndef XG2_GRAMMAR_GRAMMAR_FSM_H_
 #define XG2_GRAMMAR_GRAMMAR_FSM_H_
 
@@ -129,6 +148,9 @@
 namespace xg2 {
 
 using NodeId = int32_t;
+
+// rule_start of a rule whose DFA is not built yet (see "Snapshots" in the file comment).
+constexpr NodeId kUnbuiltRule = -2;
 
 struct ByteEdge {
   uint8_t lo;
@@ -206,6 +228,17 @@ struct GrammarFsm {
   const TokenSetEdge* token_set_edges_end(NodeId n) const { return token_set_edges.data() + token_set_edge_begin[n + 1]; }
 
   int32_t num_rules() const { return static_cast<int32_t>(rule_start.size()); }
+
+  // What the parser's prediction step reads of a rule, in one place (docs/lazy_rule_dfas.md):
+  // start is kUnbuiltRule where the rule's DFA is not built in this snapshot, and then the
+  // other two fields are not meaningful.
+  struct RuleEntry {
+    NodeId start;
+    bool nullable;
+    NodeId lookahead;
+  };
+  RuleEntry RuleAt(RuleId r) const { return {rule_start[r], rule_nullable[r] != 0, rule_lookahead[r]}; }
+  bool IsBuilt(RuleId r) const { return rule_start[r] != kUnbuiltRule; }
 
   int32_t num_nodes() const { return static_cast<int32_t>(node_rule.size()); }
 

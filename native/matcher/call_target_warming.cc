@@ -37,9 +37,10 @@ void AddLines(const void* data, size_t bytes, size_t max_lines, std::vector<cons
 }  // namespace
 
 void GrammarMatcher::CollectCallTargets(RuleId rule, std::vector<NodeId>* targets) const {
-  const GrammarFsm& g = *grammar_->fsm;
+  const GrammarFsm& g = parser_.fsm();  // the snapshot of the fill's nodes
   auto add = [&](NodeId node) {
-    if (targets->size() < kMaxCallWarmTargets &&
+    // A rule not built yet has no node to warm (a prefetch hint never builds one).
+    if (node != kUnbuiltRule && targets->size() < kMaxCallWarmTargets &&
         std::find(targets->begin(), targets->end(), node) == targets->end()) {
       targets->push_back(node);
     }
@@ -59,7 +60,7 @@ void GrammarMatcher::CollectCallTargets(RuleId rule, std::vector<NodeId>* target
 }
 
 bool GrammarMatcher::CollectWarmLines(const std::vector<NodeId>& targets, std::vector<const void*>* lines) const {
-  const GrammarFsm& g = *grammar_->fsm;
+  const GrammarFsm& g = parser_.fsm();  // the snapshot of the fill's nodes
   const GrammarMaskCache& cache = *grammar_->mask_cache;
   bool complete = true;
   lines->clear();
@@ -88,7 +89,7 @@ bool GrammarMatcher::CollectWarmLines(const std::vector<NodeId>& targets, std::v
 }
 
 void GrammarMatcher::WarmCallTargets() {
-  const GrammarFsm& g = *grammar_->fsm;
+  const GrammarFsm& g = parser_.fsm();  // the snapshot of the fill's nodes
   for (NodeId node : fill_nodes_) {
     const RuleId rule = g.node_rule[node];
     if (rule < 0) continue;  // a node outside every rule calls nothing

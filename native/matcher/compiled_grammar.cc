@@ -65,10 +65,15 @@ CompiledGrammar::CompiledGrammar(CompiledGrammarParts parts)
       tokenizer(std::move(parts.tokenizer)),
       ebnf(std::move(parts.ebnf)),
       mask_cache(std::make_shared<GrammarMaskCache>(fsm, tokenizer, std::move(parts.pool), parts.cache_options)),
+      snapshots(std::make_unique<RuleDfaSnapshots>(fsm)),
       earley_limits(parts.earley_limits),
       token_literal_ids(std::move(parts.token_literal_ids)),
       stop_terminal_ids(std::move(parts.stop_terminal_ids)),
       unique_recheck_positions(UniqueRecheckPositions(*fsm, *tokenizer)) {
+  // mask_cache lives as long as this grammar, which owns snapshots.
+  snapshots->SetPublishListener([cache = mask_cache.get()](const std::shared_ptr<const GrammarFsm>& next) {
+    cache->GrowTo(next);
+  });
   XG2_DCHECK(std::is_sorted(token_literal_ids.begin(), token_literal_ids.end()), "token literal ids are not sorted");
   XG2_DCHECK(std::is_sorted(stop_terminal_ids.begin(), stop_terminal_ids.end()), "stop terminal ids are not sorted");
 }

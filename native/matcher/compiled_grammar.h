@@ -2,7 +2,9 @@
 // against. Built complete by its constructor (native/compiler/ compiles one, and
 // matcher/grammar_serialization.h reassembles one from bytes) and immutable from then on:
 // every member is const, so one instance is shared by every matcher and thread without locks.
-// The mask cache it points to is the one part that fills later, and it is thread-safe.
+// The parts that fill later are thread-safe: the mask cache, and the rule FSMs' snapshots
+// (matcher/rule_dfa_snapshots.h), where a rule left unbuilt by the compile is built on first
+// prediction (docs/lazy_rule_dfas.md; the compile builds every rule today).
 #ifndef XG2_MATCHER_COMPILED_GRAMMAR_H_
 #define XG2_MATCHER_COMPILED_GRAMMAR_H_
 
@@ -12,6 +14,7 @@
 
 #include "grammar/grammar_fsm.h"
 #include "matcher/earley_parser.h"
+#include "matcher/rule_dfa_snapshots.h"
 #include "matcher/token_mask_cache.h"
 #include "support/lazy_text.h"
 #include "tokenizer/tokenizer_info.h"
@@ -38,6 +41,8 @@ struct CompiledGrammarParts {
 struct CompiledGrammar {
   explicit CompiledGrammar(CompiledGrammarParts parts);
 
+  // The rule FSMs as the compile built them: the first snapshot, never replaced. A parser's
+  // items may be on nodes of a newer one (EarleyParser::fsm()).
   const std::shared_ptr<const GrammarFsm> fsm;
   const std::shared_ptr<const TokenizerInfo> tokenizer;
   // The EBNF the grammar was built from (after frontend conversion), for inspection and
@@ -46,6 +51,9 @@ struct CompiledGrammar {
   const LazyText ebnf;
   // Token classifications per node, filled on demand by matchers (thread-safe).
   const std::shared_ptr<GrammarMaskCache> mask_cache;
+  // Every snapshot of the rule FSMs since `fsm`, and the build of the rules it left unbuilt;
+  // each new snapshot grows mask_cache's per-node tables before any reader can load it.
+  const std::unique_ptr<RuleDfaSnapshots> snapshots;
   // Limits of every matcher's parser (from the compile's CompileLimits).
   const EarleyLimits earley_limits;
   // Sorted ids the grammar names with Token(id) (tokenizer/token_literals.h), and those of them

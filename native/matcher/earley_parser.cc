@@ -104,8 +104,8 @@ GuardId LookaheadGuards::Step(GuardId guard, uint8_t byte, const GrammarFsm& fsm
   return result;
 }
 
-EarleyParser::EarleyParser(std::shared_ptr<const GrammarFsm> fsm, EarleyLimits limits)
-    : fsm_(std::move(fsm)), limits_(limits) {
+EarleyParser::EarleyParser(std::shared_ptr<const GrammarFsm> fsm, EarleyLimits limits, RuleDfaSnapshots* snapshots)
+    : fsm_(std::move(fsm)), snapshots_(snapshots), limits_(limits) {
   if (fsm_->has_unique_items()) finite_unique_ = FindFiniteUniqueRules(*fsm_);
   Reset();
 }
@@ -150,7 +150,7 @@ void EarleyParser::Reset() {
   scannable_begin_.assign(1, 0);
   waiters_begin_.assign(1, 0);
   BeginSet();
-  AddItem({fsm_->rule_start[fsm_->root_rule], 0, LookaheadGuards::kNone, LookaheadGuards::kNone, 0});
+  AddItem({Predict(fsm_->root_rule).start, 0, LookaheadGuards::kNone, LookaheadGuards::kNone, 0});
   CloseSet();
   XG2_DCHECK_INVARIANTS(CheckChartInvariants("Reset"));
 }
@@ -158,6 +158,19 @@ void EarleyParser::Reset() {
 void EarleyParser::BeginSet() {
   pending_.clear();
   seen_.Clear();
+  if (!retired_fsms_.empty()) retired_fsms_.clear();
+}
+
+GrammarFsm::RuleEntry EarleyParser::PredictUnbuilt(RuleId rule) {
+  if (!snapshots_) {
+    ThrowInternalError(__FILE__, __LINE__,
+                       "the parser predicted rule " + std::to_string(rule) + ", which has no DFA, and has no rule builder");
+  }
+  std::shared_ptr<const GrammarFsm> next = snapshots_->BuildRule(rule);
+  XG2_DCHECK(next->num_nodes() >= fsm_->num_nodes(), "a newer FSM snapshot has fewer nodes");
+  retired_fsms_.push_back(std::move(fsm_));
+  fsm_ = std::move(next);
+  return fsm_->RuleAt(rule);
 }
 
 void EarleyParser::AddItem(const EarleyItem& added) {
@@ -191,8 +204,9 @@ void EarleyParser::CloseSet() {
     if (g.has_unique_items()) unique_sets_.resize(unique_sets_at_.empty() ? 1 : unique_sets_at_.back());
     throw;
   }
+  const GrammarFsm& closed = *fsm_;  // the predictions may have moved fsm_ to a newer snapshot
   for (const EarleyItem& item : pending_) {
-    if (g.byte_edge_begin[item.node] != g.byte_edge_begin[item.node + 1]) scannable_.push_back(item);
+    if (closed.byte_edge_begin[item.node] != closed.byte_edge_begin[item.node + 1]) scannable_.push_back(item);
   }
   std::sort(waiters_.begin() + waiters_start, waiters_.end(),
             [](const EarleyWaiter& a, const EarleyWaiter& b) { return a.rule < b.rule; });
@@ -227,8 +241,10 @@ int32_t EarleyParser::ResumeWithValue(int32_t set, int32_t origin, int32_t here,
 }
 
 void EarleyParser::CloseSetItems(int32_t here, bool* can_end) {
-  const GrammarFsm& g = *fsm_;
   for (size_t i = 0; i < pending_.size(); ++i) {
+    // Read per item: a prediction may move fsm_ to a newer snapshot, whose new nodes only it
+    // has (the older one stays alive in retired_fsms_ for the edge loop below).
+    const GrammarFsm& g = *fsm_;
     if (static_cast<int32_t>(pending_.size()) > limits_.max_items_per_step) {
       throw ResourceLimitError("Earley step exceeded " + std::to_string(limits_.max_items_per_step) +
                                " items (CompileLimits.max_earley_items_per_step; grammar too ambiguous)");
@@ -239,15 +255,17 @@ void EarleyParser::CloseSetItems(int32_t here, bool* can_end) {
     for (const RuleEdge* e = g.rule_edges_begin(item.node); e != g.rule_edges_end(item.node); ++e) {
       ++work;
       waiters_.push_back({e->rule, e->target, item.origin, item.guard_in, item.guard, item.count});
-      AddItem({g.rule_start[e->rule], here, item.guard, item.guard, 0});
+      const GrammarFsm::RuleEntry callee = Predict(e->rule);
+      AddItem({callee.start, here, item.guard, item.guard, 0});
       // Nullable rules carry no assertion (checked at build time), so the guard is unchanged.
-      if (g.rule_nullable[e->rule]) AddItem({e->target, item.origin, item.guard_in, item.guard, item.count});
+      if (callee.nullable) AddItem({e->target, item.origin, item.guard_in, item.guard, item.count});
     }
     // Complete (a counting rule only with at least its minimum of characters).
     if (g.node_accepting[item.node] && HasEnoughChars(item)) {
       RuleId rule = g.node_rule[item.node];
       GuardId after = item.guard;
-      if (g.rule_lookahead[rule] >= 0) after = guards_.Add(after, g.rule_lookahead[rule]);
+      const NodeId lookahead = g.RuleAt(rule).lookahead;  // built: the item is on one of its nodes
+      if (lookahead >= 0) after = guards_.Add(after, lookahead);
       if (item.origin == 0 && rule == g.root_rule && after == LookaheadGuards::kNone) {
         *can_end = true;
       }

@@ -51,6 +51,7 @@
 #include <vector>
 
 #include "grammar/grammar_fsm.h"
+#include "matcher/rule_dfa_snapshots.h"
 
 namespace xg2 {
 
@@ -146,7 +147,11 @@ class ItemSet {
 
 class EarleyParser {
  public:
-  explicit EarleyParser(std::shared_ptr<const GrammarFsm> fsm, EarleyLimits limits = {});
+  // `snapshots`, when given, is where `fsm` came from: the parser asks it to build a rule it
+  // predicts that `fsm` has not built, and moves to the snapshot that has it
+  // (docs/lazy_rule_dfas.md). It must outlive the parser.
+  explicit EarleyParser(std::shared_ptr<const GrammarFsm> fsm, EarleyLimits limits = {},
+                        RuleDfaSnapshots* snapshots = nullptr);
 
   // Number of bytes consumed so far.
   int32_t position() const { return static_cast<int32_t>(can_end_.size()) - 1; }
@@ -262,6 +267,9 @@ class EarleyParser {
   const EarleyItem* scannable_begin() const { return scannable_.data() + scannable_begin_[position()]; }
   const EarleyItem* scannable_end() const { return scannable_.data() + scannable_begin_[position() + 1]; }
 
+  // The snapshot the parser reads: its items' nodes are nodes of it. A reference to it stays
+  // valid until the next byte or token step (a prediction may move the parser to a newer
+  // snapshot, which keeps every node of this one: grammar/grammar_fsm.h, "Snapshots").
   const GrammarFsm& fsm() const { return *fsm_; }
 
  private:
@@ -269,6 +277,15 @@ class EarleyParser {
   friend struct EarleyParserTestPeer;  // native/tests: breaks the chart on purpose
 
   void BeginSet();
+  // The one accessor of the prediction step (and the root item): `rule`'s start, nullability
+  // and lookahead, with its DFA built first where fsm_ has not built it.
+  GrammarFsm::RuleEntry Predict(RuleId rule) {
+    const GrammarFsm::RuleEntry entry = fsm_->RuleAt(rule);
+    return entry.start != kUnbuiltRule ? entry : PredictUnbuilt(rule);
+  }
+  // Asks snapshots_ to build `rule` and moves fsm_ to the snapshot that has it; the one fsm_
+  // leaves stays alive in retired_fsms_ until the next BeginSet, for the loops that hold it.
+  GrammarFsm::RuleEntry PredictUnbuilt(RuleId rule);
   // The items the token-set edges of the current set take on `token_id`, into token_items_.
   void CollectTokenSetItems(int32_t token_id);
   // Advance(byte) with token_items_ added to the new set before it is closed.
@@ -287,6 +304,8 @@ class EarleyParser {
   int32_t ResumeWithValue(int32_t set, int32_t origin, int32_t here, std::string* value);
 
   std::shared_ptr<const GrammarFsm> fsm_;
+  RuleDfaSnapshots* snapshots_ = nullptr;
+  std::vector<std::shared_ptr<const GrammarFsm>> retired_fsms_;
   EarleyLimits limits_;
   int64_t work_left_ = 0;
   WorkBudget budget_ = WorkBudget::kToken;

@@ -57,7 +57,7 @@ GrammarMatcher::GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar,
     : grammar_(std::move(grammar)),
       tokenizer_(grammar_->tokenizer.get()),
       terminate_without_stop_token_(terminate_without_stop_token),
-      parser_(grammar_->fsm, grammar_->earley_limits) {
+      parser_(grammar_->fsm, grammar_->earley_limits, grammar_->snapshots.get()) {
   // Stop tokens the grammar names as terminals end generation through the grammar (see
   // AcceptToken); the others are plain stops, allowed where the grammar is complete.
   const std::vector<int32_t>& literals = grammar_->token_literal_ids;
@@ -514,7 +514,7 @@ bool GrammarMatcher::FillUnclaimed(uint32_t* words, int64_t num_words, LongWorkN
 
 bool GrammarMatcher::ActiveTokenSets() {
   fill_token_sets_.clear();
-  const GrammarFsm& fsm = *grammar_->fsm;
+  const GrammarFsm& fsm = parser_.fsm();  // the snapshot of the parser's items
   if (!fsm.has_token_sets()) return false;
   for (const EarleyItem* it = parser_.scannable_begin(); it != parser_.scannable_end(); ++it) {
     if (!parser_.WithinBudget(*it)) continue;

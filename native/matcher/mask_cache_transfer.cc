@@ -15,21 +15,23 @@ std::vector<std::pair<NodeId, std::shared_ptr<const TokenClassification>>> Gramm
   for (const auto& entry : owned_) owner.emplace(entry.get(), entry);
   std::vector<std::pair<NodeId, std::shared_ptr<const TokenClassification>>> out;
   out.reserve(owned_.size());
-  for (NodeId n = 0; n < fsm_->num_nodes(); ++n) {
-    const TokenClassification* built = slots_[n].load(std::memory_order_acquire);
+  const NodeTables& t = *table_versions_.back();
+  for (NodeId n = 0; n < t.fsm->num_nodes(); ++n) {
+    const TokenClassification* built = t.slots[n].load(std::memory_order_acquire);
     if (built) out.emplace_back(n, owner.at(built));
   }
   return out;
 }
 
 void GrammarMaskCache::ImportBuilt(NodeId node, std::shared_ptr<const TokenClassification> entry) {
-  if (node < 0 || node >= fsm_->num_nodes() || !entry || !entry->accepted) {
+  if (node < 0 || node >= fsm().num_nodes() || !entry || !entry->accepted) {
     throw InvalidArgumentError("ImportBuilt: node " + std::to_string(node) + " outside the grammar or no entry");
   }
   std::lock_guard<ForkSafeMutex> lock(mutex_);
-  if (slots_[node].load(std::memory_order_acquire)) return;
+  Slot& slot = slots_.load(std::memory_order_relaxed)[node];
+  if (slot.load(std::memory_order_acquire)) return;
   owned_.push_back(entry);
-  slots_[node].store(entry.get(), std::memory_order_release);
+  slot.store(entry.get(), std::memory_order_release);
   built_.fetch_add(1);
 }
 

@@ -8,25 +8,60 @@
 
 #include "matcher/mask_cache/precompute_worker.h"
 #include "matcher/vocabulary_index.h"
+#include "support/dcheck.h"
 
 namespace xg2 {
 
 GrammarMaskCache::GrammarMaskCache(std::shared_ptr<const GrammarFsm> fsm,
                                    std::shared_ptr<const TokenizerInfo> tokenizer,
                                    std::shared_ptr<MaskCachePool> pool, MaskCacheOptions options)
-    : fsm_(std::move(fsm)),
-      tokenizer_(std::move(tokenizer)),
-      pool_(std::move(pool)),
-      options_(options),
-      serial_(NextSerial()),
-      leave_(ComputeLeaveBytes(*fsm_)),
-      slots_(new std::atomic<const TokenClassification*>[fsm_->num_nodes()]) {
-  const GrammarFsm& g = *fsm_;
-  leavable_.assign(g.num_nodes(), 0);
-  for (NodeId n = 0; n < g.num_nodes(); ++n) {
-    leavable_[n] = g.node_accepting[n] || g.rule_edge_begin[n] != g.rule_edge_begin[n + 1];
-    slots_[n].store(nullptr, std::memory_order_relaxed);
+    : tokenizer_(std::move(tokenizer)), pool_(std::move(pool)), options_(options) {
+  table_versions_.push_back(MakeTables(std::move(fsm)));
+  tables_.store(table_versions_.back().get(), std::memory_order_release);
+  slots_.store(table_versions_.back()->slots.get(), std::memory_order_release);
+}
+
+std::unique_ptr<GrammarMaskCache::NodeTables> GrammarMaskCache::MakeTables(std::shared_ptr<const GrammarFsm> fsm) {
+  auto t = std::make_unique<NodeTables>();
+  const GrammarFsm& g = *fsm;
+  // The leave sets are read off the DFAs of the whole grammar (follow_sets.h): over a snapshot
+  // with an unbuilt rule they would miss what its callers allow after it. Lazy builds need
+  // them from the AST first (docs/lazy_rule_dfas.md, step 2).
+  for (RuleId r = 0; r < g.num_rules(); ++r) {
+    if (!g.IsBuilt(r)) {
+      ThrowInternalError(__FILE__, __LINE__,
+                         "the mask cache needs every rule DFA built (rule " + std::to_string(r) + " is not)");
+    }
   }
+  t->serial = NextSerial();
+  t->leave = ComputeLeaveBytes(g);
+  t->leavable.assign(g.num_nodes(), 0);
+  t->slots.reset(new Slot[g.num_nodes()]);
+  for (NodeId n = 0; n < g.num_nodes(); ++n) {
+    t->leavable[n] = g.node_accepting[n] || g.rule_edge_begin[n] != g.rule_edge_begin[n + 1];
+    t->slots[n].store(nullptr, std::memory_order_relaxed);
+  }
+  t->fsm = std::move(fsm);
+  return t;
+}
+
+void GrammarMaskCache::GrowTo(std::shared_ptr<const GrammarFsm> next) {
+  std::unique_ptr<NodeTables> grown = MakeTables(std::move(next));  // outside the lock: linear work
+  std::lock_guard<ForkSafeMutex> lock(mutex_);
+  const NodeTables& now = *table_versions_.back();
+  const NodeId kept = now.fsm->num_nodes();
+  if (grown->fsm->num_nodes() < kept) ThrowInternalError(__FILE__, __LINE__, "a newer FSM snapshot has fewer nodes");
+  for (NodeId n = 0; n < kept; ++n) {
+    // A built entry read the older leave set; a different one would make it inexact.
+    if (grown->leave[n] != now.leave[n]) {
+      ThrowInternalError(__FILE__, __LINE__,
+                         "building a rule changed the leave set of node " + std::to_string(n) + ", which an older snapshot has");
+    }
+    grown->slots[n].store(now.slots[n].load(std::memory_order_relaxed), std::memory_order_relaxed);
+  }
+  table_versions_.push_back(std::move(grown));
+  tables_.store(table_versions_.back().get(), std::memory_order_release);
+  slots_.store(table_versions_.back()->slots.get(), std::memory_order_release);
 }
 
 uint64_t GrammarMaskCache::NextSerial() {
@@ -36,9 +71,11 @@ uint64_t GrammarMaskCache::NextSerial() {
 
 void GrammarMaskCache::ComputeHashes() {
   std::call_once(hashes_once_, [this]() {
-    hashes_ = ComputeFsmHashes(*fsm_);
-    lookahead_keys_.assign(fsm_->num_rules(), std::string());
-    lookahead_key_done_.assign(fsm_->num_rules(), 0);
+    const NodeTables& t = tables();
+    hashes_ = ComputeFsmHashes(*t.fsm);
+    hashed_tables_ = &t;
+    lookahead_keys_.assign(t.fsm->num_rules(), std::string());
+    lookahead_key_done_.assign(t.fsm->num_rules(), 0);
     hashes_ready_.store(true, std::memory_order_release);
   });
 }
@@ -51,7 +88,9 @@ bool GrammarMaskCache::HierarchicalKeys(NodeId node, NodeCacheKeys* keys) {
     if (options_.precompute > 0) return false;
     ComputeHashes();
   }
-  const RuleId rule = fsm_->node_rule[node];
+  // The hashes number the nodes of the snapshot they were computed on.
+  if (static_cast<size_t>(node) >= hashes_.node_number.size()) return false;
+  const RuleId rule = hashed_tables_->fsm->node_rule[node];
   if (rule < 0 || hashes_.node_number[node] < 0) return false;
   std::string fsm_only;
   fsm_only.push_back('H');
@@ -66,7 +105,7 @@ bool GrammarMaskCache::HierarchicalKeys(NodeId node, NodeCacheKeys* keys) {
     // rule's nodes, in the stable numbering.
     Hash128 h;
     for (int32_t k = hashes_.rule_order_begin[rule]; k < hashes_.rule_order_begin[rule + 1]; ++k) {
-      const ByteSet& set = leave_[hashes_.rule_order[k]];
+      const ByteSet& set = hashed_tables_->leave[hashes_.rule_order[k]];
       for (int w = 0; w < 4; ++w) h.Combine(((set >> (64 * w)) & ByteSet(~uint64_t{0})).to_ullong());
     }
     h.AppendTo(&lookahead_keys_[rule]);
@@ -82,6 +121,8 @@ const TokenClassification& GrammarMaskCache::Build(NodeId node) {
   // Built outside the lock: two threads may race to build the same node; the first to
   // publish wins and both results are identical.
   const auto start = std::chrono::steady_clock::now();
+  const NodeTables& t = tables();
+  XG2_DCHECK(node >= 0 && node < t.fsm->num_nodes(), "a node past the mask cache's latest FSM snapshot");
   std::shared_ptr<const TokenClassification> entry;
   if (pool_ && options_.cross_grammar) {
     MaskCachePool& pool = *pool_;
@@ -92,7 +133,7 @@ const TokenClassification& GrammarMaskCache::Build(NodeId node) {
     bool bypassed = false;
     if (entry) {
       pool.RecordPerfectHit();
-    } else if (ClassificationPair cheap = ClassifyTokens(*fsm_, leave_, leavable_, node, *tokenizer_, false, serial_,
+    } else if (ClassificationPair cheap = ClassifyTokens(*t.fsm, t.leave, t.leavable, node, *tokenizer_, false, t.serial,
                                                          kPoolBypassWork, &over_budget);
                !over_budget) {
       pool.RecordBypass();
@@ -100,7 +141,7 @@ const TokenClassification& GrammarMaskCache::Build(NodeId node) {
       entry = std::make_shared<const TokenClassification>(std::move(cheap.with_lookahead));
     } else {
       NodeCacheKeys truncated =
-          CanonicalSubFsmKeys(*fsm_, leave_, leavable_, node, tokenizer_->max_token_bytes());
+          CanonicalSubFsmKeys(*t.fsm, t.leave, t.leavable, node, tokenizer_->max_token_bytes());
       entry = pool.Find(truncated.with_lookahead);
       if (entry) {
         pool.RecordPerfectHit();
@@ -111,7 +152,7 @@ const TokenClassification& GrammarMaskCache::Build(NodeId node) {
         if (fsm_only) {
           pool.RecordPartialHit();
           entry = std::make_shared<const TokenClassification>(
-              RefineWithLookahead(*fsm_only, *fsm_, leave_, node, *tokenizer_, serial_));
+              RefineWithLookahead(*fsm_only, *t.fsm, t.leave, node, *tokenizer_, t.serial));
         } else {
           // Short-token reuse (see kShortTokenBytes): also a partial hit, with no FSM-only
           // version to store.
@@ -119,7 +160,7 @@ const TokenClassification& GrammarMaskCache::Build(NodeId node) {
           std::shared_ptr<const TokenClassification> short_part;
           if (tokenizer_->max_token_bytes() > kShortTokenBytes) {
             std::string bytes =
-                std::move(CanonicalSubFsmKeys(*fsm_, leave_, leavable_, node, kShortTokenBytes).with_lookahead.bytes);
+                std::move(CanonicalSubFsmKeys(*t.fsm, t.leave, t.leavable, node, kShortTokenBytes).with_lookahead.bytes);
             bytes[0] = 'S';
             short_key = PoolKey(std::move(bytes));
             short_part = pool.Find(short_key);
@@ -128,11 +169,11 @@ const TokenClassification& GrammarMaskCache::Build(NodeId node) {
             pool.RecordShortTokenHit();
             const LongTokenTable& long_tokens = VocabularyIndex::Of(*tokenizer_).long_tokens();
             entry = std::make_shared<const TokenClassification>(JoinShortAndLong(
-                *short_part, ClassifyLongTokens(*fsm_, leave_, node, *tokenizer_, long_tokens, serial_), *tokenizer_,
+                *short_part, ClassifyLongTokens(*t.fsm, t.leave, node, *tokenizer_, long_tokens, t.serial), *tokenizer_,
                 long_tokens));
           } else {
             pool.RecordMiss();
-            ClassificationPair pair = ClassifyTokens(*fsm_, leave_, leavable_, node, *tokenizer_, true, serial_);
+            ClassificationPair pair = ClassifyTokens(*t.fsm, t.leave, t.leavable, node, *tokenizer_, true, t.serial);
             entry = std::make_shared<const TokenClassification>(std::move(pair.with_lookahead));
             fsm_only = std::make_shared<const TokenClassification>(std::move(pair.fsm_only));
             if (!short_key.bytes.empty()) pool.Insert(std::move(short_key), entry);
@@ -148,15 +189,17 @@ const TokenClassification& GrammarMaskCache::Build(NodeId node) {
     if (has_hierarchical && !bypassed) pool.Insert(std::move(hierarchical.with_lookahead), entry);
   } else {
     entry = std::make_shared<const TokenClassification>(
-        std::move(ClassifyTokens(*fsm_, leave_, leavable_, node, *tokenizer_, false, serial_).with_lookahead));
+        std::move(ClassifyTokens(*t.fsm, t.leave, t.leavable, node, *tokenizer_, false, t.serial).with_lookahead));
   }
   entry = dense_sets_.Share(std::move(entry));
   build_ns_.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count(),
                       std::memory_order_relaxed);
   std::lock_guard<ForkSafeMutex> lock(mutex_);
-  if (const TokenClassification* raced = slots_[node].load(std::memory_order_acquire)) return *raced;
+  // Under the lock slots_ is the latest version's (GrowTo swaps it under the lock too).
+  Slot& slot = slots_.load(std::memory_order_relaxed)[node];
+  if (const TokenClassification* raced = slot.load(std::memory_order_acquire)) return *raced;
   owned_.push_back(entry);
-  slots_[node].store(entry.get(), std::memory_order_release);
+  slot.store(entry.get(), std::memory_order_release);
   built_.fetch_add(1);
   return *entry;
 }
@@ -212,7 +255,7 @@ void GrammarMaskCache::StartPrecompute(const std::shared_ptr<GrammarMaskCache>& 
   // Scannable nodes by estimated classification cost, highest first: how many tokens start
   // with a byte the node accepts (the trie walk skips the others at the root).
   auto nodes_by_cost = [](const GrammarMaskCache& c) {
-    const GrammarFsm& fsm = *c.fsm_;
+    const GrammarFsm& fsm = c.fsm();
     // tokens_below[b]: tokens whose first byte is below b (a prefix sum, so a byte range
     // costs O(1)).
     std::vector<int64_t> tokens_below(257, 0);
@@ -248,7 +291,7 @@ void GrammarMaskCache::StartPrecompute(const std::shared_ptr<GrammarMaskCache>& 
     std::shared_ptr<GrammarMaskCache> alive = weak.lock();
     if (!alive) return;
     if (alive->pool_ && alive->options_.cross_grammar) alive->ComputeHashes();
-    const GrammarFsm& fsm = *alive->fsm_;
+    const GrammarFsm& fsm = alive->fsm();
     constexpr size_t kMostExpensive = 8;
     std::vector<NodeId> schedule = DocumentOrder(fsm);
     if (schedule.size() > static_cast<size_t>(alive->options_.precompute)) {
@@ -267,7 +310,10 @@ void GrammarMaskCache::StartPrecompute(const std::shared_ptr<GrammarMaskCache>& 
 size_t GrammarMaskCache::FixedBytes() const {
   // Slots and the per-node tables built with the cache (the FSM hashes, built on first pool
   // lookup, are left out).
-  return sizeof(*this) + sizeof(void*) * fsm_->num_nodes() + leave_.MemoryBytes() + leavable_.capacity();
+  // Takes no lock: table_versions_ grows only under the grammar's build mutex, and only the
+  // latest version is counted (the older ones are what a build copied).
+  const NodeTables& t = tables();
+  return sizeof(*this) + sizeof(void*) * t.fsm->num_nodes() + t.leave.MemoryBytes() + t.leavable.capacity();
 }
 
 size_t GrammarMaskCache::MemoryBytes() const {

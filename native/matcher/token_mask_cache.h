@@ -51,14 +51,26 @@ class GrammarMaskCache {
   GrammarMaskCache(std::shared_ptr<const GrammarFsm> fsm, std::shared_ptr<const TokenizerInfo> tokenizer,
                    std::shared_ptr<MaskCachePool> pool, MaskCacheOptions options);
 
+  // `node` is a node of a snapshot of the grammar's FSM that this cache has grown to (every
+  // snapshot a reader can load: GrowTo runs before a snapshot is published).
   const TokenClassification& Get(NodeId node) {
-    if (const TokenClassification* hit = slots_[node].load(std::memory_order_acquire)) return *hit;
+    if (const TokenClassification* hit = slots_.load(std::memory_order_acquire)[node].load(std::memory_order_acquire)) {
+      return *hit;
+    }
     return Build(node);
   }
   // The entry of `node` if it is built; null otherwise (builds nothing).
-  const TokenClassification* Find(NodeId node) const { return slots_[node].load(std::memory_order_acquire); }
+  const TokenClassification* Find(NodeId node) const {
+    return slots_.load(std::memory_order_acquire)[node].load(std::memory_order_acquire);
+  }
   // Where Find reads `node`'s slot (for prefetching it).
-  const void* SlotAddress(NodeId node) const { return &slots_[node]; }
+  const void* SlotAddress(NodeId node) const { return &slots_.load(std::memory_order_acquire)[node]; }
+  // Lazy rule DFAs (docs/lazy_rule_dfas.md): sizes the per-node tables for `next`, a snapshot
+  // that the cache's latest one is a prefix of (grammar/grammar_fsm.h, "Snapshots"), keeping
+  // every entry built. The entries stay exact only if the leave sets of the older nodes are
+  // unchanged in `next`; GrowTo checks that and throws InternalError otherwise. Called under
+  // the grammar's build mutex (RuleDfaSnapshots' publish listener).
+  void GrowTo(std::shared_ptr<const GrammarFsm> next);
   // Queues the partial-JIT work described by options().precompute on the process's one
   // background thread (newest grammar first). Matchers never wait for it: a node they need
   // that is not built yet is built on their own thread.
@@ -88,19 +100,35 @@ class GrammarMaskCache {
   void ComputeHashes();
   static uint64_t NextSerial();
 
-  std::shared_ptr<const GrammarFsm> fsm_;
+  using Slot = std::atomic<const TokenClassification*>;
+  // The per-node tables of one FSM snapshot: immutable once published, except the slots,
+  // which are stored to under mutex_ only. A newer version (GrowTo) copies the slots, so the
+  // versions readers may still hold stay valid; all of them live as long as the cache.
+  struct NodeTables {
+    std::shared_ptr<const GrammarFsm> fsm;
+    uint64_t serial;  // names this DFA to ClassifyTokens (rows_owner); new per version
+    LeaveSets leave;
+    std::vector<uint8_t> leavable;
+    std::unique_ptr<Slot[]> slots;
+  };
+  static std::unique_ptr<NodeTables> MakeTables(std::shared_ptr<const GrammarFsm> fsm);
+  // The latest version; its slots also in slots_, which Get reads (one load, as before).
+  const NodeTables& tables() const { return *tables_.load(std::memory_order_acquire); }
+  const GrammarFsm& fsm() const { return *tables().fsm; }
+
   std::shared_ptr<const TokenizerInfo> tokenizer_;
   std::shared_ptr<MaskCachePool> pool_;
   MaskCacheOptions options_;
-  const uint64_t serial_;  // names this cache's DFA to ClassifyTokens (rows_owner)
-  LeaveSets leave_;
-  std::vector<uint8_t> leavable_;
-  std::unique_ptr<std::atomic<const TokenClassification*>[]> slots_;
+  std::vector<std::unique_ptr<NodeTables>> table_versions_;  // under mutex_; the last is tables_
+  std::atomic<const NodeTables*> tables_;
+  std::atomic<Slot*> slots_;
   // Hierarchical FSM hashes: computed by the background schedule's task (StartPrecompute),
-  // or on the first pool lookup where there is no background schedule (precompute <= 0).
+  // or on the first pool lookup where there is no background schedule (precompute <= 0), on
+  // the snapshot latest then; nodes appended since have no hierarchical keys.
   std::once_flag hashes_once_;
   std::atomic<bool> hashes_ready_{false};
   FsmHashes hashes_;
+  const NodeTables* hashed_tables_ = nullptr;  // the version hashes_ was computed on
   std::vector<std::string> lookahead_keys_;  // per rule, filled under mutex_
   std::vector<uint8_t> lookahead_key_done_;
   mutable ForkSafeMutex mutex_;
