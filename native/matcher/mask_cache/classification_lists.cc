@@ -9,7 +9,7 @@ std::shared_ptr<const AcceptedTokens> PackAccepted(const std::vector<uint32_t>& 
                                                    size_t hi, int64_t count,
                                                    const std::vector<uint64_t>* summary) {
   auto accepted = std::make_shared<AcceptedTokens>();
-  if (count > static_cast<int64_t>(words)) {
+  if (AcceptedAsBits(count, words)) {
     accepted->bits.assign(words, 0);
     std::copy(bits.begin() + lo, bits.begin() + hi, accepted->bits.begin() + lo);
     return accepted;

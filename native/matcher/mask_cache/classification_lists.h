@@ -28,6 +28,19 @@ inline void AppendUncertainRange(TokenClassification* out, int32_t begin, int32_
 // Accepted ids listed one by one up to this count (ClassifyScratch::accepted_list).
 constexpr int64_t kListedAccepts = 512;
 
+// Whether an accepted set of `count` tokens is stored as a bitset over the vocabulary's `words`
+// words rather than as an id list. A fill ORs an id list into its row one id at a time (a
+// read-modify-write of a scattered word each, chained where neighbouring ids share a word) but
+// a bitset a word at a time, vectorised, and the first bitset of a fill is copied in place of
+// clearing the row, so a bitset costs a fill about one streaming read of the row. A set denser
+// than one id per kWordsPerListedAccept words is cheaper to fill as a bitset (a JSON value start
+// accepts every number token: about one id per five words), at up to that many times the
+// memory of its list.
+constexpr int64_t kWordsPerListedAccept = 8;
+inline bool AcceptedAsBits(int64_t count, size_t words) {
+  return count * kWordsPerListedAccept > static_cast<int64_t>(words);
+}
+
 // Packs the accepted bits, all of which lie in words [lo, hi) of `bits`. `summary`, where
 // given, has bit w set for every non-zero word w (ClassifyScratch::accepted_summary): an id
 // list is then read from those words alone.

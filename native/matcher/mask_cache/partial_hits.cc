@@ -139,7 +139,7 @@ TokenClassification JoinShortAndLong(const TokenClassification& short_part, cons
   const std::vector<int32_t>& long_ids = long_part.accepted->ids;  // ascending
   auto is_short_id = [&](int32_t id) { return (long_tokens.short_bits[id >> 5] >> (id & 31)) & 1; };
   TokenClassification out;
-  if (!from_short.as_bits() && from_short.ids.size() + long_ids.size() <= words) {
+  if (!from_short.as_bits() && !AcceptedAsBits(static_cast<int64_t>(from_short.ids.size() + long_ids.size()), words)) {
     // A sparse set (a literal's few tokens): merge the two ascending id lists; the word
     // passes below would cost a scan of the whole vocabulary.
     auto accepted = std::make_shared<AcceptedTokens>();

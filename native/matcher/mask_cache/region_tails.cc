@@ -78,7 +78,7 @@ ClassificationPair ClassifyRegionOutsiders(const TokenIdSet& region_tokens, cons
   ClassificationPair out;
   finish(uncertain_lookahead, &out.with_lookahead);
   if (want_fsm_only) finish(uncertain_fsm, &out.fsm_only);
-  if (accepted_count > static_cast<int64_t>(words)) {
+  if (AcceptedAsBits(accepted_count, words)) {
     auto accepted = std::make_shared<AcceptedTokens>();
     accepted->bits = std::move(bits);
     out.with_lookahead.accepted = std::move(accepted);

@@ -34,8 +34,8 @@
 namespace xg2 {
 
 
-// Accepted tokens of one node, as a bitset over token ids or as an ascending id list,
-// whichever is smaller. Shared by the FSM-only and the lookahead version of a node.
+// Accepted tokens of one node, as a bitset over token ids once dense enough to fill faster (AcceptedAsBits,
+// mask_cache/classification_lists.h), else as an ascending id list. Shared by both versions of a node.
 struct AcceptedTokens {
   std::vector<uint32_t> bits;
   std::vector<int32_t> ids;

@@ -491,7 +491,7 @@ void TrieWalk::ResortUncertainLists() {
 // from the bits it set, when the words they span cost less to scan than the sort (a few
 // hundred ids: a tenth of a large walk went to sorting them).
 ClassificationPair TrieWalk::Finish() {
-  if (listed && accepted_count <= kListedAccepts && accepted_count <= static_cast<int64_t>(words) &&
+  if (listed && accepted_count <= kListedAccepts && !AcceptedAsBits(accepted_count, words) &&
       static_cast<int64_t>(words_hi - words_lo) > kScanWordsPerListedId * accepted_count) {
     auto accepted = std::make_shared<AcceptedTokens>();
     accepted->ids = s.accepted_list;
