@@ -60,11 +60,6 @@ class SubsetConstruction {
     s_.set_hash.clear();
     s_.slots.assign(64, -1);
     s_.single_state.assign(nfa_.num_nodes, -1);
-    s_.many_pool.clear();
-    s_.many_begin.assign(1, 0);
-    s_.many_hash.clear();
-    s_.many_state.clear();
-    s_.many_slots.assign(64, -1);
     Intern(Closure(nfa_.start));
     std::vector<std::vector<int32_t>> heads;
     for (size_t k = 0; k < nfa_.loops.size(); ++k) {
@@ -250,46 +245,6 @@ class SubsetConstruction {
     return id;
   }
 
-  // Intern(Closure(targets)) for the NFA targets of one step (a byte piece or a rule), by
-  // InternSingle for one target and otherwise remembered per target list, in the order the
-  // edges gave it: the same list recurs from many states (a character class or a rule
-  // reference reached from several positions), and its closure and lookup are then made
-  // once. As for InternSingle, the answer is the one Intern would give again.
-  int32_t InternTargets(const std::vector<int32_t>& targets) {
-    if (targets.size() == 1) return InternSingle(targets[0]);
-    const uint64_t hash = HashSet(targets);
-    size_t mask = s_.many_slots.size() - 1;
-    size_t slot = hash & mask;
-    for (;; slot = (slot + 1) & mask) {
-      const int32_t k = s_.many_slots[slot];
-      if (k < 0) break;
-      if (s_.many_hash[k] != hash) continue;
-      const uint32_t b = s_.many_begin[k], e = s_.many_begin[k + 1];
-      if (e - b == targets.size() && std::equal(targets.begin(), targets.end(), s_.many_pool.begin() + b)) {
-        return s_.many_state[k];
-      }
-    }
-    const int32_t id = Intern(Closure(targets));
-    if (exhausted_) return id;  // a placeholder 0, not the targets' state
-    const int32_t k = static_cast<int32_t>(s_.many_state.size());
-    s_.many_pool.insert(s_.many_pool.end(), targets.begin(), targets.end());
-    s_.many_begin.push_back(static_cast<uint32_t>(s_.many_pool.size()));
-    s_.many_hash.push_back(hash);
-    s_.many_state.push_back(id);
-    if (static_cast<size_t>(k + 1) * 2 > s_.many_slots.size()) {  // keep the table at most half full
-      s_.many_slots.assign(s_.many_slots.size() * 2, -1);
-      mask = s_.many_slots.size() - 1;
-      for (int32_t other = 0; other <= k; ++other) {
-        size_t i = s_.many_hash[other] & mask;
-        while (s_.many_slots[i] >= 0) i = (i + 1) & mask;
-        s_.many_slots[i] = other;
-      }
-    } else {
-      s_.many_slots[slot] = k;
-    }
-    return id;
-  }
-
   // From a state that carries a counter, a step may not enter a counted loop afresh: the
   // fresh entry would need count 0 while the item keeps its count.
   void CheckNoFreshEntry(const std::vector<int32_t>& set, bool carries_counter, int kind, int lo, int hi) {
@@ -384,7 +339,7 @@ class SubsetConstruction {
       CheckNoFreshEntry(set, carries_counter, kByteRange, lo, hi);
       int32_t target = previous_target;
       if (previous_target < 0 || targets != previous_targets) {
-        target = InternTargets(targets);
+        target = targets.size() == 1 ? InternSingle(targets[0]) : Intern(Closure(targets));
         previous_targets.swap(targets);
         previous_target = target;
       }
@@ -454,7 +409,7 @@ class SubsetConstruction {
       targets.clear();
       for (; k < rule_targets.size() && rule_targets[k].first == rule; ++k) targets.push_back(rule_targets[k].second);
       CheckNoFreshEntry(set, carries_counter, rule, 0, 0);
-      const int32_t target = InternTargets(targets);
+      const int32_t target = targets.size() == 1 ? InternSingle(targets[0]) : Intern(Closure(targets));
       dfa.rule_edges.push_back({rule, target});
     }
     dfa.rule_begin.push_back(static_cast<int32_t>(dfa.rule_edges.size()));

@@ -40,14 +40,6 @@ struct SubsetScratch {
   std::vector<std::pair<int32_t, int32_t>> rule_targets;  // (rule, NFA target)
   std::vector<NfaEdge> single_node_bytes;  // ExpandDisjointBytes
   std::vector<int32_t> single_state;  // NFA node -> DFA state of its closure, or -1 (InternSingle)
-  // InternTargets' memo: target list k is many_pool[many_begin[k], many_begin[k + 1]), its
-  // hash many_hash[k] and its DFA state many_state[k], found through open addressing over
-  // many_slots (-1 empty; power-of-two size).
-  std::vector<int32_t> many_pool;
-  std::vector<uint32_t> many_begin;
-  std::vector<uint64_t> many_hash;
-  std::vector<int32_t> many_state;
-  std::vector<int32_t> many_slots;
 };
 
 // Determinises `nfa`; the result lives in scratch->dfa until the next construction on it.
