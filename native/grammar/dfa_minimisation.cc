@@ -105,7 +105,7 @@ void MarkLiveStates(const FlatDfa& dfa, MinimizeScratch* scratch) {
 }
 
 // The initial partition of the live states into scratch->cls (-1 for dead ones): acceptance and
-// the counter roles, which merging must preserve. Returns the number of live states.
+// the counter roles, which merging must preserve. Returns the number of classes.
 int32_t InitialPartition(const FlatDfa& dfa, MinimizeScratch* scratch) {
   MinimizeScratch& m = *scratch;
   const size_t n = static_cast<size_t>(dfa.size());
@@ -114,10 +114,8 @@ int32_t InitialPartition(const FlatDfa& dfa, MinimizeScratch* scratch) {
   cls.assign(n, -1);
   auto& initial = m.initial;
   initial.clear();
-  int32_t num_live = 0;
   for (size_t i = 0; i < n; ++i) {
     if (!live[i]) continue;
-    ++num_live;
     auto key = std::make_tuple(static_cast<bool>(dfa.accepting[i]), dfa.loop[i], dfa.gate_loop[i]);
     auto it = std::find_if(initial.begin(), initial.end(), [&](const auto& entry) { return entry.first == key; });
     if (it == initial.end()) {
@@ -126,7 +124,7 @@ int32_t InitialPartition(const FlatDfa& dfa, MinimizeScratch* scratch) {
     }
     cls[i] = it->second;
   }
-  return num_live;
+  return static_cast<int32_t>(initial.size());
 }
 
 // Appends the signature of state `s` to `words`: `own` (its class so far), its byte edges
@@ -164,43 +162,6 @@ uint64_t HashWords(const int64_t* first, const int64_t* last) {
     h ^= h >> 29;
   }
   return h;
-}
-
-// Numbering of signatures (AppendSignature) by content: the classes' signatures stay in
-// scratch->words (words[class_begin[c], class_begin[c + 1])), found by hash through open
-// addressing over class_slots. Reset for at most `count` classes.
-void ResetSignatureClasses(int32_t count, MinimizeScratch* scratch) {
-  MinimizeScratch& m = *scratch;
-  m.words.clear();
-  m.class_begin.assign(1, 0);
-  m.class_hash.clear();
-  size_t num_slots = 16;
-  while (num_slots < 2 * static_cast<size_t>(count)) num_slots *= 2;  // at most half full
-  m.class_slots.assign(num_slots, -1);
-}
-
-// The class of the signature written last (scratch->words from `start` on): a known one (the
-// signature is then taken off again), or a new one whose signature stays.
-int32_t SignatureClass(size_t start, MinimizeScratch* scratch) {
-  MinimizeScratch& m = *scratch;
-  std::vector<int64_t>& words = m.words;
-  const uint64_t hash = HashWords(words.data() + start, words.data() + words.size());
-  const size_t mask = m.class_slots.size() - 1;
-  for (size_t i = hash & mask;; i = (i + 1) & mask) {
-    const int32_t c = m.class_slots[i];
-    if (c < 0) {
-      const int32_t id = static_cast<int32_t>(m.class_hash.size());
-      m.class_slots[i] = id;
-      m.class_hash.push_back(hash);
-      m.class_begin.push_back(static_cast<uint32_t>(words.size()));
-      return id;
-    }
-    if (m.class_hash[c] == hash && m.class_begin[c + 1] - m.class_begin[c] == words.size() - start &&
-        std::equal(words.begin() + m.class_begin[c], words.begin() + m.class_begin[c + 1], words.begin() + start)) {
-      words.resize(start);
-      return c;
-    }
-  }
 }
 
 // Minimisation of an acyclic machine in one pass (Revuz, "Minimisation of acyclic
@@ -245,35 +206,43 @@ bool RefineAcyclic(const FlatDfa& dfa, MinimizeScratch* scratch) {
   for (int32_t s = 0; s < n; ++s) live += cls[s] >= 0;
 
   std::vector<int32_t>& final_cls = m.acyclic_cls;
+  std::vector<int64_t>& words = m.words;
+  std::vector<uint32_t>& class_begin = m.class_begin;
+  std::vector<uint64_t>& class_hash = m.class_hash;
+  std::vector<int32_t>& slots = m.class_slots;
   final_cls.assign(n, -1);
-  ResetSignatureClasses(live, &m);
+  words.clear();
+  class_begin.assign(1, 0);
+  class_hash.clear();
+  size_t num_slots = 16;
+  while (num_slots < 2 * static_cast<size_t>(live)) num_slots *= 2;  // at most half full
+  slots.assign(num_slots, -1);
+  const size_t mask = num_slots - 1;
   for (const int32_t s : ready) {
     if (cls[s] < 0) continue;  // dead: no class, and edges into it count as none
-    const size_t start = m.words.size();
-    AppendSignature(dfa, s, cls[s], final_cls, &m.words);
-    final_cls[s] = SignatureClass(start, &m);
+    const size_t start = words.size();
+    AppendSignature(dfa, s, cls[s], final_cls, &words);
+    const uint64_t hash = HashWords(words.data() + start, words.data() + words.size());
+    for (size_t i = hash & mask;; i = (i + 1) & mask) {
+      const int32_t c = slots[i];
+      if (c < 0) {  // a new class; its signature stays where it was written
+        const int32_t id = static_cast<int32_t>(class_hash.size());
+        slots[i] = id;
+        class_hash.push_back(hash);
+        class_begin.push_back(static_cast<uint32_t>(words.size()));
+        final_cls[s] = id;
+        break;
+      }
+      if (class_hash[c] == hash && class_begin[c + 1] - class_begin[c] == words.size() - start &&
+          std::equal(words.begin() + class_begin[c], words.begin() + class_begin[c + 1], words.begin() + start)) {
+        words.resize(start);
+        final_cls[s] = c;
+        break;
+      }
+    }
   }
   cls.swap(final_cls);
   return true;
-}
-
-// One of Moore's rounds over the live states of scratch->cls (`live` of them): each state's
-// class becomes the number of its signature (AppendSignature over the classes before the
-// round), dense from 0. Returns the number of classes.
-int32_t RefineOneMooreRound(const FlatDfa& dfa, int32_t live, MinimizeScratch* scratch) {
-  MinimizeScratch& m = *scratch;
-  const int32_t n = dfa.size();
-  std::vector<int32_t>& next = m.acyclic_cls;
-  next.assign(n, -1);
-  ResetSignatureClasses(live, &m);
-  for (int32_t s = 0; s < n; ++s) {
-    if (m.cls[s] < 0) continue;
-    const size_t start = m.words.size();
-    AppendSignature(dfa, s, m.cls[s], m.cls, &m.words);
-    next[s] = SignatureClass(start, &m);
-  }
-  m.cls.swap(next);
-  return static_cast<int32_t>(m.class_hash.size());
 }
 
 // Refines scratch->cls to the coarsest stable partition by Moore's rounds.
@@ -396,22 +365,14 @@ Dfa CanonicalQuotient(const FlatDfa& dfa, MinimizeScratch* scratch) {
   return out;
 }
 
-// The general path (Moore's rounds, or one Moore round then Hopcroft's algorithm) on the
-// `live` live states and the initial partition in `scratch`.
-void RefineGeneral(const FlatDfa& dfa, int32_t live, MinimizeScratch* scratch) {
+// The general path (Moore's rounds or Hopcroft's algorithm) on the live states and initial
+// partition in `scratch`.
+void RefineGeneral(const FlatDfa& dfa, int32_t num_initial, MinimizeScratch* scratch) {
   if (static_cast<size_t>(dfa.size()) <= kMaxMooreNodes) {
     RefineMoore(dfa, scratch);
-    return;
+  } else {
+    RefineHopcroft(dfa, num_initial, &scratch->cls, scratch);
   }
-  // Hopcroft's algorithm starts from the partition after one of Moore's rounds: that round
-  // only separates states that are not equivalent (their steps differ in a symbol or in the
-  // initial class of a target), so the coarsest stable refinement is the same, and it is
-  // found in one pass over the edges where Hopcroft's splitters would find it piece by
-  // piece. A subset-constructed machine often comes out of that round with every state in
-  // a class of its own: it is minimal already, and no splitter is needed.
-  const int32_t classes = RefineOneMooreRound(dfa, live, scratch);
-  if (classes == live) return;
-  RefineHopcroft(dfa, classes, &scratch->cls, scratch);
 }
 
 [[maybe_unused]] bool SameDfa(const Dfa& a, const Dfa& b) {
@@ -456,14 +417,14 @@ Dfa Minimize(const FlatDfa& dfa, MinimizeScratch* scratch) {
   MinimizeScratch own;
   MinimizeScratch& m = scratch ? *scratch : own;
   MarkLiveStates(dfa, &m);
-  const int32_t live = InitialPartition(dfa, &m);
+  const int32_t num_initial = InitialPartition(dfa, &m);
   // A machine with counted loops (rare) takes the general path.
   if (dfa.loops.empty() && RefineAcyclic(dfa, &m)) {
     Dfa minimal = CanonicalQuotient(dfa, &m);
     XG2_DCHECK_INVARIANTS(CheckAcyclicMinimisation(dfa, minimal));
     return minimal;
   }
-  RefineGeneral(dfa, live, &m);
+  RefineGeneral(dfa, num_initial, &m);
   return CanonicalQuotient(dfa, &m);
 }
 

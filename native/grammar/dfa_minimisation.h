@@ -1,8 +1,7 @@
 // Minimisation (fsm_builder.cc, stage 3): a determinised rule (FlatDfa) -> its minimal Dfa.
 // States that cannot reach acceptance are dropped, equivalent ones merged (one pass from the
-// sinks up for an acyclic machine, Moore's rounds for other small machines, above them one
-// Moore round and, unless that left every state alone in its class, Hopcroft's algorithm
-// through PartitionRefiner), and the classes renumbered in breadth-first
+// sinks up for an acyclic machine, Moore's rounds for other small machines, Hopcroft's
+// algorithm through PartitionRefiner above), and the classes renumbered in breadth-first
 // order from the start, so the result is canonical: equal languages (with equal counter
 // roles) give identical Dfas, whichever algorithm ran.
 // Merging preserves acceptance and each state's counted-loop roles (loop, gate_loop); a loop
@@ -27,9 +26,8 @@ struct MinimizeScratch {
   std::vector<uint8_t> live;
   std::vector<std::pair<std::tuple<bool, int32_t, int32_t>, int32_t>> initial;
   // The acyclic pass: live out-edges left per state, the states in the order they are
-  // classed. It and the single Moore round before Hopcroft's algorithm number signatures by
-  // content: the classes' signatures (words[class_begin[c], class_begin[c + 1])) found by
-  // hash through open addressing over class_slots, the new classes in acyclic_cls.
+  // classed, and the classes' signatures (words[class_begin[c], class_begin[c + 1]))
+  // found by hash through open addressing over class_slots.
   std::vector<int32_t> pending, ready, acyclic_cls, class_slots;
   std::vector<uint32_t> class_begin;
   std::vector<uint64_t> class_hash;
