@@ -32,14 +32,11 @@ LoweringContext::LoweringContext(const GrammarAst& ast, const FsmBuildLimits& li
       if (!reached[child]) reached[child] = 1, stack.push_back(child);
     }
   }
-  // Nullability only of the nodes the rules reach: the bodies of rules that inlining or
-  // reachability dropped stay in the node table, and their rule references may name rules
-  // that no longer exist (an index past rule_nullable_).
+  // Nullability is asked only of nodes the rules reach (Compressible): the bodies of rules
+  // that inlining or reachability dropped stay in the node table, and their rule references
+  // may name rules that no longer exist (an index past rule_nullable_).
   expr_nullable_.assign(ast.nodes.size(), -1);
-  std::vector<uint32_t> stamps(ast.nodes.size(), 0);
-  for (ExprId e = 0; e < static_cast<ExprId>(ast.nodes.size()); ++e) {
-    if (reached[e]) StampedNullable(e, &expr_nullable_, &stamps, 1);
-  }
+  expr_nullable_stamp_.assign(ast.nodes.size(), 0);
   fragment_size_.assign(ast.nodes.size(), -1);
 }
 
@@ -173,7 +170,8 @@ void LoweringContext::ComputeRuleNullable() {
   }
 }
 
-bool LoweringContext::StampedNullable(ExprId e, std::vector<int8_t>* memo, std::vector<uint32_t>* memo_stamp, uint32_t stamp) {
+bool LoweringContext::StampedNullable(ExprId e, std::vector<int8_t>* memo, std::vector<uint32_t>* memo_stamp,
+                                      uint32_t stamp) const {
   if ((*memo_stamp)[e] == stamp) return (*memo)[e];
   const ExprNode& node = ast_.node(e);
   bool nullable = false;

@@ -100,10 +100,11 @@ class LoweringContext {
   // Whether the repetition `e` is lowered compressed (with the counter).
   bool Compressible(ExprId e) const {
     const ExprNode& node = ast_.node(e);
-    if (!enabled() || node.kind != ExprKind::kRepeat || explicit_.count(e)) return false;
+    if (!enabled() || node.kind != ExprKind::kRepeat) return false;
     bool long_bound = node.max_repeat < 0 ? node.min_repeat > threshold_ : node.max_repeat > threshold_;
+    if (!long_bound || explicit_.count(e)) return false;
     // A nullable body could make the counter run through empty iterations; kept explicit.
-    return long_bound && !expr_nullable_[node.children[0]];
+    return !StampedNullable(node.children[0], &expr_nullable_, &expr_nullable_stamp_, 1);
   }
 
   bool ContainsCompressible(ExprId e) {
@@ -139,13 +140,16 @@ class LoweringContext {
 
   // Whether `e` matches the empty string under the current rule_nullable_; memo entries
   // count only where memo_stamp equals `stamp`.
-  bool StampedNullable(ExprId e, std::vector<int8_t>* memo, std::vector<uint32_t>* memo_stamp, uint32_t stamp);
+  bool StampedNullable(ExprId e, std::vector<int8_t>* memo, std::vector<uint32_t>* memo_stamp, uint32_t stamp) const;
 
   const GrammarAst& ast_;
   int32_t threshold_;
   int32_t max_token_bytes_;
   std::vector<uint8_t> rule_nullable_;
-  std::vector<int8_t> expr_nullable_;
+  // Expression nullability, filled on demand (stamp 1) for the bodies of long repetitions
+  // only: rule nullability is final once the constructor has run, so a memo entry stays true.
+  mutable std::vector<int8_t> expr_nullable_;
+  mutable std::vector<uint32_t> expr_nullable_stamp_;
   std::vector<int8_t> contains_compressible_;
   std::set<ExprId> lifted_;    // lowered as a call of a synthetic rule
   std::set<ExprId> explicit_;  // never compressed (conflicts even alone)

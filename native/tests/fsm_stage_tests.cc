@@ -94,6 +94,29 @@ TEST(EveryMinimisationGivesTheCanonicalDfa) {
   }
 }
 
+TEST(LargeCyclicMachinesMinimiseToTheSameDfa) {
+  // Above Moore's size limit, with a cycle (Hopcroft's algorithm). ([01]tail)* is minimal
+  // as determinised (40 states). (0tail|1tail)* determinises into 79 states, the two copies
+  // of the tail pairwise equivalent, and must come out as the same 40-state DFA.
+  const std::string tail = "BCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmn";
+  AstBuilder b;
+  const Stages by_class = RunStages(b.ast, b.Repeat(b.Seq({b.Class({{'0', '1'}}), b.Bytes(tail)}), 0, -1));
+  const Stages by_choice = RunStages(b.ast, b.Repeat(b.Choice({b.Bytes("0" + tail), b.Bytes("1" + tail)}), 0, -1));
+  CHECK_EQ(by_class.determinised.size(), 40);
+  CHECK_EQ(by_class.minimal.size(), 40);
+  CHECK_EQ(by_choice.determinised.size(), 79);
+  CHECK_EQ(by_choice.minimal.size(), 40);
+  CHECK_EQ(Describe(by_class.minimal), Describe(by_choice.minimal));
+  CheckStageInvariants(by_class);
+  CheckStageInvariants(by_choice);
+  for (const Stages* stages : {&by_class, &by_choice}) {
+    CHECK(DfaAccepts(stages->minimal, ""));
+    CHECK(DfaAccepts(stages->minimal, "0" + tail + "1" + tail));
+    CHECK(!DfaAccepts(stages->minimal, "0" + tail.substr(0, 38)));
+    CHECK(!DfaAccepts(stages->minimal, "0" + tail + "2"));
+  }
+}
+
 TEST(AcyclicMachineMergesSharedSuffixes) {
   // The trie of the alternatives has a state per prefix; the minimal DFA shares the suffixes
   // "at", "rt" and "t": start, {at, art}, {at}, {t, rt}, {t}, and the end.
