@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -389,6 +390,7 @@ size_t Fragment::hash() const { return node_ == nullptr ? 0 : node_->hash; }
 template <typename Iterator>
 Fragment SeqOf(Iterator begin, Iterator end) {
   std::vector<NodePtr> children;
+  children.reserve(static_cast<size_t>(std::distance(begin, end)));  // more only when a part is a sequence
   int count = 0;
   const Fragment* only = nullptr;  // with count == 1 and nothing merged: that operand
   bool merged = false;
@@ -428,11 +430,22 @@ Fragment AltOf(Iterator begin, Iterator end) {
   struct Equal {
     bool operator()(const Fragment* a, const Fragment* b) const { return *a == *b; }
   };
+  // Most alternations have a handful of choices: those are compared with the kept ones in
+  // place (hash first), which keeps the same first occurrences as the set, without its nodes.
+  constexpr size_t kMaxScannedChoices = 16;
   std::vector<const Fragment*> kept;
   std::unordered_set<const Fragment*, HashOf, Equal> seen;
+  const bool scan = static_cast<size_t>(std::distance(begin, end)) <= kMaxScannedChoices;
   for (Iterator it = begin; it != end; ++it) {
     const Fragment& choice = *it;
-    if (choice.never() || !seen.insert(&choice).second) continue;
+    if (choice.never()) continue;
+    if (scan) {
+      const size_t hash = choice.hash();
+      auto same = [&](const Fragment* other) { return other->hash() == hash && *other == choice; };
+      if (std::any_of(kept.begin(), kept.end(), same)) continue;
+    } else if (!seen.insert(&choice).second) {
+      continue;
+    }
     kept.push_back(&choice);
   }
   if (kept.empty()) return Fragment::Never();

@@ -326,6 +326,7 @@ void SchemaConverter::StartOutput() {
   string_languages_.clear();
   number_languages_.clear();
   formats_in_rules_.clear();
+  undeclared_keys_.clear();
   active_depth_ = 0;
   merge_targets_.clear();
   merges_in_progress_.clear();

@@ -121,13 +121,23 @@ Fragment SchemaConverter::DeclaredKey(const std::string& name) {
   return Seq({Fragment::Literal("\""), StringSpellings({name}), Fragment::Literal("\"")});
 }
 
+// Memoised: the same names give the same trie, and each Share in it finds the rule the first
+// call defined, so a repeated call would return the same reference and change no rule.
+Fragment SchemaConverter::UndeclaredKey(const std::vector<std::string>& names) {
+  auto found = undeclared_keys_.find(names);
+  if (found != undeclared_keys_.end()) return found->second;
+  Fragment key = options_.any_key_spelling && options_.string_excludes.empty() ? KeyInNoSpellingOf(names)
+                                                                                 : KeyNotIn(names);
+  undeclared_keys_.emplace(names, key);
+  return key;
+}
+
 // As KeyNotIn (json_schema_objects.cc), over every spelling: on the trie of the decoded
 // names, a key may end where no name ends, continue along a child in any spelling of its
 // character, or leave the trie with any other character and continue freely. One
 // expression (a single rule DFA, which the token-mask cache classifies exactly) until a
 // sub-trie's text grows large. Invariant: trie children have larger indices than parents.
-Fragment SchemaConverter::UndeclaredKey(const std::vector<std::string>& names) {
-  if (!options_.any_key_spelling || !options_.string_excludes.empty()) return KeyNotIn(names);
+Fragment SchemaConverter::KeyInNoSpellingOf(const std::vector<std::string>& names) {
   const std::vector<NameTrieNode> trie = NameTrie(names);
   const Fragment any_tail = Repeat(CommonRule("json_char"), 0, -1);
   std::vector<Fragment> fragment_of(trie.size(), Fragment::Never());

@@ -19,6 +19,7 @@
 #include "grammar/grammar_ast.h"
 #include "grammar/grammar_builder.h"
 #include "support/cancellation.h"
+#include "support/dcheck.h"
 #include "support/error.h"
 #include "support/graph.h"
 #include "support/partition_refinement.h"
@@ -217,7 +218,19 @@ class SubsetConstruction {
     std::sort(closure->begin(), closure->end());
   }
 
+  // Many intervals of many states reach the same target set; its closure is computed (and
+  // sorted, and interned) once, and later lookups of the same seeds read the state found then.
   int32_t IdOf(const std::vector<int32_t>& seeds) {
+    const size_t known_seeds = seed_sets_.size();
+    const int32_t seed_id = seed_sets_.Intern(seeds);
+    if (static_cast<size_t>(seed_id) < known_seeds) return state_of_seeds_[seed_id];
+    const int32_t id = IdOfClosure(seeds);
+    state_of_seeds_.push_back(id);
+    XG2_DCHECK(state_of_seeds_.size() == seed_sets_.size(), "one state per interned seed set");
+    return id;
+  }
+
+  int32_t IdOfClosure(const std::vector<int32_t>& seeds) {
     Close(seeds, &closure_);
     const size_t known = sets_.size();
     const int32_t id = sets_.Intern(closure_);
@@ -237,6 +250,8 @@ class SubsetConstruction {
   std::vector<int32_t> stack_;
   std::vector<int32_t> closure_;
   SequenceInterner sets_;  // the DFA states' NFA node sets
+  SequenceInterner seed_sets_;           // target sets IdOf was asked for (sorted)
+  std::vector<int32_t> state_of_seeds_;  // per seed set: the DFA state of its closure
   CodepointDfa dfa_;
   int32_t accept_ = -1;
 };

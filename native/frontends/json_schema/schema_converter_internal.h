@@ -331,6 +331,8 @@ class SchemaConverter {
   // in any spelling (KeyNotIn's canonical subset where that automaton is too large).
   Fragment DeclaredKey(const std::string& name);
   Fragment UndeclaredKey(const std::vector<std::string>& names);
+  // UndeclaredKey under any_key_spelling: a name that is none of `names` in any spelling.
+  Fragment KeyInNoSpellingOf(const std::vector<std::string>& names);
   std::optional<Fragment> MembersInAnyOrder(const std::vector<Fragment>& members, const std::vector<bool>& required,
                                             const Fragment& extra_member, long long min_count, long long max_count,
                                             const Node& node, const std::string& hint, int depth);
@@ -397,6 +399,10 @@ class SchemaConverter {
   std::map<std::string, std::optional<CodepointDfa>> format_automata_;
   // PatternNames, by pattern.
   std::map<std::string, CodepointDfa> pattern_names_;
+  // UndeclaredKey's rule references, by the declared names in order; cleared with rules_.
+  // Objects repeat across a schema (a definition copied into every allOf/oneOf branch that
+  // merges it), and each trie costs far more than the lookup.
+  std::map<std::vector<std::string>, Fragment> undeclared_keys_;
   // FormatInRules, cleared with rules_.
   std::map<std::string, std::optional<Fragment>> formats_in_rules_;
   int active_depth_ = 0;
