@@ -107,11 +107,11 @@ std::vector<RuleId> AstRightLinearGroup(const GrammarAst& ast, const AstRightLin
   members.push_back(entry);
   in_group[entry] = 1;
   std::vector<ExprId> stack;
-  std::vector<uint8_t> seen(ast.nodes.size(), 0);
+  std::vector<uint32_t> seen(ast.nodes.size(), 0);  // the walk of members[m] stamps m + 1
   for (size_t m = 0; m < members.size(); ++m) {
     // Every reference of a pure rule is a tail call of a pure rule: walk them all.
+    const uint32_t stamp = static_cast<uint32_t>(m) + 1;
     stack.assign(1, ast.rules[members[m]].body);
-    std::fill(seen.begin(), seen.end(), 0);
     while (!stack.empty()) {
       const ExprNode& node = ast.node(stack.back());
       stack.pop_back();
@@ -120,7 +120,7 @@ std::vector<RuleId> AstRightLinearGroup(const GrammarAst& ast, const AstRightLin
         members.push_back(node.rule_id);
       }
       for (ExprId c : node.children) {
-        if (!seen[c]) seen[c] = 1, stack.push_back(c);
+        if (seen[c] != stamp) seen[c] = stamp, stack.push_back(c);
       }
     }
   }
@@ -146,13 +146,15 @@ int64_t SaturatingMul(int64_t a, int64_t b) { return b != 0 && a > kSaturated / 
 class NfaSizeBound {
  public:
   NfaSizeBound(const GrammarAst& ast, fsm_build::LoweringContext* ctx)
-      : ast_(ast), ctx_(ctx), memo_(ast.nodes.size(), -1) {}
+      : ast_(ast), ctx_(ctx), memo_{std::vector<int64_t>(ast.nodes.size(), -1), std::vector<int64_t>(ast.nodes.size(), -1)} {}
 
   int64_t operator()(ExprId e, bool fragments) {
+    int64_t& memo = memo_[fragments][e];
+    if (memo >= 0) return memo;
     if (fragments && ctx_->IsFragment(e)) {
-      return SaturatingAdd(fsm_build::DeterminisationCap(SaturatingAdd((*this)(e, false), 1)), 2);
+      memo = SaturatingAdd(fsm_build::DeterminisationCap(SaturatingAdd((*this)(e, false), 1)), 2);
+      return memo;
     }
-    if (!fragments && memo_[e] >= 0) return memo_[e];
     const ExprNode& node = ast_.node(e);
     int64_t size = 0;
     switch (node.kind) {
@@ -182,14 +184,14 @@ class NfaSizeBound {
         break;
       }
     }
-    if (!fragments) memo_[e] = size;
+    memo = size;
     return size;
   }
 
  private:
   const GrammarAst& ast_;
   fsm_build::LoweringContext* ctx_;
-  std::vector<int64_t> memo_;  // without fragments
+  std::vector<int64_t> memo_[2];  // per node: without, with fragments
 };
 
 }  // namespace
@@ -242,6 +244,7 @@ RuleBuildPolicy DecideRuleBuildPolicy(const GrammarAst& ast, const FsmBuildLimit
   }
   fsm_build::LoweringContext ctx(ast, limits);  // pristine: the lowering a first build starts from
   NfaSizeBound nfa_bound(ast, &ctx);
+  std::vector<uint32_t> visited(ast.nodes.size(), 0);  // the walk of rule r stamps r + 1
   for (size_t r = 0; r < n; ++r) {
     if (policy.eager[r] != kBuildOnFirstUse) continue;
     const ExprId body = ast.rules[r].body;
@@ -251,9 +254,9 @@ RuleBuildPolicy DecideRuleBuildPolicy(const GrammarAst& ast, const FsmBuildLimit
     }
     int64_t bound = 0;
     // The body, then each compound node below it (every one could become a #part rule).
-    std::fill(seen.begin(), seen.end(), 0);
+    const uint32_t stamp = static_cast<uint32_t>(r) + 1;
     stack.assign(1, body);
-    seen[body] = 1;
+    visited[body] = stamp;
     while (!stack.empty()) {
       const ExprId e = stack.back();
       stack.pop_back();
@@ -267,7 +270,7 @@ RuleBuildPolicy DecideRuleBuildPolicy(const GrammarAst& ast, const FsmBuildLimit
         bound = SaturatingAdd(bound, SaturatingAdd(fsm_build::DeterminisationCap(nfa) + 1, nfa));
       }
       for (ExprId c : ast.node(e).children) {
-        if (!seen[c]) seen[c] = 1, stack.push_back(c);
+        if (visited[c] != stamp) visited[c] = stamp, stack.push_back(c);
       }
     }
     policy.lazy_node_bound[r] = bound;
