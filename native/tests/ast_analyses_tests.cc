@@ -164,6 +164,33 @@ TEST(AstRightLinearRulesAndGroupsMatchTheMergingPass) {
   BuildGrammarFsm(b.ast);  // the merging pass's rules and groups equal these
 }
 
+TEST(ACompressibleRepetitionWithoutACountedLoopIsPureInTheDfasOnly) {
+  // root ::= "x" tail ; tail ::= ("ab"){0,65}. With the threshold at 64 the repetition is
+  // compressible, but with 128-byte tokens a counted loop needs more than 2 + 128 / 2 optional
+  // copies, so it lowers to explicit copies: no loop in tail's DFA, which the merging pass
+  // finds pure. The AST side cannot know that before the body's DFA exists and keeps tail out
+  // (the difference the check allows one way, ast_analysis_checks.cc).
+  AstBuilder b;
+  const RuleId root = b.DeclareRule("root");
+  const RuleId tail = b.Rule("tail", b.Repeat(b.Bytes("ab"), 0, 65));
+  b.ast.rules[root].body = b.Seq({b.Bytes("x"), b.Ref(tail)});
+  FsmBuildLimits limits;
+  limits.repetition_compression_threshold = kDefaultRepetitionCompressionThreshold;
+  limits.max_token_bytes = 128;
+  LoweringContext ctx(b.ast, limits);
+  std::vector<uint8_t> excluded(2, 0);
+  for (RuleId r = 0; r < 2; ++r) excluded[r] = ctx.ContainsCompressible(b.ast.rules[r].body);
+  CHECK(excluded == (std::vector<uint8_t>{0, 1}));
+  const AstRightLinear rl = FindAstRightLinear(b.ast, excluded);
+  CHECK(rl.pure == (std::vector<uint8_t>{0, 0}));
+  const GrammarFsm fsm = BuildGrammarFsm(b.ast, limits);
+  CHECK(fsm.counted_loops.empty());
+  // Merged in the DFAs: root's DFA no longer calls tail.
+  for (NodeId n = fsm.rule_first_node[root]; n < fsm.rule_first_node[root + 1]; ++n) {
+    CHECK_EQ(fsm.rule_edge_begin[n], fsm.rule_edge_begin[n + 1]);
+  }
+}
+
 TEST(BuildPolicyNamesTheRulesWhoseErrorsStayAtCompile) {
   AstBuilder b;
   const RuleId root = b.DeclareRule("root");
