@@ -49,7 +49,7 @@ case "$MODE" in
     RUNTIME=$(gcc -print-file-name=libasan.so)
     TESTS=(robustness/test_hostile_inputs.py robustness/test_properties.py robustness/test_regressions.py
            matcher/test_matcher_api.py matcher/test_tag_dispatch.py compiler/test_serialization_corrupt.py
-           grammar/test_native_unit.py)
+           grammar/test_native_unit.py grammar/test_ast_analyses_sample.py)
     # The native unit tests (native/tests) build here, instrumented like the module.
     export XG2_NATIVE_TEST_BUILD_DIR="$PWD/$BUILD_DIR"
     ;;

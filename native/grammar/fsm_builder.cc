@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "grammar/ast_analysis_checks.h"
 #include "grammar/fsm_automata.h"
 #include "grammar/fsm_invariants.h"
 #include "grammar/grammar_fsm.h"
@@ -152,13 +153,14 @@ RuleDfas BuildRuleDfas(const GrammarAst& ast, LoweringContext* ctx, int64_t* bud
 // Right-linear merging over every rule but those with a lookahead, a TagDispatch body or a
 // token budget: each must stay a rule of its own for the parser to apply it (a budgeted rule
 // merged into the caller that tail-calls it would lose its budget).
-void MergeRightLinearRules(const GrammarAst& ast, std::vector<Dfa>* dfas, int64_t* budget, BuildScratch* scratch) {
+void MergeRightLinearRules(const GrammarAst& ast, std::vector<Dfa>* dfas, int64_t* budget, BuildScratch* scratch,
+                           fsm_build::RightLinearReport* report) {
   std::vector<uint8_t> excluded(dfas->size(), 0);
   for (size_t r = 0; r < ast.rules.size(); ++r) {
     excluded[r] = ast.rules[r].keeps_own_items() ||
                   ast.node(ast.rules[r].body).kind == ExprKind::kTagDispatch;
   }
-  MergeRightLinearGroups(dfas, excluded, ast.root_rule, budget, scratch);
+  MergeRightLinearGroups(dfas, excluded, ast.root_rule, budget, scratch, report);
 }
 
 // Lookahead DFAs: rule references inside an assertion are inlined (the assertion must be
@@ -442,7 +444,11 @@ GrammarFsm BuildGrammarFsm(const GrammarAst& ast, const FsmBuildLimits& limits) 
   ctx.set_scratch(&scratch);
   RuleDfas rules = BuildRuleDfas(ast, &ctx, &budget, &scratch);
   XG2_DCHECK_INVARIANTS(CheckRuleDfas(rules.dfas, "the rule DFAs"));
-  MergeRightLinearRules(ast, &rules.dfas, &budget, &scratch);
+  // What the AST analyses are checked against at the end (debug builds only; the record
+  // stays empty, and the merging pass reports nothing, in Release).
+  [[maybe_unused]] fsm_build::AstCheckRecord ast_checks;
+  XG2_DCHECK_INVARIANTS(fsm_build::RecordRuleDfas(ast, rules.dfas, &ctx, &ast_checks));
+  MergeRightLinearRules(ast, &rules.dfas, &budget, &scratch, XG2_DCHECKS_ENABLED ? &ast_checks.right_linear : nullptr);
   XG2_DCHECK_INVARIANTS(CheckRuleDfas(rules.dfas, "right-linear merging"));
   const LookaheadDfas lookaheads =
       BuildLookaheadDfas(ast, static_cast<int32_t>(rules.dfas.size()), &budget, &scratch);
@@ -455,6 +461,7 @@ GrammarFsm BuildGrammarFsm(const GrammarAst& ast, const FsmBuildLimits& limits) 
   fsm.token_sets = ast.token_sets;
   IndexTokenSetEdges(&fsm);
   XG2_DCHECK_INVARIANTS(CheckGrammarFsmInvariants(fsm, "BuildGrammarFsm"));
+  XG2_DCHECK_INVARIANTS(fsm_build::CheckAstAnalyses(ast, limits, fsm, ast_checks));
   return fsm;
 }
 

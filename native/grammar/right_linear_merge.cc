@@ -120,7 +120,7 @@ Dfa MergedRightLinearDfa(const std::vector<Dfa>& dfas, RuleId entry, const std::
 }  // namespace
 
 void MergeRightLinearGroups(std::vector<Dfa>* dfas, const std::vector<uint8_t>& excluded, RuleId root,
-                            int64_t* budget, BuildScratch* scratch) {
+                            int64_t* budget, BuildScratch* scratch, RightLinearReport* report) {
   const size_t n = dfas->size();
   auto is_end = [](const Dfa& dfa, int32_t node) {
     return dfa.nodes[node].accepting && dfa.BytesOf(node).empty() && dfa.RulesOf(node).empty();
@@ -147,6 +147,7 @@ void MergeRightLinearGroups(std::vector<Dfa>* dfas, const std::vector<uint8_t>& 
     if (pure[r]) continue;
     for (const RuleEdge& e : (*dfas)[r].rule_edges) entry[e.rule] = 1;
   }
+  if (report) *report = {pure, entry, std::vector<uint8_t>(n, 0)};
   std::vector<std::pair<RuleId, Dfa>> merged;
   std::vector<int32_t> offset(n, -1);
   for (size_t r = 0; r < n; ++r) {
@@ -178,6 +179,7 @@ void MergeRightLinearGroups(std::vector<Dfa>* dfas, const std::vector<uint8_t>& 
     if (pure[r] && !reachable[r] && (*dfas)[r].nodes.size() > 1) {
       *budget += static_cast<int64_t>((*dfas)[r].nodes.size()) - 1;
       (*dfas)[r] = EmptyLanguageDfa();
+      if (report) report->emptied[r] = 1;
     }
   }
 }

@@ -27,8 +27,13 @@ namespace fsm_build {
 // nodes, or the node budget, is left as rules.
 // `excluded`: rules that may not be members (a lookahead or TagDispatch body). The merged
 // DFAs take their nodes from `budget`; emptied members give theirs back.
+// `report`, when given (the debug checks of ast_analysis_checks.h), receives what the pass
+// decided: per rule, pure right-linear, entry, and emptied as a member of a merged group.
+struct RightLinearReport {
+  std::vector<uint8_t> pure, entry, emptied;
+};
 void MergeRightLinearGroups(std::vector<Dfa>* dfas, const std::vector<uint8_t>& excluded, RuleId root,
-                            int64_t* budget, BuildScratch* scratch);
+                            int64_t* budget, BuildScratch* scratch, RightLinearReport* report = nullptr);
 
 }  // namespace fsm_build
 }  // namespace xg2
