@@ -164,6 +164,27 @@ TEST(AstRightLinearRulesAndGroupsMatchTheMergingPass) {
   BuildGrammarFsm(b.ast);  // the merging pass's rules and groups equal these
 }
 
+TEST(ATagDispatchsTagRulesAreEntriesOnTheAstSideOnly) {
+  // root ::= TagDispatch(("<s>", r), stop_eos=false, stop_str="s>") ; r ::= "1". The dispatch
+  // reaches r through its table, not a rule edge: the merging pass does not make r an entry,
+  // the AST side does, and the check (run by BuildGrammarFsm here) allows exactly that.
+  AstBuilder b;
+  const RuleId root = b.DeclareRule("root");
+  const RuleId tag_rule = b.Rule("r", b.Bytes("1"));
+  TagDispatchDef dispatch;
+  dispatch.tags.push_back({"<s>", tag_rule});
+  dispatch.stop_eos = false;
+  dispatch.stop_strings.push_back("s>");
+  b.ast.tag_dispatches.push_back(dispatch);
+  ExprNode node;
+  node.kind = ExprKind::kTagDispatch;
+  node.tag_dispatch = 0;
+  b.ast.rules[root].body = b.ast.AddNode(std::move(node));
+  const AstRightLinear rl = FindAstRightLinear(b.ast, std::vector<uint8_t>{1, 0});
+  CHECK_EQ(rl.entry[tag_rule], 1);
+  BuildGrammarFsm(b.ast);
+}
+
 TEST(ACompressibleRepetitionWithoutACountedLoopIsPureInTheDfasOnly) {
   // root ::= "x" tail ; tail ::= ("ab"){0,65}. With the threshold at 64 the repetition is
   // compressible, but with 128-byte tokens a counted loop needs more than 2 + 128 / 2 optional
