@@ -176,7 +176,9 @@ void CheckRightLinear(const GrammarAst& ast, const GrammarFsm& fsm, const AstChe
   // on first use must know the rule is reached). Entries are compared on the other rules.
   std::vector<uint8_t> dispatched(num_ast, 0);
   for (const TagDispatchDef& dispatch : ast.tag_dispatches) {
-    for (const TagDispatchDef::Tag& tag : dispatch.tags) dispatched[tag.rule] = 1;
+    for (const TagDispatchDef::Tag& tag : dispatch.tags) {
+      if (tag.rule >= 0 && static_cast<size_t>(tag.rule) < num_ast) dispatched[tag.rule] = 1;
+    }
   }
   for (size_t r = 0; r < num_ast; ++r) {
     if (reaches_synthetic[r]) continue;
