@@ -65,11 +65,7 @@ TEST(AstNullabilityOfATagDispatchIsWhetherItMayStopAtEndOfSequence) {
     dispatch.tags.push_back({"<call>", tag_rule});
     dispatch.stop_eos = stop_eos;
     if (!stop_eos) dispatch.stop_strings.push_back("<end>");
-    b.ast.tag_dispatches.push_back(dispatch);
-    ExprNode node;
-    node.kind = ExprKind::kTagDispatch;
-    node.tag_dispatch = 0;
-    b.ast.rules[root].body = b.ast.AddNode(std::move(node));
+    b.ast.rules[root].body = b.TagDispatch(dispatch);
     const Analyses an = Analyse(b.ast);
     CHECK_EQ(an.nullable.rule[root], stop_eos ? 1 : 0);
     CHECK_EQ(an.bytes.rule_first[root].count(), 256u);  // free text: any byte
@@ -175,11 +171,7 @@ TEST(ATagDispatchsTagRulesAreEntriesOnTheAstSideOnly) {
   dispatch.tags.push_back({"<s>", tag_rule});
   dispatch.stop_eos = false;
   dispatch.stop_strings.push_back("s>");
-  b.ast.tag_dispatches.push_back(dispatch);
-  ExprNode node;
-  node.kind = ExprKind::kTagDispatch;
-  node.tag_dispatch = 0;
-  b.ast.rules[root].body = b.ast.AddNode(std::move(node));
+  b.ast.rules[root].body = b.TagDispatch(dispatch);
   const AstRightLinear rl = FindAstRightLinear(b.ast, std::vector<uint8_t>{1, 0});
   CHECK_EQ(rl.entry[tag_rule], 1);
   BuildGrammarFsm(b.ast);

@@ -53,6 +53,14 @@ struct AstBuilder {
     node.rule_id = rule;
     return ast.AddNode(std::move(node));
   }
+  // A TagDispatch node over `dispatch` (added to the AST's dispatch table).
+  ExprId TagDispatch(TagDispatchDef dispatch) {
+    ast.tag_dispatches.push_back(std::move(dispatch));
+    ExprNode node;
+    node.kind = ExprKind::kTagDispatch;
+    node.tag_dispatch = static_cast<int32_t>(ast.tag_dispatches.size() - 1);
+    return ast.AddNode(std::move(node));
+  }
   // Declares a rule whose body is set later (for rules that refer to each other).
   RuleId DeclareRule(const std::string& name) {
     ast.rules.push_back({name, -1, -1, -1});
