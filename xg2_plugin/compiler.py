@@ -230,6 +230,14 @@ def _check_text(text: Any, what: str, max_bytes: int) -> str:
     """Checks that ``text`` is a str of valid Unicode within the input size limit."""
     if not isinstance(text, str):
         raise TypeError(f"{what} must be a str, got {type(text).__name__}")
+    if text.isascii():
+        # One byte per character, always valid: no copy to measure (isascii reads a flag
+        # CPython keeps on the string; most schema texts are ASCII, json.dumps escapes the rest).
+        if len(text) > max_bytes:
+            raise _native.ResourceLimitError(
+                f"{what} is {len(text)} bytes, above the limit of {max_bytes} (CompileLimits.max_input_bytes)"
+            )
+        return text
     try:
         size = len(text.encode("utf-8"))
     except UnicodeEncodeError as error:
@@ -556,10 +564,11 @@ class GrammarCompiler:
                any_order, bool(any_key_spelling))
 
         def build(token: Any) -> CompiledGrammar:
+            # Positional, in the binding's order: pybind11 matches keyword arguments by name
+            # on every call (native/bindings/compiler_bindings.cc).
             handle, warns = self._native.compile_json_schema(
-                text, any_whitespace=any_whitespace, indent=indent, separators=separators,
-                strict_mode=strict_mode, max_whitespace=max_whitespace, lenient=lenient,
-                any_order=any_order, any_key_spelling=bool(any_key_spelling), cancel=token,
+                text, any_whitespace, indent, separators, strict_mode, max_whitespace, lenient,
+                any_order, bool(any_key_spelling), token,
             )
             for message in warns:
                 warnings.warn(f"JSON Schema keyword ignored (lenient): {message}", UserWarning, stacklevel=4)

@@ -475,6 +475,21 @@ def test_each_limit_applies() -> None:
         _limited(max_input_bytes=10).compile_choice(["abcdef", "ghijkl"])
 
 
+def test_input_size_counts_utf8_bytes() -> None:
+    """The input limit counts UTF-8 bytes: ASCII text (measured without encoding) is refused
+    one byte past the limit and compiles at it; non-ASCII text is refused by its byte size even
+    when its character count is within the limit; a lone surrogate is refused as invalid."""
+    compiler = _limited(max_input_bytes=10)
+    with pytest.raises(xg.ResourceLimitError, match="is 11 bytes, above the limit of 10"):
+        compiler.compile_regex("a" * 11)
+    assert compiler.compile_regex("a" * 10) is not None
+    with pytest.raises(xg.ResourceLimitError, match="is 12 bytes, above the limit of 10"):
+        compiler.compile_regex("\u00e9" * 6)  # six characters, two bytes each
+    assert compiler.compile_regex("\u00e9" * 5) is not None
+    with pytest.raises(xg.InvalidArgumentError, match="not valid Unicode"):
+        compiler.compile_regex("a\ud800")
+
+
 def test_earley_items_limit_bounds_ambiguous_matching() -> None:
     """Exponentially ambiguous grammar: with a small item limit a step fails with
     ResourceLimitError instead of doing unbounded work; the default limit matches it."""
