@@ -564,11 +564,10 @@ class GrammarCompiler:
                any_order, bool(any_key_spelling))
 
         def build(token: Any) -> CompiledGrammar:
-            # Positional, in the binding's order: pybind11 matches keyword arguments by name
-            # on every call (native/bindings/compiler_bindings.cc).
             handle, warns = self._native.compile_json_schema(
-                text, any_whitespace, indent, separators, strict_mode, max_whitespace, lenient,
-                any_order, bool(any_key_spelling), token,
+                text, any_whitespace=any_whitespace, indent=indent, separators=separators,
+                strict_mode=strict_mode, max_whitespace=max_whitespace, lenient=lenient,
+                any_order=any_order, any_key_spelling=bool(any_key_spelling), cancel=token,
             )
             for message in warns:
                 warnings.warn(f"JSON Schema keyword ignored (lenient): {message}", UserWarning, stacklevel=4)
