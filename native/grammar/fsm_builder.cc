@@ -196,20 +196,21 @@ LookaheadDfas BuildLookaheadDfas(const GrammarAst& ast, int32_t num_rules, int64
 }
 
 // Writes the rule DFAs, then the lookahead DFAs, into fsm's global node space and CSR tables
-// (rule_names, rule_start, rule_first_node, node_*, the edges, counted loops, rule_lookahead).
+// (rule_names, rule_start, rule_nodes, node_*, the edges, counted loops, rule_lookahead).
 class FsmFlattener {
  public:
   explicit FsmFlattener(GrammarFsm* fsm) : fsm_(*fsm) {}
 
   void Flatten(const RuleDfas& rules, const LookaheadDfas& lookaheads) {
     const int32_t num_rules = static_cast<int32_t>(rules.dfas.size());
-    fsm_.rule_first_node.push_back(0);
+    NodeId base = 0;
     for (int32_t r = 0; r < num_rules; ++r) {
       ThrowIfCancelled();
       fsm_.rule_names.push_back(rules.names[r]);
-      NodeId base = fsm_.rule_first_node.back();
       fsm_.rule_start.push_back(base);
-      fsm_.rule_first_node.push_back(base + static_cast<NodeId>(rules.dfas[r].nodes.size()));
+      const NodeId end = base + static_cast<NodeId>(rules.dfas[r].nodes.size());
+      fsm_.rule_nodes.push_back({base, end});
+      base = end;
     }
     Reserve(rules.dfas, lookaheads.dfas);
     for (int32_t r = 0; r < num_rules; ++r) Append(rules.dfas[r], r);
@@ -221,7 +222,7 @@ class FsmFlattener {
       fsm_.node_char_end.resize(fsm_.node_rule.size(), 0);
       fsm_.node_fewest_chars.resize(fsm_.node_rule.size(), -1);
       fsm_.node_most_chars.resize(fsm_.node_rule.size(), -1);
-      const NodeId first = fsm_.rule_first_node[r];
+      const NodeId first = fsm_.rule_nodes[r].begin;
       std::copy(counted.char_end.begin(), counted.char_end.end(), fsm_.node_char_end.begin() + first);
       std::copy(counted.fewest.begin(), counted.fewest.end(), fsm_.node_fewest_chars.begin() + first);
       std::copy(counted.most.begin(), counted.most.end(), fsm_.node_most_chars.begin() + first);
@@ -315,15 +316,15 @@ void ComputeRuleNullable(GrammarFsm* fsm_out) {
       // A rule that counts at least one JSON character derives no empty string.
       if (fsm.has_json_char_counts() && fsm.rule_min_json_chars[r] > 0) continue;
       stack.assign(1, fsm.rule_start[r]);
-      seen.assign(fsm.rule_first_node[r + 1] - fsm.rule_first_node[r], 0);
-      seen[0 + fsm.rule_start[r] - fsm.rule_first_node[r]] = 1;
+      seen.assign(fsm.rule_nodes[r].end - fsm.rule_nodes[r].begin, 0);
+      seen[0 + fsm.rule_start[r] - fsm.rule_nodes[r].begin] = 1;
       bool nullable = false;
       while (!stack.empty() && !nullable) {
         NodeId n = stack.back();
         stack.pop_back();
         if (fsm.node_accepting[n]) nullable = true;
         for (const RuleEdge* e = fsm.rule_edges_begin(n); e != fsm.rule_edges_end(n); ++e) {
-          int32_t local = e->target - fsm.rule_first_node[r];
+          int32_t local = e->target - fsm.rule_nodes[r].begin;
           if (fsm.rule_nullable[e->rule] && !seen[local]) {
             seen[local] = 1;
             stack.push_back(e->target);
@@ -356,7 +357,7 @@ void ApplyTokenBudgets(const GrammarAst& ast, GrammarFsm* fsm_out) {
     if (ast.rules[r].max_tokens < 0) continue;
     if (fsm.rule_max_tokens.empty()) fsm.rule_max_tokens.assign(fsm.num_rules(), -1);
     fsm.rule_max_tokens[r] = ast.rules[r].max_tokens;
-    for (NodeId n = fsm.rule_first_node[r]; n < fsm.rule_first_node[r + 1]; ++n) {
+    for (NodeId n = fsm.rule_nodes[r].begin; n < fsm.rule_nodes[r].end; ++n) {
       if (fsm.rule_edge_begin[n] != fsm.rule_edge_begin[n + 1]) {
         throw GrammarSyntaxError("rule '" + fsm.rule_names[r] +
                                  "': a token budget [max_tokens=N] needs a rule that calls no other rule");
@@ -382,7 +383,7 @@ void ApplyJsonCharCounts(const GrammarAst& ast, GrammarFsm* fsm_out) {
   fsm.rule_chars_slack.assign(fsm.num_rules(), 0);
   for (RuleId r = 0; r < fsm.num_rules(); ++r) {
     if (fsm.rule_min_json_chars[r] < 0) continue;
-    for (NodeId n = fsm.rule_first_node[r]; n < fsm.rule_first_node[r + 1]; ++n) {
+    for (NodeId n = fsm.rule_nodes[r].begin; n < fsm.rule_nodes[r].end; ++n) {
       fsm.rule_chars_slack[r] = std::max(fsm.rule_chars_slack[r], fsm.node_fewest_chars[n]);
     }
   }
@@ -466,7 +467,7 @@ GrammarFsm BuildGrammarFsm(const GrammarAst& ast, const FsmBuildLimits& limits) 
 }
 
 size_t GrammarFsm::MemoryBytes() const {
-  return sizeof(*this) + rule_start.capacity() * 4 + rule_first_node.capacity() * 4 +
+  return sizeof(*this) + rule_start.capacity() * 4 + rule_nodes.capacity() * sizeof(NodeBlock) +
          rule_nullable.capacity() + node_rule.capacity() * 4 + node_accepting.capacity() +
          byte_edge_begin.capacity() * 4 + byte_edges.capacity() * sizeof(ByteEdge) +
          rule_edge_begin.capacity() * 4 + rule_edges.capacity() * sizeof(RuleEdge) +
@@ -482,7 +483,7 @@ std::string GrammarFsm::ToString() const {
   for (int32_t r = 0; r < num_rules(); ++r) {
     os << "rule " << rule_names[r] << (rule_nullable[r] ? " (nullable)" : "") << " start "
        << rule_start[r] << "\n";
-    for (NodeId n = rule_first_node[r]; n < rule_first_node[r + 1]; ++n) {
+    for (NodeId n = rule_nodes[r].begin; n < rule_nodes[r].end; ++n) {
       os << "  " << n << (node_accepting[n] ? "*" : "") << ":";
       if (!node_loop.empty() && node_loop[n] >= 0) os << " (loop " << node_loop[n] << ")";
       if (!node_char_end.empty() && node_char_end[n]) os << " (char end)";

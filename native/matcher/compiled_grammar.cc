@@ -16,7 +16,7 @@ namespace {
 void MarkCompletingBytes(const GrammarFsm& fsm, RuleId rule, std::vector<bool>* visited, bool* bytes) {
   if ((*visited)[rule]) return;
   (*visited)[rule] = true;
-  for (NodeId n = fsm.rule_first_node[rule]; n < fsm.rule_first_node[rule + 1]; ++n) {
+  for (NodeId n = fsm.rule_nodes[rule].begin; n < fsm.rule_nodes[rule].end; ++n) {
     for (const ByteEdge* e = fsm.byte_edges_begin(n); e != fsm.byte_edges_end(n); ++e) {
       if (fsm.node_accepting[e->target]) std::fill(bytes + e->lo, bytes + e->hi + 1, true);
     }

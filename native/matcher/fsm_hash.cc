@@ -91,7 +91,7 @@ FsmHashes ComputeFsmHashes(const GrammarFsm& fsm) {
   // Reference graph: callees per rule, without duplicates.
   std::vector<std::vector<RuleId>> callees(num_rules);
   for (RuleId r = 0; r < num_rules; ++r) {
-    for (NodeId n = fsm.rule_first_node[r]; n < fsm.rule_first_node[r + 1]; ++n) {
+    for (NodeId n = fsm.rule_nodes[r].begin; n < fsm.rule_nodes[r].end; ++n) {
       for (const RuleEdge* e = fsm.rule_edges_begin(n); e != fsm.rule_edges_end(n); ++e) {
         callees[r].push_back(e->rule);
       }
