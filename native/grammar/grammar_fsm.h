@@ -137,8 +137,11 @@
 //  * An unbuilt rule has no nodes (an empty block). It is reached only through a rule edge of
 //    a built node, so the parser's prediction step (RuleAt below) is the one place that meets
 //    one; it asks for the build and reloads the snapshot before it adds the rule's item.
-// Today every rule is built by BuildGrammarFsm (no snapshot has an unbuilt rule); the
-// whole-grammar passes (nullability, leave sets, FSM hashes, serialization) still assume so.
+// BuildGrammarFsm builds every rule; BuildGrammarFsmLazily (lazy_rule_builder.h, behind the
+// compile's internal lazy_rule_dfas switch, off by default) leaves rules unbuilt. Of the
+// whole-grammar passes, nullability comes from the AST there, FSM hashes skip what reaches an
+// unbuilt rule, serialization and dumps build all first; the mask cache's leave sets still
+// need every rule (docs/lazy_rule_dfas.md, "What remains").
 #ifndef XG2_GRAMMAR_GRAMMAR_FSM_H_
 #define XG2_GRAMMAR_GRAMMAR_FSM_H_
 

@@ -135,8 +135,9 @@ FsmHashes ComputeFsmHashes(const GrammarFsm& fsm) {
   };
 
   for (const std::vector<RuleId>& members : components) {
+    // A rule not built in this snapshot has no hash, nor has anything that reaches it.
     bool hashable = true;
-    for (RuleId r : members) hashable = hashable && callees_outside_hashed(r);
+    for (RuleId r : members) hashable = hashable && fsm.IsBuilt(r) && callees_outside_hashed(r);
     const bool cyclic = members.size() > 1 ||
                         std::binary_search(callees[members[0]].begin(), callees[members[0]].end(), members[0]);
     // Simple cycle: each member calls exactly one member; following those calls from any

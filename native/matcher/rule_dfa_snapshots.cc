@@ -139,4 +139,13 @@ std::shared_ptr<const GrammarFsm> RuleDfaSnapshots::BuildRule(RuleId rule) {
   return latest_;
 }
 
+std::shared_ptr<const GrammarFsm> RuleDfaSnapshots::BuildAll() {
+  std::shared_ptr<const GrammarFsm> latest = Latest();
+  // A build may add (built) synthetic rules: the bound is read again each time.
+  for (RuleId r = 0; r < latest->num_rules(); ++r) {
+    if (!latest->IsBuilt(r)) latest = BuildRule(r);
+  }
+  return latest;
+}
+
 }  // namespace xg2
