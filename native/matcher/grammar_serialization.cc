@@ -529,7 +529,7 @@ std::string SerializeCompiledGrammar(const CompiledGrammar& g, const TokenizerIn
   ByteWriter w;
   WriteHeader(&w, kGrammarMagic, engine_version, TokenizerFingerprint(base));
   w.Int<uint8_t>(g.tokenizer.get() != &base);
-  WriteFsm(&w, *g.fsm);
+  WriteFsm(&w, *g.WholeFsm());
   w.Bytes(g.ebnf.text());
   w.Int<int32_t>(g.earley_limits.max_items_per_step);
   w.Int<int64_t>(g.earley_limits.max_work_per_token);
