@@ -78,7 +78,7 @@ void BindGrammarCompiler(py::module_& m) {
       .def(py::init([](std::shared_ptr<TokenizerInfo> tokenizer_info, std::shared_ptr<MaskCachePool> pool,
                        std::shared_ptr<DerivedVocabularies> derived_vocabularies, bool mask_cache,
                        bool cross_grammar_cache, int32_t precompute_nodes,
-                       int32_t repetition_compression_threshold, const CompileLimits* limits) {
+                       int32_t repetition_compression_threshold, const CompileLimits* limits, bool lazy_rule_dfas) {
              CompileTarget target;
              target.tokenizer = std::move(tokenizer_info);
              target.pool = std::move(pool);
@@ -87,12 +87,13 @@ void BindGrammarCompiler(py::module_& m) {
              target.cache_options.cross_grammar = cross_grammar_cache;
              target.cache_options.precompute = precompute_nodes;
              target.repetition_compression_threshold = repetition_compression_threshold;
+             target.lazy_rule_dfas = lazy_rule_dfas;
              return std::make_shared<GrammarCompiler>(std::move(target), limits ? *limits : CompileLimits());
            }),
            py::arg("tokenizer_info"), py::arg("pool") = nullptr, py::arg("derived_vocabularies") = nullptr,
            py::arg("mask_cache") = true, py::arg("cross_grammar_cache") = true, py::arg("precompute_nodes") = 32,
            py::arg("repetition_compression_threshold") = kDefaultRepetitionCompressionThreshold,
-           py::arg("limits") = nullptr)
+           py::arg("limits") = nullptr, py::arg("lazy_rule_dfas") = false)
       .def(
           "compile_json_schema",
           [](const GrammarCompiler& self, const std::string& schema, bool any_whitespace, std::optional<int> indent,

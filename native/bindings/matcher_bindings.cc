@@ -420,7 +420,7 @@ void BindCompiledGrammar(py::module_& m) {
                              [](const CompiledGrammar& g) { return g.mask_cache->built_nodes(); })
       .def_property_readonly("mask_build_ns",
                              [](const CompiledGrammar& g) { return g.mask_cache->build_nanoseconds(); })
-      .def("fsm_dump", [](const CompiledGrammar& g) { return g.fsm->ToString(); });
+      .def("fsm_dump", [](const CompiledGrammar& g) { return g.WholeFsm()->ToString(); });
 
   py::class_<MaskCachePool, std::shared_ptr<MaskCachePool>>(m, "MaskCachePool")
       .def(py::init<int64_t>(), py::arg("limit_bytes") = -1)

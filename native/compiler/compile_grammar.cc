@@ -6,6 +6,7 @@
 
 #include "frontends/ebnf/ebnf_parser.h"
 #include "grammar/inline_rules.h"
+#include "grammar/lazy_rule_builder.h"
 #include "grammar/sink_leading_terminals.h"
 #include "support/compile_limits.h"
 #include "tokenizer/token_literals.h"
@@ -49,7 +50,13 @@ std::shared_ptr<CompiledGrammar> CompileGrammarAst(GrammarAst ast, TextSource eb
   SinkLeadingTerminals(&ast);
   const CompileLimits& compile_limits = CurrentCompileLimits();
   limits.max_nodes = compile_limits.max_fsm_nodes;
-  parts.fsm = BuildGrammarFsm(ast, limits);
+  if (target.lazy_rule_dfas) {
+    LazyGrammarFsm lazy = BuildGrammarFsmLazily(std::move(ast), limits);
+    parts.fsm = std::move(lazy.fsm);
+    parts.rule_builder = std::move(lazy.builder);
+  } else {
+    parts.fsm = BuildGrammarFsm(ast, limits);
+  }
   parts.earley_limits.max_items_per_step = compile_limits.max_earley_items_per_step;
   parts.earley_limits.max_work_per_token = compile_limits.max_earley_work_per_token;
   parts.earley_limits.max_work_per_fill = compile_limits.max_earley_work_per_fill;

@@ -69,7 +69,7 @@ void CheckLeaveSets(const GrammarFsm& fsm, const RuleSets& sets) {
   std::vector<ByteSet> inner;
   std::vector<uint8_t> can_finish;
   for (RuleId r = 0; r < fsm.num_rules(); ++r) {
-    const NodeId first = fsm.rule_first_node[r], end = fsm.rule_first_node[r + 1];
+    const NodeId first = fsm.rule_nodes[r].begin, end = fsm.rule_nodes[r].end;
     inner.assign(end - first, ByteSet());
     can_finish.assign(end - first, 0);
     for (NodeId n = first; n < end; ++n) {

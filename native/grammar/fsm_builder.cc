@@ -24,7 +24,9 @@
 #include <vector>
 
 #include "grammar/ast_analysis_checks.h"
+#include "grammar/fsm_appender.h"
 #include "grammar/fsm_automata.h"
+#include "grammar/fsm_builder_steps.h"
 #include "grammar/fsm_invariants.h"
 #include "grammar/grammar_fsm.h"
 #include "grammar/json_char_count.h"
@@ -46,7 +48,9 @@ using fsm_build::BuildRuleDfaShared;
 using fsm_build::BuildScratch;
 using fsm_build::DeterminisationExplosion;
 using fsm_build::Dfa;
+using fsm_build::FsmAppender;
 using fsm_build::LoweringContext;
+using fsm_build::AstCheckRecord;
 using fsm_build::MergeRightLinearGroups;
 using fsm_build::ScratchLease;
 
@@ -117,24 +121,40 @@ struct RuleDfas {
   std::vector<fsm_build::CharCountedDfa> counted;
 };
 
-RuleDfas BuildRuleDfas(const GrammarAst& ast, LoweringContext* ctx, int64_t* budget, BuildScratch* scratch) {
+}  // namespace
+
+namespace fsm_build {
+
+Dfa BuildGrammarRuleDfa(const GrammarAst& ast, RuleId r, LoweringContext* ctx, int64_t* budget, BuildScratch* scratch,
+                        BodyKeyWriter* body_keys, CharCountedDfa* counted) {
+  const RuleDef& rule = ast.rules[r];
+  if (rule.counts_json_chars()) {
+    *counted = BuildCountingRuleDfa(ast, rule, budget, scratch);
+    Dfa dfa = std::move(counted->dfa);
+    counted->dfa = Dfa();  // the tables stay with *counted, the automaton is returned
+    return dfa;
+  }
+  return ast.node(rule.body).kind == ExprKind::kTagDispatch
+             ? BuildTagDispatchDfa(ast, rule, budget)
+             : BuildRuleDfaShared(ast, rule.body, budget, ctx, rule.name, scratch, body_keys);
+}
+
+}  // namespace fsm_build
+
+namespace {
+
+// The grammar rules in `selected` (null: all; the others get an empty placeholder DFA), then
+// every synthetic rule their lowering creates.
+RuleDfas BuildRuleDfas(const GrammarAst& ast, LoweringContext* ctx, int64_t* budget, BuildScratch* scratch,
+                       BodyKeyWriter* body_keys, const std::vector<uint8_t>* selected) {
   RuleDfas out;
-  BodyKeyWriter body_keys(ast);
   out.counted.resize(ast.rules.size());
-  for (const RuleDef& rule : ast.rules) {
+  for (RuleId r = 0; r < static_cast<RuleId>(ast.rules.size()); ++r) {
     ThrowIfCancelled();  // a rule found in the shared DFA table builds no node (no check there)
-    if (rule.counts_json_chars()) {
-      fsm_build::CharCountedDfa counted = BuildCountingRuleDfa(ast, rule, budget, scratch);
-      out.dfas.push_back(std::move(counted.dfa));
-      counted.dfa = Dfa();  // the tables stay with out.counted, the automaton with out.dfas
-      out.counted[out.dfas.size() - 1] = std::move(counted);
-      out.names.push_back(rule.name);
-      continue;
-    }
-    out.dfas.push_back(ast.node(rule.body).kind == ExprKind::kTagDispatch
-                           ? BuildTagDispatchDfa(ast, rule, budget)
-                           : BuildRuleDfaShared(ast, rule.body, budget, ctx, rule.name, scratch, &body_keys));
-    out.names.push_back(rule.name);
+    out.dfas.push_back(!selected || (*selected)[r]
+                           ? fsm_build::BuildGrammarRuleDfa(ast, r, ctx, budget, scratch, body_keys, &out.counted[r])
+                           : Dfa());
+    out.names.push_back(ast.rules[r].name);
   }
   for (size_t s = 0; s < ctx->synthetic().size(); ++s) {
     const LoweringContext::Synthetic synthetic = ctx->synthetic()[s];
@@ -146,8 +166,13 @@ RuleDfas BuildRuleDfas(const GrammarAst& ast, LoweringContext* ctx, int64_t* bud
 }
 
 // The rule DFAs' invariants once the number of rules is known (support/dcheck.h).
-[[maybe_unused]] void CheckRuleDfas(const std::vector<Dfa>& dfas, const char* stage) {
-  for (const Dfa& dfa : dfas) fsm_build::CheckRuleDfaInvariants(dfa, static_cast<int32_t>(dfas.size()), stage);
+// `selected` null: every rule's; else the grammar rules it marks and every synthetic one.
+[[maybe_unused]] void CheckRuleDfas(const std::vector<Dfa>& dfas, const char* stage,
+                                    const std::vector<uint8_t>* selected = nullptr) {
+  for (size_t r = 0; r < dfas.size(); ++r) {
+    if (selected && r < selected->size() && !(*selected)[r]) continue;  // not built
+    fsm_build::CheckRuleDfaInvariants(dfas[r], static_cast<int32_t>(dfas.size()), stage);
+  }
 }
 
 // Right-linear merging over every rule but those with a lookahead, a TagDispatch body or a
@@ -196,109 +221,56 @@ LookaheadDfas BuildLookaheadDfas(const GrammarAst& ast, int32_t num_rules, int64
 }
 
 // Writes the rule DFAs, then the lookahead DFAs, into fsm's global node space and CSR tables
-// (rule_names, rule_start, rule_first_node, node_*, the edges, counted loops, rule_lookahead).
-class FsmFlattener {
- public:
-  explicit FsmFlattener(GrammarFsm* fsm) : fsm_(*fsm) {}
-
-  void Flatten(const RuleDfas& rules, const LookaheadDfas& lookaheads) {
-    const int32_t num_rules = static_cast<int32_t>(rules.dfas.size());
-    fsm_.rule_first_node.push_back(0);
-    for (int32_t r = 0; r < num_rules; ++r) {
-      ThrowIfCancelled();
-      fsm_.rule_names.push_back(rules.names[r]);
-      NodeId base = fsm_.rule_first_node.back();
-      fsm_.rule_start.push_back(base);
-      fsm_.rule_first_node.push_back(base + static_cast<NodeId>(rules.dfas[r].nodes.size()));
+// (rule_names, rule_start, rule_nodes, node_*, the edges, counted loops, rule_lookahead), the
+// blocks in rule order. A rule not in `built` (null: every rule) is left unbuilt.
+void Flatten(const RuleDfas& rules, const LookaheadDfas& lookaheads, const std::vector<uint8_t>* built,
+             GrammarFsm* fsm_out) {
+  GrammarFsm& fsm = *fsm_out;
+  const int32_t num_rules = static_cast<int32_t>(rules.dfas.size());
+  auto is_built = [&](int32_t r) { return !built || (*built)[r]; };
+  std::vector<const Dfa*> appended;
+  NodeId base = 0;
+  for (int32_t r = 0; r < num_rules; ++r) {
+    ThrowIfCancelled();
+    fsm.rule_names.push_back(rules.names[r]);
+    if (!is_built(r)) {
+      fsm.rule_start.push_back(kUnbuiltRule);
+      fsm.rule_nodes.push_back({0, 0});
+      continue;
     }
-    Reserve(rules.dfas, lookaheads.dfas);
-    for (int32_t r = 0; r < num_rules; ++r) Append(rules.dfas[r], r);
-    for (int32_t r = 0; r < num_rules; ++r) {
-      const fsm_build::CharCountedDfa& counted = rules.counted[r];
-      if (counted.char_end.empty()) continue;
-      XG2_DCHECK(counted.char_end.size() == rules.dfas[r].nodes.size() && counted.fewest.size() == counted.char_end.size(),
-                 "a counting rule has one entry per node of its DFA in each product table");
-      fsm_.node_char_end.resize(fsm_.node_rule.size(), 0);
-      fsm_.node_fewest_chars.resize(fsm_.node_rule.size(), -1);
-      fsm_.node_most_chars.resize(fsm_.node_rule.size(), -1);
-      const NodeId first = fsm_.rule_first_node[r];
-      std::copy(counted.char_end.begin(), counted.char_end.end(), fsm_.node_char_end.begin() + first);
-      std::copy(counted.fewest.begin(), counted.fewest.end(), fsm_.node_fewest_chars.begin() + first);
-      std::copy(counted.most.begin(), counted.most.end(), fsm_.node_most_chars.begin() + first);
-    }
-    fsm_.rule_lookahead.assign(num_rules, -1);
-    for (size_t r = 0; r < lookaheads.dfa_of_rule.size(); ++r) {
-      if (lookaheads.dfa_of_rule[r] >= 0) {
-        fsm_.rule_lookahead[r] = Append(lookaheads.dfas[lookaheads.dfa_of_rule[r]], -1);
-        fsm_.has_lookahead = true;
-      }
-    }
-    if (!fsm_.counted_loops.empty()) {
-      fsm_.node_loop = std::move(node_loop_);
-      fsm_.node_gate_loop = std::move(node_gate_loop_);
+    fsm.rule_start.push_back(base);
+    const NodeId end = base + static_cast<NodeId>(rules.dfas[r].nodes.size());
+    fsm.rule_nodes.push_back({base, end});
+    base = end;
+    appended.push_back(&rules.dfas[r]);
+  }
+  for (const Dfa& dfa : lookaheads.dfas) appended.push_back(&dfa);
+  FsmAppender appender(&fsm, appended);
+  for (int32_t r = 0; r < num_rules; ++r) {
+    if (is_built(r)) appender.Append(rules.dfas[r], r);
+  }
+  for (int32_t r = 0; r < num_rules; ++r) {
+    const fsm_build::CharCountedDfa& counted = rules.counted[r];
+    if (counted.char_end.empty()) continue;
+    XG2_DCHECK(counted.char_end.size() == rules.dfas[r].nodes.size() && counted.fewest.size() == counted.char_end.size(),
+               "a counting rule has one entry per node of its DFA in each product table");
+    fsm.node_char_end.resize(fsm.node_rule.size(), 0);
+    fsm.node_fewest_chars.resize(fsm.node_rule.size(), -1);
+    fsm.node_most_chars.resize(fsm.node_rule.size(), -1);
+    const NodeId first = fsm.rule_nodes[r].begin;
+    std::copy(counted.char_end.begin(), counted.char_end.end(), fsm.node_char_end.begin() + first);
+    std::copy(counted.fewest.begin(), counted.fewest.end(), fsm.node_fewest_chars.begin() + first);
+    std::copy(counted.most.begin(), counted.most.end(), fsm.node_most_chars.begin() + first);
+  }
+  fsm.rule_lookahead.assign(num_rules, -1);
+  for (size_t r = 0; r < lookaheads.dfa_of_rule.size(); ++r) {
+    if (lookaheads.dfa_of_rule[r] >= 0) {
+      fsm.rule_lookahead[r] = appender.Append(lookaheads.dfas[lookaheads.dfa_of_rule[r]], -1);
+      fsm.has_lookahead = true;
     }
   }
-
- private:
-  // Sized once: Append fills the tables rule by rule through cursors.
-  void Reserve(const std::vector<Dfa>& dfas, const std::vector<Dfa>& lookahead_dfas) {
-    size_t nodes = 0, byte_edges = 0, rule_edges = 0;
-    auto count = [&](const Dfa& dfa) {
-      nodes += dfa.nodes.size();
-      for (const Dfa::Node& node : dfa.nodes) {
-        byte_edges += node.byte_end - node.byte_begin;
-        rule_edges += node.rule_end - node.rule_begin;
-      }
-    };
-    for (const Dfa& dfa : dfas) count(dfa);
-    for (const Dfa& dfa : lookahead_dfas) count(dfa);
-    fsm_.node_rule.resize(nodes);
-    fsm_.node_accepting.resize(nodes);
-    fsm_.byte_edge_begin.resize(nodes + 1);
-    fsm_.rule_edge_begin.resize(nodes + 1);
-    fsm_.byte_edges.resize(byte_edges);
-    fsm_.rule_edges.resize(rule_edges);
-    fsm_.byte_edge_begin[0] = 0;
-    fsm_.rule_edge_begin[0] = 0;
-    node_loop_.assign(nodes, -1);
-    node_gate_loop_.assign(nodes, -1);
-  }
-
-  // Appends `dfa` as the nodes of rule `owner` (-1: a lookahead); returns its first node.
-  NodeId Append(const Dfa& dfa, RuleId owner) {
-    const NodeId base = next_node_;
-    const int32_t loop_base = static_cast<int32_t>(fsm_.counted_loops.size());
-    for (const CountedLoop& loop : dfa.loops) {
-      fsm_.counted_loops.push_back(loop.head < 0 ? loop : CountedLoop{base + loop.head, base + loop.gate, loop.limit});
-    }
-    for (int32_t i = 0; i < dfa.size(); ++i) {
-      const Dfa::Node& node = dfa.nodes[i];
-      const NodeId global = base + i;
-      if (node.loop >= 0) node_loop_[global] = loop_base + node.loop;
-      if (node.gate_loop >= 0) node_gate_loop_[global] = loop_base + node.gate_loop;
-      fsm_.node_rule[global] = owner;
-      fsm_.node_accepting[global] = node.accepting;
-      for (const ByteEdge& e : dfa.BytesOf(i)) fsm_.byte_edges[next_byte_edge_++] = {e.lo, e.hi, base + e.target};
-      for (const RuleEdge& e : dfa.RulesOf(i)) {
-        // Every pass must keep rule ids valid; the parser indexes rule tables with them.
-        if (e.rule < 0 || e.rule >= static_cast<RuleId>(fsm_.rule_start.size())) {
-          throw GrammarSyntaxError("internal error: a rule edge names rule " + std::to_string(e.rule) + " of " +
-                                   std::to_string(fsm_.rule_start.size()));
-        }
-        fsm_.rule_edges[next_rule_edge_++] = {e.rule, base + e.target};
-      }
-      fsm_.byte_edge_begin[global + 1] = next_byte_edge_;
-      fsm_.rule_edge_begin[global + 1] = next_rule_edge_;
-    }
-    next_node_ += dfa.size();
-    return base;
-  }
-
-  GrammarFsm& fsm_;
-  std::vector<int32_t> node_loop_, node_gate_loop_;
-  NodeId next_node_ = 0;
-  int32_t next_byte_edge_ = 0, next_rule_edge_ = 0;
-};
+  appender.Finish();
+}
 
 // Nullability: a rule is nullable iff an accepting node is reachable from its start
 // through rule edges of nullable rules only. Iterate to a fixpoint.
@@ -315,15 +287,15 @@ void ComputeRuleNullable(GrammarFsm* fsm_out) {
       // A rule that counts at least one JSON character derives no empty string.
       if (fsm.has_json_char_counts() && fsm.rule_min_json_chars[r] > 0) continue;
       stack.assign(1, fsm.rule_start[r]);
-      seen.assign(fsm.rule_first_node[r + 1] - fsm.rule_first_node[r], 0);
-      seen[0 + fsm.rule_start[r] - fsm.rule_first_node[r]] = 1;
+      seen.assign(fsm.rule_nodes[r].end - fsm.rule_nodes[r].begin, 0);
+      seen[0 + fsm.rule_start[r] - fsm.rule_nodes[r].begin] = 1;
       bool nullable = false;
       while (!stack.empty() && !nullable) {
         NodeId n = stack.back();
         stack.pop_back();
         if (fsm.node_accepting[n]) nullable = true;
         for (const RuleEdge* e = fsm.rule_edges_begin(n); e != fsm.rule_edges_end(n); ++e) {
-          int32_t local = e->target - fsm.rule_first_node[r];
+          int32_t local = e->target - fsm.rule_nodes[r].begin;
           if (fsm.rule_nullable[e->rule] && !seen[local]) {
             seen[local] = 1;
             stack.push_back(e->target);
@@ -356,7 +328,7 @@ void ApplyTokenBudgets(const GrammarAst& ast, GrammarFsm* fsm_out) {
     if (ast.rules[r].max_tokens < 0) continue;
     if (fsm.rule_max_tokens.empty()) fsm.rule_max_tokens.assign(fsm.num_rules(), -1);
     fsm.rule_max_tokens[r] = ast.rules[r].max_tokens;
-    for (NodeId n = fsm.rule_first_node[r]; n < fsm.rule_first_node[r + 1]; ++n) {
+    for (NodeId n = fsm.rule_nodes[r].begin; n < fsm.rule_nodes[r].end; ++n) {
       if (fsm.rule_edge_begin[n] != fsm.rule_edge_begin[n + 1]) {
         throw GrammarSyntaxError("rule '" + fsm.rule_names[r] +
                                  "': a token budget [max_tokens=N] needs a rule that calls no other rule");
@@ -382,7 +354,7 @@ void ApplyJsonCharCounts(const GrammarAst& ast, GrammarFsm* fsm_out) {
   fsm.rule_chars_slack.assign(fsm.num_rules(), 0);
   for (RuleId r = 0; r < fsm.num_rules(); ++r) {
     if (fsm.rule_min_json_chars[r] < 0) continue;
-    for (NodeId n = fsm.rule_first_node[r]; n < fsm.rule_first_node[r + 1]; ++n) {
+    for (NodeId n = fsm.rule_nodes[r].begin; n < fsm.rule_nodes[r].end; ++n) {
       fsm.rule_chars_slack[r] = std::max(fsm.rule_chars_slack[r], fsm.node_fewest_chars[n]);
     }
   }
@@ -427,46 +399,84 @@ void ApplyUniqueItems(const GrammarAst& ast, GrammarFsm* fsm_out) {
   }
 }
 
+
+// Lazy builds (lazy_rule_builder.h): nullability from the AST, for grammar rules and for the
+// synthetic rules lowering made (a synthetic rule's is its body expression's).
+void SetAstNullability(const AstNullability& nullable, LoweringContext* ctx, GrammarFsm* fsm) {
+  fsm->rule_nullable.assign(fsm->num_rules(), 0);
+  const RuleId first_synthetic = ctx->first_synthetic_rule();
+  for (RuleId r = 0; r < fsm->num_rules(); ++r) {
+    fsm->rule_nullable[r] = r < first_synthetic ? nullable.rule[r] : nullable.expr[ctx->synthetic()[r - first_synthetic].body];
+  }
+}
+
 }  // namespace
 
-GrammarFsm BuildGrammarFsm(const GrammarAst& ast, const FsmBuildLimits& limits) {
-  GrammarFsm fsm;
-  const int32_t num_ast_rules = static_cast<int32_t>(ast.rules.size());
-  if (ast.root_rule < 0 || ast.root_rule >= num_ast_rules) {
+namespace fsm_build {
+
+void CheckBuilderInput(const GrammarAst& ast) {
+  if (ast.root_rule < 0 || ast.root_rule >= static_cast<int32_t>(ast.rules.size())) {
     throw GrammarSyntaxError("grammar has no root rule");
   }
-  fsm.root_rule = ast.root_rule;
   XG2_DCHECK_INVARIANTS(CheckGrammarAstInvariants(ast, "the grammar passes (the FSM builder's input)"));
-  int64_t budget = limits.max_nodes;
-  LoweringContext ctx(ast, limits);
+}
+
+GrammarFsm BuildFirstSnapshot(const GrammarAst& ast, const FsmBuildLimits& limits, LoweringContext* ctx, int64_t* budget,
+                              BodyKeyWriter* body_keys, const std::vector<uint8_t>* build_now,
+                              const AstNullability* nullable) {
+  XG2_DCHECK(!build_now || nullable, "a partial build takes its nullability from the AST");
+  GrammarFsm fsm;
+  fsm.root_rule = ast.root_rule;
   ScratchLease lease;
   BuildScratch& scratch = *lease.get();
-  ctx.set_scratch(&scratch);
-  RuleDfas rules = BuildRuleDfas(ast, &ctx, &budget, &scratch);
-  XG2_DCHECK_INVARIANTS(CheckRuleDfas(rules.dfas, "the rule DFAs"));
-  // What the AST analyses are checked against at the end (debug builds only; the record
-  // stays empty, and the merging pass reports nothing, in Release).
-  [[maybe_unused]] fsm_build::AstCheckRecord ast_checks;
-  XG2_DCHECK_INVARIANTS(fsm_build::RecordRuleDfas(ast, rules.dfas, &ctx, &ast_checks));
-  MergeRightLinearRules(ast, &rules.dfas, &budget, &scratch, XG2_DCHECKS_ENABLED ? &ast_checks.right_linear : nullptr);
-  XG2_DCHECK_INVARIANTS(CheckRuleDfas(rules.dfas, "right-linear merging"));
-  const LookaheadDfas lookaheads =
-      BuildLookaheadDfas(ast, static_cast<int32_t>(rules.dfas.size()), &budget, &scratch);
-  FsmFlattener(&fsm).Flatten(rules, lookaheads);
+  ctx->set_scratch(&scratch);
+  RuleDfas rules = BuildRuleDfas(ast, ctx, budget, &scratch, body_keys, build_now);
+  XG2_DCHECK_INVARIANTS(CheckRuleDfas(rules.dfas, "the rule DFAs", build_now));
+  // What the AST analyses are checked against at the end (debug builds only, whole builds;
+  // the record stays empty, and the merging pass reports nothing, in Release).
+  [[maybe_unused]] AstCheckRecord ast_checks;
+  if (!build_now) {
+    XG2_DCHECK_INVARIANTS(RecordRuleDfas(ast, rules.dfas, ctx, &ast_checks));
+    // Merging reads every DFA of a group; a partial build leaves the rules unmerged.
+    MergeRightLinearRules(ast, &rules.dfas, budget, &scratch, XG2_DCHECKS_ENABLED ? &ast_checks.right_linear : nullptr);
+    XG2_DCHECK_INVARIANTS(CheckRuleDfas(rules.dfas, "right-linear merging"));
+  }
+  const LookaheadDfas lookaheads = BuildLookaheadDfas(ast, static_cast<int32_t>(rules.dfas.size()), budget, &scratch);
+  std::vector<uint8_t> built;
+  if (build_now) {
+    built.assign(rules.dfas.size(), 1);  // every synthetic rule so far was built
+    std::copy(build_now->begin(), build_now->end(), built.begin());
+  }
+  Flatten(rules, lookaheads, build_now ? &built : nullptr, &fsm);
   ApplyJsonCharCounts(ast, &fsm);
-  ComputeRuleNullable(&fsm);
+  if (build_now) {
+    SetAstNullability(*nullable, ctx, &fsm);
+  } else {
+    ComputeRuleNullable(&fsm);
+  }
   CheckLookaheadsNotNullable(fsm);
   ApplyTokenBudgets(ast, &fsm);
   ApplyUniqueItems(ast, &fsm);
   fsm.token_sets = ast.token_sets;
   IndexTokenSetEdges(&fsm);
+  ctx->set_scratch(nullptr);  // the lease ends here
   XG2_DCHECK_INVARIANTS(CheckGrammarFsmInvariants(fsm, "BuildGrammarFsm"));
-  XG2_DCHECK_INVARIANTS(fsm_build::CheckAstAnalyses(ast, limits, fsm, ast_checks));
+  if (!build_now) XG2_DCHECK_INVARIANTS(CheckAstAnalyses(ast, limits, fsm, ast_checks));
   return fsm;
 }
 
+}  // namespace fsm_build
+
+GrammarFsm BuildGrammarFsm(const GrammarAst& ast, const FsmBuildLimits& limits) {
+  fsm_build::CheckBuilderInput(ast);
+  int64_t budget = limits.max_nodes;
+  LoweringContext ctx(ast, limits);
+  BodyKeyWriter body_keys(ast);
+  return fsm_build::BuildFirstSnapshot(ast, limits, &ctx, &budget, &body_keys, nullptr, nullptr);
+}
+
 size_t GrammarFsm::MemoryBytes() const {
-  return sizeof(*this) + rule_start.capacity() * 4 + rule_first_node.capacity() * 4 +
+  return sizeof(*this) + rule_start.capacity() * 4 + rule_nodes.capacity() * sizeof(NodeBlock) +
          rule_nullable.capacity() + node_rule.capacity() * 4 + node_accepting.capacity() +
          byte_edge_begin.capacity() * 4 + byte_edges.capacity() * sizeof(ByteEdge) +
          rule_edge_begin.capacity() * 4 + rule_edges.capacity() * sizeof(RuleEdge) +
@@ -482,7 +492,7 @@ std::string GrammarFsm::ToString() const {
   for (int32_t r = 0; r < num_rules(); ++r) {
     os << "rule " << rule_names[r] << (rule_nullable[r] ? " (nullable)" : "") << " start "
        << rule_start[r] << "\n";
-    for (NodeId n = rule_first_node[r]; n < rule_first_node[r + 1]; ++n) {
+    for (NodeId n = rule_nodes[r].begin; n < rule_nodes[r].end; ++n) {
       os << "  " << n << (node_accepting[n] ? "*" : "") << ":";
       if (!node_loop.empty() && node_loop[n] >= 0) os << " (loop " << node_loop[n] << ")";
       if (!node_char_end.empty() && node_char_end[n]) os << " (char end)";

@@ -52,7 +52,7 @@ class FsmChecker {
 
   void CheckRuleTables() {
     const size_t rules = fsm_.rule_start.size();
-    if (fsm_.rule_names.size() != rules || fsm_.rule_first_node.size() != rules + 1 ||
+    if (fsm_.rule_names.size() != rules || fsm_.rule_nodes.size() != rules ||
         fsm_.rule_nullable.size() != rules || fsm_.rule_lookahead.size() != rules) {
       Fail("the per-rule tables disagree on the number of rules (" + Str(rules) + ")");
     }
@@ -69,42 +69,55 @@ class FsmChecker {
     CheckOffsets(fsm_.rule_edge_begin, nodes, fsm_.rule_edges.size(), "rule_edge_begin", stage_);
   }
 
-  // Rule blocks are contiguous and non-empty, from node 0; the lookahead blocks follow them,
-  // each starting at a rule_lookahead entry. block_end_[n] is the end of n's block.
+  // A built rule's block is non-empty and holds its start and only its nodes; an unbuilt
+  // rule's is empty. With the lookahead blocks (each from a rule_lookahead start to the next
+  // block) they partition the node space, in any order (a rule built later appends its block
+  // after the lookahead blocks). block_begin_/block_end_[n] is n's block.
   void CheckBlocks() {
-    const int32_t rules = fsm_.num_rules();
     const NodeId nodes = fsm_.num_nodes();
-    if (fsm_.rule_first_node[0] != 0) Fail("rule 0's block starts at " + Str(fsm_.rule_first_node[0]));
     block_begin_.assign(nodes, 0);
     block_end_.assign(nodes, 0);
-    for (int32_t r = 0; r < rules; ++r) {
-      const NodeId first = fsm_.rule_first_node[r], end = fsm_.rule_first_node[r + 1];
-      if (end <= first || end > nodes) Fail("rule " + Name(r) + " has the block [" + Str(first) + ", " + Str(end) + ")");
-      if (fsm_.rule_start[r] < first || fsm_.rule_start[r] >= end) Fail("rule " + Name(r) + "'s start is outside its block");
-      for (NodeId n = first; n < end; ++n) {
+    constexpr NodeId kLookaheadBlock = -1;  // end of a lookahead block: where the next begins
+    std::vector<NodeBlock> blocks;
+    for (int32_t r = 0; r < fsm_.num_rules(); ++r) {
+      const NodeBlock block = fsm_.rule_nodes[r];
+      if (!fsm_.IsBuilt(r)) {
+        if (block.size() != 0) Fail("unbuilt rule " + Name(r) + " has nodes");
+        continue;
+      }
+      if (block.begin < 0 || block.end <= block.begin || block.end > nodes) {
+        Fail("rule " + Name(r) + " has the block [" + Str(block.begin) + ", " + Str(block.end) + ")");
+      }
+      if (fsm_.rule_start[r] < block.begin || fsm_.rule_start[r] >= block.end) Fail("rule " + Name(r) + "'s start is outside its block");
+      for (NodeId n = block.begin; n < block.end; ++n) {
         if (fsm_.node_rule[n] != r) Fail("node " + Str(n) + " of rule " + Name(r) + " has node_rule " + Str(fsm_.node_rule[n]));
-        block_begin_[n] = first;
-        block_end_[n] = end;
+        block_begin_[n] = block.begin;
+        block_end_[n] = block.end;
       }
+      blocks.push_back(block);
     }
-    std::vector<NodeId> starts;
     for (NodeId start : fsm_.rule_lookahead) {
-      if (start >= 0) starts.push_back(start);
+      if (start >= nodes) Fail("a lookahead starts at node " + Str(start) + " of " + Str(nodes));
+      if (start >= 0) blocks.push_back({start, kLookaheadBlock});
     }
-    std::sort(starts.begin(), starts.end());
-    const NodeId first_lookahead = fsm_.rule_first_node[rules];
-    if (starts.empty() ? first_lookahead != nodes : starts[0] != first_lookahead) {
-      Fail("the nodes after the rules are not exactly the lookahead blocks");
-    }
-    for (size_t k = 0; k < starts.size(); ++k) {
-      const NodeId end = k + 1 < starts.size() ? starts[k + 1] : nodes;
-      if (end <= starts[k]) Fail("two lookaheads share the block at node " + Str(starts[k]));
-      for (NodeId n = starts[k]; n < end; ++n) {
+    std::sort(blocks.begin(), blocks.end(), [](const NodeBlock& a, const NodeBlock& b) { return a.begin < b.begin; });
+    NodeId covered = 0;
+    for (size_t k = 0; k < blocks.size(); ++k) {
+      if (blocks[k].begin != covered) Fail("the rule and lookahead blocks leave a gap or overlap at node " + Str(covered));
+      if (blocks[k].end != kLookaheadBlock) {
+        covered = blocks[k].end;
+        continue;
+      }
+      const NodeId end = k + 1 < blocks.size() ? blocks[k + 1].begin : nodes;
+      if (end <= blocks[k].begin) Fail("two lookaheads share the block at node " + Str(blocks[k].begin));
+      for (NodeId n = blocks[k].begin; n < end; ++n) {
         if (fsm_.node_rule[n] != -1) Fail("lookahead node " + Str(n) + " has node_rule " + Str(fsm_.node_rule[n]));
-        block_begin_[n] = starts[k];
+        block_begin_[n] = blocks[k].begin;
         block_end_[n] = end;
       }
+      covered = end;
     }
+    if (covered != nodes) Fail("the nodes after node " + Str(covered) + " belong to no rule or lookahead");
   }
 
   void CheckEdges() {
@@ -154,6 +167,7 @@ class FsmChecker {
     std::vector<uint8_t> seen(fsm_.num_nodes(), 0);
     std::vector<NodeId> stack;
     for (int32_t r = 0; r < fsm_.num_rules(); ++r) {
+      if (!fsm_.IsBuilt(r)) continue;  // its flag is the AST's (the builder's input)
       bool reaches_accept = false;
       stack.assign(1, fsm_.rule_start[r]);
       seen[fsm_.rule_start[r]] = 1;
@@ -219,7 +233,7 @@ class FsmChecker {
     for (int32_t r = 0; r < fsm_.num_rules(); ++r) {
       if (fsm_.rule_max_tokens[r] < -1) Fail("rule " + Name(r) + " has the token budget " + Str(fsm_.rule_max_tokens[r]));
       if (fsm_.rule_max_tokens[r] < 0) continue;
-      for (NodeId n = fsm_.rule_first_node[r]; n < fsm_.rule_first_node[r + 1]; ++n) {
+      for (NodeId n = fsm_.rule_nodes[r].begin; n < fsm_.rule_nodes[r].end; ++n) {
         if (fsm_.rule_edge_begin[n] != fsm_.rule_edge_begin[n + 1]) Fail("budgeted rule " + Name(r) + " calls a rule");
       }
     }
@@ -250,7 +264,7 @@ class FsmChecker {
         continue;
       }
       if (most < -1 || (most >= 0 && most < least)) Fail("rule " + Name(r) + " counts " + Str(least) + ".." + Str(most));
-      for (NodeId n = fsm_.rule_first_node[r]; n < fsm_.rule_first_node[r + 1]; ++n) {
+      for (NodeId n = fsm_.rule_nodes[r].begin; n < fsm_.rule_nodes[r].end; ++n) {
         // An accepting node completes with no further character.
         const int32_t fewest = fsm_.node_fewest_chars[n], most_after = fsm_.node_most_chars[n];
         if ((fsm_.node_accepting[n] && fewest != 0) || fewest < -1 || fewest > fsm_.rule_chars_slack[r] ||

@@ -4,8 +4,11 @@
 //
 // Invariants (established by BuildGrammarFsm and relied on by the Earley parser; checked by
 // CheckGrammarFsmInvariants, grammar/fsm_invariants.h, in debug and sanitizer builds):
-//  * Nodes of rule r are the contiguous block [rule_first_node[r], rule_first_node[r+1]);
-//    rule_start[r] lies in that block, and every edge target of a node lies in its block.
+//  * Nodes of rule r are the contiguous block rule_nodes[r] = [begin, end) (non-empty for a
+//    built rule); rule_start[r] lies in that block, and every edge target of a node lies in
+//    its block. The blocks and the lookahead blocks partition the node space; the compile
+//    lays them out in rule order with the lookahead blocks last, and a rule built later
+//    appends its block at the end (see "Snapshots"), so no reader may assume an order.
 //  * Per node, byte edges are sorted by `lo`, pairwise disjoint, and at most one rule edge
 //    exists per (node, rule) pair (determinism over the alphabet bytes + rule ids).
 //  * rule_nullable[r] is true iff rule r derives the empty string.
@@ -134,8 +137,11 @@
 //  * An unbuilt rule has no nodes (an empty block). It is reached only through a rule edge of
 //    a built node, so the parser's prediction step (RuleAt below) is the one place that meets
 //    one; it asks for the build and reloads the snapshot before it adds the rule's item.
-// Today every rule is built by BuildGrammarFsm (no snapshot has an unbuilt rule); the
-// whole-grammar passes (nullability, leave sets, FSM hashes, serialization) still assume so.
+// BuildGrammarFsm builds every rule; BuildGrammarFsmLazily (lazy_rule_builder.h, behind the
+// compile's internal lazy_rule_dfas switch, off by default) leaves rules unbuilt. Of the
+// whole-grammar passes, nullability comes from the AST there, FSM hashes skip what reaches an
+// unbuilt rule, serialization and dumps build all first; the mask cache's leave sets still
+// need every rule (docs/lazy_rule_dfas.md, "What remains").
 #ifndef XG2_GRAMMAR_GRAMMAR_FSM_H_
 #define XG2_GRAMMAR_GRAMMAR_FSM_H_
 
@@ -175,11 +181,19 @@ struct TokenSetEdge {
   NodeId target;
 };
 
+// The nodes [begin, end) of one rule's DFA.
+struct NodeBlock {
+  NodeId begin = 0;
+  NodeId end = 0;
+  int32_t size() const { return end - begin; }
+  bool operator==(const NodeBlock& o) const { return begin == o.begin && end == o.end; }
+};
+
 struct GrammarFsm {
   RuleId root_rule = -1;
   std::vector<std::string> rule_names;
   std::vector<NodeId> rule_start;
-  std::vector<NodeId> rule_first_node;  // size num_rules + 1
+  std::vector<NodeBlock> rule_nodes;  // per rule; empty blocks for unbuilt rules
   std::vector<uint8_t> rule_nullable;
   std::vector<NodeId> rule_lookahead;
   std::vector<int32_t> rule_max_tokens;  // empty when no rule has a budget; else -1 or N per rule

@@ -82,6 +82,7 @@ class LoweringContext {
   int32_t max_token_bytes() const { return max_token_bytes_; }
   RuleId first_synthetic_rule() const { return static_cast<RuleId>(ast_.rules.size()); }
   std::vector<Synthetic>& synthetic() { return synthetic_; }
+  const std::vector<Synthetic>& synthetic() const { return synthetic_; }
   bool IsLifted(ExprId e) const { return lifted_.count(e) > 0; }
   // Lowered as a call of a synthetic rule whose body it is (determinisation fallback).
   bool IsSplit(ExprId e) const { return split_.count(e) > 0; }

@@ -45,7 +45,7 @@ void GrammarMatcher::CollectCallTargets(RuleId rule, std::vector<NodeId>* target
       targets->push_back(node);
     }
   };
-  for (NodeId n = g.rule_first_node[rule]; n < g.rule_first_node[rule + 1]; ++n) {
+  for (NodeId n = g.rule_nodes[rule].begin; n < g.rule_nodes[rule].end; ++n) {
     for (const RuleEdge* e = g.rule_edges_begin(n); e != g.rule_edges_end(n); ++e) add(g.rule_start[e->rule]);
   }
   // One level down: a called rule that starts by calling another (a tag whose body begins

@@ -16,7 +16,7 @@ namespace {
 void MarkCompletingBytes(const GrammarFsm& fsm, RuleId rule, std::vector<bool>* visited, bool* bytes) {
   if ((*visited)[rule]) return;
   (*visited)[rule] = true;
-  for (NodeId n = fsm.rule_first_node[rule]; n < fsm.rule_first_node[rule + 1]; ++n) {
+  for (NodeId n = fsm.rule_nodes[rule].begin; n < fsm.rule_nodes[rule].end; ++n) {
     for (const ByteEdge* e = fsm.byte_edges_begin(n); e != fsm.byte_edges_end(n); ++e) {
       if (fsm.node_accepting[e->target]) std::fill(bytes + e->lo, bytes + e->hi + 1, true);
     }
@@ -58,6 +58,12 @@ std::vector<int32_t> UniqueRecheckPositions(const GrammarFsm& fsm, const Tokeniz
   return positions;
 }
 
+// The snapshots' builder over `builder` (none without one).
+RuleDfaSnapshots::Builder RuleBuilderOf(const std::shared_ptr<LazyRuleBuilder>& builder) {
+  if (!builder) return nullptr;
+  return [builder](const GrammarFsm& latest, RuleId rule) { return builder->Build(latest, rule); };
+}
+
 }  // namespace
 
 CompiledGrammar::CompiledGrammar(CompiledGrammarParts parts)
@@ -65,7 +71,8 @@ CompiledGrammar::CompiledGrammar(CompiledGrammarParts parts)
       tokenizer(std::move(parts.tokenizer)),
       ebnf(std::move(parts.ebnf)),
       mask_cache(std::make_shared<GrammarMaskCache>(fsm, tokenizer, std::move(parts.pool), parts.cache_options)),
-      snapshots(std::make_unique<RuleDfaSnapshots>(fsm)),
+      snapshots(std::make_unique<RuleDfaSnapshots>(fsm, RuleBuilderOf(parts.rule_builder))),
+      rule_builder(std::move(parts.rule_builder)),
       earley_limits(parts.earley_limits),
       token_literal_ids(std::move(parts.token_literal_ids)),
       stop_terminal_ids(std::move(parts.stop_terminal_ids)),
@@ -74,6 +81,8 @@ CompiledGrammar::CompiledGrammar(CompiledGrammarParts parts)
   snapshots->SetPublishListener([cache = mask_cache.get()](const std::shared_ptr<const GrammarFsm>& next) {
     cache->GrowTo(next);
   });
+  XG2_DCHECK(!rule_builder || !fsm->has_unique_items(),
+             "a grammar with unique items is built whole (its re-check positions read every item rule)");
   XG2_DCHECK(std::is_sorted(token_literal_ids.begin(), token_literal_ids.end()), "token literal ids are not sorted");
   XG2_DCHECK(std::is_sorted(stop_terminal_ids.begin(), stop_terminal_ids.end()), "stop terminal ids are not sorted");
 }

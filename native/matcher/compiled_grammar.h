@@ -4,7 +4,7 @@
 // every member is const, so one instance is shared by every matcher and thread without locks.
 // The parts that fill later are thread-safe: the mask cache, and the rule FSMs' snapshots
 // (matcher/rule_dfa_snapshots.h), where a rule left unbuilt by the compile is built on first
-// prediction (docs/lazy_rule_dfas.md; the compile builds every rule today).
+// prediction (docs/lazy_rule_dfas.md; only with the compile's internal lazy_rule_dfas switch).
 #ifndef XG2_MATCHER_COMPILED_GRAMMAR_H_
 #define XG2_MATCHER_COMPILED_GRAMMAR_H_
 
@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "grammar/grammar_fsm.h"
+#include "grammar/lazy_rule_builder.h"
 #include "matcher/earley_parser.h"
 #include "matcher/rule_dfa_snapshots.h"
 #include "matcher/token_mask_cache.h"
@@ -24,6 +25,8 @@ namespace xg2 {
 // What a CompiledGrammar is made of, gathered before it is built.
 struct CompiledGrammarParts {
   GrammarFsm fsm;
+  // Builds the rules `fsm` leaves unbuilt (grammar/lazy_rule_builder.h); null when it builds all.
+  std::shared_ptr<LazyRuleBuilder> rule_builder;
   // The vocabulary the FSMs are matched against: the tokenizer's own, or the vocabulary
   // derived for the ids the grammar names with Token(id) (tokenizer/token_literals.h).
   std::shared_ptr<const TokenizerInfo> tokenizer;
@@ -54,6 +57,8 @@ struct CompiledGrammar {
   // Every snapshot of the rule FSMs since `fsm`, and the build of the rules it left unbuilt;
   // each new snapshot grows mask_cache's per-node tables before any reader can load it.
   const std::unique_ptr<RuleDfaSnapshots> snapshots;
+  // What snapshots builds the rules the compile left unbuilt with (null: it left none).
+  const std::shared_ptr<LazyRuleBuilder> rule_builder;
   // Limits of every matcher's parser (from the compile's CompileLimits).
   const EarleyLimits earley_limits;
   // Sorted ids the grammar names with Token(id) (tokenizer/token_literals.h), and those of them
@@ -67,18 +72,28 @@ struct CompiledGrammar {
   // unique items.
   const std::vector<int32_t> unique_recheck_positions;
 
+  // The rule FSMs with every rule built ("build all first": serialization, FSM dumps): `fsm`
+  // where the compile built them all, else the snapshot after building the rest.
+  std::shared_ptr<const GrammarFsm> WholeFsm() const { return snapshots->BuildAll(); }
+
+  // Counts the first snapshot, the latest where rules were built since, and what the builder
+  // keeps for later builds (older snapshots that readers still hold are theirs).
   size_t MemoryBytes() const {
-    return sizeof(*this) + fsm->MemoryBytes() + ebnf.MemoryBytes() + mask_cache->MemoryBytes() +
-           unique_recheck_positions.capacity() * sizeof(int32_t);
+    const std::shared_ptr<const GrammarFsm> latest = snapshots->Latest();
+    return sizeof(*this) + fsm->MemoryBytes() + (latest != fsm ? latest->MemoryBytes() : 0) + RuleBuilderBytes() +
+           ebnf.MemoryBytes() + mask_cache->MemoryBytes() + unique_recheck_positions.capacity() * sizeof(int32_t);
   }
   // MemoryBytes without the token classifications built since the compile (by matchers and
   // the background precompute): what the compile built, read without walking those entries
   // under the mask cache's lock (which the precompute thread takes for every entry it adds).
   // The EBNF counts as it stands: its source until someone prints it, then the text.
   size_t BuiltBytes() const {
-    return sizeof(*this) + fsm->MemoryBytes() + ebnf.MemoryBytes() + mask_cache->FixedBytes() +
+    return sizeof(*this) + fsm->MemoryBytes() + RuleBuilderBytes() + ebnf.MemoryBytes() + mask_cache->FixedBytes() +
            unique_recheck_positions.capacity() * sizeof(int32_t);
   }
+
+ private:
+  size_t RuleBuilderBytes() const { return rule_builder ? rule_builder->MemoryBytes() : 0; }
 };
 
 }  // namespace xg2

@@ -91,7 +91,7 @@ FsmHashes ComputeFsmHashes(const GrammarFsm& fsm) {
   // Reference graph: callees per rule, without duplicates.
   std::vector<std::vector<RuleId>> callees(num_rules);
   for (RuleId r = 0; r < num_rules; ++r) {
-    for (NodeId n = fsm.rule_first_node[r]; n < fsm.rule_first_node[r + 1]; ++n) {
+    for (NodeId n = fsm.rule_nodes[r].begin; n < fsm.rule_nodes[r].end; ++n) {
       for (const RuleEdge* e = fsm.rule_edges_begin(n); e != fsm.rule_edges_end(n); ++e) {
         callees[r].push_back(e->rule);
       }
@@ -135,8 +135,9 @@ FsmHashes ComputeFsmHashes(const GrammarFsm& fsm) {
   };
 
   for (const std::vector<RuleId>& members : components) {
+    // A rule not built in this snapshot has no hash, nor has anything that reaches it.
     bool hashable = true;
-    for (RuleId r : members) hashable = hashable && callees_outside_hashed(r);
+    for (RuleId r : members) hashable = hashable && fsm.IsBuilt(r) && callees_outside_hashed(r);
     const bool cyclic = members.size() > 1 ||
                         std::binary_search(callees[members[0]].begin(), callees[members[0]].end(), members[0]);
     // Simple cycle: each member calls exactly one member; following those calls from any

@@ -129,12 +129,22 @@ ByteReader OpenBlob(std::string_view blob, std::string_view magic, const char* w
   return reader;
 }
 
+[[noreturn]] void Invalid(const std::string& message) {
+  throw DeserializationError("compiled grammar blob is corrupt: its FSM violates an invariant: " + message);
+}
+
 void WriteFsm(ByteWriter* w, const GrammarFsm& f) {
   w->Int<int32_t>(f.root_rule);
   w->Int<uint64_t>(f.rule_names.size());
   for (const std::string& name : f.rule_names) w->Bytes(name);
   w->Ints(f.rule_start);
-  w->Ints(f.rule_first_node);
+  std::vector<NodeId> block_begin, block_end;
+  for (const NodeBlock& block : f.rule_nodes) {
+    block_begin.push_back(block.begin);
+    block_end.push_back(block.end);
+  }
+  w->Ints(block_begin);
+  w->Ints(block_end);
   w->Ints(f.rule_nullable);
   w->Ints(f.rule_lookahead);
   w->Ints(f.rule_max_tokens);
@@ -188,7 +198,10 @@ GrammarFsm ReadFsm(ByteReader* r) {
   f.rule_names.resize(r->Count(8, "rule names"));
   for (std::string& name : f.rule_names) name = r->Bytes("rule name");
   f.rule_start = r->Ints<NodeId>("rule starts");
-  f.rule_first_node = r->Ints<NodeId>("rule first nodes");
+  const std::vector<NodeId> block_begin = r->Ints<NodeId>("rule block begins");
+  const std::vector<NodeId> block_end = r->Ints<NodeId>("rule block ends");
+  if (block_begin.size() != block_end.size()) Invalid("rule block begins and ends differ in number");
+  for (size_t i = 0; i < block_begin.size(); ++i) f.rule_nodes.push_back({block_begin[i], block_end[i]});
   f.rule_nullable = r->Ints<uint8_t>("rule nullable flags");
   f.rule_lookahead = r->Ints<NodeId>("rule lookaheads");
   f.rule_max_tokens = r->Ints<int32_t>("rule token budgets");
@@ -235,10 +248,6 @@ GrammarFsm ReadFsm(ByteReader* r) {
   f.rule_chars_slack = r->Ints<int32_t>("rule character slacks");
   f.rule_unique = r->Ints<uint8_t>("rule unique-item roles");
   return f;
-}
-
-[[noreturn]] void Invalid(const std::string& message) {
-  throw DeserializationError("compiled grammar blob is corrupt: its FSM violates an invariant: " + message);
 }
 
 void CheckSize(size_t actual, size_t expected, const char* table) {
@@ -292,7 +301,7 @@ void CheckJsonCharCountTables(const GrammarFsm& f) {
     }
     if (least < 0) continue;
     if (f.rule_nullable[r] && least > 0) Invalid("rule " + std::to_string(r) + " counts characters but is nullable");
-    for (NodeId n = f.rule_first_node[r]; n < f.rule_first_node[r + 1]; ++n) {
+    for (NodeId n = f.rule_nodes[r].begin; n < f.rule_nodes[r].end; ++n) {
       if (f.node_fewest_chars[n] < -1 || f.node_most_chars[n] < -1 || f.node_fewest_chars[n] > f.rule_chars_slack[r] ||
           (f.node_most_chars[n] >= 0 && f.node_most_chars[n] < f.node_fewest_chars[n])) {
         Invalid("node " + std::to_string(n) + " has inconsistent completion lengths");
@@ -346,47 +355,57 @@ void CheckFsmStructure(const GrammarFsm& f, int32_t vocab_size) {
   if (rules == 0 || rules > (size_t{1} << 30) || nodes > (size_t{1} << 30)) Invalid("no rules, or too many");
   if (f.root_rule < 0 || static_cast<size_t>(f.root_rule) >= rules) Invalid("root rule out of range");
   CheckSize(f.rule_names.size(), rules, "rule names");
-  CheckSize(f.rule_first_node.size(), rules + 1, "rule first nodes");
+  CheckSize(f.rule_nodes.size(), rules, "rule blocks");
   CheckSize(f.rule_nullable.size(), rules, "rule nullable flags");
   CheckSize(f.rule_lookahead.size(), rules, "rule lookaheads");
   if (!f.rule_max_tokens.empty()) CheckSize(f.rule_max_tokens.size(), rules, "rule token budgets");
   CheckSize(f.node_accepting.size(), nodes, "node accepting flags");
   const NodeId num_nodes = static_cast<NodeId>(nodes);
-  if (f.rule_first_node[0] != 0 || f.rule_first_node[rules] > num_nodes) Invalid("rule blocks do not fit the nodes");
+  for (NodeId n = 0; n < num_nodes; ++n) {
+    if (f.node_rule[n] < -1 || f.node_rule[n] >= static_cast<RuleId>(rules)) Invalid("node " + std::to_string(n) + " names a rule out of range");
+    if (f.node_accepting[n] > 1) Invalid("node accepting flag is not a boolean");
+  }
+  // A blob holds every rule built (serialization builds all first). Each block holds only its
+  // rule's nodes, so blocks are disjoint; as many nodes in blocks as nodes with a rule means
+  // every such node lies in its rule's block.
+  size_t in_blocks = 0;
   for (size_t r = 0; r < rules; ++r) {
-    const NodeId first = f.rule_first_node[r], end = f.rule_first_node[r + 1];
-    if (first >= end) Invalid("rule " + std::to_string(r) + " has an empty or inverted node block");
+    const NodeId first = f.rule_nodes[r].begin, end = f.rule_nodes[r].end;
+    if (first < 0 || first >= end || end > num_nodes) Invalid("rule " + std::to_string(r) + " has an empty, inverted or outside node block");
     if (f.rule_start[r] < first || f.rule_start[r] >= end) Invalid("rule " + std::to_string(r) + " starts outside its block");
+    for (NodeId n = first; n < end; ++n) {
+      if (f.node_rule[n] != static_cast<RuleId>(r)) Invalid("node " + std::to_string(n) + " has rule " + std::to_string(f.node_rule[n]) + " inside the block of rule " + std::to_string(r));
+    }
+    in_blocks += static_cast<size_t>(end - first);
     if (f.rule_nullable[r] > 1) Invalid("rule nullable flag is not a boolean");
     if (!f.rule_max_tokens.empty() && f.rule_max_tokens[r] < -1) Invalid("negative token budget");
     const NodeId lookahead = f.rule_lookahead[r];
-    if (lookahead != -1 && (lookahead < f.rule_first_node[rules] || lookahead >= num_nodes)) {
-      Invalid("rule " + std::to_string(r) + " lookahead outside the lookahead block");
+    if (lookahead != -1 && (lookahead < 0 || lookahead >= num_nodes || f.node_rule[lookahead] != -1)) {
+      Invalid("rule " + std::to_string(r) + " lookahead outside the lookahead nodes");
     }
+  }
+  if (in_blocks != static_cast<size_t>(std::count_if(f.node_rule.begin(), f.node_rule.end(), [](RuleId r) { return r >= 0; }))) {
+    Invalid("a node lies outside its rule's block");
   }
   const bool any_lookahead =
       std::any_of(f.rule_lookahead.begin(), f.rule_lookahead.end(), [](NodeId n) { return n != -1; });
   if (any_lookahead != f.has_lookahead) Invalid("lookahead flag disagrees with the rules");
-  // Block of each node: its rule's, or the lookahead block past the rules.
+  // Block of each node: its rule's, or the run of lookahead nodes (no rule) it lies in.
+  std::vector<NodeId> run_begin(nodes), run_end(nodes);
+  for (NodeId n = 0; n < num_nodes;) {
+    NodeId end = n + 1;
+    if (f.node_rule[n] < 0) {
+      while (end < num_nodes && f.node_rule[end] < 0) ++end;
+    }
+    std::fill(run_begin.begin() + n, run_begin.begin() + end, n);
+    std::fill(run_end.begin() + n, run_end.begin() + end, end);
+    n = end;
+  }
   auto block_of = [&](NodeId n, NodeId* first, NodeId* end) {
     const RuleId r = f.node_rule[n];
-    if (r >= 0) {
-      *first = f.rule_first_node[r];
-      *end = f.rule_first_node[r + 1];
-    } else {
-      *first = f.rule_first_node[rules];
-      *end = num_nodes;
-    }
+    *first = r >= 0 ? f.rule_nodes[r].begin : run_begin[n];
+    *end = r >= 0 ? f.rule_nodes[r].end : run_end[n];
   };
-  for (NodeId n = 0; n < num_nodes; ++n) {
-    const RuleId r = f.node_rule[n];
-    const bool in_rules = n < f.rule_first_node[rules];
-    if (in_rules ? (r < 0 || static_cast<size_t>(r) >= rules || n < f.rule_first_node[r] || n >= f.rule_first_node[r + 1])
-                 : r != -1) {
-      Invalid("node " + std::to_string(n) + " has rule " + std::to_string(r) + " outside its block");
-    }
-    if (f.node_accepting[n] > 1) Invalid("node accepting flag is not a boolean");
-  }
   CheckOffsets(f.byte_edge_begin, nodes, f.byte_edges.size(), "byte edge offsets");
   CheckOffsets(f.rule_edge_begin, nodes, f.rule_edges.size(), "rule edge offsets");
   for (NodeId n = 0; n < num_nodes; ++n) {
@@ -510,7 +529,7 @@ std::string SerializeCompiledGrammar(const CompiledGrammar& g, const TokenizerIn
   ByteWriter w;
   WriteHeader(&w, kGrammarMagic, engine_version, TokenizerFingerprint(base));
   w.Int<uint8_t>(g.tokenizer.get() != &base);
-  WriteFsm(&w, *g.fsm);
+  WriteFsm(&w, *g.WholeFsm());
   w.Bytes(g.ebnf.text());
   w.Int<int32_t>(g.earley_limits.max_items_per_step);
   w.Int<int64_t>(g.earley_limits.max_work_per_token);

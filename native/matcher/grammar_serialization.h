@@ -35,7 +35,7 @@
 namespace xg2 {
 
 // Bumped whenever either layout or the meaning of a stored field changes.
-constexpr uint32_t kSerializationFormatVersion = 3;
+constexpr uint32_t kSerializationFormatVersion = 4;
 
 // 16 bytes naming a vocabulary: vocab size and type, the prefix-space flag, every decoded
 // token's bytes, stop and special ids. Computed once per table and kept with it.

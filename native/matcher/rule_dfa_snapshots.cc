@@ -38,9 +38,7 @@ std::string RuleViolation(const GrammarFsm& older, const GrammarFsm& newer, Rule
   if (!older.IsBuilt(r)) return "";
   const std::string rule = "built rule " + std::to_string(r) + " (" + older.rule_names[i] + ") changed its ";
   if (older.rule_start[i] != newer.rule_start[i]) return rule + "start";
-  if (older.rule_first_node[i] != newer.rule_first_node[i] || older.rule_first_node[i + 1] != newer.rule_first_node[i + 1]) {
-    return rule + "node block";
-  }
+  if (!(older.rule_nodes[i] == newer.rule_nodes[i])) return rule + "node block";
   if (older.rule_nullable[i] != newer.rule_nullable[i]) return rule + "nullability";
   if (older.rule_lookahead[i] != newer.rule_lookahead[i]) return rule + "lookahead";
   auto same_at = [i](const auto& a, const auto& b) { return a.empty() || (b.size() > i && a[i] == b[i]); };
@@ -139,6 +137,15 @@ std::shared_ptr<const GrammarFsm> RuleDfaSnapshots::BuildRule(RuleId rule) {
   latest_ = std::move(next);
   ++builds_;
   return latest_;
+}
+
+std::shared_ptr<const GrammarFsm> RuleDfaSnapshots::BuildAll() {
+  std::shared_ptr<const GrammarFsm> latest = Latest();
+  // A build may add (built) synthetic rules: the bound is read again each time.
+  for (RuleId r = 0; r < latest->num_rules(); ++r) {
+    if (!latest->IsBuilt(r)) latest = BuildRule(r);
+  }
+  return latest;
 }
 
 }  // namespace xg2

@@ -43,6 +43,9 @@ class RuleDfaSnapshots {
   // the one this call builds and publishes. Throws InternalError where nothing can build it
   // (no builder: an unbuilt rule in a grammar meant to be whole).
   std::shared_ptr<const GrammarFsm> BuildRule(RuleId rule);
+  // A snapshot with every rule built: the latest where none is unbuilt, else the one the
+  // builds of the rest end with ("build all first": serialization and FSM dumps).
+  std::shared_ptr<const GrammarFsm> BuildAll();
   // Set once, before any reader asks for a build (CompiledGrammar's constructor).
   void SetPublishListener(PublishListener listener) { listener_ = std::move(listener); }
   // Builds run since construction.

@@ -110,9 +110,9 @@ TEST(LeaveSetBoundAndNullabilityChecksRejectAnFsmThatDisagrees) {
   const GrammarFsm fsm = BuildGrammarFsm(b.ast);
   AstCheckRecord record;
   for (RuleId r = 0; r < fsm.num_rules(); ++r) {
-    record.dfa_nodes.push_back(fsm.rule_first_node[r + 1] - fsm.rule_first_node[r]);
+    record.dfa_nodes.push_back(fsm.rule_nodes[r].end - fsm.rule_nodes[r].begin);
     std::vector<RuleId> callees;
-    for (NodeId n = fsm.rule_first_node[r]; n < fsm.rule_first_node[r + 1]; ++n) {
+    for (NodeId n = fsm.rule_nodes[r].begin; n < fsm.rule_nodes[r].end; ++n) {
       for (const RuleEdge* e = fsm.rule_edges_begin(n); e != fsm.rule_edges_end(n); ++e) callees.push_back(e->rule);
     }
     record.callees.push_back(callees);
@@ -126,7 +126,7 @@ TEST(LeaveSetBoundAndNullabilityChecksRejectAnFsmThatDisagrees) {
 
   // Rule a's byte edge widened to "a".."c": root's calling node could now be left by "b", "c".
   GrammarFsm wider = fsm;
-  for (NodeId n = wider.rule_first_node[a]; n < wider.rule_first_node[a + 1]; ++n) {
+  for (NodeId n = wider.rule_nodes[a].begin; n < wider.rule_nodes[a].end; ++n) {
     for (int32_t k = wider.byte_edge_begin[n]; k < wider.byte_edge_begin[n + 1]; ++k) wider.byte_edges[k].hi = 'c';
   }
   CHECK_THROWS(CheckAstAnalyses(b.ast, {}, wider, record), InternalError, "FIRST/FOLLOW");
@@ -199,7 +199,7 @@ TEST(ACompressibleRepetitionWithoutACountedLoopIsPureInTheDfasOnly) {
   const GrammarFsm fsm = BuildGrammarFsm(b.ast, limits);
   CHECK(fsm.counted_loops.empty());
   // Merged in the DFAs: root's DFA no longer calls tail.
-  for (NodeId n = fsm.rule_first_node[root]; n < fsm.rule_first_node[root + 1]; ++n) {
+  for (NodeId n = fsm.rule_nodes[root].begin; n < fsm.rule_nodes[root].end; ++n) {
     CHECK_EQ(fsm.rule_edge_begin[n], fsm.rule_edge_begin[n + 1]);
   }
 }

@@ -74,7 +74,7 @@ TEST(CheckerRejectsBrokenByteEdges) {
                  "has the byte edge");
   // Into the other rule's block.
   const RuleId other = fsm.node_rule[n] == 0 ? 1 : 0;
-  ExpectRejected(fsm, [&](GrammarFsm* f) { f->byte_edges[first].target = f->rule_first_node[other]; },
+  ExpectRejected(fsm, [&](GrammarFsm* f) { f->byte_edges[first].target = f->rule_nodes[other].begin; },
                  "outside its block");
   ExpectRejected(fsm, [&](GrammarFsm* f) { f->byte_edges[first].target = f->num_nodes(); }, "outside its block");
 }
@@ -91,7 +91,7 @@ TEST(CheckerRejectsBrokenOffsets) {
 TEST(CheckerRejectsBrokenRuleTables) {
   const GrammarFsm fsm = ValidFsm();
   ExpectRejected(fsm, [](GrammarFsm* f) { f->node_rule[0] = 1; }, "has node_rule");
-  ExpectRejected(fsm, [](GrammarFsm* f) { f->rule_start[1] = f->rule_first_node[0]; }, "start is outside its block");
+  ExpectRejected(fsm, [](GrammarFsm* f) { f->rule_start[1] = f->rule_nodes[0].begin; }, "start is outside its block");
   ExpectRejected(fsm, [](GrammarFsm* f) { f->root_rule = 7; }, "root rule");
   ExpectRejected(fsm, [](GrammarFsm* f) { f->rule_edges[0].rule = 9; }, "calls rule 9");
   ExpectRejected(fsm, [](GrammarFsm* f) { f->rule_nullable[1] = 0; }, "says otherwise");

@@ -165,7 +165,7 @@ TEST(BuildGrammarFsmLaysOutRulesAndNullability) {
   CHECK_EQ(fsm.rule_edges[0].rule, inner);
   CHECK(RuleAccepts(fsm, inner, "aaa"));
   CHECK(!RuleAccepts(fsm, inner, "ab"));
-  CHECK_EQ(fsm.rule_first_node[1] - fsm.rule_first_node[0], 4);  // x, <inner>, y, end
+  CHECK_EQ(fsm.rule_nodes[0].size(), 4);  // x, <inner>, y, end
 }
 
 TEST(LongRepetitionBecomesOneCountedLoop) {
@@ -215,15 +215,15 @@ TEST(RightLinearChainIsMergedIntoTheRootDfa) {
   b.ast.rules[root].body = b.Seq({b.Bytes("a"), b.Ref(r2)});
   const GrammarFsm fsm = BuildGrammarFsm(b.ast);
   CheckGrammarFsmInvariants(fsm, "test");
-  for (NodeId n = fsm.rule_first_node[root]; n < fsm.rule_first_node[root + 1]; ++n) {
+  for (NodeId n = fsm.rule_nodes[root].begin; n < fsm.rule_nodes[root].end; ++n) {
     CHECK_EQ(fsm.rule_edge_begin[n], fsm.rule_edge_begin[n + 1]);
   }
   for (const std::string& text : AllStrings("abcd", 4)) {
     CHECK_EQ(RuleAccepts(fsm, root, text), text == "abd" || text == "ac");
   }
   // Only the merged root calls them: both members are emptied.
-  CHECK_EQ(fsm.rule_first_node[r3 + 1] - fsm.rule_first_node[r3], 1);
-  CHECK_EQ(fsm.rule_first_node[r2 + 1] - fsm.rule_first_node[r2], 1);
+  CHECK_EQ(fsm.rule_nodes[r3].end - fsm.rule_nodes[r3].begin, 1);
+  CHECK_EQ(fsm.rule_nodes[r2].end - fsm.rule_nodes[r2].begin, 1);
 }
 
 TEST(SharedRuleDfaTableServesTheSecondBuild) {

@@ -57,7 +57,7 @@ TEST(EscapesAndPairsEndOneCharacter) {
   const GrammarFsm fsm = CountingFsm("\\u00e9", 0, 3);
   CheckGrammarFsmInvariants(fsm, "a test");
   int32_t ends = 0;
-  for (NodeId n = fsm.rule_first_node[1]; n < fsm.rule_first_node[2]; ++n) ends += fsm.node_char_end[n];
+  for (NodeId n = fsm.rule_nodes[1].begin; n < fsm.rule_nodes[1].end; ++n) ends += fsm.node_char_end[n];
   CHECK_EQ(ends, 1);  // the start, reached again after each escape
   CHECK_EQ(fsm.node_fewest_chars[fsm.rule_start[1]], 0);
   CHECK_EQ(fsm.node_most_chars[fsm.rule_start[1]], -1);

@@ -35,12 +35,12 @@ GrammarFsm WholeFsm() {
 GrammarFsm WithoutLastRule(const GrammarFsm& whole) {
   GrammarFsm older = whole;
   const RuleId last = whole.num_rules() - 1;
-  const NodeId kept = whole.rule_first_node[last];
+  const NodeId kept = whole.rule_nodes[last].begin;
   CHECK(!whole.has_lookahead && !whole.has_token_sets() && whole.counted_loops.empty());
-  CHECK_EQ(whole.rule_first_node[last + 1], whole.num_nodes());
+  CHECK_EQ(whole.rule_nodes[last].end, whole.num_nodes());
   older.rule_start[last] = kUnbuiltRule;
   older.rule_nullable[last] = 0;
-  older.rule_first_node[last + 1] = kept;
+  older.rule_nodes[last].end = kept;
   older.node_rule.resize(kept);
   older.node_accepting.resize(kept);
   older.byte_edge_begin.resize(kept + 1);

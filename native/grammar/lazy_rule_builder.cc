@@ -1,0 +1,122 @@
+// BuildGrammarFsmLazily and LazyRuleBuilder (see the header).
+#include "grammar/lazy_rule_builder.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "grammar/fsm_appender.h"
+#include "grammar/fsm_builder_steps.h"
+#include "grammar/fsm_invariants.h"
+#include "grammar/rule_dfa_build.h"
+#include "support/cancellation.h"
+#include "support/dcheck.h"
+
+namespace xg2 {
+
+using fsm_build::Dfa;
+
+namespace {
+
+bool HasUniqueItems(const GrammarAst& ast) {
+  return std::any_of(ast.rules.begin(), ast.rules.end(), [](const RuleDef& r) { return r.unique_item || r.unique_items; });
+}
+
+}  // namespace
+
+LazyRuleBuilder::LazyRuleBuilder(GrammarAst ast, const FsmBuildLimits& limits)
+    : ast_(std::move(ast)),
+      limits_(limits),
+      nullable_(AstRuleNullable(ast_, ComputeRuleBodyOrder(ast_))),
+      ctx_(ast_, limits_),
+      body_keys_(ast_),
+      budget_(limits_.max_nodes) {}
+
+LazyGrammarFsm BuildGrammarFsmLazily(GrammarAst ast, const FsmBuildLimits& limits) {
+  fsm_build::CheckBuilderInput(ast);
+  const int32_t num_rules = static_cast<int32_t>(ast.rules.size());
+  if (HasUniqueItems(ast)) return {BuildGrammarFsm(ast, limits), nullptr};
+  const RuleBuildPolicy policy = DecideRuleBuildPolicy(ast, limits);
+  // Cannot fit beside the eager rules: built whole without building the eager rules twice.
+  if (policy.total_lazy_node_bound >= limits.max_nodes) return {BuildGrammarFsm(ast, limits), nullptr};
+  std::vector<uint8_t> build_now(num_rules, 0);
+  int32_t waiting = 0;
+  for (RuleId r = 0; r < num_rules; ++r) {
+    build_now[r] = policy.eager[r] != kBuildOnFirstUse || r == ast.root_rule;
+    waiting += !build_now[r];
+  }
+  if (waiting == 0) return {BuildGrammarFsm(ast, limits), nullptr};
+  auto builder = std::make_shared<LazyRuleBuilder>(std::move(ast), limits);
+  LazyRuleBuilder& b = *builder;
+  GrammarFsm fsm = fsm_build::BuildFirstSnapshot(b.ast_, limits, &b.ctx_, &b.budget_, &b.body_keys_, &build_now, &b.nullable_);
+  // The bound counts the root's nodes too (built already): conservative.
+  if (b.budget_ < policy.total_lazy_node_bound) return {BuildGrammarFsm(b.ast_, limits), nullptr};
+  return {std::move(fsm), std::move(builder)};
+}
+
+void LazyRuleBuilder::AddSyntheticRules(GrammarFsm* fsm) const {
+  const RuleId first_synthetic = ctx_.first_synthetic_rule();
+  const RuleId rules = first_synthetic + static_cast<RuleId>(ctx_.synthetic().size());
+  for (RuleId r = fsm->num_rules(); r < rules; ++r) {
+    const fsm_build::LoweringContext::Synthetic& synthetic = ctx_.synthetic()[r - first_synthetic];
+    fsm->rule_names.push_back(synthetic.name);
+    fsm->rule_start.push_back(kUnbuiltRule);
+    fsm->rule_nodes.push_back({0, 0});
+    fsm->rule_nullable.push_back(nullable_.expr[synthetic.body]);
+    fsm->rule_lookahead.push_back(-1);
+    if (!fsm->rule_max_tokens.empty()) fsm->rule_max_tokens.push_back(-1);
+    if (fsm->has_json_char_counts()) {
+      fsm->rule_min_json_chars.push_back(-1);
+      fsm->rule_max_json_chars.push_back(-1);
+      fsm->rule_chars_slack.push_back(0);
+    }
+    if (fsm->has_unique_items()) fsm->rule_unique.push_back(GrammarFsm::kNotUnique);
+  }
+}
+
+GrammarFsm LazyRuleBuilder::Build(const GrammarFsm& latest, RuleId rule) {
+  const RuleId first_synthetic = ctx_.first_synthetic_rule();
+  XG2_DCHECK(rule >= 0 && rule < first_synthetic && !latest.IsBuilt(rule),
+             "a lazy build is asked for an unbuilt grammar rule (synthetic rules are built with their maker)");
+  XG2_DCHECK(latest.num_rules() == first_synthetic + static_cast<RuleId>(ctx_.synthetic().size()),
+             "every synthetic rule made so far is in the latest snapshot");
+  // Runs inside a parser's step, maybe on a thread that is compiling: no compile's token may
+  // stop it (the budget was checked against the bound at compile).
+  ScopedCancellation outside_any_compile(nullptr);
+  fsm_build::ScratchLease lease;
+  ctx_.set_scratch(lease.get());
+  std::vector<Dfa> dfas;
+  std::vector<RuleId> owners;
+  fsm_build::CharCountedDfa counted;  // stays empty: counting rules are eager
+  dfas.push_back(fsm_build::BuildGrammarRuleDfa(ast_, rule, &ctx_, &budget_, lease.get(), &body_keys_, &counted));
+  owners.push_back(rule);
+  // Lowering a synthetic rule may make more; each gets the next id.
+  for (RuleId s = latest.num_rules(); s < first_synthetic + static_cast<RuleId>(ctx_.synthetic().size()); ++s) {
+    const fsm_build::LoweringContext::Synthetic synthetic = ctx_.synthetic()[s - first_synthetic];
+    dfas.push_back(fsm_build::BuildRuleDfa(ast_, synthetic.body, &budget_, &ctx_, synthetic.exempt, synthetic.name, lease.get()));
+    owners.push_back(s);
+  }
+  ctx_.set_scratch(nullptr);
+  XG2_DCHECK(counted.char_end.empty(), "a rule built on first use counts no JSON characters");
+  GrammarFsm next = latest;
+  AddSyntheticRules(&next);
+  std::vector<const Dfa*> appended;
+  for (const Dfa& dfa : dfas) appended.push_back(&dfa);
+  fsm_build::FsmAppender appender(&next, appended);
+  for (size_t k = 0; k < dfas.size(); ++k) {
+    const NodeId base = appender.Append(dfas[k], owners[k]);
+    next.rule_start[owners[k]] = base;
+    next.rule_nodes[owners[k]] = {base, base + dfas[k].size()};
+  }
+  appender.Finish();
+  if (next.has_token_sets()) IndexTokenSetEdges(&next);
+  XG2_DCHECK_INVARIANTS(CheckGrammarFsmInvariants(next, "a rule build on first use"));
+  return next;
+}
+
+size_t LazyRuleBuilder::MemoryBytes() const {
+  return sizeof(*this) + GrammarAstMemoryBytes(ast_) + nullable_.rule.capacity() + nullable_.expr.capacity();
+}
+
+}  // namespace xg2

@@ -1,0 +1,238 @@
+// Rule DFAs built on first use (grammar/lazy_rule_builder.h): a grammar compiled lazily leaves
+// rules unbuilt, and a parser over its snapshots (building each rule on first prediction)
+// accepts, rejects and allows exactly what the parser of the eager build does -- per byte,
+// and per token of a small vocabulary walked through the parser (the reference mask) -- on
+// random walks of the eager grammar, from one thread and from several sharing the builds.
+// Errors of the eager rules stay at compile, and a grammar the node bound does not fit is
+// built whole.
+#include <algorithm>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "check.h"
+#include "fsm_test_support.h"
+#include "grammar/fsm_invariants.h"
+#include "grammar/lazy_rule_builder.h"
+#include "matcher/earley_parser.h"
+#include "matcher/rule_dfa_snapshots.h"
+#include "support/dcheck.h"
+#include "support/error.h"
+
+namespace xg2_test {
+namespace {
+
+// root ::= "{" ws pair ("," ws pair)* "}" ; pair ::= str ws ":" ws value ;
+// value ::= str | num | "[" ws (value ws ("," ws value ws)*)? "]" | "true" | obj ;
+// obj ::= "{" ws (pair ("," ws pair)*)? "}" ; str ::= "\"" [a-c]* "\"" ; num ::= "-"? [0-9]+ ;
+// ws ::= " "*  -- recursive, every rule but the root may wait.
+GrammarAst JsonLikeAst() {
+  AstBuilder b;
+  const RuleId root = b.DeclareRule("root");
+  const RuleId ws = b.Rule("ws", b.Repeat(b.Bytes(" "), 0, -1));
+  const RuleId str = b.Rule("str", b.Seq({b.Bytes("\""), b.Repeat(b.Class({{'a', 'c'}}), 0, -1), b.Bytes("\"")}));
+  const RuleId num = b.Rule("num", b.Seq({b.Repeat(b.Bytes("-"), 0, 1), b.Repeat(b.Class({{'0', '9'}}), 1, -1)}));
+  const RuleId value = b.DeclareRule("value");
+  const RuleId pair = b.Rule("pair", b.Seq({b.Ref(str), b.Ref(ws), b.Bytes(":"), b.Ref(ws), b.Ref(value)}));
+  auto pairs = [&] { return b.Seq({b.Ref(pair), b.Repeat(b.Seq({b.Bytes(","), b.Ref(ws), b.Ref(pair)}), 0, -1)}); };
+  const RuleId obj = b.Rule("obj", b.Seq({b.Bytes("{"), b.Ref(ws), b.Repeat(pairs(), 0, 1), b.Bytes("}")}));
+  const ExprId items = b.Seq({b.Ref(value), b.Ref(ws), b.Repeat(b.Seq({b.Bytes(","), b.Ref(ws), b.Ref(value), b.Ref(ws)}), 0, -1)});
+  b.ast.rules[value].body = b.Choice({b.Ref(str), b.Ref(num), b.Seq({b.Bytes("["), b.Ref(ws), b.Repeat(items, 0, 1), b.Bytes("]")}),
+                                      b.Bytes("true"), b.Ref(obj)});
+  b.ast.rules[root].body = b.Seq({b.Bytes("{"), b.Ref(ws), pairs(), b.Bytes("}")});
+  return b.ast;
+}
+
+// root ::= head body tail ; head[max_tokens=4] ::= "h"+ (eager: a budget) ;
+// body ::= ("x" | "y")* "z" part ; part ::= [ab]* "a" [ab]{13} "." (its DFA would pass the
+// determinisation cap: lowering splits it into synthetic rules, made by the lazy build) ;
+// tail ::= "t" (= "!") "!"?  -- a rule with a lookahead, itself built on first use.
+GrammarAst MixedAst() {
+  AstBuilder b;
+  const RuleId root = b.DeclareRule("root");
+  const RuleId head = b.Rule("head", b.Repeat(b.Bytes("h"), 1, -1));
+  b.ast.rules[head].max_tokens = 4;
+  const ExprId ab = b.Class({{'a', 'b'}});
+  const RuleId part = b.Rule("part", b.Seq({b.Repeat(ab, 0, -1), b.Bytes("a"), b.Repeat(b.Class({{'a', 'b'}}), 13, 13), b.Bytes(".")}));
+  const RuleId body = b.Rule("body", b.Seq({b.Repeat(b.Choice({b.Bytes("x"), b.Bytes("y")}), 0, -1), b.Bytes("z"), b.Ref(part)}));
+  const RuleId bang = b.Rule("bang", b.Repeat(b.Bytes("!"), 0, 1));
+  const RuleId tail = b.Rule("tail", b.Seq({b.Bytes("t"), b.Ref(bang)}));
+  b.ast.rules[tail].lookahead = b.Bytes("!");
+  b.ast.rules[root].body = b.Seq({b.Ref(head), b.Ref(body), b.Ref(tail), b.Bytes("!")});
+  return b.ast;
+}
+
+int32_t UnbuiltRules(const GrammarFsm& fsm) {
+  int32_t unbuilt = 0;
+  for (RuleId r = 0; r < fsm.num_rules(); ++r) unbuilt += !fsm.IsBuilt(r);
+  return unbuilt;
+}
+
+// A grammar compiled both ways, with the lazy one's snapshots and builder.
+struct BothWays {
+  explicit BothWays(const GrammarAst& ast) : eager(std::make_shared<const GrammarFsm>(BuildGrammarFsm(ast))) {
+    LazyGrammarFsm lazy = BuildGrammarFsmLazily(ast);
+    CHECK(lazy.builder != nullptr);
+    first = std::make_shared<const GrammarFsm>(std::move(lazy.fsm));
+    std::shared_ptr<LazyRuleBuilder> builder = lazy.builder;
+    snapshots = std::make_unique<RuleDfaSnapshots>(
+        first, [builder](const GrammarFsm& latest, RuleId rule) { return builder->Build(latest, rule); });
+  }
+  std::shared_ptr<const GrammarFsm> eager, first;
+  std::unique_ptr<RuleDfaSnapshots> snapshots;
+};
+
+const std::vector<std::string>& Vocabulary() {
+  static const std::vector<std::string> tokens = {"{", "}", "\"", "\"a", "ab\"", ":", ": ", ",", ", \"", "[", "]", " ",
+                                                  "  ", "1", "-2", "true", "tr", "{\"", "\":", "h", "hh", "x", "yz", "z",
+                                                  "a", "b", "ba", "aab", ".", "t", "t!", "!", "!!", "c\"", "0]"};
+  return tokens;
+}
+
+// The tokens of Vocabulary() whose bytes `parser` can consume from where it is.
+std::vector<uint8_t> ReferenceMask(EarleyParser* parser) {
+  std::vector<uint8_t> mask;
+  const int32_t here = parser->position();
+  for (const std::string& token : Vocabulary()) {
+    const int32_t consumed = parser->AdvanceString(token.data(), static_cast<int32_t>(token.size()));
+    mask.push_back(consumed == static_cast<int32_t>(token.size()));
+    parser->PopTo(here);
+  }
+  return mask;
+}
+
+// Random walks of the eager grammar (a byte the eager parser allows at each step), checking
+// that the lazy parser allows the same bytes and tokens and agrees on completion; `invalid`
+// also tries a byte the eager parser refuses, which the lazy one must refuse too.
+void CompareWalks(const BothWays& grammar, uint32_t seed, int walks, int steps) {
+  EarleyParser eager(grammar.eager);
+  EarleyParser lazy(grammar.first, {}, grammar.snapshots.get());
+  std::mt19937 random(seed);
+  for (int walk = 0; walk < walks; ++walk) {
+    eager.Reset();
+    lazy.Reset();
+    for (int step = 0; step < steps; ++step) {
+      bool eager_bytes[256], lazy_bytes[256];
+      eager.AllowedBytes(eager_bytes);
+      lazy.AllowedBytes(lazy_bytes);
+      CHECK(std::equal(eager_bytes, eager_bytes + 256, lazy_bytes));
+      CHECK_EQ(eager.CanEnd(), lazy.CanEnd());
+      CHECK(ReferenceMask(&eager) == ReferenceMask(&lazy));
+      std::vector<uint8_t> allowed, refused;
+      for (int c = 0; c < 256; ++c) (eager_bytes[c] ? allowed : refused).push_back(static_cast<uint8_t>(c));
+      if (!refused.empty()) CHECK(!lazy.Advance(refused[random() % refused.size()]));
+      if (allowed.empty()) break;
+      const uint8_t next = allowed[random() % allowed.size()];
+      CHECK(eager.Advance(next));
+      CHECK(lazy.Advance(next));
+    }
+  }
+}
+
+TEST(LazyCompileLeavesRulesUnbuiltAndBuildsThemOnPrediction) {
+  const BothWays grammar(JsonLikeAst());
+  CHECK(grammar.first->IsBuilt(grammar.first->root_rule));
+  CHECK(UnbuiltRules(*grammar.first) >= 5);
+  CHECK(grammar.first->num_nodes() < grammar.eager->num_nodes());
+  CheckGrammarFsmInvariants(*grammar.first, "the lazy compile");
+  CompareWalks(grammar, 1, 40, 60);
+  const std::shared_ptr<const GrammarFsm> latest = grammar.snapshots->Latest();
+  CHECK(grammar.snapshots->builds() >= 1);
+  CHECK_EQ(SnapshotPrefixViolation(*grammar.first, *latest), std::string());
+  CheckGrammarFsmInvariants(*latest, "the lazy builds");
+}
+
+TEST(LazyBuildsOfSplitRulesAndLookaheadsKeepTheLanguage) {
+  const BothWays grammar(MixedAst());
+  const GrammarFsm& first = *grammar.first;
+  CHECK(first.IsBuilt(1));   // head: a token budget is built at compile
+  CHECK(!first.IsBuilt(2));  // part
+  CHECK(!first.IsBuilt(5));  // tail, whose lookahead DFA the compile built
+  CHECK(first.rule_lookahead[5] >= 0);
+  const int32_t rules_at_compile = first.num_rules();
+  CompareWalks(grammar, 2, 30, 45);
+  // Building `part` split it: its synthetic rules came with it, past the compile's rules.
+  const std::shared_ptr<const GrammarFsm> latest = grammar.snapshots->Latest();
+  CHECK(latest->IsBuilt(2));
+  CHECK(latest->num_rules() > rules_at_compile);
+  for (RuleId r = rules_at_compile; r < latest->num_rules(); ++r) CHECK(latest->IsBuilt(r));
+  CheckGrammarFsmInvariants(*latest, "the lazy builds");
+  EarleyParser lazy(grammar.first, {}, grammar.snapshots.get());
+  auto accepts = [&](const std::string& text) {
+    lazy.Reset();
+    return lazy.AdvanceString(text.data(), static_cast<int32_t>(text.size())) == static_cast<int32_t>(text.size()) &&
+           lazy.CanEnd();
+  };
+  const std::string thirteen(13, 'b');
+  CHECK(accepts("hhxyzba" + thirteen + ".t!"));
+  CHECK(accepts("hzba" + thirteen + ".t!!"));
+  CHECK(!accepts("hhxyzba" + thirteen + ".t"));    // the lookahead needs a "!"
+  CHECK(!accepts("hhxyzbb" + thirteen + ".t!"));   // no "a" 14 bytes before the "."
+}
+
+TEST(ParsersOnSeveralThreadsShareTheLazyBuilds) {
+  const BothWays grammar(JsonLikeAst());
+  constexpr int kThreads = 4;
+  std::vector<std::thread> threads;
+  for (int k = 0; k < kThreads; ++k) threads.emplace_back([&, k] { CompareWalks(grammar, 100 + k, 10, 40); });
+  for (std::thread& t : threads) t.join();
+  const std::shared_ptr<const GrammarFsm> latest = grammar.snapshots->Latest();
+  // One build per rule built: a rule asked for by several threads is built once.
+  CHECK_EQ(grammar.snapshots->builds(), UnbuiltRules(*grammar.first) - UnbuiltRules(*latest));
+  CheckGrammarFsmInvariants(*latest, "the lazy builds");
+}
+
+TEST(LazyCompileRaisesTheEagerErrors) {
+  {  // a budgeted rule that calls a rule
+    AstBuilder b;
+    const RuleId root = b.DeclareRule("root");
+    const RuleId inner = b.Rule("inner", b.Bytes("i"));
+    const RuleId budgeted = b.Rule("budgeted", b.Seq({b.Bytes("b"), b.Ref(inner)}));
+    b.ast.rules[budgeted].max_tokens = 2;
+    b.ast.rules[root].body = b.Seq({b.Ref(budgeted), b.Ref(inner)});
+    CHECK_THROWS(BuildGrammarFsm(b.ast), GrammarSyntaxError, "token budget");
+    CHECK_THROWS(BuildGrammarFsmLazily(b.ast), GrammarSyntaxError, "token budget");
+  }
+  {  // a lookahead on a nullable rule that would wait
+    AstBuilder b;
+    const RuleId root = b.DeclareRule("root");
+    const RuleId maybe = b.Rule("maybe", b.Repeat(b.Bytes("m"), 0, 1));
+    b.ast.rules[maybe].lookahead = b.Bytes("x");
+    b.ast.rules[root].body = b.Seq({b.Ref(maybe), b.Bytes("x")});
+    CHECK_THROWS(BuildGrammarFsm(b.ast), GrammarSyntaxError, "lookahead");
+    CHECK_THROWS(BuildGrammarFsmLazily(b.ast), GrammarSyntaxError, "lookahead");
+  }
+  {  // no root
+    GrammarAst empty;
+    CHECK_THROWS(BuildGrammarFsmLazily(empty), GrammarSyntaxError, "no root");
+  }
+}
+
+TEST(GrammarsTheBoundDoesNotFitAreBuiltWhole) {
+  const GrammarAst ast = JsonLikeAst();
+  FsmBuildLimits limits;
+  const RuleBuildPolicy policy = DecideRuleBuildPolicy(ast, limits);
+  CHECK(policy.total_lazy_node_bound > 0);
+  // The bound alone fills the budget; then it leaves no room for the eager rules' nodes.
+  for (int64_t max_nodes : {policy.total_lazy_node_bound, policy.total_lazy_node_bound + 1}) {
+    limits.max_nodes = max_nodes;
+    const LazyGrammarFsm lazy = BuildGrammarFsmLazily(ast, limits);
+    CHECK(lazy.builder == nullptr);
+    CHECK_EQ(UnbuiltRules(lazy.fsm), 0);
+    CHECK_EQ(lazy.fsm.ToString(), BuildGrammarFsm(ast, limits).ToString());
+  }
+}
+
+TEST(SnapshotsBuildEveryRuleOnRequest) {
+  const BothWays grammar(MixedAst());
+  const std::shared_ptr<const GrammarFsm> all = grammar.snapshots->BuildAll();
+  CHECK_EQ(UnbuiltRules(*all), 0);
+  CHECK(grammar.snapshots->Latest() == all);
+  CheckGrammarFsmInvariants(*all, "building every rule");
+  CHECK(grammar.snapshots->BuildAll() == all);  // nothing left to build
+}
+
+}  // namespace
+}  // namespace xg2_test
