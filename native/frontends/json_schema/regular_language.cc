@@ -558,24 +558,19 @@ void RefineClasses(const CodepointDfa& dfa, std::vector<int32_t>* cls_inout) {
   std::vector<int32_t>& cls = *cls_inout;
   const int32_t n = static_cast<int32_t>(dfa.states.size());
   // The distinct boundaries, sorted. The same few (a pattern's class ranges) recur on most
-  // edges, so they are deduplicated (interned, each boundary at most 0x110000) before sorting.
+  // edges, and sorting them with their repeats (a boundary equal to the one just added is
+  // skipped) costs less than hashing each one to deduplicate it first.
   std::vector<uint32_t> cuts;
-  {
-    SequenceInterner seen;
-    auto insert = [&](uint32_t boundary) {
-      const int32_t value = static_cast<int32_t>(boundary);
-      if (static_cast<size_t>(seen.Intern(&value, 1)) == cuts.size()) cuts.push_back(boundary);
-    };
-    for (int32_t s = 0; s < n; ++s) {
-      if (cls[s] < 0) continue;
-      for (const auto& e : dfa.states[s].edges) {
-        if (cls[e.target] < 0) continue;
-        insert(e.lo);
-        insert(e.hi + 1);
-      }
+  for (int32_t s = 0; s < n; ++s) {
+    if (cls[s] < 0) continue;
+    for (const auto& e : dfa.states[s].edges) {
+      if (cls[e.target] < 0) continue;
+      if (cuts.empty() || cuts.back() != e.lo) cuts.push_back(e.lo);
+      cuts.push_back(e.hi + 1);
     }
-    std::sort(cuts.begin(), cuts.end());
   }
+  std::sort(cuts.begin(), cuts.end());
+  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
   auto symbol_at = [&cuts](uint32_t boundary) {
     return static_cast<int32_t>(std::lower_bound(cuts.begin(), cuts.end(), boundary) - cuts.begin());
   };
