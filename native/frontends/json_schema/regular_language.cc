@@ -32,6 +32,9 @@ namespace {
 
 constexpr int kMaxInlineDepth = 64;
 constexpr size_t kMaxMinimizedStates = 600;
+// Product looks its state pairs up in a table of every pair up to this many pairs (a table of
+// int32_t ids, filled once per product), and interns them beyond.
+constexpr size_t kMaxDenseProductPairs = size_t{1} << 14;
 
 struct NfaEdge {
   uint32_t lo, hi;  // lo > hi: an epsilon edge
@@ -393,17 +396,31 @@ Fragment RegexFragment(std::string_view pattern, const RegexOptions& options) {
 
 CodepointDfa Product(const CodepointDfa& a, const CodepointDfa& b, ProductKind kind) {
   CodepointDfa out;
-  // (state of a, state of b or -1) -> product state, numbered in the order first reached.
+  // (state of a, state of b or -1) -> product state, numbered in the order first reached:
+  // looked up in a table of every pair when that is small (most products: a name language
+  // against one pattern), else interned.
+  const size_t b_slots = b.states.size() + 1;
+  const bool dense = a.states.size() * b_slots <= kMaxDenseProductPairs;
+  std::vector<int32_t> dense_ids(dense ? a.states.size() * b_slots : 0, -1);
   SequenceInterner pairs;
+  std::vector<std::pair<int32_t, int32_t>> pair_of;  // product state -> (x, y)
   auto id_of = [&](int32_t x, int32_t y) {
-    const int32_t pair[2] = {x, y};
-    const size_t known = pairs.size();
-    const int32_t id = pairs.Intern(pair, 2);
-    if (static_cast<size_t>(id) < known) return id;
-    if (known >= kMaxAutomatonStates) {
+    const int32_t known = static_cast<int32_t>(pair_of.size());
+    int32_t id;
+    if (dense) {
+      int32_t& slot = dense_ids[static_cast<size_t>(x) * b_slots + static_cast<size_t>(y + 1)];
+      if (slot < 0) slot = known;
+      id = slot;
+    } else {
+      const int32_t pair[2] = {x, y};
+      id = pairs.Intern(pair, 2);
+    }
+    if (id < known) return id;
+    if (pair_of.size() >= kMaxAutomatonStates) {
       throw ResourceLimitError("regular language too large (more than " +
                                std::to_string(kMaxAutomatonStates) + " automaton states)");
     }
+    pair_of.emplace_back(x, y);
     bool in_b = y >= 0 && b.states[y].accepting;
     out.states.emplace_back();
     out.states.back().accepting = a.states[x].accepting && (kind == ProductKind::kIntersection ? in_b : !in_b);
@@ -411,9 +428,9 @@ CodepointDfa Product(const CodepointDfa& a, const CodepointDfa& b, ProductKind k
   };
   id_of(0, 0);
   std::vector<CodepointDfa::Edge> edges;
-  for (int32_t k = 0; static_cast<size_t>(k) < pairs.size(); ++k) {
+  for (int32_t k = 0; static_cast<size_t>(k) < pair_of.size(); ++k) {
     ThrowIfCancelled();
-    const int32_t x = pairs.begin(k)[0], y = pairs.begin(k)[1];
+    const int32_t x = pair_of[k].first, y = pair_of[k].second;
     edges.clear();
     for (const CodepointDfa::Edge& ea : a.states[x].edges) {
       uint32_t next = ea.lo;  // the part of ea below `next` is handled
