@@ -248,6 +248,61 @@ NameLanguages SchemaConverter::NameLanguagesOf(const Node& node) {
   return languages;
 }
 
+std::vector<SchemaConverter::NameRegion> SchemaConverter::NameRegions(const NameLanguages& languages,
+                                                                      const std::vector<std::string>& names,
+                                                                      bool with_unmatched) {
+  const std::vector<CodepointDfa>& patterns = languages.patterns;
+  // Without patterns the one region is the unmatched names.
+  if (patterns.empty() && !with_unmatched) return {};
+  CodepointDfa base = QuotedNameUniverse();
+  if (languages.names) base = Product(base, *languages.names, ProductKind::kIntersection);
+  if (!names.empty()) {
+    std::vector<Fragment> literals;
+    for (const std::string& name : names) literals.push_back(Fragment::Literal(DumpJsonString(name)));
+    base = Product(base, DfaFromFragment(Alt(literals)), ProductKind::kDifference);
+  }
+  // Names matched by several patterns take all their schemas: the name space is split
+  // into one region per set of patterns that match some name together, by refining the
+  // partition pattern by pattern and dropping empty blocks (most of the 2^count sets are
+  // empty: a literal name inside a character-class pattern adds one block, not a doubling).
+  // Disjoint patterns give one region each, however many; regions of several patterns are
+  // bounded.
+  constexpr size_t kMaxSharedRegions = 64;
+  std::vector<NameRegion> blocks{{base, {}}};
+  for (size_t i = 0; i < patterns.size(); ++i) {
+    const bool last = i + 1 == patterns.size();
+    std::vector<NameRegion> refined;
+    for (NameRegion& block : blocks) {
+      CodepointDfa inside = Product(block.names, patterns[i], ProductKind::kIntersection);
+      if (inside.Empty()) {
+        refined.push_back(std::move(block));
+        continue;
+      }
+      std::vector<size_t> with = block.patterns;
+      with.push_back(i);
+      refined.push_back({std::move(inside), std::move(with)});
+      // The unmatched names outside the last pattern are the unmatched region: the costliest
+      // product here (a complement of every pattern), built only when it is wanted.
+      if (last && block.patterns.empty() && !with_unmatched) continue;
+      CodepointDfa outside = Product(block.names, patterns[i], ProductKind::kDifference);
+      if (!outside.Empty()) refined.push_back({std::move(outside), std::move(block.patterns)});
+    }
+    blocks = std::move(refined);
+    const auto shared =
+        std::count_if(blocks.begin(), blocks.end(), [](const NameRegion& b) { return b.patterns.size() > 1; });
+    if (static_cast<size_t>(shared) > kMaxSharedRegions) {
+      throw ResourceLimitError("its patterns split member names into more than " +
+                               std::to_string(kMaxSharedRegions) + " regions matched by several patterns");
+    }
+  }
+  blocks.erase(std::remove_if(blocks.begin(), blocks.end(),
+                              [&](const NameRegion& b) {
+                                return (b.patterns.empty() && !with_unmatched) || b.names.Empty();
+                              }),
+               blocks.end());
+  return blocks;
+}
+
 Fragment SchemaConverter::UndeclaredMembers(const Node& node, const NameLanguages& languages,
                                             const std::vector<std::string>& names,
                                             const Fragment& additional_value, int depth) {
@@ -255,18 +310,11 @@ Fragment SchemaConverter::UndeclaredMembers(const Node& node, const NameLanguage
   Fragment key_separator = layout_.KeySeparator();
   std::vector<Fragment> choices;
   try {
-    CodepointDfa base = QuotedNameUniverse();
-    if (languages.names) base = Product(base, *languages.names, ProductKind::kIntersection);
-    if (!names.empty()) {
-      std::vector<Fragment> literals;
-      for (const std::string& name : names) literals.push_back(Fragment::Literal(DumpJsonString(name)));
-      base = Product(base, DfaFromFragment(Alt(literals)), ProductKind::kDifference);
-    }
-    const std::vector<CodepointDfa>& patterns = languages.patterns;
-    size_t count = patterns.size();
-    auto add_region = [&](const CodepointDfa& region, const std::vector<size_t>& which) {
-      if (region.Empty()) return;
+    // The names no pattern matches take additionalProperties, if it allows any value.
+    const std::vector<NameRegion> regions = NameRegions(languages, names, !additional_value.never());
+    auto add_region = [&](const NameRegion& region) {
       Fragment value = additional_value;
+      const std::vector<size_t>& which = region.patterns;
       if (which.size() == 1) {
         value = Schema(*languages.pattern_schemas[which[0]], languages.pattern_pointers[which[0]], depth + 1);
       } else if (!which.empty()) {
@@ -276,44 +324,15 @@ Fragment SchemaConverter::UndeclaredMembers(const Node& node, const NameLanguage
         value = Schema(synthetic_.back(), ChildPointer(node.pointer, "patternProperties"), depth + 1);
       }
       if (value.never()) return;
-      Fragment key = MinimalDfaToFragment(region, &rules_, RuleHint(node.pointer) + "_key");
+      Fragment key = MinimalDfaToFragment(region.names, &rules_, RuleHint(node.pointer) + "_key");
       choices.push_back(Seq({key, key_separator, value}));
     };
-    // Names matched by several patterns take all their schemas: the name space is split
-    // into one region per set of patterns that match some name together, by refining the
-    // partition pattern by pattern and dropping empty blocks (most of the 2^count sets are
-    // empty: a literal name inside a character-class pattern adds one block, not a doubling).
-    // Disjoint patterns give one region each, however many; regions of several patterns are
-    // bounded.
-    constexpr size_t kMaxSharedRegions = 64;
-    std::vector<std::pair<CodepointDfa, std::vector<size_t>>> blocks{{base, {}}};
-    for (size_t i = 0; i < count; ++i) {
-      std::vector<std::pair<CodepointDfa, std::vector<size_t>>> refined;
-      for (auto& [block, which] : blocks) {
-        CodepointDfa inside = Product(block, patterns[i], ProductKind::kIntersection);
-        if (inside.Empty()) {
-          refined.emplace_back(std::move(block), std::move(which));
-          continue;
-        }
-        CodepointDfa outside = Product(block, patterns[i], ProductKind::kDifference);
-        std::vector<size_t> with = which;
-        with.push_back(i);
-        refined.emplace_back(std::move(inside), std::move(with));
-        if (!outside.Empty()) refined.emplace_back(std::move(outside), std::move(which));
-      }
-      blocks = std::move(refined);
-      const auto shared = std::count_if(blocks.begin(), blocks.end(), [](const auto& b) { return b.second.size() > 1; });
-      if (static_cast<size_t>(shared) > kMaxSharedRegions) {
-        throw ResourceLimitError("its patterns split member names into more than " +
-                                 std::to_string(kMaxSharedRegions) + " regions matched by several patterns");
-      }
+    for (const NameRegion& region : regions) {
+      if (!region.patterns.empty()) add_region(region);
     }
-    for (const auto& [region, which] : blocks) {
-      if (!which.empty()) add_region(region, which);
-    }
-    // The names no pattern matches (the one block without patterns) take additionalProperties.
-    for (const auto& [region, which] : blocks) {
-      if (which.empty() && !additional_value.never()) add_region(region, {});
+    // The unmatched region last (NameRegions leaves it out unless additionalProperties allows it).
+    for (const NameRegion& region : regions) {
+      if (region.patterns.empty()) add_region(region);
     }
   } catch (const ResourceLimitError& e) {
     Unsupported("unsupported keyword 'patternProperties'" + where + ": " + e.what());

@@ -32,6 +32,9 @@ namespace {
 
 constexpr int kMaxInlineDepth = 64;
 constexpr size_t kMaxMinimizedStates = 600;
+// Product looks its state pairs up in a table of every pair up to this many pairs (a table of
+// int32_t ids, filled once per product), and interns them beyond.
+constexpr size_t kMaxDenseProductPairs = size_t{1} << 14;
 
 struct NfaEdge {
   uint32_t lo, hi;  // lo > hi: an epsilon edge
@@ -393,17 +396,31 @@ Fragment RegexFragment(std::string_view pattern, const RegexOptions& options) {
 
 CodepointDfa Product(const CodepointDfa& a, const CodepointDfa& b, ProductKind kind) {
   CodepointDfa out;
-  // (state of a, state of b or -1) -> product state, numbered in the order first reached.
+  // (state of a, state of b or -1) -> product state, numbered in the order first reached:
+  // looked up in a table of every pair when that is small (most products: a name language
+  // against one pattern), else interned.
+  const size_t b_slots = b.states.size() + 1;
+  const bool dense = a.states.size() * b_slots <= kMaxDenseProductPairs;
+  std::vector<int32_t> dense_ids(dense ? a.states.size() * b_slots : 0, -1);
   SequenceInterner pairs;
+  std::vector<std::pair<int32_t, int32_t>> pair_of;  // product state -> (x, y)
   auto id_of = [&](int32_t x, int32_t y) {
-    const int32_t pair[2] = {x, y};
-    const size_t known = pairs.size();
-    const int32_t id = pairs.Intern(pair, 2);
-    if (static_cast<size_t>(id) < known) return id;
-    if (known >= kMaxAutomatonStates) {
+    const int32_t known = static_cast<int32_t>(pair_of.size());
+    int32_t id;
+    if (dense) {
+      int32_t& slot = dense_ids[static_cast<size_t>(x) * b_slots + static_cast<size_t>(y + 1)];
+      if (slot < 0) slot = known;
+      id = slot;
+    } else {
+      const int32_t pair[2] = {x, y};
+      id = pairs.Intern(pair, 2);
+    }
+    if (id < known) return id;
+    if (pair_of.size() >= kMaxAutomatonStates) {
       throw ResourceLimitError("regular language too large (more than " +
                                std::to_string(kMaxAutomatonStates) + " automaton states)");
     }
+    pair_of.emplace_back(x, y);
     bool in_b = y >= 0 && b.states[y].accepting;
     out.states.emplace_back();
     out.states.back().accepting = a.states[x].accepting && (kind == ProductKind::kIntersection ? in_b : !in_b);
@@ -411,9 +428,9 @@ CodepointDfa Product(const CodepointDfa& a, const CodepointDfa& b, ProductKind k
   };
   id_of(0, 0);
   std::vector<CodepointDfa::Edge> edges;
-  for (int32_t k = 0; static_cast<size_t>(k) < pairs.size(); ++k) {
+  for (int32_t k = 0; static_cast<size_t>(k) < pair_of.size(); ++k) {
     ThrowIfCancelled();
-    const int32_t x = pairs.begin(k)[0], y = pairs.begin(k)[1];
+    const int32_t x = pair_of[k].first, y = pair_of[k].second;
     edges.clear();
     for (const CodepointDfa::Edge& ea : a.states[x].edges) {
       uint32_t next = ea.lo;  // the part of ea below `next` is handled
@@ -558,24 +575,19 @@ void RefineClasses(const CodepointDfa& dfa, std::vector<int32_t>* cls_inout) {
   std::vector<int32_t>& cls = *cls_inout;
   const int32_t n = static_cast<int32_t>(dfa.states.size());
   // The distinct boundaries, sorted. The same few (a pattern's class ranges) recur on most
-  // edges, so they are deduplicated (interned, each boundary at most 0x110000) before sorting.
+  // edges, and sorting them with their repeats (a boundary equal to the one just added is
+  // skipped) costs less than hashing each one to deduplicate it first.
   std::vector<uint32_t> cuts;
-  {
-    SequenceInterner seen;
-    auto insert = [&](uint32_t boundary) {
-      const int32_t value = static_cast<int32_t>(boundary);
-      if (static_cast<size_t>(seen.Intern(&value, 1)) == cuts.size()) cuts.push_back(boundary);
-    };
-    for (int32_t s = 0; s < n; ++s) {
-      if (cls[s] < 0) continue;
-      for (const auto& e : dfa.states[s].edges) {
-        if (cls[e.target] < 0) continue;
-        insert(e.lo);
-        insert(e.hi + 1);
-      }
+  for (int32_t s = 0; s < n; ++s) {
+    if (cls[s] < 0) continue;
+    for (const auto& e : dfa.states[s].edges) {
+      if (cls[e.target] < 0) continue;
+      if (cuts.empty() || cuts.back() != e.lo) cuts.push_back(e.lo);
+      cuts.push_back(e.hi + 1);
     }
-    std::sort(cuts.begin(), cuts.end());
   }
+  std::sort(cuts.begin(), cuts.end());
+  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
   auto symbol_at = [&cuts](uint32_t boundary) {
     return static_cast<int32_t>(std::lower_bound(cuts.begin(), cuts.end(), boundary) - cuts.begin());
   };

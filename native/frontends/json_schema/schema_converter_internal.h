@@ -342,6 +342,18 @@ class SchemaConverter {
   NameLanguages NameLanguagesOf(const Node& node);
   // The quoted names `pattern` (a patternProperties key) matches, in canonical spelling.
   const CodepointDfa& PatternNames(const std::string& pattern);
+  // A region of the undeclared names (NameRegions): its quoted names, and the indexes of the
+  // patterns that match them all (empty: no pattern does).
+  struct NameRegion {
+    CodepointDfa names;
+    std::vector<size_t> patterns;
+  };
+  // The undeclared names (none of `names`, within `languages.names`) split into the regions
+  // the patterns cut them into, empty ones left out; the region no pattern matches only when
+  // `with_unmatched`. Throws ResourceLimitError as Product does, or when too many regions are
+  // matched by several patterns.
+  std::vector<NameRegion> NameRegions(const NameLanguages& languages, const std::vector<std::string>& names,
+                                      bool with_unmatched);
   // Members whose names are none of `names`: one alternative per region of the name space
   // that the patterns split it into.
   Fragment UndeclaredMembers(const Node& node, const NameLanguages& languages,
