@@ -1,7 +1,11 @@
 #include "grammar/follow_sets.h"
 
+#include <string>
 #include <unordered_map>
 #include <vector>
+
+#include "grammar/ast_rule_analyses.h"
+#include "support/dcheck.h"
 
 namespace xg2 {
 
@@ -45,9 +49,107 @@ LeaveSets::LeaveSets(size_t num_nodes, const std::vector<std::pair<NodeId, ByteS
   sets_.shrink_to_fit();
 }
 
+LeaveSets::LeaveSets(const LeaveSets& prefix, size_t num_nodes, const std::vector<std::pair<NodeId, ByteSet>>& sets)
+    : index_(prefix.index_), sets_(prefix.sets_) {
+  XG2_DCHECK(num_nodes >= index_.size(), "a snapshot's leave sets extend an older one's");
+  index_.resize(num_nodes, 0);
+  std::unordered_map<ByteSet, int32_t> position;
+  for (size_t k = 0; k < sets_.size(); ++k) position.emplace(sets_[k], static_cast<int32_t>(k));
+  for (const auto& [n, set] : sets) {
+    XG2_DCHECK(static_cast<size_t>(n) >= prefix.size() && static_cast<size_t>(n) < num_nodes,
+               "only the nodes after the older snapshot's get new leave sets");
+    if (set.none()) continue;
+    auto [it, inserted] = position.emplace(set, static_cast<int32_t>(sets_.size()));
+    if (inserted) sets_.push_back(set);
+    index_[n] = it->second;
+  }
+  sets_.shrink_to_fit();
+}
+
+RuleByteContexts AstRuleByteContexts(const GrammarAst& ast, const std::vector<ExprId>& synthetic_bodies) {
+  const RuleBodyOrder order = ComputeRuleBodyOrder(ast);
+  const AstNullability nullable = AstRuleNullable(ast, order);
+  const AstByteSets bytes = ComputeAstByteSets(ast, order, nullable);
+  RuleByteContexts contexts{nullable.rule, bytes.rule_first, bytes.rule_follow};
+  for (ExprId body : synthetic_bodies) {
+    contexts.nullable.push_back(nullable.expr[body]);
+    contexts.first.push_back(bytes.first[body]);
+    contexts.follow.push_back(bytes.follow[body]);
+  }
+  return contexts;
+}
+
+std::vector<std::pair<NodeId, ByteSet>> LeaveBytesFromContexts(const GrammarFsm& fsm, const RuleByteContexts& contexts,
+                                                               NodeId begin, NodeId end) {
+  if (contexts.size() != static_cast<size_t>(fsm.num_rules()) || contexts.first.size() != contexts.size() ||
+      contexts.follow.size() != contexts.size()) {
+    ThrowInternalError(__FILE__, __LINE__,
+                       "the AST byte contexts cover " + std::to_string(contexts.size()) + " rules, the FSM has " +
+                           std::to_string(fsm.num_rules()));
+  }
+  // inner[n - begin]: bytes that can come next at n without completing its rule, reading each
+  // call through its callee's FIRST (and past it when the callee is nullable); can_finish: the
+  // rule can complete from n without a byte. A fixpoint over the range, whose rule edges stay
+  // inside it (a rule edge's target is a node of the caller's own DFA).
+  const NodeId count = end - begin;
+  std::vector<ByteSet> inner(count);
+  std::vector<uint8_t> can_finish(count, 0);
+  for (NodeId n = begin; n < end; ++n) {
+    for (const ByteEdge* e = fsm.byte_edges_begin(n); e != fsm.byte_edges_end(n); ++e) {
+      inner[n - begin] |= ByteRange(e->lo, e->hi);
+    }
+    can_finish[n - begin] = fsm.node_accepting[n];
+    for (const RuleEdge* e = fsm.rule_edges_begin(n); e != fsm.rule_edges_end(n); ++e) {
+      XG2_DCHECK(e->target >= begin && e->target < end && fsm.node_rule[e->target] == fsm.node_rule[n],
+                 "a rule edge leads to a node of its caller's own DFA, built with it");
+    }
+  }
+  Fixpoint([&](bool forward) {
+    bool changed = false;
+    for (NodeId k = 0; k < count; ++k) {
+      const NodeId n = forward ? begin + k : end - 1 - k;
+      for (const RuleEdge* e = fsm.rule_edges_begin(n); e != fsm.rule_edges_end(n); ++e) {
+        ByteSet next = inner[n - begin] | contexts.first[e->rule];
+        uint8_t finish = can_finish[n - begin];
+        if (contexts.nullable[e->rule]) {
+          next |= inner[e->target - begin];
+          finish |= can_finish[e->target - begin];
+        }
+        changed |= next != inner[n - begin] || finish != can_finish[n - begin];
+        inner[n - begin] = next;
+        can_finish[n - begin] = finish;
+      }
+    }
+    return changed;
+  });
+  std::vector<std::pair<NodeId, ByteSet>> leave;
+  for (NodeId n = begin; n < end; ++n) {
+    const RuleId rule = fsm.node_rule[n];
+    if (rule < 0) continue;
+    ByteSet set;
+    for (const RuleEdge* e = fsm.rule_edges_begin(n); e != fsm.rule_edges_end(n); ++e) {
+      set |= contexts.first[e->rule];
+      if (contexts.nullable[e->rule]) {
+        set |= inner[e->target - begin];
+        if (can_finish[e->target - begin]) set |= contexts.follow[rule];
+      }
+    }
+    if (fsm.node_accepting[n]) set |= contexts.follow[rule];
+    if (set.any()) leave.emplace_back(n, set);
+  }
+  return leave;
+}
+
 LeaveSets ComputeLeaveBytes(const GrammarFsm& fsm) {
   const int32_t num_nodes = fsm.num_nodes();
   const int32_t num_rules = fsm.num_rules();
+  for (RuleId r = 0; r < num_rules; ++r) {
+    if (!fsm.IsBuilt(r)) {
+      // Its callers' sets would miss what it allows after them.
+      ThrowInternalError(__FILE__, __LINE__,
+                         "the exact leave sets need every rule DFA built (rule " + std::to_string(r) + " is not)");
+    }
+  }
 
   // Only the calling nodes (those with rule edges), the rules' start nodes and the targets of
   // rule edges take part: they get a slot each, and the sets below are per slot. Most nodes

@@ -12,29 +12,52 @@
 
 namespace xg2 {
 
+namespace {
+
+bool EveryRuleBuilt(const GrammarFsm& fsm) {
+  for (RuleId r = 0; r < fsm.num_rules(); ++r) {
+    if (!fsm.IsBuilt(r)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+// Which leave sets (docs/lazy_rule_dfas.md, "The mask cache on partial snapshots"): a whole
+// first snapshot never grows (no rule is left to build), so it keeps today's exact sets and
+// the eager path classifies as before; a partial one takes every set from the AST contexts,
+// the only ones a node keeps unchanged however the later builds go.
 GrammarMaskCache::GrammarMaskCache(std::shared_ptr<const GrammarFsm> fsm,
                                    std::shared_ptr<const TokenizerInfo> tokenizer,
-                                   std::shared_ptr<MaskCachePool> pool, MaskCacheOptions options)
-    : tokenizer_(std::move(tokenizer)), pool_(std::move(pool)), options_(options) {
-  table_versions_.push_back(MakeTables(std::move(fsm)));
+                                   std::shared_ptr<MaskCachePool> pool, MaskCacheOptions options,
+                                   std::shared_ptr<const RuleByteContexts> contexts)
+    : leave_from_contexts_(!EveryRuleBuilt(*fsm)),
+      contexts_(leave_from_contexts_ ? std::move(contexts) : nullptr),
+      tokenizer_(std::move(tokenizer)),
+      pool_(std::move(pool)),
+      options_(options) {
+  if (leave_from_contexts_ && !contexts_) {
+    ThrowInternalError(__FILE__, __LINE__, "a mask cache over a snapshot with unbuilt rules needs the AST byte contexts");
+  }
+  table_versions_.push_back(MakeTables(std::move(fsm), nullptr, contexts_.get()));
   tables_.store(table_versions_.back().get(), std::memory_order_release);
   slots_.store(table_versions_.back()->slots.get(), std::memory_order_release);
 }
 
-std::unique_ptr<GrammarMaskCache::NodeTables> GrammarMaskCache::MakeTables(std::shared_ptr<const GrammarFsm> fsm) {
+std::unique_ptr<GrammarMaskCache::NodeTables> GrammarMaskCache::MakeTables(std::shared_ptr<const GrammarFsm> fsm,
+                                                                           const NodeTables* older,
+                                                                           const RuleByteContexts* contexts) {
   auto t = std::make_unique<NodeTables>();
   const GrammarFsm& g = *fsm;
-  // The leave sets are read off the DFAs of the whole grammar (follow_sets.h): over a snapshot
-  // with an unbuilt rule they would miss what its callers allow after it. Lazy builds need
-  // them from the AST first (docs/lazy_rule_dfas.md, step 2).
-  for (RuleId r = 0; r < g.num_rules(); ++r) {
-    if (!g.IsBuilt(r)) {
-      ThrowInternalError(__FILE__, __LINE__,
-                         "the mask cache needs every rule DFA built (rule " + std::to_string(r) + " is not)");
-    }
-  }
   t->serial = NextSerial();
-  t->leave = ComputeLeaveBytes(g);
+  if (!contexts) {
+    t->leave = ComputeLeaveBytes(g);  // throws on an unbuilt rule
+  } else {
+    // Only the appended nodes are new: a build appends whole rules (grammar_fsm.h, "Snapshots").
+    const NodeId kept = older ? older->fsm->num_nodes() : 0;
+    const auto added = LeaveBytesFromContexts(g, *contexts, kept, g.num_nodes());
+    t->leave = older ? LeaveSets(older->leave, g.num_nodes(), added) : LeaveSets(g.num_nodes(), added);
+  }
   t->leavable.assign(g.num_nodes(), 0);
   t->slots.reset(new Slot[g.num_nodes()]);
   for (NodeId n = 0; n < g.num_nodes(); ++n) {
@@ -45,20 +68,40 @@ std::unique_ptr<GrammarMaskCache::NodeTables> GrammarMaskCache::MakeTables(std::
   return t;
 }
 
-void GrammarMaskCache::GrowTo(std::shared_ptr<const GrammarFsm> next) {
-  std::unique_ptr<NodeTables> grown = MakeTables(std::move(next));  // outside the lock: linear work
-  std::lock_guard<ForkSafeMutex> lock(mutex_);
-  const NodeTables& now = *table_versions_.back();
+void GrammarMaskCache::GrowTo(std::shared_ptr<const GrammarFsm> next, std::shared_ptr<const RuleByteContexts> contexts) {
+  // Only GrowTo replaces the latest version and contexts_, and the build mutex serialises it:
+  // both are read here without the cache's lock, which guards the slots only.
+  const NodeTables& now = tables();
   const NodeId kept = now.fsm->num_nodes();
-  if (grown->fsm->num_nodes() < kept) ThrowInternalError(__FILE__, __LINE__, "a newer FSM snapshot has fewer nodes");
-  for (NodeId n = 0; n < kept; ++n) {
-    // A built entry read the older leave set; a different one would make it inexact.
-    if (grown->leave[n] != now.leave[n]) {
-      ThrowInternalError(__FILE__, __LINE__,
-                         "building a rule changed the leave set of node " + std::to_string(n) + ", which an older snapshot has");
+  if (next->num_nodes() < kept) ThrowInternalError(__FILE__, __LINE__, "a newer FSM snapshot has fewer nodes");
+  if (!leave_from_contexts_ || !contexts) contexts = contexts_;
+  if (contexts != contexts_) {
+    // The older rules' contexts are what their nodes' sets were computed from.
+    const RuleByteContexts& old = *contexts_;
+    if (contexts->size() < old.size() ||
+        !std::equal(old.nullable.begin(), old.nullable.end(), contexts->nullable.begin()) ||
+        !std::equal(old.first.begin(), old.first.end(), contexts->first.begin()) ||
+        !std::equal(old.follow.begin(), old.follow.end(), contexts->follow.begin())) {
+      ThrowInternalError(__FILE__, __LINE__, "the AST byte contexts of a newer snapshot change an older rule's");
     }
+  }
+  std::unique_ptr<NodeTables> grown = MakeTables(std::move(next), &now, contexts.get());  // linear work, unlocked
+  // Contexts mode copies the older sets; the exact ones are recomputed and must agree (a
+  // built entry read the older set; a different one would make it inexact).
+  if (!leave_from_contexts_ || XG2_DCHECKS_ENABLED) {
+    for (NodeId n = 0; n < kept; ++n) {
+      if (grown->leave[n] != now.leave[n]) {
+        ThrowInternalError(__FILE__, __LINE__,
+                           "building a rule changed the leave set of node " + std::to_string(n) +
+                               ", which an older snapshot has");
+      }
+    }
+  }
+  std::lock_guard<ForkSafeMutex> lock(mutex_);
+  for (NodeId n = 0; n < kept; ++n) {
     grown->slots[n].store(now.slots[n].load(std::memory_order_relaxed), std::memory_order_relaxed);
   }
+  contexts_ = std::move(contexts);
   table_versions_.push_back(std::move(grown));
   tables_.store(table_versions_.back().get(), std::memory_order_release);
   slots_.store(table_versions_.back()->slots.get(), std::memory_order_release);
@@ -72,7 +115,10 @@ uint64_t GrammarMaskCache::NextSerial() {
 void GrammarMaskCache::ComputeHashes() {
   std::call_once(hashes_once_, [this]() {
     const NodeTables& t = tables();
-    hashes_ = ComputeFsmHashes(*t.fsm);
+    // ComputeFsmHashes reads every rule's DFA: on a snapshot with an unbuilt rule every node
+    // keeps its truncated keys (hashes_ numbers no node) until the hashes skip unbuilt rules
+    // and their callers (docs/lazy_rule_dfas.md, "The mask cache on partial snapshots").
+    if (EveryRuleBuilt(*t.fsm)) hashes_ = ComputeFsmHashes(*t.fsm);
     hashed_tables_ = &t;
     lookahead_keys_.assign(t.fsm->num_rules(), std::string());
     lookahead_key_done_.assign(t.fsm->num_rules(), 0);
@@ -206,7 +252,7 @@ const TokenClassification& GrammarMaskCache::Build(NodeId node) {
 
 namespace {
 
-// Scannable nodes (with byte edges, owned by a rule) in the order a document is likely to
+// Scannable nodes (with byte edges, owned by a built rule) in the order a document is likely to
 // reach them: a 0-1 breadth-first search from the root rule's start where a byte edge costs
 // one byte and a call costs nothing (the callee's start is reached at once) while the node
 // after a call is one byte further (its callee consumes at least one byte, usually). Ties
@@ -217,7 +263,7 @@ std::vector<NodeId> DocumentOrder(const GrammarFsm& fsm) {
   std::vector<int32_t> distance(fsm.num_nodes(), INT32_MAX);
   std::deque<NodeId> queue;
   std::vector<NodeId> order;
-  if (fsm.root_rule < 0) return order;
+  if (fsm.root_rule < 0 || !fsm.IsBuilt(fsm.root_rule)) return order;
   const NodeId start = fsm.rule_start[fsm.root_rule];
   distance[start] = 0;
   queue.push_back(start);
@@ -239,7 +285,9 @@ std::vector<NodeId> DocumentOrder(const GrammarFsm& fsm) {
     const int32_t d = distance[n];
     if (fsm.node_rule[n] >= 0 && fsm.byte_edges_begin(n) != fsm.byte_edges_end(n)) order.push_back(n);
     for (const RuleEdge* e = fsm.rule_edges_begin(n); e != fsm.rule_edges_end(n); ++e) {
-      relax(fsm.rule_start[e->rule], d, true);
+      // An unbuilt callee has no nodes to classify yet: its nodes join the schedule of no
+      // snapshot (a matcher that predicts it builds it, and classifies on its own thread).
+      if (fsm.IsBuilt(e->rule)) relax(fsm.rule_start[e->rule], d, true);
     }
     for (const ByteEdge* e = fsm.byte_edges_begin(n); e != fsm.byte_edges_end(n); ++e) relax(e->target, d + 1, false);
     for (const RuleEdge* e = fsm.rule_edges_begin(n); e != fsm.rule_edges_end(n); ++e) relax(e->target, d + 1, false);

@@ -48,8 +48,15 @@ struct MaskCacheOptions {
 // built entries take no lock.
 class GrammarMaskCache {
  public:
+  // `fsm` is the grammar's first FSM snapshot. Where it has every rule built, the leave sets
+  // are the exact ones of its DFAs (ComputeLeaveBytes) and `contexts` is not read. Where it
+  // has an unbuilt rule (a lazy compile, docs/lazy_rule_dfas.md), `contexts` must cover its
+  // rules, and every node's leave set comes from its own rule DFA and those contexts
+  // (LeaveBytesFromContexts), for this snapshot and every later one: a node's set then never
+  // changes as rules are built, so the entries built on it stay exact.
   GrammarMaskCache(std::shared_ptr<const GrammarFsm> fsm, std::shared_ptr<const TokenizerInfo> tokenizer,
-                   std::shared_ptr<MaskCachePool> pool, MaskCacheOptions options);
+                   std::shared_ptr<MaskCachePool> pool, MaskCacheOptions options,
+                   std::shared_ptr<const RuleByteContexts> contexts = nullptr);
 
   // `node` is a node of a snapshot of the grammar's FSM that this cache has grown to (every
   // snapshot a reader can load: GrowTo runs before a snapshot is published).
@@ -67,10 +74,17 @@ class GrammarMaskCache {
   const void* SlotAddress(NodeId node) const { return &slots_.load(std::memory_order_acquire)[node]; }
   // Lazy rule DFAs (docs/lazy_rule_dfas.md): sizes the per-node tables for `next`, a snapshot
   // that the cache's latest one is a prefix of (grammar/grammar_fsm.h, "Snapshots"), keeping
-  // every entry built. The entries stay exact only if the leave sets of the older nodes are
-  // unchanged in `next`; GrowTo checks that and throws InternalError otherwise. Called under
-  // the grammar's build mutex (RuleDfaSnapshots' publish listener).
-  void GrowTo(std::shared_ptr<const GrammarFsm> next);
+  // every entry built: the older nodes keep their leave sets, the appended ones get theirs
+  // from their own rule DFAs and the contexts. `contexts` covers `next`'s rules and extends
+  // the cache's (a build that made synthetic rules adds theirs); null: the cache's, when
+  // `next` has no new rule. On a cache with exact leave sets (a whole first snapshot) the
+  // sets of `next` are recomputed and must be unchanged on the older nodes. Throws
+  // InternalError where the entries would not stay exact. Called under the grammar's build
+  // mutex (RuleDfaSnapshots' publish listener), before `next` is published.
+  void GrowTo(std::shared_ptr<const GrammarFsm> next, std::shared_ptr<const RuleByteContexts> contexts = nullptr);
+  // Whether the leave sets come from the AST contexts (a partial first snapshot) rather than
+  // the exact DFA analysis.
+  bool leave_sets_from_contexts() const { return leave_from_contexts_; }
   // Queues the partial-JIT work described by options().precompute on the process's one
   // background thread (newest grammar first). Matchers never wait for it: a node they need
   // that is not built yet is built on their own thread.
@@ -111,11 +125,20 @@ class GrammarMaskCache {
     std::vector<uint8_t> leavable;
     std::unique_ptr<Slot[]> slots;
   };
-  static std::unique_ptr<NodeTables> MakeTables(std::shared_ptr<const GrammarFsm> fsm);
+  // A version over `fsm` with empty slots: exact leave sets without `contexts`, else the
+  // contexts' sets for the nodes after `older` (the version `fsm` extends, null for the
+  // first) and `older`'s for the others.
+  static std::unique_ptr<NodeTables> MakeTables(std::shared_ptr<const GrammarFsm> fsm, const NodeTables* older,
+                                                const RuleByteContexts* contexts);
   // The latest version; its slots also in slots_, which Get reads (one load, as before).
   const NodeTables& tables() const { return *tables_.load(std::memory_order_acquire); }
   const GrammarFsm& fsm() const { return *tables().fsm; }
 
+  // Decided by the first snapshot (see the constructor); never changes.
+  const bool leave_from_contexts_;
+  // The AST byte contexts of the latest version's rules (contexts mode), or null. Read and
+  // replaced by the constructor and GrowTo only, which the grammar's build mutex serialises.
+  std::shared_ptr<const RuleByteContexts> contexts_;
   std::shared_ptr<const TokenizerInfo> tokenizer_;
   std::shared_ptr<MaskCachePool> pool_;
   MaskCacheOptions options_;
