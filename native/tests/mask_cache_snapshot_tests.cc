@@ -55,13 +55,13 @@ Grammar MakeGrammar() {
 // have published before their first prediction.
 GrammarFsm WithRulesUnbuiltFrom(const GrammarFsm& whole, RuleId first_unbuilt) {
   CHECK(!whole.has_lookahead && !whole.has_token_sets() && whole.counted_loops.empty());
-  CHECK_EQ(whole.rule_first_node[whole.num_rules()], whole.num_nodes());
+  CHECK_EQ(whole.rule_nodes[whole.num_rules() - 1].end, whole.num_nodes());
   GrammarFsm older = whole;
-  const NodeId kept = whole.rule_first_node[first_unbuilt];
+  const NodeId kept = first_unbuilt < whole.num_rules() ? whole.rule_nodes[first_unbuilt].begin : whole.num_nodes();
   for (RuleId r = first_unbuilt; r < whole.num_rules(); ++r) {
     older.rule_start[r] = kUnbuiltRule;
     older.rule_nullable[r] = 0;
-    older.rule_first_node[r + 1] = kept;
+    older.rule_nodes[r] = NodeBlock{kept, kept};
   }
   older.node_rule.resize(kept);
   older.node_accepting.resize(kept);
@@ -243,7 +243,7 @@ TEST(MaskCacheRefusesGrowthThatWouldNotStayExact) {
   with_extra_rule.rule_nullable.push_back(0);
   with_extra_rule.rule_lookahead.push_back(-1);
   with_extra_rule.rule_names.push_back("extra");
-  with_extra_rule.rule_first_node.push_back(with_extra_rule.num_nodes());
+  with_extra_rule.rule_nodes.push_back(NodeBlock{with_extra_rule.num_nodes(), with_extra_rule.num_nodes()});
   CHECK_THROWS(cache.GrowTo(std::make_shared<const GrammarFsm>(with_extra_rule)), InternalError, "cover 3 rules");
   // A smaller snapshot.
   cache.GrowTo(std::make_shared<const GrammarFsm>(WithRulesUnbuiltFrom(g.whole, 2)));
