@@ -4,8 +4,9 @@
 #   bash scripts/sanitize.sh [asan|tsan|leaks|fuzz|atheris] [pytest args... | fuzz seconds]
 #
 # asan (default): AddressSanitizer + UndefinedBehaviorSanitizer (CMake option XG2_SANITIZE)
-#   over the hostile-input, property, matcher and regression tests, the fuzz-corpus replay and
-#   the native unit tests (native/tests, target xg2_native_tests, built in build/asan).
+#   over the hostile-input, property, matcher and regression tests, the fuzz-corpus replay,
+#   a bounded part of the tool-call preset tests and the native unit tests (native/tests,
+#   target xg2_native_tests, built in build/asan).
 # tsan: ThreadSanitizer over tests/robustness/test_concurrency.py.
 # fuzz: the native libFuzzer targets (fuzz/native, CMake option XG2_FUZZ; clang, ASan + UBSan +
 #   coverage, no Python), built into build/fuzz and run for N seconds each (default 20) from
@@ -49,7 +50,12 @@ case "$MODE" in
     RUNTIME=$(gcc -print-file-name=libasan.so)
     TESTS=(robustness/test_hostile_inputs.py robustness/test_properties.py robustness/test_regressions.py
            matcher/test_matcher_api.py matcher/test_tag_dispatch.py compiler/test_serialization_corrupt.py
-           grammar/test_native_unit.py grammar/test_ast_analyses_sample.py)
+           grammar/test_native_unit.py grammar/test_ast_analyses_sample.py
+           # The tool-call presets: every family's tags compiled (the AST checks run on each
+           # compile) with malformed replies rejected, and random walks over 17 families; a
+           # bounded part of tests/presets, whose tags found two AST-check bugs before.
+           presets/test_presets_templates.py::test_malformed_replies_are_rejected
+           presets/test_presets_walks.py)
     # The native unit tests (native/tests) build here, instrumented like the module.
     export XG2_NATIVE_TEST_BUILD_DIR="$PWD/$BUILD_DIR"
     ;;

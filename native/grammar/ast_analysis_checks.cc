@@ -174,10 +174,18 @@ void CheckRightLinear(const GrammarAst& ast, const GrammarFsm& fsm, const AstChe
   // A TagDispatch reaches its tags' rules through its dispatch, not through rule edges of its
   // DFA: the DFA pass does not count that call as making an entry, the AST side does (a build
   // on first use must know the rule is reached). Entries are compared on the other rules.
+  // The dispatches are those the rules' bodies hold (the ones the build lowers), not the
+  // whole table: an entry there that no rule holds would excuse rules no dispatch reaches.
   std::vector<uint8_t> dispatched(num_ast, 0);
-  for (const TagDispatchDef& dispatch : ast.tag_dispatches) {
-    for (const TagDispatchDef::Tag& tag : dispatch.tags) {
-      if (tag.rule >= 0 && static_cast<size_t>(tag.rule) < num_ast) dispatched[tag.rule] = 1;
+  for (size_t r = 0; r < num_ast; ++r) {
+    const ExprNode& body = ast.node(ast.rules[r].body);
+    if (body.kind != ExprKind::kTagDispatch) continue;
+    for (const TagDispatchDef::Tag& tag : ast.tag_dispatches[body.tag_dispatch].tags) {
+      if (tag.rule < 0 || static_cast<size_t>(tag.rule) >= num_ast) {
+        Disagree("right-linear rules", fsm.rule_names[r],
+                 "a dispatch tag names rule " + std::to_string(tag.rule) + " of " + std::to_string(num_ast));
+      }
+      dispatched[tag.rule] = 1;
     }
   }
   for (size_t r = 0; r < num_ast; ++r) {
