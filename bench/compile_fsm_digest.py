@@ -15,8 +15,8 @@ Without ``--out`` it only compiles, for callgrind; to count the native compile c
         python bench/compile_fsm_digest.py
 
 (``CompileGrammarAst`` inside it is the back half). ``--lazy-rule-dfas`` compiles with the
-internal switch that leaves rule DFAs unbuilt; a grammar it leaves partly unbuilt stops after
-its FSM (the mask cache does not take partial snapshots yet), so compare the FSM build alone:
+internal switch that leaves rule DFAs unbuilt until a matcher first needs them; with ``--mask``
+the first mask builds what it reaches. To count the FSM build alone, compare
 ``--toggle-collect='xg2::BuildGrammarFsm(*'`` without it against
 ``--toggle-collect='xg2::BuildGrammarFsmLazily*'`` with it. ``--tags N`` compiles the structural tags
 of ``bench/tags_bench.py`` instead (N BFCL tool sets in the tokenizer's format: llama3.1 ->
@@ -70,15 +70,13 @@ def main() -> None:
                         help="compile N tool sets' structural tags instead of the schema sample")
     parser.add_argument("--lazy-rule-dfas", action="store_true",
                         help="compile with the internal switch that leaves rule DFAs unbuilt "
-                             "(native/grammar/lazy_rule_builder.h); for callgrind only, see below")
+                             "(native/grammar/lazy_rule_builder.h); see above")
     args = parser.parse_args()
 
     info = hf_tokenizer_info(args.tokenizer)
     compiler = xg.GrammarCompiler(info, cache_enabled=False, max_threads=1)
     if args.lazy_rule_dfas:
-        # The switch is internal: the native compiler is replaced by one with it on. Until the
-        # mask cache takes partial snapshots, a grammar left partly unbuilt fails after its FSM
-        # is built (an InternalError from the mask cache): the run counts for the FSM build only.
+        # The switch is internal: the native compiler is replaced by one with it on.
         compiler._native = xg._native.GrammarCompiler(
             info._handle, compiler._mask_pool, compiler._token_literal_vocabs, True, True, compiler._precompute_nodes,
             compiler._repetition_compression_threshold, compiler._limits._to_native(), lazy_rule_dfas=True)
@@ -98,10 +96,7 @@ def main() -> None:
                 warnings.simplefilter("ignore")
                 compiled = compile_one(text)
         except xg.XG2Error as error:
-            if args.lazy_rule_dfas and "needs every rule DFA built" in str(error):
-                lines.append(f"{name} lazy (the mask cache refuses a partial snapshot)")
-            else:
-                lines.append(f"{name} refused {type(error).__name__}")
+            lines.append(f"{name} refused {type(error).__name__}")
             continue
         if args.out is None:
             continue

@@ -19,15 +19,11 @@ namespace {
 }
 
 // Per FSM rule (the grammar's, then the synthetic ones), the AST's nullability, FIRST and
-// FOLLOW: a synthetic rule's are those of the expression it is the body of.
-struct RuleSets {
-  std::vector<uint8_t> nullable;
-  std::vector<ByteSet> first, follow;
-};
-
-RuleSets SetsPerFsmRule(const GrammarAst& ast, const AstNullability& nullable, const AstByteSets& bytes,
-                        const AstCheckRecord& record) {
-  RuleSets sets{nullable.rule, bytes.rule_first, bytes.rule_follow};
+// FOLLOW: a synthetic rule's are those of the expression it is the body of (what
+// AstRuleByteContexts gives the mask cache, from the analyses this check already has).
+RuleByteContexts SetsPerFsmRule(const GrammarAst& ast, const AstNullability& nullable, const AstByteSets& bytes,
+                                const AstCheckRecord& record) {
+  RuleByteContexts sets{nullable.rule, bytes.rule_first, bytes.rule_follow};
   for (ExprId body : record.synthetic_body) {
     sets.nullable.push_back(nullable.expr[body]);
     sets.first.push_back(bytes.first[body]);
@@ -36,7 +32,7 @@ RuleSets SetsPerFsmRule(const GrammarAst& ast, const AstNullability& nullable, c
   return sets;
 }
 
-void CheckNullability(const GrammarAst& ast, const GrammarFsm& fsm, const RuleSets& sets, const AstCheckRecord& record) {
+void CheckNullability(const GrammarAst& ast, const GrammarFsm& fsm, const RuleByteContexts& sets, const AstCheckRecord& record) {
   for (RuleId r = 0; r < fsm.num_rules(); ++r) {
     const bool emptied = static_cast<size_t>(r) < record.right_linear.emptied.size() && record.right_linear.emptied[r];
     const bool expected = emptied ? false : sets.nullable[r];
@@ -47,9 +43,10 @@ void CheckNullability(const GrammarAst& ast, const GrammarFsm& fsm, const RuleSe
   }
 }
 
-// The leave set a lazy build would give each node of rule r from its own DFA alone: the
-// rule's inner bytes (its byte edges, the AST FIRST of its callees, and what follows a
-// nullable callee inside the rule) and the AST FOLLOW of the rule where it can complete.
+// The leave set a lazy build gives each node of rule r from its own DFA alone
+// (LeaveBytesFromContexts, what the mask cache of a lazily built grammar reads): the rule's
+// inner bytes (its byte edges, the AST FIRST of its callees, and what follows a nullable
+// callee inside the rule) and the AST FOLLOW of the rule where it can complete.
 //
 // Why follow_sets.cc's sets are contained in these. A rule DFA's language, over bytes and
 // rule ids as letters, is its body's with each reference (and each synthetic rule, standing
@@ -64,52 +61,13 @@ void CheckNullability(const GrammarAst& ast, const GrammarFsm& fsm, const RuleSe
 // FIRST(c), its follow[c] within FOLLOW(c), and it treats nullability as the FSM's, which is
 // the AST's on every rule with a caller (CheckNullability). The bound here treats the rule's
 // own edges exactly as ComputeLeaveBytes does, so each of its sets is contained.
-void CheckLeaveSets(const GrammarFsm& fsm, const RuleSets& sets) {
+void CheckLeaveSets(const GrammarFsm& fsm, const RuleByteContexts& sets) {
   const LeaveSets actual = ComputeLeaveBytes(fsm);
-  std::vector<ByteSet> inner;
-  std::vector<uint8_t> can_finish;
-  for (RuleId r = 0; r < fsm.num_rules(); ++r) {
-    const NodeId first = fsm.rule_nodes[r].begin, end = fsm.rule_nodes[r].end;
-    inner.assign(end - first, ByteSet());
-    can_finish.assign(end - first, 0);
-    for (NodeId n = first; n < end; ++n) {
-      for (const ByteEdge* e = fsm.byte_edges_begin(n); e != fsm.byte_edges_end(n); ++e) {
-        for (int b = e->lo; b <= e->hi; ++b) inner[n - first].set(b);
-      }
-      can_finish[n - first] = fsm.node_accepting[n];
-    }
-    for (bool changed = true, forward = true; changed; forward = !forward) {
-      changed = false;
-      for (NodeId k = 0; k < end - first; ++k) {
-        const NodeId n = forward ? first + k : end - 1 - k;
-        for (const RuleEdge* e = fsm.rule_edges_begin(n); e != fsm.rule_edges_end(n); ++e) {
-          ByteSet next = inner[n - first] | sets.first[e->rule];
-          uint8_t finish = can_finish[n - first];
-          if (sets.nullable[e->rule]) {
-            next |= inner[e->target - first];
-            finish |= can_finish[e->target - first];
-          }
-          changed |= next != inner[n - first] || finish != can_finish[n - first];
-          inner[n - first] = next;
-          can_finish[n - first] = finish;
-        }
-      }
-    }
-    for (NodeId n = first; n < end; ++n) {
-      ByteSet bound;
-      for (const RuleEdge* e = fsm.rule_edges_begin(n); e != fsm.rule_edges_end(n); ++e) {
-        bound |= sets.first[e->rule];
-        if (sets.nullable[e->rule]) {
-          bound |= inner[e->target - first];
-          if (can_finish[e->target - first]) bound |= sets.follow[r];
-        }
-      }
-      if (fsm.node_accepting[n]) bound |= sets.follow[r];
-      if ((actual[n] & ~bound).any()) {
-        Disagree("FIRST/FOLLOW bytes", fsm.rule_names[r],
-                 "node " + std::to_string(n) + " can be left by " + std::to_string((actual[n] & ~bound).count()) +
-                     " bytes outside the AST's bound");
-      }
+  for (const auto& [n, bound] : LeaveBytesFromContexts(fsm, sets, 0, fsm.num_nodes())) {
+    if ((actual[n] & ~bound).any()) {
+      Disagree("FIRST/FOLLOW bytes", fsm.rule_names[fsm.node_rule[n]],
+               "node " + std::to_string(n) + " can be left by " + std::to_string((actual[n] & ~bound).count()) +
+                   " bytes outside the AST's bound");
     }
   }
 }
@@ -266,7 +224,7 @@ void CheckAstAnalyses(const GrammarAst& ast, const FsmBuildLimits& limits, const
   const RuleBodyOrder order = ComputeRuleBodyOrder(ast);
   const AstNullability nullable = AstRuleNullable(ast, order);
   const AstByteSets bytes = ComputeAstByteSets(ast, order, nullable);
-  const RuleSets sets = SetsPerFsmRule(ast, nullable, bytes, record);
+  const RuleByteContexts sets = SetsPerFsmRule(ast, nullable, bytes, record);
   CheckNullability(ast, fsm, sets, record);
   CheckLeaveSets(fsm, sets);
   CheckRightLinear(ast, fsm, record);

@@ -43,7 +43,7 @@ class LeaveSets {
 // leave[n] = bytes that can be consumed next after leaving rule(n)'s byte edges at node n:
 // the first bytes of rules called at n (and of what follows a nullable callee), and, when n
 // is accepting, the bytes that can follow rule(n) anywhere in the grammar.
-// Exact for the whole grammar's DFAs (no unbuilt rule: InternalError otherwise).
+// Exact for the whole grammar's DFAs: every rule must be built (checked in debug builds).
 LeaveSets ComputeLeaveBytes(const GrammarFsm& fsm);
 
 // Lazy rule DFAs (docs/lazy_rule_dfas.md, "The mask cache on partial snapshots"): what a node

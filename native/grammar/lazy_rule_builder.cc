@@ -115,6 +115,17 @@ GrammarFsm LazyRuleBuilder::Build(const GrammarFsm& latest, RuleId rule) {
   return next;
 }
 
+std::shared_ptr<const RuleByteContexts> LazyRuleBuilder::ByteContexts() {
+  const std::vector<fsm_build::LoweringContext::Synthetic>& synthetic = ctx_.synthetic();
+  if (!contexts_ || contexts_->size() != ast_.rules.size() + synthetic.size()) {
+    std::vector<ExprId> bodies;
+    bodies.reserve(synthetic.size());
+    for (const auto& rule : synthetic) bodies.push_back(rule.body);
+    contexts_ = std::make_shared<const RuleByteContexts>(AstRuleByteContexts(ast_, bodies));
+  }
+  return contexts_;
+}
+
 size_t LazyRuleBuilder::MemoryBytes() const {
   return sizeof(*this) + GrammarAstMemoryBytes(ast_) + nullable_.rule.capacity() + nullable_.expr.capacity();
 }

@@ -22,6 +22,7 @@
 #include <memory>
 
 #include "grammar/ast_rule_analyses.h"
+#include "grammar/follow_sets.h"
 #include "grammar/grammar_ast.h"
 #include "grammar/grammar_fsm.h"
 #include "grammar/lowering_context.h"
@@ -51,6 +52,13 @@ class LazyRuleBuilder {
   // created, appended at the end of the node space.
   GrammarFsm Build(const GrammarFsm& latest, RuleId rule);
 
+  // The AST byte contexts (grammar/follow_sets.h) of every rule of the latest snapshot this
+  // builder made: the grammar's rules, then the synthetic rules lowering made so far. The mask
+  // cache of a lazily built grammar takes every leave set from them. A build that made no
+  // synthetic rule returns the same object; the grammar rules' contexts never change (they
+  // are read off the AST alone).
+  std::shared_ptr<const RuleByteContexts> ByteContexts();
+
   // What the builder keeps for later builds (the AST and the lowering state, roughly).
   size_t MemoryBytes() const;
 
@@ -65,6 +73,7 @@ class LazyRuleBuilder {
   fsm_build::LoweringContext ctx_;
   fsm_build::BodyKeyWriter body_keys_;
   int64_t budget_;  // what the compile left of limits_.max_nodes
+  std::shared_ptr<const RuleByteContexts> contexts_;  // ByteContexts' last answer
 };
 
 }  // namespace xg2

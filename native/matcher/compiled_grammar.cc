@@ -70,16 +70,20 @@ CompiledGrammar::CompiledGrammar(CompiledGrammarParts parts)
     : fsm(std::make_shared<const GrammarFsm>(std::move(parts.fsm))),
       tokenizer(std::move(parts.tokenizer)),
       ebnf(std::move(parts.ebnf)),
-      mask_cache(std::make_shared<GrammarMaskCache>(fsm, tokenizer, std::move(parts.pool), parts.cache_options)),
+      mask_cache(std::make_shared<GrammarMaskCache>(fsm, tokenizer, std::move(parts.pool), parts.cache_options,
+                                                    parts.rule_builder ? parts.rule_builder->ByteContexts() : nullptr)),
       snapshots(std::make_unique<RuleDfaSnapshots>(fsm, RuleBuilderOf(parts.rule_builder))),
       rule_builder(std::move(parts.rule_builder)),
       earley_limits(parts.earley_limits),
       token_literal_ids(std::move(parts.token_literal_ids)),
       stop_terminal_ids(std::move(parts.stop_terminal_ids)),
       unique_recheck_positions(UniqueRecheckPositions(*fsm, *tokenizer)) {
-  // mask_cache lives as long as this grammar, which owns snapshots.
-  snapshots->SetPublishListener([cache = mask_cache.get()](const std::shared_ptr<const GrammarFsm>& next) {
-    cache->GrowTo(next);
+  // mask_cache and rule_builder live as long as this grammar, which owns snapshots. The
+  // listener runs under the build mutex right after the build that made `next`, so the
+  // builder's contexts cover the synthetic rules that build added.
+  snapshots->SetPublishListener([cache = mask_cache.get(), builder = rule_builder.get()](
+                                    const std::shared_ptr<const GrammarFsm>& next) {
+    cache->GrowTo(next, builder ? builder->ByteContexts() : nullptr);
   });
   XG2_DCHECK(!rule_builder || !fsm->has_unique_items(),
              "a grammar with unique items is built whole (its re-check positions read every item rule)");

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "check.h"
 #include "grammar/dfa_minimisation.h"
 #include "grammar/fsm_automata.h"
 #include "grammar/grammar_ast.h"
@@ -184,6 +185,28 @@ inline std::string Describe(const Dfa& dfa) {
     out += "\n";
   }
   return out;
+}
+
+// `whole` with the rules from `first_unbuilt` on unbuilt: the snapshot a lazy compile would
+// have published before their first prediction. Rules are laid out in rule order, so the
+// nodes of rules from `first_unbuilt` on are the end of the node space.
+inline GrammarFsm WithRulesUnbuiltFrom(const GrammarFsm& whole, RuleId first_unbuilt) {
+  CHECK(!whole.has_lookahead && !whole.has_token_sets() && whole.counted_loops.empty());
+  CHECK_EQ(whole.rule_nodes[whole.num_rules() - 1].end, whole.num_nodes());
+  GrammarFsm older = whole;
+  const NodeId kept = first_unbuilt < whole.num_rules() ? whole.rule_nodes[first_unbuilt].begin : whole.num_nodes();
+  for (RuleId r = first_unbuilt; r < whole.num_rules(); ++r) {
+    older.rule_start[r] = kUnbuiltRule;
+    older.rule_nullable[r] = 0;
+    older.rule_nodes[r] = NodeBlock{kept, kept};
+  }
+  older.node_rule.resize(kept);
+  older.node_accepting.resize(kept);
+  older.byte_edge_begin.resize(kept + 1);
+  older.byte_edges.resize(older.byte_edge_begin.back());
+  older.rule_edge_begin.resize(kept + 1);
+  older.rule_edges.resize(older.rule_edge_begin.back());
+  return older;
 }
 
 }  // namespace xg2_test

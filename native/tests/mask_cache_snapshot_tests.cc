@@ -51,27 +51,6 @@ Grammar MakeGrammar() {
   return g;
 }
 
-// `whole` with the rules from `first_unbuilt` on unbuilt: the snapshot a lazy compile would
-// have published before their first prediction.
-GrammarFsm WithRulesUnbuiltFrom(const GrammarFsm& whole, RuleId first_unbuilt) {
-  CHECK(!whole.has_lookahead && !whole.has_token_sets() && whole.counted_loops.empty());
-  CHECK_EQ(whole.rule_nodes[whole.num_rules() - 1].end, whole.num_nodes());
-  GrammarFsm older = whole;
-  const NodeId kept = first_unbuilt < whole.num_rules() ? whole.rule_nodes[first_unbuilt].begin : whole.num_nodes();
-  for (RuleId r = first_unbuilt; r < whole.num_rules(); ++r) {
-    older.rule_start[r] = kUnbuiltRule;
-    older.rule_nullable[r] = 0;
-    older.rule_nodes[r] = NodeBlock{kept, kept};
-  }
-  older.node_rule.resize(kept);
-  older.node_accepting.resize(kept);
-  older.byte_edge_begin.resize(kept + 1);
-  older.byte_edges.resize(older.byte_edge_begin.back());
-  older.rule_edge_begin.resize(kept + 1);
-  older.rule_edges.resize(older.rule_edge_begin.back());
-  return older;
-}
-
 // Every string of one or two bytes over the grammar's alphabet and some longer ones, so that
 // tokens cross rule boundaries ("{xq,", "cxy", "q}") in both directions.
 std::shared_ptr<const TokenizerInfo> MakeVocabulary() {

@@ -32,23 +32,7 @@ GrammarFsm WholeFsm() {
 
 // `whole` with its last rule unbuilt: the snapshot a lazy compile would have published before
 // the rule's first prediction.
-GrammarFsm WithoutLastRule(const GrammarFsm& whole) {
-  GrammarFsm older = whole;
-  const RuleId last = whole.num_rules() - 1;
-  const NodeId kept = whole.rule_nodes[last].begin;
-  CHECK(!whole.has_lookahead && !whole.has_token_sets() && whole.counted_loops.empty());
-  CHECK_EQ(whole.rule_nodes[last].end, whole.num_nodes());
-  older.rule_start[last] = kUnbuiltRule;
-  older.rule_nullable[last] = 0;
-  older.rule_nodes[last].end = kept;
-  older.node_rule.resize(kept);
-  older.node_accepting.resize(kept);
-  older.byte_edge_begin.resize(kept + 1);
-  older.byte_edges.resize(older.byte_edge_begin.back());
-  older.rule_edge_begin.resize(kept + 1);
-  older.rule_edges.resize(older.rule_edge_begin.back());
-  return older;
-}
+GrammarFsm WithoutLastRule(const GrammarFsm& whole) { return WithRulesUnbuiltFrom(whole, whole.num_rules() - 1); }
 
 TEST(SnapshotPrefixAcceptsAnAppendedRule) {
   const GrammarFsm whole = WholeFsm();
