@@ -266,6 +266,33 @@ void KeepCallsOfWideFanout(const GrammarAst& ast, const Inlinability& rules, std
   }
 }
 
+// The dispatch table keeps the dispatches of reached nodes only, in their order: a dropped
+// rule's dispatch would still name the rules its tags hand over to, dropped ones as -1, and
+// the passes that read the table would take it for a live one. A reached dispatch names
+// reached rules (they are referenced, so never dropped).
+void KeepReachedDispatches(GrammarAst* ast, const std::vector<uint8_t>& seen, const std::vector<RuleId>& new_id) {
+  std::vector<int32_t> new_dispatch(ast->tag_dispatches.size(), -1);
+  for (ExprId e = 0; e < static_cast<ExprId>(ast->nodes.size()); ++e) {
+    if (seen[e] && ast->node(e).kind == ExprKind::kTagDispatch) new_dispatch[ast->node(e).tag_dispatch] = 0;
+  }
+  std::vector<TagDispatchDef> kept_dispatches;
+  for (size_t d = 0; d < ast->tag_dispatches.size(); ++d) {
+    if (new_dispatch[d] < 0) continue;
+    new_dispatch[d] = static_cast<int32_t>(kept_dispatches.size());
+    kept_dispatches.push_back(std::move(ast->tag_dispatches[d]));
+    for (auto& tag : kept_dispatches.back().tags) {
+      tag.rule = new_id[tag.rule];
+      XG2_DCHECK(tag.rule >= 0, "a reached dispatch hands over to reached rules");
+    }
+  }
+  for (ExprId e = 0; e < static_cast<ExprId>(ast->nodes.size()); ++e) {
+    if (seen[e] && ast->node(e).kind == ExprKind::kTagDispatch) {
+      ast->node(e).tag_dispatch = new_dispatch[ast->node(e).tag_dispatch];
+    }
+  }
+  ast->tag_dispatches = std::move(kept_dispatches);
+}
+
 // Keeps only rules reachable from the root, renumbered in order. One walk over the expression
 // nodes: a node reached once has given all the rules it names (the bodies share nodes after
 // inlining, and a walk per rule would go through each inlined body again).
@@ -304,30 +331,7 @@ void DropUnreachableRules(GrammarAst* ast) {
   for (ExprNode& node : ast->nodes) {
     if (node.kind == ExprKind::kRuleRef && new_id[node.rule_id] >= 0) node.rule_id = new_id[node.rule_id];
   }
-  // The dispatch table keeps the dispatches of reached nodes only, in their order: a dropped
-  // rule's dispatch would still name the rules its tags hand over to, dropped ones as -1, and
-  // the passes that read the table would take it for a live one. A reached dispatch names
-  // reached rules (they are referenced, so never dropped).
-  std::vector<int32_t> new_dispatch(ast->tag_dispatches.size(), -1);
-  for (ExprId e = 0; e < static_cast<ExprId>(ast->nodes.size()); ++e) {
-    if (seen[e] && ast->node(e).kind == ExprKind::kTagDispatch) new_dispatch[ast->node(e).tag_dispatch] = 0;
-  }
-  std::vector<TagDispatchDef> kept_dispatches;
-  for (size_t d = 0; d < ast->tag_dispatches.size(); ++d) {
-    if (new_dispatch[d] < 0) continue;
-    new_dispatch[d] = static_cast<int32_t>(kept_dispatches.size());
-    kept_dispatches.push_back(std::move(ast->tag_dispatches[d]));
-    for (auto& tag : kept_dispatches.back().tags) {
-      tag.rule = new_id[tag.rule];
-      XG2_DCHECK(tag.rule >= 0, "a reached dispatch hands over to reached rules");
-    }
-  }
-  for (ExprId e = 0; e < static_cast<ExprId>(ast->nodes.size()); ++e) {
-    if (seen[e] && ast->node(e).kind == ExprKind::kTagDispatch) {
-      ast->node(e).tag_dispatch = new_dispatch[ast->node(e).tag_dispatch];
-    }
-  }
-  ast->tag_dispatches = std::move(kept_dispatches);
+  if (!ast->tag_dispatches.empty()) KeepReachedDispatches(ast, seen, new_id);
   ast->root_rule = new_id[ast->root_rule];
   ast->rules = std::move(kept);
 }
