@@ -15,6 +15,12 @@
 //    way), and nothing is stored: the next request compiles again;
 //  * a waiter whose token fires leaves with its own error; the compile goes on.
 //
+// Shared parts: a value may hold a part that other values share (a grammar naming tokens holds
+// its derived vocabulary, about as large as the tokenizer's tables: derived_vocabularies.h). The
+// part is an entry of its own, charged once and kept just older than its most recently used
+// holder; evicting it evicts its holders with it and runs its `on_evict` (outside the lock),
+// while evicting a holder leaves the part until it is the oldest entry.
+//
 // Value is what a compile returns and the cache hands out (a shared_ptr: copies are cheap
 // and never outlive what they point to). Thread-safe; fork-safe as far as a ForkSafeMutex is
 // (support/fork_safe_mutex.h): no critical section is in flight when fork() copies the
@@ -22,6 +28,7 @@
 #ifndef XG2_COMPILER_COMPILE_CACHE_H_
 #define XG2_COMPILER_COMPILE_CACHE_H_
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -43,7 +50,8 @@
 namespace xg2 {
 
 struct CompileCacheStats {
-  size_t entries = 0;
+  size_t entries = 0;       // values (shared parts not counted)
+  size_t shared_parts = 0;
   size_t bytes = 0;         // bytes charged for the entries held
   int64_t limit_bytes = 0;  // -1: unbounded
   // Each request counts once, at its first look: a hit when a value was cached or a compile of
@@ -51,16 +59,23 @@ struct CompileCacheStats {
   // miss when it started the compile.
   uint64_t hits = 0;
   uint64_t misses = 0;
-  uint64_t evictions = 0;
+  uint64_t evictions = 0;  // entries evicted as the oldest (not the holders of an evicted part)
 };
 
 template <typename Value>
 class CompileCache {
  public:
+  // A part that values share (see the file comment); keys of parts and of values are apart.
+  struct SharedPart {
+    std::string key;
+    size_t bytes = 0;                 // charged when the part is first stored
+    std::function<void()> on_evict;  // run when the part is evicted or cleared (may be empty; must not throw)
+  };
   // A compile's value and the bytes to charge for it (measured once, when stored).
   struct Built {
     Value value;
     size_t bytes = 0;
+    std::optional<SharedPart> part;
   };
   using Compile = std::function<Built(const CancellationToken* cancel)>;
 
@@ -78,7 +93,8 @@ class CompileCache {
   // The cached value of `key` (refreshed as most recently used), counted as a hit; no compile.
   std::optional<Value> Find(const std::string& key);
 
-  // Drops every cached value (compiles in flight finish and store theirs).
+  // Drops every cached value and part, running the parts' on_evict (compiles in flight finish
+  // and store theirs).
   void Clear();
   CompileCacheStats stats() const;
   // Keys with a compile in flight now.
@@ -96,7 +112,17 @@ class CompileCache {
     std::optional<Value> value;
     std::exception_ptr error;
   };
-  using Lru = std::list<std::pair<std::string, std::pair<Value, size_t>>>;  // most recent first
+  // A cached value, or a shared part (no value; its holders' keys and its on_evict).
+  struct Entry {
+    std::string key;
+    std::optional<Value> value;
+    size_t bytes = 0;
+    std::string part_key;  // a value's part; empty: none
+    std::vector<std::string> holders;  // a part's holders, in no order
+    std::function<void()> on_evict;
+  };
+  using Lru = std::list<Entry>;  // most recent first
+  using Index = std::unordered_map<std::string, typename Lru::iterator>;
 
   // How long a waiter with a token sleeps between looks at it: the token has no waitable
   // event, and a cancellation must not wait for the compile.
@@ -107,16 +133,25 @@ class CompileCache {
   // The job's value, or its error; nullopt when it was abandoned (the caller then retries).
   std::optional<Value> Wait(const std::shared_ptr<Job>& job, const CancellationToken* cancel,
                             std::unique_lock<ForkSafeMutex>& lock);
-  // Stores `value` and evicts least recently used entries past the bound into `evicted` (to be
-  // destroyed outside the lock: a value's destructor may take locks of its own).
-  void StoreLocked(const std::string& key, const Value& value, size_t bytes, Lru& evicted);
+  // Stores `built` and evicts least recently used entries past the bound into `evicted` (to be
+  // destroyed, and their on_evict run, outside the lock: a value's destructor may take locks
+  // of its own).
+  void StoreLocked(const std::string& key, Built built, Lru& evicted);
+  // Moves the value entry `it` (and its part, just behind it) to the front.
+  void TouchLocked(typename Lru::iterator it);
+  // Moves the value entry `it` into `out`, uncharged, out of its part's holders.
+  void UnlinkValueLocked(typename Lru::iterator it, Lru& out);
+  // Moves the oldest entry into `out` (with its holders when it is a part).
+  void EvictOldestLocked(Lru& out);
+  static void Release(Lru& evicted);
   void CheckInvariantsLocked() const;
 
   mutable ForkSafeMutex mutex_;
   const int64_t limit_bytes_;
   const bool enabled_;
   Lru lru_;
-  std::unordered_map<std::string, typename Lru::iterator> index_;
+  Index index_;  // values
+  Index parts_;
   std::unordered_map<std::string, std::shared_ptr<Job>> in_flight_;
   size_t bytes_ = 0;
   uint64_t hits_ = 0;
@@ -131,9 +166,9 @@ Value CompileCache<Value>::GetOrCompile(const std::string& key, const Compile& c
   bool counted = false;
   while (true) {
     if (auto it = index_.find(key); it != index_.end()) {
-      lru_.splice(lru_.begin(), lru_, it->second);
+      TouchLocked(it->second);
       if (!counted) ++hits_;
-      return it->second->second.first;
+      return *it->second->value;
     }
     auto [slot, fresh] = in_flight_.try_emplace(key);
     if (fresh) {
@@ -171,14 +206,15 @@ Value CompileCache<Value>::Run(const std::string& key, const std::shared_ptr<Job
   job->done = true;
   job->abandoned = cancelled;
   if (built) {
-    StoreLocked(key, built->value, built->bytes, evicted);
     job->value = built->value;
+    StoreLocked(key, *built, evicted);
   } else if (!cancelled) {
     job->error = error;
   }
   XG2_DCHECK_INVARIANTS(CheckInvariantsLocked());
   job->finished.notify_all();
   lock.unlock();
+  Release(evicted);
   if (error) std::rethrow_exception(error);
   return std::move(built->value);
 }
@@ -207,47 +243,107 @@ std::optional<Value> CompileCache<Value>::Find(const std::string& key) {
   std::lock_guard<ForkSafeMutex> lock(mutex_);
   auto it = index_.find(key);
   if (it == index_.end()) return std::nullopt;
-  lru_.splice(lru_.begin(), lru_, it->second);
+  TouchLocked(it->second);
   ++hits_;
-  return it->second->second.first;
+  return *it->second->value;
 }
 
 template <typename Value>
-void CompileCache<Value>::StoreLocked(const std::string& key, const Value& value, size_t bytes, Lru& evicted) {
-  if (!enabled_ || (limit_bytes_ >= 0 && bytes > static_cast<uint64_t>(limit_bytes_))) return;
-  if (auto it = index_.find(key); it != index_.end()) {  // stored meanwhile (after a Clear, say)
-    bytes_ -= it->second->second.second;
-    evicted.splice(evicted.end(), lru_, it->second);
-    index_.erase(it);
+void CompileCache<Value>::TouchLocked(typename Lru::iterator it) {
+  if (!it->part_key.empty()) lru_.splice(lru_.begin(), lru_, parts_.at(it->part_key));
+  lru_.splice(lru_.begin(), lru_, it);
+}
+
+template <typename Value>
+void CompileCache<Value>::StoreLocked(const std::string& key, Built built, Lru& evicted) {
+  if (!enabled_ || (limit_bytes_ >= 0 && built.bytes > static_cast<uint64_t>(limit_bytes_))) return;
+  if (auto it = index_.find(key); it != index_.end()) UnlinkValueLocked(it->second, evicted);  // stored meanwhile
+  Entry entry;
+  entry.key = key;
+  entry.value = std::move(built.value);
+  entry.bytes = built.bytes;
+  if (built.part) {
+    SharedPart& part = *built.part;
+    auto found = parts_.find(part.key);
+    if (found == parts_.end()) {
+      Entry part_entry;
+      part_entry.key = part.key;
+      part_entry.bytes = part.bytes;
+      part_entry.on_evict = std::move(part.on_evict);
+      lru_.push_front(std::move(part_entry));
+      found = parts_.emplace(part.key, lru_.begin()).first;
+      bytes_ += part.bytes;
+    } else {
+      lru_.splice(lru_.begin(), lru_, found->second);
+    }
+    found->second->holders.push_back(key);
+    entry.part_key = part.key;
   }
-  lru_.emplace_front(key, std::make_pair(value, bytes));
+  lru_.push_front(std::move(entry));
   index_.emplace(key, lru_.begin());
-  bytes_ += bytes;
-  while (limit_bytes_ >= 0 && bytes_ > static_cast<uint64_t>(limit_bytes_)) {
-    XG2_DCHECK(lru_.size() > 1, "an entry larger than the cache's bound was stored");
-    bytes_ -= lru_.back().second.second;
-    index_.erase(lru_.back().first);
-    evicted.splice(evicted.end(), lru_, std::prev(lru_.end()));
-    ++evictions_;
+  bytes_ += built.bytes;
+  while (limit_bytes_ >= 0 && bytes_ > static_cast<uint64_t>(limit_bytes_) && !lru_.empty()) {
+    EvictOldestLocked(evicted);
   }
+}
+
+template <typename Value>
+void CompileCache<Value>::UnlinkValueLocked(typename Lru::iterator it, Lru& out) {
+  if (!it->part_key.empty()) {
+    std::vector<std::string>& holders = parts_.at(it->part_key)->holders;
+    holders.erase(std::find(holders.begin(), holders.end(), it->key));
+  }
+  bytes_ -= it->bytes;
+  index_.erase(it->key);
+  out.splice(out.end(), lru_, it);
+}
+
+template <typename Value>
+void CompileCache<Value>::EvictOldestLocked(Lru& out) {
+  auto oldest = std::prev(lru_.end());
+  ++evictions_;
+  if (oldest->value) {
+    UnlinkValueLocked(oldest, out);
+    return;
+  }
+  for (const std::string& holder : oldest->holders) {
+    auto it = index_.find(holder);
+    XG2_DCHECK(it != index_.end(), "a shared part's holder is not cached");
+    it->second->part_key.clear();  // its part goes with it: nothing to unlink from
+    UnlinkValueLocked(it->second, out);
+  }
+  bytes_ -= oldest->bytes;
+  parts_.erase(oldest->key);
+  out.splice(out.end(), lru_, oldest);
+}
+
+template <typename Value>
+void CompileCache<Value>::Release(Lru& evicted) {
+  for (Entry& entry : evicted) {
+    if (entry.on_evict) entry.on_evict();
+  }
+  evicted.clear();
 }
 
 template <typename Value>
 void CompileCache<Value>::Clear() {
-  Lru dropped;  // destroyed outside the lock: a value's destructor may take locks of its own
+  Lru dropped;
   {
     std::lock_guard<ForkSafeMutex> lock(mutex_);
     dropped.swap(lru_);
     index_.clear();
+    parts_.clear();
     bytes_ = 0;
   }
+  Release(dropped);
 }
 
 template <typename Value>
 CompileCacheStats CompileCache<Value>::stats() const {
   std::lock_guard<ForkSafeMutex> lock(mutex_);
   CompileCacheStats out;
-  out.entries = lru_.size();
+  out.entries = index_.size();
+  out.shared_parts = parts_.size();
   out.bytes = bytes_;
   out.limit_bytes = limit_bytes_;
   out.hits = hits_;
@@ -274,13 +370,19 @@ void CompileCache<Value>::ResetAfterFork() {
 
 template <typename Value>
 void CompileCache<Value>::CheckInvariantsLocked() const {
-  XG2_DCHECK(index_.size() == lru_.size(), "the cache's index and LRU list disagree");
+  XG2_DCHECK(index_.size() + parts_.size() == lru_.size(), "the cache's indexes and LRU list disagree");
   size_t total = 0;
-  for (const auto& entry : lru_) {
-    auto it = index_.find(entry.first);
-    XG2_DCHECK(it != index_.end() && &*it->second == &entry, "an LRU entry is missing from the index");
-    total += entry.second.second;
+  size_t holders = 0;
+  for (const Entry& entry : lru_) {
+    const Index& index = entry.value ? index_ : parts_;
+    auto it = index.find(entry.key);
+    XG2_DCHECK(it != index.end() && &*it->second == &entry, "an LRU entry is missing from its index");
+    XG2_DCHECK(entry.part_key.empty() || parts_.count(entry.part_key) == 1, "a value's shared part is not cached");
+    holders += entry.holders.size();
+    if (!entry.part_key.empty()) --holders;
+    total += entry.bytes;
   }
+  XG2_DCHECK(holders == 0, "shared parts' holders differ from the values holding them");
   XG2_DCHECK(total == bytes_, "the cache's byte count differs from its entries' charges");
   XG2_DCHECK(limit_bytes_ < 0 || bytes_ <= static_cast<uint64_t>(limit_bytes_), "the cache holds more than its bound");
   for (const auto& entry : in_flight_) XG2_DCHECK(!entry.second->done, "a finished compile is still in flight");

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -24,7 +25,7 @@ using Cache = xg2::CompileCache<Value>;
 Cache::Compile Compiles(const std::string& text, size_t bytes, std::atomic<int>* runs = nullptr) {
   return [text, bytes, runs](const CancellationToken*) {
     if (runs != nullptr) ++*runs;
-    return Cache::Built{std::make_shared<const std::string>(text), bytes};
+    return Cache::Built{std::make_shared<const std::string>(text), bytes, std::nullopt};
   };
 }
 
@@ -37,7 +38,7 @@ Cache::Compile Blocks(const std::string& text, const std::atomic<bool>& release,
       if (cancel != nullptr) cancel->Check(true);
       std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
-    return Cache::Built{std::make_shared<const std::string>(text), 1};
+    return Cache::Built{std::make_shared<const std::string>(text), 1, std::nullopt};
   };
 }
 
@@ -72,6 +73,49 @@ TEST(CompileCacheEvictsLeastRecentlyUsedByBytes) {
   cache.Clear();
   CHECK_EQ(cache.stats().entries, size_t{0});
   CHECK_EQ(cache.stats().bytes, size_t{0});
+}
+
+// A compile of `text` charged `bytes` that holds the shared part `part_key` charged `part_bytes`.
+Cache::Compile HoldsPart(const std::string& text, size_t bytes, const std::string& part_key, size_t part_bytes,
+                         int* part_evictions) {
+  return [=](const CancellationToken*) {
+    Cache::SharedPart part{part_key, part_bytes, [part_evictions] { ++*part_evictions; }};
+    return Cache::Built{std::make_shared<const std::string>(text), bytes, std::move(part)};
+  };
+}
+
+TEST(CompileCacheSharedPartIsChargedOnceAndEvictedWithItsHolders) {
+  Cache cache(100, true);
+  int part_evictions = 0;
+  cache.GetOrCompile("g1", HoldsPart("G1", 10, "v", 50, &part_evictions), nullptr);
+  cache.GetOrCompile("g2", HoldsPart("G2", 10, "v", 50, &part_evictions), nullptr);
+  CHECK_EQ(cache.stats().bytes, size_t{70});  // the part is charged once
+  CHECK_EQ(cache.stats().entries, size_t{2});
+  CHECK_EQ(cache.stats().shared_parts, size_t{1});
+  CHECK(cache.Find("g1").has_value());  // order now g1, v, g2 (the part just behind its holder)
+  cache.GetOrCompile("x", Compiles("X", 20), nullptr);
+  cache.GetOrCompile("y", Compiles("Y", 20), nullptr);
+  // Past the bound the oldest goes: g2, a holder; its part stays for g1.
+  CHECK(!cache.Find("g2").has_value());
+  CHECK_EQ(cache.stats().bytes, size_t{100});
+  CHECK_EQ(cache.stats().shared_parts, size_t{1});
+  CHECK_EQ(part_evictions, 0);
+  // g1 was not touched since: the part is now oldest and takes its holder g1 with it.
+  CHECK(cache.Find("x").has_value() && cache.Find("y").has_value());
+  cache.GetOrCompile("z", Compiles("Z", 20), nullptr);
+  CHECK(!cache.Find("g1").has_value());
+  CHECK_EQ(part_evictions, 1);
+  xg2::CompileCacheStats stats = cache.stats();
+  CHECK_EQ(stats.entries, size_t{3});
+  CHECK_EQ(stats.shared_parts, size_t{0});
+  CHECK_EQ(stats.bytes, size_t{60});
+  CHECK_EQ(stats.evictions, uint64_t{2});
+
+  cache.GetOrCompile("g3", HoldsPart("G3", 10, "w", 10, &part_evictions), nullptr);
+  cache.Clear();
+  CHECK_EQ(part_evictions, 2);  // a cleared part is released like an evicted one
+  CHECK_EQ(cache.stats().bytes, size_t{0});
+  CHECK_EQ(cache.stats().shared_parts, size_t{0});
 }
 
 TEST(CompileCacheHitsDoNotCompileAgainAndDisabledStoresNothing) {
@@ -235,7 +279,9 @@ TEST(CompileCacheManyThreadsKeepItsAccounts) {
         auto compile = [key, fails](const CancellationToken* cancel) -> Cache::Built {
           if (cancel != nullptr) cancel->Check(false);
           if (fails) throw xg2::Error("fails");
-          return Cache::Built{std::make_shared<const std::string>(key), key.size() * 5};
+          std::optional<Cache::SharedPart> part;
+          if (key == "1" || key == "2") part = Cache::SharedPart{"part", 7, nullptr};
+          return Cache::Built{std::make_shared<const std::string>(key), key.size() * 5, std::move(part)};
         };
         try {
           Value value = cache.GetOrCompile(key, compile, &token);
