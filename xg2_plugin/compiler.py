@@ -755,6 +755,13 @@ class GrammarCompiler:
         else:
             _check_timeout(timeout, "timeout")
         cache_key = self._cache_key(key)
+        cached = self._grammar_cache.find(cache_key)  # a hit: one native call, nothing else
+        if cached is not None:
+            if run_inline:
+                return _Ready(cached)  # a synchronous caller only reads result()
+            done: Future = Future()
+            done.set_result(cached)
+            return done
         if self._disk_cache is not None:
             build = self._disk_cache.cached_build(self, key if disk_key is None else disk_key, build)
         entry = _cache_entry(build, self._token_literal_vocabs, self._cache_enabled)
@@ -775,11 +782,7 @@ class GrammarCompiler:
             self._pending.add(future)
             self._main_thread_pool().submit(_calls.run, self._grammar_cache, cache_key, entry, future)
             return future
-        cached = self._grammar_cache.find(cache_key)
         future = CompileFuture(timeout, cancel_on_interrupt=False)
-        if cached is not None:
-            future.set_result(cached)
-            return future
         self._pending.add(future)
         self._executor.submit(_calls.run, self._grammar_cache, cache_key, entry, future)
         return future

@@ -94,11 +94,9 @@ void BindGrammarCache(py::module_& m) {
       .def(
           "find",
           [](GrammarCache& self, const std::string& key) -> py::object {
-            std::optional<HeldObject> found;
-            {
-              py::gil_scoped_release release;
-              found = self.Find(key);
-            }
+            // With the GIL: the cache's lock is only ever held briefly, and never by a thread
+            // waiting for the GIL (the values it drops are released after it unlocks).
+            std::optional<HeldObject> found = self.Find(key);
             return found ? **found : py::object(py::none());
           },
           py::arg("key"), "The cached grammar of `key` (a hit), or None.")

@@ -133,10 +133,11 @@ class CompileCache {
   // The job's value, or its error; nullopt when it was abandoned (the caller then retries).
   std::optional<Value> Wait(const std::shared_ptr<Job>& job, const CancellationToken* cancel,
                             std::unique_lock<ForkSafeMutex>& lock);
-  // Stores `built` and evicts least recently used entries past the bound into `evicted` (to be
-  // destroyed, and their on_evict run, outside the lock: a value's destructor may take locks
-  // of its own).
-  void StoreLocked(const std::string& key, Built built, Lru& evicted);
+  // Stores `built` (moved from: what it keeps is destroyed by the caller, after unlocking) and
+  // evicts least recently used entries past the bound into `evicted` (to be destroyed, and
+  // their on_evict run, outside the lock). Nothing is destroyed under the lock: a value's
+  // destructor may take locks of its own (a Python object's, the GIL).
+  void StoreLocked(const std::string& key, Built& built, Lru& evicted);
   // Moves the value entry `it` (and its part, just behind it) to the front.
   void TouchLocked(typename Lru::iterator it);
   // Moves the value entry `it` into `out`, uncharged, out of its part's holders.
@@ -216,7 +217,7 @@ Value CompileCache<Value>::Run(const std::string& key, const std::shared_ptr<Job
   lock.unlock();
   Release(evicted);
   if (error) std::rethrow_exception(error);
-  return std::move(built->value);
+  return *job->value;  // set before `done`, never changed after
 }
 
 template <typename Value>
@@ -255,7 +256,7 @@ void CompileCache<Value>::TouchLocked(typename Lru::iterator it) {
 }
 
 template <typename Value>
-void CompileCache<Value>::StoreLocked(const std::string& key, Built built, Lru& evicted) {
+void CompileCache<Value>::StoreLocked(const std::string& key, Built& built, Lru& evicted) {
   if (!enabled_ || (limit_bytes_ >= 0 && built.bytes > static_cast<uint64_t>(limit_bytes_))) return;
   if (auto it = index_.find(key); it != index_.end()) UnlinkValueLocked(it->second, evicted);  // stored meanwhile
   Entry entry;

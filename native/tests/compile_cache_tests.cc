@@ -61,7 +61,8 @@ TEST(CompileCacheEvictsLeastRecentlyUsedByBytes) {
   CHECK_EQ(stats.limit_bytes, int64_t{100});
 
   // A value larger than the whole bound is returned and not stored; nothing is evicted for it.
-  CHECK_EQ(*cache.GetOrCompile("huge", Compiles("H", 101), nullptr), std::string("H"));
+  Value huge = cache.GetOrCompile("huge", Compiles("H", 101), nullptr);
+  CHECK_EQ(*huge, std::string("H"));
   CHECK(!cache.Find("huge").has_value());
   CHECK_EQ(cache.stats().entries, size_t{2});
 
@@ -184,7 +185,8 @@ TEST(CompileCacheErrorReachesItsWaitersAndIsNotStored) {
   CHECK_EQ(cache.stats().entries, size_t{0});
   CHECK_EQ(cache.in_flight(), size_t{0});
   // The key is not poisoned: the next request compiles again.
-  CHECK_EQ(*cache.GetOrCompile("k", Compiles("V", 1, &runs), nullptr), std::string("V"));
+  Value again = cache.GetOrCompile("k", Compiles("V", 1, &runs), nullptr);
+  CHECK_EQ(*again, std::string("V"));
   CHECK_EQ(runs.load(), 2);
 }
 
