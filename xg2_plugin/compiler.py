@@ -48,6 +48,8 @@ _LOWERED_TAGS_KEPT = 64
 # Lowered structural tags a compiler numbers for its grammar cache's keys (most recently used
 # first out: a tag whose number was dropped gets a new one, and compiles again once).
 _LOWERED_TAG_KEYS_KEPT = 256
+# Distinct option sets whose cache-key prefix a compiler remembers (all dropped past it).
+_CACHE_KEY_PREFIXES_KEPT = 256
 # Derived vocabularies a compiler without a grammar cache keeps for reuse.
 _DERIVED_VOCABS_UNCACHED = 4
 # Every compiler of the process, for the fork handler below.
@@ -416,6 +418,7 @@ class GrammarCompiler:
         # _native.LoweredStructuralTag -> its number in the grammar cache's keys
         self._lowered_tag_keys: "OrderedDict[Any, int]" = OrderedDict()
         self._lowered_tags_numbered = 0
+        self._cache_key_prefixes: dict[tuple, str] = {}  # see _cache_key
         self._lock = threading.Lock()
         # Futures of asynchronous compiles, failed in a child of fork() (_after_fork_in_child).
         self._pending: "weakref.WeakSet[CompileFuture]" = weakref.WeakSet()
@@ -793,7 +796,14 @@ class GrammarCompiler:
         structural tag (compared by its grammar's structure) is keyed by its number."""
         source = key[1] if len(key) > 1 else ""
         if isinstance(source, str):
-            return repr((key[0],) + key[2:]) + "\0" + source
+            # The repr of the options is remembered: it cost more than the rest of a cache hit.
+            options = (key[0],) + key[2:]
+            prefix = self._cache_key_prefixes.get(options)
+            if prefix is None:
+                if len(self._cache_key_prefixes) >= _CACHE_KEY_PREFIXES_KEPT:
+                    self._cache_key_prefixes.clear()
+                prefix = self._cache_key_prefixes[options] = repr(options) + "\0"
+            return prefix + source
         if key[0] != "structural_tag":
             return repr(key)
         with self._lock:
