@@ -1,8 +1,9 @@
 """Grammar compilation: JSON Schema, EBNF, regex and choice lists into compiled grammars.
 
 A ``GrammarCompiler`` belongs to one tokenizer. It caches compiled grammars (LRU, bounded in
-bytes) and shares one in-flight compilation between identical concurrent requests. All native
-work runs with the GIL released, so the async variants compile in parallel.
+bytes) and shares one in-flight compilation between identical concurrent requests, both native
+(``native/compiler/compile_cache.h``). All native work runs with the GIL released, so the async
+variants compile in parallel.
 
 Hostile input is bounded by ``CompileLimits`` (sizes, depths, repetition bounds, automaton
 nodes, Earley items) and by a per-compile timeout; a cancelled or timed-out compile stops at
@@ -17,6 +18,7 @@ import math
 import os
 import signal
 import threading
+import time
 import warnings
 import weakref
 from collections import OrderedDict
@@ -24,9 +26,10 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence, Union
 
-from . import _native, serialization
+from . import _heap_trim, _native, serialization
+from . import _shared_compile as _calls
 from . import disk_cache as _disk_cache
-from ._shared_compile import CompileFuture, InFlightCompiles
+from ._shared_compile import CompileFuture
 from .tokenizer_info import TokenizerInfo
 
 __all__ = ["CompiledGrammar", "CompileLimits", "GrammarCompiler", "ebnf_string_literal"]
@@ -38,10 +41,15 @@ _INT64_MAX = 2 ** 63 - 1
 # The JSON Schema converter recurses once per nesting level: deeper limits than this could
 # exhaust the native stack of a worker thread, so the limit can only be lowered.
 _SCHEMA_DEPTH_CAP = 2000
-# Cache entries of derived vocabularies (Token(id) grammars) are keyed (_DERIVED_VOCAB, ids).
+# Shared parts of the grammar cache: derived vocabularies (Token(id) grammars), keyed by their ids.
 _DERIVED_VOCAB = "derived_vocabulary"
 # Structural tags whose lowering a compiler remembers (most recently used first out).
 _LOWERED_TAGS_KEPT = 64
+# Lowered structural tags a compiler numbers for its grammar cache's keys (most recently used
+# first out: a tag whose number was dropped gets a new one, and compiles again once).
+_LOWERED_TAG_KEYS_KEPT = 256
+# Distinct option sets whose cache-key prefix a compiler remembers (all dropped past it).
+_CACHE_KEY_PREFIXES_KEPT = 256
 # Derived vocabularies a compiler without a grammar cache keeps for reuse.
 _DERIVED_VOCABS_UNCACHED = 4
 # Every compiler of the process, for the fork handler below.
@@ -403,17 +411,17 @@ class GrammarCompiler:
         self._tokenizer_info = tokenizer_info
         self._executor = ThreadPoolExecutor(max_workers=max_threads, thread_name_prefix="xg2-compile")
         self._cache_enabled = cache_enabled
-        self._cache_limit_bytes = cache_limit_bytes
-        self._cache: "OrderedDict[tuple, CompiledGrammar]" = OrderedDict()
-        self._cache_charged: dict[tuple, int] = {}  # bytes charged for each cached grammar
-        self._cache_bytes = 0
-        self._cache_evictions = 0
-        self._cache_hits = 0  # requests served from the cache or a shared in-flight compile
-        self._cache_misses = 0  # compiles started
+        # Compiled grammars by request, and the compiles in flight (native/compiler/compile_cache.h).
+        self._grammar_cache = _native.GrammarCache(cache_limit_bytes, cache_enabled)
         # (tag text, any_whitespace) -> _native.LoweredStructuralTag
         self._lowered_tags: "OrderedDict[tuple, Any]" = OrderedDict()
+        # _native.LoweredStructuralTag -> its number in the grammar cache's keys
+        self._lowered_tag_keys: "OrderedDict[Any, int]" = OrderedDict()
+        self._lowered_tags_numbered = 0
+        self._cache_key_prefixes: dict[tuple, str] = {}  # see _cache_key
         self._lock = threading.Lock()
-        self._in_flight = InFlightCompiles(self._lock, self._store_locked)
+        # Futures of asynchronous compiles, failed in a child of fork() (_after_fork_in_child).
+        self._pending: "weakref.WeakSet[CompileFuture]" = weakref.WeakSet()
         self._max_threads = max_threads
         self._main_thread_executor: Optional[ThreadPoolExecutor] = None  # see _submit
         _COMPILERS.add(self)
@@ -430,8 +438,6 @@ class GrammarCompiler:
             tokenizer_info._handle, self._mask_pool, self._token_literal_vocabs, mask_cache, cross_grammar_cache,
             precompute_nodes, self._repetition_compression_threshold, limits._to_native(),
         )
-        self._vocab_users: dict[tuple, set] = {}  # derived-vocabulary cache key -> grammar keys
-        self._vocab_of: dict[tuple, tuple] = {}  # grammar cache key -> its vocabulary's key
         self._disk_cache = (_disk_cache.DiskCache(cache_dir, cache_dir_limit_bytes) if cache_dir is not None
                             else _disk_cache.DiskCache.from_environment())
 
@@ -680,8 +686,7 @@ class GrammarCompiler:
     @property
     def cache_size_bytes(self) -> int:
         """Bytes held by cached compiled grammars."""
-        with self._lock:
-            return self._cache_bytes
+        return int(self._grammar_cache.stats["bytes"])
 
     @property
     def cache_stats(self) -> dict[str, int]:
@@ -690,11 +695,10 @@ class GrammarCompiler:
         past ``cache_limit_bytes``), ``limit_bytes``, and the compile requests since the compiler
         was made: ``hits`` (served by the cache or an identical compile already in flight) and
         ``misses`` (compiles started)."""
-        with self._lock:
-            return {"bytes": self._cache_bytes, "entries": len(self._cache) - len(self._vocab_users),
-                    "derived_vocabularies": len(self._vocab_users),
-                    "evictions": self._cache_evictions, "limit_bytes": self._cache_limit_bytes,
-                    "hits": self._cache_hits, "misses": self._cache_misses}
+        stats = self._grammar_cache.stats
+        return {"bytes": stats["bytes"], "entries": stats["entries"],
+                "derived_vocabularies": stats["shared_parts"], "evictions": stats["evictions"],
+                "limit_bytes": stats["limit_bytes"], "hits": stats["hits"], "misses": stats["misses"]}
 
     @property
     def mask_cache_size_bytes(self) -> int:
@@ -729,13 +733,10 @@ class GrammarCompiler:
 
     def clear_cache(self) -> None:
         """Drops every cached grammar, derived vocabulary and the shared token classifications."""
+        self._grammar_cache.clear()
         with self._lock:
-            self._cache.clear()
             self._lowered_tags.clear()
-            self._cache_charged.clear()
-            self._cache_bytes = 0
-            self._vocab_users.clear()
-            self._vocab_of.clear()
+            self._lowered_tag_keys.clear()
             derived = self._token_literal_vocabs.values()
             self._token_literal_vocabs.clear()
         self._mask_pool.clear()
@@ -750,53 +751,71 @@ class GrammarCompiler:
         self, key: tuple, build: Callable[[Any], CompiledGrammar], run_inline: bool, timeout: Optional[float],
         disk_key: Optional[tuple] = None,
     ) -> "Future[CompiledGrammar]":
-        """``disk_key``: the request's name in the disk cache, when its key has no stable repr."""
+        """``key``: the request (kind, source, options); ``disk_key``: its name in the disk cache,
+        when ``key`` has no stable repr."""
         if timeout is None:
             timeout = self._limits.timeout_s
         else:
             _check_timeout(timeout, "timeout")
+        cache_key = self._cache_key(key)
+        cached = self._grammar_cache.find(cache_key)  # a hit: one native call, nothing else
+        if cached is not None:
+            if run_inline:
+                return _Ready(cached)  # a synchronous caller only reads result()
+            done: Future = Future()
+            done.set_result(cached)
+            return done
         if self._disk_cache is not None:
             build = self._disk_cache.cached_build(self, key if disk_key is None else disk_key, build)
-        # Where a synchronous compile runs (below): on this thread, unless this is the main
-        # thread and the application has a SIGINT handler of its own. Decided before joining,
-        # since a caller that runs the compile itself needs no Future (InlineCall).
-        on_main_thread = run_inline and threading.current_thread() is threading.main_thread()
-        # (_signal.getsignal: signal.getsignal first tries to make a function handler a
-        # Handlers member, raising and catching ValueError, on every synchronous compile.)
-        watch_sigint = on_main_thread and _signal.getsignal(signal.SIGINT) is signal.default_int_handler
-        runs_here = run_inline and (watch_sigint or not on_main_thread)
-        with self._lock:
-            if self._cache_enabled and key in self._cache:
-                self._touch_locked(key)
-                self._cache_hits += 1
-                if run_inline:
-                    return _Ready(self._cache[key])  # a synchronous caller only reads result()
-                done: Future = Future()
-                done.set_result(self._cache[key])
-                return done
-            future, job = self._in_flight.join_locked(
-                key, build, timeout, cancel_on_interrupt=run_inline, runs_here=runs_here)
-            if job is None:
-                self._cache_hits += 1
-            else:
-                self._cache_misses += 1
-        if job is None:
-            return future  # joined a compile that is queued or running
-        if not run_inline:
-            self._executor.submit(self._in_flight.run, job)
-        elif not on_main_thread:
-            self._in_flight.run(job)
-        elif watch_sigint:
-            # Only the main thread receives KeyboardInterrupt, and Python cannot raise it while
-            # native code runs there: the compile watches for SIGINT itself and stops at its next
-            # safe point (InFlightCompiles.run_on_main_thread). Handing the compile to another
-            # thread instead costs two thread wake-ups, milliseconds on a loaded machine.
-            self._in_flight.run_on_main_thread(job, future, self._executor.submit)
-        else:
-            # A SIGINT handler of the application's own runs as Python decides: the compile runs
-            # on a thread of its own while this one waits interruptibly (CompileFuture.result).
-            self._main_thread_pool().submit(self._in_flight.run, job)
+        entry = _cache_entry(build, self._token_literal_vocabs, self._cache_enabled)
+        if run_inline:
+            if threading.current_thread() is not threading.main_thread():
+                return _Ready(_calls.call(self._grammar_cache, cache_key, entry, timeout))
+            # (_signal.getsignal: signal.getsignal first tries to make a function handler a
+            # Handlers member, raising and catching ValueError, on every synchronous compile.)
+            if _signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+                # Only the main thread receives KeyboardInterrupt, and Python cannot raise it
+                # while native code runs there: the call watches for SIGINT itself. Handing the
+                # compile to another thread instead costs two thread wake-ups, milliseconds on a
+                # loaded machine.
+                return _Ready(_calls.call_on_main_thread(self._grammar_cache, cache_key, entry, timeout))
+            # A SIGINT handler of the application's own runs as Python decides: the compile
+            # runs on a thread of its own while this one waits interruptibly (CompileFuture.result).
+            future = CompileFuture(timeout, cancel_on_interrupt=True)
+            self._pending.add(future)
+            self._main_thread_pool().submit(_calls.run, self._grammar_cache, cache_key, entry, future)
+            return future
+        future = CompileFuture(timeout, cancel_on_interrupt=False)
+        self._pending.add(future)
+        self._executor.submit(_calls.run, self._grammar_cache, cache_key, entry, future)
         return future
+
+    def _cache_key(self, key: tuple) -> str:
+        """The grammar cache's key of a request: its kind and options as their repr, then its
+        source text as is (the repr has no NUL character, so the first one ends it). A lowered
+        structural tag (compared by its grammar's structure) is keyed by its number."""
+        source = key[1] if len(key) > 1 else ""
+        if isinstance(source, str):
+            # The repr of the options is remembered: it cost more than the rest of a cache hit.
+            options = (key[0],) + key[2:]
+            prefix = self._cache_key_prefixes.get(options)
+            if prefix is None:
+                if len(self._cache_key_prefixes) >= _CACHE_KEY_PREFIXES_KEPT:
+                    self._cache_key_prefixes.clear()
+                prefix = self._cache_key_prefixes[options] = repr(options) + "\0"
+            return prefix + source
+        if key[0] != "structural_tag":
+            return repr(key)
+        with self._lock:
+            number = self._lowered_tag_keys.get(source)
+            if number is None:
+                self._lowered_tags_numbered += 1
+                number = self._lowered_tag_keys[source] = self._lowered_tags_numbered
+                while len(self._lowered_tag_keys) > _LOWERED_TAG_KEYS_KEPT:
+                    self._lowered_tag_keys.popitem(last=False)
+            else:
+                self._lowered_tag_keys.move_to_end(source)
+        return f"('structural_tag', {number})"
 
     def _main_thread_pool(self) -> ThreadPoolExecutor:
         with self._lock:
@@ -806,81 +825,51 @@ class GrammarCompiler:
 
     def _after_fork_in_child(self) -> None:
         """The parent's threads do not exist in a child of fork(): fresh executors and lock
-        (the parent's lock may have been held by one of them), and the parent's in-flight
-        compiles fail for the callers that were waiting."""
+        (the parent's lock may have been held by one of them), the parent's in-flight compiles
+        leave the grammar cache, and the futures waiting for them fail."""
         self._lock = threading.Lock()
         self._executor = ThreadPoolExecutor(max_workers=self._max_threads, thread_name_prefix="xg2-compile")
         self._main_thread_executor = None
-        self._in_flight.reset_after_fork(self._lock)
+        self._grammar_cache.reset_after_fork()
+        pending, self._pending = list(self._pending), weakref.WeakSet()
+        for future in pending:
+            future.fail_in_forked_child()
 
-    def _store_locked(self, key: tuple, grammar: CompiledGrammar) -> None:
-        if not self._cache_enabled:
+
+def _cache_entry(build: Callable[[Any], CompiledGrammar], vocabularies: Any,
+                 cache_enabled: bool) -> Callable[[Any], tuple]:
+    """``build`` as the grammar cache calls it: (grammar, bytes to charge, shared part or None).
+
+    The size is charged once, as the compile built it: a grammar's own token classifications
+    keep growing as matchers and the background precompute fill them (those are the pool's to
+    count), and re-measuring at eviction would take back more than was charged. A grammar
+    naming tokens holds its derived vocabulary (about as large as the tokenizer's tables): a
+    shared part of the cache, charged once, whose eviction evicts the grammars holding it and
+    drops it from ``vocabularies``. (It holds no reference to the compiler: the native cache
+    keeps the part's callback, out of reach of Python's cycle collector.)"""
+
+    def entry(token: Any) -> tuple:
+        began = time.monotonic()
+        try:
+            grammar = build(token)
+        finally:
+            _heap_trim.after_compile(time.monotonic() - began)
+        if not cache_enabled:
             # Without a cache only the most recent derived vocabularies are kept for reuse.
-            while len(self._token_literal_vocabs) > _DERIVED_VOCABS_UNCACHED:
-                self._token_literal_vocabs.remove_oldest()
-            return
-        size = grammar._handle.built_memory_bytes
-        if 0 <= self._cache_limit_bytes < size:
-            return
-        # A grammar naming tokens holds its derived vocabulary (about as large as the tokenizer's
-        # tables): the vocabulary is an entry of the cache too, charged once and kept just older
-        # than its most recent grammar; evicting it evicts the grammars holding it.
-        vocab_key = self._derived_vocab_key_locked(grammar)
-        if vocab_key is not None:
-            self._charge_vocab_locked(vocab_key)
-            self._vocab_users.setdefault(vocab_key, set()).add(key)
-            self._vocab_of[key] = vocab_key
-        # The size is charged once, as the compile built it: a grammar's own token
-        # classifications keep growing as matchers and the background precompute fill them
-        # (those are the pool's to count), and re-measuring at eviction would take back more
-        # than was charged (the total drifted below what the cache holds, so it held more than
-        # its limit). Measuring them here would also cost the compiling caller a walk over
-        # the entries built so far, under the mask cache's lock that the precompute thread
-        # takes for each entry it adds.
-        self._cache_bytes += size - self._cache_charged.get(key, 0)
-        self._cache[key] = grammar
-        self._cache.move_to_end(key)
-        self._cache_charged[key] = size
-        while 0 <= self._cache_limit_bytes < self._cache_bytes and self._cache:
-            self._evict_oldest_locked()
-
-    def _derived_vocab_key_locked(self, grammar: CompiledGrammar) -> Optional[tuple]:
+            while len(vocabularies) > _DERIVED_VOCABS_UNCACHED:
+                vocabularies.remove_oldest()
+            return grammar, 0, None
         # An empty table holds no grammar's vocabulary: most compilers never derive one, and
         # their grammars skip the lookup (two native calls).
-        if len(self._token_literal_vocabs) == 0:
-            return None
-        ids = self._token_literal_vocabs.ids_of(grammar._handle.tokenizer_info)
-        return None if ids is None else (_DERIVED_VOCAB, ids)
+        ids = None if len(vocabularies) == 0 else vocabularies.ids_of(grammar._handle.tokenizer_info)
+        if ids is None:
+            return grammar, grammar._handle.built_memory_bytes, None
+        vocabulary, _pool = vocabularies[ids]
+        part = (f"{_DERIVED_VOCAB}{ids}", int(vocabulary.memory_bytes()), lambda: vocabularies.remove(ids))
+        return grammar, grammar._handle.built_memory_bytes, part
 
-    def _charge_vocab_locked(self, vocab_key: tuple) -> None:
-        if vocab_key in self._cache:
-            self._cache.move_to_end(vocab_key)
-            return
-        entry = self._token_literal_vocabs[vocab_key[1]]
-        self._cache[vocab_key] = entry
-        self._cache_charged[vocab_key] = int(entry[0].memory_bytes())
-        self._cache_bytes += self._cache_charged[vocab_key]
+    return entry
 
-    def _touch_locked(self, key: tuple) -> None:
-        vocab_key = self._vocab_of.get(key)
-        if vocab_key is not None:
-            self._cache.move_to_end(vocab_key)
-        self._cache.move_to_end(key)
-
-    def _evict_oldest_locked(self) -> None:
-        evicted_key, _ = self._cache.popitem(last=False)
-        self._cache_bytes -= self._cache_charged.pop(evicted_key)
-        self._cache_evictions += 1
-        if evicted_key[0] == _DERIVED_VOCAB:
-            self._token_literal_vocabs.remove(evicted_key[1])
-            for user in self._vocab_users.pop(evicted_key, ()):
-                self._vocab_of.pop(user, None)
-                if self._cache.pop(user, None) is not None:
-                    self._cache_bytes -= self._cache_charged.pop(user)
-        else:
-            vocab_key = self._vocab_of.pop(evicted_key, None)
-            if vocab_key is not None:
-                self._vocab_users[vocab_key].discard(evicted_key)
 
 def _compilers_after_fork_in_child() -> None:
     for compiler in list(_COMPILERS):
