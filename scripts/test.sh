@@ -48,8 +48,9 @@ export XG2_DATA_DIR=${XG2_DATA_DIR:-$(cd .. && pwd)/shared/data}
 # long differential cases from leaving one worker alone at the end. The native unit tests
 # compile the grammar core once more: they run in the sanitizer stage, on its instrumented build.
 stage "main test suite (pytest tests/, ${XG2_TEST_WORKERS:-auto} workers)"
+# The slowest tests are listed at the end, so that the log of every run shows where its time went.
 (cd tests && "../$VENV/bin/python" -m pytest -q -p no:cacheprovider -n "${XG2_TEST_WORKERS:-auto}" --dist worksteal \
-  --ignore=grammar/test_native_unit.py "$@" .)
+  --durations=30 --ignore=grammar/test_native_unit.py "$@" .)
 status=0
 # The adapter suites mostly wait on engines and servers starting (one core at most), while the
 # sanitizer stages mostly compile (every core): the two lanes run side by side, the adapter
