@@ -7,8 +7,8 @@
 # (scripts/sanitize.sh): an ASan+UBSan build runs the hostile-input, property, matcher and
 # regression tests, the native libFuzzer targets (fuzz/native, built with clang, installed here
 # when missing) run for XG2_FUZZ_SECONDS (default 15) each, and a ThreadSanitizer build runs
-# the concurrency tests (XG2_SKIP_SANITIZERS=1 leaves the stage out). XG2_SERIAL_LANES=1 runs
-# the lanes one after the other.
+# the concurrency tests and the native unit tests (XG2_SKIP_SANITIZERS=1 leaves the stage out).
+# XG2_SERIAL_LANES=1 runs the lanes one after the other.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 START=$SECONDS
