@@ -7,7 +7,8 @@
 #   over the hostile-input, property, matcher and regression tests, the fuzz-corpus replay,
 #   a bounded part of the tool-call preset tests and the native unit tests (native/tests,
 #   target xg2_native_tests, built in build/asan).
-# tsan: ThreadSanitizer over tests/robustness/test_concurrency.py.
+# tsan: ThreadSanitizer over the concurrency and compile-future tests, then the native unit tests
+#   (target xg2_native_tests, built in build/tsan, instrumented like the module).
 # fuzz: the native libFuzzer targets (fuzz/native, CMake option XG2_FUZZ; clang, ASan + UBSan +
 #   coverage, no Python), built into build/fuzz and run for N seconds each (default 20) from
 #   their corpora in fuzz/corpus/ (fuzz/native/run_all.sh).
@@ -61,7 +62,8 @@ case "$MODE" in
     ;;
   tsan)
     BUILD_DIR=build/tsan
-    CMAKE_FLAGS=(-DCMAKE_CXX_FLAGS=-fsanitize=thread -DCMAKE_MODULE_LINKER_FLAGS=-fsanitize=thread)
+    CMAKE_FLAGS=(-DCMAKE_CXX_FLAGS=-fsanitize=thread -DCMAKE_MODULE_LINKER_FLAGS=-fsanitize=thread
+                 -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread)
     RUNTIME=$(gcc -print-file-name=libtsan.so)
     TESTS=(robustness/test_concurrency.py compiler/test_compile_futures.py)
     ;;
@@ -122,6 +124,19 @@ if [ "$MODE" = asan ] && "$PYTHON" -c "import xdist" 2>/dev/null; then
 fi
 status=0
 PYTHONPATH="$STAGE" "$PYTHON" -m pytest -q -p no:cacheprovider "${WORKERS[@]}" "$@" "${TESTS[@]}" || status=$?
+if [ "$MODE" = tsan ]; then
+  # The native unit tests (native/tests), instrumented like the module: their mask-cache and
+  # rule-snapshot cases run the precompute worker and the lazy rule builder on threads, with
+  # the engine's invariant checks on. ForkWaitsUntilNoForkSafeMutexIsHeld forks while a second
+  # thread runs: ThreadSanitizer's state in the child still has that thread (a "thread leak"
+  # at the child's exit) and the fork gate write-locked (the child re-initialises the gate
+  # with memcpy, which TSan does not see: "read lock of a write locked mutex" in EnterShared).
+  # Both are about TSan's model of a fork child, not races; they are left out for this binary
+  # only (thread leaks are still reported for the Python tests above).
+  ninja -j "${XG2_BUILD_JOBS:-2}" -C "../$BUILD_DIR" xg2_native_tests >/dev/null
+  printf 'mutex:xg2::fork_gate::EnterShared\n' >> "$STAGE/tsan.supp"
+  TSAN_OPTIONS="$TSAN_OPTIONS:report_thread_leaks=0" LD_PRELOAD="" "../$BUILD_DIR/xg2_native_tests" || status=$?
+fi
 if compgen -G "$REPORTS/*" >/dev/null; then
   cat "$REPORTS"/* >&2
   echo "sanitizer reports above ($MODE)" >&2

@@ -7,8 +7,8 @@
 # (scripts/sanitize.sh): an ASan+UBSan build runs the hostile-input, property, matcher and
 # regression tests, the native libFuzzer targets (fuzz/native, built with clang, installed here
 # when missing) run for XG2_FUZZ_SECONDS (default 15) each, and a ThreadSanitizer build runs
-# the concurrency tests (XG2_SKIP_SANITIZERS=1 leaves the stage out). XG2_SERIAL_LANES=1 runs
-# the lanes one after the other.
+# the concurrency tests and the native unit tests (XG2_SKIP_SANITIZERS=1 leaves the stage out).
+# XG2_SERIAL_LANES=1 runs the lanes one after the other.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 START=$SECONDS
@@ -48,8 +48,9 @@ export XG2_DATA_DIR=${XG2_DATA_DIR:-$(cd .. && pwd)/shared/data}
 # long differential cases from leaving one worker alone at the end. The native unit tests
 # compile the grammar core once more: they run in the sanitizer stage, on its instrumented build.
 stage "main test suite (pytest tests/, ${XG2_TEST_WORKERS:-auto} workers)"
+# The slowest tests are listed at the end, so that the log of every run shows where its time went.
 (cd tests && "../$VENV/bin/python" -m pytest -q -p no:cacheprovider -n "${XG2_TEST_WORKERS:-auto}" --dist worksteal \
-  --ignore=grammar/test_native_unit.py "$@" .)
+  --durations=30 --ignore=grammar/test_native_unit.py "$@" .)
 status=0
 # The adapter suites mostly wait on engines and servers starting (one core at most), while the
 # sanitizer stages mostly compile (every core): the two lanes run side by side, the adapter

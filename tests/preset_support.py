@@ -321,6 +321,13 @@ def parse_calls(family: str, text: str, schemas: Dict[str, Dict[str, Any]]) -> L
 # ---- matching ---------------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=None)
+def _solid_tokens(name: str) -> np.ndarray:
+    """Per token id of tokenizer `name`: whether its text is more than whitespace."""
+    vocab = tokenizer(name).info.decoded_vocab
+    return np.fromiter((bool(piece.strip(b" \t\r\n")) for piece in vocab), dtype=bool, count=len(vocab))
+
+
 def accepts(tok: Tok, grammar: xg.CompiledGrammar, text: str) -> bool:
     """Every token of `text` accepted one by one (each also in the mask), and the grammar then
     complete (ended, for a stop token that is a terminal)."""
@@ -354,6 +361,7 @@ def random_walk(tok: Tok, grammar: xg.CompiledGrammar, seed: int, closers: Seque
     matcher = xg.GrammarMatcher(grammar)
     bitmask = xg.allocate_token_bitmask(1, tok.info.vocab_size)
     stops = set(matcher.stop_token_ids)
+    stop_ids = np.array(sorted(stops), dtype=np.int64)
     ids: List[int] = []
 
     def mask() -> np.ndarray:
@@ -366,7 +374,7 @@ def random_walk(tok: Tok, grammar: xg.CompiledGrammar, seed: int, closers: Seque
         allowed = mask()
         assert len(allowed) > 0, tok.decode(ids)
         if len(ids) >= uniform_steps:
-            if any(int(t) in stops for t in allowed):
+            if np.isin(allowed, stop_ids).any():
                 return tok.decode(ids), len(ids)
             # (Read as bytes: in the middle of a character the forced bytes are not valid UTF-8
             # on their own.)
@@ -387,10 +395,9 @@ def random_walk(tok: Tok, grammar: xg.CompiledGrammar, seed: int, closers: Seque
         if len(ids) >= uniform_steps:
             # Formats that allow any whitespace run (the XML argument styles, JSON) would let
             # whitespace tokens, which outnumber the rest, stall the walk.
-            vocab = tok.info.decoded_vocab
-            solid = [t for t in allowed if vocab[int(t)].strip(b" \t\r\n")]
-            if solid:
-                allowed = np.asarray(solid)
+            solid = allowed[_solid_tokens(tok.name)[allowed]]
+            if len(solid):
+                allowed = solid
         token = int(rng.choice(allowed))
         if token in stops:
             return tok.decode(ids), len(ids)

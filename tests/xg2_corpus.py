@@ -133,22 +133,39 @@ def random_walk(grammar: xg.CompiledGrammar, rng: random.Random, bitmask: np.nda
     """
     info = grammar.tokenizer_info
     vocab = info.decoded_vocab
+    one_byte = _one_byte_tokens(info)
     matcher = xg.GrammarMatcher(grammar)
+    # Read once: the property builds a new list per call, and a wide mask has 10^5 tokens.
+    stop_ids = np.array(matcher.stop_token_ids, dtype=np.int64)
     out = bytearray()
     for _ in range(max_tokens):
         allowed = np.flatnonzero(allowed_tokens(matcher, bitmask, info.vocab_size))
         assert len(allowed) > 0, "empty mask before termination"
-        stops = [t for t in allowed.tolist() if t in matcher.stop_token_ids]
-        if stops and (rng.random() < 0.7 or len(stops) == len(allowed)):
-            assert matcher.accept_token(stops[0])
+        is_stop = np.isin(allowed, stop_ids)
+        stops = allowed[is_stop]
+        if len(stops) and (rng.random() < 0.7 or len(stops) == len(allowed)):
+            assert matcher.accept_token(int(stops[0]))
             return bytes(out)
-        text_tokens = [t for t in allowed.tolist() if t not in matcher.stop_token_ids]
-        short = [t for t in text_tokens if len(vocab[t]) == 1]
-        pool = short if short and rng.random() < 0.5 else text_tokens
-        token = pool[rng.randrange(len(pool))]
+        text_tokens = allowed[~is_stop]
+        short = text_tokens[one_byte[text_tokens]]
+        pool = short if len(short) and rng.random() < 0.5 else text_tokens
+        token = int(pool[rng.randrange(len(pool))])
         assert matcher.accept_token(token), f"token {token} in mask but rejected"
         out += vocab[token]
     return None
+
+
+_ONE_BYTE_TOKENS: dict[int, tuple[xg.TokenizerInfo, np.ndarray]] = {}
+
+
+def _one_byte_tokens(info: xg.TokenizerInfo) -> np.ndarray:
+    """Per token id: whether its decoded bytes are one byte (kept per tokenizer; the entry
+    holds the tokenizer so its id is not reused)."""
+    entry = _ONE_BYTE_TOKENS.get(id(info))
+    if entry is None:
+        lengths = np.fromiter((len(piece) for piece in info.decoded_vocab), dtype=np.int64)
+        entry = _ONE_BYTE_TOKENS[id(info)] = (info, lengths == 1)
+    return entry[1]
 
 
 def evaluate_schema(

@@ -114,13 +114,14 @@ def _random_sentence(grammar: xg.CompiledGrammar, seed: int, max_steps: int = 60
     bitmask = np.full(xg.get_bitmask_shape(1, info.vocab_size), -1, dtype=np.int32)
     from xg2_test_support import allowed_tokens
 
+    stop_ids = set(info.stop_token_ids)  # the property builds a new list per read
     out = b""
     for _ in range(max_steps):
         allowed = np.flatnonzero(allowed_tokens(matcher, bitmask, info.vocab_size))
-        stops = [t for t in allowed if t in info.stop_token_ids]
+        stops = [t for t in allowed if t in stop_ids]
         if stops and (len(out) > 8 or len(stops) == len(allowed)):
             break
-        choices = [t for t in allowed if t not in info.stop_token_ids]
+        choices = [t for t in allowed if t not in stop_ids]
         token = int(rng.choice(choices))
         assert matcher.accept_token(token)
         out += info.decoded_vocab[token]

@@ -66,13 +66,14 @@ def test_ebnf_corpus_random_walks_match_reference(name: str) -> None:
     grammar = xg.GrammarCompiler(info).compile_grammar(require_data(f"grammars/{name}").read_text())
     rng = random.Random(3)
     bitmask = np.zeros(xg.get_bitmask_shape(1, info.vocab_size), dtype=np.int32)
+    stops = set(info.stop_token_ids)  # the property builds a new list per read
     for _ in range(3):
         matcher = xg.GrammarMatcher(grammar)
         ids = []
         for _ in range(30):
             matcher.fill_next_token_bitmask(bitmask)
             allowed = [t for t in np.flatnonzero(np.unpackbits(bitmask[0].view(np.uint8), bitorder="little")[: info.vocab_size])
-                       if t not in info.stop_token_ids]
+                       if t not in stops]
             if not allowed:
                 break
             ids.append(int(rng.choice(allowed)))
@@ -197,11 +198,12 @@ def sampled_ids(grammar: xg.CompiledGrammar, rng: random.Random, bitmask: np.nda
     """Token ids drawn uniformly from the mask (without stop tokens) for up to `steps` steps."""
     info = grammar.tokenizer_info
     matcher = xg.GrammarMatcher(grammar)
+    stops = set(info.stop_token_ids)  # the property builds a new list per read
     ids: list[int] = []
     for _ in range(steps):
         matcher.fill_next_token_bitmask(bitmask)
         allowed = np.flatnonzero(np.unpackbits(bitmask[0].view(np.uint8), bitorder="little")[: info.vocab_size])
-        allowed = [int(t) for t in allowed if t not in info.stop_token_ids]
+        allowed = [int(t) for t in allowed if t not in stops]
         if not allowed:
             break
         ids.append(rng.choice(allowed))
