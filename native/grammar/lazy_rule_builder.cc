@@ -85,7 +85,13 @@ LazyGrammarFsm BuildGrammarFsmLazily(GrammarAst ast, const FsmBuildLimits& limit
   if (waiting == 0 || !b.BuildFragmentsOf(policy)) return {BuildGrammarFsm(b.ast_, limits), nullptr};
   BoundLazyRules(b.ast_, &b.ctx_, &policy);
   // The bound counts the root's nodes too (built at compile): conservative.
-  if (policy.total_lazy_node_bound > b.budget_) return {BuildGrammarFsm(b.ast_, limits), nullptr};
+  if (policy.total_lazy_node_bound > b.budget_) {
+    // Built whole on the same context, so that the fragments are not built again. The FSM is
+    // BuildGrammarFsm's: a fragment's DFA depends on its expression alone, the context is
+    // otherwise pristine, and the budget is charged the same fragments, only earlier.
+    GrammarFsm whole = fsm_build::BuildFirstSnapshot(b.ast_, limits, &b.ctx_, &b.budget_, &b.body_keys_, nullptr, nullptr);
+    return {std::move(whole), nullptr};
+  }
   GrammarFsm fsm = fsm_build::BuildFirstSnapshot(b.ast_, limits, &b.ctx_, &b.budget_, &b.body_keys_, &build_now, &b.nullable_);
   if (b.budget_ < policy.total_lazy_node_bound) return {BuildGrammarFsm(b.ast_, limits), nullptr};
   return {std::move(fsm), std::move(builder)};
