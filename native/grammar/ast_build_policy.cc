@@ -5,6 +5,7 @@
 #include "grammar/ast_rule_analyses.h"
 #include "grammar/fsm_automata.h"
 #include "grammar/lowering_context.h"
+#include "support/utf8.h"
 
 namespace xg2 {
 namespace {
@@ -135,27 +136,133 @@ constexpr int64_t kSaturated = std::numeric_limits<int64_t>::max() / 4;
 int64_t SaturatingAdd(int64_t a, int64_t b) { return std::min(a + b, kSaturated); }
 int64_t SaturatingMul(int64_t a, int64_t b) { return b != 0 && a > kSaturated / b ? kSaturated : a * b; }
 
-// Upper bound on the NFA nodes NfaBuilder (nfa_builder.cc) adds for one occurrence of `e`,
-// lowered without compression, each fragment as a copy of its DFA (at most the cap of its own
-// Thompson NFA, plus an exit node). Per kind: bytes one node per byte; a class one target
-// node plus the continuation nodes of its UTF-8 sequences (at most three per sequence, and a
-// code point range, split around the surrogates into two, gives at most 1 + 3 + 5 + 7
-// sequences per part: 96 continuation nodes); a reference one; a choice a join
-// node and an entry per alternative; a repetition two nodes per isolated copy of its child
-// plus a loop or join node; a split expression (a call of its #part rule) one.
-class NfaSizeBound {
- public:
-  NfaSizeBound(const GrammarAst& ast, fsm_build::LoweringContext* ctx)
-      : ast_(ast), ctx_(ctx), memo_{std::vector<int64_t>(ast.nodes.size(), -1), std::vector<int64_t>(ast.nodes.size(), -1)} {}
+bool IsCompound(ExprKind kind) {
+  return kind == ExprKind::kSequence || kind == ExprKind::kChoice || kind == ExprKind::kRepeat;
+}
 
-  int64_t operator()(ExprId e, bool fragments) {
-    int64_t& memo = memo_[fragments][e];
+// The most NFA nodes a determinisation that cannot pass its cap may have. A subset
+// construction state is a distinct set of NFA nodes (SubsetConstruction::Intern finds an
+// existing state by its set before it counts a new one), so an NFA of n nodes makes at most
+// 2^n states; for n <= kNeverExplodes that is at most the smallest cap, and the NFA node sets
+// of all states hold at most 2^n * n entries, far below the construction's set limit. Such a
+// determinisation never falls back (DeterminisationExplosion), so it splits nothing into
+// #part rules.
+constexpr int64_t kNeverExplodes = 12;
+static_assert((int64_t{1} << kNeverExplodes) <= fsm_build::DeterminisationCap(0),
+              "a determinisation of at most kNeverExplodes NFA nodes stays below every cap");
+
+// The states one determinisation of an NFA of `nfa` nodes takes from the budget: below 2^nfa
+// (above), and at most its cap (it stops there and falls back; +1 for the state being made).
+int64_t StateBound(int64_t nfa) {
+  return nfa <= kNeverExplodes ? int64_t{1} << std::max<int64_t>(nfa, 0) : fsm_build::DeterminisationCap(nfa) + 1;
+}
+
+// The NFA nodes AddCodepointRange (nfa_builder.cc) adds for one character class, without its
+// sharing of suffix nodes: the target node, and per UTF-8 byte sequence of each range (split
+// around the surrogates) one node per byte after the first.
+int64_t CharClassNfaNodes(const std::vector<CodepointRange>& ranges) {
+  int64_t nodes = 1;
+  auto add = [&nodes](uint32_t first, uint32_t last) {
+    if (last < 0x80) return;
+    for (const Utf8ByteSequence& seq : Utf8RangeSequences(first, last)) nodes += seq.length - 1;
+  };
+  for (const CodepointRange& r : ranges) {
+    if (r.first <= 0xDFFF && r.last >= 0xD800) {
+      if (r.first < 0xD800) add(r.first, 0xD7FF);
+      if (r.last > 0xDFFF) add(0xE000, r.last);
+    } else {
+      add(r.first, r.last);
+    }
+  }
+  return nodes;
+}
+
+// Upper bounds on what lowering one rule on first use takes from the node budget
+// (DecideRuleBuildPolicy's argument).
+//
+// Nfa(e): the NFA nodes NfaBuilder (nfa_builder.cc) adds for one occurrence of `e` lowered
+// without compression, fragments as copies of their DFA (its nodes plus an exit node; a
+// fragment not built yet counts StateBound of its own NFA). Per kind: bytes one node per
+// byte; a class CharClassNfaNodes; a reference one; a choice a join node and an entry per
+// alternative; a repetition two nodes per isolated copy of its child plus a loop or join
+// node; a split expression (a call of its #part rule) one, which a compound node never
+// undercuts (each counts at least one). Shared tails only ever remove nodes (NfaBuilder).
+//
+// Kept(u): the states a determinisation unit u (a rule body, or a #part rule's) leaves in
+// the budget once built, its #part rules' included. A build takes the NFA's nodes and one
+// node per subset state, and gives the NFA back (BuildRuleDfa); a try that falls back gives
+// everything back. So when u's NFA cannot fall back (at most kNeverExplodes nodes), Kept(u)
+// is 2^n; otherwise either the try succeeds (at most its cap) or u's compound children
+// become #part rules, each a unit of its own, and u is lowered again with each of them one
+// call node, under the cap of that smaller NFA (LoweringContext::OnExplosion).
+class BuildBound {
+ public:
+  BuildBound(const GrammarAst& ast, fsm_build::LoweringContext* ctx)
+      : ast_(ast), ctx_(ctx), nfa_{std::vector<int64_t>(ast.nodes.size(), -1), std::vector<int64_t>(ast.nodes.size(), -1)},
+        kept_(ast.nodes.size(), -1) {}
+
+  int64_t Nfa(ExprId e, bool fragments) {
+    int64_t& memo = nfa_[fragments][e];
     if (memo >= 0) return memo;
     if (fragments && ctx_->IsFragment(e)) {
-      memo = SaturatingAdd(fsm_build::DeterminisationCap(SaturatingAdd((*this)(e, false), 1)), 2);
+      const fsm_build::Dfa* built = ctx_->BuiltFragment(e);
+      memo = SaturatingAdd(built ? built->size() : StateBound(SaturatingAdd(Nfa(e, false), 1)), 1);
       return memo;
     }
+    memo = Lowered(e, fragments, /*split_children=*/false);
+    return memo;
+  }
+
+  int64_t Kept(ExprId u) {
+    if (kept_[u] >= 0) return kept_[u];
+    const int64_t nfa = SaturatingAdd(Nfa(u, true), 1);  // with the start node
+    int64_t kept = StateBound(nfa);
+    largest_transient_ = std::max(largest_transient_, SaturatingAdd(nfa, nfa > kNeverExplodes ? kept : 0));
+    if (nfa > kNeverExplodes) {
+      int64_t split = StateBound(SaturatingAdd(Lowered(u, true, /*split_children=*/true), 1));
+      for (ExprId c : Distinct(ast_.node(u).children)) {
+        if (IsCompound(ast_.node(c).kind)) split = SaturatingAdd(split, Kept(c));
+      }
+      kept = std::max(kept, split);
+    }
+    kept_[u] = kept;
+    return kept;
+  }
+
+  // What a fragment not built yet adds to the build of a rule that copies it: its own DFA
+  // (StateBound of its NFA), and, when its determinisation falls back there, its compound
+  // children as #part rules of that rule (LoweringContext::OnExplosion). 0 once built.
+  int64_t UnbuiltFragment(ExprId f) {
+    if (ctx_->BuiltFragment(f)) return 0;
+    const int64_t nfa = SaturatingAdd(Nfa(f, false), 1);
+    int64_t added = StateBound(nfa);
+    // Built while the rule's NFA is being lowered: on top of that unit's transient nodes.
+    largest_fragment_transient_ = std::max(largest_fragment_transient_, SaturatingAdd(nfa, added));
+    if (nfa <= kNeverExplodes) return added;
+    for (ExprId c : Distinct(ast_.node(f).children)) {
+      if (IsCompound(ast_.node(c).kind)) added = SaturatingAdd(added, Kept(c));
+    }
+    return added;
+  }
+
+  // The most one try holds at once beside what earlier builds kept: its NFA, and the states
+  // of a try that falls back (over every unit Kept has met), and the same for a fragment
+  // built inside it.
+  int64_t largest_transient() const { return SaturatingAdd(largest_transient_, largest_fragment_transient_); }
+
+ private:
+  static std::vector<ExprId> Distinct(const ExprChildren& of) {
+    std::vector<ExprId> children(of.begin(), of.end());
+    std::sort(children.begin(), children.end());
+    children.erase(std::unique(children.begin(), children.end()), children.end());
+    return children;
+  }
+
+  int64_t Lowered(ExprId e, bool fragments, bool split_children) {
     const ExprNode& node = ast_.node(e);
+    auto child = [&](ExprId c) {
+      return split_children && IsCompound(ast_.node(c).kind) ? int64_t{1} : Nfa(c, fragments);
+    };
     int64_t size = 0;
     switch (node.kind) {
       case ExprKind::kEmpty:
@@ -164,50 +271,40 @@ class NfaSizeBound {
         size = static_cast<int64_t>(node.bytes.size());
         break;
       case ExprKind::kCharClass:
-        size = 1 + 96 * static_cast<int64_t>(node.ranges.size());
+        size = CharClassNfaNodes(node.ranges);
         break;
       case ExprKind::kRuleRef:
       case ExprKind::kTagDispatch:
         size = 1;
         break;
       case ExprKind::kSequence:
-        for (ExprId c : node.children) size = SaturatingAdd(size, (*this)(c, fragments));
+        for (ExprId c : node.children) size = SaturatingAdd(size, child(c));
         break;
       case ExprKind::kChoice:
         size = 1;
-        for (ExprId c : node.children) size = SaturatingAdd(size, SaturatingAdd(1, (*this)(c, fragments)));
+        for (ExprId c : node.children) size = SaturatingAdd(size, SaturatingAdd(1, child(c)));
         break;
       case ExprKind::kRepeat: {
-        const int64_t copy = SaturatingAdd((*this)(node.children[0], fragments), 2);
+        const int64_t copy = SaturatingAdd(child(node.children[0]), 2);
         const int64_t copies = node.max_repeat < 0 ? node.min_repeat + 1 : node.max_repeat;
         size = SaturatingAdd(1, SaturatingMul(copy, std::max<int64_t>(copies, 0)));
         break;
       }
     }
-    memo = size;
-    return size;
+    return IsCompound(node.kind) ? std::max<int64_t>(size, 1) : size;
   }
 
- private:
   const GrammarAst& ast_;
   fsm_build::LoweringContext* ctx_;
-  std::vector<int64_t> memo_[2];  // per node: without, with fragments
+  std::vector<int64_t> nfa_[2];  // per node: without, with fragments
+  std::vector<int64_t> kept_;
+  int64_t largest_transient_ = 0;
+  int64_t largest_fragment_transient_ = 0;
 };
 
 }  // namespace
 
-// The node bound of a rule built on first use. One build determinises the rule's body and,
-// when a determinisation passes its cap, the parts it splits into (#part rules, one per
-// compound expression node of the body, each built once; LoweringContext::OnExplosion). A
-// determinisation makes at most DeterminisationCap(its NFA's nodes) states and minimisation
-// only merges them; the NFA of a part, or of the body once parts are calls, is at most the
-// NFA bound of that expression (a call is one node), and it is held only while its DFA is
-// made; a fragment's own DFA is made once more. So a build holds at most the sum, over the body and its compound nodes, of the cap of
-// their NFA bounds plus the NFA bound itself, and the same for each fragment. Only for rules lowered without compression:
-// a compressed repetition copies its body's DFA once per token byte (and lifts repetitions
-// into rules on counter conflicts), which this does not bound; such rules are built at
-// compile (kNoNodeBound).
-RuleBuildPolicy DecideRuleBuildPolicy(const GrammarAst& ast, const FsmBuildLimits& limits) {
+RuleBuildPolicy DecideEagerRules(const GrammarAst& ast, fsm_build::LoweringContext* ctx) {
   const size_t n = ast.rules.size();
   RuleBuildPolicy policy;
   policy.eager.assign(n, kBuildOnFirstUse);
@@ -242,40 +339,54 @@ RuleBuildPolicy DecideRuleBuildPolicy(const GrammarAst& ast, const FsmBuildLimit
       }
     }
   }
-  fsm_build::LoweringContext ctx(ast, limits);  // pristine: the lowering a first build starts from
-  NfaSizeBound nfa_bound(ast, &ctx);
-  std::vector<uint32_t> visited(ast.nodes.size(), 0);  // the walk of rule r stamps r + 1
+  // A compressed repetition copies its body's DFA once per token byte and may lift
+  // repetitions into rules on counter conflicts, which BuildBound does not bound.
   for (size_t r = 0; r < n; ++r) {
-    if (policy.eager[r] != kBuildOnFirstUse) continue;
-    const ExprId body = ast.rules[r].body;
-    if (ctx.ContainsCompressible(body)) {
+    if (policy.eager[r] == kBuildOnFirstUse && ctx->ContainsCompressible(ast.rules[r].body)) {
       policy.eager[r] = kNoNodeBound;
-      continue;
     }
-    int64_t bound = 0;
-    // The body, then each compound node below it (every one could become a #part rule).
+  }
+  return policy;
+}
+
+// The node bound of the rules built on first use (BuildBound gives the argument per unit).
+// A rule's build lowers its body as one unit, and, where a unit falls back, its compound
+// children as units of their own; every fragment it copies is built before (the lazy
+// compile builds them, LazyRuleBuilder) or during the build. So a rule keeps at most Kept of
+// its body, plus, for each fragment under it not built yet, that fragment's DFA and the
+// parts it may fall back into (a fragment built before was charged when it was built). Builds run one at a time per grammar
+// (RuleDfaSnapshots), so at any moment the budget holds what earlier builds kept and at most
+// one try's transient nodes: the total adds the largest of those once.
+void BoundLazyRules(const GrammarAst& ast, fsm_build::LoweringContext* ctx, RuleBuildPolicy* policy) {
+  BuildBound bound(ast, ctx);
+  std::vector<uint32_t> visited(ast.nodes.size(), 0);  // the walk of rule r stamps r + 1
+  std::vector<ExprId> stack;
+  policy->total_lazy_node_bound = 0;
+  for (size_t r = 0; r < ast.rules.size(); ++r) {
+    if (policy->eager[r] != kBuildOnFirstUse) continue;
+    const ExprId body = ast.rules[r].body;
+    int64_t rule_bound = bound.Kept(body);
     const uint32_t stamp = static_cast<uint32_t>(r) + 1;
     stack.assign(1, body);
     visited[body] = stamp;
     while (!stack.empty()) {
       const ExprId e = stack.back();
       stack.pop_back();
-      const ExprKind kind = ast.node(e).kind;
-      if (e == body || kind == ExprKind::kSequence || kind == ExprKind::kChoice || kind == ExprKind::kRepeat) {
-        const int64_t nfa = SaturatingAdd(nfa_bound(e, /*fragments=*/true), 1);
-        bound = SaturatingAdd(bound, SaturatingAdd(fsm_build::DeterminisationCap(nfa) + 1, nfa));
-      }
-      if (ctx.IsFragment(e)) {  // the fragment's own DFA, made once (LoweringContext::Fragment)
-        const int64_t nfa = SaturatingAdd(nfa_bound(e, /*fragments=*/false), 1);
-        bound = SaturatingAdd(bound, SaturatingAdd(fsm_build::DeterminisationCap(nfa) + 1, nfa));
-      }
+      if (ctx->IsFragment(e)) rule_bound = SaturatingAdd(rule_bound, bound.UnbuiltFragment(e));
       for (ExprId c : ast.node(e).children) {
         if (visited[c] != stamp) visited[c] = stamp, stack.push_back(c);
       }
     }
-    policy.lazy_node_bound[r] = bound;
-    policy.total_lazy_node_bound = SaturatingAdd(policy.total_lazy_node_bound, bound);
+    policy->lazy_node_bound[r] = rule_bound;
+    policy->total_lazy_node_bound = SaturatingAdd(policy->total_lazy_node_bound, rule_bound);
   }
+  policy->total_lazy_node_bound = SaturatingAdd(policy->total_lazy_node_bound, bound.largest_transient());
+}
+
+RuleBuildPolicy DecideRuleBuildPolicy(const GrammarAst& ast, const FsmBuildLimits& limits) {
+  fsm_build::LoweringContext ctx(ast, limits);  // pristine: the lowering a first build starts from
+  RuleBuildPolicy policy = DecideEagerRules(ast, &ctx);
+  BoundLazyRules(ast, &ctx, &policy);
   return policy;
 }
 

@@ -8,8 +8,9 @@
 //                           merging forms (right_linear_merge.h)
 //   * DecideRuleBuildPolicy - which rules must be built at compile, and a bound on the nodes
 //                           of the others
-// Today the builder stays eager; these run in debug and sanitizer builds only, where
-// ast_analysis_checks.h compares them with the DFA-side results of every build.
+// A lazy compile (lazy_rule_builder.h) runs the nullability and the policy; in every whole
+// build they run in debug and sanitizer builds only, where ast_analysis_checks.h compares
+// them with the DFA-side results.
 //
 // The AST read here is the FSM builder's input (after inlining and sinking). Lookahead
 // assertions are never a context: like the DFA passes, the analyses ignore them.
@@ -24,6 +25,9 @@
 #include "grammar/grammar_fsm.h"
 
 namespace xg2 {
+namespace fsm_build {
+class LoweringContext;
+}  // namespace fsm_build
 
 using ByteSet = std::bitset<256>;
 
@@ -110,14 +114,25 @@ enum EagerReason : uint8_t {
 };
 struct RuleBuildPolicy {
   std::vector<uint8_t> eager;  // per rule: EagerReason bits, 0 for a rule built on first use
-  // Per rule: an upper bound on the nodes one build of the rule takes from the node budget,
-  // its DFA's and its synthetic rules' (ast_build_policy.cc gives the argument); 0 for an
-  // eager rule. A grammar whose eager rules and this total fit the budget can build the rest
-  // on first use without a ResourceLimitError.
+  // Per rule: an upper bound on the nodes one build of the rule keeps in the node budget,
+  // its DFA's and its synthetic rules' (and those of fragments first built by it;
+  // ast_build_policy.cc gives the argument); 0 for an eager rule. A grammar whose eager
+  // rules and the total fit the budget can build the rest on first use without a
+  // ResourceLimitError.
   std::vector<int64_t> lazy_node_bound;
-  int64_t total_lazy_node_bound = 0;  // saturating sum
+  // Saturating sum of lazy_node_bound, plus the most one try holds at once beyond what it
+  // keeps (its NFA, and the states of a try that falls back).
+  int64_t total_lazy_node_bound = 0;
 };
 RuleBuildPolicy DecideRuleBuildPolicy(const GrammarAst& ast, const FsmBuildLimits& limits);
+
+// DecideRuleBuildPolicy in two steps, on a lowering context of the caller's: the eager rules
+// (bounds left 0), then the bounds of the others. `ctx` must be the context the lazy builds
+// will lower with, in the state it has before the first of them: a fragment it has built
+// (LoweringContext::BuiltFragment) counts its DFA's exact size, where one not built yet
+// counts a bound of it and is charged to every rule that copies it.
+RuleBuildPolicy DecideEagerRules(const GrammarAst& ast, fsm_build::LoweringContext* ctx);
+void BoundLazyRules(const GrammarAst& ast, fsm_build::LoweringContext* ctx, RuleBuildPolicy* policy);
 
 }  // namespace xg2
 

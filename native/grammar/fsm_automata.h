@@ -201,7 +201,7 @@ struct DeterminisationExplosion {
 };
 
 // The most DFA states one determinisation may make before it falls back (see above).
-inline int64_t DeterminisationCap(int64_t nfa_nodes) {
+constexpr int64_t DeterminisationCap(int64_t nfa_nodes) {
   constexpr int64_t kMinCap = 4096;
   constexpr int64_t kStatesPerNfaNode = 64;
   return std::max(kMinCap, kStatesPerNfaNode * nfa_nodes);

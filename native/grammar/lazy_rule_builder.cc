@@ -33,24 +33,66 @@ LazyRuleBuilder::LazyRuleBuilder(GrammarAst ast, const FsmBuildLimits& limits)
       body_keys_(ast_),
       budget_(limits_.max_nodes) {}
 
+// Builds every fragment (LoweringContext::IsFragment) a rule left to first use copies, so
+// that the bound counts their exact sizes. False when one falls back (it would split into
+// #part rules of whichever rule builds it first): the grammar is then built whole.
+bool LazyRuleBuilder::BuildFragmentsOf(const RuleBuildPolicy& policy) {
+  fsm_build::ScratchLease lease;
+  ctx_.set_scratch(lease.get());
+  std::vector<uint8_t> visited(ast_.nodes.size(), 0);
+  std::vector<ExprId> stack;
+  bool built = true;
+  for (size_t r = 0; r < ast_.rules.size() && built; ++r) {
+    if (policy.eager[r] != kBuildOnFirstUse) continue;
+    stack.assign(1, ast_.rules[r].body);
+    while (!stack.empty() && built) {
+      const ExprId e = stack.back();
+      stack.pop_back();
+      if (visited[e]) continue;
+      visited[e] = 1;
+      if (ctx_.IsFragment(e)) {
+        try {
+          ctx_.Fragment(e, &budget_, ast_.rules[r].name);
+        } catch (const fsm_build::DeterminisationExplosion&) {
+          built = false;
+        }
+        continue;  // lowered as a copy of its DFA: nothing inside is met as a fragment
+      }
+      for (ExprId c : ast_.node(e).children) stack.push_back(c);
+    }
+  }
+  ctx_.set_scratch(nullptr);
+  return built;
+}
+
+// Whole or lazy is decided before any rule is built: the eager rules and the fragments the
+// others copy are known from the AST, and the bound on the others is checked against what the
+// fragments leave of the budget. Only where the eager rules then take more than the rest does
+// the compile build the grammar again, whole (BuildGrammarFsm would raise or nearly so).
 LazyGrammarFsm BuildGrammarFsmLazily(GrammarAst ast, const FsmBuildLimits& limits) {
   fsm_build::CheckBuilderInput(ast);
-  const int32_t num_rules = static_cast<int32_t>(ast.rules.size());
   if (HasUniqueItems(ast)) return {BuildGrammarFsm(ast, limits), nullptr};
-  const RuleBuildPolicy policy = DecideRuleBuildPolicy(ast, limits);
-  // Cannot fit beside the eager rules: built whole without building the eager rules twice.
-  if (policy.total_lazy_node_bound >= limits.max_nodes) return {BuildGrammarFsm(ast, limits), nullptr};
+  const int32_t num_rules = static_cast<int32_t>(ast.rules.size());
+  auto builder = std::make_shared<LazyRuleBuilder>(std::move(ast), limits);
+  LazyRuleBuilder& b = *builder;
+  RuleBuildPolicy policy = DecideEagerRules(b.ast_, &b.ctx_);
   std::vector<uint8_t> build_now(num_rules, 0);
   int32_t waiting = 0;
   for (RuleId r = 0; r < num_rules; ++r) {
-    build_now[r] = policy.eager[r] != kBuildOnFirstUse || r == ast.root_rule;
+    build_now[r] = policy.eager[r] != kBuildOnFirstUse || r == b.ast_.root_rule;
     waiting += !build_now[r];
   }
-  if (waiting == 0) return {BuildGrammarFsm(ast, limits), nullptr};
-  auto builder = std::make_shared<LazyRuleBuilder>(std::move(ast), limits);
-  LazyRuleBuilder& b = *builder;
+  if (waiting == 0 || !b.BuildFragmentsOf(policy)) return {BuildGrammarFsm(b.ast_, limits), nullptr};
+  BoundLazyRules(b.ast_, &b.ctx_, &policy);
+  // The bound counts the root's nodes too (built at compile): conservative.
+  if (policy.total_lazy_node_bound > b.budget_) {
+    // Built whole on the same context, so that the fragments are not built again. The FSM is
+    // BuildGrammarFsm's: a fragment's DFA depends on its expression alone, the context is
+    // otherwise pristine, and the budget is charged the same fragments, only earlier.
+    GrammarFsm whole = fsm_build::BuildFirstSnapshot(b.ast_, limits, &b.ctx_, &b.budget_, &b.body_keys_, nullptr, nullptr);
+    return {std::move(whole), nullptr};
+  }
   GrammarFsm fsm = fsm_build::BuildFirstSnapshot(b.ast_, limits, &b.ctx_, &b.budget_, &b.body_keys_, &build_now, &b.nullable_);
-  // The bound counts the root's nodes too (built already): conservative.
   if (b.budget_ < policy.total_lazy_node_bound) return {BuildGrammarFsm(b.ast_, limits), nullptr};
   return {std::move(fsm), std::move(builder)};
 }
@@ -88,8 +130,9 @@ GrammarFsm LazyRuleBuilder::Build(const GrammarFsm& latest, RuleId rule) {
   ctx_.set_scratch(lease.get());
   std::vector<Dfa> dfas;
   std::vector<RuleId> owners;
-  fsm_build::CharCountedDfa counted;  // stays empty: counting rules are eager
-  dfas.push_back(fsm_build::BuildGrammarRuleDfa(ast_, rule, &ctx_, &budget_, lease.get(), &body_keys_, &counted));
+  // Not through the shared rule-DFA table: a hit there charges what the build that stored it
+  // took, fragments of another grammar included, which the bound does not cover.
+  dfas.push_back(fsm_build::BuildRuleDfa(ast_, ast_.rules[rule].body, &budget_, &ctx_, -1, ast_.rules[rule].name, lease.get()));
   owners.push_back(rule);
   // Lowering a synthetic rule may make more; each gets the next id.
   for (RuleId s = latest.num_rules(); s < first_synthetic + static_cast<RuleId>(ctx_.synthetic().size()); ++s) {
@@ -98,7 +141,8 @@ GrammarFsm LazyRuleBuilder::Build(const GrammarFsm& latest, RuleId rule) {
     owners.push_back(s);
   }
   ctx_.set_scratch(nullptr);
-  XG2_DCHECK(counted.char_end.empty(), "a rule built on first use counts no JSON characters");
+  XG2_DCHECK(!ast_.rules[rule].counts_json_chars() && ast_.node(ast_.rules[rule].body).kind != ExprKind::kTagDispatch,
+             "a rule built on first use counts no JSON characters and is no TagDispatch");
   GrammarFsm next = latest;
   AddSyntheticRules(&next);
   std::vector<const Dfa*> appended;

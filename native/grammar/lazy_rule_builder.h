@@ -6,11 +6,13 @@
 // LazyRuleBuilder::Build lowers one rule, and the synthetic rules its lowering creates, onto a
 // copy of the latest snapshot (grammar_fsm.h, "Snapshots"); RuleDfaSnapshots publishes it.
 //
-// Errors stay at compile: every rule whose build can raise one is eager, and the compile
-// requires the budget left after the eager rules to cover the AST bound on the nodes of every
-// rule left unbuilt (RuleBuildPolicy::total_lazy_node_bound); where it does not, or where the
-// grammar has unique items (their checks read the DFAs of every caller of an item rule), the
-// grammar is built whole. So Build cannot fail.
+// Errors stay at compile: every rule whose build can raise one is eager, the compile builds
+// the fragments the other rules copy (so that their sizes are exact), and it requires the
+// budget left after the eager rules to cover the AST bound on the nodes of every rule left
+// unbuilt (RuleBuildPolicy::total_lazy_node_bound); where it does not, or where the grammar
+// has unique items (their checks read the DFAs of every caller of an item rule), the grammar
+// is built whole. Build lowers without the shared rule-DFA table (see there). So Build
+// cannot fail.
 // Order: lowering decisions (a lift or a split) and synthetic rule ids depend on the order
 // rules are built in; the languages do not. A partial build merges no right-linear rules.
 // Threads: Build is not thread-safe; RuleDfaSnapshots runs one build at a time per grammar.
@@ -66,6 +68,7 @@ class LazyRuleBuilder {
   friend LazyGrammarFsm BuildGrammarFsmLazily(GrammarAst ast, const FsmBuildLimits& limits);
   // Per-rule entries for the rules lowering made since `fsm` was built (unbuilt until appended).
   void AddSyntheticRules(GrammarFsm* fsm) const;
+  bool BuildFragmentsOf(const RuleBuildPolicy& policy);
 
   const GrammarAst ast_;  // declared first: ctx_ and body_keys_ refer to it
   const FsmBuildLimits limits_;

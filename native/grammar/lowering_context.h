@@ -57,6 +57,11 @@ class LoweringContext {
     return FragmentSize(e) >= kMinFragmentSize && !ContainsCompressible(e) && !Exploded(e);
   }
   const Dfa& Fragment(ExprId e, int64_t* budget, const std::string& owner);
+  // The DFA Fragment built for `e`, or null (not built yet, or its determinisation exploded).
+  const Dfa* BuiltFragment(ExprId e) const {
+    auto it = fragments_.find(e);
+    return it == fragments_.end() ? nullptr : &it->second;
+  }
 
   // Tails. An occurrence in tail position (nothing of the rule follows it) of an expression
   // worth sharing: equal tails are lowered once per rule, see NfaBuilder::Lower.
