@@ -73,15 +73,19 @@ class GrammarMatcher:
         terminate_without_stop_token: bool = False,
         override_stop_tokens: Optional[Union[int, Sequence[int]]] = None,
     ) -> None:
+        # Every request builds a matcher just before its first mask, mostly with the defaults:
+        # that call does only the checks it needs (no vocabulary size, no stop-token lists).
         if not isinstance(compiled_grammar, CompiledGrammar):
             raise TypeError(f"compiled_grammar must be a CompiledGrammar, got {type(compiled_grammar).__name__}")
-        if not isinstance(terminate_without_stop_token, bool):
+        if terminate_without_stop_token is not False and not isinstance(terminate_without_stop_token, bool):
             raise TypeError(
                 f"terminate_without_stop_token must be a bool, got {type(terminate_without_stop_token).__name__}")
-        vocab_size = compiled_grammar.tokenizer_info.vocab_size
-        stops = _stop_token_list(stop_token_ids, vocab_size, "stop_token_ids")
-        if stops is None:
-            stops = _stop_token_list(override_stop_tokens, vocab_size, "override_stop_tokens")
+        stops = None
+        if stop_token_ids is not None or override_stop_tokens is not None:
+            vocab_size = compiled_grammar.tokenizer_info.vocab_size
+            stops = _stop_token_list(stop_token_ids, vocab_size, "stop_token_ids")
+            if stops is None:
+                stops = _stop_token_list(override_stop_tokens, vocab_size, "override_stop_tokens")
         self._compiled_grammar = compiled_grammar
         self._handle = _native.GrammarMatcher(compiled_grammar._handle, stops, terminate_without_stop_token)
         self._bind_fill()
@@ -98,10 +102,15 @@ class GrammarMatcher:
         # The native fill and accept validate their arguments themselves (see
         # fill_next_token_bitmask, accept_token), so the instance calls them directly, one
         # Python frame less per token; a subclass that overrides a method keeps its override.
+        handle = self._handle
+        if type(self) is GrammarMatcher:
+            self.fill_next_token_bitmask = handle.fill_next_token_bitmask  # type: ignore[method-assign]
+            self.accept_token = handle.accept_token  # type: ignore[method-assign]
+            return
         if type(self).fill_next_token_bitmask is GrammarMatcher.fill_next_token_bitmask:
-            self.fill_next_token_bitmask = self._handle.fill_next_token_bitmask  # type: ignore[method-assign]
+            self.fill_next_token_bitmask = handle.fill_next_token_bitmask  # type: ignore[method-assign]
         if type(self).accept_token is GrammarMatcher.accept_token:
-            self.accept_token = self._handle.accept_token  # type: ignore[method-assign]
+            self.accept_token = handle.accept_token  # type: ignore[method-assign]
 
     @property
     def compiled_grammar(self) -> CompiledGrammar:
