@@ -55,6 +55,11 @@ class GrammarBuilder {
   ExprId Append(const std::vector<ExprNode>& nodes, const std::vector<int>& heights,
                 const std::vector<RuleId>& rule_of);
   size_t node_count() const { return ast_.nodes.size(); }
+  // Makes room for `count` nodes in all, for a frontend that knows about how many it adds.
+  void ReserveNodes(size_t count) {
+    ast_.nodes.reserve(count);
+    heights_.reserve(count);
+  }
   // Appends a copy of the finished subtree whose nodes are this builder's [first, root]: the
   // block the building of one expression appended, `root` (its last node) the expression.
   // Every child of a node in the block must lie in the block; the copy's children are those
