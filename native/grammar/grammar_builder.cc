@@ -135,26 +135,6 @@ ExprId GrammarBuilder::Append(const std::vector<ExprNode>& nodes, const std::vec
   return offset;
 }
 
-ExprId GrammarBuilder::CopySubtree(ExprId first, ExprId root) {
-  XG2_DCHECK(first >= 0 && first <= root && static_cast<size_t>(root) < ast_.nodes.size(),
-             "a copied block is a range of built nodes");
-  const ExprId offset = static_cast<ExprId>(ast_.nodes.size()) - first;
-  const size_t count = static_cast<size_t>(root - first) + 1;
-  // Reserved first: the copies are read from the same table they are appended to.
-  ast_.nodes.reserve(ast_.nodes.size() + count);
-  heights_.reserve(heights_.size() + count);
-  for (ExprId id = first; id <= root; ++id) {
-    ast_.nodes.push_back(ast_.nodes[id]);
-    for (ExprId& child : ast_.nodes.back().children) {
-      XG2_DCHECK(child >= first && child < id, "a copied block holds the children of its nodes, before them");
-      child += offset;
-    }
-    // The copy's heights are the block's: its children are the copies of the block's children.
-    heights_.push_back(heights_[id]);
-  }
-  return root + offset;
-}
-
 RuleId GrammarBuilder::AddRule(const std::string& name) {
   const RuleId id = static_cast<RuleId>(ast_.rules.size());
   if (!rule_ids_.emplace(name, id).second) throw GrammarSyntaxError("rule '" + name + "' is defined twice");

@@ -60,13 +60,6 @@ class GrammarBuilder {
     ast_.nodes.reserve(count);
     heights_.reserve(count);
   }
-  // Appends a copy of the finished subtree whose nodes are this builder's [first, root]: the
-  // block the building of one expression appended, `root` (its last node) the expression.
-  // Every child of a node in the block must lie in the block; the copy's children are those
-  // of the copy, its rule references and payloads the same. Returns the copy of `root`. For a
-  // frontend that builds one expression many times (ebnf_builder.cc's lowering of a shared
-  // fragment): one pass over the block, in the order a second build would append it.
-  ExprId CopySubtree(ExprId first, ExprId root);
 
   // Rules: a name (unique within the grammar) first, the body later, so that bodies can
   // refer to rules defined after them.

@@ -819,10 +819,6 @@ std::string RuleSet::Print() const {
 namespace {
 
 // Lowers fragment trees into one GrammarBuilder: the nodes ParseEbnf makes of their text.
-// A conversion's fragments share subtrees (hash-consed nodes: the same key, value or string
-// class under many rules), so a compound node lowered once is copied the next time
-// (GrammarBuilder::CopySubtree): the block of nodes its first lowering appended, in the order
-// lowering it again would append them.
 class FragmentLowering {
  public:
   explicit FragmentLowering(GrammarBuilder* builder) : builder_(builder) {}
@@ -830,27 +826,39 @@ class FragmentLowering {
   ExprId Lower(const FragmentNode& node, int depth) {
     using Kind = FragmentNode::Kind;
     // The parser refuses text nested this deep; so does the lowering, before recursing.
-    if (depth > kMaxExpressionHeight) ThrowTooDeep();
-    deepest_ = std::max(deepest_, depth);
-    const bool compound = !node.children.empty() || node.kind == Kind::kExpression;
-    if (!compound) return LowerLeaf(node);
-    if (auto found = lowered_.find(&node); found != lowered_.end()) {
-      const LoweredBlock& block = found->second;
-      // Lowering it again would reach depth + block.span before appending anything.
-      if (depth + block.span > kMaxExpressionHeight) ThrowTooDeep();
-      deepest_ = std::max(deepest_, depth + block.span);
-      return builder_->CopySubtree(block.first, block.root);
+    if (depth > kMaxExpressionHeight) {
+      throw ResourceLimitError("expression nests deeper than the limit of " + std::to_string(kMaxExpressionHeight));
     }
-    const ExprId first = static_cast<ExprId>(builder_->node_count());
-    const int outer_deepest = deepest_;
-    deepest_ = depth;
-    const ExprId root = LowerCompound(node, depth);
-    // Invariant (what CopySubtree needs): the lowering appended a block that ends at its root.
-    XG2_DCHECK(root >= first && static_cast<size_t>(root) + 1 == builder_->node_count(),
-               "a lowered fragment is the block of nodes its lowering appended, root last");
-    lowered_.emplace(&node, LoweredBlock{first, root, deepest_ - depth});
-    deepest_ = std::max(outer_deepest, deepest_);
-    return root;
+    switch (node.kind) {
+      case Kind::kEmpty: return builder_->Empty();
+      case Kind::kLiteral: return builder_->Bytes(node.text);
+      case Kind::kRule: {
+        const RuleId rule = builder_->FindRule(node.text);
+        if (rule < 0) throw GrammarSyntaxError("generated grammar: undefined rule '" + node.text + "'");
+        return builder_->RuleRef(rule);
+      }
+      case Kind::kCharClass: return builder_->CharClass(ClassRanges(node.text));
+      case Kind::kExpression:
+        XG2_DCHECK(node.built != nullptr, "an expression fragment carries its nodes (Fragment::Built)");
+        return builder_->Graft(*node.built, node.built->rules[node.built->root_rule].body);
+      case Kind::kRepeat: return builder_->Repeat(Lower(*node.children[0], depth + 1), node.min, node.max);
+      case Kind::kSequence:
+      case Kind::kAlternation: {
+        // Children collect on one stack shared by all levels (each leaves it as it found it).
+        const size_t first = pending_.size();
+        for (const auto& child : node.children) {
+          const ExprId id = Lower(*child, depth + 1);
+          pending_.push_back(id);
+        }
+        const ExprId id = node.kind == Kind::kSequence
+                              ? builder_->Sequence(pending_.data() + first, pending_.size() - first)
+                              : builder_->Choice(pending_.data() + first, pending_.size() - first);
+        pending_.resize(first);
+        return id;
+      }
+      case Kind::kLookahead: break;
+    }
+    throw InternalError("a lookahead fragment is the body of a rule, never a part of one");
   }
 
   // Defines `rule` with the lowered `body` (a lookahead body sets the rule's lookahead).
@@ -877,73 +885,16 @@ class FragmentLowering {
   }
 
  private:
-  // Where the first lowering of a compound node put its nodes, and how far below it the
-  // recursion went (its depth check, repeated for a copy made at another depth).
-  struct LoweredBlock {
-    ExprId first;
-    ExprId root;
-    int span;
-  };
-
-  [[noreturn]] static void ThrowTooDeep() {
-    throw ResourceLimitError("expression nests deeper than the limit of " + std::to_string(kMaxExpressionHeight));
-  }
-
-  ExprId LowerLeaf(const FragmentNode& node) {
-    using Kind = FragmentNode::Kind;
-    switch (node.kind) {
-      case Kind::kEmpty: return builder_->Empty();
-      case Kind::kLiteral: return builder_->Bytes(node.text);
-      case Kind::kRule: {
-        const RuleId rule = builder_->FindRule(node.text);
-        if (rule < 0) throw GrammarSyntaxError("generated grammar: undefined rule '" + node.text + "'");
-        return builder_->RuleRef(rule);
-      }
-      case Kind::kCharClass: return builder_->CharClass(ClassRanges(node));
-      default: break;
-    }
-    throw InternalError("a compound fragment node lowered as a leaf");
-  }
-
-  ExprId LowerCompound(const FragmentNode& node, int depth) {
-    using Kind = FragmentNode::Kind;
-    switch (node.kind) {
-      case Kind::kExpression:
-        XG2_DCHECK(node.built != nullptr, "an expression fragment carries its nodes (Fragment::Built)");
-        return builder_->Graft(*node.built, node.built->rules[node.built->root_rule].body);
-      case Kind::kRepeat: return builder_->Repeat(Lower(*node.children[0], depth + 1), node.min, node.max);
-      case Kind::kSequence:
-      case Kind::kAlternation: {
-        // Children collect on one stack shared by all levels (each leaves it as it found it).
-        const size_t first = pending_.size();
-        for (const auto& child : node.children) {
-          const ExprId id = Lower(*child, depth + 1);
-          pending_.push_back(id);
-        }
-        const ExprId id = node.kind == Kind::kSequence
-                              ? builder_->Sequence(pending_.data() + first, pending_.size() - first)
-                              : builder_->Choice(pending_.data() + first, pending_.size() - first);
-        pending_.resize(first);
-        return id;
-      }
-      case Kind::kLookahead: break;
-      default: break;
-    }
-    throw InternalError("a lookahead fragment is the body of a rule, never a part of one");
-  }
-
-  // Grammars repeat a few classes many times; each class node is read once per grammar.
-  const std::vector<CodepointRange>& ClassRanges(const FragmentNode& node) {
-    auto found = class_ranges_.find(&node);
-    if (found == class_ranges_.end()) found = class_ranges_.emplace(&node, ParseEbnfCharClass(node.text)).first;
+  // Grammars repeat a few classes many times; each spelling is read once per grammar.
+  const std::vector<CodepointRange>& ClassRanges(const std::string& spelled) {
+    auto found = class_ranges_.find(spelled);
+    if (found == class_ranges_.end()) found = class_ranges_.emplace(spelled, ParseEbnfCharClass(spelled)).first;
     return found->second;
   }
 
   GrammarBuilder* builder_;
-  std::unordered_map<const FragmentNode*, std::vector<CodepointRange>> class_ranges_;
-  std::unordered_map<const FragmentNode*, LoweredBlock> lowered_;
+  std::unordered_map<std::string, std::vector<CodepointRange>> class_ranges_;
   std::vector<ExprId> pending_;
-  int deepest_ = 0;  // the deepest depth Lower reached in the lowering under way
 };
 
 void CollectCallees(const FragmentNode& node, std::vector<std::string>* callees,
