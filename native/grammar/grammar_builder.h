@@ -55,6 +55,11 @@ class GrammarBuilder {
   ExprId Append(const std::vector<ExprNode>& nodes, const std::vector<int>& heights,
                 const std::vector<RuleId>& rule_of);
   size_t node_count() const { return ast_.nodes.size(); }
+  // Makes room for `count` nodes in all, for a frontend that knows about how many it adds.
+  void ReserveNodes(size_t count) {
+    ast_.nodes.reserve(count);
+    heights_.reserve(count);
+  }
 
   // Rules: a name (unique within the grammar) first, the body later, so that bodies can
   // refer to rules defined after them.

@@ -108,7 +108,19 @@ const std::shared_ptr<FragmentArena>& ProcessArenaOwner() {
 // The innermost open FragmentArenaScope's arena on this thread; null: the process arena.
 thread_local const std::shared_ptr<FragmentArena>* current_arena = nullptr;
 
+// FragmentNode::lowered_nodes_bound of `shape`, whose children are made. Lowering appends at
+// most one node per fragment node beside its children's (the builder only drops nodes), and a
+// graft at most the expression's nodes.
+size_t LoweredNodesBound(const FragmentNode& shape) {
+  constexpr size_t kSaturated = size_t{1} << 40;  // a tree with more nodes than memory holds
+  if (shape.built != nullptr) return shape.built->nodes.size();
+  size_t bound = 1;
+  for (NodePtr child : shape.children) bound = std::min(kSaturated, bound + child->lowered_nodes_bound);
+  return bound;
+}
+
 NodePtr Intern(FragmentNode&& shape) {
+  shape.lowered_nodes_bound = LoweredNodesBound(shape);
   return current_arena != nullptr ? (*current_arena)->Intern(std::move(shape))
                                   : ProcessArenaOwner()->Intern(std::move(shape));
 }
@@ -939,9 +951,18 @@ const LastingBody& LastingBodyOf(const FragmentNode* body) {
 GrammarAst RuleSet::Lower(const std::string& root) const {
   GrammarBuilder builder;
   std::vector<std::pair<const Rule*, RuleId>> live;
+  size_t nodes_bound = 0;
   for (const Rule& rule : rules_) {
-    if (!rule.discarded) live.emplace_back(&rule, builder.AddRule(rule.name));
+    if (rule.discarded) continue;
+    live.emplace_back(&rule, builder.AddRule(rule.name));
+    nodes_bound += !rule.body     ? 1
+                   : rule.lasting ? LastingBodyOf(rule.body->node()).nodes.size()
+                                  : rule.body->node()->lowered_nodes_bound;
   }
+  // The node table grows once, not by doubling (each doubling moves every node built so far).
+  // Bounded: a grammar that large stops at a limit long before it is built.
+  constexpr size_t kMaxReservedNodes = size_t{1} << 20;
+  builder.ReserveNodes(std::min(nodes_bound, kMaxReservedNodes));
   FragmentLowering lowering(&builder);
   for (const auto& [rule, id] : live) {
     ThrowIfCancelled();

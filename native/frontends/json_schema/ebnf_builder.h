@@ -155,6 +155,9 @@ struct FragmentNode {
   std::shared_ptr<const GrammarAst> built;
   std::vector<const FragmentNode*> children;
   size_t printed_size = 0;  // bytes of the printed text
+  // At least the number of grammar nodes lowering the tree appends (RuleSet::Lower reserves
+  // the node table by it): 1 + the children's, a Built expression's node count (saturating).
+  size_t lowered_nodes_bound = 0;
   size_t hash = 0;          // of the structure (equal trees hash alike)
 };
 
