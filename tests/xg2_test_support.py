@@ -59,6 +59,15 @@ def hf_compiler(name: str) -> xg.GrammarCompiler:
     return xg.GrammarCompiler(hf_tokenizer_info(name))
 
 
+def unrolled_compiler(name: str, **kwargs: Any) -> xg.GrammarCompiler:
+    """A fresh compiler that unrolls repetitions (compression off) and precomputes nothing, so
+    that a grammar like ``[a-z]{0,N}`` compiles in time proportional to N: for tests of
+    concurrent, cancelled and timed-out compiles. ``kwargs`` override those settings."""
+    options: dict[str, Any] = dict(precompute_nodes=0, repetition_compression_threshold=0)
+    options.update(kwargs)
+    return xg.GrammarCompiler(hf_tokenizer_info(name), **options)
+
+
 def encode_continuation(name: str, text: str) -> list[int]:
     """Token ids a model would emit for `text` in the middle of a sequence.
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import xg2_plugin as xg
-from xg2_test_support import child_env, hf_tokenizer_info
+from xg2_test_support import child_env, hf_tokenizer_info, unrolled_compiler
 
 TOKENIZER = "gpt2"
 HERE = Path(__file__).resolve().parents[1]
@@ -34,9 +34,7 @@ LONG = "root ::= [a-z]{0,900000}"
 
 
 def _compiler(**kwargs) -> xg.GrammarCompiler:
-    options = dict(precompute_nodes=0, repetition_compression_threshold=0)
-    options.update(kwargs)
-    return xg.GrammarCompiler(hf_tokenizer_info(TOKENIZER), **options)
+    return unrolled_compiler(TOKENIZER, **kwargs)
 
 
 def _wait_running(future) -> None:

@@ -8,7 +8,7 @@ import threading
 import pytest
 
 import xg2_plugin as xg
-from xg2_test_support import hf_tokenizer_info
+from xg2_test_support import unrolled_compiler
 
 TOKENIZER = "gpt2"
 # Compiles for a few hundred milliseconds (unrolled: compression off), so concurrent callers
@@ -17,9 +17,7 @@ SLOW = "root ::= [a-z]{0,300000}"
 
 
 def _compiler(**kwargs) -> xg.GrammarCompiler:
-    options = dict(precompute_nodes=0, repetition_compression_threshold=0)
-    options.update(kwargs)
-    return xg.GrammarCompiler(hf_tokenizer_info(TOKENIZER), **options)
+    return unrolled_compiler(TOKENIZER, **kwargs)
 
 
 def test_concurrent_callers_share_one_compile_and_one_grammar() -> None:
