@@ -832,12 +832,8 @@ class FragmentLowering {
     switch (node.kind) {
       case Kind::kEmpty: return builder_->Empty();
       case Kind::kLiteral: return builder_->Bytes(node.text);
-      case Kind::kRule: {
-        const RuleId rule = builder_->FindRule(node.text);
-        if (rule < 0) throw GrammarSyntaxError("generated grammar: undefined rule '" + node.text + "'");
-        return builder_->RuleRef(rule);
-      }
-      case Kind::kCharClass: return builder_->CharClass(ClassRanges(node.text));
+      case Kind::kRule: return builder_->RuleRef(RuleOf(node));
+      case Kind::kCharClass: return builder_->CharClass(ClassRanges(node));
       case Kind::kExpression:
         XG2_DCHECK(node.built != nullptr, "an expression fragment carries its nodes (Fragment::Built)");
         return builder_->Graft(*node.built, node.built->rules[node.built->root_rule].body);
@@ -885,15 +881,26 @@ class FragmentLowering {
   }
 
  private:
-  // Grammars repeat a few classes many times; each spelling is read once per grammar.
-  const std::vector<CodepointRange>& ClassRanges(const std::string& spelled) {
-    auto found = class_ranges_.find(spelled);
-    if (found == class_ranges_.end()) found = class_ranges_.emplace(spelled, ParseEbnfCharClass(spelled)).first;
+  // Grammars repeat a few classes and references many times, and a conversion's arena makes
+  // each one node (hash-consing): so both are looked up by node, and each class spelling is
+  // read and each rule name hashed about once per grammar.
+  const std::vector<CodepointRange>& ClassRanges(const FragmentNode& node) {
+    auto found = class_ranges_.find(&node);
+    if (found == class_ranges_.end()) found = class_ranges_.emplace(&node, ParseEbnfCharClass(node.text)).first;
     return found->second;
+  }
+  RuleId RuleOf(const FragmentNode& node) {
+    auto found = rule_of_.find(&node);
+    if (found != rule_of_.end()) return found->second;
+    const RuleId rule = builder_->FindRule(node.text);
+    if (rule < 0) throw GrammarSyntaxError("generated grammar: undefined rule '" + node.text + "'");
+    rule_of_.emplace(&node, rule);
+    return rule;
   }
 
   GrammarBuilder* builder_;
-  std::unordered_map<std::string, std::vector<CodepointRange>> class_ranges_;
+  std::unordered_map<const FragmentNode*, std::vector<CodepointRange>> class_ranges_;
+  std::unordered_map<const FragmentNode*, RuleId> rule_of_;
   std::vector<ExprId> pending_;
 };
 
@@ -959,10 +966,12 @@ GrammarAst RuleSet::Lower(const std::string& root) const {
                    : rule.lasting ? LastingBodyOf(rule.body->node()).nodes.size()
                                   : rule.body->node()->lowered_nodes_bound;
   }
-  // The node table grows once, not by doubling (each doubling moves every node built so far).
+  // The node table grows once, not by doubling (each doubling moves every node built so far),
+  // and has room for what the passes after the frontend add: SinkLeadingTerminals
+  // (grammar/sink_leading_terminals.h) adds at most one node per rule, InlineSmallRules none.
   // Bounded: a grammar that large stops at a limit long before it is built.
   constexpr size_t kMaxReservedNodes = size_t{1} << 20;
-  builder.ReserveNodes(std::min(nodes_bound, kMaxReservedNodes));
+  builder.ReserveNodes(std::min(nodes_bound + live.size(), kMaxReservedNodes));
   FragmentLowering lowering(&builder);
   for (const auto& [rule, id] : live) {
     ThrowIfCancelled();
