@@ -11,7 +11,7 @@
 
 namespace xg2 {
 
-ExprId GrammarBuilder::Empty() { return Add(ExprNode{}); }
+ExprId GrammarBuilder::Empty() { return Add(ExprNode()); }
 
 ExprId GrammarBuilder::Bytes(std::string bytes) {
   if (bytes.empty()) return Empty();
@@ -173,14 +173,15 @@ GrammarAst GrammarBuilder::Finish(RuleId root) {
   return ast;
 }
 
-ExprId GrammarBuilder::Add(ExprNode node) {
+ExprId GrammarBuilder::Add(ExprNode&& node) {
   int height = 1;
   for (ExprId child : node.children) height = std::max(height, heights_[child] + 1);
   if (height > kMaxExpressionHeight) {
     throw ResourceLimitError("expression nests deeper than the limit of " + std::to_string(kMaxExpressionHeight));
   }
   heights_.push_back(height);
-  return ast_.AddNode(std::move(node));
+  ast_.nodes.push_back(std::move(node));
+  return static_cast<ExprId>(ast_.nodes.size() - 1);
 }
 
 ExprId GrammarBuilder::AddCompound(ExprKind kind, const ExprId* children, size_t count) {

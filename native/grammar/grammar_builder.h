@@ -79,8 +79,9 @@ class GrammarBuilder {
   GrammarAst Finish(RuleId root);
 
  private:
-  // Adds `node` after checking the height of the tree it roots.
-  ExprId Add(ExprNode node);
+  // Adds `node` after checking the height of the tree it roots (moved straight into the node
+  // table: a node is about a hundred bytes).
+  ExprId Add(ExprNode&& node);
   ExprId AddCompound(ExprKind kind, const ExprId* children, size_t count);
 
   GrammarAst ast_;

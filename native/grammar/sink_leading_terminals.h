@@ -20,6 +20,7 @@
 namespace xg2 {
 
 // Rewrites `ast` in place; returns the number of rules that received a leading expression.
+// Appends at most one node per rule (a frontend that reserves the node table leaves that room).
 int SinkLeadingTerminals(GrammarAst* ast);
 
 }  // namespace xg2

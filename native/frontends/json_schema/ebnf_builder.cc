@@ -56,6 +56,7 @@ class FragmentArena {
 
  private:
   static constexpr size_t kChunkNodes = 256;
+  static constexpr size_t kChunkChildren = 1024;
 
   // Equal fields and the same children (by address): then the trees are equal too.
   static bool SameShape(const FragmentNode& a, const FragmentNode& b) {
@@ -70,7 +71,28 @@ class FragmentArena {
     }
     FragmentNode* node = new (chunks_.back() + used_in_last_) FragmentNode(std::move(shape));
     ++used_in_last_;
+    if (!node->children.empty()) node->children = FragmentChildren(Keep(node->children), node->children.size());
     return node;
+  }
+
+  // A copy of `children` (the maker's buffer) that lives as long as the arena.
+  const FragmentNode* const* Keep(const FragmentChildren& children) {
+    const size_t count = children.size();
+    const FragmentNode** kept;
+    if (count > kChunkChildren / 4) {  // a long list gets a block of its own
+      child_blocks_.emplace_back(new const FragmentNode*[count]);
+      kept = child_blocks_.back().get();
+    } else {
+      if (count > kChunkChildren - children_used_) {
+        child_blocks_.emplace_back(new const FragmentNode*[kChunkChildren]);
+        child_chunk_ = child_blocks_.back().get();
+        children_used_ = 0;
+      }
+      kept = child_chunk_ + children_used_;
+      children_used_ += count;
+    }
+    std::copy(children.begin(), children.end(), kept);
+    return kept;
   }
 
   // Open addressing with linear probing, at most half full (slots_.size() a power of two).
@@ -90,6 +112,11 @@ class FragmentArena {
   ForkSafeMutex mutex_;  // the process arena's
   std::vector<FragmentNode*> chunks_;
   size_t used_in_last_ = 0;
+  // The nodes' children lists (Keep): chunks of kChunkChildren pointers, filled in turn, and
+  // a block of its own for each long list.
+  std::vector<std::unique_ptr<const FragmentNode*[]>> child_blocks_;
+  const FragmentNode** child_chunk_ = nullptr;
+  size_t children_used_ = kChunkChildren;
   std::vector<const FragmentNode*> slots_;  // the interned nodes (conversion arenas)
   size_t interned_ = 0;
 };
@@ -210,8 +237,9 @@ NodePtr LiteralNode(std::string bytes) {
   return MakeLeaf(Kind::kLiteral, std::move(bytes), size);
 }
 
-// A compound node over `children`; printed_size and hash from theirs.
-NodePtr MakeCompound(Kind kind, Binding binding, std::vector<NodePtr> children, int min = 0, int max = -1) {
+// A compound node over `children` (copied when the node is new); printed_size and hash from
+// theirs.
+NodePtr MakeCompound(Kind kind, Binding binding, FragmentChildren children, int min = 0, int max = -1) {
   FragmentNode shape;
   shape.kind = kind;
   shape.binding = binding;
@@ -242,7 +270,7 @@ NodePtr MakeCompound(Kind kind, Binding binding, std::vector<NodePtr> children, 
       break;
     default: XG2_DCHECK(false, "a compound fragment node");
   }
-  shape.children = std::move(children);
+  shape.children = children;
   return Intern(std::move(shape));
 }
 
@@ -396,13 +424,23 @@ bool Fragment::operator==(const Fragment& other) const {
 
 size_t Fragment::hash() const { return node_ == nullptr ? 0 : node_->hash; }
 
+// The children Seq and Alt collect go to a buffer per thread that keeps its capacity between
+// calls (neither calls itself or the other while it fills one, so each needs only one); one
+// that a huge alternation grew is given back rather than kept for the thread's life.
+std::vector<NodePtr>& ClearedScratch(std::vector<NodePtr>* scratch) {
+  constexpr size_t kMaxKeptCapacity = size_t{1} << 12;
+  if (scratch->capacity() > kMaxKeptCapacity) std::vector<NodePtr>().swap(*scratch);
+  scratch->clear();
+  return *scratch;
+}
+
 // Seq and Alt over a vector of operands or a braced list of references to them. The tree
 // follows the text the operands would print as: a sequence operand's parts join the
 // sequence, and a literal operand right after a literal operand merges into it.
 template <typename Iterator>
 Fragment SeqOf(Iterator begin, Iterator end) {
-  std::vector<NodePtr> children;
-  children.reserve(static_cast<size_t>(std::distance(begin, end)));  // more only when a part is a sequence
+  thread_local std::vector<NodePtr> scratch;
+  std::vector<NodePtr>& children = ClearedScratch(&scratch);
   int count = 0;
   const Fragment* only = nullptr;  // with count == 1 and nothing merged: that operand
   bool merged = false;
@@ -429,8 +467,8 @@ Fragment SeqOf(Iterator begin, Iterator end) {
   }
   if (count == 0) return Fragment::Epsilon();
   if (count == 1 && !merged) return *only;
-  if (children.size() == 1) return Fragment(std::move(children[0]));
-  return Fragment(MakeCompound(Kind::kSequence, Binding::kSequence, std::move(children)));
+  if (children.size() == 1) return Fragment(children[0]);
+  return Fragment(MakeCompound(Kind::kSequence, Binding::kSequence, FragmentChildren(children.data(), children.size())));
 }
 
 // Alternatives are deduplicated as operands (before an alternation operand's choices join).
@@ -462,8 +500,8 @@ Fragment AltOf(Iterator begin, Iterator end) {
   }
   if (kept.empty()) return Fragment::Never();
   if (kept.size() == 1) return *kept[0];
-  std::vector<NodePtr> children;
-  children.reserve(kept.size());
+  thread_local std::vector<NodePtr> scratch;
+  std::vector<NodePtr>& children = ClearedScratch(&scratch);
   for (const Fragment* choice : kept) {
     const FragmentNode& node = *choice->node();
     if (node.kind == Kind::kAlternation) {
@@ -472,7 +510,8 @@ Fragment AltOf(Iterator begin, Iterator end) {
       children.push_back(choice->node_);
     }
   }
-  return Fragment(MakeCompound(Kind::kAlternation, Binding::kAlternation, std::move(children)));
+  return Fragment(
+      MakeCompound(Kind::kAlternation, Binding::kAlternation, FragmentChildren(children.data(), children.size())));
 }
 
 Fragment Seq(const std::vector<Fragment>& parts) { return SeqOf(parts.begin(), parts.end()); }
@@ -485,7 +524,8 @@ Fragment Repeat(const Fragment& body, int min, int max) {
   if (body.never()) return min == 0 ? Fragment::Epsilon() : Fragment::Never();
   if (body.epsilon()) return body;
   if (min == 1 && max == 1) return body;
-  return Fragment(MakeCompound(Kind::kRepeat, Binding::kQuantified, {body.node_}, min, max));
+  const NodePtr children[] = {body.node_};
+  return Fragment(MakeCompound(Kind::kRepeat, Binding::kQuantified, FragmentChildren(children, 1), min, max));
 }
 
 namespace {
@@ -589,8 +629,9 @@ Fragment RuleSet::DefineShared(std::string_view hint, const Fragment& body) {
 }
 
 Fragment RuleSet::ShareWithLookahead(std::string_view hint, const Fragment& body, const Fragment& lookahead) {
-  Fragment with_lookahead(MakeCompound(FragmentNode::Kind::kLookahead, Fragment::Binding::kAtom,
-                                       {body.node_, lookahead.node_}));
+  const NodePtr children[] = {body.node_, lookahead.node_};
+  Fragment with_lookahead(
+      MakeCompound(FragmentNode::Kind::kLookahead, Fragment::Binding::kAtom, FragmentChildren(children, 2)));
   auto found = name_of_body_.find(with_lookahead);
   if (found != name_of_body_.end()) return Fragment::Rule(found->second);
   std::string name = Reserve(hint);
@@ -832,12 +873,8 @@ class FragmentLowering {
     switch (node.kind) {
       case Kind::kEmpty: return builder_->Empty();
       case Kind::kLiteral: return builder_->Bytes(node.text);
-      case Kind::kRule: {
-        const RuleId rule = builder_->FindRule(node.text);
-        if (rule < 0) throw GrammarSyntaxError("generated grammar: undefined rule '" + node.text + "'");
-        return builder_->RuleRef(rule);
-      }
-      case Kind::kCharClass: return builder_->CharClass(ClassRanges(node.text));
+      case Kind::kRule: return builder_->RuleRef(RuleOf(node));
+      case Kind::kCharClass: return builder_->CharClass(ClassRanges(node));
       case Kind::kExpression:
         XG2_DCHECK(node.built != nullptr, "an expression fragment carries its nodes (Fragment::Built)");
         return builder_->Graft(*node.built, node.built->rules[node.built->root_rule].body);
@@ -885,15 +922,26 @@ class FragmentLowering {
   }
 
  private:
-  // Grammars repeat a few classes many times; each spelling is read once per grammar.
-  const std::vector<CodepointRange>& ClassRanges(const std::string& spelled) {
-    auto found = class_ranges_.find(spelled);
-    if (found == class_ranges_.end()) found = class_ranges_.emplace(spelled, ParseEbnfCharClass(spelled)).first;
+  // Grammars repeat a few classes and references many times, and a conversion's arena makes
+  // each one node (hash-consing): so both are looked up by node, and each class spelling is
+  // read and each rule name hashed about once per grammar.
+  const std::vector<CodepointRange>& ClassRanges(const FragmentNode& node) {
+    auto found = class_ranges_.find(&node);
+    if (found == class_ranges_.end()) found = class_ranges_.emplace(&node, ParseEbnfCharClass(node.text)).first;
     return found->second;
+  }
+  RuleId RuleOf(const FragmentNode& node) {
+    auto found = rule_of_.find(&node);
+    if (found != rule_of_.end()) return found->second;
+    const RuleId rule = builder_->FindRule(node.text);
+    if (rule < 0) throw GrammarSyntaxError("generated grammar: undefined rule '" + node.text + "'");
+    rule_of_.emplace(&node, rule);
+    return rule;
   }
 
   GrammarBuilder* builder_;
-  std::unordered_map<std::string, std::vector<CodepointRange>> class_ranges_;
+  std::unordered_map<const FragmentNode*, std::vector<CodepointRange>> class_ranges_;
+  std::unordered_map<const FragmentNode*, RuleId> rule_of_;
   std::vector<ExprId> pending_;
 };
 
@@ -959,10 +1007,12 @@ GrammarAst RuleSet::Lower(const std::string& root) const {
                    : rule.lasting ? LastingBodyOf(rule.body->node()).nodes.size()
                                   : rule.body->node()->lowered_nodes_bound;
   }
-  // The node table grows once, not by doubling (each doubling moves every node built so far).
+  // The node table grows once, not by doubling (each doubling moves every node built so far),
+  // and has room for what the passes after the frontend add: SinkLeadingTerminals
+  // (grammar/sink_leading_terminals.h) adds at most one node per rule, InlineSmallRules none.
   // Bounded: a grammar that large stops at a limit long before it is built.
   constexpr size_t kMaxReservedNodes = size_t{1} << 20;
-  builder.ReserveNodes(std::min(nodes_bound, kMaxReservedNodes));
+  builder.ReserveNodes(std::min(nodes_bound + live.size(), kMaxReservedNodes));
   FragmentLowering lowering(&builder);
   for (const auto& [rule, id] : live) {
     ThrowIfCancelled();

@@ -127,6 +127,32 @@ struct FragmentHash {
   size_t operator()(const Fragment& fragment) const { return fragment.hash(); }
 };
 
+// The children of a FragmentNode, in order: a run of pointers that the node's arena holds
+// (before a node is interned, its shape's run is its maker's buffer). A node's list is never
+// changed, so it is a view: copying a node's children costs no allocation.
+class FragmentChildren {
+ public:
+  FragmentChildren() = default;
+  FragmentChildren(const FragmentNode* const* data, size_t size) : data_(data), size_(size) {}
+  const FragmentNode* const* begin() const { return data_; }
+  const FragmentNode* const* end() const { return data_ + size_; }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const FragmentNode* operator[](size_t i) const { return data_[i]; }
+  // The same children, by address.
+  bool operator==(const FragmentChildren& other) const {
+    if (size_ != other.size_) return false;
+    for (size_t i = 0; i < size_; ++i) {
+      if (data_[i] != other.data_[i]) return false;
+    }
+    return true;
+  }
+
+ private:
+  const FragmentNode* const* data_ = nullptr;
+  size_t size_ = 0;
+};
+
 // A node of a fragment's tree, made in an arena (FragmentArenaScope). Immutable once built
 // (fragments are shared across threads: string_formats.h keeps prebuilt ones for the process).
 // A conversion's arena hash-conses its nodes: a node is made only when the arena has none of
@@ -153,7 +179,7 @@ struct FragmentNode {
   std::string text;
   // kExpression: the nodes of `text` (its root rule's body).
   std::shared_ptr<const GrammarAst> built;
-  std::vector<const FragmentNode*> children;
+  FragmentChildren children;
   size_t printed_size = 0;  // bytes of the printed text
   // At least the number of grammar nodes lowering the tree appends (RuleSet::Lower reserves
   // the node table by it): 1 + the children's, a Built expression's node count (saturating).
