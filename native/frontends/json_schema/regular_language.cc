@@ -14,6 +14,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "frontends/json_schema/right_linear_rules.h"
 #include "frontends/regex/leading_lookaheads.h"
 #include "frontends/regex/regex_converter.h"
 #include "grammar/grammar_ast.h"
@@ -864,17 +865,6 @@ Fragment LengthBoundedFragment(const CodepointDfa& language, const CodepointDfa&
 
 namespace {
 
-// The character class of each (state, target) pair: edges to one target share one class.
-std::map<int32_t, std::string> ClassesByTarget(const CodepointDfa::State& state) {
-  std::map<int32_t, std::string> classes;  // target -> class members
-  for (const auto& e : state.edges) {
-    std::string& members = classes[e.target];
-    members += EbnfClassMember(e.lo);
-    if (e.hi > e.lo) members += (e.hi > e.lo + 1 ? "-" : "") + EbnfClassMember(e.hi);
-  }
-  return classes;
-}
-
 // a | ε written as a?, which reads better and lowers to the same automaton.
 Fragment AltWithEpsilon(const Fragment& a, const Fragment& b) {
   if (a.epsilon() && !b.never() && !b.epsilon()) return Optional(b);
@@ -992,8 +982,9 @@ Fragment EliminateStates(const CodepointDfa& dfa, size_t max_bytes, RuleSet* rul
   return leaving(start);
 }
 
-// Automata up to this many states go through state elimination; beyond, every state is a
-// rule. The FSM builder turns both forms back into one rule DFA (the expression by subset
+// Automata up to this many states go through state elimination; beyond, right-linear rules
+// (WriteRightLinearRules: states with one incoming edge written inside their predecessor's
+// rule, which copies no text). The FSM builder turns both forms back into one rule DFA (the expression by subset
 // construction over its Thompson NFA, the rules by MergeRightLinearGroups), but a larger
 // automaton's expression repeats sub-expressions (over 300 JSONSchemaBench schemas, the 14
 // automata above 64 states wrote 490 KB of EBNF, e.g. 11 KB per localised-name key of the
@@ -1058,23 +1049,7 @@ Fragment WriteRegularLanguage(const CodepointDfa& dfa, RuleSet* rules, const std
   if (dfa.states.size() <= kMaxEliminatedStates) {
     return rules->Share(hint, EliminateStates(dfa, kMaxExpressionBytes, rules, hint));
   }
-  // A state with no edges (after trimming: an accepting end) is the empty string; every
-  // other state is a rule `state ::= "" | [class] next | ...`.
-  std::vector<std::string> names(dfa.states.size());
-  for (size_t i = 0; i < dfa.states.size(); ++i) {
-    if (!dfa.states[i].edges.empty()) names[i] = rules->Reserve(hint);
-  }
-  for (size_t i = 0; i < dfa.states.size(); ++i) {
-    if (names[i].empty()) continue;
-    std::vector<Fragment> choices;
-    if (dfa.states[i].accepting) choices.push_back(Fragment::Epsilon());
-    for (const auto& [target, members] : ClassesByTarget(dfa.states[i])) {
-      Fragment next = names[target].empty() ? Fragment::Epsilon() : Fragment::Atom(names[target]);
-      choices.push_back(Seq({Fragment::Atom("[" + members + "]"), next}));
-    }
-    rules->Define(names[i], Alt(choices));
-  }
-  return names[0].empty() ? Fragment::Epsilon() : Fragment::Atom(names[0]);
+  return WriteRightLinearRules(dfa, rules, hint);
 }
 
 }  // namespace
