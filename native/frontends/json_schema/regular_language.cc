@@ -14,6 +14,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "frontends/json_schema/right_linear_rules.h"
 #include "frontends/regex/leading_lookaheads.h"
 #include "frontends/regex/regex_converter.h"
 #include "grammar/grammar_ast.h"
@@ -351,6 +352,12 @@ CodepointDfa DfaFromRules(const std::vector<std::pair<std::string, Fragment>>& d
 
 namespace {
 
+// DfaToFragment for `dfa` as Minimized (or Product, or Repeated) returned it: minimising
+// again would give the same automaton (Minimized renumbers states canonically, so it is
+// idempotent), at the cost of a second refinement.
+Fragment WrittenMinimalDfa(const CodepointDfa& dfa, RuleSet* rules, const std::string& hint,
+                           size_t max_states = 2000);
+
 // RegexToGrammar's nodes for `pattern` as a grammar whose root rule is the pattern.
 std::shared_ptr<const GrammarAst> RegexGrammar(std::string_view pattern, const RegexOptions& options,
                                                std::string* ebnf) {
@@ -385,7 +392,7 @@ bool NeedsAutomaton(std::string_view pattern, const RegexOptions& options) {
 Fragment PatternFragment(std::string_view pattern, const RegexOptions& options, RuleSet* rules,
                          const std::string& hint) {
   if (!NeedsAutomaton(pattern, options)) return RegexFragment(pattern, options);
-  return DfaToFragment(DfaFromRegex(pattern, options), rules, hint);
+  return WrittenMinimalDfa(DfaFromRegex(pattern, options), rules, hint);
 }
 
 Fragment RegexFragment(std::string_view pattern, const RegexOptions& options) {
@@ -777,7 +784,7 @@ std::optional<Fragment> LoopUnitFragment(const CodepointDfa& dfa, int32_t loop, 
   CodepointDfa returns = StartedAt(dfa, loop, [loop](int32_t s) { return s == loop; });
   CodepointDfa units = Product(returns, unit, ProductKind::kIntersection);
   if (units.Empty()) return std::nullopt;
-  return DfaToFragment(units, rules, hint + "_unit");
+  return WrittenMinimalDfa(units, rules, hint + "_unit");
 }
 
 // See LengthBoundedFragment: `dfa` (minimised) as prefixes P, a loop state whose strings are
@@ -818,14 +825,14 @@ std::optional<Fragment> LoopTailFragment(const CodepointDfa& dfa, const Codepoin
     if (exact.Empty()) continue;
     long long low = std::max(0LL, min_count - k);
     long long high = max_count < 0 ? -1 : max_count - k;
-    choices.push_back(Seq({DfaToFragment(exact, rules, hint), Repeat(loop_class, static_cast<int>(low),
+    choices.push_back(Seq({WrittenMinimalDfa(exact, rules, hint), Repeat(loop_class, static_cast<int>(low),
                                                                        static_cast<int>(high))}));
   }
   long long longest_finite = LongestAcceptedLength(Minimized(finite));
   if (longest_finite >= min_count) {
     long long high = max_count < 0 ? longest_finite : std::min(max_count, longest_finite);
     CodepointDfa bounded = Product(finite, Repeated(unit, min_count, high), ProductKind::kIntersection);
-    if (!bounded.Empty()) choices.push_back(DfaToFragment(bounded, rules, hint));
+    if (!bounded.Empty()) choices.push_back(WrittenMinimalDfa(bounded, rules, hint));
   }
   return Alt(choices);
 }
@@ -858,22 +865,11 @@ Fragment LengthBoundedFragment(const CodepointDfa& language, const CodepointDfa&
   }
   std::optional<Fragment> loop_form = LoopTailFragment(Minimized(language), unit, min_count, max_count, rules, hint);
   if (loop_form) return *loop_form;
-  return DfaToFragment(Product(language, Repeated(unit, min_count, max_count), ProductKind::kIntersection),
-                       rules, hint);
+  return WrittenMinimalDfa(Product(language, Repeated(unit, min_count, max_count), ProductKind::kIntersection),
+                           rules, hint);
 }
 
 namespace {
-
-// The character class of each (state, target) pair: edges to one target share one class.
-std::map<int32_t, std::string> ClassesByTarget(const CodepointDfa::State& state) {
-  std::map<int32_t, std::string> classes;  // target -> class members
-  for (const auto& e : state.edges) {
-    std::string& members = classes[e.target];
-    members += EbnfClassMember(e.lo);
-    if (e.hi > e.lo) members += (e.hi > e.lo + 1 ? "-" : "") + EbnfClassMember(e.hi);
-  }
-  return classes;
-}
 
 // a | ε written as a?, which reads better and lowers to the same automaton.
 Fragment AltWithEpsilon(const Fragment& a, const Fragment& b) {
@@ -992,8 +988,9 @@ Fragment EliminateStates(const CodepointDfa& dfa, size_t max_bytes, RuleSet* rul
   return leaving(start);
 }
 
-// Automata up to this many states go through state elimination; beyond, every state is a
-// rule. The FSM builder turns both forms back into one rule DFA (the expression by subset
+// Automata up to this many states go through state elimination; beyond, right-linear rules
+// (WriteRightLinearRules: states with one incoming edge written inside their predecessor's
+// rule, which copies no text). The FSM builder turns both forms back into one rule DFA (the expression by subset
 // construction over its Thompson NFA, the rules by MergeRightLinearGroups), but a larger
 // automaton's expression repeats sub-expressions (over 300 JSONSchemaBench schemas, the 14
 // automata above 64 states wrote 490 KB of EBNF, e.g. 11 KB per localised-name key of the
@@ -1010,7 +1007,29 @@ Fragment WriteRegularLanguage(const CodepointDfa& dfa, RuleSet* rules, const std
 
 Fragment DfaToFragment(const CodepointDfa& input, RuleSet* rules, const std::string& hint,
                        size_t max_states) {
-  CodepointDfa dfa = Minimized(input);
+  return WrittenMinimalDfa(Minimized(input), rules, hint, max_states);
+}
+
+namespace {
+
+#if XG2_DCHECKS_ENABLED
+bool SameAutomaton(const CodepointDfa& a, const CodepointDfa& b) {
+  if (a.states.size() != b.states.size()) return false;
+  for (size_t i = 0; i < a.states.size(); ++i) {
+    const CodepointDfa::State &x = a.states[i], &y = b.states[i];
+    if (x.accepting != y.accepting || x.edges.size() != y.edges.size()) return false;
+    for (size_t k = 0; k < x.edges.size(); ++k) {
+      if (x.edges[k].lo != y.edges[k].lo || x.edges[k].hi != y.edges[k].hi || x.edges[k].target != y.edges[k].target) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+#endif
+
+Fragment WrittenMinimalDfa(const CodepointDfa& dfa, RuleSet* rules, const std::string& hint, size_t max_states) {
+  XG2_DCHECK(SameAutomaton(dfa, Minimized(dfa)), "a written automaton is as Minimized returns it");
   if (dfa.Empty()) return Fragment::Never();
   if (dfa.states.size() > max_states) {
     throw ResourceLimitError("regular language too large (" + std::to_string(dfa.states.size()) +
@@ -1037,13 +1056,15 @@ Fragment DfaToFragment(const CodepointDfa& input, RuleSet* rules, const std::str
   return fragment;
 }
 
+}  // namespace
+
 Fragment MinimalDfaToFragment(const CodepointDfa& input, RuleSet* rules, const std::string& hint) {
   try {
     return DfaToFragment(input, rules, hint);
   } catch (const ResourceLimitError&) {
     // Minimized only trims large machines; Hopcroft's refinement, O(edges log states), is paid
     // here, where a trimmed machine was refused (DfaToFragment keeps a minimal one as it is).
-    return DfaToFragment(MinimizedUpTo(input, kMaxAutomatonStates), rules, hint);
+    return WrittenMinimalDfa(MinimizedUpTo(input, kMaxAutomatonStates), rules, hint);
   }
 }
 
@@ -1058,23 +1079,7 @@ Fragment WriteRegularLanguage(const CodepointDfa& dfa, RuleSet* rules, const std
   if (dfa.states.size() <= kMaxEliminatedStates) {
     return rules->Share(hint, EliminateStates(dfa, kMaxExpressionBytes, rules, hint));
   }
-  // A state with no edges (after trimming: an accepting end) is the empty string; every
-  // other state is a rule `state ::= "" | [class] next | ...`.
-  std::vector<std::string> names(dfa.states.size());
-  for (size_t i = 0; i < dfa.states.size(); ++i) {
-    if (!dfa.states[i].edges.empty()) names[i] = rules->Reserve(hint);
-  }
-  for (size_t i = 0; i < dfa.states.size(); ++i) {
-    if (names[i].empty()) continue;
-    std::vector<Fragment> choices;
-    if (dfa.states[i].accepting) choices.push_back(Fragment::Epsilon());
-    for (const auto& [target, members] : ClassesByTarget(dfa.states[i])) {
-      Fragment next = names[target].empty() ? Fragment::Epsilon() : Fragment::Atom(names[target]);
-      choices.push_back(Seq({Fragment::Atom("[" + members + "]"), next}));
-    }
-    rules->Define(names[i], Alt(choices));
-  }
-  return names[0].empty() ? Fragment::Epsilon() : Fragment::Atom(names[0]);
+  return WriteRightLinearRules(dfa, rules, hint);
 }
 
 }  // namespace

@@ -6,7 +6,8 @@
 // Automata are built from grammar nodes (the regex frontend's, RegexToGrammar, or a converter
 // fragment's, lowered through the grammar builder: no EBNF text is printed and parsed on the
 // way), combined by the product construction, and written back as fragments: one regular
-// expression when state elimination keeps it small, else right-linear rules (one per state).
+// expression when state elimination keeps it small, else right-linear rules (right_linear_rules.h:
+// one per state that is entered from several places or loops, the others written inside them).
 #ifndef XG2_FRONTENDS_JSON_SCHEMA_REGULAR_LANGUAGE_H_
 #define XG2_FRONTENDS_JSON_SCHEMA_REGULAR_LANGUAGE_H_
 

@@ -1,0 +1,94 @@
+"""A regular language the JSON Schema frontend writes as right-linear rules (its minimal DFA
+above 32 states: frontends/json_schema/right_linear_rules.h) keeps a rule only for a state
+entered from several places or looping; a state entered by one edge is written inside its
+predecessor's rule, down to a bounded depth. The FSM builder merges the chain into one rule
+DFA either way, so the language and the masks must not change with the form: checked here
+with the real engine and the llama3.1 tokenizer against jsonschema and the reference mask."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+import xg2_plugin as xg
+from xg2_plugin import _native
+from xg2_test_support import compare_masks_along, encode_continuation, hf_tokenizer_info, string_accepted
+
+jsonschema = pytest.importorskip("jsonschema")
+
+# name -> (schema, instances); each language's minimal DFA has more than 32 states.
+CASES = {
+    # The layered automaton of a pattern under a length: hubs where layers meet.
+    "pattern_under_max_length": (
+        {"type": "string", "pattern": "^(\\d+\\.\\d+\\.\\d+.*)$", "maxLength": 32},
+        ["1.2.3", "10.20.30-beta+build.7", "1.2.3" + "x" * 27, "1.2.3" + "x" * 28, "1.2", "a1.2.3",
+         "1.2.3 \u00e9\"q\"", "1.2.3\\u0001"],
+    ),
+    # A long chain of single-predecessor states: nested up to the depth bound, then a new rule.
+    "long_literal_chain": (
+        {"type": "string", "pattern": "^prefix-abcdefghijklmnopqrstuvwxyz-0123456789-[a-f]+$", "maxLength": 60},
+        ["prefix-abcdefghijklmnopqrstuvwxyz-0123456789-abc", "prefix-abcdefghijklmnopqrstuvwxyz-0123456789-",
+         "prefix-abcdefghijklmnopqrstuvwxyz-0123456789-" + "a" * 15,
+         "prefix-abcdefghijklmnopqrstuvwxyz-0123456789-" + "a" * 16, "prefix-abcdefghijklmnopqrstuvwxyz-012345678-a"],
+    ),
+}
+
+
+def _chain(schema: dict) -> dict[str, str]:
+    ebnf, _ = _native._json_schema_to_ebnf(json.dumps(schema), strict_mode=False)
+    bodies = {}
+    for line in ebnf.splitlines():
+        name, _, body = line.partition(" ::= ")
+        if re.fullmatch(r"value_chars(_\d+)?", name):
+            bodies[name] = body
+    return bodies, ebnf
+
+
+# One character class in the printed body (a state's step).
+CLASS = re.compile(r"\[(?:\\.|[^\]\\])*\]")
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_chain_keeps_only_shared_or_looping_states(case: str) -> None:
+    schema, _ = CASES[case]
+    bodies, ebnf = _chain(schema)
+    assert len(bodies) > 1, f"expected a chain of right-linear rules\n{ebnf}"
+    for name, body in bodies.items():
+        if name == "value_chars" or re.search(rf"\b{name}\b", body):
+            continue  # the head, or a state with a self-loop
+        users = [(user, m.start()) for user, text in bodies.items() for m in re.finditer(rf"\b{name}\b", text)]
+        if len(users) >= 2:
+            continue
+        # Used once: a rule only because nesting it would pass the depth bound, so at least
+        # that many states (one class each) lead to it inside its user.
+        (user, at), = users
+        assert len(CLASS.findall(bodies[user][:at])) >= 16, (name, user, ebnf)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_instances_accepted_as_jsonschema_says(case: str) -> None:
+    schema, instances = CASES[case]
+    grammar = xg.GrammarCompiler(hf_tokenizer_info("llama3.1")).compile_json_schema(schema, strict_mode=False)
+    validator = jsonschema.Draft202012Validator(schema)
+    verdicts = set()
+    for instance in instances:
+        expected = validator.is_valid(instance)
+        verdicts.add(expected)
+        text = json.dumps(instance, ensure_ascii=False)
+        assert string_accepted(grammar, text) == expected, (case, text, expected)
+    assert verdicts == {True, False}, "each case needs valid and invalid instances"
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_masks_match_reference(case: str) -> None:
+    schema, instances = CASES[case]
+    grammar = xg.GrammarCompiler(hf_tokenizer_info("llama3.1")).compile_json_schema(schema, strict_mode=False)
+    validator = jsonschema.Draft202012Validator(schema)
+    steps = 0
+    for instance in instances:
+        if validator.is_valid(instance):
+            ids = encode_continuation("llama3.1", json.dumps(instance, ensure_ascii=False))
+            steps += compare_masks_along(grammar, ids, require_accept=True)
+    assert steps > 10
