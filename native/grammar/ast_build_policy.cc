@@ -357,13 +357,23 @@ RuleBuildPolicy DecideEagerRules(const GrammarAst& ast, fsm_build::LoweringConte
 // parts it may fall back into (a fragment built before was charged when it was built). Builds run one at a time per grammar
 // (RuleDfaSnapshots), so at any moment the budget holds what earlier builds kept and at most
 // one try's transient nodes: the total adds the largest of those once.
-void BoundLazyRules(const GrammarAst& ast, fsm_build::LoweringContext* ctx, RuleBuildPolicy* policy) {
+void BoundLazyRules(const GrammarAst& ast, fsm_build::LoweringContext* ctx, RuleBuildPolicy* policy, int64_t stop_above) {
   BuildBound bound(ast, ctx);
   std::vector<uint32_t> visited(ast.nodes.size(), 0);  // the walk of rule r stamps r + 1
   std::vector<ExprId> stack;
   policy->total_lazy_node_bound = 0;
+  // Largest bodies first where the walk may stop: the grammars built whole pass the budget
+  // on their largest rules (a unit's bound grows with its NFA), so they stop early.
+  std::vector<RuleId> order;
   for (size_t r = 0; r < ast.rules.size(); ++r) {
-    if (policy->eager[r] != kBuildOnFirstUse) continue;
+    if (policy->eager[r] == kBuildOnFirstUse) order.push_back(static_cast<RuleId>(r));
+  }
+  if (stop_above < kSaturated) {
+    std::vector<int64_t> size(ast.rules.size(), 0);
+    for (RuleId r : order) size[r] = ctx->ExpandedSize(ast.rules[r].body);
+    std::stable_sort(order.begin(), order.end(), [&size](RuleId a, RuleId b) { return size[a] > size[b]; });
+  }
+  for (RuleId r : order) {
     const ExprId body = ast.rules[r].body;
     int64_t rule_bound = bound.Kept(body);
     const uint32_t stamp = static_cast<uint32_t>(r) + 1;
@@ -379,6 +389,7 @@ void BoundLazyRules(const GrammarAst& ast, fsm_build::LoweringContext* ctx, Rule
     }
     policy->lazy_node_bound[r] = rule_bound;
     policy->total_lazy_node_bound = SaturatingAdd(policy->total_lazy_node_bound, rule_bound);
+    if (policy->total_lazy_node_bound > stop_above) return;
   }
   policy->total_lazy_node_bound = SaturatingAdd(policy->total_lazy_node_bound, bound.largest_transient());
 }

@@ -19,6 +19,7 @@
 
 #include <bitset>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "grammar/grammar_ast.h"
@@ -132,7 +133,10 @@ RuleBuildPolicy DecideRuleBuildPolicy(const GrammarAst& ast, const FsmBuildLimit
 // (LoweringContext::BuiltFragment) counts its DFA's exact size, where one not built yet
 // counts a bound of it and is charged to every rule that copies it.
 RuleBuildPolicy DecideEagerRules(const GrammarAst& ast, fsm_build::LoweringContext* ctx);
-void BoundLazyRules(const GrammarAst& ast, fsm_build::LoweringContext* ctx, RuleBuildPolicy* policy);
+// `stop_above`: the walk stops once the total passes it (the total is then above it, not the
+// bound; the bounds of the rules not reached stay 0).
+void BoundLazyRules(const GrammarAst& ast, fsm_build::LoweringContext* ctx, RuleBuildPolicy* policy,
+                    int64_t stop_above = std::numeric_limits<int64_t>::max());
 
 }  // namespace xg2
 

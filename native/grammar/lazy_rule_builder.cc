@@ -28,14 +28,15 @@ bool HasUniqueItems(const GrammarAst& ast) {
 LazyRuleBuilder::LazyRuleBuilder(GrammarAst ast, const FsmBuildLimits& limits)
     : ast_(std::move(ast)),
       limits_(limits),
-      nullable_(AstRuleNullable(ast_, ComputeRuleBodyOrder(ast_))),
       ctx_(ast_, limits_),
       body_keys_(ast_),
       budget_(limits_.max_nodes) {}
 
 // Builds every fragment (LoweringContext::IsFragment) a rule left to first use copies, so
-// that the bound counts their exact sizes. False when one falls back (it would split into
-// #part rules of whichever rule builds it first): the grammar is then built whole.
+// that the bound counts their exact sizes. False when one falls back: the grammar is then
+// built whole. The context then holds the fallback (OnExplosion, as the whole build's first
+// try of the rule that meets the fragment would record it) and the budget is as before the
+// try, so the whole build goes on from here and builds nothing twice.
 bool LazyRuleBuilder::BuildFragmentsOf(const RuleBuildPolicy& policy) {
   fsm_build::ScratchLease lease;
   ctx_.set_scratch(lease.get());
@@ -51,9 +52,12 @@ bool LazyRuleBuilder::BuildFragmentsOf(const RuleBuildPolicy& policy) {
       if (visited[e]) continue;
       visited[e] = 1;
       if (ctx_.IsFragment(e)) {
+        const int64_t saved_budget = budget_;
         try {
           ctx_.Fragment(e, &budget_, ast_.rules[r].name);
-        } catch (const fsm_build::DeterminisationExplosion&) {
+        } catch (const fsm_build::DeterminisationExplosion& explosion) {
+          budget_ = saved_budget;
+          ctx_.OnExplosion(explosion.expr, ast_.rules[r].name);
           built = false;
         }
         continue;  // lowered as a copy of its DFA: nothing inside is met as a fragment
@@ -67,14 +71,22 @@ bool LazyRuleBuilder::BuildFragmentsOf(const RuleBuildPolicy& policy) {
 
 // Whole or lazy is decided before any rule is built: the eager rules and the fragments the
 // others copy are known from the AST, and the bound on the others is checked against what the
-// fragments leave of the budget. Only where the eager rules then take more than the rest does
-// the compile build the grammar again, whole (BuildGrammarFsm would raise or nearly so).
+// fragments leave of the budget. A grammar built whole is built on the builder's context, as
+// BuildGrammarFsm would build it: a fragment's DFA depends on its expression alone, a
+// fragment that fell back is recorded as the whole build's first try would record it, and the
+// budget is charged the same fragments, only earlier; so the whole path pays for the policy
+// (linear in the AST) and nothing else twice. Only where the eager rules then take more than
+// the bound leaves does the compile build the grammar again, whole (BuildGrammarFsm would
+// raise or nearly so).
 LazyGrammarFsm BuildGrammarFsmLazily(GrammarAst ast, const FsmBuildLimits& limits) {
   fsm_build::CheckBuilderInput(ast);
   if (HasUniqueItems(ast)) return {BuildGrammarFsm(ast, limits), nullptr};
   const int32_t num_rules = static_cast<int32_t>(ast.rules.size());
   auto builder = std::make_shared<LazyRuleBuilder>(std::move(ast), limits);
   LazyRuleBuilder& b = *builder;
+  auto build_whole = [&b, &limits]() -> LazyGrammarFsm {
+    return {fsm_build::BuildFirstSnapshot(b.ast_, limits, &b.ctx_, &b.budget_, &b.body_keys_, nullptr, nullptr), nullptr};
+  };
   RuleBuildPolicy policy = DecideEagerRules(b.ast_, &b.ctx_);
   std::vector<uint8_t> build_now(num_rules, 0);
   int32_t waiting = 0;
@@ -82,16 +94,12 @@ LazyGrammarFsm BuildGrammarFsmLazily(GrammarAst ast, const FsmBuildLimits& limit
     build_now[r] = policy.eager[r] != kBuildOnFirstUse || r == b.ast_.root_rule;
     waiting += !build_now[r];
   }
-  if (waiting == 0 || !b.BuildFragmentsOf(policy)) return {BuildGrammarFsm(b.ast_, limits), nullptr};
-  BoundLazyRules(b.ast_, &b.ctx_, &policy);
-  // The bound counts the root's nodes too (built at compile): conservative.
-  if (policy.total_lazy_node_bound > b.budget_) {
-    // Built whole on the same context, so that the fragments are not built again. The FSM is
-    // BuildGrammarFsm's: a fragment's DFA depends on its expression alone, the context is
-    // otherwise pristine, and the budget is charged the same fragments, only earlier.
-    GrammarFsm whole = fsm_build::BuildFirstSnapshot(b.ast_, limits, &b.ctx_, &b.budget_, &b.body_keys_, nullptr, nullptr);
-    return {std::move(whole), nullptr};
-  }
+  if (waiting == 0 || !b.BuildFragmentsOf(policy)) return build_whole();
+  // The bound counts the root's nodes too (built at compile): conservative. It stops once
+  // it passes the budget (the grammar is then built whole whatever the rest adds).
+  BoundLazyRules(b.ast_, &b.ctx_, &policy, b.budget_);
+  if (policy.total_lazy_node_bound > b.budget_) return build_whole();
+  b.nullable_ = AstRuleNullable(b.ast_, ComputeRuleBodyOrder(b.ast_));
   GrammarFsm fsm = fsm_build::BuildFirstSnapshot(b.ast_, limits, &b.ctx_, &b.budget_, &b.body_keys_, &build_now, &b.nullable_);
   if (b.budget_ < policy.total_lazy_node_bound) return {BuildGrammarFsm(b.ast_, limits), nullptr};
   return {std::move(fsm), std::move(builder)};

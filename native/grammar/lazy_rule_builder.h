@@ -72,7 +72,7 @@ class LazyRuleBuilder {
 
   const GrammarAst ast_;  // declared first: ctx_ and body_keys_ refer to it
   const FsmBuildLimits limits_;
-  const AstNullability nullable_;
+  AstNullability nullable_;  // computed once the compile decided to leave rules unbuilt
   fsm_build::LoweringContext ctx_;
   fsm_build::BodyKeyWriter body_keys_;
   int64_t budget_;  // what the compile left of limits_.max_nodes

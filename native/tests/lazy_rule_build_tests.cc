@@ -225,6 +225,28 @@ TEST(GrammarsTheBoundDoesNotFitAreBuiltWhole) {
   }
 }
 
+// root ::= x | y | z ; x ::= "x" F ; y ::= "y" F ; z ::= "z" F, with F ::= [ab]* "a" [ab]{13} "."
+// one expression node shared by the three (a fragment, as inlining makes them) whose DFA
+// would pass the determinisation cap. The lazy compile meets its fallback while building
+// the fragments and builds the grammar whole on the same context, recording the fallback as
+// the eager build's first try of x does: the FSM is BuildGrammarFsm's.
+TEST(AGrammarWhoseFragmentFallsBackIsBuiltWholeAsEagerly) {
+  AstBuilder b;
+  const RuleId root = b.DeclareRule("root");
+  const ExprId fragment = b.Seq({b.Repeat(b.Class({{'a', 'b'}}), 0, -1), b.Bytes("a"),
+                                 b.Repeat(b.Class({{'a', 'b'}}), 13, 13), b.Bytes(".")});
+  const RuleId x = b.Rule("x", b.Seq({b.Bytes("x"), fragment}));
+  const RuleId y = b.Rule("y", b.Seq({b.Bytes("y"), fragment}));
+  const RuleId z = b.Rule("z", b.Seq({b.Bytes("z"), fragment}));
+  b.ast.rules[root].body = b.Choice({b.Ref(x), b.Ref(y), b.Ref(z)});
+  const LazyGrammarFsm lazy = BuildGrammarFsmLazily(b.ast, {});
+  CHECK(lazy.builder == nullptr);
+  CHECK_EQ(UnbuiltRules(lazy.fsm), 0);
+  const GrammarFsm eager = BuildGrammarFsm(b.ast, {});
+  CHECK(eager.num_rules() > 4);  // the fragment fell back: its parts are rules of their own
+  CHECK_EQ(lazy.fsm.ToString(), eager.ToString());
+}
+
 TEST(SnapshotsBuildEveryRuleOnRequest) {
   const BothWays grammar(MixedAst());
   const std::shared_ptr<const GrammarFsm> all = grammar.snapshots->BuildAll();
