@@ -290,6 +290,9 @@ class GrammarMatcher:
     @property
     def stop_token_ids(self) -> list[int]: ...
 
+def _new_default_matcher(compiled_grammar: CompiledGrammar) -> GrammarMatcher:
+    """GrammarMatcher(compiled_grammar) with the tokenizer's stop tokens (the default matcher)."""
+
 def _shared_rule_dfa_stats() -> dict[str, int]: ...
 def _wait_for_background_work() -> None: ...
 def batch_fill_next_token_bitmask(
