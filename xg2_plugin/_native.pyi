@@ -153,11 +153,11 @@ class SyncCompiler:
     in-flight compile, Ctrl-C watch (native/bindings/sync_compile_bindings.cc)."""
 
     def __init__(
-        self, compiler: GrammarCompiler, cache: GrammarCache, derived_vocabularies: DerivedVocabularies,
+        self, cache: GrammarCache, derived_vocabularies: DerivedVocabularies,
         cache_enabled: bool, derived_kept_uncached: int, grammar_class: type, tokenizer_info: Any,
     ) -> None: ...
     def json_schema(
-        self, key: str, text: str, any_whitespace: bool, indent: Optional[int], separators: Optional[tuple[str, str]],
+        self, compiler: GrammarCompiler, key: str, text: str, any_whitespace: bool, indent: Optional[int], separators: Optional[tuple[str, str]],
         strict_mode: bool, max_whitespace: Optional[int], lenient: bool, any_order: bool, any_key_spelling: bool,
         timeout: Optional[float], watch_sigint: bool,
     ) -> tuple[Any, list[str]]: ...

@@ -454,8 +454,8 @@ class GrammarCompiler:
         # A synchronous compile on the main thread as one native call: the steps of _submit's
         # call_on_main_thread with _cache_entry's build (not for the disk cache's Python build).
         self._sync_compiler = None if self._disk_cache is not None else _native.SyncCompiler(
-            self._native, self._grammar_cache, self._token_literal_vocabs, cache_enabled, _DERIVED_VOCABS_UNCACHED,
-            CompiledGrammar, tokenizer_info)
+            self._grammar_cache, self._token_literal_vocabs, cache_enabled, _DERIVED_VOCABS_UNCACHED, CompiledGrammar,
+            tokenizer_info)
 
     @property
     def tokenizer_info(self) -> TokenizerInfo:
@@ -535,7 +535,7 @@ class GrammarCompiler:
         prefix = self._cache_key_prefixes.get(options) or self._cache_key_prefix(options)
         try:
             grammar, ignored = sync.json_schema(
-                prefix + text, text, any_whitespace, indent, separators, strict_mode, max_whitespace, lenient,
+                self._native, prefix + text, text, any_whitespace, indent, separators, strict_mode, max_whitespace, lenient,
                 any_order, any_key_spelling, timeout, True)
         except _native.CompilationTimeoutError:
             raise _calls.timeout_error(timeout) from None

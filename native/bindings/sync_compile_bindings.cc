@@ -46,33 +46,31 @@ void EndSigintWatch(bool watching) {
 
 class SyncCompiler {
  public:
-  // What the Python GrammarCompiler holds: its native compiler, grammar cache and derived
-  // vocabularies, whether the cache stores grammars (without it only `derived_kept_uncached`
-  // derived vocabularies are kept), and what its grammars are made of.
-  SyncCompiler(std::shared_ptr<GrammarCompiler> compiler, std::shared_ptr<PyGrammarCache> cache,
-               std::shared_ptr<DerivedVocabularies> derived, bool cache_enabled, size_t derived_kept_uncached,
-               py::type grammar_class, py::object tokenizer_info)
-      : compiler_(std::move(compiler)),
-        cache_(std::move(cache)),
+  // What the Python GrammarCompiler holds: its grammar cache and derived vocabularies,
+  // whether the cache stores grammars (without it only `derived_kept_uncached` derived
+  // vocabularies are kept), and what its grammars are made of.
+  SyncCompiler(std::shared_ptr<PyGrammarCache> cache, std::shared_ptr<DerivedVocabularies> derived,
+               bool cache_enabled, size_t derived_kept_uncached, py::type grammar_class, py::object tokenizer_info)
+      : cache_(std::move(cache)),
         derived_(std::move(derived)),
         cache_enabled_(cache_enabled),
         derived_kept_uncached_(derived_kept_uncached),
         grammar_class_(std::move(grammar_class)),
         tokenizer_info_(std::move(tokenizer_info)) {
-    if (!compiler_ || !cache_ || !derived_) {
-      throw py::type_error("SyncCompiler: compiler, cache and derived vocabularies are required");
-    }
+    if (!cache_ || !derived_) throw py::type_error("SyncCompiler: cache and derived vocabularies are required");
   }
 
   // (grammar, warnings of ignored keywords): the warnings only when this call ran the compile.
-  py::tuple JsonSchema(const std::string& key, const std::string& text, const JsonSchemaOptions& options,
-                       std::optional<double> timeout, bool watch_sigint) {
+  // `compiler` is the Python GrammarCompiler's native compiler as it stands at the call (as
+  // the general path reads it).
+  py::tuple JsonSchema(const GrammarCompiler& compiler, const std::string& key, const std::string& text,
+                       const JsonSchemaOptions& options, std::optional<double> timeout, bool watch_sigint) {
     if (std::optional<HeldObject> hit = cache_->Find(key)) return py::make_tuple(**hit, py::list());
     std::vector<std::string> warnings;
     HeldObject grammar = GetOrCompile(
         key,
         [&](const CancellationToken* cancel) {
-          JsonSchemaCompilation compiled = compiler_->CompileJsonSchema(text, options, cancel);
+          JsonSchemaCompilation compiled = compiler.CompileJsonSchema(text, options, cancel);
           warnings = std::move(compiled.warnings);
           return Wrap(std::move(compiled.grammar), "json_schema");
         },
@@ -138,7 +136,6 @@ class SyncCompiler {
     return built;
   }
 
-  std::shared_ptr<GrammarCompiler> compiler_;
   std::shared_ptr<PyGrammarCache> cache_;
   std::shared_ptr<DerivedVocabularies> derived_;
   bool cache_enabled_;
@@ -149,15 +146,16 @@ class SyncCompiler {
 
 void BindSyncCompiler(py::module_& m) {
   py::class_<SyncCompiler, std::shared_ptr<SyncCompiler>>(m, "SyncCompiler")
-      .def(py::init<std::shared_ptr<GrammarCompiler>, std::shared_ptr<PyGrammarCache>,
-                    std::shared_ptr<DerivedVocabularies>, bool, size_t, py::type, py::object>(),
-           py::arg("compiler"), py::arg("cache"), py::arg("derived_vocabularies"), py::arg("cache_enabled"),
+      .def(py::init<std::shared_ptr<PyGrammarCache>, std::shared_ptr<DerivedVocabularies>, bool, size_t, py::type,
+                    py::object>(),
+           py::arg("cache"), py::arg("derived_vocabularies"), py::arg("cache_enabled"),
            py::arg("derived_kept_uncached"), py::arg("grammar_class"), py::arg("tokenizer_info"))
       .def(
           "json_schema",
-          [](SyncCompiler& self, const std::string& key, const std::string& text, bool any_whitespace,
-             std::optional<int> indent, Separators separators, bool strict_mode, std::optional<int> max_whitespace,
-             bool lenient, bool any_order, bool any_key_spelling, std::optional<double> timeout, bool watch_sigint) {
+          [](SyncCompiler& self, const GrammarCompiler& compiler, const std::string& key, const std::string& text,
+             bool any_whitespace, std::optional<int> indent, Separators separators, bool strict_mode,
+             std::optional<int> max_whitespace, bool lenient, bool any_order, bool any_key_spelling,
+             std::optional<double> timeout, bool watch_sigint) {
             JsonSchemaOptions options;
             options.any_whitespace = any_whitespace;
             options.indent = indent;
@@ -167,11 +165,11 @@ void BindSyncCompiler(py::module_& m) {
             options.lenient = lenient;
             options.any_order = any_order;
             options.any_key_spelling = any_key_spelling;
-            return self.JsonSchema(key, text, options, timeout, watch_sigint);
+            return self.JsonSchema(compiler, key, text, options, timeout, watch_sigint);
           },
-          py::arg("key"), py::arg("text"), py::arg("any_whitespace"), py::arg("indent"), py::arg("separators"),
-          py::arg("strict_mode"), py::arg("max_whitespace"), py::arg("lenient"), py::arg("any_order"),
-          py::arg("any_key_spelling"), py::arg("timeout"), py::arg("watch_sigint"),
+          py::arg("compiler"), py::arg("key"), py::arg("text"), py::arg("any_whitespace"), py::arg("indent"),
+          py::arg("separators"), py::arg("strict_mode"), py::arg("max_whitespace"), py::arg("lenient"),
+          py::arg("any_order"), py::arg("any_key_spelling"), py::arg("timeout"), py::arg("watch_sigint"),
           "(grammar, warnings) of a JSON Schema under the cache key `key`, compiled on this thread when "
           "neither cached nor in flight; warnings only when this call compiled it.");
 }
