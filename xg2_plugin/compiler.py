@@ -535,8 +535,8 @@ class GrammarCompiler:
         prefix = self._cache_key_prefixes.get(options) or self._cache_key_prefix(options)
         try:
             grammar, ignored = sync.json_schema(
-                self._native, prefix + text, text, any_whitespace, indent, separators, strict_mode, max_whitespace, lenient,
-                any_order, any_key_spelling, timeout, True)
+                self._native, prefix + text, text, any_whitespace, indent, separators, strict_mode, max_whitespace,
+                lenient, any_order, any_key_spelling, timeout, True)
         except _native.CompilationTimeoutError:
             raise _calls.timeout_error(timeout) from None
         for message in ignored:
