@@ -148,6 +148,20 @@ class GrammarCache:
     @property
     def stats(self) -> dict[str, int]: ...
 
+class SyncCompiler:
+    """A synchronous JSON Schema compile on the main thread in one call: cache lookup, shared
+    in-flight compile, Ctrl-C watch (native/bindings/sync_compile_bindings.cc)."""
+
+    def __init__(
+        self, cache: GrammarCache, derived_vocabularies: DerivedVocabularies,
+        cache_enabled: bool, derived_kept_uncached: int, grammar_class: type, tokenizer_info: Any,
+    ) -> None: ...
+    def json_schema(
+        self, compiler: GrammarCompiler, key: str, text: str, any_whitespace: bool, indent: Optional[int], separators: Optional[tuple[str, str]],
+        strict_mode: bool, max_whitespace: Optional[int], lenient: bool, any_order: bool, any_key_spelling: bool,
+        timeout: Optional[float], watch_sigint: bool,
+    ) -> tuple[Any, list[str]]: ...
+
 class LoweredStructuralTag:
     def __eq__(self, other: LoweredStructuralTag) -> bool: ...  # type: ignore[override]
     def __hash__(self) -> int: ...
@@ -275,6 +289,9 @@ class GrammarMatcher:
     def num_accepted_steps(self) -> int: ...
     @property
     def stop_token_ids(self) -> list[int]: ...
+
+def _new_default_matcher(compiled_grammar: CompiledGrammar) -> GrammarMatcher:
+    """GrammarMatcher(compiled_grammar) with the tokenizer's stop tokens (the default matcher)."""
 
 def _shared_rule_dfa_stats() -> dict[str, int]: ...
 def _wait_for_background_work() -> None: ...

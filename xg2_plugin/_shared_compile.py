@@ -6,7 +6,9 @@ key runs the compile under its own token, the callers arriving meanwhile wait fo
 under its own token. A caller's timeout, ``cancel()`` or Ctrl-C therefore resolves only its own
 request: when the caller running the compile stops, a waiting caller takes the compile over.
 This module holds what stays in Python: the futures of the asynchronous API and the runs that
-resolve them, and the synchronous call on the main thread that Ctrl-C stops.
+resolve them, and the synchronous call on the main thread that Ctrl-C stops. A synchronous
+JSON Schema compile on the main thread (no disk cache) runs the same steps in one native call
+instead (``_native.SyncCompiler``, ``native/bindings/sync_compile_bindings.cc``).
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ its next safe point and frees its partial work.
 from __future__ import annotations
 
 import _signal
+import _thread
 import json
 import math
 import os
@@ -54,6 +55,9 @@ _CACHE_KEY_PREFIXES_KEPT = 256
 _DERIVED_VOCABS_UNCACHED = 4
 # Every compiler of the process, for the fork handler below.
 _COMPILERS: "weakref.WeakSet[GrammarCompiler]" = weakref.WeakSet()
+# Python's main thread (the thread that forked, in a child of fork()): synchronous compiles
+# there take the one-call native path (GrammarCompiler.compile_json_schema).
+_main_thread_ident = threading.main_thread().ident
 
 
 @dataclass(frozen=True)
@@ -329,6 +333,13 @@ def _schema_to_text(schema: SchemaLike, max_bytes: int = _INT64_MAX) -> str:
     )
 
 
+def _separators_pair(separators: Any) -> tuple[str, str]:
+    if (not isinstance(separators, (tuple, list)) or len(separators) != 2
+            or not all(isinstance(item, str) for item in separators)):
+        raise TypeError(f"separators must be a pair of str (item, key), got {separators!r}"[:200])
+    return (separators[0], separators[1])
+
+
 def _check_init_arguments(**arguments: Any) -> None:
     """Types and ranges of GrammarCompiler's scalar arguments (a float thread count or a
     str flag would otherwise be truncated or read as true)."""
@@ -440,6 +451,11 @@ class GrammarCompiler:
         )
         self._disk_cache = (_disk_cache.DiskCache(cache_dir, cache_dir_limit_bytes) if cache_dir is not None
                             else _disk_cache.DiskCache.from_environment())
+        # A synchronous compile on the main thread as one native call: the steps of _submit's
+        # call_on_main_thread with _cache_entry's build (not for the disk cache's Python build).
+        self._sync_compiler = None if self._disk_cache is not None else _native.SyncCompiler(
+            self._grammar_cache, self._token_literal_vocabs, cache_enabled, _DERIVED_VOCABS_UNCACHED, CompiledGrammar,
+            tokenizer_info)
 
     @property
     def tokenizer_info(self) -> TokenizerInfo:
@@ -491,11 +507,41 @@ class GrammarCompiler:
         ``any_key_spelling=True`` also accepts every other JSON spelling of a name
         (``{"\\u0061": 1}`` is member ``a``) at about twice the grammar size.
         """
-        return self.compile_json_schema_async(
-            schema, any_whitespace=any_whitespace, indent=indent, separators=separators,
-            strict_mode=strict_mode, max_whitespace=max_whitespace, lenient=lenient,
-            timeout=timeout, any_order=any_order, any_key_spelling=any_key_spelling, _run_inline=True,
-        ).result()
+        sync = self._sync_compiler
+        if (sync is None or _thread.get_ident() != _main_thread_ident
+                or _signal.getsignal(_signal.SIGINT) is not _signal.default_int_handler):
+            return self.compile_json_schema_async(
+                schema, any_whitespace=any_whitespace, indent=indent, separators=separators,
+                strict_mode=strict_mode, max_whitespace=max_whitespace, lenient=lenient,
+                timeout=timeout, any_order=any_order, any_key_spelling=any_key_spelling, _run_inline=True,
+            ).result()
+        # What the general path does on this thread (the checks and key of
+        # compile_json_schema_async, _submit's call_on_main_thread), with the cache lookup, the
+        # compile and the Ctrl-C watch in one native call: a request pays each Python frame cold.
+        max_bytes = self._limits.max_input_bytes
+        if type(schema) is str and schema.isascii() and len(schema) <= max_bytes:
+            text = schema  # what _check_text accepts without a copy
+        else:
+            text = _schema_to_text(schema, max_bytes)
+        if separators is not None:
+            separators = _separators_pair(separators)
+        if timeout is None:
+            timeout = self._limits.timeout_s
+        else:
+            _check_timeout(timeout, "timeout")
+        any_key_spelling = bool(any_key_spelling)
+        options = ("json_schema", any_whitespace, indent, separators, strict_mode, max_whitespace, lenient,
+                   any_order, any_key_spelling)
+        prefix = self._cache_key_prefixes.get(options) or self._cache_key_prefix(options)
+        try:
+            grammar, ignored = sync.json_schema(
+                self._native, prefix + text, text, any_whitespace, indent, separators, strict_mode, max_whitespace,
+                lenient, any_order, any_key_spelling, timeout, True)
+        except _native.CompilationTimeoutError:
+            raise _calls.timeout_error(timeout) from None
+        for message in ignored:
+            warnings.warn(f"JSON Schema keyword ignored (lenient): {message}", UserWarning, stacklevel=2)
+        return grammar
 
     def compile_builtin_json_grammar(self, *, timeout: Optional[float] = None) -> CompiledGrammar:
         """Compiles the grammar of any JSON value."""
@@ -562,10 +608,7 @@ class GrammarCompiler:
         (``cancel()`` stops the compile even once it runs; see ``CompileFuture``)."""
         text = _schema_to_text(schema, self._limits.max_input_bytes)
         if separators is not None:
-            if (not isinstance(separators, (tuple, list)) or len(separators) != 2
-                    or not all(isinstance(item, str) for item in separators)):
-                raise TypeError(f"separators must be a pair of str (item, key), got {separators!r}"[:200])
-            separators = (separators[0], separators[1])
+            separators = _separators_pair(separators)
         key = ("json_schema", text, any_whitespace, indent, separators, strict_mode, max_whitespace, lenient,
                any_order, bool(any_key_spelling))
 
@@ -796,14 +839,8 @@ class GrammarCompiler:
         structural tag (compared by its grammar's structure) is keyed by its number."""
         source = key[1] if len(key) > 1 else ""
         if isinstance(source, str):
-            # The repr of the options is remembered: it cost more than the rest of a cache hit.
             options = (key[0],) + key[2:]
-            prefix = self._cache_key_prefixes.get(options)
-            if prefix is None:
-                if len(self._cache_key_prefixes) >= _CACHE_KEY_PREFIXES_KEPT:
-                    self._cache_key_prefixes.clear()
-                prefix = self._cache_key_prefixes[options] = repr(options) + "\0"
-            return prefix + source
+            return (self._cache_key_prefixes.get(options) or self._cache_key_prefix(options)) + source
         if key[0] != "structural_tag":
             return repr(key)
         with self._lock:
@@ -816,6 +853,16 @@ class GrammarCompiler:
             else:
                 self._lowered_tag_keys.move_to_end(source)
         return f"('structural_tag', {number})"
+
+    def _cache_key_prefix(self, options: tuple) -> str:
+        """The key's start for a request kind and options: their repr, remembered (it cost more
+        than the rest of a cache hit)."""
+        prefix = self._cache_key_prefixes.get(options)
+        if prefix is None:
+            if len(self._cache_key_prefixes) >= _CACHE_KEY_PREFIXES_KEPT:
+                self._cache_key_prefixes.clear()
+            prefix = self._cache_key_prefixes[options] = repr(options) + "\0"
+        return prefix
 
     def _main_thread_pool(self) -> ThreadPoolExecutor:
         with self._lock:
@@ -872,6 +919,8 @@ def _cache_entry(build: Callable[[Any], CompiledGrammar], vocabularies: Any,
 
 
 def _compilers_after_fork_in_child() -> None:
+    global _main_thread_ident
+    _main_thread_ident = threading.main_thread().ident  # threading's own fork handler ran first
     for compiler in list(_COMPILERS):
         compiler._after_fork_in_child()
 

@@ -43,6 +43,24 @@ def _stop_token_list(values: Any, vocab_size: int, name: str) -> Optional[list[i
     return _token_id_list([values] if type(values) is int else values, vocab_size, name)
 
 
+_new_default_matcher = _native._new_default_matcher
+
+
+def _new_matcher(compiled_grammar: CompiledGrammar, stop_token_ids: Any, terminate_without_stop_token: Any,
+                 override_stop_tokens: Any) -> Any:
+    """The native matcher for GrammarMatcher's arguments other than the defaults."""
+    if not isinstance(terminate_without_stop_token, bool):
+        raise TypeError(
+            f"terminate_without_stop_token must be a bool, got {type(terminate_without_stop_token).__name__}")
+    stops = None
+    if stop_token_ids is not None or override_stop_tokens is not None:
+        vocab_size = compiled_grammar.tokenizer_info.vocab_size
+        stops = _stop_token_list(stop_token_ids, vocab_size, "stop_token_ids")
+        if stops is None:
+            stops = _stop_token_list(override_stop_tokens, vocab_size, "override_stop_tokens")
+    return _native.GrammarMatcher(compiled_grammar._handle, stops, terminate_without_stop_token)
+
+
 def _row_index(value: Any, rows: int, name: str = "bitmask index") -> int:
     index = _int_argument(value, name)
     if not 0 <= index < rows:
@@ -74,21 +92,21 @@ class GrammarMatcher:
         override_stop_tokens: Optional[Union[int, Sequence[int]]] = None,
     ) -> None:
         # Every request builds a matcher just before its first mask, mostly with the defaults:
-        # that call does only the checks it needs (no vocabulary size, no stop-token lists).
+        # that call does only the checks it needs (no vocabulary size, no stop-token lists) and
+        # one native call (_new_default_matcher: no pybind11 constructor dispatch).
         if not isinstance(compiled_grammar, CompiledGrammar):
             raise TypeError(f"compiled_grammar must be a CompiledGrammar, got {type(compiled_grammar).__name__}")
-        if terminate_without_stop_token is not False and not isinstance(terminate_without_stop_token, bool):
-            raise TypeError(
-                f"terminate_without_stop_token must be a bool, got {type(terminate_without_stop_token).__name__}")
-        stops = None
-        if stop_token_ids is not None or override_stop_tokens is not None:
-            vocab_size = compiled_grammar.tokenizer_info.vocab_size
-            stops = _stop_token_list(stop_token_ids, vocab_size, "stop_token_ids")
-            if stops is None:
-                stops = _stop_token_list(override_stop_tokens, vocab_size, "override_stop_tokens")
+        if stop_token_ids is None and override_stop_tokens is None and terminate_without_stop_token is False:
+            handle = _new_default_matcher(compiled_grammar._handle)
+        else:
+            handle = _new_matcher(compiled_grammar, stop_token_ids, terminate_without_stop_token, override_stop_tokens)
         self._compiled_grammar = compiled_grammar
-        self._handle = _native.GrammarMatcher(compiled_grammar._handle, stops, terminate_without_stop_token)
-        self._bind_fill()
+        self._handle = handle
+        if type(self) is GrammarMatcher:  # _bind_fill's common case, one frame less
+            self.fill_next_token_bitmask = handle.fill_next_token_bitmask  # type: ignore[method-assign]
+            self.accept_token = handle.accept_token  # type: ignore[method-assign]
+        else:
+            self._bind_fill()
 
     @classmethod
     def _wrap(cls, compiled_grammar: CompiledGrammar, handle: Any) -> "GrammarMatcher":
@@ -118,7 +136,7 @@ class GrammarMatcher:
 
     @property
     def stop_token_ids(self) -> list[int]:
-        return list(self._handle.stop_token_ids)
+        return self._handle.stop_token_ids  # a new list per read, converted once
 
     @property
     def vocab_size(self) -> int:

@@ -10,13 +10,13 @@
 #endif
 
 #include "bindings/registry.h"
+#include "bindings/sigint_watch.h"
 #include "support/cancellation.h"
 #include "support/compile_limits.h"
 
 namespace py = pybind11;
 
 namespace xg2 {
-namespace {
 
 // Ctrl-C during a compile that runs on Python's main thread (GrammarCompiler's synchronous
 // compiles; xg2_plugin/_shared_compile.py). Python's own SIGINT handler only marks the signal
@@ -25,6 +25,8 @@ namespace {
 // reads at every safe point (CancellationToken::CancelOnFlag); Python then raises
 // KeyboardInterrupt itself. Begin and end run on the main thread with the GIL held, which also
 // orders them: only one watch is open at a time.
+namespace {
+
 std::atomic<bool> sigint_seen{false};
 static_assert(std::atomic<bool>::is_always_lock_free, "the flag is set from a signal handler");
 #ifdef XG2_HAS_SIGACTION
@@ -42,7 +44,8 @@ void RestoreSigintInChild() {
 }
 #endif
 
-// Installs the handler; false where it cannot (another watch is open, or no sigaction).
+}  // namespace
+
 bool SigintWatchBegin() {
 #ifdef XG2_HAS_SIGACTION
   static const bool registered = pthread_atfork(nullptr, nullptr, &RestoreSigintInChild) == 0;
@@ -59,7 +62,6 @@ bool SigintWatchBegin() {
 #endif
 }
 
-// Puts Python's handler back; true when SIGINT arrived while the watch was open.
 bool SigintWatchEnd() {
 #ifdef XG2_HAS_SIGACTION
   if (!watching) return false;
@@ -68,6 +70,10 @@ bool SigintWatchEnd() {
 #endif
   return sigint_seen.exchange(false, std::memory_order_relaxed);
 }
+
+const std::atomic<bool>* SigintFlag() { return &sigint_seen; }
+
+namespace {
 
 void BindCompileOptions(py::module_& m) {
   py::class_<CompileLimits, std::shared_ptr<CompileLimits>>(m, "CompileLimits")

@@ -10,19 +10,13 @@
 #include <string>
 #include <utility>
 
+#include "bindings/grammar_cache_bindings.h"
 #include "bindings/registry.h"
-#include "compiler/compile_cache.h"
 #include "support/cancellation.h"
 
 namespace py = pybind11;
 
 namespace xg2 {
-namespace {
-
-// A Python object the cache holds without the GIL: the last owner to let go takes the GIL to
-// release it (a value may be evicted by any compiling thread).
-using HeldObject = std::shared_ptr<py::object>;
-using GrammarCache = CompileCache<HeldObject>;
 
 HeldObject Hold(py::object object) {
   return HeldObject(new py::object(std::move(object)), [](py::object* held) {
@@ -30,6 +24,10 @@ HeldObject Hold(py::object object) {
     delete held;
   });
 }
+
+namespace {
+
+using GrammarCache = PyGrammarCache;
 
 // The Python exception types of support/cancellation.h, bound by bindings/module.cc.
 struct CancellationTypes {

@@ -392,6 +392,24 @@ PyObject* AcceptTokenMethod(PyObject* self, PyObject* const* args, Py_ssize_t na
   }
 }
 
+// _native._new_default_matcher(compiled_grammar): GrammarMatcher(compiled_grammar) with the
+// tokenizer's stop tokens, as a METH_O function. Every request builds its matcher once, cold,
+// and mostly with the defaults: pybind11's constructor dispatch (overload resolution, the
+// optional stop-token list, the instance's two-step initialisation) costs more than that.
+PyObject* NewDefaultMatcher(PyObject* /*module*/, PyObject* compiled_grammar) {
+  try {
+    py::detail::make_caster<std::shared_ptr<CompiledGrammar>> grammar;
+    if (!grammar.load(compiled_grammar, /*convert=*/false)) {  // None included
+      throw py::type_error(std::string("compiled_grammar must be a native CompiledGrammar, got ") +
+                           Py_TYPE(compiled_grammar)->tp_name);
+    }
+    auto held = py::detail::cast_op<std::shared_ptr<CompiledGrammar>>(std::move(grammar));
+    return py::cast(GrammarMatcher(std::move(held), std::nullopt, false)).release().ptr();
+  } catch (...) {
+    return RaiseCurrentException();
+  }
+}
+
 // Installs a METH_FASTCALL | METH_KEYWORDS function as a method of the bound class.
 void AddFastcallMethod(py::class_<GrammarMatcher>& cls, PyMethodDef* method) {
   PyObject* descriptor = PyDescr_NewMethod(reinterpret_cast<PyTypeObject*>(cls.ptr()), method);
@@ -508,6 +526,13 @@ void BindGrammarMatcher(py::module_& m) {
       "accept_token(self, token_id: int) -> bool\n\nConsumes one token; False (state unchanged) if the grammar "
       "forbids it."};
   AddFastcallMethod(matcher_class, &accept_method);
+  static PyMethodDef new_default_matcher = {
+      "_new_default_matcher", &NewDefaultMatcher, METH_O,
+      "_new_default_matcher(compiled_grammar: CompiledGrammar) -> GrammarMatcher\n\nGrammarMatcher(compiled_grammar): "
+      "the tokenizer's stop tokens, terminate_without_stop_token=False."};
+  PyObject* function = PyCFunction_NewEx(&new_default_matcher, nullptr, nullptr);
+  if (!function) throw py::error_already_set();
+  m.attr("_new_default_matcher") = py::reinterpret_steal<py::object>(function);
 }
 
 void BindBatchFill(py::module_& m) {

@@ -82,3 +82,45 @@ def test_subclass_overrides_are_kept(grammar: xg.CompiledGrammar) -> None:
     assert type(plain) is Plain
     assert np.array_equal(_mask(plain.fill_next_token_bitmask, vocab_size),
                           _mask(xg.GrammarMatcher(grammar).fill_next_token_bitmask, vocab_size))
+
+
+def _state(matcher, vocab_size: int) -> tuple:
+    """What a caller can observe of a matcher: stop ids, flags and the mask."""
+    return (list(matcher.stop_token_ids), matcher.is_terminated(), matcher.is_completed(),
+            matcher.num_accepted_steps, _mask(matcher.fill_next_token_bitmask, vocab_size).tobytes())
+
+
+def test_default_native_constructor_is_the_general_one(grammar: xg.CompiledGrammar) -> None:
+    """_native._new_default_matcher (the default call's one native call) builds what the bound
+    constructor builds with no stop list and terminate_without_stop_token=False, along a whole
+    output: at the start, inside it, complete, and after the stop token."""
+    from xg2_plugin import _native
+
+    info = grammar.tokenizer_info
+    fast = _native._new_default_matcher(grammar._handle)
+    general = _native.GrammarMatcher(grammar._handle, None, False)
+    assert type(fast) is _native.GrammarMatcher
+    for step in (b'{"a": "x', b'"', b"}"):
+        assert _state(fast, info.vocab_size) == _state(general, info.vocab_size)
+        assert fast.accept_string(step) and general.accept_string(step)
+    assert _state(fast, info.vocab_size) == _state(general, info.vocab_size)
+    assert fast.is_completed() and not fast.is_terminated()  # waits for its stop token
+    assert fast.accept_token(info.stop_token_ids[0]) and general.accept_token(info.stop_token_ids[0])
+    assert _state(fast, info.vocab_size) == _state(general, info.vocab_size)
+    assert fast.is_terminated()
+
+
+@pytest.mark.parametrize("value", [None, 3, "grammar"])
+def test_default_native_constructor_refuses_what_is_not_a_grammar(value: object) -> None:
+    from xg2_plugin import _native
+
+    with pytest.raises(TypeError):
+        _native._new_default_matcher(value)
+
+
+def test_stop_token_ids_is_a_new_list_per_read(grammar: xg.CompiledGrammar) -> None:
+    matcher = xg.GrammarMatcher(grammar, stop_token_ids=[5, 3])
+    first = matcher.stop_token_ids
+    assert type(first) is list and first == [5, 3]
+    first.append(9)
+    assert matcher.stop_token_ids == [5, 3] and matcher.stop_token_ids is not matcher.stop_token_ids
