@@ -123,6 +123,21 @@ def string_accepted(grammar: xg.CompiledGrammar, text: str) -> bool:
     return matcher.accept_string(text) and matcher.is_completed()
 
 
+def check_accepted_as_jsonschema_says(grammar: xg.CompiledGrammar, schema: Any, instances: Iterable[Any]) -> None:
+    """Each instance (serialized with json.dumps) is accepted exactly when jsonschema (draft
+    2020-12) says it is valid; the instances must include valid and invalid ones."""
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(schema)
+    verdicts = set()
+    for instance in instances:
+        expected = validator.is_valid(instance)
+        verdicts.add(expected)
+        text = json.dumps(instance, ensure_ascii=False)
+        assert string_accepted(grammar, text) == expected, (text, expected)
+    assert verdicts == {True, False}, "the instances need valid and invalid ones"
+
+
 def _resolve(schema: Any, root: Any, depth: int = 0) -> Any:
     """Follows local $ref chains (for ordering only)."""
     while isinstance(schema, dict) and isinstance(schema.get("$ref"), str) and schema["$ref"].startswith("#") and depth < 50:

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "bindings/json_schema_options.h"
 #include "bindings/registry.h"
 #include "compiler/derived_vocabularies.h"
 #include "compiler/grammar_compiler.h"
@@ -21,8 +22,6 @@ namespace xg2 {
 namespace {
 
 using Ids = DerivedVocabularies::Ids;
-using Separators = std::optional<std::pair<std::string, std::string>>;
-
 py::tuple IdsTuple(const Ids& ids) { return py::tuple(py::cast(ids)); }
 
 py::tuple EntryTuple(const DerivedVocabulary& entry) {
@@ -97,17 +96,11 @@ void BindGrammarCompiler(py::module_& m) {
       .def(
           "compile_json_schema",
           [](const GrammarCompiler& self, const std::string& schema, bool any_whitespace, std::optional<int> indent,
-             Separators separators, bool strict_mode, std::optional<int> max_whitespace, bool lenient,
+             JsonSchemaSeparators separators, bool strict_mode, std::optional<int> max_whitespace, bool lenient,
              bool any_order, bool any_key_spelling, const CancellationToken* cancel) {
-            JsonSchemaOptions options;
-            options.any_whitespace = any_whitespace;
-            options.indent = indent;
-            options.separators = std::move(separators);
-            options.strict_mode = strict_mode;
-            options.max_whitespace = max_whitespace;
-            options.lenient = lenient;
-            options.any_order = any_order;
-            options.any_key_spelling = any_key_spelling;
+            const JsonSchemaOptions options = JsonSchemaOptionsFrom(any_whitespace, indent, std::move(separators),
+                                                                    strict_mode, max_whitespace, lenient, any_order,
+                                                                    any_key_spelling);
             JsonSchemaCompilation result = self.CompileJsonSchema(schema, options, cancel);
             return std::make_pair(std::move(result.grammar), std::move(result.warnings));
           },

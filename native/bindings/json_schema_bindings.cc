@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "compiler/compile_scope.h"
+#include "bindings/json_schema_options.h"
 #include "bindings/registry.h"
 #include "frontends/ebnf/ebnf_parser.h"
 #include "frontends/json_schema/json_schema_converter.h"
@@ -22,31 +23,16 @@ namespace py = pybind11;
 namespace xg2 {
 namespace {
 
-using Separators = std::optional<std::pair<std::string, std::string>>;
-
-JsonSchemaOptions MakeOptions(bool any_whitespace, std::optional<int> indent,
-                              Separators separators, std::optional<int> max_whitespace) {
-  JsonSchemaOptions options;
-  options.any_whitespace = any_whitespace;
-  options.indent = indent;
-  options.separators = std::move(separators);
-  options.max_whitespace = max_whitespace;
-  return options;
-}
-
 void BindJsonSchema(py::module_& m) {
   m.def(
       "_json_schema_to_ebnf",
       [](const std::string& schema, bool any_whitespace, std::optional<int> indent,
-         Separators separators, bool strict_mode, std::optional<int> max_whitespace,
+         JsonSchemaSeparators separators, bool strict_mode, std::optional<int> max_whitespace,
          bool lenient, const CompileLimits* limits, const CancellationToken* cancel, bool any_order,
          bool any_key_spelling) {
-        JsonSchemaOptions options =
-            MakeOptions(any_whitespace, indent, std::move(separators), max_whitespace);
-        options.strict_mode = strict_mode;
-        options.lenient = lenient;
-        options.any_order = any_order;
-        options.any_key_spelling = any_key_spelling;
+        const JsonSchemaOptions options = JsonSchemaOptionsFrom(
+            any_whitespace, indent, std::move(separators), strict_mode, max_whitespace, lenient, any_order,
+            any_key_spelling);
         JsonSchemaConversion result;
         {
           py::gil_scoped_release release;
@@ -65,11 +51,9 @@ void BindJsonSchema(py::module_& m) {
       "_json_schema_grammar_matches_parse",
       [](const std::string& schema, bool any_whitespace, bool strict_mode, bool lenient, bool any_order,
          bool any_key_spelling) {
-        JsonSchemaOptions options = MakeOptions(any_whitespace, std::nullopt, std::nullopt, std::nullopt);
-        options.strict_mode = strict_mode;
-        options.lenient = lenient;
-        options.any_order = any_order;
-        options.any_key_spelling = any_key_spelling;
+        const JsonSchemaOptions options = JsonSchemaOptionsFrom(
+            any_whitespace, std::nullopt, std::nullopt, strict_mode, std::nullopt, lenient, any_order,
+            any_key_spelling);
         py::gil_scoped_release release;
         CompileLimits unbounded;
         unbounded.max_repetition_bound = std::numeric_limits<int32_t>::max();
@@ -95,10 +79,14 @@ void BindJsonSchema(py::module_& m) {
       "limited, error, annotation.");
   m.def(
       "_builtin_json_ebnf",
-      [](bool any_whitespace, std::optional<int> indent, Separators separators,
+      [](bool any_whitespace, std::optional<int> indent, JsonSchemaSeparators separators,
          std::optional<int> max_whitespace) {
-        return BuiltinJsonEbnf(
-            MakeOptions(any_whitespace, indent, std::move(separators), max_whitespace));
+        JsonSchemaOptions options;
+        options.any_whitespace = any_whitespace;
+        options.indent = indent;
+        options.separators = std::move(separators);
+        options.max_whitespace = max_whitespace;
+        return BuiltinJsonEbnf(options);
       },
       py::arg("any_whitespace") = true, py::arg("indent") = py::none(),
       py::arg("separators") = py::none(), py::arg("max_whitespace") = py::none(),

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "bindings/grammar_cache_bindings.h"
+#include "bindings/json_schema_options.h"
 #include "bindings/registry.h"
 #include "bindings/sigint_watch.h"
 #include "compiler/derived_vocabularies.h"
@@ -25,8 +26,6 @@ namespace py = pybind11;
 
 namespace xg2 {
 namespace {
-
-using Separators = std::optional<std::pair<std::string, std::string>>;
 
 // The attributes CompiledGrammar.__init__ sets (xg2_plugin/compiler.py), interned once.
 struct GrammarAttributeNames {
@@ -153,18 +152,12 @@ void BindSyncCompiler(py::module_& m) {
       .def(
           "json_schema",
           [](SyncCompiler& self, const GrammarCompiler& compiler, const std::string& key, const std::string& text,
-             bool any_whitespace, std::optional<int> indent, Separators separators, bool strict_mode,
+             bool any_whitespace, std::optional<int> indent, JsonSchemaSeparators separators, bool strict_mode,
              std::optional<int> max_whitespace, bool lenient, bool any_order, bool any_key_spelling,
              std::optional<double> timeout, bool watch_sigint) {
-            JsonSchemaOptions options;
-            options.any_whitespace = any_whitespace;
-            options.indent = indent;
-            options.separators = std::move(separators);
-            options.strict_mode = strict_mode;
-            options.max_whitespace = max_whitespace;
-            options.lenient = lenient;
-            options.any_order = any_order;
-            options.any_key_spelling = any_key_spelling;
+            const JsonSchemaOptions options = JsonSchemaOptionsFrom(any_whitespace, indent, std::move(separators),
+                                                                    strict_mode, max_whitespace, lenient, any_order,
+                                                                    any_key_spelling);
             return self.JsonSchema(compiler, key, text, options, timeout, watch_sigint);
           },
           py::arg("compiler"), py::arg("key"), py::arg("text"), py::arg("any_whitespace"), py::arg("indent"),
