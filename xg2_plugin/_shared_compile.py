@@ -7,8 +7,8 @@ under its own token. A caller's timeout, ``cancel()`` or Ctrl-C therefore resolv
 request: when the caller running the compile stops, a waiting caller takes the compile over.
 This module holds what stays in Python: the futures of the asynchronous API and the runs that
 resolve them, and the synchronous call on the main thread that Ctrl-C stops. A synchronous
-JSON Schema compile on the main thread (no disk cache) runs the same steps in one native call
-instead (``_native.SyncCompiler``, ``native/bindings/sync_compile_bindings.cc``).
+JSON Schema compile (no disk cache; on the main thread, with Python's own SIGINT handler) runs
+the same steps in one native call instead (``_native.SyncCompiler``, ``native/bindings/sync_compile_bindings.cc``).
 """
 
 from __future__ import annotations

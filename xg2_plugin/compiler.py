@@ -451,8 +451,9 @@ class GrammarCompiler:
         )
         self._disk_cache = (_disk_cache.DiskCache(cache_dir, cache_dir_limit_bytes) if cache_dir is not None
                             else _disk_cache.DiskCache.from_environment())
-        # A synchronous compile on the main thread as one native call: the steps of _submit's
-        # call_on_main_thread with _cache_entry's build (not for the disk cache's Python build).
+        # A synchronous JSON Schema compile as one native call: the steps of _submit's
+        # call_on_main_thread or call with _cache_entry's build (not for the disk cache's Python
+        # build).
         self._sync_compiler = None if self._disk_cache is not None else _native.SyncCompiler(
             self._grammar_cache, self._token_literal_vocabs, cache_enabled, _DERIVED_VOCABS_UNCACHED, CompiledGrammar,
             tokenizer_info)
@@ -508,16 +509,18 @@ class GrammarCompiler:
         (``{"\\u0061": 1}`` is member ``a``) at about twice the grammar size.
         """
         sync = self._sync_compiler
-        if (sync is None or _thread.get_ident() != _main_thread_ident
-                or _signal.getsignal(_signal.SIGINT) is not _signal.default_int_handler):
+        on_main_thread = _thread.get_ident() == _main_thread_ident
+        if sync is None or (on_main_thread and _signal.getsignal(_signal.SIGINT) is not _signal.default_int_handler):
             return self.compile_json_schema_async(
                 schema, any_whitespace=any_whitespace, indent=indent, separators=separators,
                 strict_mode=strict_mode, max_whitespace=max_whitespace, lenient=lenient,
                 timeout=timeout, any_order=any_order, any_key_spelling=any_key_spelling, _run_inline=True,
             ).result()
         # What the general path does on this thread (the checks and key of
-        # compile_json_schema_async, _submit's call_on_main_thread), with the cache lookup, the
-        # compile and the Ctrl-C watch in one native call: a request pays each Python frame cold.
+        # compile_json_schema_async, then _submit's call_on_main_thread on the main thread or its
+        # call on another, such as an engine's compile worker), with the cache lookup, the
+        # compile and, on the main thread, the Ctrl-C watch in one native call: a request pays
+        # each Python frame cold.
         max_bytes = self._limits.max_input_bytes
         if type(schema) is str and schema.isascii() and len(schema) <= max_bytes:
             text = schema  # what _check_text accepts without a copy
@@ -533,12 +536,16 @@ class GrammarCompiler:
         options = ("json_schema", any_whitespace, indent, separators, strict_mode, max_whitespace, lenient,
                    any_order, any_key_spelling)
         prefix = self._cache_key_prefixes.get(options) or self._cache_key_prefix(options)
+        began = 0.0 if on_main_thread else time.monotonic()
         try:
             grammar, ignored = sync.json_schema(
                 self._native, prefix + text, text, any_whitespace, indent, separators, strict_mode, max_whitespace,
-                lenient, any_order, any_key_spelling, timeout, True)
+                lenient, any_order, any_key_spelling, timeout, on_main_thread)
         except _native.CompilationTimeoutError:
             raise _calls.timeout_error(timeout) from None
+        finally:
+            if not on_main_thread:
+                _heap_trim.after_compile(time.monotonic() - began)
         for message in ignored:
             warnings.warn(f"JSON Schema keyword ignored (lenient): {message}", UserWarning, stacklevel=2)
         return grammar

@@ -1,10 +1,11 @@
-// A synchronous JSON Schema compile on Python's main thread in one native call: the grammar
-// cache's lookup, the shared in-flight compile, the Ctrl-C watch and the wrapping of the result
+// A synchronous JSON Schema compile in one native call: the grammar cache's lookup, the shared
+// in-flight compile, the Ctrl-C watch (on Python's main thread) and the wrapping of the result
 // in the Python CompiledGrammar. The general path (xg2_plugin/_shared_compile.py) runs the
 // same steps as a Python callback of the cache, a dozen Python frames that a server's request
 // pays cold (the bench collects garbage before each compile). xg2_plugin/compiler.py takes this
-// path only where the general one would run these same steps on the calling thread: main
-// thread, Python's default SIGINT handler, no disk cache.
+// path where the general one would run these same steps on the calling thread: any thread but
+// a main thread whose application handles SIGINT itself, and no disk cache. (The engines call
+// it from their compile workers.)
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 

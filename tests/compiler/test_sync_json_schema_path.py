@@ -1,9 +1,10 @@
-"""The synchronous JSON Schema compile on the main thread takes a one-call native path
-(``_native.SyncCompiler``, native/bindings/sync_compile_bindings.cc) instead of the general one
-(``compile_json_schema_async(...).result()`` through ``_shared_compile``). Both must give the
-same grammar for every option, share cache entries, warn, time out and stop on Ctrl-C alike.
-The general path is reached here through the asynchronous API (a worker thread), and through
-the synchronous one when the application handles SIGINT itself."""
+"""The synchronous JSON Schema compile takes a one-call native path (``_native.SyncCompiler``,
+native/bindings/sync_compile_bindings.cc) instead of the general one
+(``compile_json_schema_async(...).result()`` through ``_shared_compile``), on the main thread
+and on the threads engines compile on. Both must give the same grammar for every option, share
+cache entries, warn, time out and stop on Ctrl-C alike. The general path is reached here
+through the asynchronous API (a worker thread), and through the synchronous one when the
+application handles SIGINT itself."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import subprocess
 import sys
 import threading
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -159,7 +161,7 @@ def test_a_timeout_is_reported_with_its_seconds(monkeypatch: pytest.MonkeyPatch)
         compiler.compile_json_schema({"type": "string", "maxLength": 300000}, timeout=1e-9)
 
 
-def test_other_threads_and_application_sigint_handlers_take_the_general_path(
+def test_application_sigint_handlers_take_the_general_path_and_other_threads_do_not(
         monkeypatch: pytest.MonkeyPatch) -> None:
     _needs_main_thread()
     compiler = _compiler()
@@ -176,15 +178,34 @@ def test_other_threads_and_application_sigint_handlers_take_the_general_path(
     worker = threading.Thread(target=compiler.compile_json_schema, args=(SCHEMA + " ",), name="worker")
     worker.start()
     worker.join()
-    assert taken == ["worker"]
+    assert taken == []
     previous = signal.getsignal(signal.SIGINT)
     try:
         signal.signal(signal.SIGINT, lambda *_: None)
         compiler.compile_json_schema(SCHEMA + "  ")
     finally:
         signal.signal(signal.SIGINT, previous)
-    assert taken == ["worker", "MainThread"]
+    assert taken == ["MainThread"]
     assert compiler.cache_stats["entries"] == 3
+
+
+@pytest.mark.parametrize("options", OPTIONS[:4], ids=lambda options: ",".join(options) or "defaults")
+def test_a_worker_threads_fast_path_compiles_what_the_general_path_compiles(
+        options: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As an engine calls it: the synchronous compile from a compile worker's thread."""
+    general = _compiler(cache_enabled=False).compile_json_schema_async(SCHEMA, **options).result()
+    compiler = _compiler()
+    _general_path_fails(compiler, monkeypatch)
+    with ThreadPoolExecutor(1) as pool:
+        fast = pool.submit(compiler.compile_json_schema, SCHEMA, **options).result()
+        again = pool.submit(compiler.compile_json_schema, SCHEMA, **options).result()
+        with pytest.raises(xg.CompilationTimeoutError, match=r"^compilation timed out after 1e-09 s$"):
+            pool.submit(unrolled_compiler(TOKENIZER, cache_enabled=False).compile_json_schema,
+                        {"type": "string", "maxLength": 300000}, timeout=1e-9).result()
+    assert again is fast  # one cache entry
+    assert type(fast) is xg.CompiledGrammar
+    assert fast.ebnf == general.ebnf
+    assert fast._handle.fsm_dump() == general._handle.fsm_dump()
 
 
 def test_a_disk_cache_takes_the_general_path(tmp_path: Path) -> None:
