@@ -41,7 +41,8 @@ namespace {
 // Fork: each worker pauses between two items for the fork (see BeforeFork). A precompute
 // item may submit to the tables worker (a classification requesting a table), never the
 // reverse, so the precompute worker must pause first: prepare handlers run in reverse order
-// of registration, and the tables worker is registered before it (Instance).
+// of registration, and the tables worker is registered before it (Instance). Lock order: a
+// precompute worker's mutex_, then the tables worker's (StartLocked), never the reverse.
 enum class WorkerKind { kPrecompute, kTables };
 
 class PrecomputeWorker {
@@ -134,7 +135,15 @@ class PrecomputeWorker {
   void StartLocked() {
     if (started_) return;
     started_ = true;
+    // A thread starts at its creator's priority. The tables worker's first request may come
+    // from a precompute item (a classification on the lowest-priority thread), so its thread
+    // is started with the precompute worker's, here on a foreground thread (a compile).
+    if (lowest_priority_) Instance<WorkerKind::kTables>().EnsureStarted();
     std::thread([this]() { Run(); }).detach();
+  }
+  void EnsureStarted() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    StartLocked();
   }
 
   void Run() {
@@ -142,6 +151,8 @@ class PrecomputeWorker {
     // Lowest priority for this thread alone (Linux nice is per thread): the precompute is
     // optional work and must not slow the compiles and fills that run in the foreground.
     if (lowest_priority_) setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 19);
+    // Named for `top -H` and for tests/matcher/test_background_threads.py (15 bytes at most).
+    pthread_setname_np(pthread_self(), lowest_priority_ ? "xg2-precompute" : "xg2-tables");
 #endif
     for (;;) {
       std::shared_ptr<GrammarMaskCache> cache;
