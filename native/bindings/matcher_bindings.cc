@@ -590,7 +590,7 @@ void BindEngineProbes(py::module_& m) {
     return out;
   });
 
-  // Tests: waits (without the GIL) until the background thread's queue is empty.
+  // Tests: waits (without the GIL) until the background threads' queues are empty.
   m.def("_wait_for_background_work", []() {
     py::gil_scoped_release release;
     WaitForBackgroundWork();

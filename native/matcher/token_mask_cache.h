@@ -163,7 +163,7 @@ class GrammarMaskCache {
   std::atomic<int64_t> build_ns_{0};
 };
 
-// Blocks until the process's background thread (partial JIT, tokenizer tables) has nothing
+// Blocks until the process's background threads (partial JIT, tokenizer tables) have nothing
 // queued or running. For tests that need the background's results in place.
 void WaitForBackgroundWork();
 

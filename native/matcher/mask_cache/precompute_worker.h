@@ -1,4 +1,5 @@
-// The process's one background thread (partial JIT, paper section 3.2, and tokenizer tables).
+// The process's background threads: the partial JIT's (paper section 3.2, lowest priority)
+// and the tokenizer tables' (default priority; precompute_worker.cc says why).
 #ifndef XG2_MATCHER_MASK_CACHE_PRECOMPUTE_WORKER_H_
 #define XG2_MATCHER_MASK_CACHE_PRECOMPUTE_WORKER_H_
 
@@ -22,8 +23,8 @@ void SubmitPrecompute(std::weak_ptr<GrammarMaskCache> cache, std::vector<NodeId>
 // oldest first. A task that throws only loses its shortcut.
 void SubmitBackgroundTask(std::function<void()> task);
 
-// Has the class's ClassPrefixes built on the background thread (PrecomputeWorker): a
-// matcher never waits for it, and classifies by the plain walk until it is there.
+// Has the class's ClassPrefixes built on the tables' background thread: a matcher never
+// waits for it, and classifies by the plain walk until it is there.
 void RequestClassPrefixTable(const TokenizerInfo& tokenizer, const CharacterClass& cls);
 
 }  // namespace xg2
