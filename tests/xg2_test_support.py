@@ -307,6 +307,21 @@ def compare_masks_along(grammar: xg.CompiledGrammar, ids: list[int], *, require_
     return steps
 
 
+def compare_masks_along_valid_instances(grammar: xg.CompiledGrammar, schema: Any, instances: Iterable[Any],
+                                        tokenizer: str = "llama3.1") -> int:
+    """compare_masks_along each instance that jsonschema (draft 2020-12) says is valid, serialized
+    with json.dumps and tokenized with `tokenizer`; returns the steps compared."""
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(schema)
+    steps = 0
+    for instance in instances:
+        if validator.is_valid(instance):
+            ids = encode_continuation(tokenizer, json.dumps(instance, ensure_ascii=False))
+            steps += compare_masks_along(grammar, ids, require_accept=True)
+    return steps
+
+
 def sampled_walk(grammar: xg.CompiledGrammar, rng: Any, steps: int,
                  pick: Optional[Callable[[list], int]] = None) -> list[int]:
     """Token ids drawn at random from the reference mask (stop tokens excluded), so that a walk

@@ -26,6 +26,7 @@ from xg2_plugin import _native
 from xg2_test_support import (
     check_accepted_as_jsonschema_says,
     compare_masks_along,
+    compare_masks_along_valid_instances,
     emptied,
     encode_continuation,
     fsm_calls,
@@ -115,12 +116,7 @@ def test_language_tag_instances_accepted_as_jsonschema_says() -> None:
 def test_language_tag_masks_match_reference(mechanism: str) -> None:
     options = {} if mechanism == "default" else {"cross_grammar_cache": False, "precompute_nodes": 0}
     grammar = tag_grammar(**options)
-    validator = jsonschema.Draft202012Validator(TAG_SCHEMA)
-    steps = 0
-    for instance in TAG_INSTANCES:
-        if validator.is_valid(instance):
-            steps += compare_masks_along(grammar, encode_continuation("llama3.1", json.dumps(instance)),
-                                         require_accept=True)
+    steps = compare_masks_along_valid_instances(grammar, TAG_SCHEMA, TAG_INSTANCES)
     rng = random.Random(11)
     for _ in range(4):
         steps += compare_masks_along(grammar, sampled_walk(grammar, rng, 30), require_accept=True)

@@ -24,8 +24,8 @@ from xg2_plugin import _native
 from xg2_test_support import (
     check_accepted_as_jsonschema_says,
     compare_masks_along,
+    compare_masks_along_valid_instances,
     emptied,
-    encode_continuation,
     fsm_calls,
     fsm_rules,
     hf_tokenizer_info,
@@ -107,12 +107,7 @@ def test_masks_match_reference(case: str, mechanism: str) -> None:
     info = hf_tokenizer_info("llama3.1")
     options = {} if mechanism == "default" else {"cross_grammar_cache": False, "precompute_nodes": 0}
     grammar = xg.GrammarCompiler(info, **options).compile_json_schema(schema, strict_mode=False)
-    validator = jsonschema.Draft202012Validator(schema)
-    steps = 0
-    for instance in instances:
-        if validator.is_valid(instance):
-            ids = encode_continuation("llama3.1", json.dumps(instance, ensure_ascii=False))
-            steps += compare_masks_along(grammar, ids, require_accept=True)
+    steps = compare_masks_along_valid_instances(grammar, schema, instances)
     rng = random.Random(5)
     for _ in range(3):
         steps += compare_masks_along(grammar, sampled_walk(grammar, rng, 25), require_accept=True)
