@@ -102,11 +102,7 @@ class GrammarMatcher:
             handle = _new_matcher(compiled_grammar, stop_token_ids, terminate_without_stop_token, override_stop_tokens)
         self._compiled_grammar = compiled_grammar
         self._handle = handle
-        if type(self) is GrammarMatcher:  # _bind_fill's common case, one frame less
-            self.fill_next_token_bitmask = handle.fill_next_token_bitmask  # type: ignore[method-assign]
-            self.accept_token = handle.accept_token  # type: ignore[method-assign]
-        else:
-            self._bind_fill()
+        self._bind_fill()
 
     @classmethod
     def _wrap(cls, compiled_grammar: CompiledGrammar, handle: Any) -> "GrammarMatcher":
