@@ -32,6 +32,7 @@ from .exceptions import (
     UnsupportedSchemaError,
     XG2Error,
 )
+from .grammar import Grammar
 from .matcher import GrammarMatcher, batch_fill_next_token_bitmask
 from .batch_matcher import BatchGrammarMatcher
 from .tokenizer_info import TokenizerInfo, VocabType
@@ -41,6 +42,7 @@ __version__ = "0.1.0"
 __all__ = [
     "TokenizerInfo",
     "VocabType",
+    "Grammar",
     "GrammarCompiler",
     "CompiledGrammar",
     "CompileLimits",

@@ -31,6 +31,7 @@ from . import _heap_trim, _native, serialization
 from . import _shared_compile as _calls
 from . import disk_cache as _disk_cache
 from ._shared_compile import CompileFuture
+from .grammar import Grammar
 from .tokenizer_info import TokenizerInfo
 
 __all__ = ["CompiledGrammar", "CompileLimits", "GrammarCompiler", "ebnf_string_literal"]
@@ -340,6 +341,12 @@ def _separators_pair(separators: Any) -> tuple[str, str]:
     return (separators[0], separators[1])
 
 
+def _check_grammar_root(root_rule_name: str) -> None:
+    if root_rule_name != "root":
+        raise _native.InvalidArgumentError(
+            f"root_rule_name={root_rule_name!r} applies to EBNF text; a Grammar's root is its own")
+
+
 def _check_init_arguments(**arguments: Any) -> None:
     """Types and ranges of GrammarCompiler's scalar arguments (a float thread count or a
     str flag would otherwise be truncated or read as true)."""
@@ -555,10 +562,15 @@ class GrammarCompiler:
         return self.compile_builtin_json_grammar_async(timeout=timeout, _run_inline=True).result()
 
     def compile_grammar(
-        self, ebnf: str, root_rule_name: str = "root", *, timeout: Optional[float] = None
+        self, ebnf: Union[str, Grammar], root_rule_name: str = "root", *, timeout: Optional[float] = None
     ) -> CompiledGrammar:
-        """Compiles an EBNF grammar (GBNF / xgrammar dialect, see docs/ebnf.md).
+        """Compiles an EBNF grammar (GBNF / xgrammar dialect, see docs/ebnf.md), or a
+        ``Grammar`` (from its source, as the matching ``compile_*`` call would; its root is
+        its own, so ``root_rule_name`` must be left at ``"root"``).
         ``timeout`` (seconds) overrides ``limits.timeout_s``."""
+        if isinstance(ebnf, Grammar):
+            _check_grammar_root(root_rule_name)
+            return ebnf._compile(self, timeout, asynchronous=False)
         return self.compile_grammar_async(ebnf, root_rule_name, timeout=timeout, _run_inline=True).result()
 
     def compile_regex(self, pattern: str, *, timeout: Optional[float] = None) -> CompiledGrammar:
@@ -642,10 +654,13 @@ class GrammarCompiler:
         )
 
     def compile_grammar_async(
-        self, ebnf: str, root_rule_name: str = "root", *, timeout: Optional[float] = None,
+        self, ebnf: Union[str, Grammar], root_rule_name: str = "root", *, timeout: Optional[float] = None,
         _run_inline: bool = False,
     ) -> "Future[CompiledGrammar]":
         """Like :meth:`compile_grammar`, returning a future."""
+        if isinstance(ebnf, Grammar):
+            _check_grammar_root(root_rule_name)
+            return ebnf._compile(self, timeout, asynchronous=True)
         _check_text(ebnf, "ebnf", self._limits.max_input_bytes)
         _check_text(root_rule_name, "root_rule_name", self._limits.max_input_bytes)
         return self._submit(
