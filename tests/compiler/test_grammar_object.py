@@ -17,7 +17,7 @@ import xg2_plugin as xg
 from xg2_plugin import Grammar
 from xg2_test_support import hf_tokenizer_info, string_accepted
 
-TOKENIZER = "llama3.1"
+TOKENIZER = "gpt2"
 
 SCHEMA = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 8}, "n": {"type": "integer"}},
           "required": ["name"]}
