@@ -61,6 +61,13 @@ def _new_matcher(compiled_grammar: CompiledGrammar, stop_token_ids: Any, termina
     return _native.GrammarMatcher(compiled_grammar._handle, stops, terminate_without_stop_token)
 
 
+def _warn_max_rollback_tokens() -> None:
+    import warnings
+
+    warnings.warn("max_rollback_tokens is deprecated and has no effect: rollback reaches any step since "
+                  "the last reset", DeprecationWarning, stacklevel=3)
+
+
 def _row_index(value: Any, rows: int, name: str = "bitmask index") -> int:
     index = _int_argument(value, name)
     if not 0 <= index < rows:
@@ -81,6 +88,9 @@ class GrammarMatcher:
         terminate_without_stop_token: end as soon as the grammar is complete, without
             waiting for (or allowing) a stop token.
         override_stop_tokens: alias of ``stop_token_ids`` (xgrammar's spelling).
+        max_rollback_tokens: accepted for xgrammar's signature, which deprecates it: rollback
+            reaches any step since the last reset, so only ``-1`` (unlimited) has a meaning;
+            another value warns with ``DeprecationWarning`` and changes nothing.
     """
 
     def __init__(
@@ -90,12 +100,15 @@ class GrammarMatcher:
         stop_token_ids: Optional[Sequence[int]] = None,
         terminate_without_stop_token: bool = False,
         override_stop_tokens: Optional[Union[int, Sequence[int]]] = None,
+        max_rollback_tokens: int = -1,
     ) -> None:
         # Every request builds a matcher just before its first mask, mostly with the defaults:
         # that call does only the checks it needs (no vocabulary size, no stop-token lists) and
         # one native call (_new_default_matcher: no pybind11 constructor dispatch).
         if not isinstance(compiled_grammar, CompiledGrammar):
             raise TypeError(f"compiled_grammar must be a CompiledGrammar, got {type(compiled_grammar).__name__}")
+        if max_rollback_tokens != -1:
+            _warn_max_rollback_tokens()
         if stop_token_ids is None and override_stop_tokens is None and terminate_without_stop_token is False:
             handle = _new_default_matcher(compiled_grammar._handle)
         else:
@@ -137,6 +150,11 @@ class GrammarMatcher:
     @property
     def vocab_size(self) -> int:
         return self._compiled_grammar.tokenizer_info.vocab_size
+
+    @property
+    def max_rollback_tokens(self) -> int:
+        """Always -1: rollback reaches any step since the last reset (xgrammar's deprecated property)."""
+        return -1
 
     def fill_next_token_bitmask(self, bitmask: Any, index: int = 0) -> bool:
         """Writes the allowed tokens into row ``index`` of ``bitmask`` (numpy or torch CPU int32).

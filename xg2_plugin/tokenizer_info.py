@@ -442,6 +442,40 @@ class TokenizerInfo:
             self._decoded_vocab = self._handle.decoded_tokens()
         return self._decoded_vocab
 
+    @property
+    def prepend_space_in_tokenization(self) -> bool:
+        """Deprecated spelling of :attr:`add_prefix_space` (xgrammar's); warns."""
+        warnings.warn("prepend_space_in_tokenization is deprecated; use add_prefix_space", DeprecationWarning,
+                      stacklevel=2)
+        return self.add_prefix_space
+
+    def dump_metadata(self) -> str:
+        """Everything but the vocabulary, as JSON text, for :meth:`from_vocab_and_metadata` to
+        rebuild the same table elsewhere from the same vocabulary. The keys are xgrammar's
+        (``vocab_type``, ``vocab_size``, ``add_prefix_space``, ``stop_token_ids``) plus
+        ``special_token_ids``, which a rebuilt table needs to keep the same masks."""
+        return json.dumps({"vocab_type": int(self.vocab_type), "vocab_size": self.vocab_size,
+                           "add_prefix_space": self.add_prefix_space, "stop_token_ids": self.stop_token_ids,
+                           "special_token_ids": self.special_token_ids}, separators=(",", ":"))
+
+    @staticmethod
+    def from_vocab_and_metadata(encoded_vocab: Sequence[bytes | str], metadata: str) -> TokenizerInfo:
+        """The table of ``encoded_vocab`` (as for the constructor) with :meth:`dump_metadata`'s
+        settings; xgrammar's metadata (no ``special_token_ids``) is read too. Anything else
+        raises ``InvalidArgumentError``."""
+        try:
+            fields = json.loads(metadata)
+        except (TypeError, ValueError) as error:
+            raise _native.InvalidArgumentError(f"tokenizer metadata is not JSON: {error}") from None
+        required = {"vocab_type", "vocab_size", "add_prefix_space", "stop_token_ids"}
+        if not isinstance(fields, dict) or not required <= set(fields) <= required | {"special_token_ids"}:
+            raise _native.InvalidArgumentError(
+                f"tokenizer metadata must be a JSON object with the keys {sorted(required)} "
+                "and optionally special_token_ids")
+        return TokenizerInfo(encoded_vocab, fields["vocab_type"], vocab_size=fields["vocab_size"],
+                             stop_token_ids=fields["stop_token_ids"], add_prefix_space=fields["add_prefix_space"],
+                             special_token_ids=fields.get("special_token_ids"))
+
     def memory_bytes(self) -> int:
         """Byte size of the native tables."""
         return self._handle.memory_bytes()

@@ -124,3 +124,19 @@ def test_stop_token_ids_is_a_new_list_per_read(grammar: xg.CompiledGrammar) -> N
     assert type(first) is list and first == [5, 3]
     first.append(9)
     assert matcher.stop_token_ids == [5, 3] and matcher.stop_token_ids is not matcher.stop_token_ids
+
+
+def test_max_rollback_tokens_is_accepted_and_deprecated_as_in_xgrammar(grammar: xg.CompiledGrammar) -> None:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert xg.GrammarMatcher(grammar, max_rollback_tokens=-1).max_rollback_tokens == -1
+    with pytest.warns(DeprecationWarning, match="max_rollback_tokens"):
+        matcher = xg.GrammarMatcher(grammar, max_rollback_tokens=2)
+    # The value changes nothing: rollback still reaches every accepted step.
+    text = '{"a": "xyz"}'
+    assert all(matcher.accept_string(character) for character in text) and matcher.is_completed()
+    assert matcher.num_accepted_steps == len(text)
+    matcher.rollback(len(text))
+    assert matcher.num_accepted_steps == 0 and matcher.accept_string(text)
