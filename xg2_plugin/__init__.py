@@ -39,6 +39,27 @@ from .tokenizer_info import TokenizerInfo, VocabType
 
 __version__ = "0.1.0"
 
+# xgrammar's top-level names for structural tags and model presets, imported on first use
+# (they load pydantic models that a JSON-only user never needs).
+_LAZY = {
+    "StructuralTag": ("structural_tag", "StructuralTag"),
+    "StructuralTagItem": ("structural_tag", "StructuralTagItem"),
+    "get_model_structural_tag": ("presets", "get_model_structural_tag"),
+    "get_builtin_structural_tag": ("presets", "get_model_structural_tag"),
+    "register_model_structural_tag": ("presets", "register_model_structural_tag"),
+}
+
+
+def __getattr__(name: str) -> object:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'xg2_plugin' has no attribute {name!r}")
+    import importlib
+
+    module, attribute = _LAZY[name]
+    value = getattr(importlib.import_module(f".{module}", __name__), attribute)
+    globals()[name] = value
+    return value
+
 __all__ = [
     "TokenizerInfo",
     "VocabType",
@@ -66,4 +87,5 @@ __all__ = [
     "CompilationCancelledError",
     "CompilationTimeoutError",
     "DeserializationError",
+    *_LAZY,
 ]

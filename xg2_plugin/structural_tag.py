@@ -81,7 +81,7 @@ every ``json_schema`` format use fixed separators and no other whitespace, as
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Dict, List, Literal, Optional, Tuple, Union
+from typing import Annotated, Any, Dict, List, Literal, Optional, Sequence, Tuple, Type, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -112,6 +112,8 @@ __all__ = [
     "AnyTokensFormat",
     "TokenTriggeredTagsFormat",
     "TokenDispatchFormat",
+    "StructuralTagItem",
+    "legacy_structural_tag",
     "parse_structural_tag",
     "structural_tag_json",
     "structural_tag_to_ebnf",
@@ -355,6 +357,34 @@ def _legacy_to_format(legacy: _LegacyStructuralTag) -> TriggeredTagsFormat:
                 ) from None
         tags.append(TagFormat(begin=item.begin, content=JSONSchemaFormat(json_schema=schema), end=item.end))
     return TriggeredTagsFormat(triggers=legacy.triggers, tags=tags)
+
+
+class StructuralTagItem(BaseModel):
+    """One tag of xgrammar's deprecated ``compile_structural_tag(tags, triggers)`` form: text
+    ``begin``, then JSON that follows ``schema`` (a dict, JSON text or pydantic model class),
+    then ``end``."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+    begin: str
+    schema_: Union[str, Dict[str, Any], Type[BaseModel]] = Field(alias="schema")
+    end: str
+
+
+def legacy_structural_tag(tags: Sequence[StructuralTagItem], triggers: Sequence[str]) -> Dict[str, Any]:
+    """The ``{"structures": [...], "triggers": [...]}`` structural tag of the deprecated
+    ``(tags, triggers)`` pair; ``StructuralTagError`` when they are not lists of
+    ``StructuralTagItem`` and of str."""
+    if isinstance(tags, (str, bytes)) or not all(isinstance(tag, StructuralTagItem) for tag in tags):
+        raise StructuralTagError("legacy structural tag: tags must be a list of StructuralTagItem")
+    if isinstance(triggers, (str, bytes)) or not all(isinstance(trigger, str) for trigger in triggers):
+        raise StructuralTagError("legacy structural tag: triggers must be a list of str")
+    structures = []
+    for tag in tags:
+        schema = tag.schema_
+        if isinstance(schema, type):
+            schema = schema.model_json_schema()
+        structures.append({"begin": tag.begin, "schema": schema, "end": tag.end})
+    return {"structures": structures, "triggers": list(triggers)}
 
 
 def parse_structural_tag(value: Union[str, bytes, Dict[str, Any], StructuralTag]) -> StructuralTag:
