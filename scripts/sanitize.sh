@@ -3,15 +3,18 @@
 #
 #   bash scripts/sanitize.sh [asan|tsan|leaks|fuzz|atheris] [pytest args... | fuzz seconds]
 #
-# asan (default): AddressSanitizer + UndefinedBehaviorSanitizer (CMake option XG2_SANITIZE)
-#   over the hostile-input, property, matcher and regression tests, the fuzz-corpus replay,
-#   a bounded part of the tool-call preset tests and the native unit tests (native/tests,
-#   target xg2_native_tests, built in build/asan).
-# tsan: ThreadSanitizer over the concurrency and compile-future tests, then the native unit tests
-#   (target xg2_native_tests, built in build/tsan, instrumented like the module).
-# fuzz: the native libFuzzer targets (fuzz/native, CMake option XG2_FUZZ; clang, ASan + UBSan +
-#   coverage, no Python), built into build/fuzz and run for N seconds each (default 20) from
-#   their corpora in fuzz/corpus/ (fuzz/native/run_all.sh).
+# asan (default): AddressSanitizer + UndefinedBehaviorSanitizer (CMake XG2_SANITIZE=address)
+#   over the hostile-input, property, matcher and regression tests, the fuzz-corpus replay and
+#   a bounded part of the tool-call preset tests, then the native unit tests (native/tests,
+#   target xg2_native_tests), built in build/asan. With clang++ installed the build uses it and
+#   also holds the libFuzzer targets (XG2_FUZZ=ON): one instrumented compile of the engine
+#   serves the module, the unit tests and the fuzz targets (cmake/sanitizer_core.cmake).
+# tsan: ThreadSanitizer (XG2_SANITIZE=thread) over the concurrency and compile-future tests,
+#   then the native unit tests, built in build/tsan from the module's objects.
+# fuzz: the native libFuzzer targets (fuzz/native; clang, ASan + UBSan + coverage, no Python),
+#   run for N seconds each (default 20) from their corpora in fuzz/corpus/
+#   (fuzz/native/run_all.sh). They come from build/asan when that build has them, else from
+#   build/fuzz, configured the same way.
 # atheris: every atheris harness over the Python API (fuzz/run_all.sh) for N seconds each on
 #   the asan build (the native code is not coverage-guided there; kept for the Python layer).
 # The sanitized module is built into build/<mode> and staged, with the Python sources, in
@@ -28,17 +31,31 @@ PYTHON=${PYTHON:-python3}
 # cmake, ninja and pybind11 come from the interpreter's environment (the sanitize extra).
 PATH="$(dirname "$(command -v "$PYTHON")"):$PATH"
 export PATH
+# Configures an ASan + UBSan build in $1 (-O1 with line tables: usable stack traces, a fraction
+# of the -O2 -g build time), with clang and the fuzz targets when clang++ is installed.
+configure_asan() {
+  local compiler=(-DXG2_FUZZ=OFF)
+  if command -v clang++ >/dev/null; then compiler=(-DCMAKE_CXX_COMPILER=clang++ -DXG2_FUZZ=ON); fi
+  configure "$1" -DXG2_SANITIZE=address "${compiler[@]}"
+}
+configure() {
+  local dir=$1
+  shift
+  [ -f "$dir/build.ninja" ] && return 0
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" \
+    -DPython_EXECUTABLE="$(command -v "$PYTHON")" \
+    -Dpybind11_DIR="$("$PYTHON" -m pybind11 --cmakedir)" "$@" >/dev/null
+}
+has_fuzz_targets() { grep -q '^XG2_FUZZ:BOOL=ON' "$1/CMakeCache.txt" 2>/dev/null; }
 if [ "$MODE" = fuzz ]; then
   command -v clang++ >/dev/null || { echo "$0 fuzz: needs clang++ with libFuzzer" >&2; exit 2; }
-  BUILD_DIR=build/fuzz
-  if [ ! -f "$BUILD_DIR/build.ninja" ]; then
-    # Optimisation and sanitizer flags come from the XG2_FUZZ block of CMakeLists.txt.
-    cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO= \
-      -DCMAKE_CXX_COMPILER=clang++ -DXG2_FUZZ=ON -DPython_EXECUTABLE="$(command -v "$PYTHON")" \
-      -Dpybind11_DIR="$("$PYTHON" -m pybind11 --cmakedir)" >/dev/null
+  BUILD_DIR=build/asan
+  if [ -f "$BUILD_DIR/build.ninja" ] && ! has_fuzz_targets "$BUILD_DIR"; then
+    BUILD_DIR=build/fuzz
   fi
+  configure_asan "$BUILD_DIR"
   ninja -j "${XG2_BUILD_JOBS:-2}" -C "$BUILD_DIR" xg2_fuzz_targets >/dev/null
-  # Leaks are findings too; a UBSan report stops the input (the targets build with
+  # Leaks are findings too; a UBSan report stops the input (the build has
   # -fno-sanitize-recover), and libFuzzer saves it like a crash.
   export ASAN_OPTIONS="detect_leaks=1:detect_stack_use_after_return=0"
   export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
@@ -47,36 +64,34 @@ fi
 case "$MODE" in
   asan|leaks|atheris)
     BUILD_DIR=build/asan
-    CMAKE_FLAGS=(-DXG2_SANITIZE=ON)
-    RUNTIME=$(gcc -print-file-name=libasan.so)
+    configure_asan "$BUILD_DIR"
+    # The module is not linked against the sanitizer runtime: it is preloaded (below), the one
+    # of the compiler that built it.
+    if has_fuzz_targets "$BUILD_DIR"; then
+      RUNTIME=$(clang++ -print-file-name="libclang_rt.asan-$(uname -m).so")
+    else
+      RUNTIME=$(gcc -print-file-name=libasan.so)
+    fi
     TESTS=(robustness/test_hostile_inputs.py robustness/test_properties.py robustness/test_regressions.py
            matcher/test_matcher_api.py matcher/test_tag_dispatch.py compiler/test_serialization_corrupt.py
-           grammar/test_native_unit.py grammar/test_ast_analyses_sample.py
+           grammar/test_ast_analyses_sample.py
            # The tool-call presets: every family's tags compiled (the AST checks run on each
            # compile) with malformed replies rejected, and random walks over 17 families; a
            # bounded part of tests/presets, whose tags found two AST-check bugs before.
            presets/test_presets_templates.py::test_malformed_replies_are_rejected
            presets/test_presets_walks.py)
-    # The native unit tests (native/tests) build here, instrumented like the module.
-    export XG2_NATIVE_TEST_BUILD_DIR="$PWD/$BUILD_DIR"
     ;;
   tsan)
     BUILD_DIR=build/tsan
-    CMAKE_FLAGS=(-DCMAKE_CXX_FLAGS=-fsanitize=thread -DCMAKE_MODULE_LINKER_FLAGS=-fsanitize=thread
-                 -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread)
+    configure "$BUILD_DIR" -DXG2_SANITIZE=thread -DCMAKE_CXX_COMPILER=g++
     RUNTIME=$(gcc -print-file-name=libtsan.so)
     TESTS=(robustness/test_concurrency.py compiler/test_compile_futures.py)
     ;;
   *) echo "usage: $0 [asan|tsan|leaks|fuzz|atheris] [pytest args... | fuzz seconds]" >&2; exit 2 ;;
 esac
-if [ ! -f "$BUILD_DIR/build.ninja" ]; then
-  # -O1 with line tables: usable stack traces, a fraction of the -O2 -g build time.
-  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" \
-    -DPython_EXECUTABLE="$(command -v "$PYTHON")" \
-    -Dpybind11_DIR="$("$PYTHON" -m pybind11 --cmakedir)" "${CMAKE_FLAGS[@]}" >/dev/null
-fi
-ninja -j "${XG2_BUILD_JOBS:-2}" -C "$BUILD_DIR" >/dev/null
+# The module and the native unit tests in one build, before the tests start (the tests would
+# otherwise build the unit tests while they run).
+ninja -j "${XG2_BUILD_JOBS:-2}" -C "$BUILD_DIR" all xg2_native_tests >/dev/null
 STAGE="$PWD/$BUILD_DIR/stage"
 rm -rf "$STAGE"
 mkdir -p "$STAGE"
@@ -124,18 +139,22 @@ if [ "$MODE" = asan ] && "$PYTHON" -c "import xdist" 2>/dev/null; then
 fi
 status=0
 PYTHONPATH="$STAGE" "$PYTHON" -m pytest -q -p no:cacheprovider "${WORKERS[@]}" "$@" "${TESTS[@]}" || status=$?
+# The native unit tests (native/tests, built above from the module's instrumented objects, with
+# the engine's invariant checks on) run as a program of their own, not through
+# tests/grammar/test_native_unit.py: they carry their sanitizer runtime, so the preload for
+# Python must not reach them (a clang binary refuses a second ASan runtime). Under TSan their
+# mask-cache and rule-snapshot cases run the precompute worker and the lazy rule builder on
+# threads. ForkWaitsUntilNoForkSafeMutexIsHeld forks while a second thread runs:
+# ThreadSanitizer's state in the child still has that thread (a "thread leak" at the child's
+# exit) and the fork gate write-locked (the child re-initialises the gate with memcpy, which
+# TSan does not see: "read lock of a write locked mutex" in EnterShared). Both are about TSan's
+# model of a fork child, not races; they are left out for this binary only (thread leaks are
+# still reported for the Python tests above).
 if [ "$MODE" = tsan ]; then
-  # The native unit tests (native/tests), instrumented like the module: their mask-cache and
-  # rule-snapshot cases run the precompute worker and the lazy rule builder on threads, with
-  # the engine's invariant checks on. ForkWaitsUntilNoForkSafeMutexIsHeld forks while a second
-  # thread runs: ThreadSanitizer's state in the child still has that thread (a "thread leak"
-  # at the child's exit) and the fork gate write-locked (the child re-initialises the gate
-  # with memcpy, which TSan does not see: "read lock of a write locked mutex" in EnterShared).
-  # Both are about TSan's model of a fork child, not races; they are left out for this binary
-  # only (thread leaks are still reported for the Python tests above).
-  ninja -j "${XG2_BUILD_JOBS:-2}" -C "../$BUILD_DIR" xg2_native_tests >/dev/null
   printf 'mutex:xg2::fork_gate::EnterShared\n' >> "$STAGE/tsan.supp"
   TSAN_OPTIONS="$TSAN_OPTIONS:report_thread_leaks=0" LD_PRELOAD="" "../$BUILD_DIR/xg2_native_tests" || status=$?
+else
+  LD_PRELOAD="" "../$BUILD_DIR/xg2_native_tests" || status=$?
 fi
 if compgen -G "$REPORTS/*" >/dev/null; then
   cat "$REPORTS"/* >&2

@@ -4,10 +4,11 @@
 # Then two lanes run side by side: the vLLM and SGLang adapter tests in their own CPU venvs
 # (scripts/setup_vllm_env.sh, .venv-vllm; scripts/setup_sglang_env.sh, .venv-sglang;
 # XG2_SKIP_VLLM_TESTS=1 and XG2_SKIP_SGLANG_TESTS=1 leave them out), and the sanitizer stage
-# (scripts/sanitize.sh): an ASan+UBSan build runs the hostile-input, property, matcher and
-# regression tests, the native libFuzzer targets (fuzz/native, built with clang, installed here
-# when missing) run for XG2_FUZZ_SECONDS (default 15) each, and a ThreadSanitizer build runs
-# the concurrency tests and the native unit tests (XG2_SKIP_SANITIZERS=1 leaves the stage out).
+# (scripts/sanitize.sh): an ASan+UBSan build (clang, installed here when missing) runs the
+# hostile-input, property, matcher and regression tests and the native unit tests, the native
+# libFuzzer targets (fuzz/native, from the same instrumented objects) run for XG2_FUZZ_SECONDS
+# (default 15) each, and a ThreadSanitizer build runs the concurrency tests and the native unit
+# tests (XG2_SKIP_SANITIZERS=1 leaves the stage out).
 # XG2_SERIAL_LANES=1 runs the lanes one after the other.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,8 +46,8 @@ export XG2_WHEEL
 export XG2_DATA_DIR=${XG2_DATA_DIR:-$(cd .. && pwd)/shared/data}
 # The main suite runs on every core (pytest-xdist; XG2_TEST_WORKERS overrides the count, 0 runs
 # it in this process): its tests share nothing across processes, and work stealing keeps the
-# long differential cases from leaving one worker alone at the end. The native unit tests
-# compile the grammar core once more: they run in the sanitizer stage, on its instrumented build.
+# long differential cases from leaving one worker alone at the end. The native unit tests run
+# in the sanitizer stage, linked from its instrumented build.
 stage "main test suite (pytest tests/, ${XG2_TEST_WORKERS:-auto} workers)"
 # The slowest tests are listed at the end, so that the log of every run shows where its time went.
 (cd tests && "../$VENV/bin/python" -m pytest -q -p no:cacheprovider -n "${XG2_TEST_WORKERS:-auto}" --dist worksteal \
@@ -79,12 +80,14 @@ adapter_lane() {
 }
 sanitizer_lane() {
   local lane_status=0
-  stage "AddressSanitizer + UBSan build and tests (scripts/sanitize.sh asan)"
-  PYTHON="$PWD/$VENV/bin/python" bash scripts/sanitize.sh asan || lane_status=$?
+  # clang first: the ASan build is then one clang build whose objects serve the module, the
+  # native unit tests and the fuzz targets (scripts/sanitize.sh, cmake/sanitizer_core.cmake).
   if ! command -v clang++ >/dev/null; then
-    stage "installing clang and libFuzzer for the fuzz targets (apt-get)"
+    stage "installing clang and libFuzzer for the ASan build and the fuzz targets (apt-get)"
     { apt-get update -qq && apt-get install -y -qq clang libclang-rt-14-dev >/dev/null; } || lane_status=$?
   fi
+  stage "AddressSanitizer + UBSan build (module, native unit tests, fuzz targets) and tests (scripts/sanitize.sh asan)"
+  PYTHON="$PWD/$VENV/bin/python" bash scripts/sanitize.sh asan || lane_status=$?
   stage "native fuzz targets (scripts/sanitize.sh fuzz, ${XG2_FUZZ_SECONDS:-15} s per target)"
   PYTHON="$PWD/$VENV/bin/python" bash scripts/sanitize.sh fuzz "${XG2_FUZZ_SECONDS:-15}" || lane_status=$?
   stage "ThreadSanitizer build and concurrency tests (scripts/sanitize.sh tsan)"

@@ -70,7 +70,7 @@ def _child(count: int) -> None:
 
 # The child caps its address space, which a sanitizer runtime cannot start under (its shadow
 # memory alone reserves terabytes); the main suite runs this test.
-@pytest.mark.skipif(any(runtime in os.environ.get("LD_PRELOAD", "") for runtime in ("libasan", "libtsan")),
+@pytest.mark.skipif(any(runtime in os.environ.get("LD_PRELOAD", "") for runtime in ("libasan", "libclang_rt.asan", "libtsan")),
                     reason="a sanitizer runtime cannot run under an address-space limit")
 def test_many_required_properties_fit_in_bounded_memory() -> None:
     env = child_env()

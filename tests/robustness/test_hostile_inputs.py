@@ -584,7 +584,7 @@ def test_future_cancel_stops_a_running_compile() -> None:
 
 # The child caps its address space, which a sanitizer runtime cannot start under (its shadow
 # memory alone reserves terabytes); the main suite runs this test.
-@pytest.mark.skipif(any(runtime in os.environ.get("LD_PRELOAD", "") for runtime in ("libasan", "libtsan")),
+@pytest.mark.skipif(any(runtime in os.environ.get("LD_PRELOAD", "") for runtime in ("libasan", "libclang_rt.asan", "libtsan")),
                     reason="a sanitizer runtime cannot run under an address-space limit")
 def test_lenient_alternative_distribution_is_bounded() -> None:
     """Lenient mode drops the alternative groups past one merge's bound, but every distributed
@@ -827,7 +827,7 @@ def _huge_size_child() -> None:
         print(json.dumps([name, *_outcome(call)]), flush=True)
 
 
-@pytest.mark.skipif(any(runtime in os.environ.get("LD_PRELOAD", "") for runtime in ("libasan", "libtsan")),
+@pytest.mark.skipif(any(runtime in os.environ.get("LD_PRELOAD", "") for runtime in ("libasan", "libclang_rt.asan", "libtsan")),
                     reason="a sanitizer runtime cannot run under an address-space limit")
 def test_huge_sizes_are_refused_before_allocating() -> None:
     code = ("import resource\n"
