@@ -14,8 +14,23 @@ std::shared_ptr<const TokenIdSet> VocabularyIndex::Utf8RegionTokens(const ByteMa
 
 std::shared_ptr<const TokenIdSet> VocabularyIndex::Utf8ChainTokens(const ByteMask& ascii,
                                                                    int32_t max_characters) const {
-  if (max_characters < 1 || max_characters > kMaxUtf8ChainCharacters) return nullptr;
-  return Utf8ClassTokens(ascii, max_characters);
+  if (max_characters < 1) return nullptr;
+  if (max_characters <= kMaxUtf8ChainCharacters) return Utf8ClassTokens(ascii, max_characters);
+  if (max_characters >= tokenizer_.max_token_bytes()) return Utf8RegionTokens(ascii);
+  if (max_characters >= kMaxCountedCharacters) return nullptr;
+  std::shared_ptr<const TokenIdSet> region = Utf8RegionTokens(ascii);
+  if (!region) return nullptr;
+  auto set = std::make_shared<TokenIdSet>(*region);
+  for (const auto& [characters, id] : many_character_tokens_) {
+    if (characters <= max_characters) break;
+    uint32_t& word = set->bits[id >> 5];
+    const uint32_t bit = 1u << (id & 31);
+    if (word & bit) {
+      word &= ~bit;
+      --set->count;
+    }
+  }
+  return set;
 }
 
 std::shared_ptr<const TokenIdSet> VocabularyIndex::Utf8ClassTokens(const ByteMask& ascii,

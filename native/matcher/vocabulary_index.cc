@@ -1,6 +1,7 @@
 #include "matcher/vocabulary_index.h"
 
 #include <algorithm>
+#include <functional>
 #include <stdexcept>
 
 #include "support/dcheck.h"
@@ -90,8 +91,10 @@ void VocabularyIndex::ScanTokens() {
       if (state < 0) break;
     }
     sorted_well_formed_[pos] = state >= 0;
-    sorted_characters_[pos] = static_cast<uint8_t>(std::min(characters, 255));
+    sorted_characters_[pos] = static_cast<uint8_t>(std::min(characters, kMaxCountedCharacters));
+    if (state >= 0 && characters > kMaxUtf8ChainCharacters) many_character_tokens_.emplace_back(characters, sorted[pos]);
   }
+  std::sort(many_character_tokens_.begin(), many_character_tokens_.end(), std::greater<>());
 }
 
 void VocabularyIndex::BuildTrie() {
@@ -245,7 +248,7 @@ size_t VocabularyIndex::MemoryBytes() const {
   bytes += (long_tokens_.positions.capacity() + long_tokens_.lcp.capacity()) * sizeof(int32_t) +
            long_tokens_.short_bits.capacity() * sizeof(uint32_t);
   bytes += sorted_ascii_bytes_.capacity() * sizeof(sorted_ascii_bytes_[0]) + sorted_well_formed_.capacity() +
-           sorted_characters_.capacity();
+           sorted_characters_.capacity() + many_character_tokens_.capacity() * sizeof(many_character_tokens_[0]);
   std::lock_guard<ForkSafeMutex> lock(region_mutex_);
   for (const auto& entry : class_sets_) bytes += entry.second->bits.capacity() * sizeof(uint32_t);
   for (const auto& entry : outsider_sets_) bytes += entry.second->MemoryBytes();

@@ -216,13 +216,19 @@ class VocabularyIndex final : public VocabularyAttachment {
 
   // The tokens of Utf8RegionTokens(ascii) that start at most `max_characters` characters (a
   // character the token ends inside counts): those a bounded repetition of one character
-  // with `max_characters` copies left accepts wholesale (the last copies of a JSON string
-  // with maxLength). Built on first request and kept like the region sets; nullptr for
-  // counts outside 1..kMaxUtf8ChainCharacters, or once kMaxUtf8ChainSets sets are kept.
-  // Thread-safe.
+  // with `max_characters` copies left accepts wholesale (the copies of a JSON string with
+  // maxLength). Counts 1..kMaxUtf8ChainCharacters are built on first request and kept like
+  // the region sets (nullptr once kMaxUtf8ChainSets are kept). A larger count is the region
+  // set itself from the longest token's bytes on (no token starts more characters than it
+  // has bytes), else a copy of the region set less its tokens of more characters
+  // (many_character_tokens_: a few hundred at most), made per call and not kept: a string's
+  // copies ask for a different count at each position. nullptr for counts below 1 or from
+  // kMaxCountedCharacters on (below the longest token). Thread-safe.
   std::shared_ptr<const TokenIdSet> Utf8ChainTokens(const ByteMask& ascii, int32_t max_characters) const;
   static constexpr int32_t kMaxUtf8ChainCharacters = 32;
   static constexpr size_t kMaxUtf8ChainSets = 96;
+  // Characters are counted up to this many per token (sorted_characters_ saturates there).
+  static constexpr int32_t kMaxCountedCharacters = 255;
 
   // The class's ClassPrefixes if built, else nullptr; `*first_request` (optional) is set
   // true for the one caller that should have it built (BuildClassPrefixTable), once per
@@ -270,8 +276,11 @@ class VocabularyIndex final : public VocabularyAttachment {
   std::vector<std::pair<uint64_t, uint64_t>> sorted_ascii_bytes_;
   std::vector<uint8_t> sorted_well_formed_;
   // Per sorted position: the characters the token starts (a well-formed prefix's length in
-  // characters, the last one possibly incomplete), at most 255.
+  // characters, the last one possibly incomplete), at most kMaxCountedCharacters.
   std::vector<uint8_t> sorted_characters_;
+  // The well-formed tokens that start more than kMaxUtf8ChainCharacters characters, as
+  // (characters, id), most characters first.
+  std::vector<std::pair<int32_t, int32_t>> many_character_tokens_;
   struct ClassSetKey {
     uint64_t ascii_low;
     uint64_t ascii_high;

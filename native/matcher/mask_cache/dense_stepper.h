@@ -213,9 +213,9 @@ class DenseStepper {
 
  public:
   // True when `n` is the first of the last copies of a bounded repetition of one character,
-  // the shape of json_char{0,N} near N: along the character chain of `n` (Utf8ChainConsumes)
-  // every ASCII byte of `n`'s major step and every multi-byte character lead to the next
-  // copy for `copies` (1..VocabularyIndex::kMaxUtf8ChainCharacters) steps, the node `end`
+  // the shape of json_char{0,N} past its folded loop (grammar_fsm.h): along the character
+  // chain of `n` (Utf8ChainConsumes) every ASCII byte of `n`'s major step and every
+  // multi-byte character lead to the next copy for `copies` >= 1 steps, the node `end`
   // reached then steps on none of them, and no node on the way, continuation nodes and `end`
   // included, lets the parser leave the rule (not leavable, empty leave set). `ascii` gets
   // the ASCII bytes. Then a token that is a well-formed UTF-8 prefix with its ASCII bytes in

@@ -77,7 +77,9 @@ bool DenseStepper::FindClassRoot(NodeId n, int32_t r, const LeaveSets& leave, co
 
 bool DenseStepper::Utf8ChainRoot(NodeId n, const LeaveSets& leave, const std::vector<uint8_t>& leavable, ByteMask* ascii,
                                  int32_t* copies) {
-  constexpr int32_t kMaxCopies = VocabularyIndex::kMaxUtf8ChainCharacters;
+  // Any count: VocabularyIndex::Utf8ChainTokens has a set for each count a token can tell
+  // apart from the unbounded one; the node cap below bounds the work.
+  constexpr int32_t kMaxCopies = 1024;
   Row(n);
   ByteMask consumed = MajorMask(s_.row_of[n]);
   consumed.words[2] = consumed.words[3] = ~uint64_t{0};
@@ -122,9 +124,12 @@ bool DenseStepper::Utf8ChainRoot(NodeId n, const LeaveSets& leave, const std::ve
     if (back_to_start || (q > 0 && (leavable[x] || leave[x].any()))) return false;
     if (x == end) continue;
     if (seen.size() > kMaxNodes) return false;
-    for (int b = 0; b < 256; ++b) {
-      const NodeId to = Row(x)[b];
-      if (to >= 0 && (b >= 0x80 || AsciiIn(consumed, static_cast<uint8_t>(b)))) visit(to);
+    // By edge, not by byte (a long chain has about eight nodes per copy): an edge is followed
+    // when one of its bytes is a non-ASCII byte or in `consumed`.
+    for (const ByteEdge* e = fsm_.byte_edges_begin(x); e != fsm_.byte_edges_end(x); ++e) {
+      bool followed = e->hi >= 0x80;
+      for (int b = e->lo; b <= e->hi && !followed; ++b) followed = AsciiIn(consumed, static_cast<uint8_t>(b));
+      if (followed) visit(e->target);
     }
   }
   if (back_to_start) return false;
