@@ -560,9 +560,21 @@ class GrammarCompiler:
         ``any_whitespace=False`` applies to the JSON of every ``json_schema`` format, as in
         ``compile_json_schema`` (vLLM's ``disable_any_whitespace``). ``timeout`` bounds the final
         grammar compilation (the tag's schemas convert eagerly)."""
-        return self.compile_structural_tag_async(
-            structural_tag, any_whitespace=any_whitespace, timeout=timeout, _run_inline=True
-        ).result()
+        route = self._sync_route()
+        if route > _ONE_CALL_WATCHING_SIGINT:
+            return self.compile_structural_tag_async(
+                structural_tag, any_whitespace=any_whitespace, timeout=timeout, _run_inline=True
+            ).result()
+        # What compile_structural_tag_async and _submit do, without their frames (engines send a
+        # tag with every request that has tools).
+        _text, lowered = self._lowered_tag(structural_tag, any_whitespace)
+        if timeout is None:
+            timeout = self._limits.timeout_s
+        else:
+            _check_timeout(timeout, "timeout")
+        return self._compile_in_one_call(
+            "structural_tag", self._cache_key(("structural_tag", lowered)), (lowered,), timeout,
+            route == _ONE_CALL_WATCHING_SIGINT, 3)
 
     def compile_lark(
         self, lark_string: str, *, named_grammars: Optional[dict] = None, timeout: Optional[float] = None
@@ -647,12 +659,17 @@ class GrammarCompiler:
     ) -> "Future[CompiledGrammar]":
         """Like :meth:`compile_structural_tag`, returning a future. Validation errors
         (``StructuralTagError``, ``UnsupportedSchemaError``) are raised here, not deferred."""
-        from .structural_tag import structural_tag_json
+        text, lowered = self._lowered_tag(structural_tag, any_whitespace)
+        # The disk cache names a grammar by the repr of its key: the tag's text.
+        return self._submit(("structural_tag", lowered), (lowered,), _run_inline, timeout,
+                            disk_key=("structural_tag", text, any_whitespace))
 
-        text = structural_tag_json(structural_tag, self._limits.max_input_bytes)
-        # The grammar is cached under its lowered form (tags spelled differently share it); the
-        # lowering itself (milliseconds for a large tool set) is remembered per tag text, so a
-        # repeated tool set skips it too. A tag seen before was already validated.
+    def _lowered_tag(self, structural_tag: Any, any_whitespace: bool) -> tuple[Union[str, bytes], Any]:
+        """(the tag's JSON text, the tag validated and lowered). The grammar is cached under its
+        lowered form (tags spelled differently share it); the lowering itself (milliseconds for a
+        large tool set) is remembered per tag text, so a repeated tool set skips it too. A tag
+        seen before was already validated."""
+        text = _structural_tag_json(structural_tag, self._limits.max_input_bytes)
         lowered_key = (text, any_whitespace)
         with self._lock:
             lowered = self._lowered_tags.get(lowered_key)
@@ -665,9 +682,7 @@ class GrammarCompiler:
                     self._lowered_tags[lowered_key] = lowered
                     while len(self._lowered_tags) > _LOWERED_TAGS_KEPT:
                         self._lowered_tags.popitem(last=False)
-        # The disk cache names a grammar by the repr of its key: the tag's text.
-        return self._submit(("structural_tag", lowered), (lowered,), _run_inline, timeout,
-                            disk_key=("structural_tag", text, any_whitespace))
+        return text, lowered
 
     def compile_choice_async(
         self, choices: Sequence[str], *, timeout: Optional[float] = None, _run_inline: bool = False
@@ -900,6 +915,16 @@ def _warn_ignored(messages: Sequence[str], stacklevel: int) -> None:
     from the caller (1: the caller)."""
     for message in messages:
         warnings.warn(f"JSON Schema keyword ignored (lenient): {message}", UserWarning, stacklevel=stacklevel + 1)
+
+
+def _structural_tag_json(value: Any, max_bytes: int) -> Union[str, bytes]:
+    """``structural_tag.structural_tag_json`` (imported at the first call: that module imports
+    this one)."""
+    global _structural_tag_json
+    from .structural_tag import structural_tag_json
+
+    _structural_tag_json = structural_tag_json
+    return structural_tag_json(value, max_bytes)
 
 
 def _compilers_after_fork_in_child() -> None:
