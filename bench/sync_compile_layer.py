@@ -6,18 +6,20 @@
     callgrind_annotate --inclusive=yes OUT | grep -E ':(_operator_call|functools_reduce) '
 
 Runs ``--rounds`` compiles through the public ``GrammarCompiler.compile_<kind>`` inside one
-``operator.call``, and the same compiles through the native module alone (``compiler._native``;
-for a structural tag its lowering and its compile) inside one ``functools.reduce`` (two items:
-one call); callgrind collects only inside those two C functions, so
-``(_operator_call - functools_reduce) / rounds`` is the Python layer's share of one compile, in
-instructions
-(deterministic, unlike a timing on a loaded machine). ``--compiles miss``: every request is new
-(a tool name numbered per round, or a space appended), so each compiles; ``hit``: the same
-request every round, answered by the grammar cache (the native side then does nothing, so the
-``functools.reduce`` loop is empty). Without callgrind the script prints thread-CPU microseconds per
-compile for both loops instead. The cyclic garbage collector is off inside the loops (a
-collection walks the whole heap, and would land in one loop and not the other). The structural tag is a small one as vLLM sends it for a
-request with one strict tool (JSON text, ``triggered_tags``).
+``operator.call``, and as many through the native module alone (``compiler._native``; for a
+structural tag its lowering and its compile) inside one ``functools.reduce`` (two items: one
+call). Callgrind collects only inside those two C functions, so
+``(_operator_call - functools_reduce) / rounds`` is what the public layer adds to one compile,
+in instructions (deterministic, unlike a timing on a loaded machine): Python frames, the cache
+lookup and in-flight table, the wrapping and the charge.
+
+``--compiles miss``: every request is new to the process (a name numbered per round and marked
+per loop, so neither loop finds the other's rule DFAs in the process-wide table); ``hit``: the
+same request every round, answered by the grammar cache (the native loop is then empty). The
+cyclic garbage collector is off inside the loops (a collection walks the whole heap, and would
+land in one loop and not the other). Without callgrind the script prints thread-CPU
+microseconds per compile for both loops. The structural tag is a small one as vLLM sends it
+for a request with one strict tool (JSON text, ``triggered_tags``).
 """
 
 from __future__ import annotations
