@@ -805,20 +805,22 @@ class GrammarCompiler:
             timeout = self._limits.timeout_s
         else:
             _check_timeout(timeout, "timeout")
-        kind = key[0]
         cache_key = self._cache_key(key)
-        route = self._sync_route() if run_inline else _ASYNC
-        if route <= _ONE_CALL_WATCHING_SIGINT:
-            # warnings: _compile_in_one_call, here, compile_*_async, compile_*, its caller
-            return _Ready(self._compile_in_one_call(
-                kind, cache_key, args, timeout, route == _ONE_CALL_WATCHING_SIGINT, 5))
-        cached = self._grammar_cache.find(cache_key)  # a hit: one native call, nothing else
+        # A hit first, for every route: one native call, and no routing (the one-call path
+        # looks again, which costs a miss less than the routing would cost a hit).
+        cached = self._grammar_cache.find(cache_key)
         if cached is not None:
             if run_inline:
                 return _Ready(cached)
             done: Future = Future()
             done.set_result(cached)
             return done
+        kind = key[0]
+        route = self._sync_route() if run_inline else _ASYNC
+        if route <= _ONE_CALL_WATCHING_SIGINT:
+            # warnings: _compile_in_one_call, here, compile_*_async, compile_*, its caller
+            return _Ready(self._compile_in_one_call(
+                kind, cache_key, args, timeout, route == _ONE_CALL_WATCHING_SIGINT, 5))
         build = self._build(kind, args)
         if self._disk_cache is not None:
             build = self._disk_cache.cached_build(self, key if disk_key is None else disk_key, build)
