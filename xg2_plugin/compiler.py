@@ -531,9 +531,12 @@ class GrammarCompiler:
         any_key_spelling = bool(any_key_spelling)
         options = ("json_schema", any_whitespace, indent, separators, strict_mode, max_whitespace, lenient,
                    any_order, any_key_spelling)
-        prefix = self._cache_key_prefixes.get(options) or self._cache_key_prefix(options)
+        cache_key = (self._cache_key_prefixes.get(options) or self._cache_key_prefix(options)) + text
+        cached = self._grammar_cache.find(cache_key)  # a hit first, as _submit looks
+        if cached is not None:
+            return cached
         return self._compile_in_one_call(
-            "json_schema", prefix + text, (text,) + options[1:], timeout, route == _ONE_CALL_WATCHING_SIGINT, 3)
+            "json_schema", cache_key, (text,) + options[1:], timeout, route == _ONE_CALL_WATCHING_SIGINT, 3)
 
     def compile_builtin_json_grammar(self, *, timeout: Optional[float] = None) -> CompiledGrammar:
         """Compiles the grammar of any JSON value."""
