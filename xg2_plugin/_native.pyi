@@ -133,13 +133,10 @@ class DerivedVocabularies:
     def clear(self) -> None: ...
 
 class GrammarCache:
-    """A compiler's compiled-grammar cache and compiles in flight (native/compiler/compile_cache.h)."""
+    """A compiler's compiled-grammar cache and compiles in flight (native/compiler/compile_cache.h);
+    compiles reach it through CachedCompiler."""
 
     def __init__(self, limit_bytes: int, enabled: bool = True) -> None: ...
-    def get_or_compile(
-        self, key: str, build: Callable[[Optional[CancellationToken]], tuple[Any, int, Optional[tuple[str, int, Callable[[], Any]]]]],
-        cancel: Optional[CancellationToken] = None,
-    ) -> Any: ...
     def find(self, key: str) -> Any: ...
     def clear(self) -> None: ...
     def reset_after_fork(self) -> None: ...
@@ -148,19 +145,26 @@ class GrammarCache:
     @property
     def stats(self) -> dict[str, int]: ...
 
-class SyncCompiler:
-    """A synchronous JSON Schema compile on the main thread in one call: cache lookup, shared
-    in-flight compile, Ctrl-C watch (native/bindings/sync_compile_bindings.cc)."""
+class CachedCompiler:
+    """Every compile of a GrammarCompiler reaches its GrammarCache through it: a synchronous
+    request in one call (cache lookup, shared in-flight compile, Ctrl-C watch), or the general
+    path's build and cache call; it wraps and charges the grammars
+    (native/bindings/sync_compile_bindings.cc). ``kind`` and ``args``: compile_requests.h."""
 
     def __init__(
         self, cache: GrammarCache, derived_vocabularies: DerivedVocabularies,
         cache_enabled: bool, derived_kept_uncached: int, grammar_class: type, tokenizer_info: Any,
     ) -> None: ...
-    def json_schema(
-        self, compiler: GrammarCompiler, key: str, text: str, any_whitespace: bool, indent: Optional[int], separators: Optional[tuple[str, str]],
-        strict_mode: bool, max_whitespace: Optional[int], lenient: bool, any_order: bool, any_key_spelling: bool,
-        timeout: Optional[float], watch_sigint: bool,
+    def compile(
+        self, compiler: GrammarCompiler, kind: str, key: str, args: tuple[Any, ...], timeout: Optional[float],
+        watch_sigint: bool,
     ) -> tuple[Any, list[str]]: ...
+    def build(
+        self, compiler: GrammarCompiler, kind: str, args: tuple[Any, ...], cancel: Optional[CancellationToken] = None,
+    ) -> tuple[Any, list[str]]: ...
+    def get_or_compile(
+        self, key: str, build: Callable[[Optional[CancellationToken]], Any], cancel: Optional[CancellationToken] = None,
+    ) -> Any: ...
 
 class LoweredStructuralTag:
     def __eq__(self, other: LoweredStructuralTag) -> bool: ...  # type: ignore[override]

@@ -6,9 +6,10 @@ key runs the compile under its own token, the callers arriving meanwhile wait fo
 under its own token. A caller's timeout, ``cancel()`` or Ctrl-C therefore resolves only its own
 request: when the caller running the compile stops, a waiting caller takes the compile over.
 This module holds what stays in Python: the futures of the asynchronous API and the runs that
-resolve them, and the synchronous call on the main thread that Ctrl-C stops. A synchronous
-JSON Schema compile (no disk cache; on the main thread, with Python's own SIGINT handler) runs
-the same steps in one native call instead (``_native.SyncCompiler``, ``native/bindings/sync_compile_bindings.cc``).
+resolve them, and the synchronous call on the main thread that Ctrl-C stops. ``cache`` is the
+compiler's ``_native.CachedCompiler``, whose ``get_or_compile`` charges what ``build`` returns. A
+synchronous compile without the disk cache runs the same steps in one native call instead
+(``CachedCompiler.compile``; ``GrammarCompiler._sync_route`` decides).
 """
 
 from __future__ import annotations

@@ -17,7 +17,6 @@ import _thread
 import json
 import math
 import os
-import signal
 import threading
 import time
 import warnings
@@ -43,8 +42,6 @@ _INT64_MAX = 2 ** 63 - 1
 # The JSON Schema converter recurses once per nesting level: deeper limits than this could
 # exhaust the native stack of a worker thread, so the limit can only be lowered.
 _SCHEMA_DEPTH_CAP = 2000
-# Shared parts of the grammar cache: derived vocabularies (Token(id) grammars), keyed by their ids.
-_DERIVED_VOCAB = "derived_vocabulary"
 # Structural tags whose lowering a compiler remembers (most recently used first out).
 _LOWERED_TAGS_KEPT = 64
 # Lowered structural tags a compiler numbers for its grammar cache's keys (most recently used
@@ -56,9 +53,13 @@ _CACHE_KEY_PREFIXES_KEPT = 256
 _DERIVED_VOCABS_UNCACHED = 4
 # Every compiler of the process, for the fork handler below.
 _COMPILERS: "weakref.WeakSet[GrammarCompiler]" = weakref.WeakSet()
-# Python's main thread (the thread that forked, in a child of fork()): synchronous compiles
-# there take the one-call native path (GrammarCompiler.compile_json_schema).
+# Python's main thread (the thread that forked, in a child of fork()): GrammarCompiler._sync_route.
 _main_thread_ident = threading.main_thread().ident
+# How a request runs (GrammarCompiler._sync_route): a synchronous one in one native call, off or on
+# the main thread (which watches for Ctrl-C), or through the general path on this thread, off or
+# on the main thread, or on a helper thread; an asynchronous one on the compiler's executor.
+_ONE_CALL, _ONE_CALL_WATCHING_SIGINT, _ON_THIS_THREAD, _ON_THIS_THREAD_WATCHING_SIGINT, _ON_HELPER_THREAD, _ASYNC = \
+    range(6)
 
 
 @dataclass(frozen=True)
@@ -441,7 +442,7 @@ class GrammarCompiler:
         # Futures of asynchronous compiles, failed in a child of fork() (_after_fork_in_child).
         self._pending: "weakref.WeakSet[CompileFuture]" = weakref.WeakSet()
         self._max_threads = max_threads
-        self._main_thread_executor: Optional[ThreadPoolExecutor] = None  # see _submit
+        self._main_thread_executor: Optional[ThreadPoolExecutor] = None  # see _sync_route
         _COMPILERS.add(self)
         self._mask_pool = _native.MaskCachePool(mask_cache_limit_bytes)
         self._mask_cache = mask_cache
@@ -458,10 +459,9 @@ class GrammarCompiler:
         )
         self._disk_cache = (_disk_cache.DiskCache(cache_dir, cache_dir_limit_bytes) if cache_dir is not None
                             else _disk_cache.DiskCache.from_environment())
-        # A synchronous JSON Schema compile as one native call: the steps of _submit's
-        # call_on_main_thread or call with _cache_entry's build (not for the disk cache's Python
-        # build).
-        self._sync_compiler = None if self._disk_cache is not None else _native.SyncCompiler(
+        # Every compile reaches the grammar cache through it: a synchronous request in one native
+        # call, or the general path's compile and cache call (native/bindings/sync_compile_bindings.cc).
+        self._cached_compiler = _native.CachedCompiler(
             self._grammar_cache, self._token_literal_vocabs, cache_enabled, _DERIVED_VOCABS_UNCACHED, CompiledGrammar,
             tokenizer_info)
 
@@ -515,19 +515,15 @@ class GrammarCompiler:
         ``any_key_spelling=True`` also accepts every other JSON spelling of a name
         (``{"\\u0061": 1}`` is member ``a``) at about twice the grammar size.
         """
-        sync = self._sync_compiler
-        on_main_thread = _thread.get_ident() == _main_thread_ident
-        if sync is None or (on_main_thread and _signal.getsignal(_signal.SIGINT) is not _signal.default_int_handler):
+        route = self._sync_route()
+        if route > _ONE_CALL_WATCHING_SIGINT:
             return self.compile_json_schema_async(
                 schema, any_whitespace=any_whitespace, indent=indent, separators=separators,
                 strict_mode=strict_mode, max_whitespace=max_whitespace, lenient=lenient,
                 timeout=timeout, any_order=any_order, any_key_spelling=any_key_spelling, _run_inline=True,
             ).result()
-        # What the general path does on this thread (the checks and key of
-        # compile_json_schema_async, then _submit's call_on_main_thread on the main thread or its
-        # call on another, such as an engine's compile worker), with the cache lookup, the
-        # compile and, on the main thread, the Ctrl-C watch in one native call: a request pays
-        # each Python frame cold.
+        # The checks and key of compile_json_schema_async and _submit, without their frames: a
+        # request pays each Python frame cold.
         max_bytes = self._limits.max_input_bytes
         if type(schema) is str and schema.isascii() and len(schema) <= max_bytes:
             text = schema  # what _check_text accepts without a copy
@@ -542,20 +538,12 @@ class GrammarCompiler:
         any_key_spelling = bool(any_key_spelling)
         options = ("json_schema", any_whitespace, indent, separators, strict_mode, max_whitespace, lenient,
                    any_order, any_key_spelling)
-        prefix = self._cache_key_prefixes.get(options) or self._cache_key_prefix(options)
-        began = 0.0 if on_main_thread else time.monotonic()
-        try:
-            grammar, ignored = sync.json_schema(
-                self._native, prefix + text, text, any_whitespace, indent, separators, strict_mode, max_whitespace,
-                lenient, any_order, any_key_spelling, timeout, on_main_thread)
-        except _native.CompilationTimeoutError:
-            raise _calls.timeout_error(timeout) from None
-        finally:
-            if not on_main_thread:
-                _heap_trim.after_compile(time.monotonic() - began)
-        for message in ignored:
-            warnings.warn(f"JSON Schema keyword ignored (lenient): {message}", UserWarning, stacklevel=2)
-        return grammar
+        cache_key = (self._cache_key_prefixes.get(options) or self._cache_key_prefix(options)) + text
+        cached = self._grammar_cache.find(cache_key)  # a hit first, as _submit looks
+        if cached is not None:
+            return cached
+        return self._compile_in_one_call(
+            "json_schema", cache_key, (text,) + options[1:], timeout, route == _ONE_CALL_WATCHING_SIGINT, 3)
 
     def compile_builtin_json_grammar(self, *, timeout: Optional[float] = None) -> CompiledGrammar:
         """Compiles the grammar of any JSON value."""
@@ -587,9 +575,21 @@ class GrammarCompiler:
         ``any_whitespace=False`` applies to the JSON of every ``json_schema`` format, as in
         ``compile_json_schema`` (vLLM's ``disable_any_whitespace``). ``timeout`` bounds the final
         grammar compilation (the tag's schemas convert eagerly)."""
-        return self.compile_structural_tag_async(
-            structural_tag, any_whitespace=any_whitespace, timeout=timeout, _run_inline=True
-        ).result()
+        route = self._sync_route()
+        if route > _ONE_CALL_WATCHING_SIGINT:
+            return self.compile_structural_tag_async(
+                structural_tag, any_whitespace=any_whitespace, timeout=timeout, _run_inline=True
+            ).result()
+        # What compile_structural_tag_async and _submit do, without their frames (engines send a
+        # tag with every request that has tools).
+        _text, lowered = self._lowered_tag(structural_tag, any_whitespace)
+        if timeout is None:
+            timeout = self._limits.timeout_s
+        else:
+            _check_timeout(timeout, "timeout")
+        return self._compile_in_one_call(
+            "structural_tag", self._cache_key(("structural_tag", lowered)), (lowered,), timeout,
+            route == _ONE_CALL_WATCHING_SIGINT, 3)
 
     def compile_lark(
         self, lark_string: str, *, named_grammars: Optional[dict] = None, timeout: Optional[float] = None
@@ -630,28 +630,13 @@ class GrammarCompiler:
             separators = _separators_pair(separators)
         key = ("json_schema", text, any_whitespace, indent, separators, strict_mode, max_whitespace, lenient,
                any_order, bool(any_key_spelling))
-
-        def build(token: Any) -> CompiledGrammar:
-            handle, warns = self._native.compile_json_schema(
-                text, any_whitespace=any_whitespace, indent=indent, separators=separators,
-                strict_mode=strict_mode, max_whitespace=max_whitespace, lenient=lenient,
-                any_order=any_order, any_key_spelling=bool(any_key_spelling), cancel=token,
-            )
-            for message in warns:
-                warnings.warn(f"JSON Schema keyword ignored (lenient): {message}", UserWarning, stacklevel=4)
-            return self._grammar(handle, "json_schema")
-
-        return self._submit(key, build, _run_inline, timeout)
+        return self._submit(key, (text,) + key[2:], _run_inline, timeout)
 
     def compile_builtin_json_grammar_async(
         self, *, timeout: Optional[float] = None, _run_inline: bool = False
     ) -> "Future[CompiledGrammar]":
         """Like :meth:`compile_builtin_json_grammar`, returning a future."""
-        return self._submit(
-            ("builtin_json",),
-            lambda token: self._grammar(self._native.compile_builtin_json(cancel=token), "builtin_json"),
-            _run_inline, timeout,
-        )
+        return self._submit(("builtin_json",), (), _run_inline, timeout)
 
     def compile_grammar_async(
         self, ebnf: Union[str, Grammar], root_rule_name: str = "root", *, timeout: Optional[float] = None,
@@ -663,22 +648,14 @@ class GrammarCompiler:
             return ebnf._compile(self, timeout, asynchronous=True)
         _check_text(ebnf, "ebnf", self._limits.max_input_bytes)
         _check_text(root_rule_name, "root_rule_name", self._limits.max_input_bytes)
-        return self._submit(
-            ("ebnf", ebnf, root_rule_name),
-            lambda token: self._grammar(self._native.compile_ebnf(ebnf, root_rule_name, cancel=token), "ebnf"),
-            _run_inline, timeout,
-        )
+        return self._submit(("ebnf", ebnf, root_rule_name), (ebnf, root_rule_name), _run_inline, timeout)
 
     def compile_regex_async(
         self, pattern: str, *, timeout: Optional[float] = None, _run_inline: bool = False
     ) -> "Future[CompiledGrammar]":
         """Like :meth:`compile_regex`, returning a future."""
         _check_text(pattern, "pattern", self._limits.max_input_bytes)
-        return self._submit(
-            ("regex", pattern),
-            lambda token: self._grammar(self._native.compile_regex(pattern, cancel=token), "regex"),
-            _run_inline, timeout,
-        )
+        return self._submit(("regex", pattern), (pattern,), _run_inline, timeout)
 
     def compile_lark_async(
         self, lark_string: str, *, named_grammars: Optional[dict] = None, timeout: Optional[float] = None,
@@ -688,11 +665,7 @@ class GrammarCompiler:
         _check_text(lark_string, "lark_string", self._limits.max_input_bytes)
         if named_grammars:
             raise _native.InvalidArgumentError("named_grammars (@name references) are not supported by compile_lark")
-        return self._submit(
-            ("lark", lark_string),
-            lambda token: self._grammar(self._native.compile_lark(lark_string, cancel=token), "lark"),
-            _run_inline, timeout,
-        )
+        return self._submit(("lark", lark_string), (lark_string,), _run_inline, timeout)
 
     def compile_structural_tag_async(
         self,
@@ -704,12 +677,17 @@ class GrammarCompiler:
     ) -> "Future[CompiledGrammar]":
         """Like :meth:`compile_structural_tag`, returning a future. Validation errors
         (``StructuralTagError``, ``UnsupportedSchemaError``) are raised here, not deferred."""
-        from .structural_tag import structural_tag_json
+        text, lowered = self._lowered_tag(structural_tag, any_whitespace)
+        # The disk cache names a grammar by the repr of its key: the tag's text.
+        return self._submit(("structural_tag", lowered), (lowered,), _run_inline, timeout,
+                            disk_key=("structural_tag", text, any_whitespace))
 
-        text = structural_tag_json(structural_tag, self._limits.max_input_bytes)
-        # The grammar is cached under its lowered form (tags spelled differently share it); the
-        # lowering itself (milliseconds for a large tool set) is remembered per tag text, so a
-        # repeated tool set skips it too. A tag seen before was already validated.
+    def _lowered_tag(self, structural_tag: Any, any_whitespace: bool) -> tuple[Union[str, bytes], Any]:
+        """(the tag's JSON text, the tag validated and lowered). The grammar is cached under its
+        lowered form (tags spelled differently share it); the lowering itself (milliseconds for a
+        large tool set) is remembered per tag text, so a repeated tool set skips it too. A tag
+        seen before was already validated."""
+        text = _structural_tag_json(structural_tag, self._limits.max_input_bytes)
         lowered_key = (text, any_whitespace)
         with self._lock:
             lowered = self._lowered_tags.get(lowered_key)
@@ -722,12 +700,7 @@ class GrammarCompiler:
                     self._lowered_tags[lowered_key] = lowered
                     while len(self._lowered_tags) > _LOWERED_TAGS_KEPT:
                         self._lowered_tags.popitem(last=False)
-        # The disk cache names a grammar by the repr of its key: the tag's text.
-        return self._submit(
-            ("structural_tag", lowered),
-            lambda token: self._grammar(self._native.compile_structural_tag(lowered, cancel=token), "structural_tag"),
-            _run_inline, timeout, disk_key=("structural_tag", text, any_whitespace),
-        )
+        return text, lowered
 
     def compile_choice_async(
         self, choices: Sequence[str], *, timeout: Optional[float] = None, _run_inline: bool = False
@@ -739,12 +712,7 @@ class GrammarCompiler:
             raise ValueError("choices must not be empty")
         # The size limit applies to the alternatives as the grammar spells them.
         _check_text(" | ".join(ebnf_string_literal(c) for c in choices), "choices", self._limits.max_input_bytes)
-        listed = list(choices)
-        return self._submit(
-            ("choice", tuple(choices)),
-            lambda token: self._grammar(self._native.compile_choice(listed, cancel=token), "choice"),
-            _run_inline, timeout,
-        )
+        return self._submit(("choice", tuple(choices)), (list(choices),), _run_inline, timeout)
 
     # ---- cache -------------------------------------------------------------------------
 
@@ -809,51 +777,95 @@ class GrammarCompiler:
             if pool is not None:
                 pool.clear()
 
-    def _grammar(self, handle: Any, kind: str) -> CompiledGrammar:
-        return CompiledGrammar(handle, self._tokenizer_info, kind)
+    def _sync_route(self) -> int:
+        """How a synchronous compile runs on this thread: the one place that decides it.
+
+        In one native call (``_ONE_CALL``) unless the disk cache (whose build is Python) is on;
+        on Python's main thread that call watches for Ctrl-C itself (``_ONE_CALL_WATCHING_SIGINT``:
+        Python cannot raise KeyboardInterrupt while native code runs there). With the disk cache,
+        the general path runs the same steps on this thread (``_shared_compile.call`` or
+        ``call_on_main_thread``). A main thread whose application installed a SIGINT handler of
+        its own hands the compile to a helper thread and waits interruptibly, so that Python runs
+        the handler as it decides (``_ON_HELPER_THREAD``)."""
+        if _thread.get_ident() != _main_thread_ident:
+            return _ONE_CALL if self._disk_cache is None else _ON_THIS_THREAD
+        # (_signal.getsignal: signal.getsignal first tries to make a function handler a
+        # Handlers member, raising and catching ValueError, on every synchronous compile.)
+        if _signal.getsignal(_signal.SIGINT) is not _signal.default_int_handler:
+            return _ON_HELPER_THREAD
+        return _ONE_CALL_WATCHING_SIGINT if self._disk_cache is None else _ON_THIS_THREAD_WATCHING_SIGINT
+
+    def _compile_in_one_call(self, kind: str, cache_key: str, args: tuple, timeout: Optional[float],
+                             on_main_thread: bool, stacklevel: int) -> CompiledGrammar:
+        """A synchronous request in one native call (``_ONE_CALL`` routes); ignored JSON Schema
+        keywords warn ``stacklevel`` frames up (1: here)."""
+        began = 0.0 if on_main_thread else time.monotonic()
+        try:
+            grammar, ignored = self._cached_compiler.compile(
+                self._native, kind, cache_key, args, timeout, on_main_thread)
+        except _native.CompilationTimeoutError:
+            raise _calls.timeout_error(timeout) from None
+        finally:
+            if not on_main_thread:
+                _heap_trim.after_compile(time.monotonic() - began)
+        if ignored:
+            _warn_ignored(ignored, stacklevel)
+        return grammar
 
     def _submit(
-        self, key: tuple, build: Callable[[Any], CompiledGrammar], run_inline: bool, timeout: Optional[float],
-        disk_key: Optional[tuple] = None,
+        self, key: tuple, args: tuple, run_inline: bool, timeout: Optional[float], disk_key: Optional[tuple] = None,
     ) -> "Future[CompiledGrammar]":
-        """``key``: the request (kind, source, options); ``disk_key``: its name in the disk cache,
-        when ``key`` has no stable repr."""
+        """``key``: the request (kind, source, options), which names it in the grammar cache;
+        ``args``: the arguments of its native compile (``native/bindings/compile_requests.h``);
+        ``disk_key``: its name in the disk cache, when ``key`` has no stable repr.
+        ``run_inline``: a synchronous caller, which only reads ``result()``."""
         if timeout is None:
             timeout = self._limits.timeout_s
         else:
             _check_timeout(timeout, "timeout")
         cache_key = self._cache_key(key)
-        cached = self._grammar_cache.find(cache_key)  # a hit: one native call, nothing else
+        # A hit first, for every route: one native call, and no routing (the one-call path
+        # looks again, which costs a miss less than the routing would cost a hit).
+        cached = self._grammar_cache.find(cache_key)
         if cached is not None:
             if run_inline:
-                return _Ready(cached)  # a synchronous caller only reads result()
+                return _Ready(cached)
             done: Future = Future()
             done.set_result(cached)
             return done
+        kind = key[0]
+        route = self._sync_route() if run_inline else _ASYNC
+        if route <= _ONE_CALL_WATCHING_SIGINT:
+            # warnings: _compile_in_one_call, here, compile_*_async, compile_*, its caller
+            return _Ready(self._compile_in_one_call(
+                kind, cache_key, args, timeout, route == _ONE_CALL_WATCHING_SIGINT, 5))
+        build = self._build(kind, args)
         if self._disk_cache is not None:
             build = self._disk_cache.cached_build(self, key if disk_key is None else disk_key, build)
-        entry = _cache_entry(build, self._token_literal_vocabs, self._cache_enabled)
-        if run_inline:
-            if threading.current_thread() is not threading.main_thread():
-                return _Ready(_calls.call(self._grammar_cache, cache_key, entry, timeout))
-            # (_signal.getsignal: signal.getsignal first tries to make a function handler a
-            # Handlers member, raising and catching ValueError, on every synchronous compile.)
-            if _signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-                # Only the main thread receives KeyboardInterrupt, and Python cannot raise it
-                # while native code runs there: the call watches for SIGINT itself. Handing the
-                # compile to another thread instead costs two thread wake-ups, milliseconds on a
-                # loaded machine.
-                return _Ready(_calls.call_on_main_thread(self._grammar_cache, cache_key, entry, timeout))
-            # A SIGINT handler of the application's own runs as Python decides: the compile
-            # runs on a thread of its own while this one waits interruptibly (CompileFuture.result).
-            future = CompileFuture(timeout, cancel_on_interrupt=True)
-            self._pending.add(future)
-            self._main_thread_pool().submit(_calls.run, self._grammar_cache, cache_key, entry, future)
-            return future
-        future = CompileFuture(timeout, cancel_on_interrupt=False)
+        entry = _trimmed(build)
+        cache = self._cached_compiler
+        if route == _ON_THIS_THREAD:
+            return _Ready(_calls.call(cache, cache_key, entry, timeout))
+        if route == _ON_THIS_THREAD_WATCHING_SIGINT:
+            return _Ready(_calls.call_on_main_thread(cache, cache_key, entry, timeout))
+        future = CompileFuture(timeout, cancel_on_interrupt=route == _ON_HELPER_THREAD)
         self._pending.add(future)
-        self._executor.submit(_calls.run, self._grammar_cache, cache_key, entry, future)
+        executor = self._main_thread_pool() if route == _ON_HELPER_THREAD else self._executor
+        executor.submit(_calls.run, cache, cache_key, entry, future)
         return future
+
+    def _build(self, kind: str, args: tuple) -> Callable[[Any], CompiledGrammar]:
+        """The general path's compile of a request, outside the cache."""
+
+        def build(token: Any) -> CompiledGrammar:
+            grammar, ignored = self._cached_compiler.build(self._native, kind, args, token)
+            if ignored:
+                # warnings: build, _trimmed's entry, _shared_compile.call, _submit,
+                # compile_json_schema_async, compile_json_schema, its caller
+                _warn_ignored(ignored, 7)
+            return grammar
+
+        return build
 
     def _cache_key(self, key: tuple) -> str:
         """The grammar cache's key of a request: its kind and options as their repr, then its
@@ -905,39 +917,34 @@ class GrammarCompiler:
             future.fail_in_forked_child()
 
 
-def _cache_entry(build: Callable[[Any], CompiledGrammar], vocabularies: Any,
-                 cache_enabled: bool) -> Callable[[Any], tuple]:
-    """``build`` as the grammar cache calls it: (grammar, bytes to charge, shared part or None).
+def _trimmed(build: Callable[[Any], CompiledGrammar]) -> Callable[[Any], CompiledGrammar]:
+    """``build`` followed by the heap trim after a long compile (``_heap_trim``)."""
 
-    The size is charged once, as the compile built it: a grammar's own token classifications
-    keep growing as matchers and the background precompute fill them (those are the pool's to
-    count), and re-measuring at eviction would take back more than was charged. A grammar
-    naming tokens holds its derived vocabulary (about as large as the tokenizer's tables): a
-    shared part of the cache, charged once, whose eviction evicts the grammars holding it and
-    drops it from ``vocabularies``. (It holds no reference to the compiler: the native cache
-    keeps the part's callback, out of reach of Python's cycle collector.)"""
-
-    def entry(token: Any) -> tuple:
+    def entry(token: Any) -> CompiledGrammar:
         began = time.monotonic()
         try:
-            grammar = build(token)
+            return build(token)
         finally:
             _heap_trim.after_compile(time.monotonic() - began)
-        if not cache_enabled:
-            # Without a cache only the most recent derived vocabularies are kept for reuse.
-            while len(vocabularies) > _DERIVED_VOCABS_UNCACHED:
-                vocabularies.remove_oldest()
-            return grammar, 0, None
-        # An empty table holds no grammar's vocabulary: most compilers never derive one, and
-        # their grammars skip the lookup (two native calls).
-        ids = None if len(vocabularies) == 0 else vocabularies.ids_of(grammar._handle.tokenizer_info)
-        if ids is None:
-            return grammar, grammar._handle.built_memory_bytes, None
-        vocabulary, _pool = vocabularies[ids]
-        part = (f"{_DERIVED_VOCAB}{ids}", int(vocabulary.memory_bytes()), lambda: vocabularies.remove(ids))
-        return grammar, grammar._handle.built_memory_bytes, part
 
     return entry
+
+
+def _warn_ignored(messages: Sequence[str], stacklevel: int) -> None:
+    """Warns of each JSON Schema keyword a lenient compile ignored, ``stacklevel`` frames up
+    from the caller (1: the caller)."""
+    for message in messages:
+        warnings.warn(f"JSON Schema keyword ignored (lenient): {message}", UserWarning, stacklevel=stacklevel + 1)
+
+
+def _structural_tag_json(value: Any, max_bytes: int) -> Union[str, bytes]:
+    """``structural_tag.structural_tag_json`` (imported at the first call: that module imports
+    this one)."""
+    global _structural_tag_json
+    from .structural_tag import structural_tag_json
+
+    _structural_tag_json = structural_tag_json
+    return structural_tag_json(value, max_bytes)
 
 
 def _compilers_after_fork_in_child() -> None:

@@ -1,8 +1,7 @@
 // Python surface of compiler/compile_cache.h: the compiled-grammar cache and in-flight table of
 // a Python GrammarCompiler. Values are its CompiledGrammar objects (a cached grammar is handed
-// out as the same object), compiles are Python callables (the native compile and the disk
-// cache around it), and the GIL is released while the cache's lock is taken, while a caller
-// waits for a compile in flight, and (inside the callable's native call) while compiling.
+// out as the same object). Compiles reach it through _native.CachedCompiler
+// (sync_compile_bindings.cc), which charges them; this binding looks up, clears and counts.
 #include <pybind11/pybind11.h>
 
 #include <memory>
@@ -12,7 +11,6 @@
 
 #include "bindings/grammar_cache_bindings.h"
 #include "bindings/registry.h"
-#include "support/cancellation.h"
 
 namespace py = pybind11;
 
@@ -29,66 +27,9 @@ namespace {
 
 using GrammarCache = PyGrammarCache;
 
-// The Python exception types of support/cancellation.h, bound by bindings/module.cc.
-struct CancellationTypes {
-  py::handle cancelled;
-  py::handle timeout;
-};
-
-CancellationTypes& Types() {
-  static CancellationTypes types;
-  return types;
-}
-
-// Runs `build(cancel)` with the GIL: (grammar, bytes, part) where part is None or (key, bytes,
-// on_evict). A cancellation raised in Python becomes the native error again, so the cache
-// knows that the runner stopped and hands the compile to a waiter.
-GrammarCache::Built RunBuild(const py::function& build, const py::object& cancel) {
-  py::gil_scoped_acquire gil;
-  py::tuple out;
-  try {
-    out = build(cancel);
-  } catch (py::error_already_set& error) {
-    if (error.matches(Types().timeout)) throw CompilationTimeoutError(py::str(error.value()));
-    if (error.matches(Types().cancelled)) throw CompilationCancelledError(py::str(error.value()));
-    throw;
-  }
-  GrammarCache::Built built{Hold(out[0]), out[1].cast<size_t>(), std::nullopt};
-  if (!out[2].is_none()) {
-    py::tuple part = out[2];
-    HeldObject on_evict = Hold(part[2]);
-    built.part = GrammarCache::SharedPart{part[0].cast<std::string>(), part[1].cast<size_t>(), [on_evict] {
-                                            py::gil_scoped_acquire gil;
-                                            try {
-                                              (*on_evict)();
-                                            } catch (py::error_already_set& error) {
-                                              error.discard_as_unraisable("compile cache: on_evict");
-                                            }
-                                          }};
-  }
-  return built;
-}
-
-py::object GetOrCompile(GrammarCache& self, const std::string& key, const py::function& build,
-                        const py::object& cancel) {
-  const CancellationToken* token = cancel.is_none() ? nullptr : cancel.cast<const CancellationToken*>();
-  HeldObject value;
-  {
-    py::gil_scoped_release release;
-    value = self.GetOrCompile(key, [&build, &cancel](const CancellationToken*) { return RunBuild(build, cancel); },
-                              token);
-  }
-  return *value;
-}
-
 void BindGrammarCache(py::module_& m) {
-  Types().cancelled = m.attr("CompilationCancelledError");
-  Types().timeout = m.attr("CompilationTimeoutError");
   py::class_<GrammarCache, std::shared_ptr<GrammarCache>>(m, "GrammarCache")
       .def(py::init<int64_t, bool>(), py::arg("limit_bytes"), py::arg("enabled") = true)
-      .def("get_or_compile", &GetOrCompile, py::arg("key"), py::arg("build"), py::arg("cancel") = py::none(),
-           "The cached grammar of `key`, or build(cancel) -> (grammar, bytes, part or None) run once for every "
-           "concurrent caller of `key` (native/compiler/compile_cache.h).")
       .def(
           "find",
           [](GrammarCache& self, const std::string& key) -> py::object {

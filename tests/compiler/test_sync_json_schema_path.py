@@ -1,4 +1,4 @@
-"""The synchronous JSON Schema compile takes a one-call native path (``_native.SyncCompiler``,
+"""The synchronous JSON Schema compile takes a one-call native path (``_native.CachedCompiler.compile``,
 native/bindings/sync_compile_bindings.cc) instead of the general one
 (``compile_json_schema_async(...).result()`` through ``_shared_compile``), on the main thread
 and on the threads engines compile on. Both must give the same grammar for every option, share
@@ -210,8 +210,16 @@ def test_a_worker_threads_fast_path_compiles_what_the_general_path_compiles(
 
 def test_a_disk_cache_takes_the_general_path(tmp_path: Path) -> None:
     compiler = _compiler(cache_dir=tmp_path)
-    assert compiler._sync_compiler is None
+    taken = []
+    general = compiler.compile_json_schema_async
+
+    def counted(*args, **kwargs):
+        taken.append(True)
+        return general(*args, **kwargs)
+
+    compiler.compile_json_schema_async = counted
     compiler.compile_json_schema(SCHEMA)
+    assert taken == [True]
     assert compiler.disk_cache is not None and any(tmp_path.rglob("*"))
 
 
@@ -230,7 +238,7 @@ def test_ctrl_c_stops_a_synchronous_json_schema_compile() -> None:
         "import os, signal, threading, time\n"
         "from xg2_test_support import unrolled_compiler\n"
         f"compiler = unrolled_compiler({TOKENIZER!r})\n"
-        "assert compiler._sync_compiler is not None\n"
+        "assert compiler.disk_cache is None\n"
         "sent = []\n"
         "def interrupt():\n"
         "    while compiler._grammar_cache.in_flight == 0:\n"
