@@ -786,14 +786,19 @@ class GrammarCompiler:
         the general path runs the same steps on this thread (``_shared_compile.call`` or
         ``call_on_main_thread``). A main thread whose application installed a SIGINT handler of
         its own hands the compile to a helper thread and waits interruptibly, so that Python runs
-        the handler as it decides (``_ON_HELPER_THREAD``)."""
+        the handler as it decides (``_ON_HELPER_THREAD``); one that ignores SIGINT, or leaves it
+        to the operating system, compiles as a worker thread does."""
         if _thread.get_ident() != _main_thread_ident:
             return _ONE_CALL if self._disk_cache is None else _ON_THIS_THREAD
         # (_signal.getsignal: signal.getsignal first tries to make a function handler a
         # Handlers member, raising and catching ValueError, on every synchronous compile.)
-        if _signal.getsignal(_signal.SIGINT) is not _signal.default_int_handler:
-            return _ON_HELPER_THREAD
-        return _ONE_CALL_WATCHING_SIGINT if self._disk_cache is None else _ON_THIS_THREAD_WATCHING_SIGINT
+        handler = _signal.getsignal(_signal.SIGINT)
+        if handler is _signal.default_int_handler:
+            return _ONE_CALL_WATCHING_SIGINT if self._disk_cache is None else _ON_THIS_THREAD_WATCHING_SIGINT
+        if handler is _signal.SIG_IGN or handler is _signal.SIG_DFL:
+            # Ctrl-C is ignored, or ends the process without Python: nothing to watch or run.
+            return _ONE_CALL if self._disk_cache is None else _ON_THIS_THREAD
+        return _ON_HELPER_THREAD
 
     def _compile_in_one_call(self, kind: str, cache_key: str, args: tuple, timeout: Optional[float],
                              on_main_thread: bool, stacklevel: int) -> CompiledGrammar:

@@ -243,6 +243,15 @@ def test_only_an_application_sigint_handler_or_a_disk_cache_takes_the_general_pa
         signal.signal(signal.SIGINT, previous)
     assert built == ["MainThread"]
     _same_grammar(fast, general)
+    # Ctrl-C ignored or left to the operating system: nothing for Python to run, one call.
+    for handler in (signal.SIG_IGN, signal.SIG_DFL):
+        try:
+            signal.signal(signal.SIGINT, handler)
+            assert compiler._sync_route() == xg.compiler._ONE_CALL
+            _same_grammar(_sync(compiler, kind, request), fast)
+        finally:
+            signal.signal(signal.SIGINT, previous)
+    assert built == ["MainThread"]
     with_disk_cache = _compiler(cache_dir=tmp_path)
     _same_grammar(_sync(with_disk_cache, kind, request), fast)
     assert with_disk_cache.disk_cache.stats["misses"] == 1
