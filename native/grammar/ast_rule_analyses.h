@@ -56,6 +56,14 @@ struct AstNullability {
 };
 AstNullability AstRuleNullable(const GrammarAst& ast, const RuleBodyOrder& order);
 
+// The rules the Earley parser predicts from the root before it reads a byte: the root, and
+// every rule a start rule refers to where only nullable expressions come before the reference
+// in its body (a sequence's children up to its first non-nullable one, every alternative, a
+// repetition's body). A superset of what the start of the root's DFA predicts (lowering
+// only removes references, by inlining or merging), so a lazy compile that builds these rules
+// leaves the matcher's start nothing to build. One visit per expression node.
+std::vector<uint8_t> AstStartRules(const GrammarAst& ast, const AstNullability& nullable);
+
 // FIRST and FOLLOW byte sets (one byte of context, as follow_sets.h; the classic LL(1) sets
 // over bytes, rule references read through).
 //   first[e]:  bytes that can start a non-empty string of e.
