@@ -141,8 +141,8 @@ RuleBuildPolicy DecideRuleBuildPolicy(const GrammarAst& ast, const FsmBuildLimit
 // (LoweringContext::BuiltFragment) counts its DFA's exact size, where one not built yet
 // counts a bound of it and is charged to every rule that copies it.
 RuleBuildPolicy DecideEagerRules(const GrammarAst& ast, fsm_build::LoweringContext* ctx);
-// `stop_above`: the walk stops once the total passes it (the total is then above it, not the
-// bound; the bounds of the rules not reached stay 0).
+// `stop_above`: the walk stops once the total, or a lower bound of it, passes it (the total is
+// then above it, not the bound; the bounds of the rules not reached stay 0).
 void BoundLazyRules(const GrammarAst& ast, fsm_build::LoweringContext* ctx, RuleBuildPolicy* policy,
                     int64_t stop_above = std::numeric_limits<int64_t>::max());
 
