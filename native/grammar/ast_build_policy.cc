@@ -372,6 +372,18 @@ void BoundLazyRules(const GrammarAst& ast, fsm_build::LoweringContext* ctx, Rule
     std::vector<int64_t> size(ast.rules.size(), 0);
     for (RuleId r : order) size[r] = ctx->ExpandedSize(ast.rules[r].body);
     std::stable_sort(order.begin(), order.end(), [&size](RuleId a, RuleId b) { return size[a] > size[b]; });
+    // A cheap lower bound first: a rule's bound is at least what its body's unit keeps when
+    // it does not fall back, StateBound of its NFA (Kept). The grammars built whole pass the
+    // budget on it alone, most on their largest rule, and skip the fallback terms (Kept of
+    // every compound child) and the fragment walks. The NFA sizes are kept for the walk below.
+    int64_t lower_bound = 0;
+    for (RuleId r : order) {
+      lower_bound = SaturatingAdd(lower_bound, StateBound(SaturatingAdd(bound.Nfa(ast.rules[r].body, true), 1)));
+      if (lower_bound > stop_above) {
+        policy->total_lazy_node_bound = lower_bound;
+        return;
+      }
+    }
   }
   for (RuleId r : order) {
     const ExprId body = ast.rules[r].body;

@@ -135,6 +135,46 @@ AstNullability AstRuleNullable(const GrammarAst& ast, const RuleBodyOrder& order
   return out;
 }
 
+std::vector<uint8_t> AstStartRules(const GrammarAst& ast, const AstNullability& nullable) {
+  std::vector<uint8_t> start(ast.rules.size(), 0);
+  std::vector<RuleId> rules(1, ast.root_rule);
+  start[ast.root_rule] = 1;
+  // The references an expression begins with do not depend on where it occurs: each node is
+  // walked once, whichever start rule reaches it first.
+  std::vector<uint8_t> seen(ast.nodes.size(), 0);
+  std::vector<ExprId> stack;
+  for (size_t k = 0; k < rules.size(); ++k) {
+    stack.assign(1, ast.rules[rules[k]].body);
+    while (!stack.empty()) {
+      const ExprId e = stack.back();
+      stack.pop_back();
+      if (seen[e]) continue;
+      seen[e] = 1;
+      const ExprNode& node = ast.node(e);
+      switch (node.kind) {
+        case ExprKind::kRuleRef:
+          if (!start[node.rule_id]) start[node.rule_id] = 1, rules.push_back(node.rule_id);
+          break;
+        case ExprKind::kSequence:
+          for (ExprId c : node.children) {
+            stack.push_back(c);
+            if (!nullable.expr[c]) break;
+          }
+          break;
+        case ExprKind::kChoice:
+          for (ExprId c : node.children) stack.push_back(c);
+          break;
+        case ExprKind::kRepeat:
+          if (node.max_repeat != 0) stack.push_back(node.children[0]);
+          break;
+        default:  // bytes and classes read a byte first; a TagDispatch calls a tag's rule after its trigger
+          break;
+      }
+    }
+  }
+  return start;
+}
+
 namespace {
 
 // FIRST: per expression node from its children's (and the rules' it refers to), a least

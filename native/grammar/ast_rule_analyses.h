@@ -56,6 +56,14 @@ struct AstNullability {
 };
 AstNullability AstRuleNullable(const GrammarAst& ast, const RuleBodyOrder& order);
 
+// The rules the Earley parser predicts from the root before it reads a byte: the root, and
+// every rule a start rule refers to where only nullable expressions come before the reference
+// in its body (a sequence's children up to its first non-nullable one, every alternative, a
+// repetition's body). A superset of what the start of the root's DFA predicts (lowering
+// only removes references, by inlining or merging), so a lazy compile that builds these rules
+// leaves the matcher's start nothing to build. One visit per expression node.
+std::vector<uint8_t> AstStartRules(const GrammarAst& ast, const AstNullability& nullable);
+
 // FIRST and FOLLOW byte sets (one byte of context, as follow_sets.h; the classic LL(1) sets
 // over bytes, rule references read through).
 //   first[e]:  bytes that can start a non-empty string of e.
@@ -133,8 +141,8 @@ RuleBuildPolicy DecideRuleBuildPolicy(const GrammarAst& ast, const FsmBuildLimit
 // (LoweringContext::BuiltFragment) counts its DFA's exact size, where one not built yet
 // counts a bound of it and is charged to every rule that copies it.
 RuleBuildPolicy DecideEagerRules(const GrammarAst& ast, fsm_build::LoweringContext* ctx);
-// `stop_above`: the walk stops once the total passes it (the total is then above it, not the
-// bound; the bounds of the rules not reached stay 0).
+// `stop_above`: the walk stops once the total, or a lower bound of it, passes it (the total is
+// then above it, not the bound; the bounds of the rules not reached stay 0).
 void BoundLazyRules(const GrammarAst& ast, fsm_build::LoweringContext* ctx, RuleBuildPolicy* policy,
                     int64_t stop_above = std::numeric_limits<int64_t>::max());
 

@@ -100,6 +100,17 @@ LazyGrammarFsm BuildGrammarFsmLazily(GrammarAst ast, const FsmBuildLimits& limit
   BoundLazyRules(b.ast_, &b.ctx_, &policy, b.budget_);
   if (policy.total_lazy_node_bound > b.budget_) return build_whole();
   b.nullable_ = AstRuleNullable(b.ast_, ComputeRuleBodyOrder(b.ast_));
+  // The rules the Earley start predicts are built now, in this one build, rather than by the
+  // matcher's constructor, one snapshot copy and mask-cache growth each. Their bounds leave
+  // the total: they are charged to the budget as they are built.
+  const std::vector<uint8_t> start = AstStartRules(b.ast_, b.nullable_);
+  for (RuleId r = 0; r < num_rules; ++r) {
+    if (!start[r] || build_now[r]) continue;
+    build_now[r] = 1;
+    --waiting;
+    policy.total_lazy_node_bound -= policy.lazy_node_bound[r];
+  }
+  if (waiting == 0) return build_whole();
   GrammarFsm fsm = fsm_build::BuildFirstSnapshot(b.ast_, limits, &b.ctx_, &b.budget_, &b.body_keys_, &build_now, &b.nullable_);
   if (b.budget_ < policy.total_lazy_node_bound) return {BuildGrammarFsm(b.ast_, limits), nullptr};
   return {std::move(fsm), std::move(builder)};

@@ -1,8 +1,10 @@
 // Rule DFAs built on first use (docs/lazy_rule_dfas.md). The compile builds the rules that
 // must be eager (DecideRuleBuildPolicy: counting, budgeted and TagDispatch rules, rules holding
-// a compressible repetition) and the root, and keeps with the grammar what lowering one more
-// rule needs: the AST, the lowering context (its synthetic-rule ids, lifts, splits and
-// fragments), the shared-table key writer and what is left of the node budget.
+// a compressible repetition), the root and the rules the parser predicts before the first
+// byte (AstStartRules: a matcher's start then builds nothing), and keeps with the grammar
+// what lowering one more rule needs: the AST, the lowering context (its synthetic-rule ids,
+// lifts, splits and fragments), the shared-table key writer and what is left of the node
+// budget.
 // LazyRuleBuilder::Build lowers one rule, and the synthetic rules its lowering creates, onto a
 // copy of the latest snapshot (grammar_fsm.h, "Snapshots"); RuleDfaSnapshots publishes it.
 //

@@ -144,6 +144,29 @@ TEST(LazyCompileLeavesRulesUnbuiltAndBuildsThemOnPrediction) {
   CheckGrammarFsmInvariants(*latest, "the lazy builds");
 }
 
+// root ::= ws key ":" value ; ws ::= " "* ; key ::= "k" [a-c]* ; value ::= "v" num ;
+// num ::= [0-9]+ -- the parser's start predicts ws and, past the nullable ws, key: the compile
+// builds them with the root, so a parser's start builds nothing; value and num wait.
+TEST(TheRulesTheStartPredictsAreBuiltAtCompile) {
+  AstBuilder b;
+  const RuleId root = b.DeclareRule("root");
+  const RuleId ws = b.Rule("ws", b.Repeat(b.Bytes(" "), 0, -1));
+  const RuleId key = b.Rule("key", b.Seq({b.Bytes("k"), b.Repeat(b.Class({{'a', 'c'}}), 0, -1)}));
+  const RuleId num = b.Rule("num", b.Repeat(b.Class({{'0', '9'}}), 1, -1));
+  const RuleId value = b.Rule("value", b.Seq({b.Bytes("v"), b.Ref(num)}));
+  b.ast.rules[root].body = b.Seq({b.Ref(ws), b.Ref(key), b.Bytes(":"), b.Ref(value)});
+  const BothWays grammar(b.ast);
+  const GrammarFsm& first = *grammar.first;
+  CHECK(first.IsBuilt(ws));
+  CHECK(first.IsBuilt(key));
+  CHECK(!first.IsBuilt(value));
+  CHECK(!first.IsBuilt(num));
+  EarleyParser parser(grammar.first, {}, grammar.snapshots.get());
+  CHECK_EQ(grammar.snapshots->builds(), 0);
+  CompareWalks(grammar, 3, 20, 12);
+  CHECK(grammar.snapshots->builds() >= 1);
+}
+
 TEST(LazyBuildsOfSplitRulesAndLookaheadsKeepTheLanguage) {
   const BothWays grammar(MixedAst());
   const GrammarFsm& first = *grammar.first;
