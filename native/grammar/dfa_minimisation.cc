@@ -418,8 +418,12 @@ Dfa Minimize(const FlatDfa& dfa, MinimizeScratch* scratch) {
   MinimizeScratch& m = scratch ? *scratch : own;
   MarkLiveStates(dfa, &m);
   const int32_t num_initial = InitialPartition(dfa, &m);
-  // A machine with counted loops (rare) takes the general path.
-  if (dfa.loops.empty() && RefineAcyclic(dfa, &m)) {
+  // Counted loops do not stop the one pass: the stored machine has no back edge (the
+  // parser's redirect from a gate to its head is not an edge, grammar_fsm.h), and their
+  // roles are part of the initial partition, which every algorithm here refines the same
+  // way. A bounded string's chain of copies (json_char{0,N}, N folded) is the usual such
+  // machine: thousands of states in a line, where Hopcroft's set-up dominated its build.
+  if (RefineAcyclic(dfa, &m)) {
     Dfa minimal = CanonicalQuotient(dfa, &m);
     XG2_DCHECK_INVARIANTS(CheckAcyclicMinimisation(dfa, minimal));
     return minimal;
