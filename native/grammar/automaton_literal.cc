@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <unordered_map>
 #include <utility>
 
 #include "grammar/fsm_automata.h"
@@ -102,10 +103,16 @@ class Utf8Expansion {
     return Intern(level, std::move(edges));
   }
 
-  // Any `level` continuation bytes, then `target`.
+  // Any `level` continuation bytes, then `target`: most of a class's characters, looked up by
+  // (level, target) before their content is built and interned.
   int32_t Uniform(int level, int32_t target) {
-    for (int k = 0; k < level; ++k) target = Intern(k + 1, {LiteralByteEdge{0x80, 0xBF, target}});
-    return target;
+    const uint64_t key = (static_cast<uint64_t>(level) << 32) | static_cast<uint32_t>(target);
+    auto found = uniform_.find(key);
+    if (found != uniform_.end()) return found->second;
+    const int32_t below = level == 1 ? target : Uniform(level - 1, target);
+    const int32_t node = Intern(level, {LiteralByteEdge{0x80, 0xBF, below}});
+    uniform_.emplace(key, node);
+    return node;
   }
 
   int32_t Intern(int level, std::vector<LiteralByteEdge> edges) {
@@ -134,6 +141,7 @@ class Utf8Expansion {
   const AutomatonLiteral& literal_;
   std::vector<std::vector<LiteralByteEdge>> node_edges_;
   std::map<std::vector<int32_t>, int32_t> inner_;
+  std::unordered_map<uint64_t, int32_t> uniform_;
 };
 
 constexpr Utf8Expansion::Encoding Utf8Expansion::kEncodings[];
