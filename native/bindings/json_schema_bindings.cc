@@ -60,7 +60,11 @@ void BindJsonSchema(py::module_& m) {
         JsonSchemaConversion built = JsonSchemaToGrammar(schema, options, unbounded);
         const std::string printed = JsonSchemaToEbnf(schema, options).ebnf;
         ScopedCompileLimits scope(&unbounded);
-        return SameGrammarAst(built.grammar, ParseEbnf(printed, "root"));
+        const GrammarAst parsed = ParseEbnf(printed, "root");
+        if (built.grammar.automata.empty()) return SameGrammarAst(built.grammar, parsed);
+        // An automaton literal prints as right-linear rules (grammar/automaton_literal.h), which
+        // parse to rules, not to the literal: the built grammar's own print parses alike.
+        return SameGrammarAst(ParseEbnf(PrintEbnf(built.grammar), "root"), parsed);
       },
       py::arg("schema"), py::arg("any_whitespace") = true, py::arg("strict_mode") = true,
       py::arg("lenient") = false, py::arg("any_order") = false, py::arg("any_key_spelling") = false,

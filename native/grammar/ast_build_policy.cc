@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "grammar/ast_rule_analyses.h"
+#include "grammar/automaton_literal.h"
 #include "grammar/fsm_automata.h"
 #include "grammar/lowering_context.h"
 #include "support/utf8.h"
@@ -276,6 +277,9 @@ class BuildBound {
       case ExprKind::kRuleRef:
       case ExprKind::kTagDispatch:
         size = 1;
+        break;
+      case ExprKind::kAutomaton:  // a copy of its byte DFA and an exit (nfa_builder.cc)
+        size = ast_.automata[node.automaton]->num_byte_nodes() + 1;
         break;
       case ExprKind::kSequence:
         for (ExprId c : node.children) size = SaturatingAdd(size, child(c));

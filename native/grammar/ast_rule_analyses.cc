@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "grammar/automaton_literal.h"
 #include "support/dcheck.h"
 
 namespace xg2 {
@@ -110,6 +111,9 @@ AstNullability AstRuleNullable(const GrammarAst& ast, const RuleBodyOrder& order
         case ExprKind::kTagDispatch:  // free text may end before its first byte
           nullable = ast.tag_dispatches[node.tag_dispatch].stop_eos;
           break;
+        case ExprKind::kAutomaton:  // its start accepts
+          nullable = ast.automata[node.automaton]->accepting[0] != 0;
+          break;
         case ExprKind::kRuleRef:
           nullable = out.rule[node.rule_id];
           break;
@@ -199,6 +203,13 @@ void ComputeFirst(const GrammarAst& ast, const RuleBodyOrder& order, const AstNu
         case ExprKind::kTagDispatch:  // free text: any byte
           first = any;
           break;
+        case ExprKind::kAutomaton: {  // the bytes its start reads
+          const AutomatonLiteral& literal = *ast.automata[node.automaton];
+          for (int32_t k = literal.byte_begin[0]; k < literal.byte_begin[1]; ++k) {
+            for (int b = literal.byte_edges[k].lo; b <= literal.byte_edges[k].hi; ++b) first.set(b);
+          }
+          break;
+        }
         case ExprKind::kRuleRef:
           first = sets->rule_first[node.rule_id];
           break;

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "grammar/ast_analysis_checks.h"
+#include "grammar/automaton_literal.h"
 #include "grammar/fsm_appender.h"
 #include "grammar/fsm_automata.h"
 #include "grammar/fsm_builder_steps.h"
@@ -96,6 +97,7 @@ fsm_build::CharCountedDfa BuildCountingRuleDfa(const GrammarAst& ast, const Rule
                                                BuildScratch* scratch) {
   GrammarAst inlined;
   inlined.token_sets = ast.token_sets;
+  inlined.automata = ast.automata;
   ExprId body = InlineRuleRefs(ast, rule.body, &inlined, rule.name, 0, "a body counted by [json_chars=M..N]");
   Dfa dfa;
   try {
@@ -134,9 +136,10 @@ Dfa BuildGrammarRuleDfa(const GrammarAst& ast, RuleId r, LoweringContext* ctx, i
     counted->dfa = Dfa();  // the tables stay with *counted, the automaton is returned
     return dfa;
   }
-  return ast.node(rule.body).kind == ExprKind::kTagDispatch
-             ? BuildTagDispatchDfa(ast, rule, budget)
-             : BuildRuleDfaShared(ast, rule.body, budget, ctx, rule.name, scratch, body_keys);
+  const ExprNode& body = ast.node(rule.body);
+  if (body.kind == ExprKind::kAutomaton) return AutomatonRuleDfa(*ast.automata[body.automaton], budget);
+  return body.kind == ExprKind::kTagDispatch ? BuildTagDispatchDfa(ast, rule, budget)
+                                             : BuildRuleDfaShared(ast, rule.body, budget, ctx, rule.name, scratch, body_keys);
 }
 
 }  // namespace fsm_build
@@ -200,6 +203,7 @@ LookaheadDfas BuildLookaheadDfas(const GrammarAst& ast, int32_t num_rules, int64
   LookaheadDfas out;
   out.dfa_of_rule.assign(num_rules, -1);
   GrammarAst inlined;  // the assertions' expressions only
+  inlined.automata = ast.automata;
   for (int32_t r = 0; r < static_cast<int32_t>(ast.rules.size()); ++r) {
     if (ast.rules[r].lookahead < 0) continue;
     ExprId body = InlineRuleRefs(ast, ast.rules[r].lookahead, &inlined, ast.rules[r].name, 0);

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "grammar/automaton_literal.h"
 #include "support/dcheck.h"
 
 namespace xg2 {
@@ -363,6 +364,9 @@ class AstChecker {
       if (state_[child] == kOnPath) Fail("node " + Str(child) + " is its own descendant");
       if (state_[child] == kDone) continue;
       if (ast_.node(child).kind == ExprKind::kTagDispatch) Fail("node " + Str(child) + " is a TagDispatch inside an expression");
+      if (ast_.node(child).kind == ExprKind::kAutomaton) {
+        Fail("node " + Str(child) + " is an automaton literal inside an expression");
+      }
       state_[child] = kOnPath;
       CheckNode(child);
       stack.push_back({child, 0});
@@ -379,6 +383,7 @@ class AstChecker {
       case ExprKind::kCharClass:
       case ExprKind::kRuleRef:
       case ExprKind::kTagDispatch:
+      case ExprKind::kAutomaton:
         if (children != 0) Fail(at + " is a leaf with " + Str(children) + " children");
         break;
       case ExprKind::kSequence:
@@ -399,6 +404,13 @@ class AstChecker {
     if (node.kind == ExprKind::kTagDispatch &&
         (node.tag_dispatch < 0 || node.tag_dispatch >= static_cast<int32_t>(ast_.tag_dispatches.size()))) {
       Fail(at + " names TagDispatch " + Str(node.tag_dispatch));
+    }
+    if (node.kind == ExprKind::kAutomaton) {
+      if (node.automaton < 0 || node.automaton >= static_cast<int32_t>(ast_.automata.size()) ||
+          ast_.automata[node.automaton] == nullptr) {
+        Fail(at + " names automaton literal " + Str(node.automaton));
+      }
+      CheckAutomatonLiteralInvariants(*ast_.automata[node.automaton], stage_);
     }
     if (node.kind == ExprKind::kCharClass) {
       if (node.ranges.empty()) Fail(at + " is an empty character class");

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "grammar/automaton_literal.h"
 #include "grammar/token_literal.h"
 #include "support/error.h"
 
@@ -99,6 +100,13 @@ size_t GrammarAstMemoryBytes(const GrammarAst& ast) {
     for (const std::string& s : dispatch.excludes) bytes += sizeof(s) + s.size();
   }
   for (const TokenSetDef& set : ast.token_sets) bytes += sizeof(set) + set.ids.capacity() * sizeof(int32_t);
+  for (const auto& literal : ast.automata) {
+    // Shared between grammars: charged to each that holds it (an upper bound).
+    bytes += sizeof(*literal) + literal->accepting.capacity() + literal->edge_begin.capacity() * sizeof(int32_t) +
+             literal->edges.capacity() * sizeof(AutomatonLiteral::CodepointEdge) +
+             literal->byte_begin.capacity() * sizeof(int32_t) +
+             literal->byte_edges.capacity() * sizeof(AutomatonLiteral::ByteEdge);
+  }
   return bytes;
 }
 
@@ -197,6 +205,10 @@ class EbnfPrinter {
       if (rule.unique_item) out_ += "[unique_item]";
       if (rule.unique_items) out_ += "[unique_items]";
       out_ += " ::= ";
+      if (NodeAt(rule.body).kind == ExprKind::kAutomaton) {
+        PrintAutomatonRuleBody(rule);
+        continue;
+      }
       Print(rule.body, Precedence::kChoice);
       if (rule.lookahead >= 0) {
         out_ += " (= ";
@@ -249,6 +261,7 @@ class EbnfPrinter {
       case ExprKind::kEmpty: out_ += "\"\""; return;
       case ExprKind::kBytes: PrintBytes(node.bytes); return;
       case ExprKind::kTagDispatch: PrintTagDispatch(node.tag_dispatch); return;
+      case ExprKind::kAutomaton: FailMalformed("an automaton literal prints only as a whole rule body");
       case ExprKind::kCharClass: PrintCharClass(node.ranges); return;
       case ExprKind::kRuleRef: PrintRuleRef(node.rule_id); return;
       case ExprKind::kSequence: PrintJoined(node.children, " ", Precedence::kPostfix); return;
@@ -327,6 +340,17 @@ class EbnfPrinter {
     }
     if (strings.size() == 1) out_ += ",";
     out_ += ")";
+  }
+
+  // The automaton's right-linear rules (automaton_literal.h), after "name ::= ".
+  XG2_PRINT_NOINLINE void PrintAutomatonRuleBody(const RuleDef& rule) {
+    const int32_t index = ast_.node(rule.body).automaton;
+    if (index < 0 || static_cast<size_t>(index) >= ast_.automata.size()) {
+      Fail("automaton index " + std::to_string(index) + " out of range");
+    }
+    if (rule.lookahead >= 0) Fail("rule '" + rule.name + "': an automaton literal body with a lookahead cannot be printed");
+    out_ += PrintAutomatonRules(*ast_.automata[index], rule.name);
+    out_ += "\n";
   }
 
   XG2_PRINT_NOINLINE void PrintTagDispatch(int32_t index) {

@@ -14,11 +14,14 @@
 #include <cstring>
 #include <initializer_list>
 #include <iterator>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace xg2 {
+
+struct AutomatonLiteral;  // grammar/automaton_literal.h
 
 using ExprId = int32_t;
 using RuleId = int32_t;
@@ -43,6 +46,11 @@ enum class ExprKind : uint8_t {
   // expression into a rule of its own. A lookahead written as one is the user's error,
   // reported as a GrammarSyntaxError when the lookahead is lowered (grammar/nfa_builder.cc).
   kTagDispatch,
+  // GrammarAst::automata[automaton] (grammar/automaton_literal.h): a finished, minimal DFA a
+  // frontend built, copied into the rule FSM as it is. A leaf; the frontends make it only
+  // ever the whole body of a rule, which the passes keep whole (never inlined, sunk or
+  // merged into its callers' bodies), so the FSM builder copies it instead of lowering it.
+  kAutomaton,
 };
 
 // The fields that the passes' walks over the node table read (kind, rule id, repetition
@@ -154,6 +162,7 @@ struct ExprNode {
   int32_t min_repeat = 0;              // kRepeat
   int32_t max_repeat = -1;             // kRepeat; -1 means unbounded
   int32_t tag_dispatch = -1;           // kTagDispatch: index into GrammarAst::tag_dispatches
+  int32_t automaton = -1;              // kAutomaton: index into GrammarAst::automata
   ExprChildren children;               // kSequence, kChoice (>= 1), kRepeat (exactly 1)
   std::string bytes;                   // kBytes
   std::vector<CodepointRange> ranges;  // kCharClass: sorted, disjoint, non-adjacent, non-empty
@@ -211,7 +220,8 @@ struct RuleDef {
   bool unique_item = false;
   bool unique_items = false;
   // A rule the passes must keep whole (never inlined, merged or sunk): the parser applies
-  // its lookahead, budget, count or item values to the rule's own items.
+  // its lookahead, budget, count or item values to the rule's own items. (A rule whose body
+  // is a TagDispatch or an automaton literal is kept whole too: KeptWhole below.)
   bool keeps_own_items() const {
     return lookahead >= 0 || max_tokens >= 0 || counts_json_chars() || unique_item || unique_items;
   }
@@ -222,6 +232,8 @@ struct GrammarAst {
   std::vector<RuleDef> rules;
   std::vector<TagDispatchDef> tag_dispatches;
   std::vector<TokenSetDef> token_sets;  // indexed by the markers in the rule bodies
+  // Automaton literals, shared (immutable) with the grammars copied from this one.
+  std::vector<std::shared_ptr<const AutomatonLiteral>> automata;
   RuleId root_rule = -1;
 
   // The index of `set` in token_sets (added when new).
@@ -234,6 +246,13 @@ struct GrammarAst {
   const ExprNode& node(ExprId id) const { return nodes[id]; }
   ExprNode& node(ExprId id) { return nodes[id]; }
 };
+
+// Whether the passes keep rule `r` whole: it keeps its own items (RuleDef), or its body is
+// a TagDispatch or an automaton literal, which only ever stand as a whole rule body.
+inline bool KeptWhole(const GrammarAst& ast, RuleId r) {
+  const ExprKind body = ast.node(ast.rules[r].body).kind;
+  return ast.rules[r].keeps_own_items() || body == ExprKind::kTagDispatch || body == ExprKind::kAutomaton;
+}
 
 // Code points that have a UTF-8 encoding (everything but the surrogate block).
 constexpr uint32_t kMaxCodepoint = 0x10FFFF;

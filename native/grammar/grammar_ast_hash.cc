@@ -6,6 +6,8 @@
 #include <string_view>
 #include <vector>
 
+#include "grammar/automaton_literal.h"
+
 namespace xg2 {
 namespace {
 
@@ -38,6 +40,7 @@ void AddNode(const ExprNode& node, HashMix* mix) {
   mix->Add(Signed(node.min_repeat));
   mix->Add(Signed(node.max_repeat));
   mix->Add(Signed(node.tag_dispatch));
+  mix->Add(Signed(node.automaton));
   mix->Add(static_cast<uint64_t>(node.children.size()));
   for (ExprId child : node.children) mix->Add(Signed(child));
   mix->Add(std::string_view(node.bytes));
@@ -83,6 +86,8 @@ size_t GrammarAstHash(const GrammarAst& grammar) {
   }
   mix.Add(static_cast<uint64_t>(grammar.tag_dispatches.size()));
   for (const TagDispatchDef& def : grammar.tag_dispatches) AddTagDispatch(def, &mix);
+  mix.Add(static_cast<uint64_t>(grammar.automata.size()));
+  for (const auto& literal : grammar.automata) mix.Add(static_cast<uint64_t>(literal->hash));
   return mix.value();
 }
 

@@ -99,6 +99,10 @@ ExprId GrammarBuilder::Graft(const GrammarAst& source, ExprId root, const std::v
       node.rule_id = rule_of[node.rule_id];
     }
     if (node.kind == ExprKind::kRepeat) CheckRepetitionBounds(node.min_repeat, node.max_repeat);
+    if (node.kind == ExprKind::kAutomaton) {
+      ast_.automata.push_back(source.automata[node.automaton]);
+      node.automaton = static_cast<int32_t>(ast_.automata.size() - 1);
+    }
     for (ExprId& child : node.children) {
       XG2_DCHECK(copy_of[child] >= 0, "children precede their parents in the node table");
       child = copy_of[child];
@@ -278,7 +282,21 @@ class PrintedOrder {
       out_.tag_dispatches.push_back(std::move(def));
       node.tag_dispatch = dispatch_at_[node.tag_dispatch];
     }
+    if (node.kind == ExprKind::kAutomaton) {
+      node.automaton = AutomatonAt(node.automaton);
+    }
     return node;
+  }
+
+  // The automaton's index in out_, which lists each at its first mention.
+  int32_t AutomatonAt(int32_t source_index) {
+    if (automaton_at_.empty()) automaton_at_.assign(source_.automata.size(), -1);
+    int32_t& at = automaton_at_[source_index];
+    if (at < 0) {
+      at = static_cast<int32_t>(out_.automata.size());
+      out_.automata.push_back(source_.automata[source_index]);
+    }
+    return at;
   }
 
   GrammarAst& source_;
@@ -287,6 +305,7 @@ class PrintedOrder {
   std::vector<ExprId> node_at_;      // source node -> new id (-1: not copied yet)
   std::vector<int32_t> set_at_;      // source token set -> new index
   std::vector<int32_t> dispatch_at_;  // source tag dispatch -> new index
+  std::vector<int32_t> automaton_at_;  // source automaton literal -> new index
 };
 
 }  // namespace
@@ -326,6 +345,15 @@ void GrammarBuilder::DefineTagDispatchRule(RuleId rule, TagDispatchDef def) {
   DefineRule(rule, Add(std::move(node)));
 }
 
+void GrammarBuilder::DefineAutomatonRule(RuleId rule, std::shared_ptr<const AutomatonLiteral> literal) {
+  XG2_DCHECK(literal != nullptr, "an automaton rule has its automaton");
+  ExprNode node;
+  node.kind = ExprKind::kAutomaton;
+  node.automaton = static_cast<int32_t>(ast_.automata.size());
+  ast_.automata.push_back(std::move(literal));
+  DefineRule(rule, Add(std::move(node)));
+}
+
 void GrammarBuilder::SetMaxTokens(RuleId rule, int32_t max_tokens) {
   XG2_DCHECK(max_tokens >= 0, "a token budget is not negative");
   ast_.rules[rule].max_tokens = max_tokens;
@@ -342,6 +370,8 @@ std::vector<RuleId> GrammarBuilder::Embed(GrammarAst source, const std::string& 
     for (TagDispatchDef::Tag& tag : def.tags) tag.rule = rule_of[tag.rule];
     ast_.tag_dispatches.push_back(std::move(def));
   }
+  const int32_t automaton_base = static_cast<int32_t>(ast_.automata.size());
+  for (auto& literal : source.automata) ast_.automata.push_back(std::move(literal));
   const ExprId base = static_cast<ExprId>(ast_.nodes.size());
   ast_.nodes.reserve(ast_.nodes.size() + source.nodes.size());
   heights_.reserve(heights_.size() + source.nodes.size());
@@ -356,6 +386,7 @@ std::vector<RuleId> GrammarBuilder::Embed(GrammarAst source, const std::string& 
     XG2_DCHECK(height <= kMaxExpressionHeight, "an embedded grammar was built within the height limit");
     if (node.kind == ExprKind::kRuleRef) node.rule_id = rule_of[node.rule_id];
     if (node.kind == ExprKind::kTagDispatch) node.tag_dispatch += dispatch_base;
+    if (node.kind == ExprKind::kAutomaton) node.automaton += automaton_base;
     if (const int32_t set = MarkedTokenSet(node); set >= 0) node.bytes = TokenSetMarkerBytes(set_of[set]);
     heights_.push_back(height);
     ast_.nodes.push_back(std::move(node));

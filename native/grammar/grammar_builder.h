@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -105,6 +106,9 @@ class GrammarBuilder {
   // does. Invariants: every tag's text is non-empty and names an added rule; no stop or
   // excluded string is empty.
   void DefineTagDispatchRule(RuleId rule, TagDispatchDef def);
+  // Defines `rule` as the automaton literal `literal` (grammar/automaton_literal.h; grammar_ast.h,
+  // kAutomaton): like a tag dispatch, only ever a whole rule body.
+  void DefineAutomatonRule(RuleId rule, std::shared_ptr<const AutomatonLiteral> literal);
   // Gives `rule` a token budget, as `name[max_tokens=N]` does in EBNF (max_tokens >= 0).
   void SetMaxTokens(RuleId rule, int32_t max_tokens);
   // Moves every rule of `source` into this grammar, named `prefix + name`, with its bodies,

@@ -76,7 +76,7 @@ RightLinearRules FindRightLinearRules(const GrammarAst& ast) {
   std::vector<std::pair<ExprId, bool>> stack;
   for (RuleId r = 0; r < n; ++r) {
     const RuleDef& rule = ast.rules[r];
-    if (rule.keeps_own_items() || ast.node(rule.body).kind == ExprKind::kTagDispatch) continue;
+    if (KeptWhole(ast, r)) continue;
     bool only_tail_calls = true;
     stack.assign(1, {rule.body, true});
     while (!stack.empty() && only_tail_calls) {
@@ -180,9 +180,8 @@ Inlinability FindInlinableRules(const GrammarAst& ast, const InlineOptions& opti
                     std::any_of(right_linear.tail_callees[r].begin(), right_linear.tail_callees[r].end(),
                                 [&](RuleId callee) { return !inlinable[callee] || keeps_call[callee]; });
     const bool merged_later = right_linear_entry[r] && keeps_call[r];
-    // A TagDispatch must stay a whole rule body (grammar/tag_dispatch.h).
-    inlinable[r] = r != ast.root_rule && !ast.rules[r].keeps_own_items() &&
-                   ast.node(ast.rules[r].body).kind != ExprKind::kTagDispatch &&
+    // A TagDispatch or an automaton literal must stay a whole rule body (grammar_ast.h).
+    inlinable[r] = r != ast.root_rule && !KeptWhole(ast, r) &&
                    size <= options.max_inlined_size && !merged_later;
     return size;
   };

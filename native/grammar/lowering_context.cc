@@ -4,6 +4,7 @@
 
 #include <cassert>
 
+#include "grammar/automaton_literal.h"
 #include "support/error.h"
 
 namespace xg2 {
@@ -76,6 +77,9 @@ int32_t LoweringContext::StructuralId(ExprId e) {
       break;
     case ExprKind::kTagDispatch:
       key.push_back(node.tag_dispatch);
+      break;
+    case ExprKind::kAutomaton:
+      key.push_back(node.automaton);
       break;
     default:
       break;
@@ -182,6 +186,9 @@ bool LoweringContext::StampedNullable(ExprId e, std::vector<int8_t>* memo, std::
       break;
     case ExprKind::kBytes:
     case ExprKind::kCharClass:
+      break;
+    case ExprKind::kAutomaton:
+      nullable = ast_.automata[node.automaton]->accepting[0] != 0;
       break;
     case ExprKind::kRuleRef:
       assert(node.rule_id >= 0 && static_cast<size_t>(node.rule_id) < rule_nullable_.size());

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "grammar/automaton_literal.h"
 #include "grammar/rule_dfa_build.h"
 #include "support/cancellation.h"
 #include "support/error.h"
@@ -144,6 +145,8 @@ class NfaBuilder {
       case ExprKind::kTagDispatch:
         throw GrammarSyntaxError("TagDispatch must be a whole rule body and cannot be part of a "
                                  "lookahead assertion");
+      case ExprKind::kAutomaton:
+        return EmitAutomaton(*ast_.automata[node.automaton], from);
       case ExprKind::kRepeat: {
         if (ctx_ && ctx_->Compressible(expr)) {
           if (expr != exempt_ && ctx_->IsLifted(expr)) {
@@ -292,6 +295,23 @@ class NfaBuilder {
       for (const ByteEdge& e : dfa.BytesOf(i)) AddByte(map[i], e.lo, e.hi, map[e.target]);
       for (const RuleEdge& e : dfa.RulesOf(i)) nfa_->AddEdge(map[i], {e.rule, 0, 0, map[e.target]});
       if (dfa.nodes[i].accepting) AddEpsilon(map[i], exit);
+    }
+    return exit;
+  }
+
+  // An automaton literal inlined into a body (a counted or lookahead body's rule references):
+  // a copy of its byte DFA, from `from` to a fresh exit (epsilon from each accepting node).
+  int32_t EmitAutomaton(const AutomatonLiteral& literal, int32_t from) {
+    std::vector<int32_t> map(literal.num_byte_nodes());
+    for (int32_t& node : map) node = NewNode();
+    const int32_t exit = NewNode();
+    AddEpsilon(from, map[0]);
+    for (int32_t v = 0; v < literal.num_byte_nodes(); ++v) {
+      for (int32_t k = literal.byte_begin[v]; k < literal.byte_begin[v + 1]; ++k) {
+        const AutomatonLiteral::ByteEdge& e = literal.byte_edges[k];
+        AddByte(map[v], e.lo, e.hi, map[e.target]);
+      }
+      if (literal.ByteNodeAccepting(v)) AddEpsilon(map[v], exit);
     }
     return exit;
   }

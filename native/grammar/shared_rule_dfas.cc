@@ -26,7 +26,7 @@ bool BodyKeyWriter::Write(ExprId body, LoweringContext* ctx, std::string* key) {
     local_[e] = static_cast<int32_t>(order_.size());
     order_.push_back(e);
     const ExprNode& node = ast_.node(e);
-    if (node.kind == ExprKind::kTagDispatch) return false;
+    if (node.kind == ExprKind::kTagDispatch || node.kind == ExprKind::kAutomaton) return false;  // built, not shared
     if (node.kind == ExprKind::kRuleRef && rank_[node.rule_id] < 0) {
       rank_[node.rule_id] = 0;
       refs_.push_back(node.rule_id);

@@ -20,7 +20,9 @@ int32_t TerminalSize(const GrammarAst& ast, ExprId e) {
   while (!stack.empty()) {
     const ExprNode& node = ast.node(stack.back());
     stack.pop_back();
-    if (node.kind == ExprKind::kRuleRef || node.kind == ExprKind::kTagDispatch) return -1;
+    if (node.kind == ExprKind::kRuleRef || node.kind == ExprKind::kTagDispatch || node.kind == ExprKind::kAutomaton) {
+      return -1;
+    }
     if (++size > kMaxSunkNodes) return -1;
     for (ExprId child : node.children) stack.push_back(child);
   }
@@ -61,9 +63,8 @@ int SinkLeadingTerminals(GrammarAst* ast) {
   std::vector<uint8_t> seen(ast->nodes.size(), 0);
   std::vector<ExprId> stack;
   for (const RuleDef& rule : ast->rules) {
-    if (ast->node(rule.body).kind == ExprKind::kTagDispatch || rule.max_tokens >= 0 || rule.counts_json_chars() ||
-        rule.unique_item || rule.unique_items) {
-      disqualified[&rule - ast->rules.data()] = 1;  // a TagDispatch stays a whole rule body
+    if (KeptWhole(*ast, static_cast<RuleId>(&rule - ast->rules.data()))) {
+      disqualified[&rule - ast->rules.data()] = 1;  // a TagDispatch or automaton stays a whole rule body
     }
     for (ExprId root : {rule.body, rule.lookahead}) {
       if (root < 0) continue;

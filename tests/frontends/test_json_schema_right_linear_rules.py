@@ -1,5 +1,6 @@
 """A regular language the JSON Schema frontend writes as right-linear rules (its minimal DFA
-above 32 states: frontends/json_schema/right_linear_rules.h) keeps a rule only for a state
+above 600 states, where Minimized only trims: frontends/json_schema/right_linear_rules.h; from
+33 to 600 states it is an automaton literal, printed as one rule per state) keeps a rule only for a state
 entered from several places or looping; a state entered by one edge is written inside its
 predecessor's rule, down to a bounded depth. The FSM builder merges the chain into one rule
 DFA either way, so the language and the masks must not change with the form: checked here
@@ -31,6 +32,11 @@ CASES = {
          "1.2.3 \u00e9\"q\"", "1.2.3\\u0001"],
     ),
     # A long chain of single-predecessor states: nested up to the depth bound, then a new rule.
+    # Above 600 states: the right-linear writer's own form.
+    "large_product": (
+        {"type": "string", "pattern": "^(a|b[0-9]*c)*d$", "maxLength": 300},
+        ["d", "ab12cd", "a" * 299 + "d", "a" * 300 + "d", "b" + "7" * 297 + "cd", "abc", "b1c" * 99 + "d"],
+    ),
     "long_literal_chain": (
         {"type": "string", "pattern": "^prefix-abcdefghijklmnopqrstuvwxyz-0123456789-[a-f]+$", "maxLength": 60},
         ["prefix-abcdefghijklmnopqrstuvwxyz-0123456789-abc", "prefix-abcdefghijklmnopqrstuvwxyz-0123456789-",
@@ -54,7 +60,20 @@ def _chain(schema: dict) -> dict[str, str]:
 CLASS = re.compile(r"\[(?:\\.|[^\]\\])*\]")
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
+# The cases whose minimal DFA has 33 to 600 states: an automaton literal (grammar/automaton_literal.h).
+LITERAL_CASES = ["long_literal_chain", "pattern_under_max_length"]
+
+
+@pytest.mark.parametrize("case", LITERAL_CASES)
+def test_mid_sized_language_is_an_automaton_literal(case: str) -> None:
+    schema, _ = CASES[case]
+    bodies, ebnf = _chain(schema)
+    assert list(bodies) == ["value_chars"], ebnf
+    assert re.search(r"^value_chars__s[0-9]+ ::= ", ebnf, re.MULTILINE), ebnf
+    assert _native._json_schema_grammar_matches_parse(json.dumps(schema), strict_mode=False)
+
+
+@pytest.mark.parametrize("case", sorted(set(CASES) - set(LITERAL_CASES)))
 def test_chain_keeps_only_shared_or_looping_states(case: str) -> None:
     schema, _ = CASES[case]
     bodies, ebnf = _chain(schema)

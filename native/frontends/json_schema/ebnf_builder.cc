@@ -10,6 +10,7 @@
 #include <new>
 
 #include "frontends/ebnf/ebnf_parser.h"
+#include "grammar/automaton_literal.h"
 #include "grammar/grammar_builder.h"
 #include "support/cancellation.h"
 #include "support/dcheck.h"
@@ -61,7 +62,7 @@ class FragmentArena {
   // Equal fields and the same children (by address): then the trees are equal too.
   static bool SameShape(const FragmentNode& a, const FragmentNode& b) {
     return a.hash == b.hash && a.kind == b.kind && a.binding == b.binding && a.min == b.min && a.max == b.max &&
-           a.built == b.built && a.children == b.children && a.text == b.text;
+           a.built == b.built && a.automaton == b.automaton && a.children == b.children && a.text == b.text;
   }
 
   FragmentNode* Allocate(FragmentNode&& shape) {
@@ -289,7 +290,8 @@ void AppendNode(const FragmentNode& node, std::string* out) {
     case Kind::kLiteral: AppendEscaped(node.text, out); return;
     case Kind::kRule:
     case Kind::kCharClass:
-    case Kind::kExpression: out->append(node.text); return;
+    case Kind::kExpression:
+    case Kind::kAutomaton: out->append(node.text); return;
     case Kind::kSequence:
       for (size_t i = 0; i < node.children.size(); ++i) {
         if (i > 0) out->push_back(' ');
@@ -597,6 +599,30 @@ void RuleSet::Define(const std::string& name, const Fragment& body) {
   AddBytes(body.text_size());
 }
 
+std::optional<Fragment> RuleSet::DefineAutomaton(std::string_view hint, std::shared_ptr<const AutomatonLiteral> literal) {
+  std::string name = Reserve(hint);
+  std::vector<std::string> state_names;
+  for (int32_t s = 1; s < literal->num_states(); ++s) {
+    if (literal->edge_begin[s] == literal->edge_begin[s + 1]) continue;  // printed inline
+    state_names.push_back(AutomatonStateRuleName(name, s));
+    if (index_of_name_.count(state_names.back()) > 0 || claimed_.count(state_names.back()) > 0) {
+      Discard(name);
+      return std::nullopt;
+    }
+  }
+  for (std::string& state_name : state_names) Claim(std::move(state_name));
+  std::string printed = PrintAutomatonRules(*literal, name);
+  FragmentNode shape;
+  shape.kind = FragmentNode::Kind::kAutomaton;
+  shape.binding = Fragment::Binding::kAlternation;
+  shape.hash = Mix(Mix(static_cast<size_t>(shape.kind), std::hash<std::string>()(printed)), literal->hash);
+  shape.printed_size = printed.size();
+  shape.text = std::move(printed);
+  shape.automaton = std::move(literal);
+  Define(name, Fragment(Intern(std::move(shape))));
+  return Fragment::Rule(name);
+}
+
 void RuleSet::ReserveNamed(const std::string& name) {
   index_of_name_.emplace(name, rules_.size());
   rules_.push_back({name, std::nullopt, false});
@@ -701,6 +727,8 @@ std::vector<std::pair<std::string, Fragment>> RuleSet::Definitions() const {
 bool RuleSet::AddShared(const std::vector<std::pair<std::string, Fragment>>& definitions, bool productive) {
   std::vector<const std::pair<std::string, Fragment>*> fresh;
   for (const auto& definition : definitions) {
+    // Lasting bodies are lowered into node lists of their own, which hold no automaton table.
+    if (definition.second.node()->kind == FragmentNode::Kind::kAutomaton) return false;
     auto shared = name_of_body_.find(definition.second);
     if (shared != name_of_body_.end()) {
       if (shared->second != definition.first) return false;
@@ -747,7 +775,8 @@ bool Derives(const FragmentNode& node, const std::unordered_map<std::string, siz
     case Kind::kEmpty:
     case Kind::kLiteral:
     case Kind::kCharClass:
-    case Kind::kExpression: return true;
+    case Kind::kExpression:
+    case Kind::kAutomaton: return true;  // a trimmed automaton, never the empty language
     case Kind::kRule: {
       auto found = rule_index.find(node.text);
       return found != rule_index.end() && productive[found->second];
@@ -893,9 +922,10 @@ class FragmentLowering {
         pending_.resize(first);
         return id;
       }
-      case Kind::kLookahead: break;
+      case Kind::kLookahead:
+      case Kind::kAutomaton: break;
     }
-    throw InternalError("a lookahead fragment is the body of a rule, never a part of one");
+    throw InternalError("a lookahead or automaton fragment is the body of a rule, never a part of one");
   }
 
   // Defines `rule` with the lowered `body` (a lookahead body sets the rule's lookahead).
@@ -903,6 +933,8 @@ class FragmentLowering {
     if (body.kind == FragmentNode::Kind::kLookahead) {
       const ExprId expression = Lower(*body.children[0], 1);
       builder_->DefineRule(rule, expression, Lower(*body.children[1], 1));
+    } else if (body.kind == FragmentNode::Kind::kAutomaton) {
+      builder_->DefineAutomatonRule(rule, body.automaton);
     } else {
       builder_->DefineRule(rule, Lower(body, 1));
     }

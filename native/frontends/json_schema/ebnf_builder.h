@@ -171,6 +171,9 @@ struct FragmentNode {
     kAlternation,  // children (>= 2, none an alternation)
     kRepeat,       // children[0] repeated min..max times (max < 0: unbounded)
     kLookahead,    // a rule body children[0] with the lookahead children[1] (RuleSet only)
+    // A rule body that is the automaton literal `automaton` (RuleSet::DefineAutomaton only);
+    // `text` holds its printed right-linear rules (grammar/automaton_literal.h).
+    kAutomaton,
   };
   Kind kind = Kind::kEmpty;
   Fragment::Binding binding = Fragment::Binding::kAtom;
@@ -179,6 +182,7 @@ struct FragmentNode {
   std::string text;
   // kExpression: the nodes of `text` (its root rule's body).
   std::shared_ptr<const GrammarAst> built;
+  std::shared_ptr<const AutomatonLiteral> automaton;  // kAutomaton
   FragmentChildren children;
   size_t printed_size = 0;  // bytes of the printed text
   // At least the number of grammar nodes lowering the tree appends (RuleSet::Lower reserves
@@ -251,6 +255,11 @@ class RuleSet {
   // marks the defined rule `name` as `name[unique_items]`. `body` must not be never.
   Fragment ShareUniqueItem(std::string_view hint, const Fragment& body);
   void MarkUniqueItems(const std::string& name);
+  // A reference to a fresh rule whose body is the automaton literal `literal` (grammar_ast.h,
+  // kAutomaton), which the FSM builder copies as its DFA; printed as its right-linear rules,
+  // whose names (AutomatonStateRuleName) the set claims. Null when one of those names is taken
+  // (the caller writes the language another way).
+  std::optional<Fragment> DefineAutomaton(std::string_view hint, std::shared_ptr<const AutomatonLiteral> literal);
   // Reserves the claimed name `name` for a later Define.
   void ReserveNamed(const std::string& name);
   // Defines `name` (which must be free) with `body`; for fixed names such as "root".

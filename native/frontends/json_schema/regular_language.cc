@@ -17,6 +17,7 @@
 #include "frontends/json_schema/right_linear_rules.h"
 #include "frontends/regex/leading_lookaheads.h"
 #include "frontends/regex/regex_converter.h"
+#include "grammar/automaton_literal.h"
 #include "grammar/grammar_ast.h"
 #include "grammar/grammar_builder.h"
 #include "support/cancellation.h"
@@ -114,6 +115,8 @@ class NfaBuilder {
         }
         return end;
       }
+      case ExprKind::kAutomaton:
+        return CopyAutomaton(*ast_.automata[node.automaton], from);
       case ExprKind::kTagDispatch:
         break;
     }
@@ -121,6 +124,23 @@ class NfaBuilder {
   }
 
  private:
+  // A copy of the literal's code-point DFA from `from`; returns the node its accepting states
+  // lead to.
+  int32_t CopyAutomaton(const AutomatonLiteral& literal, int32_t from) {
+    std::vector<int32_t> map(literal.num_states());
+    for (int32_t& state : map) state = NewNode();
+    const int32_t end = NewNode();
+    Epsilon(from, map[0]);
+    for (int32_t s = 0; s < literal.num_states(); ++s) {
+      for (int32_t k = literal.edge_begin[s]; k < literal.edge_begin[s + 1]; ++k) {
+        const AutomatonLiteral::CodepointEdge& e = literal.edges[k];
+        nodes[map[s]].push_back({e.lo, e.hi, map[e.target]});
+      }
+      if (literal.accepting[s] != 0) Epsilon(map[s], end);
+    }
+    return end;
+  }
+
   // `expr` lowered from a fresh node reached from `from` by an epsilon edge, so that loops
   // inside it cannot mix with other paths leaving `from`.
   int32_t Fresh(ExprId expr, int32_t from, int depth) {
@@ -268,16 +288,8 @@ CodepointDfa Determinize(const std::vector<std::vector<NfaEdge>>& nfa, int32_t s
 }  // namespace
 
 std::string EbnfClassMember(uint32_t cp) {
-  if (cp == '\\' || cp == ']' || cp == '[' || cp == '^' || cp == '-' || cp == '"') {
-    return std::string("\\") + static_cast<char>(cp);
-  }
-  if (cp < 0x20 || cp == 0x7F) {
-    char escaped[8];
-    std::snprintf(escaped, sizeof(escaped), "\\x%02X", cp);
-    return escaped;
-  }
   std::string out;
-  AppendUtf8(cp, &out);
+  AppendEbnfClassMember(cp, &out);
   return out;
 }
 
@@ -1070,6 +1082,20 @@ Fragment MinimalDfaToFragment(const CodepointDfa& input, RuleSet* rules, const s
 
 namespace {
 
+std::shared_ptr<const AutomatonLiteral> AutomatonLiteralOf(const CodepointDfa& dfa) {
+  std::vector<uint8_t> accepting;
+  std::vector<int32_t> edge_begin{0};
+  std::vector<AutomatonLiteral::CodepointEdge> edges;
+  accepting.reserve(dfa.states.size());
+  edge_begin.reserve(dfa.states.size() + 1);
+  for (const CodepointDfa::State& state : dfa.states) {
+    accepting.push_back(state.accepting ? 1 : 0);
+    for (const CodepointDfa::Edge& e : state.edges) edges.push_back({e.lo, e.hi, e.target});
+    edge_begin.push_back(static_cast<int32_t>(edges.size()));
+  }
+  return MakeAutomatonLiteral(std::move(accepting), std::move(edge_begin), std::move(edges));
+}
+
 // DfaToFragment's writing of the minimal DFA `dfa` (not empty) as rules of `rules`.
 Fragment WriteRegularLanguage(const CodepointDfa& dfa, RuleSet* rules, const std::string& hint) {
   // A small automaton as one rule whose body is the whole language. Right-linear rules (a
@@ -1078,6 +1104,12 @@ Fragment WriteRegularLanguage(const CodepointDfa& dfa, RuleSet* rules, const std
   // one rule DFA, which the token-mask cache classifies exactly.
   if (dfa.states.size() <= kMaxEliminatedStates) {
     return rules->Share(hint, EliminateStates(dfa, kMaxExpressionBytes, rules, hint));
+  }
+  // A larger one that Minimized left minimal as one rule whose body is the automaton itself
+  // (grammar/automaton_literal.h): the FSM builder copies its DFA instead of lowering the
+  // right-linear rules and determinising and minimising them again.
+  if (dfa.states.size() <= kMaxMinimizedStates) {
+    if (std::optional<Fragment> literal = rules->DefineAutomaton(hint, AutomatonLiteralOf(dfa))) return *literal;
   }
   return WriteRightLinearRules(dfa, rules, hint);
 }

@@ -74,10 +74,13 @@ void DeferredGrammars::AppendTo(GrammarAst* grammar) {
   grammar->nodes.resize(first_node);
   for (GrammarAst& kept : kept_) {
     const ExprId base = static_cast<ExprId>(grammar->nodes.size());
+    const int32_t automaton_base = static_cast<int32_t>(grammar->automata.size());
+    for (auto& literal : kept.automata) grammar->automata.push_back(std::move(literal));
     grammar->nodes.reserve(grammar->nodes.size() + kept.nodes.size());
     for (ExprNode& node : kept.nodes) {
       for (ExprId& child : node.children) child += base;
       if (node.kind == ExprKind::kRuleRef) node.rule_id += rule_at;
+      if (node.kind == ExprKind::kAutomaton) node.automaton += automaton_base;
       grammar->nodes.push_back(std::move(node));
     }
     for (RuleDef& rule : kept.rules) {
