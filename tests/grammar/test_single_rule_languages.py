@@ -1,7 +1,8 @@
 """Regular languages the JSON Schema frontend builds as automata (patternProperties keys, a
 pattern next to a length, keys outside many declared properties) end up as ONE rule DFA in the
 compiled grammar: a small automaton written as one rule whose body is a regular expression, a
-larger one as a chain of right-linear rules (one per state) that the FSM builder merges. A rule
+larger one as an automaton node the FSM builder copies (printed as right-linear rules, one per
+state), or past that as a chain of right-linear rules that the FSM builder merges. A rule
 boundary inside the language left every token that crossed it uncertain, for the Earley
 parser, at fill time.
 
@@ -39,7 +40,8 @@ DECLARED = [f"{word}_{i}" for i, word in enumerate(
      "nu", "xi", "omicron", "pi", "rho", "sigma", "tau", "upsilon"])]
 
 # name -> (schema, the rule name of the language (a chain of right-linear rules numbers the
-# rest name_2, name_3, ...), whether the language is expected as such a chain, instances)
+# rest name_2, name_3, ...; an automaton node prints its states as name__s1, name__s2, ...),
+# whether the language is expected as such a chain, instances)
 CASES = {
     "pattern_properties_key": (
         {"type": "object", "additionalProperties": False,
@@ -83,7 +85,7 @@ CASES = {
 def test_language_is_one_rule_dfa(case: str) -> None:
     schema, name, is_chain, _ = CASES[case]
     ebnf, _warnings = _native._json_schema_to_ebnf(json.dumps(schema), strict_mode=False)
-    chain = {n for n in _native._ebnf_rule_names(ebnf) if re.fullmatch(re.escape(name) + r"_\d+", n)}
+    chain = {n for n in _native._ebnf_rule_names(ebnf) if re.fullmatch(re.escape(name) + r"(_\d+|__s\d+)", n)}
     assert bool(chain) == is_chain, f"expected the language {'as' if is_chain else 'not as'} a rule chain\n{ebnf}"
     grammar = xg.GrammarCompiler(hf_tokenizer_info("llama3.1")).compile_json_schema(schema, strict_mode=False)
     rules = fsm_rules(grammar._handle.fsm_dump())
