@@ -177,6 +177,11 @@ class CompiledGrammar:
         return self._tokenizer_info
 
     @property
+    def grammar(self) -> Grammar:
+        """The grammar as a :class:`Grammar` (from :attr:`ebnf`; xgrammar's attribute)."""
+        return Grammar.from_ebnf(self.ebnf)
+
+    @property
     def ebnf(self) -> str:
         """The grammar as EBNF text (what the frontend prints for its source). Printed on first
         use from the source the grammar was compiled from, so the first read of a large
@@ -342,6 +347,23 @@ def _separators_pair(separators: Any) -> tuple[str, str]:
     return (separators[0], separators[1])
 
 
+def _whitespace_cap(max_whitespace: Optional[int], max_whitespace_cnt: int) -> int:
+    """The one cap of ``max_whitespace`` and its xgrammar name ``max_whitespace_cnt``."""
+    if max_whitespace is not None and max_whitespace != max_whitespace_cnt:
+        raise _native.InvalidArgumentError(
+            f"max_whitespace={max_whitespace!r} and max_whitespace_cnt={max_whitespace_cnt!r} name one setting")
+    return max_whitespace_cnt
+
+
+def _legacy_pair(tags: Any, triggers: Any) -> dict:
+    """xgrammar's deprecated ``(tags, triggers)`` pair as the legacy structures form."""
+    from .structural_tag import legacy_structural_tag
+
+    warnings.warn("compile_structural_tag(tags, triggers) is deprecated: pass one structural tag",
+                  DeprecationWarning, stacklevel=3)
+    return legacy_structural_tag(tags, triggers)
+
+
 def _check_grammar_root(root_rule_name: str) -> None:
     if root_rule_name != "root":
         raise _native.InvalidArgumentError(
@@ -494,6 +516,7 @@ class GrammarCompiler:
         timeout: Optional[float] = None,
         any_order: bool = False,
         any_key_spelling: bool = False,
+        max_whitespace_cnt: Optional[int] = None,
     ) -> CompiledGrammar:
         """Compiles a JSON Schema (JSON text, dict, or pydantic model class).
 
@@ -501,7 +524,8 @@ class GrammarCompiler:
         and its JSON pointer; with ``lenient=True`` they are ignored with a ``UserWarning``.
         ``strict_mode`` forbids undeclared properties unless ``additionalProperties`` allows
         them. ``indent`` / ``separators`` fix the formatting as ``json.dumps`` would;
-        ``max_whitespace`` caps each whitespace gap when formatting is flexible.
+        ``max_whitespace`` caps each whitespace gap when formatting is flexible
+        (``max_whitespace_cnt`` is xgrammar's name for it).
         ``timeout`` (seconds) overrides ``limits.timeout_s``; past it the compile stops with
         ``CompilationTimeoutError``.
         ``any_order=True`` lets object members come in any order (by default declared
@@ -515,6 +539,8 @@ class GrammarCompiler:
         ``any_key_spelling=True`` also accepts every other JSON spelling of a name
         (``{"\\u0061": 1}`` is member ``a``) at about twice the grammar size.
         """
+        if max_whitespace_cnt is not None:
+            max_whitespace = _whitespace_cap(max_whitespace, max_whitespace_cnt)
         route = self._sync_route()
         if route > _ONE_CALL_WATCHING_SIGINT:
             return self.compile_json_schema_async(
@@ -566,15 +592,20 @@ class GrammarCompiler:
         return self.compile_regex_async(pattern, timeout=timeout, _run_inline=True).result()
 
     def compile_structural_tag(
-        self, structural_tag: Any, *, any_whitespace: bool = True, timeout: Optional[float] = None
+        self, structural_tag: Any, triggers: Optional[Sequence[str]] = None, *, any_whitespace: bool = True,
+        timeout: Optional[float] = None,
     ) -> CompiledGrammar:
         """Compiles a structural tag (xgrammar's format: JSON text (str or bytes), dict or
-        ``structural_tag.StructuralTag``; also the legacy ``{"structures", "triggers"}`` form).
+        ``structural_tag.StructuralTag``; also the legacy ``{"structures", "triggers"}`` form,
+        and xgrammar's deprecated ``(tags, triggers)`` pair of ``StructuralTagItem`` list and
+        trigger list, which warns with ``DeprecationWarning``).
         JSON text goes to the native frontend as is (no Python-side validation).
         See ``xg2_plugin.structural_tag`` for the formats and what is unsupported.
         ``any_whitespace=False`` applies to the JSON of every ``json_schema`` format, as in
         ``compile_json_schema`` (vLLM's ``disable_any_whitespace``). ``timeout`` bounds the final
         grammar compilation (the tag's schemas convert eagerly)."""
+        if triggers is not None:
+            structural_tag = _legacy_pair(structural_tag, triggers)
         route = self._sync_route()
         if route > _ONE_CALL_WATCHING_SIGINT:
             return self.compile_structural_tag_async(
@@ -621,10 +652,13 @@ class GrammarCompiler:
         timeout: Optional[float] = None,
         any_order: bool = False,
         any_key_spelling: bool = False,
+        max_whitespace_cnt: Optional[int] = None,
         _run_inline: bool = False,
     ) -> "Future[CompiledGrammar]":
         """Like :meth:`compile_json_schema`, returning a ``concurrent.futures.Future``
         (``cancel()`` stops the compile even once it runs; see ``CompileFuture``)."""
+        if max_whitespace_cnt is not None:
+            max_whitespace = _whitespace_cap(max_whitespace, max_whitespace_cnt)
         text = _schema_to_text(schema, self._limits.max_input_bytes)
         if separators is not None:
             separators = _separators_pair(separators)
@@ -670,6 +704,7 @@ class GrammarCompiler:
     def compile_structural_tag_async(
         self,
         structural_tag: Any,
+        triggers: Optional[Sequence[str]] = None,
         *,
         any_whitespace: bool = True,
         timeout: Optional[float] = None,
@@ -677,6 +712,8 @@ class GrammarCompiler:
     ) -> "Future[CompiledGrammar]":
         """Like :meth:`compile_structural_tag`, returning a future. Validation errors
         (``StructuralTagError``, ``UnsupportedSchemaError``) are raised here, not deferred."""
+        if triggers is not None:
+            structural_tag = _legacy_pair(structural_tag, triggers)
         text, lowered = self._lowered_tag(structural_tag, any_whitespace)
         # The disk cache names a grammar by the repr of its key: the tag's text.
         return self._submit(("structural_tag", lowered), (lowered,), _run_inline, timeout,
@@ -720,6 +757,15 @@ class GrammarCompiler:
     def cache_size_bytes(self) -> int:
         """Bytes held by cached compiled grammars."""
         return int(self._grammar_cache.stats["bytes"])
+
+    def get_cache_size_bytes(self) -> int:
+        """:attr:`cache_size_bytes` (xgrammar's name)."""
+        return int(self._grammar_cache.stats["bytes"])
+
+    @property
+    def cache_limit_bytes(self) -> int:
+        """The bound on :attr:`cache_size_bytes` given at construction (-1: unbounded)."""
+        return int(self._grammar_cache.stats["limit_bytes"])
 
     @property
     def cache_stats(self) -> dict[str, int]:

@@ -25,12 +25,19 @@ CALLABLES = [
     (lambda: xg.Grammar.from_regex, "Grammar.from_regex"),
     (lambda: xg.Grammar.union, "Grammar.union"),
     (lambda: xg.GrammarMatcher.__init__, "GrammarMatcher.__init__"),
+    (lambda: xg.GrammarCompiler.__init__, "GrammarCompiler.__init__"),
+    (lambda: xg.GrammarCompiler.compile_json_schema, "GrammarCompiler.compile_json_schema"),
+    (lambda: xg.GrammarCompiler.compile_grammar, "GrammarCompiler.compile_grammar"),
     (lambda: xg.TokenizerInfo.from_vocab_and_metadata, "TokenizerInfo.from_vocab_and_metadata"),
     (lambda: xg.get_model_structural_tag, "get_model_structural_tag"),
     (lambda: xg.StructuralTagItem, "StructuralTagItem"),
 ]
 
 IGNORED_PARAMETERS = {
+    # xgrammar's compile_grammar(grammar, *, root_rule_name): ours names its first parameter
+    # ebnf (it takes EBNF text or a Grammar) and takes root_rule_name positionally too.
+    ("GrammarCompiler.compile_grammar", "grammar"),
+    ("GrammarCompiler.compile_grammar", "root_rule_name"),
     # xgrammar >= 0.2: a per-rule sampling temperature, not part of constrained decoding's masks.
     ("GrammarMatcher.__init__", "default_temperature"),
 }
@@ -91,3 +98,59 @@ def test_legacy_tags_and_triggers_compile_to_the_structures_form() -> None:
 def test_legacy_pair_of_the_wrong_shape_is_refused(tags: Any, triggers: Any) -> None:
     with pytest.raises(xg.StructuralTagError, match="legacy structural tag"):
         legacy_structural_tag(tags, triggers)
+
+
+def test_compile_grammar_takes_root_rule_name_by_keyword() -> None:
+    grammar = hf_compiler(TOKENIZER).compile_grammar('start ::= "x"', root_rule_name="start")
+    assert string_accepted(grammar, "x")
+
+
+def test_max_whitespace_cnt_is_max_whitespace() -> None:
+    compiler = xg.GrammarCompiler(hf_compiler(TOKENIZER).tokenizer_info)
+    schema = {"type": "array", "items": {"type": "integer"}}
+    capped = compiler.compile_json_schema(schema, max_whitespace=2)
+    before = compiler.cache_stats
+    again = compiler.compile_json_schema(schema, max_whitespace_cnt=2)
+    assert compiler.cache_stats["misses"] == before["misses"] and compiler.cache_stats["hits"] == before["hits"] + 1
+    assert compiler.compile_json_schema_async(schema, max_whitespace_cnt=2).result() is not None
+    assert compiler.cache_stats["misses"] == before["misses"]
+    for grammar in (capped, again):
+        assert string_accepted(grammar, "[1,  2]") and not string_accepted(grammar, "[1,   2]")
+    with pytest.raises(xg.InvalidArgumentError, match="max_whitespace_cnt"):
+        compiler.compile_json_schema(schema, max_whitespace=1, max_whitespace_cnt=2)
+    with pytest.raises(xg.InvalidArgumentError, match="max_whitespace_cnt"):
+        compiler.compile_json_schema_async(schema, max_whitespace=1, max_whitespace_cnt=2)
+
+
+def test_deprecated_tags_and_triggers_pair_compiles_as_the_structures_form() -> None:
+    compiler = xg.GrammarCompiler(hf_compiler(TOKENIZER).tokenizer_info)
+    tags = [StructuralTagItem(begin="<w>", schema=Weather, end="</w>")]
+    direct = compiler.compile_structural_tag(legacy_structural_tag(tags, ["<w>"]))
+    before = compiler.cache_stats
+    with pytest.warns(DeprecationWarning, match="deprecated"):
+        pair = compiler.compile_structural_tag(tags, ["<w>"])
+    with pytest.warns(DeprecationWarning, match="deprecated"):
+        from_future = compiler.compile_structural_tag_async(tags, ["<w>"]).result()
+    assert compiler.cache_stats["misses"] == before["misses"]
+    for grammar in (direct, pair, from_future):
+        assert string_accepted(grammar, 'say <w>{"city": "Rome"}</w>')
+    with pytest.raises(xg.StructuralTagError):
+        with pytest.warns(DeprecationWarning):
+            compiler.compile_structural_tag("<w>", ["<w>"])
+
+
+def test_cache_size_names() -> None:
+    compiler = xg.GrammarCompiler(hf_compiler(TOKENIZER).tokenizer_info, cache_limit_bytes=1 << 26)
+    assert compiler.cache_limit_bytes == 1 << 26
+    compiler.compile_regex("[a-z]+")
+    assert compiler.get_cache_size_bytes() == compiler.cache_size_bytes > 0
+
+
+def test_compiled_grammar_gives_back_its_grammar() -> None:
+    compiler = hf_compiler(TOKENIZER)
+    compiled = compiler.compile_json_schema({"type": "object", "properties": {"a": {"type": "integer"}}})
+    grammar = compiled.grammar
+    assert isinstance(grammar, xg.Grammar) and str(grammar) == str(xg.Grammar.from_ebnf(compiled.ebnf))
+    again = compiler.compile_grammar(grammar)
+    for text in ['{"a": 1}', "{}", '{"a": "x"}', '{"b": 1}']:
+        assert string_accepted(again, text) == string_accepted(compiled, text), text
