@@ -118,6 +118,17 @@ def check_tokens_accepted(grammar: xg.CompiledGrammar, ids: list[int], *, expect
         assert matcher.is_terminated()
 
 
+def assert_same_compiled_grammar(first: xg.CompiledGrammar, second: xg.CompiledGrammar) -> None:
+    """The two compiles (say a fast path's and the general path's) gave the same grammar: same
+    Python attributes, tokenizer, EBNF view and FSMs."""
+    assert type(first) is xg.CompiledGrammar and type(second) is xg.CompiledGrammar
+    assert vars(first).keys() == vars(second).keys()
+    assert first.tokenizer_info is second.tokenizer_info
+    assert repr(first) == repr(second)
+    assert first.ebnf == second.ebnf
+    assert first._handle.fsm_dump() == second._handle.fsm_dump()
+
+
 def string_accepted(grammar: xg.CompiledGrammar, text: str) -> bool:
     matcher = xg.GrammarMatcher(grammar)
     return matcher.accept_string(text) and matcher.is_completed()

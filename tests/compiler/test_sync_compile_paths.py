@@ -17,7 +17,7 @@ from typing import Any, Callable
 import pytest
 
 import xg2_plugin as xg
-from xg2_test_support import hf_tokenizer_info, unrolled_compiler
+from xg2_test_support import assert_same_compiled_grammar, hf_tokenizer_info, unrolled_compiler
 
 TOKENIZER = "gpt2"
 
@@ -102,15 +102,6 @@ def _on(thread: str, call: Callable[[], Any]) -> Any:
         return pool.submit(call).result()
 
 
-def _same_grammar(fast: xg.CompiledGrammar, general: xg.CompiledGrammar) -> None:
-    assert type(fast) is xg.CompiledGrammar
-    assert vars(fast).keys() == vars(general).keys()
-    assert fast.tokenizer_info is general.tokenizer_info
-    assert repr(fast) == repr(general)
-    assert fast.ebnf == general.ebnf
-    assert fast._handle.fsm_dump() == general._handle.fsm_dump()
-
-
 def _native_fsm(compiler: xg.GrammarCompiler, kind: str, request: Any) -> str:
     """The grammar of ``request`` from the kind's own native entry (no request dispatch), as a
     reference that a kind mapped to the wrong compile in both paths would miss."""
@@ -135,7 +126,7 @@ def test_the_fast_path_compiles_what_the_general_path_compiles(kind: str, thread
     for each in (request, other):
         general = _general(_compiler(cache_enabled=False), kind, each)
         fast = _on(thread, lambda: _sync(compiler, kind, each))
-        _same_grammar(fast, general)
+        assert_same_compiled_grammar(fast, general)
         assert fast._handle.fsm_dump() == _native_fsm(compiler, kind, each)
 
 
@@ -242,16 +233,16 @@ def test_only_an_application_sigint_handler_or_a_disk_cache_takes_the_general_pa
     finally:
         signal.signal(signal.SIGINT, previous)
     assert built == ["MainThread"]
-    _same_grammar(fast, general)
+    assert_same_compiled_grammar(fast, general)
     # Ctrl-C ignored or left to the operating system: nothing for Python to run, one call.
     for handler in (signal.SIG_IGN, signal.SIG_DFL):
         try:
             signal.signal(signal.SIGINT, handler)
             assert compiler._sync_route() == xg.compiler._ONE_CALL
-            _same_grammar(_sync(compiler, kind, request), fast)
+            assert_same_compiled_grammar(_sync(compiler, kind, request), fast)
         finally:
             signal.signal(signal.SIGINT, previous)
     assert built == ["MainThread"]
     with_disk_cache = _compiler(cache_dir=tmp_path)
-    _same_grammar(_sync(with_disk_cache, kind, request), fast)
+    assert_same_compiled_grammar(_sync(with_disk_cache, kind, request), fast)
     assert with_disk_cache.disk_cache.stats["misses"] == 1
