@@ -149,7 +149,7 @@ class CachedCompiler:
     """Every compile of a GrammarCompiler reaches its GrammarCache through it: a synchronous
     request in one call (cache lookup, shared in-flight compile, Ctrl-C watch), or the general
     path's build and cache call; it wraps and charges the grammars
-    (native/bindings/sync_compile_bindings.cc). ``kind`` and ``args``: compile_requests.h."""
+    (native/bindings/cached_compiler_bindings.cc). ``kind`` and ``args``: compile_requests.h."""
 
     def __init__(
         self, cache: GrammarCache, derived_vocabularies: DerivedVocabularies,

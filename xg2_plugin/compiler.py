@@ -482,7 +482,7 @@ class GrammarCompiler:
         self._disk_cache = (_disk_cache.DiskCache(cache_dir, cache_dir_limit_bytes) if cache_dir is not None
                             else _disk_cache.DiskCache.from_environment())
         # Every compile reaches the grammar cache through it: a synchronous request in one native
-        # call, or the general path's compile and cache call (native/bindings/sync_compile_bindings.cc).
+        # call, or the general path's compile and cache call (native/bindings/cached_compiler_bindings.cc).
         self._cached_compiler = _native.CachedCompiler(
             self._grammar_cache, self._token_literal_vocabs, cache_enabled, _DERIVED_VOCABS_UNCACHED, CompiledGrammar,
             tokenizer_info)

@@ -4,7 +4,7 @@
 // tuple in the order compiler.py builds them. The arguments are converted once, with the GIL,
 // so that the compile runs without it. This is the one place where the kinds meet their
 // GrammarCompiler entries, for the one-call synchronous path and the general path's build alike
-// (sync_compile_bindings.cc).
+// (cached_compiler_bindings.cc).
 #ifndef XG2_BINDINGS_COMPILE_REQUESTS_H_
 #define XG2_BINDINGS_COMPILE_REQUESTS_H_
 

@@ -1,7 +1,7 @@
 // Python surface of compiler/compile_cache.h: the compiled-grammar cache and in-flight table of
 // a Python GrammarCompiler. Values are its CompiledGrammar objects (a cached grammar is handed
 // out as the same object). Compiles reach it through _native.CachedCompiler
-// (sync_compile_bindings.cc), which charges them; this binding looks up, clears and counts.
+// (cached_compiler_bindings.cc), which charges them; this binding looks up, clears and counts.
 #include <pybind11/pybind11.h>
 
 #include <memory>

@@ -1,6 +1,6 @@
 // The compiled-grammar cache as the bindings hold it: values are the Python CompiledGrammar
 // objects of one Python GrammarCompiler (grammar_cache_bindings.cc binds it as
-// _native.GrammarCache; sync_compile_bindings.cc compiles into it and charges what it stores).
+// _native.GrammarCache; cached_compiler_bindings.cc compiles into it and charges what it stores).
 #ifndef XG2_BINDINGS_GRAMMAR_CACHE_BINDINGS_H_
 #define XG2_BINDINGS_GRAMMAR_CACHE_BINDINGS_H_
 

@@ -1,5 +1,5 @@
 """Every grammar kind's synchronous compile takes the one-call native path
-(``_native.CachedCompiler.compile``, native/bindings/sync_compile_bindings.cc) where no disk
+(``_native.CachedCompiler.compile``, native/bindings/cached_compiler_bindings.cc) where no disk
 cache is set and the application keeps Python's SIGINT handler, on the main thread and on the
 threads engines compile on. The general path (the asynchronous API, ``_shared_compile`` and a
 Python build) must give the same grammar, the same cache entry and charge, the same timeout

@@ -1,5 +1,5 @@
 """The synchronous JSON Schema compile takes a one-call native path (``_native.CachedCompiler.compile``,
-native/bindings/sync_compile_bindings.cc) instead of the general one
+native/bindings/cached_compiler_bindings.cc) instead of the general one
 (``compile_json_schema_async(...).result()`` through ``_shared_compile``), on the main thread
 and on the threads engines compile on. Both must give the same grammar for every option, share
 cache entries, warn, time out and stop on Ctrl-C alike. The general path is reached here
