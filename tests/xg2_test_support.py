@@ -355,6 +355,15 @@ def sampled_walk(grammar: xg.CompiledGrammar, rng: Any, steps: int,
     return ids
 
 
+
+def compare_masks_on_sampled_walks(grammar: xg.CompiledGrammar, rng: Any, walks: int, steps: int) -> None:
+    """Draws `walks` sampled walks of up to `steps` tokens and compares the fast mask with the
+    reference at every step of each (the state before the first token and after the last
+    included)."""
+    for _ in range(walks):
+        ids = sampled_walk(grammar, rng, steps)
+        assert compare_masks_along(grammar, ids, require_accept=True) == len(ids) + 1
+
 def fsm_rules(dump: str) -> dict[str, list[str]]:
     """The FSM dump as rule name -> the lines of its nodes."""
     rules: dict[str, list[str]] = {}

@@ -11,13 +11,12 @@ argument needs no leave on the way)."""
 
 from __future__ import annotations
 
-import json
 import random
 
 import pytest
 
 import xg2_plugin as xg
-from xg2_test_support import compare_masks_along, encode_continuation, hf_tokenizer_info, sampled_walk
+from xg2_test_support import compare_masks_along, compare_masks_on_sampled_walks, encode_continuation, hf_tokenizer_info
 
 TOKENIZERS = ("llama3.1", "qwen3")
 
@@ -72,10 +71,7 @@ def test_loop_head_masks_match_reference_on_sampled_walks(tokenizer: str) -> Non
     compiler = xg.GrammarCompiler(hf_tokenizer_info(tokenizer), precompute_nodes=0, cache_enabled=False)
     grammar = compiler.compile_json_schema(
         {"type": "array", "items": {"type": "string", "maxLength": 400}, "maxItems": 3})
-    rng = random.Random(7)
-    for _ in range(4):
-        ids = sampled_walk(grammar, rng, 40)
-        assert compare_masks_along(grammar, ids, require_accept=True) == len(ids) + 1
+    compare_masks_on_sampled_walks(grammar, random.Random(7), walks=4, steps=40)
 
 
 def test_loop_head_is_classified_within_the_bypass_budget() -> None:
@@ -108,10 +104,7 @@ def test_loop_head_that_can_leave_its_rule_keeps_exact_masks(tokenizer: str) -> 
     for text in ["(abc)", "(some text (nested words) and more)", "(café 🙂 (x))", "((()))"]:
         ids = encode_continuation(tokenizer, text)
         assert compare_masks_along(grammar, ids, require_accept=True) == len(ids) + 1
-    rng = random.Random(3)
-    for _ in range(3):
-        ids = sampled_walk(grammar, rng, 30)
-        assert compare_masks_along(grammar, ids, require_accept=True) == len(ids) + 1
+    compare_masks_on_sampled_walks(grammar, random.Random(3), walks=3, steps=30)
 
 
 # A class without some multi-byte characters is no chain of "every character" copies: the

@@ -17,7 +17,7 @@ import random
 import pytest
 
 import xg2_plugin as xg
-from xg2_test_support import compare_masks_along, encode_continuation, hf_tokenizer_info, sampled_walk
+from xg2_test_support import compare_masks_along, compare_masks_on_sampled_walks, encode_continuation, hf_tokenizer_info
 
 TOKENIZERS = ("gpt-oss", "llama3.1", "qwen3")
 
@@ -56,10 +56,7 @@ def test_middle_copies_masks_match_reference_on_sampled_walks(tokenizer: str) ->
     compiler = xg.GrammarCompiler(hf_tokenizer_info(tokenizer), precompute_nodes=0, cache_enabled=False)
     grammar = compiler.compile_json_schema({"type": "array", "items": {"type": "string", "maxLength": 90},
                                             "maxItems": 3})
-    rng = random.Random(11)
-    for _ in range(4):
-        ids = sampled_walk(grammar, rng, 40)
-        assert compare_masks_along(grammar, ids, require_accept=True) == len(ids) + 1
+    compare_masks_on_sampled_walks(grammar, random.Random(11), walks=4, steps=40)
 
 
 def test_token_longer_than_the_copies_left_is_rejected() -> None:
