@@ -552,11 +552,11 @@ std::vector<std::string> SplitJsonPointer(std::string_view pointer, bool uri_fra
 }
 
 void AppendJsonPointerToken(std::string_view token, std::string* out) {
-  if (token.find_first_of("~/") == std::string_view::npos) {
-    out->append(token);  // most tokens: nothing to escape
-    return;
-  }
-  for (char c : token) {
+  // Most tokens need no escape: the run before the first '~' or '/' is appended at once.
+  size_t plain = 0;
+  while (plain < token.size() && token[plain] != '~' && token[plain] != '/') ++plain;
+  out->append(token.substr(0, plain));
+  for (char c : token.substr(plain)) {
     if (c == '~') {
       out->append("~0");
     } else if (c == '/') {
