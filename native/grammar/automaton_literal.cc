@@ -201,34 +201,96 @@ std::string AutomatonStateRuleName(const std::string& name, int32_t state) {
   return state == 0 ? name : name + "__s" + std::to_string(state);
 }
 
+namespace {
+
+// The distinct targets of state s's edges, in increasing order: the printer writes one
+// alternative per target.
+void TargetsOf(const AutomatonLiteral& literal, int32_t s, std::vector<int32_t>* targets) {
+  targets->clear();
+  for (int32_t k = literal.edge_begin[s]; k < literal.edge_begin[s + 1]; ++k) targets->push_back(literal.edges[k].target);
+  std::sort(targets->begin(), targets->end());
+  targets->erase(std::unique(targets->begin(), targets->end()), targets->end());
+}
+
+bool HasEdges(const AutomatonLiteral& literal, int32_t s) { return literal.edge_begin[s] != literal.edge_begin[s + 1]; }
+
+size_t ClassMemberSize(uint32_t cp) {
+  if (cp == '\\' || cp == ']' || cp == '[' || cp == '^' || cp == '-' || cp == '"') return 2;
+  if (cp < 0x20 || cp == 0x7F) return 4;
+  return cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+}
+
+size_t StateRuleNameSize(const std::string& name, int32_t state) {
+  if (state == 0) return name.size();
+  size_t digits = 1;
+  for (int32_t v = state; v >= 10; v /= 10) ++digits;
+  return name.size() + 3 + digits;
+}
+
+}  // namespace
+
 std::string PrintAutomatonRules(const AutomatonLiteral& literal, const std::string& name) {
   std::string out;
+  out.reserve(AutomatonRulesPrintedSize(literal, name));
+  AppendAutomatonRules(literal, name, &out);
+  return out;
+}
+
+void AppendAutomatonRules(const AutomatonLiteral& literal, const std::string& name, std::string* out) {
+  std::vector<int32_t> targets;
   for (int32_t s = 0; s < literal.num_states(); ++s) {
-    const int32_t begin = literal.edge_begin[s], end = literal.edge_begin[s + 1];
-    if (s > 0 && begin == end) continue;  // an accepting end: written where it is entered
-    if (s > 0) out += "\n" + AutomatonStateRuleName(name, s) + " ::= ";
+    if (s > 0 && !HasEdges(literal, s)) continue;  // an accepting end: written where it is entered
+    if (s > 0) *out += "\n" + AutomatonStateRuleName(name, s) + " ::= ";
     bool first = true;
     if (literal.accepting[s] != 0) {
-      out += "\"\"";
+      *out += "\"\"";
       first = false;
     }
     // One alternative per target, in target order: its class, then the target's rule.
-    std::map<int32_t, std::string> classes;
-    for (int32_t k = begin; k < end; ++k) {
-      const CodepointEdge& e = literal.edges[k];
-      std::string& members = classes[e.target];
-      AppendEbnfClassMember(e.lo, &members);
-      if (e.hi > e.lo + 1) members.push_back('-');
-      if (e.hi > e.lo) AppendEbnfClassMember(e.hi, &members);
-    }
-    for (const auto& [target, members] : classes) {
-      if (!first) out += " | ";
+    TargetsOf(literal, s, &targets);
+    for (int32_t target : targets) {
+      if (!first) *out += " | ";
       first = false;
-      out += "[" + members + "]";
-      if (literal.edge_begin[target] != literal.edge_begin[target + 1]) out += " " + AutomatonStateRuleName(name, target);
+      out->push_back('[');
+      for (int32_t k = literal.edge_begin[s]; k < literal.edge_begin[s + 1]; ++k) {
+        const CodepointEdge& e = literal.edges[k];
+        if (e.target != target) continue;
+        AppendEbnfClassMember(e.lo, out);
+        if (e.hi > e.lo + 1) out->push_back('-');
+        if (e.hi > e.lo) AppendEbnfClassMember(e.hi, out);
+      }
+      out->push_back(']');
+      if (HasEdges(literal, target)) *out += " " + AutomatonStateRuleName(name, target);
     }
   }
-  return out;
+}
+
+size_t AutomatonRulesPrintedSize(const AutomatonLiteral& literal, const std::string& name) {
+  size_t size = 0;
+  std::vector<int32_t> targets;
+  for (int32_t s = 0; s < literal.num_states(); ++s) {
+    if (s > 0 && !HasEdges(literal, s)) continue;
+    if (s > 0) size += 1 + StateRuleNameSize(name, s) + 5;  // "\n" name " ::= "
+    bool first = true;
+    if (literal.accepting[s] != 0) {
+      size += 2;
+      first = false;
+    }
+    TargetsOf(literal, s, &targets);
+    for (int32_t target : targets) {
+      if (!first) size += 3;
+      first = false;
+      size += 2;  // the brackets
+      if (HasEdges(literal, target)) size += 1 + StateRuleNameSize(name, target);
+    }
+    for (int32_t k = literal.edge_begin[s]; k < literal.edge_begin[s + 1]; ++k) {
+      const CodepointEdge& e = literal.edges[k];
+      size += ClassMemberSize(e.lo);
+      if (e.hi > e.lo + 1) size += 1;
+      if (e.hi > e.lo) size += ClassMemberSize(e.hi);
+    }
+  }
+  return size;
 }
 
 namespace {

@@ -65,6 +65,11 @@ bool SameAutomatonLiteral(const AutomatonLiteral& a, const AutomatonLiteral& b);
 // state's body, then a line `name__sK ::= ...` for each other state K with edges (no final
 // newline). A rule set that prints it claims those names (AutomatonStateRuleName).
 std::string PrintAutomatonRules(const AutomatonLiteral& literal, const std::string& name);
+// Appends PrintAutomatonRules(literal, name) to `out`.
+void AppendAutomatonRules(const AutomatonLiteral& literal, const std::string& name, std::string* out);
+// PrintAutomatonRules(literal, name).size(), without printing (a frontend charges it against
+// its byte limit and prints the rules only when asked for text).
+size_t AutomatonRulesPrintedSize(const AutomatonLiteral& literal, const std::string& name);
 std::string AutomatonStateRuleName(const std::string& name, int32_t state);
 
 // Appends `cp` as a member of an EBNF character class, escaped where the dialect needs it.

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <iterator>
 #include <unordered_map>
 
 #include "support/utf8.h"
@@ -139,20 +140,23 @@ class JsonParser {
     }
   }
 
+  // Members and items collect on stacks shared by all levels (each level leaves them as it
+  // found them) and move into a vector of their exact size when the container closes: a
+  // vector per container grown by doubling would allocate and move several times.
   JsonValue ParseObject(int depth) {
     CheckDepth(depth);
     Expect('{');
-    std::vector<JsonValue::Member> members;
+    const size_t first = member_stack_.size();
+    SkipWhitespace();
+    if (Peek() == '}') {
+      ++pos_;
+      return JsonValue::Object({});
+    }
     // Duplicate keys are found by a scan while the object is small, and through an index
     // once it has kIndexedMembers members: most schema objects have a handful of keys, and
     // an index per object cost more than the rest of the parse.
     constexpr size_t kIndexedMembers = 16;
     std::unordered_map<std::string, size_t> index_of_key;
-    SkipWhitespace();
-    if (Peek() == '}') {
-      ++pos_;
-      return JsonValue::Object(std::move(members));
-    }
     while (true) {
       SkipWhitespace();
       if (Peek() != '"') Fail("expected a string key");
@@ -161,26 +165,27 @@ class JsonParser {
       Expect(':');
       SkipWhitespace();
       JsonValue value = ParseValue(depth);
-      size_t duplicate = members.size();
-      if (members.size() < kIndexedMembers) {
-        for (size_t m = 0; m < members.size(); ++m) {
-          if (members[m].first == key) duplicate = m;
+      const size_t count = member_stack_.size() - first;
+      size_t duplicate = count;
+      if (count < kIndexedMembers) {
+        for (size_t m = 0; m < count; ++m) {
+          if (member_stack_[first + m].first == key) duplicate = m;
         }
       } else {
         if (index_of_key.empty()) {
-          for (size_t m = 0; m < members.size(); ++m) index_of_key.emplace(members[m].first, m);
+          for (size_t m = 0; m < count; ++m) index_of_key.emplace(member_stack_[first + m].first, m);
         }
         auto found = index_of_key.find(key);
         if (found != index_of_key.end()) {
           duplicate = found->second;
         } else {
-          index_of_key.emplace(key, members.size());
+          index_of_key.emplace(key, count);
         }
       }
-      if (duplicate < members.size()) {
-        members[duplicate].second = std::move(value);
+      if (duplicate < count) {
+        member_stack_[first + duplicate].second = std::move(value);
       } else {
-        members.emplace_back(std::move(key), std::move(value));
+        member_stack_.emplace_back(std::move(key), std::move(value));
       }
       SkipWhitespace();
       if (Peek() == ',') {
@@ -188,6 +193,9 @@ class JsonParser {
         continue;
       }
       Expect('}');
+      std::vector<JsonValue::Member> members(std::make_move_iterator(member_stack_.begin() + first),
+                                             std::make_move_iterator(member_stack_.end()));
+      member_stack_.resize(first);
       return JsonValue::Object(std::move(members));
     }
   }
@@ -195,21 +203,25 @@ class JsonParser {
   JsonValue ParseArray(int depth) {
     CheckDepth(depth);
     Expect('[');
-    std::vector<JsonValue> items;
+    const size_t first = item_stack_.size();
     SkipWhitespace();
     if (Peek() == ']') {
       ++pos_;
-      return JsonValue::Array(std::move(items));
+      return JsonValue::Array({});
     }
     while (true) {
       SkipWhitespace();
-      items.push_back(ParseValue(depth));
+      JsonValue item = ParseValue(depth);
+      item_stack_.push_back(std::move(item));
       SkipWhitespace();
       if (Peek() == ',') {
         ++pos_;
         continue;
       }
       Expect(']');
+      std::vector<JsonValue> items(std::make_move_iterator(item_stack_.begin() + first),
+                                   std::make_move_iterator(item_stack_.end()));
+      item_stack_.resize(first);
       return JsonValue::Array(std::move(items));
     }
   }
@@ -341,6 +353,8 @@ class JsonParser {
   std::string_view text_;
   int max_depth_;
   size_t pos_ = 0;
+  std::vector<JsonValue::Member> member_stack_;  // the open objects' members, outermost first
+  std::vector<JsonValue> item_stack_;            // the open arrays' items, outermost first
 };
 
 void DumpJsonTo(const JsonValue& value, std::string* out) {
@@ -501,6 +515,10 @@ bool JsonEquals(const JsonValue& a, const JsonValue& b) {
 }
 
 bool UnescapeJsonPointerToken(std::string_view escaped, std::string* out) {
+  if (escaped.find('~') == std::string_view::npos) {
+    out->assign(escaped);  // most tokens: nothing to unescape
+    return true;
+  }
   out->clear();
   for (size_t i = 0; i < escaped.size(); ++i) {
     if (escaped[i] != '~') {
@@ -534,7 +552,11 @@ std::vector<std::string> SplitJsonPointer(std::string_view pointer, bool uri_fra
 }
 
 void AppendJsonPointerToken(std::string_view token, std::string* out) {
-  for (char c : token) {
+  // Most tokens need no escape: the run before the first '~' or '/' is appended at once.
+  size_t plain = 0;
+  while (plain < token.size() && token[plain] != '~' && token[plain] != '/') ++plain;
+  out->append(token.substr(0, plain));
+  for (char c : token.substr(plain)) {
     if (c == '~') {
       out->append("~0");
     } else if (c == '/') {

@@ -128,6 +128,42 @@ TEST(AutomatonLiteralBytesAreTheMinimalDfaOfTheEqualExpression) {
   }
 }
 
+// A chain of 12 states whose classes need every escape of the printer (quotes, brackets, a
+// dash, control characters, DEL) and every UTF-8 length; each state also reaches the end
+// directly, so states name two targets, and state numbers reach two digits.
+CodepointStates EscapedChain() {
+  CodepointStates dfa;
+  const int32_t end = 11;
+  for (int32_t s = 0; s <= end; ++s) {
+    dfa.accepting.push_back(s == end ? 1 : 0);
+    if (s == end) {
+      dfa.edges.push_back({});
+      continue;
+    }
+    const int32_t next = s + 1;
+    dfa.edges.push_back({{0x01, 0x01, next}, {'"', '"', next}, {'-', '-', next}, {'[', ']', next},
+                         {'^', '^', end}, {'a', 'b', end}, {0x7F, 0x80, next}, {0xE9, 0xE9, end},
+                         {0x4E00, 0x4E3F, next}, {0x1F600, 0x1F600, next}, {0x10FFFF, 0x10FFFF, end}});
+  }
+  return dfa;
+}
+
+TEST(AutomatonRulesPrintedSizeIsTheSizeOfTheirText) {
+  for (const CodepointStates& dfa : {Sample(), EscapedChain()}) {
+    const auto literal = dfa.Literal();
+    for (const std::string name : {"p", "name_with_digits_10"}) {
+      const std::string printed = PrintAutomatonRules(*literal, name);
+      CHECK_EQ(AutomatonRulesPrintedSize(*literal, name), printed.size());
+      std::string appended = "x";
+      AppendAutomatonRules(*literal, name, &appended);
+      CHECK(appended == "x" + printed);
+    }
+  }
+  const std::string chain = PrintAutomatonRules(*EscapedChain().Literal(), "p");
+  CHECK(chain.find("\np__s10 ::= [\\x01\\\"\\-\\[-\\]\\^ab\\x7F") != std::string::npos);
+  CHECK(chain.find("] p__s11") == std::string::npos);  // the end has no edges: no rule
+}
+
 TEST(AutomatonLiteralChecksRefuseRedundantOrUnreachableStates) {
   CodepointStates twins;  // 1 and 2 accept the same strings
   twins.accepting = {0, 1, 1};

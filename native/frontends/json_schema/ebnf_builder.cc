@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <iterator>
 #include <memory>
 #include <mutex>
@@ -290,8 +291,13 @@ void AppendNode(const FragmentNode& node, std::string* out) {
     case Kind::kLiteral: AppendEscaped(node.text, out); return;
     case Kind::kRule:
     case Kind::kCharClass:
-    case Kind::kExpression:
-    case Kind::kAutomaton: out->append(node.text); return;
+    case Kind::kExpression: out->append(node.text); return;
+    case Kind::kAutomaton: {
+      const size_t before = out->size();
+      AppendAutomatonRules(*node.automaton, node.text, out);
+      XG2_DCHECK(out->size() - before == node.printed_size, "an automaton rule prints as many bytes as it charged");
+      return;
+    }
     case Kind::kSequence:
       for (size_t i = 0; i < node.children.size(); ++i) {
         if (i > 0) out->push_back(' ');
@@ -323,6 +329,7 @@ bool SameNode(const FragmentNode& a, const FragmentNode& b) {
       a.max != b.max || a.children.size() != b.children.size() || a.text != b.text) {
     return false;
   }
+  if (a.kind == Kind::kAutomaton && !SameAutomatonLiteral(*a.automaton, *b.automaton)) return false;
   for (size_t i = 0; i < a.children.size(); ++i) {
     if (!SameNode(*a.children[i], *b.children[i])) return false;
   }
@@ -611,13 +618,13 @@ std::optional<Fragment> RuleSet::DefineAutomaton(std::string_view hint, std::sha
     }
   }
   for (std::string& state_name : state_names) Claim(std::move(state_name));
-  std::string printed = PrintAutomatonRules(*literal, name);
+  // Printed only when text is asked for (AppendNode): a compile reads the size alone.
   FragmentNode shape;
   shape.kind = FragmentNode::Kind::kAutomaton;
   shape.binding = Fragment::Binding::kAlternation;
-  shape.hash = Mix(Mix(static_cast<size_t>(shape.kind), std::hash<std::string>()(printed)), literal->hash);
-  shape.printed_size = printed.size();
-  shape.text = std::move(printed);
+  shape.hash = Mix(Mix(static_cast<size_t>(shape.kind), std::hash<std::string>()(name)), literal->hash);
+  shape.printed_size = AutomatonRulesPrintedSize(*literal, name);
+  shape.text = name;
   shape.automaton = std::move(literal);
   Define(name, Fragment(Intern(std::move(shape))));
   return Fragment::Rule(name);
@@ -888,6 +895,27 @@ std::string RuleSet::Print() const {
 
 namespace {
 
+// The code-point ranges of the class spelled `spelled`, parsed once per process: a few
+// spellings (a JSON string's characters, digits, key characters) recur in every schema. The
+// entries are never freed (the pointer stays valid); past kMaxCachedClasses spellings, null
+// (the caller parses the class itself), so that patterns' classes cannot grow it forever.
+const std::vector<CodepointRange>* ProcessClassRanges(const std::string& spelled) {
+  constexpr size_t kMaxCachedClasses = 4096;
+  using Ranges = std::vector<CodepointRange>;
+  static ForkSafeMutex mutex;
+  static auto* cache = new std::unordered_map<std::string, std::unique_ptr<const Ranges>>();  // never destroyed
+  {
+    std::lock_guard<ForkSafeMutex> lock(mutex);
+    auto found = cache->find(spelled);
+    if (found != cache->end()) return found->second.get();
+    if (cache->size() >= kMaxCachedClasses) return nullptr;
+  }
+  auto parsed = std::make_unique<const Ranges>(ParseEbnfCharClass(spelled));
+  std::lock_guard<ForkSafeMutex> lock(mutex);
+  if (cache->size() >= kMaxCachedClasses) return nullptr;
+  return cache->emplace(spelled, std::move(parsed)).first->second.get();
+}
+
 // Lowers fragment trees into one GrammarBuilder: the nodes ParseEbnf makes of their text.
 class FragmentLowering {
  public:
@@ -959,8 +987,14 @@ class FragmentLowering {
   // read and each rule name hashed about once per grammar.
   const std::vector<CodepointRange>& ClassRanges(const FragmentNode& node) {
     auto found = class_ranges_.find(&node);
-    if (found == class_ranges_.end()) found = class_ranges_.emplace(&node, ParseEbnfCharClass(node.text)).first;
-    return found->second;
+    if (found != class_ranges_.end()) return *found->second;
+    const std::vector<CodepointRange>* ranges = ProcessClassRanges(node.text);
+    if (ranges == nullptr) {
+      parsed_here_.push_back(ParseEbnfCharClass(node.text));
+      ranges = &parsed_here_.back();
+    }
+    class_ranges_.emplace(&node, ranges);
+    return *ranges;
   }
   RuleId RuleOf(const FragmentNode& node) {
     auto found = rule_of_.find(&node);
@@ -972,7 +1006,8 @@ class FragmentLowering {
   }
 
   GrammarBuilder* builder_;
-  std::unordered_map<const FragmentNode*, std::vector<CodepointRange>> class_ranges_;
+  std::unordered_map<const FragmentNode*, const std::vector<CodepointRange>*> class_ranges_;
+  std::deque<std::vector<CodepointRange>> parsed_here_;  // classes the process cache had no room for
   std::unordered_map<const FragmentNode*, RuleId> rule_of_;
   std::vector<ExprId> pending_;
 };

@@ -172,7 +172,8 @@ struct FragmentNode {
     kRepeat,       // children[0] repeated min..max times (max < 0: unbounded)
     kLookahead,    // a rule body children[0] with the lookahead children[1] (RuleSet only)
     // A rule body that is the automaton literal `automaton` (RuleSet::DefineAutomaton only);
-    // `text` holds its printed right-linear rules (grammar/automaton_literal.h).
+    // `text` holds the rule's name, and the node prints as the literal's right-linear rules
+    // under that name (grammar/automaton_literal.h), made when text is asked for.
     kAutomaton,
   };
   Kind kind = Kind::kEmpty;

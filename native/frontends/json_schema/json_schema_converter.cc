@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <string_view>
 #include <unordered_map>
 
 #include "frontends/json_schema/decimal.h"
@@ -221,7 +222,9 @@ bool IsPassiveKeyword(const std::string& keyword) {
 }
 
 std::string ChildPointer(const std::string& pointer, const std::string& token) {
-  std::string child = pointer;
+  std::string child;
+  child.reserve(pointer.size() + 1 + token.size());
+  child += pointer;
   child.push_back('/');
   AppendJsonPointerToken(token, &child);
   return child;
@@ -421,17 +424,24 @@ std::optional<long long> SchemaConverter::CountKeyword(const Node& node, const c
 
 // The pointer's unescaped tokens joined by '_', less the container keywords that every
 // schema path repeats. Scans the pointer in place: it is called for every rule.
+// A token without '~' is its own unescaped text: appended from the pointer in place.
 std::string SchemaConverter::RuleHint(const std::string& pointer) const {
   if (!pointer.empty() && pointer[0] != '/') return "node";
+  const std::string_view view(pointer);
   std::string hint;
-  std::string token;
+  hint.reserve(pointer.size());
+  std::string unescaped;
   size_t start = 1;
-  while (start <= pointer.size()) {
-    size_t end = pointer.find('/', start);
-    if (end == std::string::npos) end = pointer.size();
-    if (!UnescapeJsonPointerToken(std::string_view(pointer).substr(start, end - start), &token)) return "node";
+  while (start <= view.size()) {
+    size_t end = view.find('/', start);
+    if (end == std::string_view::npos) end = view.size();
+    std::string_view token = view.substr(start, end - start);
+    if (token.find('~') != std::string_view::npos) {
+      if (!UnescapeJsonPointerToken(token, &unescaped)) return "node";
+      token = unescaped;
+    }
     if (token != "properties" && token != "$defs" && token != "definitions") {
-      if (!hint.empty()) hint += "_";
+      if (!hint.empty()) hint += '_';
       hint += token;
     }
     start = end + 1;

@@ -53,11 +53,13 @@ constexpr int kMaxNestedTargetExpansions = 4;
 
 using Members = std::vector<JsonValue::Member>;
 
-const char* const kApplicators[] = {"$ref", "allOf", "anyOf", "oneOf"};
+// Views, so that a keyword is compared by length first (every member of every schema object
+// is tested).
+constexpr std::string_view kApplicators[] = {"$ref", "allOf", "anyOf", "oneOf"};
 
 bool IsApplicator(const std::string& keyword) {
-  return std::find(std::begin(kApplicators), std::end(kApplicators), keyword) !=
-         std::end(kApplicators);
+  const std::string_view view(keyword);
+  return std::find(std::begin(kApplicators), std::end(kApplicators), view) != std::end(kApplicators);
 }
 
 JsonValue AllOf(std::vector<JsonValue> schemas) {
