@@ -1,8 +1,6 @@
 #include "grammar/inline_rules.h"
 
 #include <algorithm>
-#include <functional>
-#include <unordered_map>
 #include <vector>
 
 #include "support/cancellation.h"
@@ -139,6 +137,147 @@ struct Inlinability {
   std::vector<uint8_t> inlinable;
 };
 
+// Sizes every rule's body with its inlinable callees expanded, and decides which rules are
+// inlinable, in one depth-first walk from rule 0, 1, ... (callees before their callers).
+//
+// The walk keeps its own stack of frames instead of recursing: a frame per expression node
+// whose children are being summed, and a rule frame (whose one child is the rule's body) per
+// rule being sized. A node's size depends only on the node and on the decisions of the rules
+// under it, which are final before the node is finished, so each node is sized once
+// (`node_size`) however many rule bodies or parents share it.
+class RuleSizer {
+ public:
+  RuleSizer(const GrammarAst& ast, const InlineOptions& options, const std::vector<uint8_t>& recursive,
+            const RightLinearRules& right_linear, const std::vector<uint8_t>& right_linear_entry, Inlinability* result)
+      : ast_(ast),
+        options_(options),
+        recursive_(recursive),
+        right_linear_(right_linear),
+        right_linear_entry_(right_linear_entry),
+        rule_size_(result->rule_size),
+        inlinable_(result->inlinable),
+        keeps_call_(ast.rules.size(), 0),
+        sizing_(ast.rules.size(), 0),
+        node_size_(ast.nodes.size(), -1) {}
+
+  void SizeAllRules() {
+    for (RuleId r = 0; r < static_cast<RuleId>(ast_.rules.size()); ++r) {
+      if (rule_size_[r] < 0 && !BeginRule(r, -1)) Run();
+    }
+    XG2_DCHECK(depth_ == 0, "every rule frame was finished");
+  }
+
+ private:
+  // A chain `a ::= b`, `b ::= c`, ... deeper than this is cut: the rule there stays a call
+  // (size one, not inlinable), and its callees are sized from the loop over all rules.
+  static constexpr int kMaxChainDepth = 1000;
+  static constexpr int64_t kSizeCap = int64_t{1} << 30;
+
+  struct Frame {
+    ExprId expr;           // the node summed; for a rule frame, the reference that entered it (-1: none)
+    RuleId rule;           // >= 0: a rule frame
+    uint32_t next_child;   // children already started
+    int64_t size;          // the node's own 1 plus its finished children
+  };
+
+  static int64_t Add(int64_t size, int64_t child) { return std::min<int64_t>(size + child, kSizeCap); }
+
+  // What a reference to `r` adds to its caller, once r is sized.
+  int64_t RefSize(RuleId r) const { return inlinable_[r] ? rule_size_[r] : 1; }
+
+  // Starts sizing rule r (reached through `ref`, or from the loop over all rules). Returns
+  // true when r is sized at once (a recursive rule, or a chain cut), false after pushing its frame.
+  bool BeginRule(RuleId r, ExprId ref) {
+    rule_size_[r] = 1;  // provisional, and final for the two cases below
+    if (recursive_[r] || depth_ >= kMaxChainDepth) return true;
+    ++depth_;
+    sizing_[r] = 1;
+    stack_.push_back({ref, r, 0, 0});
+    return false;
+  }
+
+  // The size of node e when it is known without walking further; -1 after pushing a frame.
+  int64_t Start(ExprId e) {
+    if (node_size_[e] >= 0) return node_size_[e];
+    const ExprNode& node = ast_.node(e);
+    if (node.kind == ExprKind::kRuleRef) {
+      const RuleId r = node.rule_id;
+      XG2_DCHECK(!sizing_[r], "a rule being sized is not reached again (it would be recursive)");
+      if (rule_size_[r] < 0 && !BeginRule(r, e)) return -1;
+      return node_size_[e] = RefSize(r);
+    }
+    if (node.children.empty()) return node_size_[e] = 1;
+    stack_.push_back({e, -1, 0, 1});
+    return -1;
+  }
+
+  // Pops frames until the stack is empty, adding each finished node's size to its parent's.
+  void Run() {
+    while (!stack_.empty()) {
+      Frame& top = stack_.back();
+      const bool rule_frame = top.rule >= 0;
+      const uint32_t num_children = rule_frame ? 1 : static_cast<uint32_t>(ast_.node(top.expr).children.size());
+      if (top.next_child < num_children) {
+        const ExprId child = rule_frame ? ast_.rules[top.rule].body : ast_.node(top.expr).children[top.next_child];
+        ++top.next_child;
+        const size_t parent = stack_.size() - 1;  // Start may push, which moves the frames
+        const int64_t child_size = Start(child);
+        if (child_size >= 0) stack_[parent].size = Add(stack_[parent].size, child_size);
+        continue;
+      }
+      const Frame done = top;
+      stack_.pop_back();
+      int64_t size;
+      if (rule_frame) {
+        FinishRule(done.rule, done.size);
+        if (done.expr < 0) continue;  // entered from the loop over all rules: no parent
+        size = node_size_[done.expr] = RefSize(done.rule);
+      } else {
+        size = done.size;
+        const ExprNode& node = ast_.node(done.expr);
+        // The FSM holds one copy of the body per bounded repetition.
+        if (node.kind == ExprKind::kRepeat) size = std::min<int64_t>(1 + (size - 1) * RepeatCopies(node, options_), kSizeCap);
+        node_size_[done.expr] = size;
+      }
+      XG2_DCHECK(!stack_.empty(), "a finished node other than a rule's body has a parent frame");
+      stack_.back().size = Add(stack_.back().size, size);
+    }
+  }
+
+  void FinishRule(RuleId r, int64_t size) {
+    --depth_;
+    sizing_[r] = 0;
+    rule_size_[r] = size;
+    // An entry of a right-linear group that keeps a call (its callee is not inlined) becomes
+    // one DFA for the group's whole language when the FSM is built (MergeRightLinearGroups).
+    // Inlined, it would move its first bytes into the caller and leave the call to the rest:
+    // a rule boundary inside the language, where tokens stay uncertain for the Earley parser
+    // (the JSON Schema frontend's right-linear rules for a key pattern, say). Members inside
+    // the group are inlined as before.
+    const std::vector<RuleId>& tail_callees = right_linear_.tail_callees[r];
+    keeps_call_[r] = right_linear_.pure[r] && std::any_of(tail_callees.begin(), tail_callees.end(), [&](RuleId callee) {
+                       return !inlinable_[callee] || keeps_call_[callee];
+                     });
+    const bool merged_later = right_linear_entry_[r] && keeps_call_[r];
+    // A TagDispatch or an automaton literal must stay a whole rule body (grammar_ast.h).
+    inlinable_[r] = r != ast_.root_rule && !KeptWhole(ast_, r) && size <= options_.max_inlined_size && !merged_later;
+  }
+
+  const GrammarAst& ast_;
+  const InlineOptions& options_;
+  const std::vector<uint8_t>& recursive_;
+  const RightLinearRules& right_linear_;
+  const std::vector<uint8_t>& right_linear_entry_;
+  std::vector<int64_t>& rule_size_;
+  std::vector<uint8_t>& inlinable_;
+  // Pure right-linear rules whose body, with inlinable callees expanded, still has a call.
+  std::vector<uint8_t> keeps_call_;
+  std::vector<uint8_t> sizing_;  // rules with a frame on the stack
+  std::vector<int64_t> node_size_;
+  std::vector<Frame> stack_;
+  int depth_ = 0;  // rule frames on the stack
+};
+
 Inlinability FindInlinableRules(const GrammarAst& ast, const InlineOptions& options) {
   const int32_t num_rules = static_cast<int32_t>(ast.rules.size());
   const std::vector<std::vector<RuleId>> refs = RuleReferences(ast);
@@ -150,56 +289,8 @@ Inlinability FindInlinableRules(const GrammarAst& ast, const InlineOptions& opti
     if (right_linear.pure[r]) continue;
     for (RuleId callee : refs[r]) right_linear_entry[callee] = right_linear.pure[callee];
   }
-
   Inlinability result{std::vector<int64_t>(num_rules, -1), std::vector<uint8_t>(num_rules, 0)};
-  std::vector<int64_t>& rule_size = result.rule_size;
-  std::vector<uint8_t>& inlinable = result.inlinable;
-  // Pure right-linear rules whose body, with inlinable callees expanded, still has a call.
-  std::vector<uint8_t> keeps_call(num_rules, 0);
-  std::function<int64_t(ExprId)> expr_size;
-  // The walk recurses once per chained rule reference; a chain deeper than this is cut (the
-  // rule there stays a call, its callees are sized from the loop below), so that a long
-  // chain `a ::= b`, `b ::= c`, ... cannot exhaust the native stack.
-  constexpr int kMaxChainDepth = 1000;
-  int chain_depth = 0;
-  std::function<int64_t(RuleId)> size_of_rule = [&](RuleId r) -> int64_t {
-    if (rule_size[r] >= 0) return rule_size[r];
-    rule_size[r] = 1;  // provisional, for recursive rules
-    if (recursive[r] || chain_depth >= kMaxChainDepth) return 1;
-    ++chain_depth;
-    int64_t size = expr_size(ast.rules[r].body);
-    --chain_depth;
-    rule_size[r] = size;
-    // An entry of a right-linear group that keeps a call (its callee is not inlined) becomes
-    // one DFA for the group's whole language when the FSM is built (MergeRightLinearGroups).
-    // Inlined, it would move its first bytes into the caller and leave the call to the rest:
-    // a rule boundary inside the language, where tokens stay uncertain for the Earley parser
-    // (the JSON Schema frontend's right-linear rules for a key pattern, say). Members inside
-    // the group are inlined as before.
-    keeps_call[r] = right_linear.pure[r] &&
-                    std::any_of(right_linear.tail_callees[r].begin(), right_linear.tail_callees[r].end(),
-                                [&](RuleId callee) { return !inlinable[callee] || keeps_call[callee]; });
-    const bool merged_later = right_linear_entry[r] && keeps_call[r];
-    // A TagDispatch or an automaton literal must stay a whole rule body (grammar_ast.h).
-    inlinable[r] = r != ast.root_rule && !KeptWhole(ast, r) &&
-                   size <= options.max_inlined_size && !merged_later;
-    return size;
-  };
-  expr_size = [&](ExprId e) -> int64_t {
-    const ExprNode& node = ast.node(e);
-    if (node.kind == ExprKind::kRuleRef) {
-      int64_t callee = size_of_rule(node.rule_id);
-      return inlinable[node.rule_id] ? callee : 1;
-    }
-    int64_t size = 1;
-    for (ExprId child : node.children) size = std::min<int64_t>(size + expr_size(child), 1 << 30);
-    if (node.kind == ExprKind::kRepeat) {
-      // The FSM holds one copy of the body per bounded repetition.
-      size = std::min<int64_t>(1 + (size - 1) * RepeatCopies(node, options), 1 << 30);
-    }
-    return size;
-  };
-  for (RuleId r = 0; r < num_rules; ++r) size_of_rule(r);
+  RuleSizer(ast, options, recursive, right_linear, right_linear_entry, &result).SizeAllRules();
   return result;
 }
 
