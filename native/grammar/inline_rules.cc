@@ -11,22 +11,56 @@ namespace xg2 {
 
 namespace {
 
-// Rules referenced (directly) by each rule's body and lookahead, each listed once.
-std::vector<std::vector<RuleId>> RuleReferences(const GrammarAst& ast) {
-  std::vector<std::vector<RuleId>> refs(ast.rules.size());
+// Copies of a repetition's body in the FSM.
+int64_t RepeatCopies(const ExprNode& node, const InlineOptions& options) {
+  int64_t copies = std::max<int64_t>(1, node.max_repeat < 0 ? node.min_repeat + 1 : node.max_repeat);
+  if (options.repetition_copies_cap > 0) copies = std::min(copies, options.repetition_copies_cap);
+  return copies;
+}
+
+// The rules each rule's body and lookahead reference, with what the two limits on inlined
+// copies (KeepCallsCopiedByRepetitions, KeepCallsOfWideFanout) need to know that they cannot
+// fire in a rule, so that they walk only the rules where they might.
+struct RuleGraph {
+  std::vector<std::vector<RuleId>> refs;  // the callees of each rule, each listed once
+  // ref_count[ref_begin[r] + i]: the nodes of rule r that name refs[r][i] (a reference node
+  // or a TagDispatch), each node counted once.
+  std::vector<int32_t> ref_begin;
+  std::vector<int32_t> ref_count;
+  // The product of the copies of the repetitions among the rule's nodes (each node once,
+  // saturated): no path from the body down to a reference goes through more copies, as the
+  // nodes on a path are distinct.
+  std::vector<int64_t> copies_bound;
+  // A node of the rule was reached twice (a node shared within the rule): then a reference
+  // may lie on more paths than there are nodes, and ref_count bounds nothing.
+  std::vector<uint8_t> shared_within;
+};
+
+RuleGraph RuleReferences(const GrammarAst& ast, const InlineOptions& options) {
+  constexpr int64_t kCopiesSaturation = int64_t{1} << 31;
+  const int32_t num_rules = static_cast<int32_t>(ast.rules.size());
+  RuleGraph graph{std::vector<std::vector<RuleId>>(num_rules), std::vector<int32_t>(num_rules + 1, 0), {},
+                  std::vector<int64_t>(num_rules, 1), std::vector<uint8_t>(num_rules, 0)};
   // Expression nodes are shared between rules after inlining, so each rule walks its own DAG;
   // `seen[e] == r + 1` marks e as visited for rule r (one array for all rules, no clearing),
   // and `listed[callee] == r + 1` the callees already in refs[r] (a JSON value rule names
-  // the same few rules at every property).
+  // the same few rules at every property), at refs[r][slot[callee]].
   std::vector<uint32_t> seen(ast.nodes.size(), 0);
-  std::vector<uint32_t> listed(ast.rules.size(), 0);
+  std::vector<uint32_t> listed(num_rules, 0);
+  std::vector<int32_t> slot(num_rules, 0);
   std::vector<ExprId> stack;
-  for (RuleId r = 0; r < static_cast<RuleId>(ast.rules.size()); ++r) {
+  for (RuleId r = 0; r < num_rules; ++r) {
     const uint32_t stamp = static_cast<uint32_t>(r) + 1;
+    std::vector<RuleId>& refs = graph.refs[r];
+    graph.ref_begin[r] = static_cast<int32_t>(graph.ref_count.size());
     auto list = [&](RuleId callee) {
-      if (listed[callee] == stamp) return;
-      listed[callee] = stamp;
-      refs[r].push_back(callee);
+      if (listed[callee] != stamp) {
+        listed[callee] = stamp;
+        slot[callee] = static_cast<int32_t>(refs.size());
+        refs.push_back(callee);
+        graph.ref_count.push_back(0);
+      }
+      ++graph.ref_count[graph.ref_begin[r] + slot[callee]];
     };
     for (ExprId root : {ast.rules[r].body, ast.rules[r].lookahead}) {
       if (root >= 0) stack.push_back(root);
@@ -34,17 +68,24 @@ std::vector<std::vector<RuleId>> RuleReferences(const GrammarAst& ast) {
     while (!stack.empty()) {
       ExprId e = stack.back();
       stack.pop_back();
-      if (seen[e] == stamp) continue;
+      if (seen[e] == stamp) {
+        graph.shared_within[r] = 1;
+        continue;
+      }
       seen[e] = stamp;
       const ExprNode& node = ast.node(e);
       if (node.kind == ExprKind::kRuleRef) list(node.rule_id);
       if (node.kind == ExprKind::kTagDispatch) {
         for (const auto& tag : ast.tag_dispatches[node.tag_dispatch].tags) list(tag.rule);
       }
+      if (node.kind == ExprKind::kRepeat) {
+        graph.copies_bound[r] = std::min(graph.copies_bound[r] * RepeatCopies(node, options), kCopiesSaturation);
+      }
       for (ExprId child : node.children) stack.push_back(child);
     }
   }
-  return refs;
+  graph.ref_begin[num_rules] = static_cast<int32_t>(graph.ref_count.size());
+  return graph;
 }
 
 // Rules that lie on a reference cycle: in a component of several rules, or calling themselves.
@@ -121,13 +162,6 @@ RightLinearRules FindRightLinearRules(const GrammarAst& ast) {
     }
   }
   return result;
-}
-
-// Copies of a repetition's body in the FSM.
-int64_t RepeatCopies(const ExprNode& node, const InlineOptions& options) {
-  int64_t copies = std::max<int64_t>(1, node.max_repeat < 0 ? node.min_repeat + 1 : node.max_repeat);
-  if (options.repetition_copies_cap > 0) copies = std::min(copies, options.repetition_copies_cap);
-  return copies;
 }
 
 // Which rules may be inlined, with each rule's expanded size (callees first, memoised;
@@ -278,9 +312,9 @@ class RuleSizer {
   int depth_ = 0;  // rule frames on the stack
 };
 
-Inlinability FindInlinableRules(const GrammarAst& ast, const InlineOptions& options) {
+Inlinability FindInlinableRules(const GrammarAst& ast, const InlineOptions& options, const RuleGraph& graph) {
   const int32_t num_rules = static_cast<int32_t>(ast.rules.size());
-  const std::vector<std::vector<RuleId>> refs = RuleReferences(ast);
+  const std::vector<std::vector<RuleId>>& refs = graph.refs;
   const std::vector<uint8_t> recursive = RecursiveRules(refs);
   const RightLinearRules right_linear = FindRightLinearRules(ast);
   // Pure right-linear rules that a rule outside the group calls: the group's entries.
@@ -298,15 +332,23 @@ Inlinability FindInlinableRules(const GrammarAst& ast, const InlineOptions& opti
 // when inlining it there would add more than this many nodes. Below the bound, inlining pays:
 // the copies of a long repetition look alike within one token's reach and share one cache
 // entry (matcher/token_mask_cache.h). Marks such references in `keep_call`.
-void KeepCallsCopiedByRepetitions(const GrammarAst& ast, const InlineOptions& options, const Inlinability& rules,
-                                  std::vector<uint8_t>* keep_call) {
+void KeepCallsCopiedByRepetitions(const GrammarAst& ast, const InlineOptions& options, const RuleGraph& graph,
+                                  const Inlinability& rules, std::vector<uint8_t>* keep_call) {
   constexpr int64_t kMaxInlinedCopiesSize = 120000;
   // Each walk below visits every node of a rule body once, in no particular order (an
   // explicit stack: bodies can be deep).
   std::vector<std::pair<ExprId, int64_t>> copies_stack;
-  for (const RuleDef& rule : ast.rules) {
+  for (RuleId r = 0; r < static_cast<RuleId>(ast.rules.size()); ++r) {
     ThrowIfCancelled();
-    copies_stack.assign(1, {rule.body, 1});
+    // No reference of the rule lies under more copies than its bound: skip the walk when
+    // not even its largest inlinable callee would pass the limit there.
+    int64_t largest = 0;
+    for (int32_t i = graph.ref_begin[r]; i < graph.ref_begin[r + 1]; ++i) {
+      const RuleId callee = graph.refs[r][i - graph.ref_begin[r]];
+      if (rules.inlinable[callee]) largest = std::max(largest, rules.rule_size[callee]);
+    }
+    if (graph.copies_bound[r] <= 1 || graph.copies_bound[r] * largest <= kMaxInlinedCopiesSize) continue;
+    copies_stack.assign(1, {ast.rules[r].body, 1});
     while (!copies_stack.empty()) {
       const auto [e, copies] = copies_stack.back();
       copies_stack.pop_back();
@@ -329,15 +371,24 @@ void KeepCallsCopiedByRepetitions(const GrammarAst& ast, const InlineOptions& op
 // and the copies rarely merge: each is followed by something else (the object rule of a
 // schema with 200 properties has one value copy per property, each before its own rest).
 // Past kMaxInlinedFanoutSize nodes in one caller, the references there stay calls.
-void KeepCallsOfWideFanout(const GrammarAst& ast, const Inlinability& rules, std::vector<uint8_t>* keep_call) {
+void KeepCallsOfWideFanout(const GrammarAst& ast, const RuleGraph& graph, const Inlinability& rules,
+                           std::vector<uint8_t>* keep_call) {
   constexpr int64_t kMaxInlinedFanoutSize = 4096;
   std::vector<int64_t> occurrences(ast.rules.size(), 0);  // in the rule being walked; reset after it
   std::vector<ExprId> refs_in_rule;                        // its references to inlinable rules
   std::vector<ExprId> stack;
-  for (const RuleDef& rule : ast.rules) {
+  for (RuleId r = 0; r < static_cast<RuleId>(ast.rules.size()); ++r) {
     ThrowIfCancelled();
+    // Where no node is shared within the rule, a callee occurs on no more paths than there
+    // are nodes naming it: skip the walk when no callee's count passes the limit.
+    bool may_pass = graph.shared_within[r];
+    for (int32_t i = graph.ref_begin[r]; i < graph.ref_begin[r + 1] && !may_pass; ++i) {
+      const RuleId callee = graph.refs[r][i - graph.ref_begin[r]];
+      may_pass = rules.inlinable[callee] && graph.ref_count[i] * rules.rule_size[callee] > kMaxInlinedFanoutSize;
+    }
+    if (!may_pass) continue;
     refs_in_rule.clear();
-    stack.assign(1, rule.body);
+    stack.assign(1, ast.rules[r].body);
     while (!stack.empty()) {
       const ExprId e = stack.back();
       stack.pop_back();
@@ -429,10 +480,11 @@ void DropUnreachableRules(GrammarAst* ast) {
 }  // namespace
 
 void InlineSmallRules(GrammarAst* ast, const InlineOptions& options) {
-  const Inlinability rules = FindInlinableRules(*ast, options);
+  const RuleGraph graph = RuleReferences(*ast, options);
+  const Inlinability rules = FindInlinableRules(*ast, options, graph);
   std::vector<uint8_t> keep_call(ast->nodes.size(), 0);
-  KeepCallsCopiedByRepetitions(*ast, options, rules, &keep_call);
-  KeepCallsOfWideFanout(*ast, rules, &keep_call);
+  KeepCallsCopiedByRepetitions(*ast, options, graph, rules, &keep_call);
+  KeepCallsOfWideFanout(*ast, graph, rules, &keep_call);
 
   // Replace each remaining reference to an inlinable rule by the rule's body root. Children are
   // shared, not copied: the FSM builder lowers every occurrence of a node separately.

@@ -165,6 +165,61 @@ TEST(InliningKeepsTheEntryOfARightLinearGroupThatKeepsACall) {
   CHECK_EQ(RuleNames(b.ast), std::string("root key tail"));
 }
 
+TEST(InliningKeepsCallsCopiedPastTheRepetitionLimit) {
+  // c is kLimit nodes. Under 40 x 40 copies (two nested bounded repetitions) inlining it would
+  // add more than the limit of copied nodes: that reference stays a call. Under 10 x 10 it is
+  // inlined, and so is the reference outside any repetition.
+  AstBuilder b;
+  const RuleId root = b.DeclareRule("root");
+  const RuleId c = b.Rule("c", Letters(&b, kLimit - 1));
+  const ExprId many = b.Repeat(b.Repeat(b.Ref(c), 40, 40), 40, 40);
+  const ExprId few = b.Repeat(b.Repeat(b.Ref(c), 10, 10), 10, 10);
+  b.ast.rules[root].body = b.Seq({b.Ref(c), many, few});
+  InlineSmallRules(&b.ast);
+  CHECK_EQ(RuleNames(b.ast), std::string("root c"));
+  if (b.ast.rules.size() == 2) {
+    // The one call left is the one under 40 x 40 copies.
+    const ExprNode& body = b.ast.node(b.ast.rules[0].body);
+    CHECK(b.ast.node(body.children[0]).kind == ExprKind::kSequence);
+    const ExprNode& inner = b.ast.node(b.ast.node(body.children[1]).children[0]);
+    CHECK(b.ast.node(inner.children[0]).kind == ExprKind::kRuleRef);
+    const ExprNode& inner_few = b.ast.node(b.ast.node(body.children[2]).children[0]);
+    CHECK(b.ast.node(inner_few.children[0]).kind == ExprKind::kSequence);
+  }
+}
+
+TEST(InliningKeepsCallsOfAWideFanout) {
+  // c is kLimit nodes. wide names it 43 times (43 x kLimit nodes, past the fanout limit):
+  // the references stay calls. narrow names it 42 times and inlines it. shared names it
+  // through one reference node repeated 43 times in its sequence: one node, 43 places,
+  // past the limit as well.
+  AstBuilder b;
+  const RuleId root = b.DeclareRule("root");
+  const RuleId c = b.Rule("c", Letters(&b, kLimit - 1));
+  auto calls = [&](int n, bool one_node) {
+    std::vector<ExprId> refs;
+    const ExprId ref = b.Ref(c);
+    for (int i = 0; i < n; ++i) refs.push_back(one_node ? ref : b.Ref(c));
+    return b.Seq(refs);
+  };
+  const RuleId wide = b.Rule("wide", calls(43, false));
+  const RuleId narrow = b.Rule("narrow", calls(42, false));
+  const RuleId shared = b.Rule("shared", calls(43, true));
+  b.ast.rules[root].body = b.Choice({b.Ref(wide), b.Ref(narrow), b.Ref(shared)});
+  InlineSmallRules(&b.ast);
+  CHECK_EQ(RuleNames(b.ast), std::string("root c wide narrow shared"));
+  const auto calls_left = [&](RuleId r) {
+    int n = 0;
+    for (ExprId child : b.ast.node(b.ast.rules[r].body).children) n += b.ast.node(child).kind == ExprKind::kRuleRef;
+    return n;
+  };
+  if (b.ast.rules.size() == 5) {
+    CHECK_EQ(calls_left(2), 43);
+    CHECK_EQ(calls_left(3), 0);
+    CHECK_EQ(calls_left(4), 43);
+  }
+}
+
 TEST(InliningCutsALongChainOfAliasesAtTheSameRule) {
   // root ::= r1 ; r1 ::= r2 ; ... ; r1199 ::= "x". The sizing walk goes down the chain from
   // the root and stops 1000 rules deep: r1000 stays a call (one node), the rest are inlined.
