@@ -18,7 +18,17 @@ int64_t RepeatCopies(const ExprNode& node, const InlineOptions& options) {
   return copies;
 }
 
-// The rules each rule's body and lookahead reference, with what the two limits on inlined
+// Right-linear rules (grammar/fsm_builder.cc, MergeRightLinearGroups): a rule is pure
+// right-linear when every rule reference in its body is a tail call (nothing follows it in
+// the rule) of another pure right-linear rule, and it has no lookahead and no TagDispatch.
+// `tail_callees[r]` lists the rules r calls; it is read only where pure[r].
+struct RightLinearRules {
+  std::vector<uint8_t> pure;
+  std::vector<std::vector<RuleId>> tail_callees;
+};
+
+// The rules each rule's body and lookahead reference; which rules call only in tail
+// position (right_linear, before CloseRightLinearRules); and what the two limits on inlined
 // copies (KeepCallsCopiedByRepetitions, KeepCallsOfWideFanout) need to know that they cannot
 // fire in a rule, so that they walk only the rules where they might.
 struct RuleGraph {
@@ -34,39 +44,81 @@ struct RuleGraph {
   // A node of the rule was reached twice (a node shared within the rule): then a reference
   // may lie on more paths than there are nodes, and ref_count bounds nothing.
   std::vector<uint8_t> shared_within;
+  RightLinearRules right_linear;
 };
 
+// Whether every reference in rule r's body is a tail call, listing them in `tail_callees`:
+// a walk along every path, for the rules where a node is shared (a node may be in tail
+// position on one path and not on another). `stack` is working memory.
+bool OnlyTailCalls(const GrammarAst& ast, RuleId r, std::vector<std::pair<ExprId, bool>>* stack,
+                   std::vector<RuleId>* tail_callees) {
+  stack->assign(1, {ast.rules[r].body, true});
+  while (!stack->empty()) {
+    auto [e, tail] = stack->back();
+    stack->pop_back();
+    const ExprNode& node = ast.node(e);
+    switch (node.kind) {
+      case ExprKind::kRuleRef:
+        if (!tail) return false;
+        tail_callees->push_back(node.rule_id);
+        break;
+      case ExprKind::kSequence:
+        for (size_t i = 0; i < node.children.size(); ++i) {
+          stack->emplace_back(node.children[i], tail && i + 1 == node.children.size());
+        }
+        break;
+      case ExprKind::kChoice:
+        for (ExprId child : node.children) stack->emplace_back(child, tail);
+        break;
+      case ExprKind::kRepeat:  // x? ends where x ends; any other repetition may go on
+        stack->emplace_back(node.children[0], tail && node.max_repeat == 1);
+        break;
+      default:
+        break;
+    }
+  }
+  return true;
+}
+
+// One walk per rule over the nodes it reaches, each node once (with whether it is in tail
+// position, where that is the same on every path: no node shared within the rule).
 RuleGraph RuleReferences(const GrammarAst& ast, const InlineOptions& options) {
   constexpr int64_t kCopiesSaturation = int64_t{1} << 31;
   const int32_t num_rules = static_cast<int32_t>(ast.rules.size());
-  RuleGraph graph{std::vector<std::vector<RuleId>>(num_rules), std::vector<int32_t>(num_rules + 1, 0), {},
-                  std::vector<int64_t>(num_rules, 1), std::vector<uint8_t>(num_rules, 0)};
+  RuleGraph graph{std::vector<std::vector<RuleId>>(num_rules),
+                  std::vector<int32_t>(num_rules + 1, 0),
+                  {},
+                  std::vector<int64_t>(num_rules, 1),
+                  std::vector<uint8_t>(num_rules, 0),
+                  {std::vector<uint8_t>(num_rules, 0), std::vector<std::vector<RuleId>>(num_rules)}};
   // Expression nodes are shared between rules after inlining, so each rule walks its own DAG;
   // `seen[e] == r + 1` marks e as visited for rule r (one array for all rules, no clearing),
-  // and `listed[callee] == r + 1` the callees already in refs[r] (a JSON value rule names
-  // the same few rules at every property), at refs[r][slot[callee]].
+  // and `listed[callee] == r + 1` the callees already listed for rule r (a JSON value rule
+  // names the same few rules at every property), at callees[slot[callee]].
   std::vector<uint32_t> seen(ast.nodes.size(), 0);
   std::vector<uint32_t> listed(num_rules, 0);
   std::vector<int32_t> slot(num_rules, 0);
-  std::vector<ExprId> stack;
+  std::vector<RuleId> callees, tail_callees;
+  std::vector<std::pair<ExprId, bool>> stack;  // (node, in tail position)
   for (RuleId r = 0; r < num_rules; ++r) {
     const uint32_t stamp = static_cast<uint32_t>(r) + 1;
-    std::vector<RuleId>& refs = graph.refs[r];
-    graph.ref_begin[r] = static_cast<int32_t>(graph.ref_count.size());
+    const int32_t begin = graph.ref_begin[r] = static_cast<int32_t>(graph.ref_count.size());
+    callees.clear();
+    tail_callees.clear();
+    bool only_tail_calls = true;
     auto list = [&](RuleId callee) {
       if (listed[callee] != stamp) {
         listed[callee] = stamp;
-        slot[callee] = static_cast<int32_t>(refs.size());
-        refs.push_back(callee);
+        slot[callee] = static_cast<int32_t>(callees.size());
+        callees.push_back(callee);
         graph.ref_count.push_back(0);
       }
-      ++graph.ref_count[graph.ref_begin[r] + slot[callee]];
+      ++graph.ref_count[begin + slot[callee]];
     };
-    for (ExprId root : {ast.rules[r].body, ast.rules[r].lookahead}) {
-      if (root >= 0) stack.push_back(root);
-    }
+    if (ast.rules[r].lookahead >= 0) stack.emplace_back(ast.rules[r].lookahead, false);
+    stack.emplace_back(ast.rules[r].body, true);
     while (!stack.empty()) {
-      ExprId e = stack.back();
+      const auto [e, tail] = stack.back();
       stack.pop_back();
       if (seen[e] == stamp) {
         graph.shared_within[r] = 1;
@@ -74,15 +126,44 @@ RuleGraph RuleReferences(const GrammarAst& ast, const InlineOptions& options) {
       }
       seen[e] = stamp;
       const ExprNode& node = ast.node(e);
-      if (node.kind == ExprKind::kRuleRef) list(node.rule_id);
-      if (node.kind == ExprKind::kTagDispatch) {
-        for (const auto& tag : ast.tag_dispatches[node.tag_dispatch].tags) list(tag.rule);
+      switch (node.kind) {
+        case ExprKind::kRuleRef:
+          list(node.rule_id);
+          if (tail) {
+            tail_callees.push_back(node.rule_id);
+          } else {
+            only_tail_calls = false;
+          }
+          break;
+        case ExprKind::kTagDispatch:
+          for (const auto& tag : ast.tag_dispatches[node.tag_dispatch].tags) list(tag.rule);
+          break;
+        case ExprKind::kSequence:
+          for (size_t i = 0; i < node.children.size(); ++i) {
+            stack.emplace_back(node.children[i], tail && i + 1 == node.children.size());
+          }
+          break;
+        case ExprKind::kChoice:
+          for (ExprId child : node.children) stack.emplace_back(child, tail);
+          break;
+        case ExprKind::kRepeat:  // x? ends where x ends; any other repetition may go on
+          graph.copies_bound[r] = std::min(graph.copies_bound[r] * RepeatCopies(node, options), kCopiesSaturation);
+          stack.emplace_back(node.children[0], tail && node.max_repeat == 1);
+          break;
+        default:
+          XG2_DCHECK(node.children.empty(), "only sequences, choices and repetitions have children");
+          break;
       }
-      if (node.kind == ExprKind::kRepeat) {
-        graph.copies_bound[r] = std::min(graph.copies_bound[r] * RepeatCopies(node, options), kCopiesSaturation);
-      }
-      for (ExprId child : node.children) stack.push_back(child);
     }
+    graph.refs[r].assign(callees.begin(), callees.end());
+    if (KeptWhole(ast, r)) continue;
+    if (graph.shared_within[r]) {
+      tail_callees.clear();
+      only_tail_calls = OnlyTailCalls(ast, r, &stack, &tail_callees);
+      stack.clear();
+    }
+    graph.right_linear.pure[r] = only_tail_calls;
+    if (only_tail_calls) graph.right_linear.tail_callees[r].assign(tail_callees.begin(), tail_callees.end());
   }
   graph.ref_begin[num_rules] = static_cast<int32_t>(graph.ref_count.size());
   return graph;
@@ -99,69 +180,22 @@ std::vector<uint8_t> RecursiveRules(const std::vector<std::vector<RuleId>>& refs
   return recursive;
 }
 
-// Right-linear rules (grammar/fsm_builder.cc, MergeRightLinearGroups): a rule is pure
-// right-linear when every rule reference in its body is a tail call (nothing follows it in
-// the rule) of another pure right-linear rule, and it has no lookahead and no TagDispatch.
-// `tail_callees[r]` lists the rules r calls; it is read only where pure[r].
-struct RightLinearRules {
-  std::vector<uint8_t> pure;
-  std::vector<std::vector<RuleId>> tail_callees;
-};
-
-RightLinearRules FindRightLinearRules(const GrammarAst& ast) {
-  const int32_t n = static_cast<int32_t>(ast.rules.size());
-  RightLinearRules result{std::vector<uint8_t>(n, 0), std::vector<std::vector<RuleId>>(n)};
-  // (expression, in tail position); the walk ends at the first reference out of tail position.
-  std::vector<std::pair<ExprId, bool>> stack;
-  for (RuleId r = 0; r < n; ++r) {
-    const RuleDef& rule = ast.rules[r];
-    if (KeptWhole(ast, r)) continue;
-    bool only_tail_calls = true;
-    stack.assign(1, {rule.body, true});
-    while (!stack.empty() && only_tail_calls) {
-      auto [e, tail] = stack.back();
-      stack.pop_back();
-      const ExprNode& node = ast.node(e);
-      switch (node.kind) {
-        case ExprKind::kRuleRef:
-          if (tail) {
-            result.tail_callees[r].push_back(node.rule_id);
-          } else {
-            only_tail_calls = false;
-          }
-          break;
-        case ExprKind::kSequence:
-          for (size_t i = 0; i < node.children.size(); ++i) {
-            stack.emplace_back(node.children[i], tail && i + 1 == node.children.size());
-          }
-          break;
-        case ExprKind::kChoice:
-          for (ExprId child : node.children) stack.emplace_back(child, tail);
-          break;
-        case ExprKind::kRepeat:  // x? ends where x ends; any other repetition may go on
-          stack.emplace_back(node.children[0], tail && node.max_repeat == 1);
-          break;
-        default:
-          break;
-      }
-    }
-    result.pure[r] = only_tail_calls;
-  }
-  // Greatest fixpoint: drop the rules that call a rule that is not pure.
+// Greatest fixpoint: drops from `rules` the rules that tail-call a rule that is not pure.
+void CloseRightLinearRules(RightLinearRules* rules) {
+  const int32_t n = static_cast<int32_t>(rules->pure.size());
   for (bool changed = true; changed;) {
     changed = false;
     for (RuleId r = 0; r < n; ++r) {
-      if (!result.pure[r]) continue;
-      for (RuleId callee : result.tail_callees[r]) {
-        if (!result.pure[callee]) {
-          result.pure[r] = 0;
+      if (!rules->pure[r]) continue;
+      for (RuleId callee : rules->tail_callees[r]) {
+        if (!rules->pure[callee]) {
+          rules->pure[r] = 0;
           changed = true;
           break;
         }
       }
     }
   }
-  return result;
 }
 
 // Which rules may be inlined, with each rule's expanded size (callees first, memoised;
@@ -208,10 +242,11 @@ class RuleSizer {
   static constexpr int64_t kSizeCap = int64_t{1} << 30;
 
   struct Frame {
-    ExprId expr;           // the node summed; for a rule frame, the reference that entered it (-1: none)
-    RuleId rule;           // >= 0: a rule frame
-    uint32_t next_child;   // children already started
-    int64_t size;          // the node's own 1 plus its finished children
+    const ExprId* next_child;  // the children not started yet: [next_child, end)
+    const ExprId* end;
+    ExprId expr;   // the node summed; for a rule frame, the reference that entered it (-1: none)
+    RuleId rule;   // >= 0: a rule frame, whose one child is the rule's body
+    int64_t size;  // the node's own 1 plus its finished children
   };
 
   static int64_t Add(int64_t size, int64_t child) { return std::min<int64_t>(size + child, kSizeCap); }
@@ -226,7 +261,8 @@ class RuleSizer {
     if (recursive_[r] || depth_ >= kMaxChainDepth) return true;
     ++depth_;
     sizing_[r] = 1;
-    stack_.push_back({ref, r, 0, 0});
+    const ExprId* body = &ast_.rules[r].body;
+    stack_.push_back({body, body + 1, ref, r, 0});
     return false;
   }
 
@@ -241,7 +277,7 @@ class RuleSizer {
       return node_size_[e] = RefSize(r);
     }
     if (node.children.empty()) return node_size_[e] = 1;
-    stack_.push_back({e, -1, 0, 1});
+    stack_.push_back({node.children.begin(), node.children.end(), e, -1, 1});
     return -1;
   }
 
@@ -249,11 +285,8 @@ class RuleSizer {
   void Run() {
     while (!stack_.empty()) {
       Frame& top = stack_.back();
-      const bool rule_frame = top.rule >= 0;
-      const uint32_t num_children = rule_frame ? 1 : static_cast<uint32_t>(ast_.node(top.expr).children.size());
-      if (top.next_child < num_children) {
-        const ExprId child = rule_frame ? ast_.rules[top.rule].body : ast_.node(top.expr).children[top.next_child];
-        ++top.next_child;
+      if (top.next_child != top.end) {
+        const ExprId child = *top.next_child++;
         const size_t parent = stack_.size() - 1;  // Start may push, which moves the frames
         const int64_t child_size = Start(child);
         if (child_size >= 0) stack_[parent].size = Add(stack_[parent].size, child_size);
@@ -262,7 +295,7 @@ class RuleSizer {
       const Frame done = top;
       stack_.pop_back();
       int64_t size;
-      if (rule_frame) {
+      if (done.rule >= 0) {
         FinishRule(done.rule, done.size);
         if (done.expr < 0) continue;  // entered from the loop over all rules: no parent
         size = node_size_[done.expr] = RefSize(done.rule);
@@ -312,11 +345,12 @@ class RuleSizer {
   int depth_ = 0;  // rule frames on the stack
 };
 
-Inlinability FindInlinableRules(const GrammarAst& ast, const InlineOptions& options, const RuleGraph& graph) {
+Inlinability FindInlinableRules(const GrammarAst& ast, const InlineOptions& options, RuleGraph* graph) {
   const int32_t num_rules = static_cast<int32_t>(ast.rules.size());
-  const std::vector<std::vector<RuleId>>& refs = graph.refs;
+  const std::vector<std::vector<RuleId>>& refs = graph->refs;
   const std::vector<uint8_t> recursive = RecursiveRules(refs);
-  const RightLinearRules right_linear = FindRightLinearRules(ast);
+  CloseRightLinearRules(&graph->right_linear);
+  const RightLinearRules& right_linear = graph->right_linear;
   // Pure right-linear rules that a rule outside the group calls: the group's entries.
   std::vector<uint8_t> right_linear_entry(num_rules, 0);
   for (RuleId r = 0; r < num_rules; ++r) {
@@ -480,8 +514,8 @@ void DropUnreachableRules(GrammarAst* ast) {
 }  // namespace
 
 void InlineSmallRules(GrammarAst* ast, const InlineOptions& options) {
-  const RuleGraph graph = RuleReferences(*ast, options);
-  const Inlinability rules = FindInlinableRules(*ast, options, graph);
+  RuleGraph graph = RuleReferences(*ast, options);
+  const Inlinability rules = FindInlinableRules(*ast, options, &graph);
   std::vector<uint8_t> keep_call(ast->nodes.size(), 0);
   KeepCallsCopiedByRepetitions(*ast, options, graph, rules, &keep_call);
   KeepCallsOfWideFanout(*ast, graph, rules, &keep_call);

@@ -165,6 +165,24 @@ TEST(InliningKeepsTheEntryOfARightLinearGroupThatKeepsACall) {
   CHECK_EQ(RuleNames(b.ast), std::string("root key tail"));
 }
 
+TEST(InliningReadsTailPositionAlongEveryPathOfASharedNode) {
+  // key ::= t "!" | t, with one reference node to t in both places: in tail position on one
+  // path, not on the other. So key is not right-linear, and though it calls t, which calls
+  // itself, nothing merges it with t: small, it is inlined. A walk that read the shared
+  // node's position once, on the tail path, would take key for the entry of a right-linear
+  // group and keep it.
+  AstBuilder b;
+  const RuleId root = b.DeclareRule("root");
+  const RuleId key = b.DeclareRule("key");
+  const RuleId t = b.DeclareRule("t");
+  const ExprId to_t = b.Ref(t);
+  b.ast.rules[key].body = b.Choice({b.Seq({to_t, b.Bytes("!")}), to_t});
+  b.ast.rules[t].body = b.Choice({b.Bytes("y"), b.Seq({b.Bytes("z"), b.Ref(t)})});
+  b.ast.rules[root].body = b.Seq({b.Ref(key), b.Bytes("?")});
+  InlineSmallRules(&b.ast);
+  CHECK_EQ(RuleNames(b.ast), std::string("root t"));
+}
+
 TEST(InliningKeepsCallsCopiedPastTheRepetitionLimit) {
   // c is kLimit nodes. Under 40 x 40 copies (two nested bounded repetitions) inlining it would
   // add more than the limit of copied nodes: that reference stays a call. Under 10 x 10 it is
