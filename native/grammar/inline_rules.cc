@@ -49,13 +49,12 @@ struct RuleGraph {
 
 // Whether every reference in rule r's body is a tail call, listing them in `tail_callees`:
 // a walk along every path, for the rules where a node is shared (a node may be in tail
-// position on one path and not on another). `stack` is working memory.
-bool OnlyTailCalls(const GrammarAst& ast, RuleId r, std::vector<std::pair<ExprId, bool>>* stack,
-                   std::vector<RuleId>* tail_callees) {
-  stack->assign(1, {ast.rules[r].body, true});
-  while (!stack->empty()) {
-    auto [e, tail] = stack->back();
-    stack->pop_back();
+// position on one path and not on another).
+bool OnlyTailCalls(const GrammarAst& ast, RuleId r, std::vector<RuleId>* tail_callees) {
+  std::vector<std::pair<ExprId, bool>> stack(1, {ast.rules[r].body, true});
+  while (!stack.empty()) {
+    auto [e, tail] = stack.back();
+    stack.pop_back();
     const ExprNode& node = ast.node(e);
     switch (node.kind) {
       case ExprKind::kRuleRef:
@@ -64,14 +63,14 @@ bool OnlyTailCalls(const GrammarAst& ast, RuleId r, std::vector<std::pair<ExprId
         break;
       case ExprKind::kSequence:
         for (size_t i = 0; i < node.children.size(); ++i) {
-          stack->emplace_back(node.children[i], tail && i + 1 == node.children.size());
+          stack.emplace_back(node.children[i], tail && i + 1 == node.children.size());
         }
         break;
       case ExprKind::kChoice:
-        for (ExprId child : node.children) stack->emplace_back(child, tail);
+        for (ExprId child : node.children) stack.emplace_back(child, tail);
         break;
       case ExprKind::kRepeat:  // x? ends where x ends; any other repetition may go on
-        stack->emplace_back(node.children[0], tail && node.max_repeat == 1);
+        stack.emplace_back(node.children[0], tail && node.max_repeat == 1);
         break;
       default:
         break;
@@ -99,7 +98,9 @@ RuleGraph RuleReferences(const GrammarAst& ast, const InlineOptions& options) {
   std::vector<uint32_t> listed(num_rules, 0);
   std::vector<int32_t> slot(num_rules, 0);
   std::vector<RuleId> callees, tail_callees;
-  std::vector<std::pair<ExprId, bool>> stack;  // (node, in tail position)
+  // (node, in tail position) as node * 2 + tail: a plain integer keeps the pushes inline.
+  std::vector<uint32_t> stack;
+  auto push = [&stack](ExprId e, bool tail) { stack.push_back(static_cast<uint32_t>(e) << 1 | (tail ? 1u : 0u)); };
   for (RuleId r = 0; r < num_rules; ++r) {
     const uint32_t stamp = static_cast<uint32_t>(r) + 1;
     const int32_t begin = graph.ref_begin[r] = static_cast<int32_t>(graph.ref_count.size());
@@ -115,10 +116,11 @@ RuleGraph RuleReferences(const GrammarAst& ast, const InlineOptions& options) {
       }
       ++graph.ref_count[begin + slot[callee]];
     };
-    if (ast.rules[r].lookahead >= 0) stack.emplace_back(ast.rules[r].lookahead, false);
-    stack.emplace_back(ast.rules[r].body, true);
+    if (ast.rules[r].lookahead >= 0) push(ast.rules[r].lookahead, false);
+    push(ast.rules[r].body, true);
     while (!stack.empty()) {
-      const auto [e, tail] = stack.back();
+      const ExprId e = static_cast<ExprId>(stack.back() >> 1);
+      const bool tail = stack.back() & 1;
       stack.pop_back();
       if (seen[e] == stamp) {
         graph.shared_within[r] = 1;
@@ -140,15 +142,15 @@ RuleGraph RuleReferences(const GrammarAst& ast, const InlineOptions& options) {
           break;
         case ExprKind::kSequence:
           for (size_t i = 0; i < node.children.size(); ++i) {
-            stack.emplace_back(node.children[i], tail && i + 1 == node.children.size());
+            push(node.children[i], tail && i + 1 == node.children.size());
           }
           break;
         case ExprKind::kChoice:
-          for (ExprId child : node.children) stack.emplace_back(child, tail);
+          for (ExprId child : node.children) push(child, tail);
           break;
         case ExprKind::kRepeat:  // x? ends where x ends; any other repetition may go on
           graph.copies_bound[r] = std::min(graph.copies_bound[r] * RepeatCopies(node, options), kCopiesSaturation);
-          stack.emplace_back(node.children[0], tail && node.max_repeat == 1);
+          push(node.children[0], tail && node.max_repeat == 1);
           break;
         default:
           XG2_DCHECK(node.children.empty(), "only sequences, choices and repetitions have children");
@@ -159,8 +161,7 @@ RuleGraph RuleReferences(const GrammarAst& ast, const InlineOptions& options) {
     if (KeptWhole(ast, r)) continue;
     if (graph.shared_within[r]) {
       tail_callees.clear();
-      only_tail_calls = OnlyTailCalls(ast, r, &stack, &tail_callees);
-      stack.clear();
+      only_tail_calls = OnlyTailCalls(ast, r, &tail_callees);
     }
     graph.right_linear.pure[r] = only_tail_calls;
     if (only_tail_calls) graph.right_linear.tail_callees[r].assign(tail_callees.begin(), tail_callees.end());
@@ -262,7 +263,7 @@ class RuleSizer {
     ++depth_;
     sizing_[r] = 1;
     const ExprId* body = &ast_.rules[r].body;
-    stack_.push_back({body, body + 1, ref, r, 0});
+    Push({body, body + 1, ref, r, 0});
     return false;
   }
 
@@ -277,23 +278,29 @@ class RuleSizer {
       return node_size_[e] = RefSize(r);
     }
     if (node.children.empty()) return node_size_[e] = 1;
-    stack_.push_back({node.children.begin(), node.children.end(), e, -1, 1});
+    Push({node.children.begin(), node.children.end(), e, -1, 1});
     return -1;
+  }
+
+  // The frames live in stack_[0, top_): stack_ only grows, so a push stays a store.
+  void Push(const Frame& frame) {
+    if (top_ == stack_.size()) stack_.resize(std::max<size_t>(2 * top_, 16));
+    stack_[top_++] = frame;
   }
 
   // Pops frames until the stack is empty, adding each finished node's size to its parent's.
   void Run() {
-    while (!stack_.empty()) {
-      Frame& top = stack_.back();
+    while (top_ > 0) {
+      Frame& top = stack_[top_ - 1];
       if (top.next_child != top.end) {
         const ExprId child = *top.next_child++;
-        const size_t parent = stack_.size() - 1;  // Start may push, which moves the frames
+        const size_t parent = top_ - 1;  // Start may push, which may move the frames
         const int64_t child_size = Start(child);
         if (child_size >= 0) stack_[parent].size = Add(stack_[parent].size, child_size);
         continue;
       }
       const Frame done = top;
-      stack_.pop_back();
+      --top_;
       int64_t size;
       if (done.rule >= 0) {
         FinishRule(done.rule, done.size);
@@ -306,8 +313,8 @@ class RuleSizer {
         if (node.kind == ExprKind::kRepeat) size = std::min<int64_t>(1 + (size - 1) * RepeatCopies(node, options_), kSizeCap);
         node_size_[done.expr] = size;
       }
-      XG2_DCHECK(!stack_.empty(), "a finished node other than a rule's body has a parent frame");
-      stack_.back().size = Add(stack_.back().size, size);
+      XG2_DCHECK(top_ > 0, "a finished node other than a rule's body has a parent frame");
+      stack_[top_ - 1].size = Add(stack_[top_ - 1].size, size);
     }
   }
 
@@ -342,6 +349,7 @@ class RuleSizer {
   std::vector<uint8_t> sizing_;  // rules with a frame on the stack
   std::vector<int64_t> node_size_;
   std::vector<Frame> stack_;
+  size_t top_ = 0;
   int depth_ = 0;  // rule frames on the stack
 };
 
