@@ -76,9 +76,10 @@ void RefineHopcroft(const FlatDfa& dfa, int32_t num_initial, std::vector<int32_t
 }
 
 // Minimisation: drops states that cannot reach an accepting state, then merges equivalent
-// ones. An acyclic machine takes one pass (RefineAcyclic); otherwise small machines use
-// Moore's rounds (cheap without set-up), larger ones Hopcroft's algorithm, whose cost does
-// not grow with the number of rounds (a long literal chain needs one Moore round per state).
+// ones. A machine whose only cycles are self-loops takes one pass (RefineAcyclic); otherwise
+// small machines use Moore's rounds (cheap without set-up), larger ones Hopcroft's algorithm,
+// whose cost does not grow with the number of rounds (a long literal chain needs one Moore
+// round per state).
 // All three give the coarsest partition, and the renumbering below is canonical, so the
 // result does not depend on which one ran.
 constexpr size_t kMaxMooreNodes = 32;
@@ -133,14 +134,19 @@ int32_t InitialPartition(const FlatDfa& dfa, MinimizeScratch* scratch) {
 // ranges into one class are one word, so that a state whose range was cut in two (by a
 // distinction later merged away) still matches its equivalents: equal signatures mean equal
 // steps into classes, symbol by symbol.
+// A target whose class is `self_class` is written as kOwnClass (the one-pass minimisation's
+// self-loops, see RefineAcyclic); the default matches no class.
+constexpr int64_t kOwnClass = 0x7FFFFFFF;
+
 void AppendSignature(const FlatDfa& dfa, int32_t s, int32_t own, const std::vector<int32_t>& target_class,
-                     std::vector<int64_t>* words_out) {
+                     std::vector<int64_t>* words_out, int32_t self_class = -2) {
   std::vector<int64_t>& words = *words_out;
   words.push_back(own);
   const size_t first_byte_word = words.size();
   for (const ByteEdge& e : dfa.BytesOf(s)) {
     if (target_class[e.target] < 0) continue;
-    const int64_t target = static_cast<uint32_t>(target_class[e.target]);
+    const int64_t target =
+        target_class[e.target] == self_class ? kOwnClass : static_cast<uint32_t>(target_class[e.target]);
     if (words.size() > first_byte_word && (words.back() & 0xFFFFFFFF) == target &&
         ((words.back() >> 32) & 0xFF) + 1 == e.lo) {
       words.back() = (words.back() & ~(int64_t{0xFF} << 32)) | (static_cast<int64_t>(e.hi) << 32);
@@ -151,7 +157,9 @@ void AppendSignature(const FlatDfa& dfa, int32_t s, int32_t own, const std::vect
   words.push_back(-7);
   for (const RuleEdge& e : dfa.RulesOf(s)) {
     if (target_class[e.target] < 0) continue;
-    words.push_back((static_cast<int64_t>(e.rule) << 32) | static_cast<uint32_t>(target_class[e.target]));
+    const int64_t target =
+        target_class[e.target] == self_class ? kOwnClass : static_cast<uint32_t>(target_class[e.target]);
+    words.push_back((static_cast<int64_t>(e.rule) << 32) | target);
   }
 }
 
@@ -165,40 +173,61 @@ uint64_t HashWords(const int64_t* first, const int64_t* last) {
 }
 
 // Minimisation of an acyclic machine in one pass (Revuz, "Minimisation of acyclic
-// deterministic automata in linear time", 1992). A choice of literals (an enum, the keys of
-// an object) determinises into such a machine, and there Moore's rounds take one round per
-// state on the longest path and Hopcroft's algorithm its set-up and splitter queue.
+// deterministic automata in linear time", 1992), extended to self-loops. A choice of literals
+// (an enum, the keys of an object) determinises into such a machine, and so does a chain with
+// self-loops (whitespace runs between the literals, a bounded string's copies); there Moore's
+// rounds take one round per state on the longest path and Hopcroft's algorithm its set-up and
+// splitter queue.
 //
-// The live states are classed sinks first (Kahn's order), each by its
-// signature (AppendSignature: its initial class, then its edges' labels and target classes),
-// which is complete when it is written because every live successor is classed before it.
-// Two states get one class exactly when they share the initial class and step into the same
-// classes symbol by symbol. By induction on the longest path to a sink, that is equivalence
-// in the coarsest stable refinement of the initial partition (a state's language is its
-// acceptance and its successors' languages): the partition Moore's rounds and Hopcroft's
-// algorithm reach, so CanonicalQuotient gives the same Dfa. Debug builds check it against
-// them (CheckAcyclicMinimisation).
+// The live states are classed sinks first (Kahn's order over the edges that are not
+// self-loops), each by its signature (AppendSignature: its initial class, then its edges'
+// labels and target classes), which is complete when it is written because every live
+// successor but the state itself is classed before it. A class keeps the signature of its
+// first state with the edges into the class written as kOwnClass; only that state's
+// self-loops can lead into the class then, since every other member comes later. A state s
+// joins class c exactly when its signature, with its self-loops and its edges into c
+// written as kOwnClass, is c's: tried for each class c among s's targets whose signature
+// holds kOwnClass, then for none (self-loops alone as kOwnClass), else s founds a class.
+// Sound: the members of c then step, symbol by symbol, into the same classes, c counting as
+// one, so the partition stays stable. Complete, by induction along Kahn's order (the classes
+// made so far are exactly the equivalence classes of the states classed so far): if s is
+// equivalent to a member of c, its successors are equivalent to that member's, so they lie
+// in the same classes, c included where c's first state has a self-loop (a member's step
+// into c matches the first state's step into a state of c, which can only be itself); the
+// two signatures are then equal under the hypothesis for c, or under the one for none when
+// s steps into c only by its own self-loops. That is the coarsest stable refinement of the
+// initial partition: the partition Moore's rounds and Hopcroft's algorithm reach, so
+// CanonicalQuotient gives the same Dfa. Debug builds check it against them
+// (CheckAcyclicMinimisation).
 //
-// Returns false, leaving scratch->cls as it was, where the machine holds a cycle.
+// Returns false, leaving scratch->cls as it was, where the machine holds a cycle other than
+// a self-loop.
 bool RefineAcyclic(const FlatDfa& dfa, MinimizeScratch* scratch) {
   MinimizeScratch& m = *scratch;
   const int32_t n = dfa.size();
   std::vector<int32_t>& cls = m.cls;
   std::vector<int32_t>& pending = m.pending;
   std::vector<int32_t>& ready = m.ready;
-  // Kahn's order over every edge (dead states included: they are sinks, or lead only to
-  // dead states), along MarkLiveStates' reversed edges. A machine with a cycle stops early,
-  // at the cost of one look at each state, before any signature is written.
+  // Kahn's order over every edge but self-loops (dead states included: they are sinks, or
+  // lead only to dead states), along MarkLiveStates' reversed edges. A machine with a cycle
+  // stops early, at the cost of one look at each state, before any signature is written.
   pending.resize(n);
   ready.clear();
+  bool any_self_loop = false;
   for (int32_t s = 0; s < n; ++s) {
-    pending[s] = (dfa.byte_begin[s + 1] - dfa.byte_begin[s]) + (dfa.rule_begin[s + 1] - dfa.rule_begin[s]);
-    if (pending[s] == 0) ready.push_back(s);
+    int32_t out = 0;
+    for (const ByteEdge& e : dfa.BytesOf(s)) out += e.target != s;
+    for (const RuleEdge& e : dfa.RulesOf(s)) out += e.target != s;
+    const int32_t edges = (dfa.byte_begin[s + 1] - dfa.byte_begin[s]) + (dfa.rule_begin[s + 1] - dfa.rule_begin[s]);
+    any_self_loop = any_self_loop || out != edges;
+    pending[s] = out;
+    if (out == 0) ready.push_back(s);
   }
   for (size_t k = 0; k < ready.size(); ++k) {
     const int32_t s = ready[k];
     for (int32_t r = m.reverse_begin[s]; r < m.reverse_begin[s + 1]; ++r) {
-      if (--pending[m.reverse[r]] == 0) ready.push_back(m.reverse[r]);
+      const int32_t source = m.reverse[r];
+      if (source != s && --pending[source] == 0) ready.push_back(source);
     }
   }
   if (static_cast<int32_t>(ready.size()) != n) return false;
@@ -209,37 +238,78 @@ bool RefineAcyclic(const FlatDfa& dfa, MinimizeScratch* scratch) {
   std::vector<int64_t>& words = m.words;
   std::vector<uint32_t>& class_begin = m.class_begin;
   std::vector<uint64_t>& class_hash = m.class_hash;
+  std::vector<uint8_t>& own_class_edge = m.own_class_edge;  // class -> its signature holds kOwnClass
   std::vector<int32_t>& slots = m.class_slots;
+  std::vector<int32_t>& candidates = m.candidates;
   final_cls.assign(n, -1);
   words.clear();
   class_begin.assign(1, 0);
   class_hash.clear();
+  own_class_edge.clear();
   size_t num_slots = 16;
   while (num_slots < 2 * static_cast<size_t>(live)) num_slots *= 2;  // at most half full
   slots.assign(num_slots, -1);
   const size_t mask = num_slots - 1;
-  for (const int32_t s : ready) {
-    if (cls[s] < 0) continue;  // dead: no class, and edges into it count as none
-    const size_t start = words.size();
-    AppendSignature(dfa, s, cls[s], final_cls, &words);
+  // The class whose signature is words[start, end), or -1; `add`: a new class then.
+  auto find = [&](size_t start, bool add) {
     const uint64_t hash = HashWords(words.data() + start, words.data() + words.size());
     for (size_t i = hash & mask;; i = (i + 1) & mask) {
       const int32_t c = slots[i];
-      if (c < 0) {  // a new class; its signature stays where it was written
-        const int32_t id = static_cast<int32_t>(class_hash.size());
-        slots[i] = id;
+      if (c < 0) {
+        if (!add) return -1;
+        slots[i] = static_cast<int32_t>(class_hash.size());
         class_hash.push_back(hash);
         class_begin.push_back(static_cast<uint32_t>(words.size()));
-        final_cls[s] = id;
-        break;
+        return slots[i];
       }
       if (class_hash[c] == hash && class_begin[c + 1] - class_begin[c] == words.size() - start &&
           std::equal(words.begin() + class_begin[c], words.begin() + class_begin[c + 1], words.begin() + start)) {
-        words.resize(start);
-        final_cls[s] = c;
-        break;
+        return c;
       }
     }
+  };
+  // No class has this id (there are at most n): the hypothesis "none" writes only s's own
+  // self-loops as kOwnClass.
+  const int32_t kUnclassed = n;
+  for (const int32_t s : ready) {
+    if (cls[s] < 0) continue;  // dead: no class, and edges into it count as none
+    candidates.clear();
+    bool self_loop = false;
+    if (any_self_loop) {
+      auto consider = [&](int32_t target) {
+        if (target == s) {
+          self_loop = true;
+        } else if (final_cls[target] >= 0 && own_class_edge[final_cls[target]]) {
+          candidates.push_back(final_cls[target]);
+        }
+      };
+      for (const ByteEdge& e : dfa.BytesOf(s)) consider(e.target);
+      for (const RuleEdge& e : dfa.RulesOf(s)) consider(e.target);
+      std::sort(candidates.begin(), candidates.end());
+      candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
+    }
+    const size_t start = words.size();
+    int32_t joined = -1;
+    for (const int32_t c : candidates) {
+      final_cls[s] = c;
+      AppendSignature(dfa, s, cls[s], final_cls, &words, c);
+      joined = find(start, false);
+      words.resize(start);
+      if (joined == c) break;
+      joined = -1;
+    }
+    if (joined < 0) {
+      final_cls[s] = kUnclassed;
+      AppendSignature(dfa, s, cls[s], final_cls, &words, kUnclassed);
+      const size_t classes = class_hash.size();
+      joined = find(start, true);
+      if (class_hash.size() == classes) {
+        words.resize(start);  // an existing class: its own signature stays
+      } else {
+        own_class_edge.push_back(self_loop);
+      }
+    }
+    final_cls[s] = joined;
   }
   cls.swap(final_cls);
   return true;

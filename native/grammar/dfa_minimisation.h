@@ -1,9 +1,9 @@
 // Minimisation (fsm_builder.cc, stage 3): a determinised rule (FlatDfa) -> its minimal Dfa.
 // States that cannot reach acceptance are dropped, equivalent ones merged (one pass from the
-// sinks up for an acyclic machine, Moore's rounds for other small machines, Hopcroft's
-// algorithm through PartitionRefiner above), and the classes renumbered in breadth-first
-// order from the start, so the result is canonical: equal languages (with equal counter
-// roles) give identical Dfas, whichever algorithm ran.
+// sinks up for a machine whose only cycles are self-loops, Moore's rounds for other small
+// machines, Hopcroft's algorithm through PartitionRefiner above), and the classes renumbered
+// in breadth-first order from the start, so the result is canonical: equal languages (with
+// equal counter roles) give identical Dfas, whichever algorithm ran.
 // Merging preserves acceptance and each state's counted-loop roles (loop, gate_loop); a loop
 // whose head or gate died keeps its slot as {-1, -1, limit}.
 #ifndef XG2_GRAMMAR_DFA_MINIMISATION_H_
@@ -25,12 +25,14 @@ struct MinimizeScratch {
   std::vector<int32_t> reverse_begin, reverse, fill, stack, cls, new_id, representative;
   std::vector<uint8_t> live;
   std::vector<std::pair<std::tuple<bool, int32_t, int32_t>, int32_t>> initial;
-  // The acyclic pass: live out-edges left per state, the states in the order they are
-  // classed, and the classes' signatures (words[class_begin[c], class_begin[c + 1]))
-  // found by hash through open addressing over class_slots.
-  std::vector<int32_t> pending, ready, acyclic_cls, class_slots;
+  // The one-pass minimisation: out-edges (self-loops aside) left per state, the states in
+  // the order they are classed, and the classes' signatures (words[class_begin[c],
+  // class_begin[c + 1])) found by hash through open addressing over class_slots; whether a
+  // class's signature names the class itself, and the classes a state may join that way.
+  std::vector<int32_t> pending, ready, acyclic_cls, class_slots, candidates;
   std::vector<uint32_t> class_begin;
   std::vector<uint64_t> class_hash;
+  std::vector<uint8_t> own_class_edge;
   // Moore's rounds (and the acyclic pass's signatures).
   std::vector<int64_t> words;
   std::vector<uint32_t> begin;

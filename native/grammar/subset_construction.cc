@@ -268,14 +268,18 @@ class SubsetConstruction {
   // are one contiguous run of the flat arrays).
   void Expand(int32_t id) {
     FlatDfa& dfa = s_.dfa;
-    // Intern appends to the set pool: work on a copy of this state's set.
     std::vector<int32_t>& set = s_.current;
-    set.assign(s_.set_pool.begin() + s_.set_begin[id], s_.set_pool.begin() + s_.set_begin[id + 1]);
-    const bool carries_counter = dfa.loop[id] >= 0;
-    if (set.size() == 1 && s_.member_of.empty() && ExpandDisjointBytes(set[0])) {
-      AddRuleEdges(set, carries_counter);
+    // One NFA node and no counted loop (so no counter is carried, and AddRuleEdges does not
+    // read the set): the node is read before Intern appends to the set pool, with no copy.
+    if (s_.set_begin[id + 1] - s_.set_begin[id] == 1 && s_.member_of.empty() &&
+        ExpandDisjointBytes(s_.set_pool[s_.set_begin[id]])) {
+      set.clear();
+      AddRuleEdges(set, /*carries_counter=*/false);
       return;
     }
+    // Intern appends to the set pool: work on a copy of this state's set.
+    set.assign(s_.set_pool.begin() + s_.set_begin[id], s_.set_pool.begin() + s_.set_begin[id + 1]);
+    const bool carries_counter = dfa.loop[id] >= 0;
     // Byte edges: cut [0, 255] at every range boundary, then gather targets per piece.
     std::vector<int>& cuts = s_.cuts;
     std::vector<std::pair<int32_t, int32_t>>& rule_targets = s_.rule_targets;

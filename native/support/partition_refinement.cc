@@ -59,21 +59,29 @@ void PartitionRefiner::SignSources() {
   words_.clear();
   touched_.clear();
   for (int32_t s : sources_) {
-    runs_.clear();
-    for (int32_t h = hit_head_[s]; h >= 0; h = hits_[h].next) runs_.push_back({hits_[h].lo, hits_[h].hi});
+    const int32_t head = hit_head_[s];
     hit_head_[s] = -1;
-    if (runs_.size() > 1) std::sort(runs_.begin(), runs_.end());
-    // Maximal runs: a DFA's runs from one state are disjoint, so only neighbours join.
     sig_begin_[s] = static_cast<uint32_t>(words_.size());
     uint64_t h = 0x9E3779B97F4A7C15ull;
-    for (size_t r = 0; r < runs_.size();) {
-      const int32_t lo = runs_[r].first;
-      int32_t hi = runs_[r].second;
-      for (++r; r < runs_.size() && runs_[r].first == hi + 1; ++r) hi = runs_[r].second;
+    auto add_word = [&](int32_t lo, int32_t hi) {
       const int64_t word = (static_cast<int64_t>(lo) << 32) | static_cast<uint32_t>(hi);
       words_.push_back(word);
       h = (h ^ static_cast<uint64_t>(word)) * 0xFF51AFD7ED558CCDull;
       h ^= h >> 29;
+    };
+    if (hits_[head].next < 0) {  // one run (the usual case): it is the signature
+      add_word(hits_[head].lo, hits_[head].hi);
+    } else {
+      runs_.clear();
+      for (int32_t r = head; r >= 0; r = hits_[r].next) runs_.push_back({hits_[r].lo, hits_[r].hi});
+      std::sort(runs_.begin(), runs_.end());
+      // Maximal runs: a DFA's runs from one state are disjoint, so only neighbours join.
+      for (size_t r = 0; r < runs_.size();) {
+        const int32_t lo = runs_[r].first;
+        int32_t hi = runs_[r].second;
+        for (++r; r < runs_.size() && runs_[r].first == hi + 1; ++r) hi = runs_[r].second;
+        add_word(lo, hi);
+      }
     }
     sig_end_[s] = static_cast<uint32_t>(words_.size());
     sig_hash_[s] = h;
