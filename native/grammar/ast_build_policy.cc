@@ -1,11 +1,13 @@
 // Right-linear rules on the AST and the build policy (ast_rule_analyses.h).
 #include <algorithm>
 #include <limits>
+#include <vector>
 
 #include "grammar/ast_rule_analyses.h"
 #include "grammar/automaton_literal.h"
 #include "grammar/fsm_automata.h"
 #include "grammar/lowering_context.h"
+#include "support/dcheck.h"
 #include "support/utf8.h"
 
 namespace xg2 {
@@ -253,21 +255,26 @@ class BuildBound {
 
   // The sum of Kept over the distinct compound children of `e` (the #part rules its fallback
   // makes: one per distinct child). The saturating sum of non-negative terms does not depend
-  // on their order, and Kept memoises, so the order the children are met in does not matter.
+  // on their order, and Kept memoises, so the order the children are met in does not matter;
+  // debug builds check the in-place search against the sorted copy.
   int64_t KeptOfCompoundChildren(ExprId e) {
     const ExprChildren& of = ast_.node(e).children;
+    if (of.size() > kSearchInPlace) return KeptOfSortedCompoundChildren(of);
     int64_t sum = 0;
-    if (of.size() > kSearchInPlace) {
-      std::vector<ExprId> children(of.begin(), of.end());
-      std::sort(children.begin(), children.end());
-      children.erase(std::unique(children.begin(), children.end()), children.end());
-      for (ExprId c : children) {
-        if (IsCompound(ast_.node(c).kind)) sum = SaturatingAdd(sum, Kept(c));
-      }
-      return sum;
-    }
     for (const ExprId* c = of.begin(); c != of.end(); ++c) {
       if (IsCompound(ast_.node(*c).kind) && std::find(of.begin(), c, *c) == c) sum = SaturatingAdd(sum, Kept(*c));
+    }
+    XG2_DCHECK(sum == KeptOfSortedCompoundChildren(of), "the in-place search finds each distinct compound child once");
+    return sum;
+  }
+
+  int64_t KeptOfSortedCompoundChildren(const ExprChildren& of) {
+    std::vector<ExprId> children(of.begin(), of.end());
+    std::sort(children.begin(), children.end());
+    children.erase(std::unique(children.begin(), children.end()), children.end());
+    int64_t sum = 0;
+    for (ExprId c : children) {
+      if (IsCompound(ast_.node(c).kind)) sum = SaturatingAdd(sum, Kept(c));
     }
     return sum;
   }
