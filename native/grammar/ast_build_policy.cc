@@ -1,11 +1,13 @@
 // Right-linear rules on the AST and the build policy (ast_rule_analyses.h).
 #include <algorithm>
 #include <limits>
+#include <vector>
 
 #include "grammar/ast_rule_analyses.h"
 #include "grammar/automaton_literal.h"
 #include "grammar/fsm_automata.h"
 #include "grammar/lowering_context.h"
+#include "support/dcheck.h"
 #include "support/utf8.h"
 
 namespace xg2 {
@@ -203,6 +205,8 @@ class BuildBound {
         kept_(ast.nodes.size(), -1) {}
 
   int64_t Nfa(ExprId e, bool fragments) {
+    // Only a compound node can be a fragment or hold one: a leaf counts the same either way.
+    if (fragments && !IsCompound(ast_.node(e).kind)) return Nfa(e, false);
     int64_t& memo = nfa_[fragments][e];
     if (memo >= 0) return memo;
     if (fragments && ctx_->IsFragment(e)) {
@@ -220,11 +224,8 @@ class BuildBound {
     int64_t kept = StateBound(nfa);
     largest_transient_ = std::max(largest_transient_, SaturatingAdd(nfa, nfa > kNeverExplodes ? kept : 0));
     if (nfa > kNeverExplodes) {
-      int64_t split = StateBound(SaturatingAdd(Lowered(u, true, /*split_children=*/true), 1));
-      for (ExprId c : Distinct(ast_.node(u).children)) {
-        if (IsCompound(ast_.node(c).kind)) split = SaturatingAdd(split, Kept(c));
-      }
-      kept = std::max(kept, split);
+      const int64_t split = StateBound(SaturatingAdd(Lowered(u, true, /*split_children=*/true), 1));
+      kept = std::max(kept, SaturatingAdd(split, KeptOfCompoundChildren(u)));
     }
     kept_[u] = kept;
     return kept;
@@ -240,10 +241,7 @@ class BuildBound {
     // Built while the rule's NFA is being lowered: on top of that unit's transient nodes.
     largest_fragment_transient_ = std::max(largest_fragment_transient_, SaturatingAdd(nfa, added));
     if (nfa <= kNeverExplodes) return added;
-    for (ExprId c : Distinct(ast_.node(f).children)) {
-      if (IsCompound(ast_.node(c).kind)) added = SaturatingAdd(added, Kept(c));
-    }
-    return added;
+    return SaturatingAdd(added, KeptOfCompoundChildren(f));
   }
 
   // The most one try holds at once beside what earlier builds kept: its NFA, and the states
@@ -252,11 +250,33 @@ class BuildBound {
   int64_t largest_transient() const { return SaturatingAdd(largest_transient_, largest_fragment_transient_); }
 
  private:
-  static std::vector<ExprId> Distinct(const ExprChildren& of) {
+  // Short child lists are searched for repeats in place; longer ones are sorted in a copy.
+  static constexpr size_t kSearchInPlace = 16;
+
+  // The sum of Kept over the distinct compound children of `e` (the #part rules its fallback
+  // makes: one per distinct child). The saturating sum of non-negative terms does not depend
+  // on their order, and Kept memoises, so the order the children are met in does not matter;
+  // debug builds check the in-place search against the sorted copy.
+  int64_t KeptOfCompoundChildren(ExprId e) {
+    const ExprChildren& of = ast_.node(e).children;
+    if (of.size() > kSearchInPlace) return KeptOfSortedCompoundChildren(of);
+    int64_t sum = 0;
+    for (const ExprId* c = of.begin(); c != of.end(); ++c) {
+      if (IsCompound(ast_.node(*c).kind) && std::find(of.begin(), c, *c) == c) sum = SaturatingAdd(sum, Kept(*c));
+    }
+    XG2_DCHECK(sum == KeptOfSortedCompoundChildren(of), "the in-place search finds each distinct compound child once");
+    return sum;
+  }
+
+  int64_t KeptOfSortedCompoundChildren(const ExprChildren& of) {
     std::vector<ExprId> children(of.begin(), of.end());
     std::sort(children.begin(), children.end());
     children.erase(std::unique(children.begin(), children.end()), children.end());
-    return children;
+    int64_t sum = 0;
+    for (ExprId c : children) {
+      if (IsCompound(ast_.node(c).kind)) sum = SaturatingAdd(sum, Kept(c));
+    }
+    return sum;
   }
 
   int64_t Lowered(ExprId e, bool fragments, bool split_children) {

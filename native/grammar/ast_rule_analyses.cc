@@ -3,6 +3,7 @@
 #include "grammar/ast_rule_analyses.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "grammar/automaton_literal.h"
 #include "support/dcheck.h"
@@ -30,6 +31,19 @@ void Worklist(size_t num_rules, const std::vector<std::vector<RuleId>>& watchers
   }
 }
 
+// The bytes lo..hi, as the difference of two prefix sets (below[k] holds the bytes < k).
+ByteSet ByteSpan(uint32_t lo, uint32_t hi) {
+  static const std::vector<ByteSet> kBelow = [] {
+    std::vector<ByteSet> below(257);
+    for (int k = 1; k <= 256; ++k) {
+      below[k] = below[k - 1];
+      below[k].set(k - 1);
+    }
+    return below;
+  }();
+  return kBelow[hi + 1] ^ kBelow[lo];
+}
+
 // First bytes of the UTF-8 encodings of the code points first..last: the lead byte is
 // monotone in the code point within each encoding length, so each length contributes the
 // lead bytes between those of its two ends. (The surrogate block's lead byte 0xED stays in
@@ -46,9 +60,17 @@ ByteSet Utf8LeadBytes(uint32_t first, uint32_t last) {
   for (const Length& length : kLengths) {
     const uint32_t lo = std::max(first, length.lo), hi = std::min(last, length.hi);
     if (lo > hi) continue;
-    for (uint32_t b = length.mark | (lo >> length.shift); b <= (length.mark | (hi >> length.shift)); ++b) bytes.set(b);
+    bytes |= ByteSpan(length.mark | (lo >> length.shift), length.mark | (hi >> length.shift));
   }
   return bytes;
+}
+
+// FIRST of an expression that refers to nothing (a leaf other than a reference): it depends on
+// the node alone, so ComputeFirst computes it once however often the rules holding it are
+// examined again.
+bool FirstOfNodeAlone(ExprKind kind) {
+  return kind != ExprKind::kRuleRef && kind != ExprKind::kSequence && kind != ExprKind::kChoice &&
+         kind != ExprKind::kRepeat;
 }
 
 }  // namespace
@@ -186,10 +208,15 @@ namespace {
 void ComputeFirst(const GrammarAst& ast, const RuleBodyOrder& order, const AstNullability& nullable, AstByteSets* sets) {
   ByteSet any;
   any.set();
+  std::vector<uint8_t> alone_done(ast.nodes.size(), 0);
   Worklist(ast.rules.size(), order.callers, [&](RuleId r, const auto& grew) {
     for (int32_t k = order.begin[r]; k < order.begin[r + 1]; ++k) {
       const ExprId e = order.nodes[k];
       const ExprNode& node = ast.node(e);
+      if (FirstOfNodeAlone(node.kind)) {
+        if (alone_done[e]) continue;
+        alone_done[e] = 1;
+      }
       ByteSet first;
       switch (node.kind) {
         case ExprKind::kEmpty:
@@ -206,7 +233,7 @@ void ComputeFirst(const GrammarAst& ast, const RuleBodyOrder& order, const AstNu
         case ExprKind::kAutomaton: {  // the bytes its start reads
           const AutomatonLiteral& literal = *ast.automata[node.automaton];
           for (int32_t k = literal.byte_begin[0]; k < literal.byte_begin[1]; ++k) {
-            for (int b = literal.byte_edges[k].lo; b <= literal.byte_edges[k].hi; ++b) first.set(b);
+            first |= ByteSpan(literal.byte_edges[k].lo, literal.byte_edges[k].hi);
           }
           break;
         }

@@ -90,18 +90,26 @@ std::vector<std::pair<NodeId, ByteSet>> LeaveBytesFromContexts(const GrammarFsm&
   // inner[n - begin]: bytes that can come next at n without completing its rule, reading each
   // call through its callee's FIRST (and past it when the callee is nullable); can_finish: the
   // rule can complete from n without a byte. A fixpoint over the range, whose rule edges stay
-  // inside it (a rule edge's target is a node of the caller's own DFA).
+  // inside it (a rule edge's target is a node of the caller's own DFA). Both are read only at
+  // the nodes with rule edges and at their targets, so only those get their byte edges'
+  // bytes; at every other node inner stays empty and unread.
   const NodeId count = end - begin;
   std::vector<ByteSet> inner(count);
   std::vector<uint8_t> can_finish(count, 0);
+  std::vector<uint8_t> read(count, 0);
   for (NodeId n = begin; n < end; ++n) {
-    for (const ByteEdge* e = fsm.byte_edges_begin(n); e != fsm.byte_edges_end(n); ++e) {
-      inner[n - begin] |= ByteRange(e->lo, e->hi);
-    }
-    can_finish[n - begin] = fsm.node_accepting[n];
     for (const RuleEdge* e = fsm.rule_edges_begin(n); e != fsm.rule_edges_end(n); ++e) {
       XG2_DCHECK(e->target >= begin && e->target < end && fsm.node_rule[e->target] == fsm.node_rule[n],
                  "a rule edge leads to a node of its caller's own DFA, built with it");
+      read[n - begin] = 1;
+      read[e->target - begin] = 1;
+    }
+  }
+  for (NodeId n = begin; n < end; ++n) {
+    can_finish[n - begin] = fsm.node_accepting[n];
+    if (!read[n - begin]) continue;
+    for (const ByteEdge* e = fsm.byte_edges_begin(n); e != fsm.byte_edges_end(n); ++e) {
+      inner[n - begin] |= ByteRange(e->lo, e->hi);
     }
   }
   Fixpoint([&](bool forward) {

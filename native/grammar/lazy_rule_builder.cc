@@ -99,7 +99,8 @@ LazyGrammarFsm BuildGrammarFsmLazily(GrammarAst ast, const FsmBuildLimits& limit
   // it passes the budget (the grammar is then built whole whatever the rest adds).
   BoundLazyRules(b.ast_, &b.ctx_, &policy, b.budget_);
   if (policy.total_lazy_node_bound > b.budget_) return build_whole();
-  b.nullable_ = AstRuleNullable(b.ast_, ComputeRuleBodyOrder(b.ast_));
+  b.order_ = ComputeRuleBodyOrder(b.ast_);
+  b.nullable_ = AstRuleNullable(b.ast_, b.order_);
   // The rules the Earley start predicts are built now, in this one build, rather than by the
   // matcher's constructor, one snapshot copy and mask-cache growth each. Their bounds leave
   // the total: they are charged to the budget as they are built.
@@ -180,17 +181,39 @@ GrammarFsm LazyRuleBuilder::Build(const GrammarFsm& latest, RuleId rule) {
 
 std::shared_ptr<const RuleByteContexts> LazyRuleBuilder::ByteContexts() {
   const std::vector<fsm_build::LoweringContext::Synthetic>& synthetic = ctx_.synthetic();
-  if (!contexts_ || contexts_->size() != ast_.rules.size() + synthetic.size()) {
-    std::vector<ExprId> bodies;
-    bodies.reserve(synthetic.size());
-    for (const auto& rule : synthetic) bodies.push_back(rule.body);
-    contexts_ = std::make_shared<const RuleByteContexts>(AstRuleByteContexts(ast_, bodies));
+  if (contexts_ && contexts_->size() == ast_.rules.size() + synthetic.size()) return contexts_;
+  XG2_DCHECK(nullable_.rule.size() == ast_.rules.size(), "the byte contexts are asked of a grammar left unbuilt");
+  if (!byte_sets_) {
+    byte_sets_ = std::make_unique<const AstByteSets>(ComputeAstByteSets(ast_, order_, nullable_));
+    order_ = RuleBodyOrder();
   }
+  RuleByteContexts contexts{nullable_.rule, byte_sets_->rule_first, byte_sets_->rule_follow};
+  for (const auto& rule : synthetic) {
+    contexts.nullable.push_back(nullable_.expr[rule.body]);
+    contexts.first.push_back(byte_sets_->first[rule.body]);
+    contexts.follow.push_back(byte_sets_->follow[rule.body]);
+  }
+  if (XG2_DCHECKS_ENABLED) {
+    std::vector<ExprId> bodies;
+    for (const auto& rule : synthetic) bodies.push_back(rule.body);
+    const RuleByteContexts fresh = AstRuleByteContexts(ast_, bodies);
+    XG2_DCHECK(fresh.nullable == contexts.nullable && fresh.first == contexts.first && fresh.follow == contexts.follow,
+               "the memoised AST analyses give the byte contexts a fresh computation gives");
+  }
+  contexts_ = std::make_shared<const RuleByteContexts>(std::move(contexts));
   return contexts_;
 }
 
 size_t LazyRuleBuilder::MemoryBytes() const {
-  return sizeof(*this) + GrammarAstMemoryBytes(ast_) + nullable_.rule.capacity() + nullable_.expr.capacity();
+  size_t bytes = sizeof(*this) + GrammarAstMemoryBytes(ast_) + nullable_.rule.capacity() + nullable_.expr.capacity() +
+                 (order_.begin.capacity() + order_.nodes.capacity()) * sizeof(int32_t);
+  for (const std::vector<RuleId>& callers : order_.callers) bytes += sizeof(callers) + callers.capacity() * sizeof(RuleId);
+  if (byte_sets_) {
+    bytes += sizeof(AstByteSets) + (byte_sets_->first.capacity() + byte_sets_->follow.capacity() +
+                                    byte_sets_->rule_first.capacity() + byte_sets_->rule_follow.capacity()) *
+                                       sizeof(ByteSet);
+  }
+  return bytes;
 }
 
 }  // namespace xg2

@@ -74,7 +74,13 @@ class LazyRuleBuilder {
 
   const GrammarAst ast_;  // declared first: ctx_ and body_keys_ refer to it
   const FsmBuildLimits limits_;
-  AstNullability nullable_;  // computed once the compile decided to leave rules unbuilt
+  // The AST analyses, each computed once: the body order and the nullability when the
+  // compile decides to leave rules unbuilt, the byte sets on the first ByteContexts (the
+  // order is then dropped). The AST never changes and a synthetic rule's body is one of its
+  // expressions, so every later ByteContexts reads the same sets.
+  RuleBodyOrder order_;
+  AstNullability nullable_;
+  std::unique_ptr<const AstByteSets> byte_sets_;
   fsm_build::LoweringContext ctx_;
   fsm_build::BodyKeyWriter body_keys_;
   int64_t budget_;  // what the compile left of limits_.max_nodes

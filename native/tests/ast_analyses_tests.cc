@@ -270,5 +270,19 @@ TEST(NodeBoundCoversARuleSplitByTheDeterminisationFallback) {
   CHECK(static_cast<int64_t>(fsm.num_nodes()) <= policy.lazy_node_bound[root]);
 }
 
+TEST(NodeBoundCountsARepeatedCompoundChildOnce) {
+  // ("abc" [ab]*) twice in one sequence, the same expression node: the body's NFA may pass
+  // the determinisation cap, and its fallback would make one #part rule of the repeated child,
+  // so the fallback term counts that child once (debug builds compare the in-place search for
+  // repeats with a sorted copy of the children).
+  AstBuilder b;
+  const ExprId part = b.Seq({b.Bytes("abc"), b.Repeat(b.Class({{'a', 'b'}}), 0, -1)});
+  const RuleId root = b.Rule("root", b.Seq({part, part, b.Bytes("!")}));
+  const RuleBuildPolicy policy = DecideRuleBuildPolicy(b.ast, {});
+  CHECK_EQ(policy.eager[root], kBuildOnFirstUse);
+  const GrammarFsm fsm = BuildGrammarFsm(b.ast);
+  CHECK(static_cast<int64_t>(fsm.num_nodes()) <= policy.lazy_node_bound[root]);
+}
+
 }  // namespace
 }  // namespace xg2_test

@@ -14,6 +14,7 @@
 
 #include "check.h"
 #include "fsm_test_support.h"
+#include "grammar/follow_sets.h"
 #include "grammar/fsm_invariants.h"
 #include "grammar/lazy_rule_builder.h"
 #include "matcher/earley_parser.h"
@@ -193,6 +194,37 @@ TEST(LazyBuildsOfSplitRulesAndLookaheadsKeepTheLanguage) {
   CHECK(accepts("hzba" + thirteen + ".t!!"));
   CHECK(!accepts("hhxyzba" + thirteen + ".t"));    // the lookahead needs a "!"
   CHECK(!accepts("hhxyzbb" + thirteen + ".t!"));   // no "a" 14 bytes before the "."
+}
+
+// The builder's byte contexts follow its snapshots: one entry per rule, the grammar rules'
+// as a fresh AST analysis gives them and unchanged as a build adds synthetic rules, the same
+// object while no build made a rule, and a synthetic rule's FIRST holding the bytes its DFA
+// starts with. (ByteContexts reads analyses it computed once; in debug builds it compares
+// every answer with a fresh AstRuleByteContexts.)
+TEST(ByteContextsFollowTheSyntheticRulesFromAnalysesComputedOnce) {
+  const GrammarAst ast = MixedAst();
+  LazyGrammarFsm lazy = BuildGrammarFsmLazily(ast);
+  CHECK(lazy.builder != nullptr);
+  const RuleByteContexts fresh = AstRuleByteContexts(ast, {});
+  const std::shared_ptr<const RuleByteContexts> at_compile = lazy.builder->ByteContexts();
+  CHECK_EQ(at_compile->size(), static_cast<size_t>(lazy.fsm.num_rules()));
+  CHECK(at_compile->nullable == fresh.nullable && at_compile->first == fresh.first && at_compile->follow == fresh.follow);
+  CHECK(lazy.builder->ByteContexts() == at_compile);
+  const GrammarFsm next = lazy.builder->Build(lazy.fsm, 2);  // part: its build splits it
+  CHECK(next.num_rules() > lazy.fsm.num_rules());
+  const std::shared_ptr<const RuleByteContexts> grown = lazy.builder->ByteContexts();
+  CHECK(grown != at_compile);
+  CHECK_EQ(grown->size(), static_cast<size_t>(next.num_rules()));
+  for (size_t r = 0; r < ast.rules.size(); ++r) {
+    CHECK(grown->nullable[r] == fresh.nullable[r] && grown->first[r] == fresh.first[r] && grown->follow[r] == fresh.follow[r]);
+  }
+  for (RuleId r = lazy.fsm.num_rules(); r < next.num_rules(); ++r) {
+    CHECK_EQ(grown->nullable[r], next.rule_nullable[r]);
+    const NodeId start = next.rule_start[r];
+    for (const ByteEdge* e = next.byte_edges_begin(start); e != next.byte_edges_end(start); ++e) {
+      for (int b = e->lo; b <= e->hi; ++b) CHECK(grown->first[r].test(b));
+    }
+  }
 }
 
 TEST(ParsersOnSeveralThreadsShareTheLazyBuilds) {
