@@ -225,6 +225,7 @@ class SchemaConverter {
   bool AlwaysAMember(const Node& node, const std::string& name);
   // --- string_language.cc: `not` over string schemas, patterns intersected ---
   std::optional<CodepointDfa> StringLanguage(const JsonValue& schema, const std::string& pointer, int budget);
+  const CodepointDfa& ListedSpellings(const std::vector<std::string>& texts);
   std::optional<CodepointDfa> NegatedStringLanguage(const Node& node);
   // The automaton of a defined format's grammar, built once per conversion (nullptr: no
   // grammar, or past the automaton limits).
@@ -403,6 +404,8 @@ class SchemaConverter {
   std::map<int, std::string> any_value_rules_;
   // Intersected string languages already written (keyword set -> fragment).
   std::map<std::string, Fragment> string_languages_;
+  // ListedSpellings' automata (the listed texts, each prefixed by its length -> language).
+  std::unordered_map<std::string, CodepointDfa> listed_spellings_;
   // NegatedStringLanguage's automata (pointer and negated schema -> language).
   std::map<std::string, std::optional<CodepointDfa>> negated_string_languages_;
   // NumberIntersection's languages written so far (divisor and parts -> fragment).

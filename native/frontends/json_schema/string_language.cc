@@ -113,6 +113,22 @@ bool RejectsNonStrings(const JsonValue& schema) {
 
 // The strings `schema` accepts (canonical spellings), or nullopt when a keyword that applies
 // to strings has no automaton here (format, if / then / else, oneOf, $ref with siblings, ...).
+// A merge's branches repeat their siblings' enums (distributed alternatives, nested
+// anyOf levels), and StringsDisjoint asks for their languages once per pair: each listed set
+// is turned into an automaton once per conversion. The key spells every text with its
+// length, so no two lists share one.
+const CodepointDfa& SchemaConverter::ListedSpellings(const std::vector<std::string>& texts) {
+  std::string key;
+  for (const std::string& text : texts) {
+    key += std::to_string(text.size());
+    key += ':';
+    key += text;
+  }
+  auto found = listed_spellings_.find(key);
+  if (found == listed_spellings_.end()) found = listed_spellings_.emplace(std::move(key), CanonicalSpellings(texts)).first;
+  return found->second;
+}
+
 std::optional<CodepointDfa> SchemaConverter::StringLanguage(const JsonValue& schema_in, const std::string& pointer,
                                                             int budget) {
   ThrowIfCancelled();
@@ -157,7 +173,7 @@ std::optional<CodepointDfa> SchemaConverter::StringLanguage(const JsonValue& sch
       for (const JsonValue& item : items) {
         if (item.is_string()) texts.push_back(item.string_value());
       }
-      intersect(CanonicalSpellings(texts));
+      intersect(ListedSpellings(texts));
     } else if (keyword == "format") {
       if (!value.is_string()) return std::nullopt;
       if (IsUnknownFormat(value.string_value(), draft3_)) continue;  // an annotation
