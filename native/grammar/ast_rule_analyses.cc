@@ -31,19 +31,6 @@ void Worklist(size_t num_rules, const std::vector<std::vector<RuleId>>& watchers
   }
 }
 
-// The bytes lo..hi, as the difference of two prefix sets (below[k] holds the bytes < k).
-ByteSet ByteSpan(uint32_t lo, uint32_t hi) {
-  static const std::vector<ByteSet> kBelow = [] {
-    std::vector<ByteSet> below(257);
-    for (int k = 1; k <= 256; ++k) {
-      below[k] = below[k - 1];
-      below[k].set(k - 1);
-    }
-    return below;
-  }();
-  return kBelow[hi + 1] ^ kBelow[lo];
-}
-
 // First bytes of the UTF-8 encodings of the code points first..last: the lead byte is
 // monotone in the code point within each encoding length, so each length contributes the
 // lead bytes between those of its two ends. (The surrogate block's lead byte 0xED stays in

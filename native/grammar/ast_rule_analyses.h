@@ -22,6 +22,7 @@
 #include <limits>
 #include <vector>
 
+#include "grammar/byte_set.h"
 #include "grammar/grammar_ast.h"
 #include "grammar/grammar_fsm.h"
 
@@ -29,8 +30,6 @@ namespace xg2 {
 namespace fsm_build {
 class LoweringContext;
 }  // namespace fsm_build
-
-using ByteSet = std::bitset<256>;
 
 // The nodes of each rule's body (not its lookahead), children before parents (a post-order
 // of the body's expression DAG; a node shared inside one body is listed once). The bodies of

@@ -20,21 +20,6 @@ void Fixpoint(const Step& step) {
   }
 }
 
-// The bytes lo..hi, as the difference of two prefix sets: kBelow[k] holds the bytes < k.
-// A table lookup instead of two 256-bit shifts, which cost a fifth of a large grammar's
-// mask-cache setup when done per byte edge.
-ByteSet ByteRange(int lo, int hi) {
-  static const std::vector<ByteSet> kBelow = [] {
-    std::vector<ByteSet> below(257);
-    for (int k = 1; k <= 256; ++k) {
-      below[k] = below[k - 1];
-      below[k].set(k - 1);
-    }
-    return below;
-  }();
-  return kBelow[hi + 1] ^ kBelow[lo];
-}
-
 }  // namespace
 
 LeaveSets::LeaveSets(size_t num_nodes, const std::vector<std::pair<NodeId, ByteSet>>& sets) : index_(num_nodes) {
@@ -109,7 +94,7 @@ std::vector<std::pair<NodeId, ByteSet>> LeaveBytesFromContexts(const GrammarFsm&
     can_finish[n - begin] = fsm.node_accepting[n];
     if (!read[n - begin]) continue;
     for (const ByteEdge* e = fsm.byte_edges_begin(n); e != fsm.byte_edges_end(n); ++e) {
-      inner[n - begin] |= ByteRange(e->lo, e->hi);
+      inner[n - begin] |= ByteSpan(e->lo, e->hi);
     }
   }
   Fixpoint([&](bool forward) {
@@ -173,7 +158,7 @@ LeaveSets ComputeLeaveBytes(const GrammarFsm& fsm) {
     if (slot[n] < 0) {
       slot[n] = static_cast<int32_t>(inner.size());
       ByteSet bytes;
-      for (const ByteEdge* e = fsm.byte_edges_begin(n); e != fsm.byte_edges_end(n); ++e) bytes |= ByteRange(e->lo, e->hi);
+      for (const ByteEdge* e = fsm.byte_edges_begin(n); e != fsm.byte_edges_end(n); ++e) bytes |= ByteSpan(e->lo, e->hi);
       inner.push_back(bytes);
       can_finish.push_back(fsm.node_accepting[n]);
     }

@@ -12,12 +12,11 @@
 #include <utility>
 #include <vector>
 
+#include "grammar/byte_set.h"
 #include "grammar/grammar_ast.h"
 #include "grammar/grammar_fsm.h"
 
 namespace xg2 {
-
-using ByteSet = std::bitset<256>;
 
 // Per-node byte sets, interned: a grammar has few distinct leave sets (most nodes' is
 // empty), so they are stored once each with a 4-byte index per node instead of 32 bytes per
