@@ -32,9 +32,8 @@ struct CompileTarget {
   // See FsmBuildLimits (<= 0 turns repetition compression off).
   int32_t repetition_compression_threshold = kDefaultRepetitionCompressionThreshold;
   // Internal, off by default: leave unbuilt the rule DFAs that may wait for their first
-  // prediction (grammar/lazy_rule_builder.h). Until the mask cache takes partial snapshots
-  // (GrammarMaskCache::MakeTables refuses an unbuilt rule; docs/lazy_rule_dfas.md), a grammar
-  // compiled with it that leaves a rule unbuilt fails with an InternalError.
+  // prediction (grammar/lazy_rule_builder.h); a matcher builds each when it first predicts it,
+  // and the mask cache grows with the snapshots (docs/lazy_rule_dfas.md).
   bool lazy_rule_dfas = false;
 };
 
