@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "support/dcheck.h"
+
 namespace xg2 {
 
 // The refinable partition: the states of block b are elems_[first_[b], end_[b]); while a
@@ -60,6 +62,7 @@ void PartitionRefiner::SignSources() {
   touched_.clear();
   for (int32_t s : sources_) {
     const int32_t head = hit_head_[s];
+    XG2_DCHECK(head >= 0, "a source of the splitter has at least one run into it");
     hit_head_[s] = -1;
     sig_begin_[s] = static_cast<uint32_t>(words_.size());
     uint64_t h = 0x9E3779B97F4A7C15ull;
