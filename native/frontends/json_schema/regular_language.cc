@@ -1024,7 +1024,6 @@ Fragment DfaToFragment(const CodepointDfa& input, RuleSet* rules, const std::str
 
 namespace {
 
-#if XG2_DCHECKS_ENABLED
 bool SameAutomaton(const CodepointDfa& a, const CodepointDfa& b) {
   if (a.states.size() != b.states.size()) return false;
   for (size_t i = 0; i < a.states.size(); ++i) {
@@ -1038,7 +1037,6 @@ bool SameAutomaton(const CodepointDfa& a, const CodepointDfa& b) {
   }
   return true;
 }
-#endif
 
 Fragment WrittenMinimalDfa(const CodepointDfa& dfa, RuleSet* rules, const std::string& hint, size_t max_states) {
   XG2_DCHECK(SameAutomaton(dfa, Minimized(dfa)), "a written automaton is as Minimized returns it");
