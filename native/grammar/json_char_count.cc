@@ -39,7 +39,7 @@ enum Phase : int8_t {
   kPhases
 };
 
-constexpr int8_t kNoPhase = -1;
+constexpr Phase kNoPhase = static_cast<Phase>(-1);
 
 bool IsHex(uint8_t b) { return (b >= '0' && b <= '9') || (b >= 'a' && b <= 'f') || (b >= 'A' && b <= 'F'); }
 bool IsBoundary(int8_t p) { return p == kBoundary || p == kAfterHigh || p == kPairEnd; }

@@ -822,24 +822,24 @@ class TermSequence {
 
   void AppendText(std::string_view text) {
     if (pieces_.empty() || pieces_.back().kind != PieceKind::kLiteral) {
-      pieces_.push_back(Piece{PieceKind::kLiteral});
+      pieces_.push_back(Piece(PieceKind::kLiteral));
     }
     pieces_.back().text += text;
   }
   void AppendClass(CodePointSet chars) {
-    Piece piece{PieceKind::kClass};
+    Piece piece(PieceKind::kClass);
     piece.chars = std::move(chars);
     pieces_.push_back(std::move(piece));
   }
   // At least two branches.
   void AppendAlternation(std::vector<TermSequence> branches) {
-    Piece piece{PieceKind::kAlternation};
+    Piece piece(PieceKind::kAlternation);
     piece.branches = std::make_shared<const std::vector<TermSequence>>(std::move(branches));
     pieces_.push_back(std::move(piece));
   }
   // `body` is not empty and {min,max} is neither {1,1} nor an upper bound of 0.
   void AppendRepeat(TermSequence body, uint32_t min, uint32_t max) {
-    Piece piece{PieceKind::kRepeat};
+    Piece piece(PieceKind::kRepeat);
     piece.branches = std::make_shared<const std::vector<TermSequence>>(1, std::move(body));
     piece.min = min;
     piece.max = max;
@@ -882,6 +882,7 @@ class TermSequence {
 
  private:
   struct Piece {
+    explicit Piece(PieceKind piece_kind) : kind(piece_kind) {}
     PieceKind kind;
     std::string text;    // kLiteral
     CodePointSet chars;  // kClass

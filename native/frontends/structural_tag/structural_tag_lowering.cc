@@ -19,6 +19,7 @@
 #include <tuple>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -39,6 +40,14 @@
 namespace xg2 {
 namespace structural_tag {
 namespace {
+
+// Keywords without validation meaning: a parameter schema made of these alone accepts any value.
+bool IsAnnotationKeyword(std::string_view keyword) {
+  static const char* const kAnnotations[] = {"description", "title",      "default",  "examples",
+                                             "$comment",    "deprecated", "readOnly", "writeOnly"};
+  return std::any_of(std::begin(kAnnotations), std::end(kAnnotations),
+                     [&](const char* annotation) { return keyword == annotation; });
+}
 
 std::string Where(const std::string& path) { return "at " + (path.empty() ? std::string("/") : path) + ": "; }
 
@@ -485,13 +494,8 @@ class Lowering {
 
   static ValueKind KindOf(const JsonValue& member) {
     if (member.is_bool()) return ValueKind::kUntyped;
-    static const char* const kAnnotations[] = {"description", "title", "default", "examples", "$comment",
-                                               "deprecated", "readOnly", "writeOnly"};
     bool annotated_only = std::all_of(member.object_members().begin(), member.object_members().end(),
-                                      [](const auto& m) {
-                                        return std::any_of(std::begin(kAnnotations), std::end(kAnnotations),
-                                                           [&](const char* a) { return m.first == a; });
-                                      });
+                                      [](const auto& m) { return IsAnnotationKeyword(m.first); });
     if (annotated_only) return ValueKind::kUntyped;
     const JsonValue* type = member.Find("type");
     bool string_typed = type && type->is_string() && type->string_value() == "string";

@@ -375,7 +375,8 @@ class Parser {
 
   TokenLevelFormat ParseTokenLevel(const std::string& type, const JsonValue& value, const std::string& path,
                                    int depth) {
-    TokenLevelFormat token_level{type};
+    TokenLevelFormat token_level;
+    token_level.type = type;
     const bool any = type == "any_tokens", triggered = type == "token_triggered_tags";
     Fields fields(value, path, type.c_str(),
                   triggered ? std::initializer_list<const char*>{"type", "trigger_tokens", "tags", "exclude_tokens",
