@@ -269,10 +269,8 @@ class SubsetConstruction {
   void Expand(int32_t id) {
     FlatDfa& dfa = s_.dfa;
     std::vector<int32_t>& set = s_.current;
-    // One NFA node and no counted loop (so no counter is carried, and AddRuleEdges does not
-    // read the set): the node is read before Intern appends to the set pool, with no copy.
-    if (s_.set_begin[id + 1] - s_.set_begin[id] == 1 && s_.member_of.empty() &&
-        ExpandDisjointBytes(s_.set_pool[s_.set_begin[id]])) {
+    // No counted loop: no counter is carried, and AddRuleEdges does not read the set.
+    if (s_.member_of.empty() && !s_.pieces_only && ExpandDisjointBytes(id)) {
       set.clear();
       AddRuleEdges(set, /*carries_counter=*/false);
       return;
@@ -352,23 +350,28 @@ class SubsetConstruction {
     AddRuleEdges(set, carries_counter);
   }
 
-  // A state of one NFA node without epsilon edges whose byte edges do not overlap (most
-  // states of a JSON grammar: a position inside a literal, or before a rule reference): each
-  // byte edge is a DFA edge of its own, to the closure of its target, so the cuts and pieces
-  // of Expand are not needed. Appends the state's byte edges and collects its rule edges in
-  // s_.rule_targets, exactly as the general path would (same edges, same order of new
-  // states); false, adding no edge or state, for any other node.
-  bool ExpandDisjointBytes(int32_t node) {
-    std::vector<NfaEdge>& bytes = s_.single_node_bytes;
+  // A state whose byte edges do not overlap, over all of its NFA nodes (most states of a
+  // JSON grammar: a position inside a literal, before a rule reference, or between the
+  // choices of a key): each byte edge is a DFA edge of its own, to the closure of its target,
+  // so the cuts and pieces of Expand are not needed. Epsilon edges are skipped, as Expand
+  // skips them (the set is a closure already). Appends
+  // the state's byte edges and collects its rule edges in s_.rule_targets, exactly as the
+  // general path would (same edges, same order of new states: with disjoint edges every
+  // piece is one edge); false, adding no edge or state, where two byte edges overlap. Only
+  // without counted loops (the general path checks each piece for fresh loop entries).
+  // Every edge is read before the first Intern, which may grow the set pool.
+  bool ExpandDisjointBytes(int32_t id) {
+    std::vector<NfaEdge>& bytes = s_.disjoint_bytes;
     std::vector<std::pair<int32_t, int32_t>>& rule_targets = s_.rule_targets;
     bytes.clear();
     rule_targets.clear();
-    for (const NfaEdge& e : nfa_.EdgesOf(node)) {
-      if (e.kind == kEpsilon) return false;
-      if (e.kind == kByteRange) {
-        bytes.push_back(e);
-      } else {
-        rule_targets.push_back({e.kind, e.target});
+    for (uint32_t k = s_.set_begin[id]; k < s_.set_begin[id + 1]; ++k) {
+      for (const NfaEdge& e : nfa_.EdgesOf(s_.set_pool[k])) {
+        if (e.kind == kByteRange) {
+          bytes.push_back(e);
+        } else if (e.kind >= 0) {
+          rule_targets.push_back({e.kind, e.target});
+        }
       }
     }
     if (bytes.size() > 1) {
@@ -428,14 +431,45 @@ class SubsetConstruction {
   std::vector<std::vector<int32_t>> gate_closures_;
 };
 
+// Debug builds: the machine `dfa` made from `nfa` with the disjoint-edge shortcut is the
+// one the general path makes, given the budget the construction started from.
+[[maybe_unused]] void CheckDisjointShortcut(const Nfa& nfa, int64_t budget, bool stop_at_budget, int64_t max_states,
+                                           const FlatDfa& dfa) {
+  SubsetScratch general;
+  general.pieces_only = true;
+  const FlatDfa* reference = Determinise(nfa, &budget, &general, stop_at_budget, max_states);
+  if (!reference || !SameFlatDfa(*reference, dfa)) {
+    ThrowInternalError(__FILE__, __LINE__, "the disjoint-edge shortcut differs from the general subset construction");
+  }
+}
+
 }  // namespace
+
+bool SameFlatDfa(const FlatDfa& a, const FlatDfa& b) {
+  auto same_bytes = [](const ByteEdge& x, const ByteEdge& y) {
+    return x.lo == y.lo && x.hi == y.hi && x.target == y.target;
+  };
+  auto same_rules = [](const RuleEdge& x, const RuleEdge& y) { return x.rule == y.rule && x.target == y.target; };
+  auto same_loops = [](const CountedLoop& x, const CountedLoop& y) {
+    return x.head == y.head && x.gate == y.gate && x.limit == y.limit;
+  };
+  return a.accepting == b.accepting && a.loop == b.loop && a.gate_loop == b.gate_loop &&
+         a.byte_begin == b.byte_begin && a.rule_begin == b.rule_begin &&
+         std::equal(a.byte_edges.begin(), a.byte_edges.end(), b.byte_edges.begin(), b.byte_edges.end(), same_bytes) &&
+         std::equal(a.rule_edges.begin(), a.rule_edges.end(), b.rule_edges.begin(), b.rule_edges.end(), same_rules) &&
+         std::equal(a.loops.begin(), a.loops.end(), b.loops.begin(), b.loops.end(), same_loops);
+}
 
 const FlatDfa* Determinise(const Nfa& nfa, int64_t* budget, SubsetScratch* scratch, bool stop_at_budget,
                            int64_t max_states) {
+  [[maybe_unused]] const int64_t starting_budget = *budget;
   SubsetConstruction subsets(nfa, budget, scratch, stop_at_budget, max_states);
   const FlatDfa& dfa = subsets.Run();
   if (subsets.exhausted()) return nullptr;
   XG2_DCHECK_INVARIANTS(CheckFlatDfaInvariants(dfa, "subset construction"));
+  if (!scratch->pieces_only && nfa.loops.empty()) {
+    XG2_DCHECK_INVARIANTS(CheckDisjointShortcut(nfa, starting_budget, stop_at_budget, max_states, dfa));
+  }
   return &dfa;
 }
 

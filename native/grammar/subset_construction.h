@@ -38,7 +38,10 @@ struct SubsetScratch {
   std::vector<int32_t> piece_begin, piece_fill, piece_targets;
   int32_t piece_at[257];  // cut value -> its index in `cuts` (only the current cuts are valid)
   std::vector<std::pair<int32_t, int32_t>> rule_targets;  // (rule, NFA target)
-  std::vector<NfaEdge> single_node_bytes;  // ExpandDisjointBytes
+  std::vector<NfaEdge> disjoint_bytes;  // ExpandDisjointBytes
+  // Tests and debug builds: every state through the general path (cuts and pieces), to
+  // compare the disjoint-edge shortcut with it.
+  bool pieces_only = false;
   std::vector<int32_t> single_state;  // NFA node -> DFA state of its closure, or -1 (InternSingle)
 };
 
@@ -50,6 +53,9 @@ struct SubsetScratch {
 // file comment) when a counted loop cannot be kept.
 const FlatDfa* Determinise(const Nfa& nfa, int64_t* budget, SubsetScratch* scratch, bool stop_at_budget = false,
                            int64_t max_states = INT64_MAX);
+
+// Whether two determinised machines are the same, state by state and edge by edge.
+bool SameFlatDfa(const FlatDfa& a, const FlatDfa& b);
 
 }  // namespace fsm_build
 }  // namespace xg2
