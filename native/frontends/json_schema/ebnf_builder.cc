@@ -1066,6 +1066,7 @@ const LastingBody& LastingBodyOf(const FragmentNode* body) {
 GrammarAst RuleSet::Lower(const std::string& root) const {
   GrammarBuilder builder;
   std::vector<std::pair<const Rule*, RuleId>> live;
+  live.reserve(rules_.size());
   size_t nodes_bound = 0;
   for (const Rule& rule : rules_) {
     if (rule.discarded) continue;
