@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <iterator>
 #include <unordered_map>
 
@@ -53,9 +54,15 @@ bool JsonValue::is_integral_number() const {
   return kind_ == JsonKind::kNumber && std::isfinite(number_) && std::floor(number_) == number_;
 }
 
+// Schemas look up a dozen keywords in every object, most of them absent: a member whose
+// length or first byte differs is passed over without a call to compare the rest.
 const JsonValue* JsonValue::Find(std::string_view key) const {
   for (const Member& member : object_members()) {
-    if (member.first == key) return &member.second;
+    const std::string& name = member.first;
+    if (name.size() != key.size()) continue;
+    if (key.empty() || (name[0] == key[0] && std::memcmp(name.data(), key.data(), key.size()) == 0)) {
+      return &member.second;
+    }
   }
   return nullptr;
 }

@@ -36,6 +36,25 @@ class FragmentArena {
     }
   }
 
+  // The leaf node (no children, no built grammar, no automaton) of `kind` spelled `text`
+  // whose structural hash is `hash`, when this conversion arena has made one; else null
+  // (always null in the process arena, which does not intern). Lets a maker skip building a
+  // shape, and its text, for a leaf that recurs (a grammar names a few classes, literals and
+  // rules many times). Finds exactly the node Intern would return for such a shape.
+  const FragmentNode* FindLeaf(FragmentNode::Kind kind, std::string_view text, size_t hash) const {
+    if (shared_ || slots_.empty()) return nullptr;
+    const size_t mask = slots_.size() - 1;
+    for (size_t slot = hash & mask; slots_[slot] != nullptr; slot = (slot + 1) & mask) {
+      const FragmentNode& node = *slots_[slot];
+      if (node.hash == hash && node.kind == kind && node.binding == Fragment::Binding::kAtom && node.min == 0 &&
+          node.max == -1 && node.built == nullptr && node.automaton == nullptr && node.children.empty() &&
+          node.text == text) {
+        return &node;
+      }
+    }
+    return nullptr;
+  }
+
   // The node shaped like `shape`: in a conversion's arena, the one made earlier with that
   // shape when there is one (hash-consing), else a new node that takes `shape`'s contents.
   // The process arena does not intern (LastingBodyOf keys its nodes by address).
@@ -222,21 +241,36 @@ std::string RepeatSuffix(int min, int max) {
   return "{" + std::to_string(min) + "," + std::to_string(max) + "}";
 }
 
+size_t LeafHash(Kind kind, std::string_view text) {
+  return Mix(Mix(static_cast<size_t>(kind), std::hash<std::string_view>()(text)), 0);
+}
+
+// The leaf this thread's conversion arena already has for (kind, text), or null.
+NodePtr ExistingLeaf(Kind kind, std::string_view text, size_t hash) {
+  return current_arena != nullptr ? (*current_arena)->FindLeaf(kind, text, hash) : nullptr;
+}
+
 NodePtr MakeLeaf(Kind kind, std::string text, size_t printed_size,
                  std::shared_ptr<const GrammarAst> built = nullptr) {
+  const size_t hash = LeafHash(kind, text);
+  if (built == nullptr) {
+    if (NodePtr existing = ExistingLeaf(kind, text, hash)) return existing;
+  }
   FragmentNode shape;
   shape.kind = kind;
-  shape.hash = Mix(Mix(static_cast<size_t>(kind), std::hash<std::string>()(text)), 0);
+  shape.hash = hash;
   shape.text = std::move(text);
   shape.printed_size = printed_size;
   shape.built = std::move(built);
   return Intern(std::move(shape));
 }
 
-NodePtr LiteralNode(std::string bytes) {
+// The bytes are copied only when the arena has no such literal yet.
+NodePtr LiteralNode(std::string_view bytes) {
+  if (NodePtr existing = ExistingLeaf(Kind::kLiteral, bytes, LeafHash(Kind::kLiteral, bytes))) return existing;
   size_t size = 2;
   for (char c : bytes) size += EscapedSize(static_cast<unsigned char>(c));
-  return MakeLeaf(Kind::kLiteral, std::move(bytes), size);
+  return MakeLeaf(Kind::kLiteral, std::string(bytes), size);
 }
 
 // A compound node over `children` (copied when the node is new); printed_size and hash from
@@ -373,7 +407,7 @@ Fragment Fragment::Epsilon() {
 
 Fragment Fragment::Literal(std::string_view bytes) {
   if (bytes.empty()) return Epsilon();
-  return Fragment(LiteralNode(std::string(bytes)));
+  return Fragment(LiteralNode(bytes));
 }
 
 Fragment Fragment::Rule(std::string name) {
@@ -1066,6 +1100,7 @@ const LastingBody& LastingBodyOf(const FragmentNode* body) {
 GrammarAst RuleSet::Lower(const std::string& root) const {
   GrammarBuilder builder;
   std::vector<std::pair<const Rule*, RuleId>> live;
+  live.reserve(rules_.size());
   size_t nodes_bound = 0;
   for (const Rule& rule : rules_) {
     if (rule.discarded) continue;
