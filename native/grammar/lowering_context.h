@@ -19,7 +19,7 @@
 #include "grammar/fsm_automata.h"
 #include "grammar/grammar_ast.h"
 #include "grammar/grammar_fsm.h"
-#include "support/sequence_interner.h"
+#include "grammar/structural_ids.h"
 
 namespace xg2 {
 namespace fsm_build {
@@ -73,7 +73,7 @@ class LoweringContext {
   // Equal ids for structurally equal expressions (same kinds, payloads and rule ids, children
   // equal in turn): inlining copies a callee's body node at every call site, so equal
   // expressions are often distinct nodes that share only their children.
-  int32_t StructuralId(ExprId e);
+  int32_t StructuralId(ExprId e) { return structural_ids_.Of(e); }
 
   struct Synthetic {
     ExprId body;
@@ -168,9 +168,7 @@ class LoweringContext {
   std::vector<uint8_t> uses_;  // parents of each expression node, capped at kMinFragmentUses
   std::vector<int64_t> fragment_size_;
   std::map<ExprId, Dfa> fragments_;
-  std::vector<int32_t> structural_id_;  // per expression node, -1 until computed
-  SequenceInterner structural_ids_;
-  std::vector<int32_t> structural_key_;  // StructuralId's scratch
+  StructuralIds structural_ids_;
 
   int64_t FragmentSize(ExprId e);
 };
