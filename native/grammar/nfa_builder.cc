@@ -410,7 +410,10 @@ class NfaBuilder {
     // reaches `to` is shared by every sequence of this rule with the same suffix and target
     // (the continuation bytes [80-BF] of the multi-byte sequences of a character class, say),
     // so subset construction meets one node where it would meet one per sequence.
-    for (const Utf8ByteSequence& seq : Utf8RangeSequences(first, last)) {
+    // Through the context's per-grammar cache where there is a context.
+    std::vector<Utf8ByteSequence> uncached;
+    if (!ctx_) uncached = Utf8RangeSequences(first, last);
+    for (const Utf8ByteSequence& seq : ctx_ ? ctx_->Utf8Sequences(first, last) : uncached) {
       int32_t next = to;
       for (int i = seq.length - 1; i >= 1; --i) next = SuffixNode(seq.lo[i], seq.hi[i], next);
       AddByte(from, seq.lo[0], seq.hi[0], next);
