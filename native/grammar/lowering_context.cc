@@ -1,5 +1,5 @@
 // LoweringContext's out-of-line members: set-up (expression uses and nullability),
-// structural ids, the fallback and conflict bookkeeping, and the rule nullability fixpoint.
+// the fallback and conflict bookkeeping, and the rule nullability fixpoint.
 #include "grammar/lowering_context.h"
 
 #include <cassert>
@@ -12,7 +12,7 @@ namespace fsm_build {
 
 LoweringContext::LoweringContext(const GrammarAst& ast, const FsmBuildLimits& limits)
     : ast_(ast), threshold_(limits.repetition_compression_threshold),
-      max_token_bytes_(std::max(limits.max_token_bytes, 1)) {
+      max_token_bytes_(std::max(limits.max_token_bytes, 1)), structural_ids_(ast) {
   ComputeRuleNullable();
   contains_compressible_.assign(ast.nodes.size(), -1);
   // Parents are counted among the nodes the rules reach: inlining leaves the bodies of the
@@ -39,56 +39,6 @@ LoweringContext::LoweringContext(const GrammarAst& ast, const FsmBuildLimits& li
   expr_nullable_.assign(ast.nodes.size(), -1);
   expr_nullable_stamp_.assign(ast.nodes.size(), 0);
   fragment_size_.assign(ast.nodes.size(), -1);
-}
-
-int32_t LoweringContext::StructuralId(ExprId e) {
-  if (structural_id_.empty()) structural_id_.assign(ast_.nodes.size(), -1);
-  if (structural_id_[e] >= 0) return structural_id_[e];
-  const ExprNode& node = ast_.node(e);
-  for (ExprId child : node.children) StructuralId(child);
-  // The key: kind, payload, -1, the children's ids (built after the recursion, which uses
-  // the same scratch vector).
-  std::vector<int32_t>& key = structural_key_;
-  key.clear();
-  key.push_back(static_cast<int32_t>(node.kind));
-  switch (node.kind) {
-    case ExprKind::kBytes:
-      key.push_back(static_cast<int32_t>(node.bytes.size()));
-      for (size_t i = 0; i < node.bytes.size(); i += 4) {
-        uint32_t word = 0;
-        for (size_t j = i; j < std::min(i + 4, node.bytes.size()); ++j) {
-          word |= static_cast<uint32_t>(static_cast<uint8_t>(node.bytes[j])) << (8 * (j - i));
-        }
-        key.push_back(static_cast<int32_t>(word));
-      }
-      break;
-    case ExprKind::kCharClass:
-      for (const CodepointRange& r : node.ranges) {
-        key.push_back(static_cast<int32_t>(r.first));
-        key.push_back(static_cast<int32_t>(r.last));
-      }
-      break;
-    case ExprKind::kRuleRef:
-      key.push_back(node.rule_id);
-      break;
-    case ExprKind::kRepeat:
-      key.push_back(node.min_repeat);
-      key.push_back(node.max_repeat);
-      break;
-    case ExprKind::kTagDispatch:
-      key.push_back(node.tag_dispatch);
-      break;
-    case ExprKind::kAutomaton:
-      key.push_back(node.automaton);
-      break;
-    default:
-      break;
-  }
-  key.push_back(-1);
-  for (ExprId child : node.children) key.push_back(structural_id_[child]);
-  const int32_t id = structural_ids_.Intern(key);
-  structural_id_[e] = id;
-  return id;
 }
 
 void LoweringContext::OnExplosion(ExprId expr, const std::string& owner) {

@@ -14,12 +14,14 @@
 #include <map>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "grammar/fsm_automata.h"
 #include "grammar/grammar_ast.h"
 #include "grammar/grammar_fsm.h"
-#include "support/sequence_interner.h"
+#include "grammar/structural_ids.h"
+#include "support/utf8.h"
 
 namespace xg2 {
 namespace fsm_build {
@@ -73,7 +75,17 @@ class LoweringContext {
   // Equal ids for structurally equal expressions (same kinds, payloads and rule ids, children
   // equal in turn): inlining copies a callee's body node at every call site, so equal
   // expressions are often distinct nodes that share only their children.
-  int32_t StructuralId(ExprId e);
+  int32_t StructuralId(ExprId e) { return structural_ids_.Of(e); }
+
+  // Utf8RangeSequences(first, last), computed once per grammar: the same character classes
+  // recur in many rules (every string-valued property's character loop), and splitting a
+  // range into byte sequences costs far more than copying its edges.
+  const std::vector<Utf8ByteSequence>& Utf8Sequences(uint32_t first, uint32_t last) {
+    const uint64_t key = (static_cast<uint64_t>(first) << 32) | last;
+    auto it = utf8_sequences_.find(key);
+    if (it == utf8_sequences_.end()) it = utf8_sequences_.emplace(key, Utf8RangeSequences(first, last)).first;
+    return it->second;
+  }
 
   struct Synthetic {
     ExprId body;
@@ -168,9 +180,9 @@ class LoweringContext {
   std::vector<uint8_t> uses_;  // parents of each expression node, capped at kMinFragmentUses
   std::vector<int64_t> fragment_size_;
   std::map<ExprId, Dfa> fragments_;
-  std::vector<int32_t> structural_id_;  // per expression node, -1 until computed
-  SequenceInterner structural_ids_;
-  std::vector<int32_t> structural_key_;  // StructuralId's scratch
+  StructuralIds structural_ids_;
+  // (first << 32 | last) -> Utf8RangeSequences(first, last); node-based, so references stay valid
+  std::unordered_map<uint64_t, std::vector<Utf8ByteSequence>> utf8_sequences_;
 
   int64_t FragmentSize(ExprId e);
 };

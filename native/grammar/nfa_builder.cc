@@ -1,6 +1,7 @@
 // Thompson construction of one rule body (see the header): NfaBuilder.
 #include "grammar/nfa_builder.h"
 
+#include <algorithm>
 #include <climits>
 #include <unordered_map>
 #include <utility>
@@ -9,6 +10,7 @@
 #include "grammar/automaton_literal.h"
 #include "grammar/rule_dfa_build.h"
 #include "support/cancellation.h"
+#include "support/dcheck.h"
 #include "support/error.h"
 #include "support/utf8.h"
 
@@ -55,6 +57,9 @@ class NfaBuilder {
     if (continuation == kUnknown || !fragments_ || !ctx_->IsSharedTail(expr)) {
       return LowerOnce(expr, from, continuation);
     }
+    // An occurrence whose shape is unique cannot be an equal tail: no structural id needed.
+    auto shape = shape_count_.find(ShapeKey(expr, continuation));
+    if (shape == shape_count_.end() || shape->second.count < 2) return LowerOnce(expr, from, continuation);
     const uint64_t key = TailKey(ctx_->StructuralId(expr), continuation);
     auto count = tail_count_.find(key);
     if (count == tail_count_.end() || count->second < 2) return LowerOnce(expr, from, continuation);
@@ -75,11 +80,36 @@ class NfaBuilder {
     return (static_cast<uint64_t>(static_cast<uint32_t>(structural_id)) << 32) | static_cast<uint32_t>(continuation);
   }
 
+  // A necessary condition for two occurrences to be equal tails, cheaper to know than their
+  // structural ids (which walk the whole expression): the same kind, expanded size and
+  // continuation. Structural ids are computed only for occurrences whose shape repeats.
+  uint64_t ShapeKey(ExprId expr, int32_t continuation) {
+    XG2_DCHECK(continuation >= 0 && ctx_->IsSharedTail(expr), "shape key of an occurrence that is never shared");
+    constexpr int64_t kSizeMask = (int64_t{1} << 30) - 1;
+    const uint64_t kind = static_cast<uint64_t>(ast_.node(expr).kind) - static_cast<uint64_t>(ExprKind::kSequence);
+    const uint64_t size = static_cast<uint64_t>(std::min(ctx_->ExpandedSize(expr), kSizeMask));
+    return (static_cast<uint64_t>(static_cast<uint32_t>(continuation)) << 32) | (kind << 30) | size;
+  }
+
+  // Counts one occurrence of a shared-tail candidate; returns how many occurrences of its
+  // structural class with `continuation` have been counted. The first occurrence of a shape
+  // is counted by shape alone; when a second one comes, both are counted by structural id,
+  // and so is every later one, so tail_count_ is exact for every shape seen twice.
+  int32_t CountTail(ExprId expr, int32_t continuation) {
+    ShapeCount& shape = shape_count_[ShapeKey(expr, continuation)];
+    if (++shape.count == 1) {
+      shape.first = expr;
+      return 1;
+    }
+    if (shape.count == 2) ++tail_count_[TailKey(ctx_->StructuralId(shape.first), continuation)];
+    return ++tail_count_[TailKey(ctx_->StructuralId(expr), continuation)];
+  }
+
   // Counts the occurrences with `continuation` that Lower will meet: it follows the
   // continuation as LowerOnce passes it on, stops at fragments (lowered as a DFA copy), and
   // does not look inside a repeated occurrence (its later occurrences reuse the first copy).
   void CountTails(ExprId expr, int32_t continuation) {
-    if (ctx_->IsSharedTail(expr) && ++tail_count_[TailKey(ctx_->StructuralId(expr), continuation)] >= 2) return;
+    if (ctx_->IsSharedTail(expr) && CountTail(expr, continuation) >= 2) return;
     if (ctx_->IsFragment(expr)) return;
     const ExprNode& node = ast_.node(expr);
     if (node.kind == ExprKind::kSequence && !node.children.empty()) {
@@ -380,7 +410,10 @@ class NfaBuilder {
     // reaches `to` is shared by every sequence of this rule with the same suffix and target
     // (the continuation bytes [80-BF] of the multi-byte sequences of a character class, say),
     // so subset construction meets one node where it would meet one per sequence.
-    for (const Utf8ByteSequence& seq : Utf8RangeSequences(first, last)) {
+    // Through the context's per-grammar cache where there is a context.
+    std::vector<Utf8ByteSequence> uncached;
+    if (!ctx_) uncached = Utf8RangeSequences(first, last);
+    for (const Utf8ByteSequence& seq : ctx_ ? ctx_->Utf8Sequences(first, last) : uncached) {
       int32_t next = to;
       for (int i = seq.length - 1; i >= 1; --i) next = SuffixNode(seq.lo[i], seq.hi[i], next);
       AddByte(from, seq.lo[0], seq.hi[0], next);
@@ -409,6 +442,11 @@ class NfaBuilder {
   // TailKey(structural id, continuation) -> occurrences in the rule, and -> the shared copy's
   // (entry, exit).
   std::unordered_map<uint64_t, int32_t> tail_count_;
+  struct ShapeCount {
+    int32_t count = 0;
+    ExprId first = -1;  // the first occurrence counted with this shape
+  };
+  std::unordered_map<uint64_t, ShapeCount> shape_count_;  // ShapeKey -> occurrences, see CountTail
   std::unordered_map<uint64_t, std::pair<int32_t, int32_t>> shared_tails_;
   int32_t next_choice_key_ = kRuleEnd + 1;  // continuation keys of choices
   std::unordered_map<uint64_t, int32_t> suffix_nodes_;  // (next, lo, hi) -> node, see SuffixNode
