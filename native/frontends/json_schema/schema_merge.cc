@@ -37,6 +37,9 @@ constexpr size_t kMaxDistributedBranches = 256;
 // bytes a node.
 constexpr size_t kMaxMergedJsonNodes = size_t{1} << 24;
 
+// Whether a schema's JSON text has a `$ref` member (or the text as a string value: rarely).
+bool MentionsReference(const std::string& text) { return text.find("\"$ref\"") != std::string::npos; }
+
 size_t JsonNodeCount(const JsonValue& value) {
   size_t count = 1;
   for (const JsonValue& item : value.array_items()) count += JsonNodeCount(item);
@@ -945,21 +948,47 @@ bool SchemaConverter::NoPatternMatches(const JsonValue& schema, const std::strin
 // canonical spellings (StringLanguage) have an empty intersection. Each string value has
 // the same canonical spellings in both, so a common value would leave a common spelling.
 // False when either language is not built (a format, a pattern beyond the regex subset, an
-// automaton past its limit).
+// automaton past its limit). A distribution asks the same pairs again on every level and in
+// every combined branch (PruneAlternatives, ViableGroups), so answers and languages are kept
+// for the conversion: a schema without `$ref` has one language wherever it is read (the
+// pointer only resolves references), and the answer is a function of the two languages.
 bool SchemaConverter::StringsDisjoint(const JsonValue& a, const JsonValue& b, const std::string& pointer) {
-  constexpr int kStringLanguageBudget = 8;
+  std::string text_a = DumpJson(a);
+  std::string text_b = DumpJson(b);
+  const bool reusable = !MentionsReference(text_a) && !MentionsReference(text_b);
+  std::string key;
+  if (reusable) {
+    // DumpJson escapes control characters, so a newline cannot occur inside either text.
+    key = text_a + "\n" + text_b;
+    if (auto found = strings_disjoint_.find(key); found != strings_disjoint_.end()) return found->second;
+  }
+  bool disjoint = false;
   try {
-    std::optional<CodepointDfa> la = StringLanguage(a, pointer, kStringLanguageBudget);
-    if (!la) return false;
-    if (la->Empty()) return true;
-    std::optional<CodepointDfa> lb = StringLanguage(b, pointer, kStringLanguageBudget);
-    if (!lb) return false;
-    return Product(*la, *lb, ProductKind::kIntersection).Empty();
+    std::optional<CodepointDfa> la = DisjointnessLanguage(a, reusable ? text_a : std::string(), pointer);
+    if (la && la->Empty()) {
+      disjoint = true;
+    } else if (la) {
+      std::optional<CodepointDfa> lb = DisjointnessLanguage(b, reusable ? text_b : std::string(), pointer);
+      disjoint = lb && Product(*la, *lb, ProductKind::kIntersection).Empty();
+    }
   } catch (const UnsupportedSchemaError&) {
   } catch (const ResourceLimitError&) {
   } catch (const RegexError&) {
   }
-  return false;
+  if (reusable) strings_disjoint_.emplace(std::move(key), disjoint);
+  return disjoint;
+}
+
+// StringLanguage for StringsDisjoint, kept by `text` (the schema's DumpJson; empty: not kept).
+// Refusals inside StringLanguage propagate and are not kept.
+std::optional<CodepointDfa> SchemaConverter::DisjointnessLanguage(const JsonValue& schema, const std::string& text,
+                                                                  const std::string& pointer) {
+  constexpr int kStringLanguageBudget = 8;
+  if (text.empty()) return StringLanguage(schema, pointer, kStringLanguageBudget);
+  if (auto found = disjointness_languages_.find(text); found != disjointness_languages_.end()) return found->second;
+  std::optional<CodepointDfa> language = StringLanguage(schema, pointer, kStringLanguageBudget);
+  disjointness_languages_.emplace(text, language);
+  return language;
 }
 
 Fragment SchemaConverter::OneOf(const Node& node, int depth) {
