@@ -269,6 +269,7 @@ class SchemaConverter {
   Fragment OneOf(const Node& node, int depth);
   Fragment OverlappingOneOf(const Node& node, const std::vector<JsonValue>& items,
                             const std::vector<std::vector<size_t>>& overlapping, int depth);
+  void RefuseOversizedDisjuncts(const JsonValue& disjunction, const std::string& pointer);
   // one_of_pointers.cc: `convert` (a rewritten schema's conversion) with the pointers of its
   // errors and warnings renamed to the user's.
   Fragment ConvertRenamed(const std::vector<PointerRename>& renames, const std::function<Fragment()>& convert);

@@ -56,6 +56,11 @@ constexpr int kMaxNestedTargetExpansions = 4;
 
 using Members = std::vector<JsonValue::Member>;
 
+std::string TooManyCombinedBranches(const std::string& pointer) {
+  return "'anyOf' / 'oneOf' at " + ShowPointer(pointer) + ": more than " + std::to_string(kMaxDistributedBranches) +
+         " combined branches";
+}
+
 // Views, so that a keyword is compared by length first (every member of every schema object
 // is tested).
 constexpr std::string_view kApplicators[] = {"$ref", "allOf", "anyOf", "oneOf"};
@@ -576,8 +581,7 @@ Fragment SchemaConverter::MergedSchemaBody(const Node& node, int depth) {
   if (!state.alternatives.empty()) {
     size_t groups = ViableGroups(base, node.pointer, state, kMaxDistributedBranches);
     if (groups < state.alternatives.size()) {
-      Unsupported("'anyOf' / 'oneOf' at " + ShowPointer(node.pointer) + ": more than " +
-                  std::to_string(kMaxDistributedBranches) + " combined branches");
+      Unsupported(TooManyCombinedBranches(node.pointer));
       // Lenient: the alternative groups past the bound are dropped (a wider language, warned
       // above); distributing them would multiply the grammar without bound.
       state.alternatives.resize(groups);
@@ -1051,6 +1055,43 @@ Fragment SchemaConverter::OneOf(const Node& node, int depth) {
   return rules_.ShareLazily(Alt(choices), [&] { return RuleHint(node.pointer); });
 }
 
+// Strict mode: the refusal MergedSchemaBody gives a disjunct of ExactlyOneOf's anyOf (at
+// `pointer`/anyOf/k) whose alternative groups have more combined branches than allowed, given
+// before any disjunct is converted. Each disjunct is its branch intersected with the
+// complements of the branches it overlaps, so the disjuncts before an oversized one may each
+// distribute up to the bound, level after level (seconds of work for a schema then refused).
+// The check repeats what MergedSchemaBody does first (collect, merge, prune, count); any other
+// refusal on the way is left to the conversion, which meets it in its own order.
+void SchemaConverter::RefuseOversizedDisjuncts(const JsonValue& disjunction, const std::string& pointer) {
+  if (options_.lenient || !disjunction.is_object()) return;  // lenient drops the groups past the bound
+  const JsonValue* disjuncts = disjunction.Find("anyOf");
+  if (disjuncts == nullptr || !disjuncts->is_array()) return;
+  const std::string any_of = ChildPointer(pointer, "anyOf");
+  for (size_t k = 0; k < disjuncts->array_items().size(); ++k) {
+    const JsonValue& disjunct = disjuncts->array_items()[k];
+    const Node disjunct_node{disjunct, any_of + "/" + std::to_string(k)};
+    if (!disjunct.is_object() || !NeedsMerge(disjunct_node)) continue;
+    bool oversized = false;
+    try {
+      StrictTrial([&]() -> std::optional<JsonValue> {
+        MergeState state;
+        CollectParts(disjunct, disjunct_node.pointer, &state);
+        if (state.never) return std::nullopt;
+        JsonValue base = JsonValue::Object({});
+        for (const auto& [part, part_pointer] : state.parts) base = MergeObjects(base, part, disjunct_node.pointer);
+        if (!PruneAlternatives(base, disjunct_node.pointer, &state) || state.alternatives.empty()) return std::nullopt;
+        oversized = ViableGroups(base, disjunct_node.pointer, state, kMaxDistributedBranches) < state.alternatives.size();
+        return std::nullopt;
+      });
+    } catch (const SchemaError&) {
+      continue;
+    } catch (const ResourceLimitError&) {
+      continue;
+    }
+    if (oversized) Unsupported(TooManyCombinedBranches(disjunct_node.pointer));
+  }
+}
+
 // oneOf whose branches may overlap: exactly one holds (ExactlyOneOf), else split by type
 // (OneOfByType), else the policy error; lenient: anyOf with a warning.
 Fragment SchemaConverter::OverlappingOneOf(const Node& node, const std::vector<JsonValue>& items,
@@ -1060,7 +1101,10 @@ Fragment SchemaConverter::OverlappingOneOf(const Node& node, const std::vector<J
   if (std::optional<JsonValue> exactly_one = ExactlyOneOf(node, items, overlapping, &refusal, &renames)) {
     synthetic_.push_back(std::move(*exactly_one));
     const JsonValue& rewritten = synthetic_.back();
-    return ConvertRenamed(renames, [&] { return Schema(rewritten, node.pointer, depth); });
+    return ConvertRenamed(renames, [&] {
+      RefuseOversizedDisjuncts(rewritten, node.pointer);
+      return Schema(rewritten, node.pointer, depth);
+    });
   }
   // Split by JSON type: within one type, branches that only constrain other types accept
   // every value, and the branches that remain may be disjoint there.
