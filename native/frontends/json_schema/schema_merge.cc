@@ -1087,6 +1087,8 @@ void SchemaConverter::RefuseOversizedDisjuncts(const JsonValue& disjunction, con
       continue;
     } catch (const ResourceLimitError&) {
       continue;
+    } catch (const GrammarSyntaxError&) {  // a pattern the merge reads (RegexError)
+      continue;
     }
     if (oversized) Unsupported(TooManyCombinedBranches(disjunct_node.pointer));
   }
