@@ -269,12 +269,15 @@ class SchemaConverter {
   Fragment OneOf(const Node& node, int depth);
   Fragment OverlappingOneOf(const Node& node, const std::vector<JsonValue>& items,
                             const std::vector<std::vector<size_t>>& overlapping, int depth);
+  void RefuseOversizedDisjuncts(const JsonValue& disjunction, const std::string& pointer);
   // one_of_pointers.cc: `convert` (a rewritten schema's conversion) with the pointers of its
   // errors and warnings renamed to the user's.
   Fragment ConvertRenamed(const std::vector<PointerRename>& renames, const std::function<Fragment()>& convert);
   bool NoPatternAdmits(const JsonValue& schema, const std::string& name);
   bool NoPatternMatches(const JsonValue& schema, const std::string& name);
   bool StringsDisjoint(const JsonValue& a, const JsonValue& b, const std::string& pointer);
+  std::optional<CodepointDfa> DisjointnessLanguage(const JsonValue& schema, const std::string& text,
+                                                   const std::string& pointer);
   // --- one_of_by_type.cc: oneOf split by JSON type ---
   // anyOf over the JSON types of allOf [type, oneOf of the branches possible there], with
   // types where two branches accept every value dropped; nullopt when the branches allow
@@ -406,6 +409,11 @@ class SchemaConverter {
   std::map<std::string, Fragment> string_languages_;
   // ListedSpellings' automata (the listed texts, each prefixed by its length -> language).
   std::unordered_map<std::string, CodepointDfa> listed_spellings_;
+  // StringsDisjoint's answers, by the two schemas' texts (only schemas without `$ref`,
+  // whose languages do not depend on where they are read).
+  std::unordered_map<std::string, bool> strings_disjoint_;
+  // StringsDisjoint's string languages, by schema text (the same condition); nullopt: none.
+  std::unordered_map<std::string, std::optional<CodepointDfa>> disjointness_languages_;
   // NegatedStringLanguage's automata (pointer and negated schema -> language).
   std::map<std::string, std::optional<CodepointDfa>> negated_string_languages_;
   // NumberIntersection's languages written so far (divisor and parts -> fragment).

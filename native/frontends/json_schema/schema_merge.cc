@@ -37,6 +37,9 @@ constexpr size_t kMaxDistributedBranches = 256;
 // bytes a node.
 constexpr size_t kMaxMergedJsonNodes = size_t{1} << 24;
 
+// Whether a schema's JSON text has a `$ref` member (or the text as a string value: rarely).
+bool MentionsReference(const std::string& text) { return text.find("\"$ref\"") != std::string::npos; }
+
 size_t JsonNodeCount(const JsonValue& value) {
   size_t count = 1;
   for (const JsonValue& item : value.array_items()) count += JsonNodeCount(item);
@@ -52,6 +55,11 @@ constexpr size_t kMaxMergedParts = 512;
 constexpr int kMaxNestedTargetExpansions = 4;
 
 using Members = std::vector<JsonValue::Member>;
+
+std::string TooManyCombinedBranches(const std::string& pointer) {
+  return "'anyOf' / 'oneOf' at " + ShowPointer(pointer) + ": more than " + std::to_string(kMaxDistributedBranches) +
+         " combined branches";
+}
 
 // Views, so that a keyword is compared by length first (every member of every schema object
 // is tested).
@@ -573,8 +581,7 @@ Fragment SchemaConverter::MergedSchemaBody(const Node& node, int depth) {
   if (!state.alternatives.empty()) {
     size_t groups = ViableGroups(base, node.pointer, state, kMaxDistributedBranches);
     if (groups < state.alternatives.size()) {
-      Unsupported("'anyOf' / 'oneOf' at " + ShowPointer(node.pointer) + ": more than " +
-                  std::to_string(kMaxDistributedBranches) + " combined branches");
+      Unsupported(TooManyCombinedBranches(node.pointer));
       // Lenient: the alternative groups past the bound are dropped (a wider language, warned
       // above); distributing them would multiply the grammar without bound.
       state.alternatives.resize(groups);
@@ -945,21 +952,47 @@ bool SchemaConverter::NoPatternMatches(const JsonValue& schema, const std::strin
 // canonical spellings (StringLanguage) have an empty intersection. Each string value has
 // the same canonical spellings in both, so a common value would leave a common spelling.
 // False when either language is not built (a format, a pattern beyond the regex subset, an
-// automaton past its limit).
+// automaton past its limit). A distribution asks the same pairs again on every level and in
+// every combined branch (PruneAlternatives, ViableGroups), so answers and languages are kept
+// for the conversion: a schema without `$ref` has one language wherever it is read (the
+// pointer only resolves references), and the answer is a function of the two languages.
 bool SchemaConverter::StringsDisjoint(const JsonValue& a, const JsonValue& b, const std::string& pointer) {
-  constexpr int kStringLanguageBudget = 8;
+  std::string text_a = DumpJson(a);
+  std::string text_b = DumpJson(b);
+  const bool reusable = !MentionsReference(text_a) && !MentionsReference(text_b);
+  std::string key;
+  if (reusable) {
+    // DumpJson escapes control characters, so a newline cannot occur inside either text.
+    key = text_a + "\n" + text_b;
+    if (auto found = strings_disjoint_.find(key); found != strings_disjoint_.end()) return found->second;
+  }
+  bool disjoint = false;
   try {
-    std::optional<CodepointDfa> la = StringLanguage(a, pointer, kStringLanguageBudget);
-    if (!la) return false;
-    if (la->Empty()) return true;
-    std::optional<CodepointDfa> lb = StringLanguage(b, pointer, kStringLanguageBudget);
-    if (!lb) return false;
-    return Product(*la, *lb, ProductKind::kIntersection).Empty();
+    std::optional<CodepointDfa> la = DisjointnessLanguage(a, reusable ? text_a : std::string(), pointer);
+    if (la && la->Empty()) {
+      disjoint = true;
+    } else if (la) {
+      std::optional<CodepointDfa> lb = DisjointnessLanguage(b, reusable ? text_b : std::string(), pointer);
+      disjoint = lb && Product(*la, *lb, ProductKind::kIntersection).Empty();
+    }
   } catch (const UnsupportedSchemaError&) {
   } catch (const ResourceLimitError&) {
   } catch (const RegexError&) {
   }
-  return false;
+  if (reusable) strings_disjoint_.emplace(std::move(key), disjoint);
+  return disjoint;
+}
+
+// StringLanguage for StringsDisjoint, kept by `text` (the schema's DumpJson; empty: not kept).
+// Refusals inside StringLanguage propagate and are not kept.
+std::optional<CodepointDfa> SchemaConverter::DisjointnessLanguage(const JsonValue& schema, const std::string& text,
+                                                                  const std::string& pointer) {
+  constexpr int kStringLanguageBudget = 8;
+  if (text.empty()) return StringLanguage(schema, pointer, kStringLanguageBudget);
+  if (auto found = disjointness_languages_.find(text); found != disjointness_languages_.end()) return found->second;
+  std::optional<CodepointDfa> language = StringLanguage(schema, pointer, kStringLanguageBudget);
+  disjointness_languages_.emplace(text, language);
+  return language;
 }
 
 Fragment SchemaConverter::OneOf(const Node& node, int depth) {
@@ -1022,6 +1055,45 @@ Fragment SchemaConverter::OneOf(const Node& node, int depth) {
   return rules_.ShareLazily(Alt(choices), [&] { return RuleHint(node.pointer); });
 }
 
+// Strict mode: the refusal MergedSchemaBody gives a disjunct of ExactlyOneOf's anyOf (at
+// `pointer`/anyOf/k) whose alternative groups have more combined branches than allowed, given
+// before any disjunct is converted. Each disjunct is its branch intersected with the
+// complements of the branches it overlaps, so the disjuncts before an oversized one may each
+// distribute up to the bound, level after level (seconds of work for a schema then refused).
+// The check repeats what MergedSchemaBody does first (collect, merge, prune, count); any other
+// refusal on the way is left to the conversion, which meets it in its own order.
+void SchemaConverter::RefuseOversizedDisjuncts(const JsonValue& disjunction, const std::string& pointer) {
+  if (options_.lenient || !disjunction.is_object()) return;  // lenient drops the groups past the bound
+  const JsonValue* disjuncts = disjunction.Find("anyOf");
+  if (disjuncts == nullptr || !disjuncts->is_array()) return;
+  const std::string any_of = ChildPointer(pointer, "anyOf");
+  for (size_t k = 0; k < disjuncts->array_items().size(); ++k) {
+    const JsonValue& disjunct = disjuncts->array_items()[k];
+    const Node disjunct_node{disjunct, any_of + "/" + std::to_string(k)};
+    if (!disjunct.is_object() || !NeedsMerge(disjunct_node)) continue;
+    bool oversized = false;
+    try {
+      StrictTrial([&]() -> std::optional<JsonValue> {
+        MergeState state;
+        CollectParts(disjunct, disjunct_node.pointer, &state);
+        if (state.never) return std::nullopt;
+        JsonValue base = JsonValue::Object({});
+        for (const auto& [part, part_pointer] : state.parts) base = MergeObjects(base, part, disjunct_node.pointer);
+        if (!PruneAlternatives(base, disjunct_node.pointer, &state) || state.alternatives.empty()) return std::nullopt;
+        oversized = ViableGroups(base, disjunct_node.pointer, state, kMaxDistributedBranches) < state.alternatives.size();
+        return std::nullopt;
+      });
+    } catch (const SchemaError&) {
+      continue;
+    } catch (const ResourceLimitError&) {
+      continue;
+    } catch (const GrammarSyntaxError&) {  // a pattern the merge reads (RegexError)
+      continue;
+    }
+    if (oversized) Unsupported(TooManyCombinedBranches(disjunct_node.pointer));
+  }
+}
+
 // oneOf whose branches may overlap: exactly one holds (ExactlyOneOf), else split by type
 // (OneOfByType), else the policy error; lenient: anyOf with a warning.
 Fragment SchemaConverter::OverlappingOneOf(const Node& node, const std::vector<JsonValue>& items,
@@ -1031,7 +1103,10 @@ Fragment SchemaConverter::OverlappingOneOf(const Node& node, const std::vector<J
   if (std::optional<JsonValue> exactly_one = ExactlyOneOf(node, items, overlapping, &refusal, &renames)) {
     synthetic_.push_back(std::move(*exactly_one));
     const JsonValue& rewritten = synthetic_.back();
-    return ConvertRenamed(renames, [&] { return Schema(rewritten, node.pointer, depth); });
+    return ConvertRenamed(renames, [&] {
+      RefuseOversizedDisjuncts(rewritten, node.pointer);
+      return Schema(rewritten, node.pointer, depth);
+    });
   }
   // Split by JSON type: within one type, branches that only constrain other types accept
   // every value, and the branches that remain may be disjoint there.
