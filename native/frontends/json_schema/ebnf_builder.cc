@@ -626,7 +626,7 @@ std::string RuleSet::Reserve(std::string_view hint) {
     ++next;
   }
   index_of_name_.emplace(name, rules_.size());
-  rules_.push_back({name, std::nullopt, false});
+  rules_.emplace_back(name, std::nullopt);
   AddBytes(name.size());
   return name;
 }
@@ -666,7 +666,7 @@ std::optional<Fragment> RuleSet::DefineAutomaton(std::string_view hint, std::sha
 
 void RuleSet::ReserveNamed(const std::string& name) {
   index_of_name_.emplace(name, rules_.size());
-  rules_.push_back({name, std::nullopt, false});
+  rules_.emplace_back(name, std::nullopt);
 }
 
 void RuleSet::DefineNamed(const std::string& name, const Fragment& body) {
@@ -780,7 +780,9 @@ bool RuleSet::AddShared(const std::vector<std::pair<std::string, Fragment>>& def
   }
   for (const auto* definition : fresh) {
     index_of_name_.emplace(definition->first, rules_.size());
-    rules_.push_back({definition->first, definition->second, false, productive, /*lasting=*/true});
+    Rule& rule = rules_.emplace_back(definition->first, definition->second);
+    rule.productive = productive;
+    rule.lasting = true;
     AddBytes(definition->first.size() + definition->second.text_size());
     name_of_body_.emplace(definition->second, definition->first);
   }

@@ -309,6 +309,8 @@ class RuleSet {
 
  private:
   struct Rule {
+    Rule(std::string rule_name, std::optional<Fragment> rule_body)
+        : name(std::move(rule_name)), body(std::move(rule_body)) {}
     std::string name;
     std::optional<Fragment> body;  // nullopt until defined
     bool discarded = false;

@@ -315,7 +315,8 @@ JsonValue SchemaConverter::MergeObjects(const JsonValue& a, const JsonValue& b, 
   if (a.Find("type") != nullptr || b.Find("type") != nullptr) {
     std::vector<std::string> left = AllowedTypes(node_a), right = AllowedTypes(node_b);
     std::vector<JsonValue> both;
-    for (const std::string& type : {"null", "boolean", "object", "array", "number", "integer", "string"}) {
+    static const std::string kTypes[] = {"null", "boolean", "object", "array", "number", "integer", "string"};
+    for (const std::string& type : kTypes) {
       bool in_both = TypeAllows(left, type) && TypeAllows(right, type);
       bool number_covers = type == "integer" && TypeAllows(left, "number") && TypeAllows(right, "number");
       if (in_both && !number_covers) both.push_back(JsonValue::String(type));
@@ -669,15 +670,6 @@ std::optional<std::vector<JsonValue>> ListedValues(const JsonValue& schema) {
   const JsonValue* values = schema.Find("enum");
   if (values != nullptr && values->is_array()) return values->array_items();
   return std::nullopt;
-}
-
-bool Requires(const JsonValue& schema, const std::string& name) {
-  const JsonValue* required = schema.Find("required");
-  if (required == nullptr || !required->is_array()) return false;
-  for (const JsonValue& n : required->array_items()) {
-    if (n.is_string() && n.string_value() == name) return true;
-  }
-  return false;
 }
 
 // True when `schema` forbids a member outright whose schema under its `properties` is

@@ -302,7 +302,7 @@ std::optional<JsonValue> SchemaConverter::Complement(const JsonValue& schema_in,
                                                        : value.is_array() ? value.array_items()
                                                                           : std::vector<JsonValue>{},
                                                        declares);
-      if (!rest || !value.is_array() && keyword == "enum") return std::nullopt;
+      if (!rest || (!value.is_array() && keyword == "enum")) return std::nullopt;
       disjuncts.push_back(*rest);
     } else if (keyword == "required") {
       if (!value.is_array()) return std::nullopt;
