@@ -10,7 +10,7 @@ Each stage is timed on this thread's CPU clock. The same sequence is run through
 module directly (``_native.GrammarCompiler.compile_json_schema`` with positional arguments and
 ``_native.GrammarMatcher``), so the difference per stage is what the Python layer costs.
 
-Schemas: the stratified JSONSchemaBench sample (``--per-category`` per category) and one tiny
+Schemas: the benchmark's JSONSchemaBench sample (``--per-category`` per category) and one tiny
 schema (its native compile is short, so the layer's share shows). Each round appends a space to
 the text, so every compile misses the grammar cache; round 0 warms the process-wide tables and
 is not counted. The two paths alternate their order every round. Medians over schemas x rounds.
@@ -28,13 +28,14 @@ import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torch  # noqa: E402,F401  (the bench process has it loaded)
 
 import xg2_plugin as xg  # noqa: E402
 from xg2_plugin import _native  # noqa: E402
-from xg2_corpus import stratified_sample  # noqa: E402
-from xg2_test_support import data_dir, hf_tokenizer_info  # noqa: E402
+from harness.corpus import sample_paths  # noqa: E402
+from xg2_test_support import hf_tokenizer_info  # noqa: E402
 
 TINY = json.dumps({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]})
 STAGES = ("compile", "matcher", "fill")
@@ -108,7 +109,7 @@ def main() -> None:
     info = hf_tokenizer_info(args.tokenizer)
     compiler = xg.GrammarCompiler(info, max_threads=1)
     bitmask = torch.full((1, (info.vocab_size + 31) // 32), -1, dtype=torch.int32)
-    paths = stratified_sample(data_dir() / "jsonschemabench", args.per_category, seed=0)
+    paths = sample_paths(args.per_category, seed=0)
     texts = [json.dumps(json.loads(path.read_text())["schema"]) for path in paths]
     _report(f"tiny schema x {args.tiny_rounds}", _measure(compiler, bitmask, [TINY], args.tiny_rounds))
     _report(f"{len(texts)} corpus schemas x {args.rounds} rounds", _measure(compiler, bitmask, texts, args.rounds))

@@ -2,11 +2,11 @@
 
     PYTHONPATH=. python bench/compile_fsm_digest.py [--per-category 10] [--out digest.txt] [--mask]
 
-Compiles the bench's JSONSchemaBench sample (the stratified sample of ``compile_profile.py``,
-Llama-3.1, compiler cache off, one compiler for the whole sample as in a server) once each, in
-order. With ``--out`` it writes one line per schema: the SHA-256 of the compiled grammar's FSM
-dump (every rule DFA, node by node, with nullability and counted loops) and, with ``--mask``,
-of the first mask. Two builds whose digests are equal compiled byte-identical FSMs: the check
+Compiles the benchmark's own JSONSchemaBench sample (``harness/corpus.py``: the schemas
+``run.py --per-category N`` measures) with Llama-3.1, the compiler cache off and one compiler for
+the whole sample as in a server, once each, in order. With ``--out`` it writes one line per
+schema: the SHA-256 of the compiled grammar's FSM dump (every rule DFA, node by node, with
+nullability and counted loops) and, with ``--mask``, of the first mask. Two builds whose digests are equal compiled byte-identical FSMs: the check
 for a change to the back half (AST to compiled grammar) that must not change its output.
 
 Without ``--out`` it only compiles (and, with ``--mask``, fills each first mask), for callgrind;
@@ -41,10 +41,11 @@ from typing import List, Tuple
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "bench"))
 
 import xg2_plugin as xg  # noqa: E402
-from xg2_corpus import stratified_sample  # noqa: E402
-from xg2_test_support import data_dir, hf_tokenizer_info  # noqa: E402
+from harness.corpus import sample_paths  # noqa: E402
+from xg2_test_support import hf_tokenizer_info  # noqa: E402
 
 
 def tag_workload(tokenizer: str, count: int) -> Tuple[List[str], List[str]]:
@@ -86,7 +87,7 @@ def main() -> None:
         names, texts = tag_workload(args.tokenizer, args.tags)
         compile_one = compiler.compile_structural_tag
     else:
-        paths = stratified_sample(data_dir() / "jsonschemabench", args.per_category, seed=args.seed)
+        paths = sample_paths(args.per_category, seed=args.seed)
         names = [path.name for path in paths]
         texts = [json.dumps(json.loads(path.read_text())["schema"]) for path in paths]
         compile_one = compiler.compile_json_schema

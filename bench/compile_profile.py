@@ -2,7 +2,8 @@
 
     PYTHONPATH=. python bench/compile_profile.py [--per-category 10] [--tokenizer llama3.1] [--repeat 3]
 
-Stages timed from Python on a JSONSchemaBench sample (one compiler for the whole sample, as in a
+Stages timed from Python on the benchmark's JSONSchemaBench sample (``harness/corpus.py``, the
+schemas ``run.py --per-category N`` measures; one compiler for the whole sample, as in a
 server, so the cross-grammar pool warms up across schemas):
   * compile: JSON Schema text to a compiled grammar through the public
     ``GrammarCompiler.compile_json_schema``, as the benchmark calls it: its Python side (argument
@@ -43,11 +44,12 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "bench"))
 
 import xg2_plugin as xg  # noqa: E402
 from xg2_plugin import _native  # noqa: E402
-from xg2_corpus import stratified_sample  # noqa: E402
-from xg2_test_support import data_dir, hf_tokenizer_info  # noqa: E402
+from harness.corpus import sample_paths  # noqa: E402
+from xg2_test_support import hf_tokenizer_info  # noqa: E402
 
 STAGES = ("compile", "matcher", "first_fill", "total")
 PARTS = ("to_ebnf", "parse")
@@ -85,7 +87,7 @@ def main() -> None:
             info._handle, compiler._mask_pool, compiler._token_literal_vocabs, True, True, compiler._precompute_nodes,
             compiler._repetition_compression_threshold, limits, lazy_rule_dfas=True)
     bitmask = xg.allocate_token_bitmask(1, info.vocab_size)
-    paths = stratified_sample(data_dir() / "jsonschemabench", args.per_category, seed=args.seed)
+    paths = sample_paths(args.per_category, seed=args.seed)
     rows: list[tuple[str, dict[str, float], int]] = []
     rejected = 0
     for _ in range(args.loop):

@@ -25,10 +25,11 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "bench"))
 
 import xg2_plugin as xg  # noqa: E402
-from xg2_corpus import stratified_sample  # noqa: E402
-from xg2_test_support import data_dir, dumps, encode_continuation, hf_tokenizer_info, ordered_like_schema  # noqa: E402
+from harness.corpus import sample_paths  # noqa: E402
+from xg2_test_support import dumps, encode_continuation, hf_tokenizer_info, ordered_like_schema  # noqa: E402
 
 
 def percentiles(values: list[float], qs: tuple[float, ...] = (50, 99)) -> str:
@@ -40,7 +41,7 @@ def percentiles(values: list[float], qs: tuple[float, ...] = (50, 99)) -> str:
 
 def workload(tokenizer: str, per_category: int, seed: int) -> list[tuple[str, dict, list[int]]]:
     items = []
-    for path in stratified_sample(data_dir() / "jsonschemabench", per_category, seed=seed):
+    for path in sample_paths(per_category, seed=seed):
         data = json.loads(path.read_text())
         valid = [t["data"] for t in data.get("tests", []) if t.get("valid")]
         if not valid:
@@ -124,7 +125,7 @@ def serving_pass(info: xg.TokenizerInfo, items: list, compiler_options: dict, to
         per_schema: dict[str, float] = {}
         for elapsed, name, _ in slowest:
             per_schema[name] = per_schema.get(name, 0.0) + elapsed
-        print(f"schemas with the most fill time (total us):")
+        print("schemas with the most fill time (total us):")
         for name, total in sorted(per_schema.items(), key=lambda kv: -kv[1])[:top]:
             print(f"  {total:10.1f}  {name}")
 

@@ -2,7 +2,7 @@
 
     PYTHONPATH=. python bench/rule_dfa_reach.py [--per-category 10] [--tokenizer llama3.1]
 
-Compiles the bench's JSONSchemaBench sample (the stratified sample of ``compile_profile.py``) and,
+Compiles the benchmark's JSONSchemaBench sample (``harness/corpus.py``) and,
 per grammar, reads the rule DFAs from the FSM dump and takes the Earley prediction closure of
 the start position: the root rule, every rule called from a node of a predicted rule reached so
 far, and, past a call of a nullable rule, the call's target node too (what the parser predicts
@@ -26,10 +26,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "bench"))
 
 import xg2_plugin as xg  # noqa: E402
-from xg2_corpus import stratified_sample  # noqa: E402
-from xg2_test_support import data_dir, hf_tokenizer_info  # noqa: E402
+from harness.corpus import sample_paths  # noqa: E402
+from xg2_test_support import hf_tokenizer_info  # noqa: E402
 
 _RULE_LINE = re.compile(r"rule (\S+)( \(nullable\))? start (\d+)$")
 _NODE_LINE = re.compile(r"\s+(\d+)\*?:(.*)$")
@@ -80,7 +81,7 @@ def main() -> None:
 
     info = hf_tokenizer_info(args.tokenizer)
     compiler = xg.GrammarCompiler(info, cache_enabled=False, max_threads=1)
-    paths = stratified_sample(data_dir() / "jsonschemabench", args.per_category, seed=args.seed)
+    paths = sample_paths(args.per_category, seed=args.seed)
     rules_total = rules_needed = nodes_total = nodes_needed = refused = 0
     rule_shares, node_shares = [], []
     for path in paths:

@@ -57,6 +57,11 @@ def stratified_sample(names: list[str], per_category: int, seed: int) -> list[st
     return sample
 
 
+def sample_paths(per_category: int, seed: int = 0) -> list[Path]:
+    """The benchmark's schema sample as paths: what ``run.py --per-category N --seed S`` measures."""
+    return [schema_dir() / name for name in stratified_sample(list_schemas(), per_category, seed)]
+
+
 def list_grammars() -> list[str]:
     """The GBNF grammars (``*.gbnf``; the Lark files are llguidance-only and skipped)."""
     return sorted(p.name for p in grammar_dir().glob("*.gbnf"))
