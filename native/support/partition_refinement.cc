@@ -50,6 +50,7 @@ void PartitionRefiner::CollectHits(int32_t splitter, const std::vector<int32_t>&
     const int32_t t = elems_[k];
     for (int32_t i = in_begin[t]; i < in_begin[t + 1]; ++i) {
       const SymbolRun& run = in_runs[i];
+      XG2_DCHECK(block_of_[run.source] >= 0, "a run into a kept state comes from a kept state");
       if (hit_head_[run.source] < 0) sources_.push_back(run.source);
       hits_.push_back({run.lo, run.hi, hit_head_[run.source]});
       hit_head_[run.source] = static_cast<int32_t>(hits_.size()) - 1;

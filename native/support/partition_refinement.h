@@ -33,10 +33,12 @@ struct SymbolRun {
 // O(m log n) splits. Working memory is kept across calls.
 class PartitionRefiner {
  public:
-  // `cls`: each state's initial class in [0, num_initial), or -1 for a state left out (no
-  // run may name it). The incoming runs of state t are in_runs[in_begin[t], in_begin[t + 1]),
-  // the runs of one source into one target disjoint. On return `cls` holds each kept state's
-  // block (equal blocks: equivalent states; numbers below the count of blocks made, not dense).
+  // `cls`: each state's initial class in [0, num_initial), or -1 for a state left out (its
+  // incoming runs are never read, and no run into a kept state may come from it: a state
+  // that cannot reach acceptance, say, leads only to such states). The incoming runs of
+  // state t are in_runs[in_begin[t], in_begin[t + 1]), the runs of one source into one target
+  // disjoint. On return `cls` holds each kept state's block (equal blocks: equivalent states;
+  // numbers below the count of blocks made, not dense).
   void Refine(int32_t num_initial, const std::vector<int32_t>& in_begin, const std::vector<SymbolRun>& in_runs,
               std::vector<int32_t>* cls);
 
