@@ -38,7 +38,8 @@ constexpr size_t kMaxMooreNodes = 32;
 // The incoming edges of every state, as SymbolRuns (symbols as in kFirstRuleSymbol) grouped by
 // target in CSR form: in_runs[in_begin[t], in_begin[t + 1]) lead into t, in the order of their
 // sources. Read by the live-state marking, the one-pass minimisation's order and Hopcroft's
-// refinement.
+// refinement. On the way, pending[s] counts s's edges that are not self-loops (the one-pass
+// minimisation's Kahn order starts from them).
 void IndexIncomingEdges(const FlatDfa& dfa, MinimizeScratch* scratch) {
   MinimizeScratch& m = *scratch;
   const int32_t n = dfa.size();
@@ -51,13 +52,21 @@ void IndexIncomingEdges(const FlatDfa& dfa, MinimizeScratch* scratch) {
   in_runs.resize(in_begin[n]);
   std::vector<int32_t>& fill = m.fill;
   fill.assign(in_begin.begin(), in_begin.end() - 1);
+  std::vector<int32_t>& pending = m.pending;
+  pending.resize(n);
   for (int32_t s = 0; s < n; ++s) {
-    for (const ByteEdge& e : dfa.BytesOf(s)) in_runs[fill[e.target]++] = SymbolRun{e.lo, e.hi, s};
+    int32_t out = 0;
+    for (const ByteEdge& e : dfa.BytesOf(s)) {
+      in_runs[fill[e.target]++] = SymbolRun{e.lo, e.hi, s};
+      out += e.target != s;
+    }
     for (const RuleEdge& e : dfa.RulesOf(s)) {
       XG2_DCHECK(e.rule >= 0, "a rule edge names a rule");
       const int32_t symbol = kFirstRuleSymbol + e.rule;
       in_runs[fill[e.target]++] = SymbolRun{symbol, symbol, s};
+      out += e.target != s;
     }
+    pending[s] = out;
   }
 }
 
@@ -188,19 +197,15 @@ bool RefineAcyclic(const FlatDfa& dfa, MinimizeScratch* scratch) {
   std::vector<int32_t>& pending = m.pending;
   std::vector<int32_t>& ready = m.ready;
   // Kahn's order over every edge but self-loops (dead states included: they are sinks, or
-  // lead only to dead states), along IndexIncomingEdges' runs. A machine with a cycle
-  // stops early, at the cost of one look at each state, before any signature is written.
-  pending.resize(n);
+  // lead only to dead states), along IndexIncomingEdges' runs, from its counts in `pending`.
+  // A machine with a cycle stops early, at the cost of one look at each state, before any
+  // signature is written.
   ready.clear();
   bool any_self_loop = false;
   for (int32_t s = 0; s < n; ++s) {
-    int32_t out = 0;
-    for (const ByteEdge& e : dfa.BytesOf(s)) out += e.target != s;
-    for (const RuleEdge& e : dfa.RulesOf(s)) out += e.target != s;
     const int32_t edges = (dfa.byte_begin[s + 1] - dfa.byte_begin[s]) + (dfa.rule_begin[s + 1] - dfa.rule_begin[s]);
-    any_self_loop = any_self_loop || out != edges;
-    pending[s] = out;
-    if (out == 0) ready.push_back(s);
+    any_self_loop = any_self_loop || pending[s] != edges;
+    if (pending[s] == 0) ready.push_back(s);
   }
   for (size_t k = 0; k < ready.size(); ++k) {
     const int32_t s = ready[k];
