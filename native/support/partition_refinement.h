@@ -66,7 +66,6 @@ class PartitionRefiner {
   std::vector<int32_t> first_;
   std::vector<int32_t> end_;
   std::vector<int32_t> mid_;
-  std::vector<uint8_t> in_worklist_;
   std::vector<int32_t> size_;
   std::vector<int32_t> fill_;
   std::vector<int32_t> worklist_;
@@ -79,6 +78,7 @@ class PartitionRefiner {
   std::vector<uint32_t> sig_end_;
   std::vector<uint64_t> sig_hash_;
   std::vector<std::pair<int32_t, int32_t>> runs_;
+  std::vector<int32_t> part_ends_;  // SplitBlock's parts
 };
 
 }  // namespace xg2
