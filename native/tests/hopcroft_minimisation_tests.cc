@@ -1,6 +1,7 @@
 // Hopcroft's refinement on machines with real cycles, dead states, byte ranges that reach 255
 // and rule edges (whose symbols follow the bytes: rule r is symbol 256 + r), compared with
-// Moore's rounds on the same machine: the two must give the identical canonical Dfa. Minimize
+// Moore's rounds on the same machine: the two must give the identical canonical Dfa, which
+// accepts what the input accepts. Minimize
 // itself also checks Hopcroft's result against Moore's in these builds
 // (CheckHopcroftMinimisation); MinimizeWith runs each algorithm over the whole machine, with no
 // one-pass attempt, whatever its size.
@@ -133,6 +134,23 @@ bool HasDeadState(const FlatDfa& dfa) {
   return false;
 }
 
+// The state after `symbols` (a byte, or -1 - r for rule r) from state 0, or -1.
+template <typename Machine>
+int32_t Walk(const Machine& dfa, const std::vector<int32_t>& symbols) {
+  int32_t s = 0;
+  for (const int32_t symbol : symbols) {
+    int32_t next = -1;
+    if (symbol < 0) {
+      for (const RuleEdge& e : dfa.RulesOf(s)) next = e.rule == -1 - symbol ? e.target : next;
+    } else {
+      for (const ByteEdge& e : dfa.BytesOf(s)) next = e.lo <= symbol && symbol <= e.hi ? e.target : next;
+    }
+    if (next < 0) return -1;
+    s = next;
+  }
+  return s;
+}
+
 TEST(HopcroftMatchesMooreOnRandomCyclicMachines) {
   std::mt19937 rng(39);
   int32_t merged = 0, with_dead = 0;
@@ -143,6 +161,14 @@ TEST(HopcroftMatchesMooreOnRandomCyclicMachines) {
     CHECK(SameDfa(moore, hopcroft));
     CHECK(SameDfa(Minimize(flat), hopcroft));
     merged += hopcroft.size() < flat.size();
+    // And both keep the language: bytes at the range ends, one inside, and the rules.
+    static constexpr int32_t kSymbols[] = {0, 1, 100, 254, 255, -1, -2};
+    for (int k = 0; k < 20; ++k) {
+      std::vector<int32_t> text(rng() % 8);
+      for (int32_t& symbol : text) symbol = kSymbols[rng() % 7];
+      const int32_t in_flat = Walk(flat, text), in_minimal = Walk(hopcroft, text);
+      CHECK_EQ(in_flat >= 0 && flat.accepting[in_flat], in_minimal >= 0 && hopcroft.nodes[in_minimal].accepting);
+    }
     with_dead += HasDeadState(flat);
   }
   // The workload exercises merging and dead states.
