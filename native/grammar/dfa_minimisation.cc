@@ -101,6 +101,20 @@ int32_t InitialPartition(const FlatDfa& dfa, MinimizeScratch* scratch) {
   const std::vector<uint8_t>& live = m.live;
   std::vector<int32_t>& cls = m.cls;
   cls.assign(n, -1);
+  if (dfa.loops.empty()) {
+    // No counted loop, so no state has a role (fsm_automata.h): acceptance alone is the key,
+    // and the classes are numbered in order of appearance as below.
+    int32_t id_of[2] = {-1, -1};
+    int32_t classes = 0;
+    for (size_t i = 0; i < n; ++i) {
+      if (!live[i]) continue;
+      XG2_DCHECK(dfa.loop[i] < 0 && dfa.gate_loop[i] < 0, "a state's loop role names a loop of the machine");
+      int32_t& id = id_of[dfa.accepting[i] ? 1 : 0];
+      if (id < 0) id = classes++;
+      cls[i] = id;
+    }
+    return classes;
+  }
   auto& initial = m.initial;
   initial.clear();
   for (size_t i = 0; i < n; ++i) {
