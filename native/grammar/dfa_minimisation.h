@@ -22,7 +22,8 @@ namespace fsm_build {
 
 // Working memory of minimisation, kept across the rules of one grammar.
 struct MinimizeScratch {
-  // Every state's incoming edges (IndexIncomingEdges), read by all three algorithms.
+  // Every state's incoming edges (IndexIncomingEdges), read by the live-state marking, the
+  // one-pass order and Hopcroft.
   std::vector<int32_t> in_begin;
   std::vector<SymbolRun> in_runs;
   std::vector<int32_t> fill, stack, cls, new_id, representative;
