@@ -4,75 +4,26 @@
 
 #include <algorithm>
 
+#include "grammar/dfa_minimisation_testing.h"
 #include "support/dcheck.h"
-#include "support/graph.h"
 
 namespace xg2 {
 namespace fsm_build {
 namespace {
 
+// A rule edge's symbol for PartitionRefiner: the bytes are symbols 0..255 as they are, rule r
+// is symbol 256 + r. Hopcroft's refinement needs no byte classes: a run of symbols is a set,
+// and equal sets have equal maximal runs whether or not they span bytes that no edge boundary
+// separates.
+constexpr int32_t kFirstRuleSymbol = 256;
+
 // Minimises by PartitionRefiner (support/partition_refinement.h) over the live states: `cls`
 // holds the initial class of every live state and -1 for the others, and ends as the coarsest
-// stable refinement. The alphabet is the byte classes of the DFA (bytes no edge boundary
-// separates) plus the rule ids; an edge into a dead state counts as no edge.
-void RefineHopcroft(const FlatDfa& dfa, int32_t num_initial, std::vector<int32_t>* cls_out, MinimizeScratch* m) {
-  std::vector<int32_t>& cls = *cls_out;
-  const int32_t n = dfa.size();
-  // Byte classes: a cut before every edge's lo and after its hi.
-  std::vector<uint8_t>& cut = m->cut;
-  std::vector<int32_t>& rules = m->rules;
-  cut.assign(257, 0);
-  rules.clear();
-  for (int32_t s = 0; s < n; ++s) {
-    if (cls[s] < 0) continue;
-    for (const ByteEdge& e : dfa.BytesOf(s)) {
-      if (cls[e.target] < 0) continue;
-      cut[e.lo] = 1;
-      cut[e.hi + 1] = 1;
-    }
-    for (const RuleEdge& e : dfa.RulesOf(s)) {
-      if (cls[e.target] >= 0) rules.push_back(e.rule);
-    }
-  }
-  std::sort(rules.begin(), rules.end());
-  rules.erase(std::unique(rules.begin(), rules.end()), rules.end());
-  std::vector<int32_t>& byte_class = m->byte_class;
-  byte_class.resize(256);
-  int32_t num_byte_classes = 0;
-  for (int b = 0; b < 256; ++b) {
-    if (b > 0 && cut[b]) ++num_byte_classes;
-    byte_class[b] = num_byte_classes;
-  }
-  ++num_byte_classes;
-  auto rule_symbol = [&](RuleId rule) {
-    return num_byte_classes + static_cast<int32_t>(std::lower_bound(rules.begin(), rules.end(), rule) - rules.begin());
-  };
-  // Incoming edges per target (CSR), each a run of symbols and its source.
-  std::vector<int32_t>& in_begin = m->in_begin;
-  in_begin.assign(n + 1, 0);
-  auto for_each_edge = [&](auto&& visit) {
-    for (int32_t s = 0; s < n; ++s) {
-      if (cls[s] < 0) continue;
-      for (const ByteEdge& e : dfa.BytesOf(s)) {
-        if (cls[e.target] >= 0) visit(e.target, SymbolRun{byte_class[e.lo], byte_class[e.hi], s});
-      }
-      for (const RuleEdge& e : dfa.RulesOf(s)) {
-        if (cls[e.target] < 0) continue;
-        const int32_t symbol = rule_symbol(e.rule);
-        visit(e.target, SymbolRun{symbol, symbol, s});
-      }
-    }
-  };
-  for_each_edge([&](int32_t t, const SymbolRun&) { ++in_begin[t + 1]; });
-  for (int32_t t = 0; t < n; ++t) in_begin[t + 1] += in_begin[t];
-  std::vector<SymbolRun>& in_runs = m->in_runs;
-  in_runs.resize(in_begin[n]);
-  {
-    std::vector<int32_t>& fill = m->fill;
-    fill.assign(in_begin.begin(), in_begin.end() - 1);
-    for_each_edge([&](int32_t t, const SymbolRun& run) { in_runs[fill[t]++] = run; });
-  }
-  m->refiner.Refine(num_initial, in_begin, in_runs, &cls);
+// stable refinement. The incoming runs are IndexIncomingEdges', of every edge: a dead state
+// leads only to dead states, so a live state's runs all come from live ones, and a dead
+// state's runs are never read (it is in no block).
+void RefineHopcroft(int32_t num_initial, MinimizeScratch* m) {
+  m->refiner.Refine(num_initial, m->in_begin, m->in_runs, &m->cls);
 }
 
 // Minimisation: drops states that cannot reach an accepting state, then merges equivalent
@@ -84,25 +35,62 @@ void RefineHopcroft(const FlatDfa& dfa, int32_t num_initial, std::vector<int32_t
 // result does not depend on which one ran.
 constexpr size_t kMaxMooreNodes = 32;
 
-// Marks in scratch->live the states that can reach acceptance (predecessors in CSR form).
+// The incoming edges of every state, as SymbolRuns (symbols as in kFirstRuleSymbol) grouped by
+// target in CSR form: in_runs[in_begin[t], in_begin[t + 1]) lead into t, in the order of their
+// sources. Read by the live-state marking, the one-pass minimisation's order and Hopcroft's
+// refinement. On the way, pending[s] counts s's edges that are not self-loops (the one-pass
+// minimisation's Kahn order starts from them).
+void IndexIncomingEdges(const FlatDfa& dfa, MinimizeScratch* scratch) {
+  MinimizeScratch& m = *scratch;
+  const int32_t n = dfa.size();
+  std::vector<int32_t>& in_begin = m.in_begin;
+  std::vector<SymbolRun>& in_runs = m.in_runs;
+  in_begin.assign(static_cast<size_t>(n) + 1, 0);
+  for (const ByteEdge& e : dfa.byte_edges) ++in_begin[e.target + 1];
+  for (const RuleEdge& e : dfa.rule_edges) ++in_begin[e.target + 1];
+  for (int32_t t = 0; t < n; ++t) in_begin[t + 1] += in_begin[t];
+  in_runs.resize(in_begin[n]);
+  std::vector<int32_t>& fill = m.fill;
+  fill.assign(in_begin.begin(), in_begin.end() - 1);
+  std::vector<int32_t>& pending = m.pending;
+  pending.resize(n);
+  for (int32_t s = 0; s < n; ++s) {
+    int32_t out = 0;
+    for (const ByteEdge& e : dfa.BytesOf(s)) {
+      in_runs[fill[e.target]++] = SymbolRun{e.lo, e.hi, s};
+      out += e.target != s;
+    }
+    for (const RuleEdge& e : dfa.RulesOf(s)) {
+      XG2_DCHECK(e.rule >= 0, "a rule edge names a rule");
+      const int32_t symbol = kFirstRuleSymbol + e.rule;
+      in_runs[fill[e.target]++] = SymbolRun{symbol, symbol, s};
+      out += e.target != s;
+    }
+    pending[s] = out;
+  }
+}
+
+// Marks in scratch->live the states that can reach acceptance, along IndexIncomingEdges' runs.
 void MarkLiveStates(const FlatDfa& dfa, MinimizeScratch* scratch) {
   MinimizeScratch& m = *scratch;
-  const size_t n = static_cast<size_t>(dfa.size());
-  std::vector<int32_t>& reverse_begin = m.reverse_begin;
-  std::vector<int32_t>& reverse = m.reverse;
-  reverse_begin.assign(n + 1, 0);
-  for (const ByteEdge& e : dfa.byte_edges) ++reverse_begin[e.target + 1];
-  for (const RuleEdge& e : dfa.rule_edges) ++reverse_begin[e.target + 1];
-  for (size_t i = 0; i < n; ++i) reverse_begin[i + 1] += reverse_begin[i];
-  reverse.resize(reverse_begin[n]);
-  m.fill.assign(reverse_begin.begin(), reverse_begin.end() - 1);
-  for (size_t i = 0; i < n; ++i) {
-    for (const ByteEdge& e : dfa.BytesOf(static_cast<int32_t>(i))) reverse[m.fill[e.target]++] = static_cast<int32_t>(i);
-    for (const RuleEdge& e : dfa.RulesOf(static_cast<int32_t>(i))) reverse[m.fill[e.target]++] = static_cast<int32_t>(i);
-  }
   std::vector<uint8_t>& live = m.live;
+  std::vector<int32_t>& stack = m.stack;
   live.assign(dfa.accepting.begin(), dfa.accepting.end());
-  MarkCoReachable(reverse_begin, reverse, &live, &m.stack);
+  stack.clear();
+  for (int32_t s = 0; s < dfa.size(); ++s) {
+    if (live[s]) stack.push_back(s);
+  }
+  while (!stack.empty()) {
+    const int32_t t = stack.back();
+    stack.pop_back();
+    for (int32_t r = m.in_begin[t]; r < m.in_begin[t + 1]; ++r) {
+      const int32_t source = m.in_runs[r].source;
+      if (!live[source]) {
+        live[source] = 1;
+        stack.push_back(source);
+      }
+    }
+  }
 }
 
 // The initial partition of the live states into scratch->cls (-1 for dead ones): acceptance and
@@ -113,6 +101,20 @@ int32_t InitialPartition(const FlatDfa& dfa, MinimizeScratch* scratch) {
   const std::vector<uint8_t>& live = m.live;
   std::vector<int32_t>& cls = m.cls;
   cls.assign(n, -1);
+  if (dfa.loops.empty()) {
+    // No counted loop, so no state has a role (fsm_automata.h): acceptance alone is the key,
+    // and the classes are numbered in order of appearance as below.
+    int32_t id_of[2] = {-1, -1};
+    int32_t classes = 0;
+    for (size_t i = 0; i < n; ++i) {
+      if (!live[i]) continue;
+      XG2_DCHECK(dfa.loop[i] < 0 && dfa.gate_loop[i] < 0, "a state's loop role names a loop of the machine");
+      int32_t& id = id_of[dfa.accepting[i] ? 1 : 0];
+      if (id < 0) id = classes++;
+      cls[i] = id;
+    }
+    return classes;
+  }
   auto& initial = m.initial;
   initial.clear();
   for (size_t i = 0; i < n; ++i) {
@@ -209,24 +211,20 @@ bool RefineAcyclic(const FlatDfa& dfa, MinimizeScratch* scratch) {
   std::vector<int32_t>& pending = m.pending;
   std::vector<int32_t>& ready = m.ready;
   // Kahn's order over every edge but self-loops (dead states included: they are sinks, or
-  // lead only to dead states), along MarkLiveStates' reversed edges. A machine with a cycle
-  // stops early, at the cost of one look at each state, before any signature is written.
-  pending.resize(n);
+  // lead only to dead states), along IndexIncomingEdges' runs, from its counts in `pending`.
+  // A machine with a cycle stops early, at the cost of one look at each state, before any
+  // signature is written.
   ready.clear();
   bool any_self_loop = false;
   for (int32_t s = 0; s < n; ++s) {
-    int32_t out = 0;
-    for (const ByteEdge& e : dfa.BytesOf(s)) out += e.target != s;
-    for (const RuleEdge& e : dfa.RulesOf(s)) out += e.target != s;
     const int32_t edges = (dfa.byte_begin[s + 1] - dfa.byte_begin[s]) + (dfa.rule_begin[s + 1] - dfa.rule_begin[s]);
-    any_self_loop = any_self_loop || out != edges;
-    pending[s] = out;
-    if (out == 0) ready.push_back(s);
+    any_self_loop = any_self_loop || pending[s] != edges;
+    if (pending[s] == 0) ready.push_back(s);
   }
   for (size_t k = 0; k < ready.size(); ++k) {
     const int32_t s = ready[k];
-    for (int32_t r = m.reverse_begin[s]; r < m.reverse_begin[s + 1]; ++r) {
-      const int32_t source = m.reverse[r];
+    for (int32_t r = m.in_begin[s]; r < m.in_begin[s + 1]; ++r) {
+      const int32_t source = m.in_runs[r].source;
       if (source != s && --pending[source] == 0) ready.push_back(source);
     }
   }
@@ -435,17 +433,43 @@ Dfa CanonicalQuotient(const FlatDfa& dfa, MinimizeScratch* scratch) {
   return out;
 }
 
-// The general path (Moore's rounds or Hopcroft's algorithm) on the live states and initial
-// partition in `scratch`.
-void RefineGeneral(const FlatDfa& dfa, int32_t num_initial, MinimizeScratch* scratch) {
-  if (static_cast<size_t>(dfa.size()) <= kMaxMooreNodes) {
-    RefineMoore(dfa, scratch);
+// The minimal Dfa by the general path's `algorithm`, in working memory of its own.
+Dfa MinimizeByGeneralPath(const FlatDfa& dfa, MinimisationAlgorithm algorithm) {
+  MinimizeScratch m;
+  IndexIncomingEdges(dfa, &m);
+  MarkLiveStates(dfa, &m);
+  const int32_t num_initial = InitialPartition(dfa, &m);
+  if (algorithm == MinimisationAlgorithm::kMoore) {
+    RefineMoore(dfa, &m);
   } else {
-    RefineHopcroft(dfa, num_initial, &scratch->cls, scratch);
+    RefineHopcroft(num_initial, &m);
+  }
+  return CanonicalQuotient(dfa, &m);
+}
+
+// Debug builds: the acyclic pass's result is the general path's (see RefineAcyclic).
+[[maybe_unused]] void CheckAcyclicMinimisation(const FlatDfa& dfa, const Dfa& acyclic) {
+  const MinimisationAlgorithm general = static_cast<size_t>(dfa.size()) <= kMaxMooreNodes
+                                            ? MinimisationAlgorithm::kMoore
+                                            : MinimisationAlgorithm::kHopcroft;
+  if (!SameDfa(MinimizeByGeneralPath(dfa, general), acyclic)) {
+    ThrowInternalError(__FILE__, __LINE__, "the acyclic minimisation differs from Moore's rounds / Hopcroft's algorithm");
   }
 }
 
-[[maybe_unused]] bool SameDfa(const Dfa& a, const Dfa& b) {
+// Debug builds: Hopcroft's result is Moore's, on machines small enough for Moore's rounds
+// (one round per state on a long chain) to stay cheap.
+constexpr int32_t kMaxCheckedHopcroftNodes = 512;
+[[maybe_unused]] void CheckHopcroftMinimisation(const FlatDfa& dfa, const Dfa& hopcroft) {
+  if (dfa.size() > kMaxCheckedHopcroftNodes) return;
+  if (!SameDfa(MinimizeByGeneralPath(dfa, MinimisationAlgorithm::kMoore), hopcroft)) {
+    ThrowInternalError(__FILE__, __LINE__, "Hopcroft's minimisation differs from Moore's rounds");
+  }
+}
+
+}  // namespace
+
+bool SameDfa(const Dfa& a, const Dfa& b) {
   if (a.nodes.size() != b.nodes.size() || a.byte_edges.size() != b.byte_edges.size() ||
       a.rule_edges.size() != b.rule_edges.size() || a.loops.size() != b.loops.size()) {
     return false;
@@ -471,21 +495,13 @@ void RefineGeneral(const FlatDfa& dfa, int32_t num_initial, MinimizeScratch* scr
   return true;
 }
 
-// Debug builds: the acyclic pass's result is the general path's (see RefineAcyclic).
-[[maybe_unused]] void CheckAcyclicMinimisation(const FlatDfa& dfa, const Dfa& acyclic) {
-  MinimizeScratch general;
-  MarkLiveStates(dfa, &general);
-  RefineGeneral(dfa, InitialPartition(dfa, &general), &general);
-  if (!SameDfa(CanonicalQuotient(dfa, &general), acyclic)) {
-    ThrowInternalError(__FILE__, __LINE__, "the acyclic minimisation differs from Moore's rounds / Hopcroft's algorithm");
-  }
-}
+Dfa MinimizeWith(const FlatDfa& dfa, MinimisationAlgorithm algorithm) { return MinimizeByGeneralPath(dfa, algorithm); }
 
-}  // namespace
 
 Dfa Minimize(const FlatDfa& dfa, MinimizeScratch* scratch) {
   MinimizeScratch own;
   MinimizeScratch& m = scratch ? *scratch : own;
+  IndexIncomingEdges(dfa, &m);
   MarkLiveStates(dfa, &m);
   const int32_t num_initial = InitialPartition(dfa, &m);
   // Counted loops do not stop the one pass: the stored machine has no back edge (the
@@ -498,8 +514,14 @@ Dfa Minimize(const FlatDfa& dfa, MinimizeScratch* scratch) {
     XG2_DCHECK_INVARIANTS(CheckAcyclicMinimisation(dfa, minimal));
     return minimal;
   }
-  RefineGeneral(dfa, num_initial, &m);
-  return CanonicalQuotient(dfa, &m);
+  if (static_cast<size_t>(dfa.size()) <= kMaxMooreNodes) {
+    RefineMoore(dfa, &m);
+    return CanonicalQuotient(dfa, &m);
+  }
+  RefineHopcroft(num_initial, &m);
+  Dfa minimal = CanonicalQuotient(dfa, &m);
+  XG2_DCHECK_INVARIANTS(CheckHopcroftMinimisation(dfa, minimal));
+  return minimal;
 }
 
 }  // namespace fsm_build

@@ -22,7 +22,11 @@ namespace fsm_build {
 
 // Working memory of minimisation, kept across the rules of one grammar.
 struct MinimizeScratch {
-  std::vector<int32_t> reverse_begin, reverse, fill, stack, cls, new_id, representative;
+  // Every state's incoming edges (IndexIncomingEdges), read by the live-state marking, the
+  // one-pass order and Hopcroft.
+  std::vector<int32_t> in_begin;
+  std::vector<SymbolRun> in_runs;
+  std::vector<int32_t> fill, stack, cls, new_id, representative;
   std::vector<uint8_t> live;
   std::vector<std::pair<std::tuple<bool, int32_t, int32_t>, int32_t>> initial;
   // The one-pass minimisation: out-edges (self-loops aside) left per state, the states in
@@ -38,10 +42,7 @@ struct MinimizeScratch {
   std::vector<uint32_t> begin;
   std::vector<uint64_t> hash;
   std::vector<int32_t> order, next;
-  // Hopcroft: the alphabet and incoming runs, then the refiner's own memory.
-  std::vector<int32_t> rules, byte_class, in_begin;
-  std::vector<SymbolRun> in_runs;
-  std::vector<uint8_t> cut;
+  // Hopcroft: the refiner's own memory.
   PartitionRefiner refiner;
   // The output's edges of one node, before they are copied into it.
   std::vector<ByteEdge> out_bytes;

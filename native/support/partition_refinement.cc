@@ -39,7 +39,6 @@ void PartitionRefiner::InitialPartition(int32_t num_initial, const std::vector<i
   for (int32_t b = 0; b < num_initial; ++b) {
     if (first_[b] < end_[b]) worklist_.push_back(b);
   }
-  in_worklist_.assign(num_initial, 1);
 }
 
 void PartitionRefiner::CollectHits(int32_t splitter, const std::vector<int32_t>& in_begin,
@@ -50,6 +49,7 @@ void PartitionRefiner::CollectHits(int32_t splitter, const std::vector<int32_t>&
     const int32_t t = elems_[k];
     for (int32_t i = in_begin[t]; i < in_begin[t + 1]; ++i) {
       const SymbolRun& run = in_runs[i];
+      XG2_DCHECK(block_of_[run.source] >= 0, "a run into a kept state comes from a kept state");
       if (hit_head_[run.source] < 0) sources_.push_back(run.source);
       hits_.push_back({run.lo, run.hi, hit_head_[run.source]});
       hit_head_[run.source] = static_cast<int32_t>(hits_.size()) - 1;
@@ -58,17 +58,21 @@ void PartitionRefiner::CollectHits(int32_t splitter, const std::vector<int32_t>&
 }
 
 void PartitionRefiner::SignSources() {
-  words_.clear();
   touched_.clear();
+  // A source's maximal runs are at most its hits, so the signatures fit in as many words as
+  // there are hits: written in place, without a capacity check per word.
+  if (words_.size() < hits_.size()) words_.resize(hits_.size());
+  uint32_t num_words = 0;
   for (int32_t s : sources_) {
     const int32_t head = hit_head_[s];
     XG2_DCHECK(head >= 0, "a source of the splitter has at least one run into it");
     hit_head_[s] = -1;
-    sig_begin_[s] = static_cast<uint32_t>(words_.size());
+    sig_begin_[s] = num_words;
     uint64_t h = 0x9E3779B97F4A7C15ull;
     auto add_word = [&](int32_t lo, int32_t hi) {
       const int64_t word = (static_cast<int64_t>(lo) << 32) | static_cast<uint32_t>(hi);
-      words_.push_back(word);
+      XG2_DCHECK(num_words < words_.size(), "a signature has no more runs than hits");
+      words_[num_words++] = word;
       h = (h ^ static_cast<uint64_t>(word)) * 0xFF51AFD7ED558CCDull;
       h ^= h >> 29;
     };
@@ -86,7 +90,7 @@ void PartitionRefiner::SignSources() {
         add_word(lo, hi);
       }
     }
-    sig_end_[s] = static_cast<uint32_t>(words_.size());
+    sig_end_[s] = num_words;
     sig_hash_[s] = h;
     // Move s into the touched front of its block.
     const int32_t b = block_of_[s];
@@ -113,43 +117,45 @@ bool PartitionRefiner::SameSignature(int32_t a, int32_t b) const {
 void PartitionRefiner::SplitBlock(int32_t b) {
   const int32_t lo = first_[b], hi = mid_[b];
   mid_[b] = first_[b];
-  // Mostly every touched state of a block has the same signature: then no sorting.
+  // The parts, as the ends of the runs of equal signatures in [lo, hi) followed by the end of
+  // the untouched [hi, end) if any. Mostly every touched state of a block has the same
+  // signature: then no sorting.
   bool one_signature = true;
   for (int32_t k = lo + 1; k < hi && one_signature; ++k) one_signature = SameSignature(elems_[lo], elems_[k]);
-  if (!one_signature) {
+  part_ends_.clear();
+  if (one_signature) {
+    if (hi == end_[b]) return;  // every state stepped alike: no split
+  } else {
     std::sort(elems_.begin() + lo, elems_.begin() + hi,
               [this](int32_t x, int32_t y) { return SignatureLess(x, y); });
     for (int32_t k = lo; k < hi; ++k) loc_[elems_[k]] = k;
-  }
-  if (hi == end_[b] && SameSignature(elems_[lo], elems_[hi - 1])) return;
-  // The parts: runs of equal signatures in [lo, hi), then the untouched [hi, end).
-  int32_t largest_first = hi, largest_end = end_[b];
-  for (int32_t k = lo; k < hi;) {
-    int32_t j = k + 1;
-    while (j < hi && SameSignature(elems_[k], elems_[j])) ++j;
-    if (j - k > largest_end - largest_first) {
-      largest_first = k;
-      largest_end = j;
+    for (int32_t k = lo + 1; k < hi; ++k) {
+      if (!SameSignature(elems_[k - 1], elems_[k])) part_ends_.push_back(k);
     }
-    k = j;
   }
-  auto new_block = [&](int32_t from, int32_t to) {
-    if (from == to || from == largest_first) return;
-    const int32_t nb = static_cast<int32_t>(first_.size());
-    first_.push_back(from);
-    end_.push_back(to);
-    mid_.push_back(from);
-    for (int32_t k = from; k < to; ++k) block_of_[elems_[k]] = nb;
-    in_worklist_.push_back(1);
-    worklist_.push_back(nb);
-  };
-  for (int32_t k = lo; k < hi;) {
-    int32_t j = k + 1;
-    while (j < hi && SameSignature(elems_[k], elems_[j])) ++j;
-    new_block(k, j);
-    k = j;
+  part_ends_.push_back(hi);
+  if (hi < end_[b]) part_ends_.push_back(end_[b]);
+  XG2_DCHECK(part_ends_.size() >= 2, "a split block has two parts or more");
+  // The largest part keeps b's id (the first of the largest, in the order above).
+  int32_t largest_first = lo, largest_end = part_ends_[0];
+  for (size_t p = 1; p < part_ends_.size(); ++p) {
+    if (part_ends_[p] - part_ends_[p - 1] > largest_end - largest_first) {
+      largest_first = part_ends_[p - 1];
+      largest_end = part_ends_[p];
+    }
   }
-  new_block(hi, end_[b]);
+  int32_t from = lo;
+  for (const int32_t to : part_ends_) {
+    if (from != largest_first) {
+      const int32_t nb = static_cast<int32_t>(first_.size());
+      first_.push_back(from);
+      end_.push_back(to);
+      mid_.push_back(from);
+      for (int32_t k = from; k < to; ++k) block_of_[elems_[k]] = nb;
+      worklist_.push_back(nb);
+    }
+    from = to;
+  }
   first_[b] = mid_[b] = largest_first;
   end_[b] = largest_end;
 }
@@ -167,7 +173,6 @@ void PartitionRefiner::Refine(int32_t num_initial, const std::vector<int32_t>& i
   while (!worklist_.empty()) {
     const int32_t splitter = worklist_.back();
     worklist_.pop_back();
-    in_worklist_[splitter] = 0;
     CollectHits(splitter, in_begin, in_runs);
     SignSources();
     for (int32_t b : touched_) SplitBlock(b);

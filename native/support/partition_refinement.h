@@ -33,10 +33,12 @@ struct SymbolRun {
 // O(m log n) splits. Working memory is kept across calls.
 class PartitionRefiner {
  public:
-  // `cls`: each state's initial class in [0, num_initial), or -1 for a state left out (no
-  // run may name it). The incoming runs of state t are in_runs[in_begin[t], in_begin[t + 1]),
-  // the runs of one source into one target disjoint. On return `cls` holds each kept state's
-  // block (equal blocks: equivalent states; numbers below the count of blocks made, not dense).
+  // `cls`: each state's initial class in [0, num_initial), or -1 for a state left out (its
+  // incoming runs are never read, and no run into a kept state may come from it: a state
+  // that cannot reach acceptance, say, leads only to such states). The incoming runs of
+  // state t are in_runs[in_begin[t], in_begin[t + 1]), the runs of one source into one target
+  // disjoint. On return `cls` holds each kept state's block (equal blocks: equivalent states;
+  // numbers below the count of blocks made, not dense).
   void Refine(int32_t num_initial, const std::vector<int32_t>& in_begin, const std::vector<SymbolRun>& in_runs,
               std::vector<int32_t>* cls);
 
@@ -64,7 +66,6 @@ class PartitionRefiner {
   std::vector<int32_t> first_;
   std::vector<int32_t> end_;
   std::vector<int32_t> mid_;
-  std::vector<uint8_t> in_worklist_;
   std::vector<int32_t> size_;
   std::vector<int32_t> fill_;
   std::vector<int32_t> worklist_;
@@ -77,6 +78,7 @@ class PartitionRefiner {
   std::vector<uint32_t> sig_end_;
   std::vector<uint64_t> sig_hash_;
   std::vector<std::pair<int32_t, int32_t>> runs_;
+  std::vector<int32_t> part_ends_;  // SplitBlock's parts
 };
 
 }  // namespace xg2
