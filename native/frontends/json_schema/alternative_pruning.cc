@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "frontends/json_schema/flat_branch_memo.h"
 #include "frontends/json_schema/schema_converter_internal.h"
 #include "support/cancellation.h"
 #include "support/dcheck.h"
@@ -121,6 +122,8 @@ size_t SchemaConverter::ViableGroups(const JsonValue& base, const std::string& p
     }
   }
   // Trial merges: refusals throw (even when lenient) and are undone, as in FlatBranch.
+  // Nothing they read changes until the count ends, so their flat forms are kept.
+  FlatBranchMemo memo;
   auto ignored = ignored_keywords_;
   bool lenient = options_.lenient;
   options_.lenient = false;
