@@ -4,9 +4,11 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <iterator>
 #include <unordered_map>
 
+#include "support/dcheck.h"
 #include "support/utf8.h"
 
 namespace xg2 {
@@ -14,10 +16,34 @@ namespace xg2 {
 const std::vector<JsonValue> JsonValue::kNoItems;
 const std::vector<JsonValue::Member> JsonValue::kNoMembers;
 
+namespace {
+
+// Structural hashes (JsonValue::structural_hash): each kind is salted so that, say, the
+// string "1" and the number 1 differ; arrays combine their items in order, objects add up
+// one term per member so that the order of the members does not count.
+constexpr uint32_t kBoolSalt = 0x85ebca6bu, kNumberSalt = 0xc2b2ae35u, kStringSalt = 0x27d4eb2fu,
+                   kArraySalt = 0x165667b1u, kObjectSalt = 0xd3a2646cu;
+
+uint32_t Mix(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ULL;
+  x ^= x >> 33;
+  return static_cast<uint32_t>(x);
+}
+
+uint32_t TextHash(std::string_view text, uint32_t salt) {
+  return Mix(std::hash<std::string_view>()(text) ^ salt);
+}
+
+}  // namespace
+
 JsonValue JsonValue::Bool(bool value) {
   JsonValue v;
   v.kind_ = JsonKind::kBool;
   v.bool_ = value;
+  v.hash_ = Mix(kBoolSalt + (value ? 1 : 0));
   return v;
 }
 
@@ -26,6 +52,14 @@ JsonValue JsonValue::Number(std::string lexeme, double value) {
   v.kind_ = JsonKind::kNumber;
   v.text_ = std::move(lexeme);
   v.number_ = value;
+  XG2_DCHECK(std::strtod(v.text_.c_str(), nullptr) == value,
+             "a number's value is its lexeme's nearest double (its structural hash reads the value)");
+  // JsonEquals compares numbers by value (1, 1.0 and 1e0 are equal; so are 0 and -0).
+  uint64_t bits = 0;
+  const double canonical = value == 0 ? 0.0 : value;
+  static_assert(sizeof(bits) == sizeof(canonical), "a double is 64 bits");
+  std::memcpy(&bits, &canonical, sizeof(bits));
+  v.hash_ = Mix(bits ^ kNumberSalt);
   return v;
 }
 
@@ -33,12 +67,16 @@ JsonValue JsonValue::String(std::string utf8) {
   JsonValue v;
   v.kind_ = JsonKind::kString;
   v.text_ = std::move(utf8);
+  v.hash_ = TextHash(v.text_, kStringSalt);
   return v;
 }
 
 JsonValue JsonValue::Array(std::vector<JsonValue> items) {
   JsonValue v;
   v.kind_ = JsonKind::kArray;
+  uint64_t hash = kArraySalt ^ items.size();
+  for (const JsonValue& item : items) hash = Mix(hash * 31 + item.hash_);
+  v.hash_ = static_cast<uint32_t>(hash);
   v.items_ = std::make_shared<const std::vector<JsonValue>>(std::move(items));
   return v;
 }
@@ -46,6 +84,11 @@ JsonValue JsonValue::Array(std::vector<JsonValue> items) {
 JsonValue JsonValue::Object(std::vector<Member> members) {
   JsonValue v;
   v.kind_ = JsonKind::kObject;
+  uint32_t sum = 0;
+  for (const Member& member : members) {
+    sum += Mix((uint64_t{TextHash(member.first, kObjectSalt)} << 32) | member.second.hash_);
+  }
+  v.hash_ = Mix(sum ^ (uint64_t{kObjectSalt} << 32) ^ members.size());
   v.members_ = std::make_shared<const std::vector<Member>>(std::move(members));
   return v;
 }
@@ -462,7 +505,8 @@ std::string DumpJson(const JsonValue& value) {
 
 bool JsonIdentical(const JsonValue& a, const JsonValue& b) {
   if (&a == &b) return true;
-  if (a.kind() != b.kind()) return false;
+  // Identical values are equal, so their hashes agree.
+  if (a.kind() != b.kind() || a.structural_hash() != b.structural_hash()) return false;
   switch (a.kind()) {
     case JsonKind::kNull: return true;
     case JsonKind::kBool: return a.bool_value() == b.bool_value();
@@ -493,7 +537,7 @@ bool JsonIdentical(const JsonValue& a, const JsonValue& b) {
 }
 
 bool JsonEquals(const JsonValue& a, const JsonValue& b) {
-  if (a.kind() != b.kind()) return false;
+  if (a.kind() != b.kind() || a.structural_hash() != b.structural_hash()) return false;
   switch (a.kind()) {
     case JsonKind::kNull: return true;
     case JsonKind::kBool: return a.bool_value() == b.bool_value();
@@ -503,6 +547,7 @@ bool JsonEquals(const JsonValue& a, const JsonValue& b) {
     case JsonKind::kArray: {
       const auto& x = a.array_items();
       const auto& y = b.array_items();
+      if (&x == &y) return true;  // copies share their items (equality is reflexive)
       if (x.size() != y.size()) return false;
       for (size_t i = 0; i < x.size(); ++i) {
         if (!JsonEquals(x[i], y[i])) return false;
@@ -510,6 +555,7 @@ bool JsonEquals(const JsonValue& a, const JsonValue& b) {
       return true;
     }
     case JsonKind::kObject: {
+      if (&a.object_members() == &b.object_members()) return true;
       if (a.object_members().size() != b.object_members().size()) return false;
       for (const auto& member : a.object_members()) {
         const JsonValue* other = b.Find(member.first);

@@ -95,3 +95,42 @@ def test_the_address_one_of_without_its_catch_all_branch_compiles_in_a_bounded_n
         _convert(schema, checks=COMPILE_BUDGET)
     except xg.CompilationCancelledError:
         pytest.fail(f"the conversion took more than {COMPILE_BUDGET} safe-point checks")
+
+
+# --- many if/then conditionals on one discriminator (JsonSchemaStore's cloudify) ---------
+# Each `if` becomes a group of two (its `then`, or the complement of its condition), so N
+# conditionals are N groups: the raw product 2^N is past the bound and ViableGroups counts
+# the combinations that can hold, depth first. Its visits of a deep prefix are dear (the
+# merged `properties` nest one allOf deeper per level and every disjointness test flattens
+# them again), and it counted every prefix from scratch: 70 conditionals took over 1,000,000
+# safe-point checks to be refused (cloudify, 125 of them, a minute under load). In strict
+# mode the whole list is counted first, and a failed count is the refusal (about 100,000;
+# cloudify about 400,000).
+CONDITIONALS_REFUSAL_BUDGET = 200_000
+CLOUDIFY_REFUSAL_BUDGET = 800_000
+
+
+def discriminated_conditionals(count: int) -> dict:
+    """`count` if/then pairs testing one required string member against different constants."""
+    return {
+        "type": "object",
+        "required": ["kind"],
+        "properties": {"kind": {"type": "string", "anyOf": [{"type": "string"}, {"enum": [f"K{i}" for i in range(count)]}]}},
+        "allOf": [
+            {"if": {"properties": {"kind": {"const": f"K{i}"}}}, "then": {"properties": {f"p{i}": {"type": "string"}}}}
+            for i in range(count)
+        ],
+    }
+
+
+def test_many_discriminated_conditionals_are_refused_in_a_bounded_number_of_safe_points() -> None:
+    with pytest.raises(xg.UnsupportedSchemaError, match=r"at /: more than 256 combined branches"):
+        _convert(discriminated_conditionals(70))
+    _refused_within(discriminated_conditionals(70), CONDITIONALS_REFUSAL_BUDGET)
+
+
+def test_the_cloudify_schema_is_refused_in_a_bounded_number_of_safe_points() -> None:
+    schema = json.loads(require_data("jsonschemabench/JsonSchemaStore---cloudify.json").read_text())["schema"]
+    with pytest.raises(xg.UnsupportedSchemaError, match=r"at /definitions/nodeTemplate: more than 256 combined"):
+        _convert(schema)
+    _refused_within(schema, CLOUDIFY_REFUSAL_BUDGET)

@@ -13,13 +13,19 @@
 //    and prunes the groups left again.
 //  - ViableGroups counts the choices the same way, depth first, merging the flat forms of
 //    the branches chosen so far, so that the bound on combined branches applies to what the
-//    distribution will write, not to the raw product of the group sizes.
+//    distribution will write, not to the raw product of the group sizes. It counts each
+//    prefix of the groups from scratch, and each visit of a deep prefix is dear (the merged
+//    properties nest one allOf deeper per level and are flattened again by every
+//    disjointness test), so in strict mode, where any answer short of all the groups is
+//    the same refusal, the whole list is counted first: when it fails, the prefixes need
+//    not be (JsonSchemaStore's cloudify: 125 if/then groups, seconds per prefix).
 #include <algorithm>
 #include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "frontends/json_schema/flat_branch_memo.h"
 #include "frontends/json_schema/schema_converter_internal.h"
 #include "support/cancellation.h"
 #include "support/dcheck.h"
@@ -90,6 +96,9 @@ bool SchemaConverter::PruneAlternatives(const JsonValue& base, const std::string
   return true;
 }
 
+// The leading groups that combine into at most `limit` viable branches. In strict mode an
+// answer short of all the groups only ever refuses the merge, and may then be any prefix at
+// least as long as the one whose raw product is within the limit.
 size_t SchemaConverter::ViableGroups(const JsonValue& base, const std::string& pointer, const MergeState& state,
                                      size_t limit) {
   const size_t groups = state.alternatives.size();
@@ -113,6 +122,8 @@ size_t SchemaConverter::ViableGroups(const JsonValue& base, const std::string& p
     }
   }
   // Trial merges: refusals throw (even when lenient) and are undone, as in FlatBranch.
+  // Nothing they read changes until the count ends, so their flat forms are kept.
+  FlatBranchMemo memo;
   auto ignored = ignored_keywords_;
   bool lenient = options_.lenient;
   options_.lenient = false;
@@ -148,9 +159,22 @@ size_t SchemaConverter::ViableGroups(const JsonValue& base, const std::string& p
   };
   size_t viable = 1;
   try {
-    for (viable = std::max<size_t>(raw_prefix, 1) + 1; viable <= groups; ++viable) {
+    // Strict: a failed count of every group is a refusal whatever prefix fails first; a
+    // passed one is the last prefix, not counted again.
+    bool all_pass = false;
+    if (!lenient) {
       visits = 0;
-      if (count(base, 0, viable, limit + 1) > limit) break;
+      all_pass = count(base, 0, groups, limit + 1) <= limit;
+    }
+    if (!lenient && !all_pass) {
+      viable = raw_prefix + 1;
+    } else {
+      const size_t last = all_pass ? groups - 1 : groups;
+      for (viable = std::max<size_t>(raw_prefix, 1) + 1; viable <= last; ++viable) {
+        visits = 0;
+        if (count(base, 0, viable, limit + 1) > limit) break;
+      }
+      if (all_pass && viable > last) viable = groups + 1;
     }
     --viable;
   } catch (...) {

@@ -16,10 +16,12 @@
 #include <unordered_set>
 
 #include "frontends/json_schema/decimal.h"
+#include "frontends/json_schema/flat_branch_memo.h"
 #include "frontends/json_schema/schema_converter_internal.h"
 #include "frontends/regex/leading_lookaheads.h"
 #include "frontends/regex/regex_converter.h"
 #include "support/cancellation.h"
+#include "support/dcheck.h"
 #include "support/error.h"
 
 namespace xg2 {
@@ -725,14 +727,32 @@ uint8_t PossibleTypes(const JsonValue& schema) {
 // were left out: the flat schema is then a superset of the branch.
 std::optional<JsonValue> SchemaConverter::FlatBranch(const JsonValue& schema_in, const std::string& pointer,
                                                      bool* exact) {
-  *exact = true;
-  const JsonValue& schema = Dereferenced(schema_in, pointer);
-  if (!schema.is_object() || !NeedsMerge(Node{schema, pointer})) return schema;
-  return TrialMerge(schema, pointer, [&](const MergeState& state, JsonValue base) -> std::optional<JsonValue> {
-    if (state.never) return JsonValue::Bool(false);
-    *exact = state.alternatives.empty();
-    return base;
-  });
+  auto flatten = [&](bool* flat_exact) -> std::optional<JsonValue> {
+    *flat_exact = true;
+    const JsonValue& schema = Dereferenced(schema_in, pointer);
+    if (!schema.is_object() || !NeedsMerge(Node{schema, pointer})) return schema;
+    return TrialMerge(schema, pointer, [&](const MergeState& state, JsonValue base) -> std::optional<JsonValue> {
+      if (state.never) return JsonValue::Bool(false);
+      *flat_exact = state.alternatives.empty();
+      return base;
+    });
+  };
+  FlatBranchMemo* memo = schema_in.is_object() ? FlatBranchMemo::Active() : nullptr;
+  if (memo == nullptr) return flatten(exact);
+  if (const FlatBranchMemo::Entry* kept = memo->Find(schema_in, pointer)) {
+#if XG2_DCHECKS_ENABLED
+    bool fresh_exact = true;
+    std::optional<JsonValue> fresh = flatten(&fresh_exact);
+    XG2_DCHECK(fresh_exact == kept->exact && fresh.has_value() == kept->flat.has_value() &&
+                   (!fresh || JsonIdentical(*fresh, *kept->flat)),
+               "a kept flat branch at " + pointer + " is what flattening it again gives");
+#endif
+    *exact = kept->exact;
+    return kept->flat;
+  }
+  std::optional<JsonValue> flat = flatten(exact);
+  memo->Keep(schema_in, pointer, flat, *exact);
+  return flat;
 }
 
 std::optional<JsonValue> SchemaConverter::TrialMerge(
