@@ -250,12 +250,10 @@ NodePtr ExistingLeaf(Kind kind, std::string_view text, size_t hash) {
   return current_arena != nullptr ? (*current_arena)->FindLeaf(kind, text, hash) : nullptr;
 }
 
-NodePtr MakeLeaf(Kind kind, std::string text, size_t printed_size,
-                 std::shared_ptr<const GrammarAst> built = nullptr) {
-  const size_t hash = LeafHash(kind, text);
-  if (built == nullptr) {
-    if (NodePtr existing = ExistingLeaf(kind, text, hash)) return existing;
-  }
+// A leaf the arena was found not to have (ExistingLeaf): `hash` is LeafHash(kind, text).
+NodePtr NewLeaf(Kind kind, std::string text, size_t printed_size, size_t hash,
+                std::shared_ptr<const GrammarAst> built = nullptr) {
+  XG2_DCHECK(hash == LeafHash(kind, text), "a leaf's hash is LeafHash of its kind and text");
   FragmentNode shape;
   shape.kind = kind;
   shape.hash = hash;
@@ -265,12 +263,22 @@ NodePtr MakeLeaf(Kind kind, std::string text, size_t printed_size,
   return Intern(std::move(shape));
 }
 
-// The bytes are copied only when the arena has no such literal yet.
+NodePtr MakeLeaf(Kind kind, std::string text, size_t printed_size,
+                 std::shared_ptr<const GrammarAst> built = nullptr) {
+  const size_t hash = LeafHash(kind, text);
+  if (built == nullptr) {
+    if (NodePtr existing = ExistingLeaf(kind, text, hash)) return existing;
+  }
+  return NewLeaf(kind, std::move(text), printed_size, hash, std::move(built));
+}
+
+// The bytes are hashed once, and copied only when the arena has no such literal yet.
 NodePtr LiteralNode(std::string_view bytes) {
-  if (NodePtr existing = ExistingLeaf(Kind::kLiteral, bytes, LeafHash(Kind::kLiteral, bytes))) return existing;
+  const size_t hash = LeafHash(Kind::kLiteral, bytes);
+  if (NodePtr existing = ExistingLeaf(Kind::kLiteral, bytes, hash)) return existing;
   size_t size = 2;
   for (char c : bytes) size += EscapedSize(static_cast<unsigned char>(c));
-  return MakeLeaf(Kind::kLiteral, std::string(bytes), size);
+  return NewLeaf(Kind::kLiteral, std::string(bytes), size, hash);
 }
 
 // A compound node over `children` (copied when the node is new); printed_size and hash from
@@ -526,9 +534,11 @@ Fragment AltOf(Iterator begin, Iterator end) {
   // Most alternations have a handful of choices: those are compared with the kept ones in
   // place (hash first), which keeps the same first occurrences as the set, without its nodes.
   constexpr size_t kMaxScannedChoices = 16;
+  const size_t count = static_cast<size_t>(std::distance(begin, end));
   std::vector<const Fragment*> kept;
+  kept.reserve(count);  // one allocation, not one per doubling
   std::unordered_set<const Fragment*, HashOf, Equal> seen;
-  const bool scan = static_cast<size_t>(std::distance(begin, end)) <= kMaxScannedChoices;
+  const bool scan = count <= kMaxScannedChoices;
   for (Iterator it = begin; it != end; ++it) {
     const Fragment& choice = *it;
     if (choice.never()) continue;
@@ -610,34 +620,49 @@ void RuleSet::AddBytes(size_t bytes) {
 // The first free name of base, base_2, base_3, ... Names are never freed, so the search
 // resumes where the last one for the same base stopped (a schema with hundreds of
 // definitions under one hint would otherwise try every earlier number again, quadratic).
-std::string RuleSet::Reserve(std::string_view hint) {
+size_t RuleSet::ReserveIndex(std::string_view hint) {
   std::string base = SanitizeName(hint);
-  auto taken = [this](const std::string& name) {
-    return index_of_name_.count(name) > 0 || claimed_.count(name) > 0;
+  const size_t index = rules_.size();
+  // Takes `name` for the new rule unless it is claimed or some rule has it.
+  auto take = [&](const std::string& name) {
+    return claimed_.count(name) == 0 && index_of_name_.try_emplace(name, index).second;
   };
   int& next = next_suffix_[base];  // the next number to try; past 2, base_2 .. base_(next-1) are taken
   if (next == 0) next = 2;
   std::string name = base;
-  if (next > 2 || taken(name)) {
+  if (next > 2 || !take(name)) {
     for (;; ++next) {
       name = base + "_" + std::to_string(next);
-      if (!taken(name)) break;
+      if (take(name)) break;
     }
     ++next;
   }
-  index_of_name_.emplace(name, rules_.size());
-  rules_.emplace_back(name, std::nullopt);
-  AddBytes(name.size());
-  return name;
+  XG2_DCHECK(index_of_name_.at(name) == index, "a reserved name is the new rule's");
+  const size_t bytes = name.size();
+  rules_.emplace_back(std::move(name), std::nullopt);
+  AddBytes(bytes);
+  return index;
 }
+
+std::string RuleSet::Reserve(std::string_view hint) { return rules_[ReserveIndex(hint)].name; }
 
 void RuleSet::Discard(const std::string& name) { rules_.at(index_of_name_.at(name)).discarded = true; }
 
-void RuleSet::Define(const std::string& name, const Fragment& body) {
-  XG2_DCHECK(!body.never(), "rule '" + name + "' is defined with a body");
-  Rule& rule = rules_.at(index_of_name_.at(name));
+void RuleSet::Define(const std::string& name, const Fragment& body) { DefineAt(index_of_name_.at(name), body); }
+
+void RuleSet::DefineAt(size_t index, const Fragment& body) {
+  Rule& rule = rules_.at(index);
+  XG2_DCHECK(!body.never(), "rule '" + rule.name + "' is defined with a body");
   rule.body = body;
   AddBytes(body.text_size());
+}
+
+Fragment RuleSet::ReferenceTo(size_t index) {
+  Rule& rule = rules_[index];
+  if (rule.reference == nullptr) rule.reference = Fragment::Rule(rule.name).node();
+  XG2_DCHECK(rule.reference->kind == FragmentNode::Kind::kRule && rule.reference->text == rule.name,
+             "a rule's cached reference names it");
+  return Fragment(rule.reference);
 }
 
 std::optional<Fragment> RuleSet::DefineAutomaton(std::string_view hint, std::shared_ptr<const AutomatonLiteral> literal) {
@@ -678,21 +703,21 @@ Fragment RuleSet::Share(std::string_view hint, const Fragment& body) {
   return ShareLazily(body, [hint] { return hint; });
 }
 
-std::optional<Fragment> RuleSet::Existing(const Fragment& body) const {
+std::optional<Fragment> RuleSet::Existing(const Fragment& body) {
   if (body.never()) return body;
   if (body.binding() == Fragment::Binding::kAtom && body.text_size() <= kMaxInlineAtomLength) {
     return body;
   }
   auto found = name_of_body_.find(body);
-  if (found != name_of_body_.end()) return Fragment::Rule(found->second);
+  if (found != name_of_body_.end()) return ReferenceTo(found->second);
   return std::nullopt;
 }
 
 Fragment RuleSet::DefineShared(std::string_view hint, const Fragment& body) {
-  std::string name = Reserve(hint);
-  Define(name, body);
-  name_of_body_.emplace(body, name);
-  return Fragment::Rule(name);
+  const size_t index = ReserveIndex(hint);
+  DefineAt(index, body);
+  name_of_body_.emplace(body, index);
+  return ReferenceTo(index);
 }
 
 Fragment RuleSet::ShareWithLookahead(std::string_view hint, const Fragment& body, const Fragment& lookahead) {
@@ -700,11 +725,11 @@ Fragment RuleSet::ShareWithLookahead(std::string_view hint, const Fragment& body
   Fragment with_lookahead(
       MakeCompound(FragmentNode::Kind::kLookahead, Fragment::Binding::kAtom, FragmentChildren(children, 2)));
   auto found = name_of_body_.find(with_lookahead);
-  if (found != name_of_body_.end()) return Fragment::Rule(found->second);
-  std::string name = Reserve(hint);
-  Define(name, with_lookahead);
-  name_of_body_.emplace(std::move(with_lookahead), name);
-  return Fragment::Rule(name);
+  if (found != name_of_body_.end()) return ReferenceTo(found->second);
+  const size_t index = ReserveIndex(hint);
+  DefineAt(index, with_lookahead);
+  name_of_body_.emplace(with_lookahead, index);
+  return ReferenceTo(index);
 }
 
 Fragment RuleSet::ShareCountingJsonChars(std::string_view hint, const Fragment& body, long long min, long long max) {
@@ -712,31 +737,31 @@ Fragment RuleSet::ShareCountingJsonChars(std::string_view hint, const Fragment& 
              "a JSON character count is 0 <= min <= max <= 2^31-1 (max -1: unbounded)");
   auto& named = counted_name_of_body_[{min, max}];
   auto found = named.find(body);
-  if (found != named.end()) return Fragment::Rule(found->second);
+  if (found != named.end()) return ReferenceTo(found->second);
   const std::string attribute =
       "[json_chars=" + std::to_string(min) + ".." + (max >= 0 ? std::to_string(max) : std::string()) + "]";
-  std::string name = Reserve(hint);
-  Define(name, body);
-  Rule& rule = rules_.at(index_of_name_.at(name));
+  const size_t index = ReserveIndex(hint);
+  DefineAt(index, body);
+  Rule& rule = rules_[index];
   rule.attribute = attribute;
   rule.min_json_chars = static_cast<int32_t>(min);
   rule.max_json_chars = static_cast<int32_t>(max);
   AddBytes(attribute.size());
-  named.emplace(body, name);
-  return Fragment::Rule(name);
+  named.emplace(body, index);
+  return ReferenceTo(index);
 }
 
 Fragment RuleSet::ShareUniqueItem(std::string_view hint, const Fragment& body) {
   auto found = unique_item_name_of_body_.find(body);
-  if (found != unique_item_name_of_body_.end()) return Fragment::Rule(found->second);
-  std::string name = Reserve(hint);
-  Define(name, body);
-  Rule& rule = rules_.at(index_of_name_.at(name));
+  if (found != unique_item_name_of_body_.end()) return ReferenceTo(found->second);
+  const size_t index = ReserveIndex(hint);
+  DefineAt(index, body);
+  Rule& rule = rules_[index];
   rule.attribute = "[unique_item]";
   rule.unique_item = true;
   AddBytes(rule.attribute.size());
-  unique_item_name_of_body_.emplace(body, name);
-  return Fragment::Rule(name);
+  unique_item_name_of_body_.emplace(body, index);
+  return ReferenceTo(index);
 }
 
 void RuleSet::MarkUniqueItems(const std::string& name) {
@@ -772,33 +797,79 @@ bool RuleSet::AddShared(const std::vector<std::pair<std::string, Fragment>>& def
     if (definition.second.node()->kind == FragmentNode::Kind::kAutomaton) return false;
     auto shared = name_of_body_.find(definition.second);
     if (shared != name_of_body_.end()) {
-      if (shared->second != definition.first) return false;
+      if (rules_[shared->second].name != definition.first) return false;
       continue;
     }
     if (index_of_name_.count(definition.first) > 0 || claimed_.count(definition.first) > 0) return false;
     fresh.push_back(&definition);
   }
   for (const auto* definition : fresh) {
-    index_of_name_.emplace(definition->first, rules_.size());
+    const size_t index = rules_.size();
+    index_of_name_.emplace(definition->first, index);
     Rule& rule = rules_.emplace_back(definition->first, definition->second);
     rule.productive = productive;
     rule.lasting = true;
     AddBytes(definition->first.size() + definition->second.text_size());
-    name_of_body_.emplace(definition->second, definition->first);
+    name_of_body_.emplace(definition->second, index);
   }
   return true;
 }
 
 namespace {
 
+// The rule a reference node names, by node: a conversion's arena makes each reference one
+// node (hash-consing), so each distinct name is hashed about once, however often it is named.
+// The memo is a flat table (open addressing, linear probing, at most half full): no
+// allocation per entry.
+class RuleIndexOfReference {
+ public:
+  explicit RuleIndexOfReference(const std::unordered_map<std::string, size_t>& index_of_name)
+      : index_of_name_(index_of_name), slots_(64, Slot{nullptr, -1}) {}
+  // The index of the rule `reference` (a kRule node) names; -1 when the set has none.
+  int32_t Find(const FragmentNode& reference) {
+    XG2_DCHECK(reference.kind == FragmentNode::Kind::kRule, "a rule reference");
+    size_t slot = SlotOf(&reference);
+    for (; slots_[slot].node != nullptr; slot = (slot + 1) & (slots_.size() - 1)) {
+      if (slots_[slot].node == &reference) return slots_[slot].index;
+    }
+    auto found = index_of_name_.find(reference.text);
+    const int32_t index = found == index_of_name_.end() ? -1 : static_cast<int32_t>(found->second);
+    slots_[slot] = Slot{&reference, index};
+    if (2 * ++used_ > slots_.size()) Grow();
+    return index;
+  }
+
+ private:
+  struct Slot {
+    const FragmentNode* node;
+    int32_t index;
+  };
+  size_t SlotOf(const FragmentNode* node) const {
+    return (reinterpret_cast<uintptr_t>(node) >> 4) * 0x9E3779B97F4A7C15ull >> 20 & (slots_.size() - 1);
+  }
+  void Grow() {
+    std::vector<Slot> old(2 * slots_.size(), Slot{nullptr, -1});
+    old.swap(slots_);
+    for (const Slot& entry : old) {
+      if (entry.node == nullptr) continue;
+      size_t slot = SlotOf(entry.node);
+      while (slots_[slot].node != nullptr) slot = (slot + 1) & (slots_.size() - 1);
+      slots_[slot] = entry;
+    }
+  }
+
+  const std::unordered_map<std::string, size_t>& index_of_name_;
+  std::vector<Slot> slots_;  // size a power of two
+  size_t used_ = 0;
+};
+
 // Appends to `refs` the index of each rule that `node` names, and returns true; false when
 // it names a rule the set does not know.
-bool CollectRuleReferences(const FragmentNode& node, const std::unordered_map<std::string, size_t>& rule_index,
-                           std::vector<int32_t>* refs) {
+bool CollectRuleReferences(const FragmentNode& node, RuleIndexOfReference* rule_index, std::vector<int32_t>* refs) {
   if (node.kind == FragmentNode::Kind::kRule) {
-    auto found = rule_index.find(node.text);
-    if (found == rule_index.end()) return false;
-    refs->push_back(static_cast<int32_t>(found->second));
+    const int32_t index = rule_index->Find(node);
+    if (index < 0) return false;
+    refs->push_back(index);
     return true;
   }
   for (const auto& child : node.children) {
@@ -808,11 +879,10 @@ bool CollectRuleReferences(const FragmentNode& node, const std::unordered_map<st
 }
 
 // Whether `node` derives some finite string once the rules marked in `productive` do
-// (`rule_index` maps names to their indices; an unknown name derives nothing). A spelled
-// class or expression always derives one (a class is never empty; an expression names no
-// rule); a lookahead body needs its body and its lookahead to.
-bool Derives(const FragmentNode& node, const std::unordered_map<std::string, size_t>& rule_index,
-             const std::vector<uint8_t>& productive) {
+// (an unknown name derives nothing). A spelled class or expression always derives one (a
+// class is never empty; an expression names no rule); a lookahead body needs its body and
+// its lookahead to.
+bool Derives(const FragmentNode& node, RuleIndexOfReference* rule_index, const std::vector<uint8_t>& productive) {
   using Kind = FragmentNode::Kind;
   switch (node.kind) {
     case Kind::kEmpty:
@@ -821,8 +891,8 @@ bool Derives(const FragmentNode& node, const std::unordered_map<std::string, siz
     case Kind::kExpression:
     case Kind::kAutomaton: return true;  // a trimmed automaton, never the empty language
     case Kind::kRule: {
-      auto found = rule_index.find(node.text);
-      return found != rule_index.end() && productive[found->second];
+      const int32_t index = rule_index->Find(node);
+      return index >= 0 && productive[index];
     }
     case Kind::kRepeat: return node.min == 0 || Derives(*node.children[0], rule_index, productive);
     case Kind::kSequence:
@@ -850,6 +920,7 @@ std::vector<std::string> RuleSet::UnproductiveRules() const {
   // string). Propagated from the rules that name none, as in Kahn's topological order over
   // the distinct references (CSR: refs[ref_begin[i], ref_begin[i + 1]) are those of rule i).
   std::vector<int32_t> ref_begin(n + 1, 0), refs, pending(n, -1), ready;
+  RuleIndexOfReference rule_index(index_of_name_);
   for (size_t i = 0; i < n; ++i) {
     ThrowIfCancelled();
     const Rule& rule = rules_[i];
@@ -857,7 +928,7 @@ std::vector<std::string> RuleSet::UnproductiveRules() const {
     if (!rule.discarded && rule.body) {
       if (rule.productive) {
         ready.push_back(static_cast<int32_t>(i));
-      } else if (CollectRuleReferences(*rule.body->node(), index_of_name_, &refs)) {
+      } else if (CollectRuleReferences(*rule.body->node(), &rule_index, &refs)) {
         std::sort(refs.begin() + first, refs.end());
         refs.erase(std::unique(refs.begin() + first, refs.end()), refs.end());
         pending[i] = static_cast<int32_t>(refs.size() - first);
@@ -896,7 +967,7 @@ std::vector<std::string> RuleSet::UnproductiveRules() const {
   for (bool changed = true; changed;) {
     changed = false;
     for (size_t index : rest) {
-      if (!productive[index] && Derives(*rules_[index].body->node(), index_of_name_, productive)) {
+      if (!productive[index] && Derives(*rules_[index].body->node(), &rule_index, productive)) {
         productive[index] = 1;
         changed = true;
       }
