@@ -715,14 +715,20 @@ void SchemaConverter::IndexIdentifiers(const JsonValue& value, std::string* poin
 
 const JsonValue* SchemaConverter::ResolveReference(const std::string& ref, const Node& node,
                                                    std::string* target_pointer) {
-  std::string where = " at " + ShowPointer(node.pointer);
+  if (auto known = resolved_references_.find(ref); known != resolved_references_.end()) {
+    *target_pointer = known->second.second;
+    return known->second.first;
+  }
+  auto resolved = [&](const JsonValue* target, const std::string& pointer) {
+    *target_pointer = pointer;
+    resolved_references_.emplace(ref, std::make_pair(target, pointer));
+    return target;
+  };
+  auto where = [&] { return " at " + ShowPointer(node.pointer); };
   std::string rest = ref;
   if (!base_uri_.empty() && rest.rfind(base_uri_, 0) == 0) rest = rest.substr(base_uri_.size());
   auto identified = identifiers_.find(rest);
-  if (identified != identifiers_.end()) {
-    *target_pointer = identified->second.second;
-    return identified->second.first;
-  }
+  if (identified != identifiers_.end()) return resolved(identified->second.first, identified->second.second);
   size_t hash = rest.find('#');
   std::string document_part = rest.substr(0, hash);
   std::string fragment = hash == std::string::npos ? "" : rest.substr(hash + 1);
@@ -733,29 +739,24 @@ const JsonValue* SchemaConverter::ResolveReference(const std::string& ref, const
     if (found == identifiers_.end()) {
       bool remote = document_part.find("://") != std::string::npos ||
                     document_part.rfind("urn:", 0) == 0;
-      Invalid(std::string(remote ? "remote" : "unresolvable") + " $ref '" + ref + "'" + where +
+      Invalid(std::string(remote ? "remote" : "unresolvable") + " $ref '" + ref + "'" + where() +
               (remote ? " (only references inside the schema are supported)" : ""));
     }
     base = found->second.first;
     base_pointer = found->second.second;
   }
-  if (fragment.empty()) {
-    *target_pointer = base_pointer;
-    return base;
-  }
-  if (fragment[0] != '/') Invalid("unresolvable $ref '" + ref + "'" + where);
+  if (fragment.empty()) return resolved(base, base_pointer);
+  if (fragment[0] != '/') Invalid("unresolvable $ref '" + ref + "'" + where());
   const JsonValue* target = nullptr;
+  std::string pointer = base_pointer;
   try {
     target = ResolveJsonPointer(*base, fragment, /*uri_fragment=*/true);
-    *target_pointer = base_pointer;
-    for (const std::string& token : SplitJsonPointer(fragment, true)) {
-      *target_pointer = ChildPointer(*target_pointer, token);
-    }
+    for (const std::string& token : SplitJsonPointer(fragment, true)) pointer = ChildPointer(pointer, token);
   } catch (const InvalidArgumentError& e) {
-    Invalid("invalid $ref '" + ref + "'" + where + ": " + e.what());
+    Invalid("invalid $ref '" + ref + "'" + where() + ": " + e.what());
   }
-  if (target == nullptr) Invalid("unresolvable $ref '" + ref + "'" + where);
-  return target;
+  if (target == nullptr) Invalid("unresolvable $ref '" + ref + "'" + where());
+  return resolved(target, pointer);
 }
 
 Fragment SchemaConverter::Reference(const Node& node, int depth) {
