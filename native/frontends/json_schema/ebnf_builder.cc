@@ -20,6 +20,10 @@
 
 namespace xg2 {
 
+namespace {
+size_t LoweredNodesBound(const FragmentNode& shape);
+}  // namespace
+
 // Nodes in chunks: a node's address is stable for the arena's life, and all are destroyed
 // together with it. The process arena is shared by every thread (a lock guards it); a
 // conversion's arena is used by its own thread only.
@@ -85,7 +89,10 @@ class FragmentArena {
            a.built == b.built && a.automaton == b.automaton && a.children == b.children && a.text == b.text;
   }
 
+  // Makes the node (its lowered_nodes_bound computed here: an interned shape found again
+  // needs none).
   FragmentNode* Allocate(FragmentNode&& shape) {
+    shape.lowered_nodes_bound = LoweredNodesBound(shape);
     if (chunks_.empty() || used_in_last_ == kChunkNodes) {
       chunks_.push_back(static_cast<FragmentNode*>(::operator new(kChunkNodes * sizeof(FragmentNode))));
       used_in_last_ = 0;
@@ -168,7 +175,6 @@ size_t LoweredNodesBound(const FragmentNode& shape) {
 }
 
 NodePtr Intern(FragmentNode&& shape) {
-  shape.lowered_nodes_bound = LoweredNodesBound(shape);
   return current_arena != nullptr ? (*current_arena)->Intern(std::move(shape))
                                   : ProcessArenaOwner()->Intern(std::move(shape));
 }
