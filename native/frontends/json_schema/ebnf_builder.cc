@@ -11,6 +11,7 @@
 #include <new>
 
 #include "frontends/ebnf/ebnf_parser.h"
+#include "frontends/json_schema/fragment_node_memo.h"
 #include "grammar/automaton_literal.h"
 #include "grammar/grammar_builder.h"
 #include "support/cancellation.h"
@@ -934,29 +935,27 @@ class FragmentLowering {
   // each one node (hash-consing): so both are looked up by node, and each class spelling is
   // read and each rule name hashed about once per grammar.
   const std::vector<CodepointRange>& ClassRanges(const FragmentNode& node) {
-    auto found = class_ranges_.find(&node);
-    if (found != class_ranges_.end()) return *found->second;
+    if (const std::vector<CodepointRange>* const* known = class_ranges_.Find(&node)) return **known;
     const std::vector<CodepointRange>* ranges = ProcessClassRanges(node.text);
     if (ranges == nullptr) {
       parsed_here_.push_back(ParseEbnfCharClass(node.text));
       ranges = &parsed_here_.back();
     }
-    class_ranges_.emplace(&node, ranges);
+    class_ranges_.Add(&node, ranges);
     return *ranges;
   }
   RuleId RuleOf(const FragmentNode& node) {
-    auto found = rule_of_.find(&node);
-    if (found != rule_of_.end()) return found->second;
+    if (const RuleId* known = rule_of_.Find(&node)) return *known;
     const RuleId rule = builder_->FindRule(node.text);
     if (rule < 0) throw GrammarSyntaxError("generated grammar: undefined rule '" + node.text + "'");
-    rule_of_.emplace(&node, rule);
+    rule_of_.Add(&node, rule);
     return rule;
   }
 
   GrammarBuilder* builder_;
-  std::unordered_map<const FragmentNode*, const std::vector<CodepointRange>*> class_ranges_;
+  FragmentNodeMemo<const std::vector<CodepointRange>*> class_ranges_;
   std::deque<std::vector<CodepointRange>> parsed_here_;  // classes the process cache had no room for
-  std::unordered_map<const FragmentNode*, RuleId> rule_of_;
+  FragmentNodeMemo<RuleId> rule_of_;
   std::vector<ExprId> pending_;
 };
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "frontends/json_schema/ebnf_builder.h"
+#include "frontends/json_schema/fragment_node_memo.h"
 #include "support/cancellation.h"
 #include "support/dcheck.h"
 
@@ -16,48 +17,23 @@ namespace {
 
 // The rule a reference node names, by node: a conversion's arena makes each reference one
 // node (hash-consing), so each distinct name is hashed about once, however often it is named.
-// The memo is a flat table (open addressing, linear probing, at most half full): no
-// allocation per entry.
 class RuleIndexOfReference {
  public:
   explicit RuleIndexOfReference(const std::unordered_map<std::string, size_t>& index_of_name)
-      : index_of_name_(index_of_name), slots_(64, Slot{nullptr, -1}) {}
+      : index_of_name_(index_of_name) {}
   // The index of the rule `reference` (a kRule node) names; -1 when the set has none.
   int32_t Find(const FragmentNode& reference) {
     XG2_DCHECK(reference.kind == FragmentNode::Kind::kRule, "a rule reference");
-    size_t slot = SlotOf(&reference);
-    for (; slots_[slot].node != nullptr; slot = (slot + 1) & (slots_.size() - 1)) {
-      if (slots_[slot].node == &reference) return slots_[slot].index;
-    }
+    if (const int32_t* known = by_node_.Find(&reference)) return *known;
     auto found = index_of_name_.find(reference.text);
     const int32_t index = found == index_of_name_.end() ? -1 : static_cast<int32_t>(found->second);
-    slots_[slot] = Slot{&reference, index};
-    if (2 * ++used_ > slots_.size()) Grow();
+    by_node_.Add(&reference, index);
     return index;
   }
 
  private:
-  struct Slot {
-    const FragmentNode* node;
-    int32_t index;
-  };
-  size_t SlotOf(const FragmentNode* node) const {
-    return (reinterpret_cast<uintptr_t>(node) >> 4) * 0x9E3779B97F4A7C15ull >> 20 & (slots_.size() - 1);
-  }
-  void Grow() {
-    std::vector<Slot> old(2 * slots_.size(), Slot{nullptr, -1});
-    old.swap(slots_);
-    for (const Slot& entry : old) {
-      if (entry.node == nullptr) continue;
-      size_t slot = SlotOf(entry.node);
-      while (slots_[slot].node != nullptr) slot = (slot + 1) & (slots_.size() - 1);
-      slots_[slot] = entry;
-    }
-  }
-
   const std::unordered_map<std::string, size_t>& index_of_name_;
-  std::vector<Slot> slots_;  // size a power of two
-  size_t used_ = 0;
+  FragmentNodeMemo<int32_t> by_node_;
 };
 
 // Appends to `refs` the index of each rule that `node` names, and returns true; false when
