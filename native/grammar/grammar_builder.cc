@@ -11,30 +11,45 @@
 
 namespace xg2 {
 
-ExprId GrammarBuilder::Empty() { return Add(ExprNode()); }
+namespace {
+
+// Appends a default node of `kind` whose tree is `height` tall (checked by the caller) and
+// returns it, to be filled in place: the hot builders (the JSON Schema frontend lowers every
+// fragment node through them) skip building a node aside and moving it, about a hundred
+// bytes, into the table.
+ExprNode& AppendInPlace(std::vector<ExprNode>* nodes, std::vector<int>* heights, ExprKind kind, int height) {
+  XG2_DCHECK(height >= 1 && height <= kMaxExpressionHeight, "a checked height");
+  heights->push_back(height);
+  ExprNode& node = nodes->emplace_back();
+  node.kind = kind;
+  return node;
+}
+
+ExprId LastId(const std::vector<ExprNode>& nodes) { return static_cast<ExprId>(nodes.size() - 1); }
+
+}  // namespace
+
+ExprId GrammarBuilder::Empty() {
+  AppendInPlace(&ast_.nodes, &heights_, ExprKind::kEmpty, 1);
+  return LastId(ast_.nodes);
+}
 
 ExprId GrammarBuilder::Bytes(std::string bytes) {
   if (bytes.empty()) return Empty();
-  ExprNode node;
-  node.kind = ExprKind::kBytes;
-  node.bytes = std::move(bytes);
-  return Add(std::move(node));
+  AppendInPlace(&ast_.nodes, &heights_, ExprKind::kBytes, 1).bytes = std::move(bytes);
+  return LastId(ast_.nodes);
 }
 
 ExprId GrammarBuilder::CharClass(std::vector<CodepointRange> ranges) {
   XG2_DCHECK(!ranges.empty(), "a character class matches at least one code point");
-  ExprNode node;
-  node.kind = ExprKind::kCharClass;
-  node.ranges = std::move(ranges);
-  return Add(std::move(node));
+  AppendInPlace(&ast_.nodes, &heights_, ExprKind::kCharClass, 1).ranges = std::move(ranges);
+  return LastId(ast_.nodes);
 }
 
 ExprId GrammarBuilder::RuleRef(RuleId rule) {
   XG2_DCHECK(rule >= 0 && static_cast<size_t>(rule) < ast_.rules.size(), "a reference names an added rule");
-  ExprNode node;
-  node.kind = ExprKind::kRuleRef;
-  node.rule_id = rule;
-  return Add(std::move(node));
+  AppendInPlace(&ast_.nodes, &heights_, ExprKind::kRuleRef, 1).rule_id = rule;
+  return LastId(ast_.nodes);
 }
 
 ExprId GrammarBuilder::Sequence(const ExprId* children, size_t count) {
@@ -63,12 +78,15 @@ ExprId GrammarBuilder::Repeat(ExprId child, int32_t min, int32_t max) {
   CheckRepetitionBounds(min, max);
   if (min == 1 && max == 1) return child;
   if (max == 0) return Empty();
-  ExprNode node;
-  node.kind = ExprKind::kRepeat;
-  node.children = {child};
+  const int height = heights_[child] + 1;
+  if (height > kMaxExpressionHeight) {
+    throw ResourceLimitError("expression nests deeper than the limit of " + std::to_string(kMaxExpressionHeight));
+  }
+  ExprNode& node = AppendInPlace(&ast_.nodes, &heights_, ExprKind::kRepeat, height);
+  node.children = ExprChildren(&child, 1);
   node.min_repeat = min;
   node.max_repeat = max;
-  return Add(std::move(node));
+  return LastId(ast_.nodes);
 }
 
 ExprId GrammarBuilder::Graft(const GrammarAst& source, ExprId root, const std::vector<RuleId>& rule_of) {
@@ -122,7 +140,10 @@ ExprId GrammarBuilder::Append(const std::vector<ExprNode>& nodes, const std::vec
     if (heights[i] > kMaxExpressionHeight) {
       throw ResourceLimitError("expression nests deeper than the limit of " + std::to_string(kMaxExpressionHeight));
     }
-    ExprNode node = nodes[i];
+    if (nodes[i].kind == ExprKind::kRepeat) CheckRepetitionBounds(nodes[i].min_repeat, nodes[i].max_repeat);
+    // Copied straight into the table, then renumbered there (no copy aside to move in).
+    ExprNode& node = ast_.nodes.emplace_back(nodes[i]);
+    heights_.push_back(heights[i]);
     for (ExprId& child : node.children) {
       XG2_DCHECK(child >= 0 && static_cast<size_t>(child) < i, "appended children precede their parents");
       child += offset;
@@ -132,9 +153,6 @@ ExprId GrammarBuilder::Append(const std::vector<ExprNode>& nodes, const std::vec
                  "an appended reference has a rule to map to");
       node.rule_id = rule_of[node.rule_id];
     }
-    if (node.kind == ExprKind::kRepeat) CheckRepetitionBounds(node.min_repeat, node.max_repeat);
-    ast_.nodes.push_back(std::move(node));
-    heights_.push_back(heights[i]);
   }
   return offset;
 }
@@ -190,10 +208,13 @@ ExprId GrammarBuilder::Add(ExprNode&& node) {
 
 ExprId GrammarBuilder::AddCompound(ExprKind kind, const ExprId* children, size_t count) {
   if (count == 1) return children[0];
-  ExprNode node;
-  node.kind = kind;
-  node.children = ExprChildren(children, count);
-  return Add(std::move(node));
+  int height = 1;
+  for (size_t i = 0; i < count; ++i) height = std::max(height, heights_[children[i]] + 1);
+  if (height > kMaxExpressionHeight) {
+    throw ResourceLimitError("expression nests deeper than the limit of " + std::to_string(kMaxExpressionHeight));
+  }
+  AppendInPlace(&ast_.nodes, &heights_, kind, height).children = ExprChildren(children, count);
+  return LastId(ast_.nodes);
 }
 
 // ---- Token-level terminals, tag dispatches and whole grammars -------------------------------

@@ -85,6 +85,16 @@ def test_const_next_to_properties(compiler: xg.GrammarCompiler) -> None:
     assert not accepts(dropped, '{"a": {"a": 1}}')
 
 
+def test_listed_values_checked_against_another_list(compiler: xg.GrammarCompiler) -> None:
+    # Each value of the outer enum is looked for in the inner one (1 equals 1.0 there).
+    schema = {"enum": ["a", "b", 1, 1.0, 2, None, [1], {"a": 1}], "anyOf": [{"enum": ["a", 1.0, None, [1]]}]}
+    validator = make_validator(schema)
+    grammar = compiler.compile_json_schema(schema)
+    for value in ["a", "b", 1, 1.0, 2, None, [1], {"a": 1}]:
+        text = json.dumps(value)
+        assert accepts(grammar, text) == validator.is_valid(value), text
+
+
 def test_random_walks_stay_valid(compiler: xg.GrammarCompiler) -> None:
     rng = random.Random(7)
     info = hf_tokenizer_info(TOKENIZER)

@@ -11,6 +11,7 @@
 #include <new>
 
 #include "frontends/ebnf/ebnf_parser.h"
+#include "frontends/json_schema/fragment_node_memo.h"
 #include "grammar/automaton_literal.h"
 #include "grammar/grammar_builder.h"
 #include "support/cancellation.h"
@@ -19,6 +20,10 @@
 #include "support/error.h"
 
 namespace xg2 {
+
+namespace {
+size_t LoweredNodesBound(const FragmentNode& shape);
+}  // namespace
 
 // Nodes in chunks: a node's address is stable for the arena's life, and all are destroyed
 // together with it. The process arena is shared by every thread (a lock guards it); a
@@ -85,7 +90,10 @@ class FragmentArena {
            a.built == b.built && a.automaton == b.automaton && a.children == b.children && a.text == b.text;
   }
 
+  // Makes the node (its lowered_nodes_bound computed here: an interned shape found again
+  // needs none).
   FragmentNode* Allocate(FragmentNode&& shape) {
+    shape.lowered_nodes_bound = LoweredNodesBound(shape);
     if (chunks_.empty() || used_in_last_ == kChunkNodes) {
       chunks_.push_back(static_cast<FragmentNode*>(::operator new(kChunkNodes * sizeof(FragmentNode))));
       used_in_last_ = 0;
@@ -168,7 +176,6 @@ size_t LoweredNodesBound(const FragmentNode& shape) {
 }
 
 NodePtr Intern(FragmentNode&& shape) {
-  shape.lowered_nodes_bound = LoweredNodesBound(shape);
   return current_arena != nullptr ? (*current_arena)->Intern(std::move(shape))
                                   : ProcessArenaOwner()->Intern(std::move(shape));
 }
@@ -250,12 +257,10 @@ NodePtr ExistingLeaf(Kind kind, std::string_view text, size_t hash) {
   return current_arena != nullptr ? (*current_arena)->FindLeaf(kind, text, hash) : nullptr;
 }
 
-NodePtr MakeLeaf(Kind kind, std::string text, size_t printed_size,
-                 std::shared_ptr<const GrammarAst> built = nullptr) {
-  const size_t hash = LeafHash(kind, text);
-  if (built == nullptr) {
-    if (NodePtr existing = ExistingLeaf(kind, text, hash)) return existing;
-  }
+// A leaf the arena was found not to have (ExistingLeaf): `hash` is LeafHash(kind, text).
+NodePtr NewLeaf(Kind kind, std::string text, size_t printed_size, size_t hash,
+                std::shared_ptr<const GrammarAst> built = nullptr) {
+  XG2_DCHECK(hash == LeafHash(kind, text), "a leaf's hash is LeafHash of its kind and text");
   FragmentNode shape;
   shape.kind = kind;
   shape.hash = hash;
@@ -265,12 +270,22 @@ NodePtr MakeLeaf(Kind kind, std::string text, size_t printed_size,
   return Intern(std::move(shape));
 }
 
-// The bytes are copied only when the arena has no such literal yet.
+NodePtr MakeLeaf(Kind kind, std::string text, size_t printed_size,
+                 std::shared_ptr<const GrammarAst> built = nullptr) {
+  const size_t hash = LeafHash(kind, text);
+  if (built == nullptr) {
+    if (NodePtr existing = ExistingLeaf(kind, text, hash)) return existing;
+  }
+  return NewLeaf(kind, std::move(text), printed_size, hash, std::move(built));
+}
+
+// The bytes are hashed once, and copied only when the arena has no such literal yet.
 NodePtr LiteralNode(std::string_view bytes) {
-  if (NodePtr existing = ExistingLeaf(Kind::kLiteral, bytes, LeafHash(Kind::kLiteral, bytes))) return existing;
+  const size_t hash = LeafHash(Kind::kLiteral, bytes);
+  if (NodePtr existing = ExistingLeaf(Kind::kLiteral, bytes, hash)) return existing;
   size_t size = 2;
   for (char c : bytes) size += EscapedSize(static_cast<unsigned char>(c));
-  return MakeLeaf(Kind::kLiteral, std::string(bytes), size);
+  return NewLeaf(Kind::kLiteral, std::string(bytes), size, hash);
 }
 
 // A compound node over `children` (copied when the node is new); printed_size and hash from
@@ -526,9 +541,11 @@ Fragment AltOf(Iterator begin, Iterator end) {
   // Most alternations have a handful of choices: those are compared with the kept ones in
   // place (hash first), which keeps the same first occurrences as the set, without its nodes.
   constexpr size_t kMaxScannedChoices = 16;
+  const size_t count = static_cast<size_t>(std::distance(begin, end));
   std::vector<const Fragment*> kept;
+  kept.reserve(count);  // one allocation, not one per doubling
   std::unordered_set<const Fragment*, HashOf, Equal> seen;
-  const bool scan = static_cast<size_t>(std::distance(begin, end)) <= kMaxScannedChoices;
+  const bool scan = count <= kMaxScannedChoices;
   for (Iterator it = begin; it != end; ++it) {
     const Fragment& choice = *it;
     if (choice.never()) continue;
@@ -610,34 +627,49 @@ void RuleSet::AddBytes(size_t bytes) {
 // The first free name of base, base_2, base_3, ... Names are never freed, so the search
 // resumes where the last one for the same base stopped (a schema with hundreds of
 // definitions under one hint would otherwise try every earlier number again, quadratic).
-std::string RuleSet::Reserve(std::string_view hint) {
+size_t RuleSet::ReserveIndex(std::string_view hint) {
   std::string base = SanitizeName(hint);
-  auto taken = [this](const std::string& name) {
-    return index_of_name_.count(name) > 0 || claimed_.count(name) > 0;
+  const size_t index = rules_.size();
+  // Takes `name` for the new rule unless it is claimed or some rule has it.
+  auto take = [&](const std::string& name) {
+    return claimed_.count(name) == 0 && index_of_name_.try_emplace(name, index).second;
   };
   int& next = next_suffix_[base];  // the next number to try; past 2, base_2 .. base_(next-1) are taken
   if (next == 0) next = 2;
   std::string name = base;
-  if (next > 2 || taken(name)) {
+  if (next > 2 || !take(name)) {
     for (;; ++next) {
       name = base + "_" + std::to_string(next);
-      if (!taken(name)) break;
+      if (take(name)) break;
     }
     ++next;
   }
-  index_of_name_.emplace(name, rules_.size());
-  rules_.emplace_back(name, std::nullopt);
-  AddBytes(name.size());
-  return name;
+  XG2_DCHECK(index_of_name_.at(name) == index, "a reserved name is the new rule's");
+  const size_t bytes = name.size();
+  rules_.emplace_back(std::move(name), std::nullopt);
+  AddBytes(bytes);
+  return index;
 }
+
+std::string RuleSet::Reserve(std::string_view hint) { return rules_[ReserveIndex(hint)].name; }
 
 void RuleSet::Discard(const std::string& name) { rules_.at(index_of_name_.at(name)).discarded = true; }
 
-void RuleSet::Define(const std::string& name, const Fragment& body) {
-  XG2_DCHECK(!body.never(), "rule '" + name + "' is defined with a body");
-  Rule& rule = rules_.at(index_of_name_.at(name));
+void RuleSet::Define(const std::string& name, const Fragment& body) { DefineAt(index_of_name_.at(name), body); }
+
+void RuleSet::DefineAt(size_t index, const Fragment& body) {
+  Rule& rule = rules_.at(index);
+  XG2_DCHECK(!body.never(), "rule '" + rule.name + "' is defined with a body");
   rule.body = body;
   AddBytes(body.text_size());
+}
+
+Fragment RuleSet::ReferenceTo(size_t index) {
+  Rule& rule = rules_[index];
+  if (rule.reference == nullptr) rule.reference = Fragment::Rule(rule.name).node();
+  XG2_DCHECK(rule.reference->kind == FragmentNode::Kind::kRule && rule.reference->text == rule.name,
+             "a rule's cached reference names it");
+  return Fragment(rule.reference);
 }
 
 std::optional<Fragment> RuleSet::DefineAutomaton(std::string_view hint, std::shared_ptr<const AutomatonLiteral> literal) {
@@ -678,21 +710,21 @@ Fragment RuleSet::Share(std::string_view hint, const Fragment& body) {
   return ShareLazily(body, [hint] { return hint; });
 }
 
-std::optional<Fragment> RuleSet::Existing(const Fragment& body) const {
+std::optional<Fragment> RuleSet::Existing(const Fragment& body) {
   if (body.never()) return body;
   if (body.binding() == Fragment::Binding::kAtom && body.text_size() <= kMaxInlineAtomLength) {
     return body;
   }
   auto found = name_of_body_.find(body);
-  if (found != name_of_body_.end()) return Fragment::Rule(found->second);
+  if (found != name_of_body_.end()) return ReferenceTo(found->second);
   return std::nullopt;
 }
 
 Fragment RuleSet::DefineShared(std::string_view hint, const Fragment& body) {
-  std::string name = Reserve(hint);
-  Define(name, body);
-  name_of_body_.emplace(body, name);
-  return Fragment::Rule(name);
+  const size_t index = ReserveIndex(hint);
+  DefineAt(index, body);
+  name_of_body_.emplace(body, index);
+  return ReferenceTo(index);
 }
 
 Fragment RuleSet::ShareWithLookahead(std::string_view hint, const Fragment& body, const Fragment& lookahead) {
@@ -700,11 +732,11 @@ Fragment RuleSet::ShareWithLookahead(std::string_view hint, const Fragment& body
   Fragment with_lookahead(
       MakeCompound(FragmentNode::Kind::kLookahead, Fragment::Binding::kAtom, FragmentChildren(children, 2)));
   auto found = name_of_body_.find(with_lookahead);
-  if (found != name_of_body_.end()) return Fragment::Rule(found->second);
-  std::string name = Reserve(hint);
-  Define(name, with_lookahead);
-  name_of_body_.emplace(std::move(with_lookahead), name);
-  return Fragment::Rule(name);
+  if (found != name_of_body_.end()) return ReferenceTo(found->second);
+  const size_t index = ReserveIndex(hint);
+  DefineAt(index, with_lookahead);
+  name_of_body_.emplace(with_lookahead, index);
+  return ReferenceTo(index);
 }
 
 Fragment RuleSet::ShareCountingJsonChars(std::string_view hint, const Fragment& body, long long min, long long max) {
@@ -712,31 +744,31 @@ Fragment RuleSet::ShareCountingJsonChars(std::string_view hint, const Fragment& 
              "a JSON character count is 0 <= min <= max <= 2^31-1 (max -1: unbounded)");
   auto& named = counted_name_of_body_[{min, max}];
   auto found = named.find(body);
-  if (found != named.end()) return Fragment::Rule(found->second);
+  if (found != named.end()) return ReferenceTo(found->second);
   const std::string attribute =
       "[json_chars=" + std::to_string(min) + ".." + (max >= 0 ? std::to_string(max) : std::string()) + "]";
-  std::string name = Reserve(hint);
-  Define(name, body);
-  Rule& rule = rules_.at(index_of_name_.at(name));
+  const size_t index = ReserveIndex(hint);
+  DefineAt(index, body);
+  Rule& rule = rules_[index];
   rule.attribute = attribute;
   rule.min_json_chars = static_cast<int32_t>(min);
   rule.max_json_chars = static_cast<int32_t>(max);
   AddBytes(attribute.size());
-  named.emplace(body, name);
-  return Fragment::Rule(name);
+  named.emplace(body, index);
+  return ReferenceTo(index);
 }
 
 Fragment RuleSet::ShareUniqueItem(std::string_view hint, const Fragment& body) {
   auto found = unique_item_name_of_body_.find(body);
-  if (found != unique_item_name_of_body_.end()) return Fragment::Rule(found->second);
-  std::string name = Reserve(hint);
-  Define(name, body);
-  Rule& rule = rules_.at(index_of_name_.at(name));
+  if (found != unique_item_name_of_body_.end()) return ReferenceTo(found->second);
+  const size_t index = ReserveIndex(hint);
+  DefineAt(index, body);
+  Rule& rule = rules_[index];
   rule.attribute = "[unique_item]";
   rule.unique_item = true;
   AddBytes(rule.attribute.size());
-  unique_item_name_of_body_.emplace(body, name);
-  return Fragment::Rule(name);
+  unique_item_name_of_body_.emplace(body, index);
+  return ReferenceTo(index);
 }
 
 void RuleSet::MarkUniqueItems(const std::string& name) {
@@ -772,141 +804,22 @@ bool RuleSet::AddShared(const std::vector<std::pair<std::string, Fragment>>& def
     if (definition.second.node()->kind == FragmentNode::Kind::kAutomaton) return false;
     auto shared = name_of_body_.find(definition.second);
     if (shared != name_of_body_.end()) {
-      if (shared->second != definition.first) return false;
+      if (rules_[shared->second].name != definition.first) return false;
       continue;
     }
     if (index_of_name_.count(definition.first) > 0 || claimed_.count(definition.first) > 0) return false;
     fresh.push_back(&definition);
   }
   for (const auto* definition : fresh) {
-    index_of_name_.emplace(definition->first, rules_.size());
+    const size_t index = rules_.size();
+    index_of_name_.emplace(definition->first, index);
     Rule& rule = rules_.emplace_back(definition->first, definition->second);
     rule.productive = productive;
     rule.lasting = true;
     AddBytes(definition->first.size() + definition->second.text_size());
-    name_of_body_.emplace(definition->second, definition->first);
+    name_of_body_.emplace(definition->second, index);
   }
   return true;
-}
-
-namespace {
-
-// Appends to `refs` the index of each rule that `node` names, and returns true; false when
-// it names a rule the set does not know.
-bool CollectRuleReferences(const FragmentNode& node, const std::unordered_map<std::string, size_t>& rule_index,
-                           std::vector<int32_t>* refs) {
-  if (node.kind == FragmentNode::Kind::kRule) {
-    auto found = rule_index.find(node.text);
-    if (found == rule_index.end()) return false;
-    refs->push_back(static_cast<int32_t>(found->second));
-    return true;
-  }
-  for (const auto& child : node.children) {
-    if (!CollectRuleReferences(*child, rule_index, refs)) return false;
-  }
-  return true;
-}
-
-// Whether `node` derives some finite string once the rules marked in `productive` do
-// (`rule_index` maps names to their indices; an unknown name derives nothing). A spelled
-// class or expression always derives one (a class is never empty; an expression names no
-// rule); a lookahead body needs its body and its lookahead to.
-bool Derives(const FragmentNode& node, const std::unordered_map<std::string, size_t>& rule_index,
-             const std::vector<uint8_t>& productive) {
-  using Kind = FragmentNode::Kind;
-  switch (node.kind) {
-    case Kind::kEmpty:
-    case Kind::kLiteral:
-    case Kind::kCharClass:
-    case Kind::kExpression:
-    case Kind::kAutomaton: return true;  // a trimmed automaton, never the empty language
-    case Kind::kRule: {
-      auto found = rule_index.find(node.text);
-      return found != rule_index.end() && productive[found->second];
-    }
-    case Kind::kRepeat: return node.min == 0 || Derives(*node.children[0], rule_index, productive);
-    case Kind::kSequence:
-    case Kind::kLookahead:
-      for (const auto& child : node.children) {
-        if (!Derives(*child, rule_index, productive)) return false;
-      }
-      return true;
-    case Kind::kAlternation:
-      for (const auto& child : node.children) {
-        if (Derives(*child, rule_index, productive)) return true;
-      }
-      return false;
-  }
-  return false;
-}
-
-}  // namespace
-
-std::vector<std::string> RuleSet::UnproductiveRules() const {
-  const size_t n = rules_.size();
-  std::vector<uint8_t> productive(n, 0);
-  // First the sufficient condition: a body whose named rules are all productive is productive
-  // (a body is never `never`, and operators over productive operands derive some finite
-  // string). Propagated from the rules that name none, as in Kahn's topological order over
-  // the distinct references (CSR: refs[ref_begin[i], ref_begin[i + 1]) are those of rule i).
-  std::vector<int32_t> ref_begin(n + 1, 0), refs, pending(n, -1), ready;
-  for (size_t i = 0; i < n; ++i) {
-    ThrowIfCancelled();
-    const Rule& rule = rules_[i];
-    const size_t first = refs.size();
-    if (!rule.discarded && rule.body) {
-      if (rule.productive) {
-        ready.push_back(static_cast<int32_t>(i));
-      } else if (CollectRuleReferences(*rule.body->node(), index_of_name_, &refs)) {
-        std::sort(refs.begin() + first, refs.end());
-        refs.erase(std::unique(refs.begin() + first, refs.end()), refs.end());
-        pending[i] = static_cast<int32_t>(refs.size() - first);
-        if (pending[i] == 0) ready.push_back(static_cast<int32_t>(i));
-      } else {
-        refs.resize(first);  // left to the fixpoint below
-      }
-    }
-    ref_begin[i + 1] = static_cast<int32_t>(refs.size());
-  }
-  std::vector<int32_t> user_begin(n + 1, 0), users(refs.size());
-  for (int32_t callee : refs) ++user_begin[callee + 1];
-  for (size_t i = 0; i < n; ++i) user_begin[i + 1] += user_begin[i];
-  {
-    std::vector<int32_t> fill(user_begin.begin(), user_begin.end() - 1);
-    for (size_t i = 0; i < n; ++i) {
-      for (int32_t k = ref_begin[i]; k < ref_begin[i + 1]; ++k) users[fill[refs[k]]++] = static_cast<int32_t>(i);
-    }
-  }
-  while (!ready.empty()) {
-    const int32_t rule = ready.back();
-    ready.pop_back();
-    productive[rule] = 1;
-    for (int32_t k = user_begin[rule]; k < user_begin[rule + 1]; ++k) {
-      if (--pending[users[k]] == 0) ready.push_back(users[k]);
-    }
-  }
-  // The rest (rules on or after a cycle, and alternatives with an unproductive choice) by
-  // their bodies, to the least fixpoint.
-  std::vector<size_t> rest;
-  for (size_t i = 0; i < n; ++i) {
-    const Rule& rule = rules_[i];
-    if (!rule.discarded && rule.body && !productive[i]) rest.push_back(i);
-  }
-  // Invariant: `productive` only grows; stop when a round adds nothing.
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (size_t index : rest) {
-      if (!productive[index] && Derives(*rules_[index].body->node(), index_of_name_, productive)) {
-        productive[index] = 1;
-        changed = true;
-      }
-    }
-  }
-  std::vector<std::string> unproductive;
-  for (size_t index : rest) {
-    if (!productive[index]) unproductive.push_back(rules_[index].name);
-  }
-  return unproductive;
 }
 
 std::string RuleSet::Print() const {
@@ -1022,29 +935,27 @@ class FragmentLowering {
   // each one node (hash-consing): so both are looked up by node, and each class spelling is
   // read and each rule name hashed about once per grammar.
   const std::vector<CodepointRange>& ClassRanges(const FragmentNode& node) {
-    auto found = class_ranges_.find(&node);
-    if (found != class_ranges_.end()) return *found->second;
+    if (const std::vector<CodepointRange>* const* known = class_ranges_.Find(&node)) return **known;
     const std::vector<CodepointRange>* ranges = ProcessClassRanges(node.text);
     if (ranges == nullptr) {
       parsed_here_.push_back(ParseEbnfCharClass(node.text));
       ranges = &parsed_here_.back();
     }
-    class_ranges_.emplace(&node, ranges);
+    class_ranges_.Add(&node, ranges);
     return *ranges;
   }
   RuleId RuleOf(const FragmentNode& node) {
-    auto found = rule_of_.find(&node);
-    if (found != rule_of_.end()) return found->second;
+    if (const RuleId* known = rule_of_.Find(&node)) return *known;
     const RuleId rule = builder_->FindRule(node.text);
     if (rule < 0) throw GrammarSyntaxError("generated grammar: undefined rule '" + node.text + "'");
-    rule_of_.emplace(&node, rule);
+    rule_of_.Add(&node, rule);
     return rule;
   }
 
   GrammarBuilder* builder_;
-  std::unordered_map<const FragmentNode*, const std::vector<CodepointRange>*> class_ranges_;
+  FragmentNodeMemo<const std::vector<CodepointRange>*> class_ranges_;
   std::deque<std::vector<CodepointRange>> parsed_here_;  // classes the process cache had no room for
-  std::unordered_map<const FragmentNode*, RuleId> rule_of_;
+  FragmentNodeMemo<RuleId> rule_of_;
   std::vector<ExprId> pending_;
 };
 

@@ -325,23 +325,31 @@ class RuleSet {
     int32_t max_json_chars = -1;
     bool unique_item = false;   // "[unique_item]"
     bool unique_items = false;  // "[unique_items]"
+    // Fragment::Rule(name), made on the first ReferenceTo: a rule shared from many places
+    // hands out this node rather than hashing its name again each time.
+    const FragmentNode* reference = nullptr;
   };
   void AddBytes(size_t bytes);
   // What Share returns for `body` without naming a rule: `body` itself (never, or a short
   // atom) or a reference to the rule that has this body; nullopt when Share must name one.
-  std::optional<Fragment> Existing(const Fragment& body) const;
+  std::optional<Fragment> Existing(const Fragment& body);
   // Names a new rule for `body` (which no rule has) and returns a reference to it.
   Fragment DefineShared(std::string_view hint, const Fragment& body);
+  // Reserve and Define by the rule's index in rules_ (the name is looked up once, here).
+  size_t ReserveIndex(std::string_view hint);
+  void DefineAt(size_t index, const Fragment& body);
+  // A reference to rules_[index] (Fragment::Rule of its name).
+  Fragment ReferenceTo(size_t index);
 
   size_t max_total_bytes_;
   size_t total_bytes_ = 0;
   std::vector<Rule> rules_;
   std::unordered_map<std::string, size_t> index_of_name_;
-  std::unordered_map<Fragment, std::string, FragmentHash> name_of_body_;
+  // The rule (index in rules_) that Share named for each body.
+  std::unordered_map<Fragment, size_t, FragmentHash> name_of_body_;
   // ShareCountingJsonChars: the rule of each (body, count).
-  std::map<std::pair<long long, long long>, std::unordered_map<Fragment, std::string, FragmentHash>>
-      counted_name_of_body_;
-  std::unordered_map<Fragment, std::string, FragmentHash> unique_item_name_of_body_;
+  std::map<std::pair<long long, long long>, std::unordered_map<Fragment, size_t, FragmentHash>> counted_name_of_body_;
+  std::unordered_map<Fragment, size_t, FragmentHash> unique_item_name_of_body_;
   std::unordered_set<std::string> claimed_;
   std::unordered_map<std::string, int> next_suffix_;  // Reserve: where to resume per base name
   std::unordered_map<std::string, Fragment> written_;

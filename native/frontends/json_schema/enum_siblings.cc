@@ -5,8 +5,10 @@
 // pattern and applicator keywords, recursing into subschemas through
 // ListedValueSatisfies; `format` is decided on the format's automaton. A keyword it cannot
 // evaluate exactly (unevaluated*, a format without an automaton) stays the policy error.
+#include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "frontends/json_schema/regular_language.h"
 #include "frontends/json_schema/schema_converter_internal.h"
@@ -55,8 +57,14 @@ bool SchemaConverter::ListedValueSatisfies(const JsonValue& value, const JsonVal
   }
   if (const JsonValue* values = schema.Find("enum")) {
     if (!values->is_array()) Invalid("keyword 'enum' at " + ShowPointer(pointer) + " must be an array");
-    bool listed = false;
-    for (const JsonValue& item : values->array_items()) listed = listed || JsonEquals(item, value);
+    const std::vector<JsonValue>& items = values->array_items();
+    // EnumOrConst asks about each value of this very list: a scalar equals itself, so it is
+    // listed without comparing it with the values before it (quadratic in long enums). A
+    // container is compared (JsonEquals reads an object's members by name, first of each).
+    const std::less<const JsonValue*> before;  // a total order, also of unrelated addresses
+    bool listed = !value.is_array() && !value.is_object() && !before(&value, items.data()) &&
+                  before(&value, items.data() + items.size());
+    for (const JsonValue& item : items) listed = listed || JsonEquals(item, value);
     if (!listed) return false;
   }
   // EnumValueAllowed skips the conditional (the converter rewrites it before enum is read).

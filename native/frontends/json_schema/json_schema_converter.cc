@@ -38,9 +38,19 @@ enum class Role {
   kUnsupported,  // an assertion the converter cannot enforce (yet): the policy error
 };
 
-const std::unordered_map<std::string, Role>& KeywordRoles() {
+// The table is asked about every member of every schema object, and its keys differ in
+// length, first or last byte almost everywhere: that is all it hashes (std::hash would read
+// every byte of the name).
+struct KeywordHash {
+  size_t operator()(const std::string& keyword) const {
+    return keyword.empty() ? 0 : keyword.size() * 961 + static_cast<unsigned char>(keyword.front()) * 31 +
+                                     static_cast<unsigned char>(keyword.back());
+  }
+};
+
+const std::unordered_map<std::string, Role, KeywordHash>& KeywordRoles() {
   static const auto* roles = [] {
-    auto* map = new std::unordered_map<std::string, Role>();
+    auto* map = new std::unordered_map<std::string, Role, KeywordHash>();
     for (const KeywordSupport& entry : JsonSchemaKeywordTable()) {
       std::string level = entry.level;
       Role role = level == "annotation"  ? Role::kAnnotation
@@ -54,7 +64,7 @@ const std::unordered_map<std::string, Role>& KeywordRoles() {
 }
 
 std::optional<Role> RoleOf(const std::string& keyword) {
-  if (keyword.rfind("x-", 0) == 0) return Role::kAnnotation;
+  if (keyword.size() >= 2 && keyword[0] == 'x' && keyword[1] == '-') return Role::kAnnotation;  // an extension
   auto found = KeywordRoles().find(keyword);
   if (found == KeywordRoles().end()) return std::nullopt;
   return found->second;
@@ -705,14 +715,20 @@ void SchemaConverter::IndexIdentifiers(const JsonValue& value, std::string* poin
 
 const JsonValue* SchemaConverter::ResolveReference(const std::string& ref, const Node& node,
                                                    std::string* target_pointer) {
-  std::string where = " at " + ShowPointer(node.pointer);
+  if (auto known = resolved_references_.find(ref); known != resolved_references_.end()) {
+    *target_pointer = known->second.second;
+    return known->second.first;
+  }
+  auto resolved = [&](const JsonValue* target, const std::string& pointer) {
+    *target_pointer = pointer;
+    resolved_references_.emplace(ref, std::make_pair(target, pointer));
+    return target;
+  };
+  auto where = [&] { return " at " + ShowPointer(node.pointer); };
   std::string rest = ref;
   if (!base_uri_.empty() && rest.rfind(base_uri_, 0) == 0) rest = rest.substr(base_uri_.size());
   auto identified = identifiers_.find(rest);
-  if (identified != identifiers_.end()) {
-    *target_pointer = identified->second.second;
-    return identified->second.first;
-  }
+  if (identified != identifiers_.end()) return resolved(identified->second.first, identified->second.second);
   size_t hash = rest.find('#');
   std::string document_part = rest.substr(0, hash);
   std::string fragment = hash == std::string::npos ? "" : rest.substr(hash + 1);
@@ -723,29 +739,24 @@ const JsonValue* SchemaConverter::ResolveReference(const std::string& ref, const
     if (found == identifiers_.end()) {
       bool remote = document_part.find("://") != std::string::npos ||
                     document_part.rfind("urn:", 0) == 0;
-      Invalid(std::string(remote ? "remote" : "unresolvable") + " $ref '" + ref + "'" + where +
+      Invalid(std::string(remote ? "remote" : "unresolvable") + " $ref '" + ref + "'" + where() +
               (remote ? " (only references inside the schema are supported)" : ""));
     }
     base = found->second.first;
     base_pointer = found->second.second;
   }
-  if (fragment.empty()) {
-    *target_pointer = base_pointer;
-    return base;
-  }
-  if (fragment[0] != '/') Invalid("unresolvable $ref '" + ref + "'" + where);
+  if (fragment.empty()) return resolved(base, base_pointer);
+  if (fragment[0] != '/') Invalid("unresolvable $ref '" + ref + "'" + where());
   const JsonValue* target = nullptr;
+  std::string pointer = base_pointer;
   try {
     target = ResolveJsonPointer(*base, fragment, /*uri_fragment=*/true);
-    *target_pointer = base_pointer;
-    for (const std::string& token : SplitJsonPointer(fragment, true)) {
-      *target_pointer = ChildPointer(*target_pointer, token);
-    }
+    for (const std::string& token : SplitJsonPointer(fragment, true)) pointer = ChildPointer(pointer, token);
   } catch (const InvalidArgumentError& e) {
-    Invalid("invalid $ref '" + ref + "'" + where + ": " + e.what());
+    Invalid("invalid $ref '" + ref + "'" + where() + ": " + e.what());
   }
-  if (target == nullptr) Invalid("unresolvable $ref '" + ref + "'" + where);
-  return target;
+  if (target == nullptr) Invalid("unresolvable $ref '" + ref + "'" + where());
+  return resolved(target, pointer);
 }
 
 Fragment SchemaConverter::Reference(const Node& node, int depth) {
@@ -801,25 +812,27 @@ bool SchemaConverter::EnumValueAllowed(const JsonValue& value, const Node& node)
   if (MentionsExcluded(value, options_.string_excludes)) return false;
   std::string value_type = JsonTypeOf(value);
   for (const auto& [keyword, argument] : node.schema.object_members()) {
-    if (keyword == "enum" || keyword == "const" || IsPassiveKeyword(keyword) ||
+    // A view compares with each literal below inline (length first).
+    const std::string_view name = keyword;
+    if (name == "enum" || name == "const" || IsPassiveKeyword(keyword) ||
         IsIgnored(node, keyword)) {
       continue;
     }
     std::string applies_to = TypeOfKeyword(keyword);
     bool applies = applies_to.empty() || applies_to == value_type ||
                    (applies_to == "number" && value_type == "integer");
-    if (keyword == "type" || keyword == "nullable") {
+    if (name == "type" || name == "nullable") {
       std::vector<std::string> allowed = AllowedTypes(node);
       bool ok = std::find(allowed.begin(), allowed.end(), value_type) != allowed.end() ||
                 (value_type == "integer" &&
                  std::find(allowed.begin(), allowed.end(), "number") != allowed.end());
       if (!ok) return false;
-    } else if (applies && (keyword == "minProperties" || keyword == "maxProperties")) {
+    } else if (applies && (name == "minProperties" || name == "maxProperties")) {
       std::optional<long long> bound = CountKeyword(node, keyword.c_str());
       if (!bound) continue;
       long long size = static_cast<long long>(value.object_members().size());
-      if (keyword == "minProperties" ? size < *bound : size > *bound) return false;
-    } else if (applies && keyword == "uniqueItems") {
+      if (name == "minProperties" ? size < *bound : size > *bound) return false;
+    } else if (applies && name == "uniqueItems") {
       if (!argument.is_bool() || !argument.bool_value()) continue;
       const std::vector<JsonValue>& items = value.array_items();
       for (size_t i = 0; i < items.size(); ++i) {
@@ -828,36 +841,36 @@ bool SchemaConverter::EnumValueAllowed(const JsonValue& value, const Node& node)
         }
       }
     } else if (!applies ||
-               keyword == "if" || keyword == "then" || keyword == "else" ||
-               keyword == "minContains" || keyword == "maxContains") {
+               name == "if" || name == "then" || name == "else" ||
+               name == "minContains" || name == "maxContains") {
       continue;
-    } else if (keyword == "minLength" || keyword == "maxLength") {
+    } else if (name == "minLength" || name == "maxLength") {
       std::optional<long long> bound = CountKeyword(node, keyword.c_str());
       if (!bound) continue;
       long long length = static_cast<long long>(CountCodepoints(value.string_value()));
-      if (keyword == "minLength" ? length < *bound : length > *bound) return false;
-    } else if (keyword == "minimum" || keyword == "maximum" || keyword == "exclusiveMinimum" ||
-               keyword == "exclusiveMaximum") {
+      if (name == "minLength" ? length < *bound : length > *bound) return false;
+    } else if (name == "minimum" || name == "maximum" || name == "exclusiveMinimum" ||
+               name == "exclusiveMaximum") {
       if (!argument.is_number()) continue;  // draft-4 boolean forms are read with their bound
       double x = value.number_value(), bound = argument.number_value();
-      const JsonValue* flag = node.schema.Find(keyword == "minimum" ? "exclusiveMinimum"
+      const JsonValue* flag = node.schema.Find(name == "minimum" ? "exclusiveMinimum"
                                                                     : "exclusiveMaximum");
       bool exclusive = keyword.rfind("exclusive", 0) == 0 ||
                        (flag != nullptr && flag->is_bool() && flag->bool_value());
-      bool is_lower = keyword == "minimum" || keyword == "exclusiveMinimum";
+      bool is_lower = name == "minimum" || name == "exclusiveMinimum";
       bool ok = is_lower ? (exclusive ? x > bound : x >= bound) : (exclusive ? x < bound : x <= bound);
       if (!ok) return false;
-    } else if (keyword == "not" && NotReadByGenerators(node)) {
+    } else if (name == "not" && NotReadByGenerators(node)) {
       for (const JsonValue& excluded : ListedValuesOnly(argument).value_or(std::vector<JsonValue>{})) {
         if (JsonEquals(excluded, value)) return false;
       }
-    } else if (keyword == "multipleOf") {
+    } else if (name == "multipleOf") {
       std::optional<Decimal> divisor = MultipleOf(node);
       std::optional<Decimal> x = ParseDecimal(value.number_lexeme());
       if (divisor && x && !Divides(*divisor, *x)) return false;
-    } else if (keyword == "format" && argument.is_string() && IsUnknownFormat(argument.string_value(), draft3_)) {
+    } else if (name == "format" && argument.is_string() && IsUnknownFormat(argument.string_value(), draft3_)) {
       continue;  // an annotation (see IsUnknownFormat)
-    } else if (std::optional<bool> verdict = keyword == "format" ? ListedStringHasFormat(value, argument)
+    } else if (std::optional<bool> verdict = name == "format" ? ListedStringHasFormat(value, argument)
                                                                   : ListedValueSiblingAllows(value, node, keyword)) {
       if (!*verdict) return false;
     } else {

@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <string_view>
 #include <unordered_map>
 
 #include "frontends/json_schema/decimal.h"
@@ -56,13 +57,13 @@ std::vector<std::string> SchemaConverter::AllowedTypes(const Node& node) {
     if (!nullable->is_bool()) {
       Invalid("keyword 'nullable' at " + ShowPointer(node.pointer) + " must be a boolean");
     }
-    if (nullable->bool_value() && std::find(types.begin(), types.end(), "null") == types.end()) {
+    if (nullable->bool_value() && std::find(types.begin(), types.end(), std::string_view("null")) == types.end()) {
       types.push_back("null");
     }
   }
   // Integers are numbers: with "number" allowed, "integer" adds nothing.
-  if (std::find(types.begin(), types.end(), "number") != types.end()) {
-    types.erase(std::remove(types.begin(), types.end(), "integer"), types.end());
+  if (std::find(types.begin(), types.end(), std::string_view("number")) != types.end()) {
+    types.erase(std::remove(types.begin(), types.end(), std::string_view("integer")), types.end());
   }
   return types;
 }
@@ -74,7 +75,8 @@ Fragment SchemaConverter::TypedValue(const Node& node, int depth) {
   }
   if (!has_assertions) return AnyValue(depth);
   std::vector<Fragment> choices;
-  for (const std::string& type : AllowedTypes(node)) {
+  for (const std::string& type_name : AllowedTypes(node)) {
+    const std::string_view type = type_name;  // compares with each literal inline (length first)
     if (type == "null") {
       choices.push_back(Fragment::Literal("null"));
     } else if (type == "boolean") {

@@ -404,6 +404,10 @@ class SchemaConverter {
   std::set<std::string> references_in_progress_;
   std::unordered_map<std::string, std::pair<const JsonValue*, std::string>> identifiers_;
   std::string base_uri_;
+  // ResolveReference's answers by $ref text: (target, its pointer). A schema names the same
+  // definitions from many places, and the answer depends on the text alone (identifiers_ and
+  // base_uri_ are fixed before conversion starts); failures are not kept (they throw).
+  std::unordered_map<std::string, std::pair<const JsonValue*, std::string>> resolved_references_;
   std::map<int, std::string> any_value_rules_;
   // Intersected string languages already written (keyword set -> fragment).
   std::map<std::string, Fragment> string_languages_;
