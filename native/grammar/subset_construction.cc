@@ -114,8 +114,6 @@ class SubsetConstruction {
       }
     }
     std::vector<int32_t>& stack = s_.closure_stack;
-    set.assign(seeds.begin(), seeds.end());
-    stack.assign(seeds.begin(), seeds.end());
     // Generation-stamped marks: clearing is O(1), so closures cost only what they visit.
     if (s_.mark.size() < static_cast<size_t>(nfa_.num_nodes)) s_.mark.assign(nfa_.num_nodes, 0);
     if (++s_.generation == 0) {
@@ -123,7 +121,17 @@ class SubsetConstruction {
       s_.generation = 1;
     }
     const uint32_t generation = s_.generation;
-    for (int32_t n : set) s_.mark[n] = generation;
+    // A seed named twice (two edges of the state into one node) is kept once: a set with
+    // repeats would be a state of its own, and around a cycle the repeats could grow by one
+    // per step, a new state each time, until the budget ran out.
+    set.clear();
+    stack.clear();
+    for (int32_t n : seeds) {
+      if (s_.mark[n] == generation) continue;
+      s_.mark[n] = generation;
+      set.push_back(n);
+      stack.push_back(n);
+    }
     while (!stack.empty()) {
       int32_t n = stack.back();
       stack.pop_back();
@@ -140,6 +148,7 @@ class SubsetConstruction {
                 set.end());
     }
     std::sort(set.begin(), set.end());
+    XG2_DCHECK(std::adjacent_find(set.begin(), set.end()) == set.end(), "a closure names an NFA node twice");
     return set;
   }
 
