@@ -86,9 +86,9 @@ class SubsetConstruction {
   bool exhausted() const { return exhausted_; }
 
  private:
-  // The epsilon closure of `seeds` (or of one seed), sorted, in a buffer reused by the next
-  // call (so a closure that names an existing DFA state allocates nothing); `seeds` must not
-  // be that buffer. Without counted loops only the closure's important nodes are kept (the
+  // The epsilon closure of the seeds (a vector, a range or one seed), sorted and without
+  // repeats, in a buffer reused by the next call (so a closure that names an existing DFA
+  // state allocates nothing); the seeds must not be in that buffer. Without counted loops only the closure's important nodes are kept (the
   // Dragon Book's "important states": those with a byte or rule edge, and the accepting
   // node): a node with epsilon edges only adds nothing its successors in the closure do
   // not, so two closures with the same important nodes accept the same language and are one
@@ -96,15 +96,15 @@ class SubsetConstruction {
   // copy entries), and without this each distinct mix of them would be a state of its own
   // for minimisation to merge again. With counted loops the whole closure stays: a state's
   // counter roles are read from all of its nodes.
-  const std::vector<int32_t>& Closure(int32_t seed) {
-    s_.seeds.assign(1, seed);
-    return Closure(s_.seeds);
-  }
+  const std::vector<int32_t>& Closure(int32_t seed) { return Closure(&seed, &seed + 1); }
   const std::vector<int32_t>& Closure(const std::vector<int32_t>& seeds) {
+    return Closure(seeds.data(), seeds.data() + seeds.size());
+  }
+  const std::vector<int32_t>& Closure(const int32_t* first_seed, const int32_t* last_seed) {
     std::vector<int32_t>& set = s_.closure;
     // One seed without epsilon edges (a position inside a literal, say) is its own closure.
-    if (seeds.size() == 1) {
-      const int32_t seed = seeds[0];
+    if (last_seed - first_seed == 1) {
+      const int32_t seed = *first_seed;
       bool epsilon = false;
       for (const NfaEdge& e : nfa_.EdgesOf(seed)) epsilon = epsilon || e.kind == kEpsilon;
       if (!epsilon) {
@@ -126,7 +126,8 @@ class SubsetConstruction {
     // per step, a new state each time, until the budget ran out.
     set.clear();
     stack.clear();
-    for (int32_t n : seeds) {
+    for (const int32_t* seed = first_seed; seed != last_seed; ++seed) {
+      const int32_t n = *seed;
       if (s_.mark[n] == generation) continue;
       s_.mark[n] = generation;
       set.push_back(n);
@@ -422,11 +423,19 @@ class SubsetConstruction {
     std::sort(rule_targets.begin(), rule_targets.end());
     for (size_t k = 0; k < rule_targets.size();) {
       const int32_t rule = rule_targets[k].first;
-      targets.clear();
-      for (; k < rule_targets.size() && rule_targets[k].first == rule; ++k) targets.push_back(rule_targets[k].second);
+      size_t end = k + 1;
+      while (end < rule_targets.size() && rule_targets[end].first == rule) ++end;
       CheckNoFreshEntry(set, carries_counter, rule, 0, 0);
-      const int32_t target = targets.size() == 1 ? InternSingle(targets[0]) : Intern(Closure(targets));
+      int32_t target;
+      if (end == k + 1) {  // one target: no copy of it
+        target = InternSingle(rule_targets[k].second);
+      } else {
+        targets.clear();
+        for (size_t t = k; t < end; ++t) targets.push_back(rule_targets[t].second);
+        target = Intern(Closure(targets));
+      }
       dfa.rule_edges.push_back({rule, target});
+      k = end;
     }
     dfa.rule_begin.push_back(static_cast<int32_t>(dfa.rule_edges.size()));
   }
