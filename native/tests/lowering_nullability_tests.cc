@@ -37,12 +37,15 @@ TEST(NullabilityReachesRulesThatWereFoundNotNullableBefore) {
 }
 
 // A random grammar of `num_rules` rules whose bodies share expression nodes (as inlining
-// makes them): each body is drawn from a pool that grows with every node made.
+// makes them): each body is drawn from a pool that grows with every node made, and each
+// rule is named by two reference nodes.
 GrammarAst RandomSharedGrammar(std::mt19937* rng, int num_rules) {
   AstBuilder b;
   for (int r = 0; r < num_rules; ++r) b.DeclareRule("r" + std::to_string(r));
   std::vector<ExprId> pool = {b.Empty(), b.Bytes("x")};
-  for (int r = 0; r < num_rules; ++r) pool.push_back(b.Ref(r));
+  for (int copy = 0; copy < 2; ++copy) {  // two reference nodes per rule, as inlining leaves them
+    for (int r = 0; r < num_rules; ++r) pool.push_back(b.Ref(r));
+  }
   auto pick = [&]() { return pool[(*rng)() % pool.size()]; };
   for (int k = 0; k < 4 * num_rules; ++k) {
     switch ((*rng)() % 3) {
