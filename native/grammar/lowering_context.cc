@@ -100,11 +100,14 @@ void LoweringContext::ComputeRuleNullable() {
       }
     }
   }
-  // Each examination gets fresh memo entries (a stamp per examination), so an expression
-  // found not nullable before a callee became nullable is looked at again.
+  // Memo entries are shared by the examinations: a "nullable" answer stays true as rules
+  // become nullable (nullability only grows), and a "not nullable" one holds until the next
+  // rule becomes nullable, when the stamp moves on and such answers are looked at again. A
+  // stamp per examination would walk the shared subexpressions of inlined bodies once per
+  // rule.
   std::vector<int8_t> memo(ast_.nodes.size(), -1);
   std::vector<uint32_t> memo_stamp(ast_.nodes.size(), 0);
-  uint32_t stamp = 0;
+  uint32_t stamp = 1;
   std::vector<RuleId> queue(num_rules);
   std::vector<uint8_t> queued(num_rules, 1);
   for (size_t r = 0; r < num_rules; ++r) queue[r] = static_cast<RuleId>(r);
@@ -112,9 +115,9 @@ void LoweringContext::ComputeRuleNullable() {
     const RuleId r = queue[k];
     queued[r] = 0;
     if (rule_nullable_[r]) continue;
-    ++stamp;
     if (!StampedNullable(ast_.rules[r].body, &memo, &memo_stamp, stamp)) continue;
     rule_nullable_[r] = 1;
+    ++stamp;
     for (RuleId caller : callers[r]) {
       if (!rule_nullable_[caller] && !queued[caller]) {
         queued[caller] = 1;
@@ -126,7 +129,7 @@ void LoweringContext::ComputeRuleNullable() {
 
 bool LoweringContext::StampedNullable(ExprId e, std::vector<int8_t>* memo, std::vector<uint32_t>* memo_stamp,
                                       uint32_t stamp) const {
-  if ((*memo_stamp)[e] == stamp) return (*memo)[e];
+  if ((*memo_stamp)[e] == stamp || (*memo)[e] == 1) return (*memo)[e] == 1;
   const ExprNode& node = ast_.node(e);
   bool nullable = false;
   switch (node.kind) {

@@ -156,8 +156,8 @@ class LoweringContext {
   // nothing changes costs one pass per link of a chain of rules declared caller first).
   void ComputeRuleNullable();
 
-  // Whether `e` matches the empty string under the current rule_nullable_; memo entries
-  // count only where memo_stamp equals `stamp`.
+  // Whether `e` matches the empty string under the current rule_nullable_; a memo entry
+  // counts where it is true (rule_nullable_ only grows) or its memo_stamp equals `stamp`.
   bool StampedNullable(ExprId e, std::vector<int8_t>* memo, std::vector<uint32_t>* memo_stamp, uint32_t stamp) const;
 
   const GrammarAst& ast_;

@@ -86,9 +86,9 @@ class SubsetConstruction {
   bool exhausted() const { return exhausted_; }
 
  private:
-  // The epsilon closure of `seeds` (or of one seed), sorted, in a buffer reused by the next
-  // call (so a closure that names an existing DFA state allocates nothing); `seeds` must not
-  // be that buffer. Without counted loops only the closure's important nodes are kept (the
+  // The epsilon closure of the seeds (a vector, a range or one seed), sorted and without
+  // repeats, in a buffer reused by the next call (so a closure that names an existing DFA
+  // state allocates nothing); the seeds must not be in that buffer. Without counted loops only the closure's important nodes are kept (the
   // Dragon Book's "important states": those with a byte or rule edge, and the accepting
   // node): a node with epsilon edges only adds nothing its successors in the closure do
   // not, so two closures with the same important nodes accept the same language and are one
@@ -96,15 +96,15 @@ class SubsetConstruction {
   // copy entries), and without this each distinct mix of them would be a state of its own
   // for minimisation to merge again. With counted loops the whole closure stays: a state's
   // counter roles are read from all of its nodes.
-  const std::vector<int32_t>& Closure(int32_t seed) {
-    s_.seeds.assign(1, seed);
-    return Closure(s_.seeds);
-  }
+  const std::vector<int32_t>& Closure(int32_t seed) { return Closure(&seed, &seed + 1); }
   const std::vector<int32_t>& Closure(const std::vector<int32_t>& seeds) {
+    return Closure(seeds.data(), seeds.data() + seeds.size());
+  }
+  const std::vector<int32_t>& Closure(const int32_t* first_seed, const int32_t* last_seed) {
     std::vector<int32_t>& set = s_.closure;
     // One seed without epsilon edges (a position inside a literal, say) is its own closure.
-    if (seeds.size() == 1) {
-      const int32_t seed = seeds[0];
+    if (last_seed - first_seed == 1) {
+      const int32_t seed = *first_seed;
       bool epsilon = false;
       for (const NfaEdge& e : nfa_.EdgesOf(seed)) epsilon = epsilon || e.kind == kEpsilon;
       if (!epsilon) {
@@ -114,8 +114,6 @@ class SubsetConstruction {
       }
     }
     std::vector<int32_t>& stack = s_.closure_stack;
-    set.assign(seeds.begin(), seeds.end());
-    stack.assign(seeds.begin(), seeds.end());
     // Generation-stamped marks: clearing is O(1), so closures cost only what they visit.
     if (s_.mark.size() < static_cast<size_t>(nfa_.num_nodes)) s_.mark.assign(nfa_.num_nodes, 0);
     if (++s_.generation == 0) {
@@ -123,7 +121,18 @@ class SubsetConstruction {
       s_.generation = 1;
     }
     const uint32_t generation = s_.generation;
-    for (int32_t n : set) s_.mark[n] = generation;
+    // A seed named twice (two edges of the state into one node) is kept once: a set with
+    // repeats would be a state of its own, and around a cycle the repeats could grow by one
+    // per step, a new state each time, until the budget ran out.
+    set.clear();
+    stack.clear();
+    for (const int32_t* seed = first_seed; seed != last_seed; ++seed) {
+      const int32_t n = *seed;
+      if (s_.mark[n] == generation) continue;
+      s_.mark[n] = generation;
+      set.push_back(n);
+      stack.push_back(n);
+    }
     while (!stack.empty()) {
       int32_t n = stack.back();
       stack.pop_back();
@@ -140,6 +149,7 @@ class SubsetConstruction {
                 set.end());
     }
     std::sort(set.begin(), set.end());
+    XG2_DCHECK(std::adjacent_find(set.begin(), set.end()) == set.end(), "a closure names an NFA node twice");
     return set;
   }
 
@@ -413,11 +423,19 @@ class SubsetConstruction {
     std::sort(rule_targets.begin(), rule_targets.end());
     for (size_t k = 0; k < rule_targets.size();) {
       const int32_t rule = rule_targets[k].first;
-      targets.clear();
-      for (; k < rule_targets.size() && rule_targets[k].first == rule; ++k) targets.push_back(rule_targets[k].second);
+      size_t end = k + 1;
+      while (end < rule_targets.size() && rule_targets[end].first == rule) ++end;
       CheckNoFreshEntry(set, carries_counter, rule, 0, 0);
-      const int32_t target = targets.size() == 1 ? InternSingle(targets[0]) : Intern(Closure(targets));
+      int32_t target;
+      if (end == k + 1) {  // one target: no copy of it
+        target = InternSingle(rule_targets[k].second);
+      } else {
+        targets.clear();
+        for (size_t t = k; t < end; ++t) targets.push_back(rule_targets[t].second);
+        target = Intern(Closure(targets));
+      }
       dfa.rule_edges.push_back({rule, target});
+      k = end;
     }
     dfa.rule_begin.push_back(static_cast<int32_t>(dfa.rule_edges.size()));
   }

@@ -33,7 +33,7 @@ struct SubsetScratch {
   uint32_t generation = 0;
   std::vector<int32_t> member_of;  // NFA node -> counted loop it belongs to; empty: no loops
   std::vector<int32_t> gate_of;
-  std::vector<int32_t> seeds, closure, closure_stack, fresh, current, targets, previous_targets;
+  std::vector<int32_t> closure, closure_stack, fresh, current, targets, previous_targets;
   std::vector<int> cuts;
   std::vector<int32_t> piece_begin, piece_fill, piece_targets;
   int32_t piece_at[257];  // cut value -> its index in `cuts` (only the current cuts are valid)

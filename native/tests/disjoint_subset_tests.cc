@@ -18,9 +18,8 @@ namespace {
 
 // A random epsilon-NFA over `num_nodes` nodes: byte ranges inside 'a'..'h' (narrow, so that
 // many states' edges are disjoint and many overlap), epsilon edges, and rule edges 0..2. As
-// in Thompson's construction, a node is the target of at most one byte or rule edge (the
-// subset construction keeps a state's node set as a sorted list with repeats, so two such
-// edges into one node could grow a set around a cycle without end).
+// in Thompson's construction, a node is the target of at most one byte or rule edge
+// (subset_closure_tests.cc covers nodes entered by several).
 Nfa RandomNfa(std::mt19937* rng, int32_t num_nodes) {
   Nfa nfa;
   nfa.Reset();
