@@ -23,11 +23,12 @@ void Fixpoint(const Step& step) {
 }  // namespace
 
 LeaveSets::LeaveSets(size_t num_nodes, const std::vector<std::pair<NodeId, ByteSet>>& sets) : index_(num_nodes) {
+  // try_emplace, not emplace: most sets repeat, and emplace builds a map node before looking.
   std::unordered_map<ByteSet, int32_t> position{{ByteSet(), 0}};
   sets_.push_back(ByteSet());
   for (const auto& [n, set] : sets) {
     if (set.none()) continue;  // index 0 (most nodes)
-    auto [it, inserted] = position.emplace(set, static_cast<int32_t>(sets_.size()));
+    auto [it, inserted] = position.try_emplace(set, static_cast<int32_t>(sets_.size()));
     if (inserted) sets_.push_back(set);
     index_[n] = it->second;
   }
@@ -44,7 +45,7 @@ LeaveSets::LeaveSets(const LeaveSets& prefix, size_t num_nodes, const std::vecto
     XG2_DCHECK(static_cast<size_t>(n) >= prefix.size() && static_cast<size_t>(n) < num_nodes,
                "only the nodes after the older snapshot's get new leave sets");
     if (set.none()) continue;
-    auto [it, inserted] = position.emplace(set, static_cast<int32_t>(sets_.size()));
+    auto [it, inserted] = position.try_emplace(set, static_cast<int32_t>(sets_.size()));
     if (inserted) sets_.push_back(set);
     index_[n] = it->second;
   }
@@ -178,8 +179,14 @@ LeaveSets ComputeLeaveBytes(const GrammarFsm& fsm) {
   };
   std::vector<Call> calls;
   std::vector<Caller> callers;
+  // The nodes whose leave set may be non-empty (those that call a rule or accept), in order:
+  // the pass that writes the sets visits these alone instead of every node again.
+  std::vector<NodeId> leaving;
   for (NodeId n = 0; n < num_nodes; ++n) {
-    if (fsm.node_rule[n] < 0 || fsm.rule_edges_begin(n) == fsm.rule_edges_end(n)) continue;
+    if (fsm.node_rule[n] < 0) continue;
+    const bool calls_rules = fsm.rule_edges_begin(n) != fsm.rule_edges_end(n);
+    if (calls_rules || fsm.node_accepting[n]) leaving.push_back(n);
+    if (!calls_rules) continue;
     const size_t first_call = calls.size();
     for (const RuleEdge* e = fsm.rule_edges_begin(n); e != fsm.rule_edges_end(n); ++e) {
       calls.push_back({e->rule, slot_of(fsm.rule_start[e->rule]), slot_of(e->target)});
@@ -230,11 +237,11 @@ LeaveSets ComputeLeaveBytes(const GrammarFsm& fsm) {
 
   // leave[n] is empty at a node that neither calls a rule nor accepts.
   std::vector<std::pair<NodeId, ByteSet>> leave;
+  leave.reserve(leaving.size());
   size_t next_caller = 0;
-  for (NodeId n = 0; n < num_nodes; ++n) {
-    if (fsm.node_rule[n] < 0) continue;
+  for (NodeId n : leaving) {
     const bool calls_rules = next_caller < callers.size() && callers[next_caller].node == n;
-    if (!calls_rules && !fsm.node_accepting[n]) continue;
+    XG2_DCHECK(calls_rules || fsm.node_accepting[n], "a listed leaving node calls a rule or accepts");
     ByteSet set;
     if (calls_rules) {
       const Caller& caller = callers[next_caller++];

@@ -1,6 +1,7 @@
 #include "tokenizer/token_literals.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "grammar/token_literal.h"
 #include "support/error.h"
@@ -8,8 +9,14 @@
 namespace xg2 {
 namespace {
 
+// Jumps from one lead byte to the next (memchr): a spelling starts only at a lead byte, and
+// most terminals have none.
 void CollectIds(const std::string& bytes, std::vector<int32_t>* ids) {
+  const char* const data = bytes.data();
   for (size_t i = 0; i < bytes.size(); ++i) {
+    const void* lead = std::memchr(data + i, kTokenLiteralLead, bytes.size() - i);
+    if (lead == nullptr) return;
+    i = static_cast<size_t>(static_cast<const char*>(lead) - data);
     int32_t id = DecodeTokenLiteral(bytes, i);
     if (id >= 0) {
       ids->push_back(id);
