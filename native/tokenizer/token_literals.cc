@@ -10,13 +10,19 @@ namespace xg2 {
 namespace {
 
 // Jumps from one lead byte to the next (memchr): a spelling starts only at a lead byte, and
-// most terminals have none.
+// most terminals have none. A token-set marker (two lead bytes, then a set index in the same
+// digits) is stepped over whole: read from its second byte it would look like a literal, and
+// naming that id would respell an ordinary token of the vocabulary.
 void CollectIds(const std::string& bytes, std::vector<int32_t>* ids) {
   const char* const data = bytes.data();
   for (size_t i = 0; i < bytes.size(); ++i) {
     const void* lead = std::memchr(data + i, kTokenLiteralLead, bytes.size() - i);
     if (lead == nullptr) return;
     i = static_cast<size_t>(static_cast<const char*>(lead) - data);
+    if (DecodeTokenSetMarker(bytes, i) >= 0) {
+      i += kTokenSetMarkerSize - 1;
+      continue;
+    }
     int32_t id = DecodeTokenLiteral(bytes, i);
     if (id >= 0) {
       ids->push_back(id);

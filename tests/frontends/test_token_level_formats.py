@@ -19,6 +19,7 @@ from xg2_test_support import allowed_tokens, hf_compiler, hf_tokenizer_info, req
 TOKENIZER = "llama3.1"
 EOT, EOS, HEADER_START, HEADER_END = 128009, 128001, 128006, 128007  # EOT, EOS: stop tokens
 HELLO, A, B, C, D, AB, X, BYTE_FF = 15339, 64, 65, 66, 67, 370, 87, 187  # BYTE_FF decodes to b"\xff"
+BANG, QUOTE = 0, 1  # "!" and '"': ids equal to the indices of a grammar's first token sets
 
 
 def const(text):
@@ -46,6 +47,9 @@ CASES = [
     (seq({"type": "any_tokens", "max_tokens": 2}, const("b")), [AB, A, B]),
     (seq({"type": "any_tokens", "max_tokens": 100}, const("b")), [AB, AB, B]),
     (seq(const("a"), {"type": "exclude_token"}, const("b")), [A, AB, B]),
+    # Token sets 0 and 1 beside text spelled by tokens 0 and 1: the sets' markers name no token.
+    (seq({"type": "exclude_token", "exclude_tokens": [HELLO]}, {"type": "exclude_token", "exclude_tokens": [A]},
+         const("!\"")), [B, C, BANG, QUOTE]),
     ({"type": "token", "token": HELLO}, [HELLO]),
     ({"type": "token", "token": "hello"}, [HELLO]),
     (TRIGGERED, [C, HEADER_START, X, HEADER_END, D]),
