@@ -20,6 +20,12 @@ from xg2_plugin.bitmask import bitmask_to_bool_array
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
+# The first line of a child that tests Ctrl-C: Python's own SIGINT handler, as an interactive
+# session has it. A test run started in the background by a non-interactive shell (`cmd &`)
+# leaves SIGINT ignored, children inherit that, and a compile then rightly ignores the signal.
+CHILD_DEFAULT_SIGINT = "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+
+
 def child_env() -> dict[str, str]:
     """The environment for a child Python process that imports the engine this process
     imported (an installed package, or the sanitizer stage's staged build; the source tree

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import xg2_plugin as xg
-from xg2_test_support import child_env, hf_tokenizer_info, unrolled_compiler
+from xg2_test_support import CHILD_DEFAULT_SIGINT, child_env, hf_tokenizer_info, unrolled_compiler
 
 TOKENIZER = "gpt2"
 HERE = Path(__file__).resolve().parents[1]
@@ -224,6 +224,7 @@ def test_ctrl_c_stops_a_synchronous_compile() -> None:
     (it is cancelled, so nothing is cached), not after it. In a child: the signal is real."""
     code = (
         "import os, signal, threading, sys, time\n"
+        f"{CHILD_DEFAULT_SIGINT}"
         "import xg2_plugin as xg\n"
         "import test_compile_futures as t\n"
         "compiler = t._compiler()\n"
@@ -258,6 +259,7 @@ def test_ctrl_c_on_the_main_thread_leaves_a_joined_caller_its_grammar() -> None:
     runs again for it on a worker, and the main thread gets KeyboardInterrupt."""
     code = (
         "import os, signal, threading, time\n"
+        f"{CHILD_DEFAULT_SIGINT}"
         "import test_compile_futures as t\n"
         "compiler = t._compiler(max_threads=1)\n"
         "joined = []\n"

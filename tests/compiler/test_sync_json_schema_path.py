@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 import xg2_plugin as xg
-from xg2_test_support import assert_same_compiled_grammar, child_env, hf_tokenizer_info, unrolled_compiler
+from xg2_test_support import (CHILD_DEFAULT_SIGINT, assert_same_compiled_grammar, child_env, hf_tokenizer_info,
+                              unrolled_compiler)
 
 TOKENIZER = "gpt2"
 HERE = Path(__file__).resolve().parents[1]
@@ -231,6 +232,7 @@ def test_ctrl_c_stops_a_synchronous_json_schema_compile() -> None:
     retried when the compile ended before the signal was sent."""
     code = (
         "import os, signal, threading, time\n"
+        f"{CHILD_DEFAULT_SIGINT}"
         "from xg2_test_support import unrolled_compiler\n"
         f"compiler = unrolled_compiler({TOKENIZER!r})\n"
         "assert compiler.disk_cache is None\n"
