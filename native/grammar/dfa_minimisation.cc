@@ -433,8 +433,11 @@ Dfa CanonicalQuotient(const FlatDfa& dfa, MinimizeScratch* scratch) {
   return out;
 }
 
-// The minimal Dfa by the general path's `algorithm`, in working memory of its own.
-Dfa MinimizeByGeneralPath(const FlatDfa& dfa, MinimisationAlgorithm algorithm) {
+}  // namespace
+
+// The minimal Dfa by the general path's `algorithm`, in working memory of its own (declared in
+// dfa_minimisation_testing.h; the debug checks below compare the other paths with it).
+Dfa MinimizeWith(const FlatDfa& dfa, MinimisationAlgorithm algorithm) {
   MinimizeScratch m;
   IndexIncomingEdges(dfa, &m);
   MarkLiveStates(dfa, &m);
@@ -447,12 +450,14 @@ Dfa MinimizeByGeneralPath(const FlatDfa& dfa, MinimisationAlgorithm algorithm) {
   return CanonicalQuotient(dfa, &m);
 }
 
+namespace {
+
 // Debug builds: the acyclic pass's result is the general path's (see RefineAcyclic).
 [[maybe_unused]] void CheckAcyclicMinimisation(const FlatDfa& dfa, const Dfa& acyclic) {
   const MinimisationAlgorithm general = static_cast<size_t>(dfa.size()) <= kMaxMooreNodes
                                             ? MinimisationAlgorithm::kMoore
                                             : MinimisationAlgorithm::kHopcroft;
-  if (!SameDfa(MinimizeByGeneralPath(dfa, general), acyclic)) {
+  if (!SameDfa(MinimizeWith(dfa, general), acyclic)) {
     ThrowInternalError(__FILE__, __LINE__, "the acyclic minimisation differs from Moore's rounds / Hopcroft's algorithm");
   }
 }
@@ -462,7 +467,7 @@ Dfa MinimizeByGeneralPath(const FlatDfa& dfa, MinimisationAlgorithm algorithm) {
 constexpr int32_t kMaxCheckedHopcroftNodes = 512;
 [[maybe_unused]] void CheckHopcroftMinimisation(const FlatDfa& dfa, const Dfa& hopcroft) {
   if (dfa.size() > kMaxCheckedHopcroftNodes) return;
-  if (!SameDfa(MinimizeByGeneralPath(dfa, MinimisationAlgorithm::kMoore), hopcroft)) {
+  if (!SameDfa(MinimizeWith(dfa, MinimisationAlgorithm::kMoore), hopcroft)) {
     ThrowInternalError(__FILE__, __LINE__, "Hopcroft's minimisation differs from Moore's rounds");
   }
 }
@@ -494,8 +499,6 @@ bool SameDfa(const Dfa& a, const Dfa& b) {
   }
   return true;
 }
-
-Dfa MinimizeWith(const FlatDfa& dfa, MinimisationAlgorithm algorithm) { return MinimizeByGeneralPath(dfa, algorithm); }
 
 
 Dfa Minimize(const FlatDfa& dfa, MinimizeScratch* scratch) {
