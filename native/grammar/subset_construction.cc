@@ -43,6 +43,7 @@ void SortShort(T* first, T* last, Less less) {
 }
 template <typename T>
 void SortShort(std::vector<T>* values) {
+  if (values->size() < 2) return;  // the usual case, decided without a call
   SortShort(values->data(), values->data() + values->size(), [](const T& a, const T& b) { return a < b; });
 }
 
@@ -105,6 +106,11 @@ class SubsetConstruction {
     for (int32_t id = 0; id < dfa.size() && !exhausted_; ++id) {
       if ((id & 31) == 0) ThrowIfCancelled();  // per state it cost more than most expansions
       Expand(id);
+    }
+    // Without counted loops no state carries a counter or is a gate: set once, not per state.
+    if (s_.member_of.empty()) {
+      dfa.loop.assign(dfa.size(), -1);
+      dfa.gate_loop.assign(dfa.size(), -1);
     }
     if (exhausted_) return dfa;
     for (size_t k = 0; k < nfa_.loops.size(); ++k) {
@@ -233,8 +239,8 @@ class SubsetConstruction {
     FlatDfa& dfa = s_.dfa;
     const int32_t id = dfa.size();
     dfa.accepting.push_back(std::binary_search(set.begin(), set.end(), nfa_.accept));
-    int32_t loop = -1, gate_loop = -1;
-    if (!s_.member_of.empty()) {
+    if (!s_.member_of.empty()) {  // without loops, Run sets dfa.loop and dfa.gate_loop at the end
+      int32_t loop = -1, gate_loop = -1;
       for (int32_t n : set) {
         int32_t k = s_.member_of[n];
         if (k >= 0) {
@@ -247,10 +253,10 @@ class SubsetConstruction {
           gate_loop = k;
         }
       }
+      dfa.loop.push_back(loop);
+      dfa.gate_loop.push_back(gate_loop);
     }
-    dfa.loop.push_back(loop);
-    dfa.gate_loop.push_back(gate_loop);
-    s_.set_pool.insert(s_.set_pool.end(), set.begin(), set.end());
+    for (int32_t n : set) s_.set_pool.push_back(n);  // sets are short: no range insert
     s_.set_begin.push_back(static_cast<uint32_t>(s_.set_pool.size()));
     s_.set_hash.push_back(hash);
     // Keep the table at most half full.
@@ -308,7 +314,7 @@ class SubsetConstruction {
     }
     // Intern appends to the set pool: work on a copy of this state's set.
     set.assign(s_.set_pool.begin() + s_.set_begin[id], s_.set_pool.begin() + s_.set_begin[id + 1]);
-    const bool carries_counter = dfa.loop[id] >= 0;
+    const bool carries_counter = !s_.member_of.empty() && dfa.loop[id] >= 0;
     // Byte edges: cut [0, 255] at every range boundary, then gather targets per piece.
     std::vector<int>& cuts = s_.cuts;
     std::vector<std::pair<int32_t, int32_t>>& rule_targets = s_.rule_targets;
@@ -441,6 +447,10 @@ class SubsetConstruction {
     std::vector<std::pair<int32_t, int32_t>>& rule_targets = s_.rule_targets;
     std::vector<int32_t>& targets = s_.targets;
     dfa.byte_begin.push_back(static_cast<int32_t>(dfa.byte_edges.size()));
+    if (rule_targets.empty()) {  // most states
+      dfa.rule_begin.push_back(static_cast<int32_t>(dfa.rule_edges.size()));
+      return;
+    }
     SortShort(&rule_targets);
     for (size_t k = 0; k < rule_targets.size();) {
       const int32_t rule = rule_targets[k].first;
