@@ -64,29 +64,28 @@ struct Nfa {
   EdgeRange EdgesOf(int32_t n) const { return {edges.data() + edge_begin[n], edges.data() + edge_begin[n + 1]}; }
 
   int32_t AddNode() { return num_nodes++; }
-  void AddEdge(int32_t from, const NfaEdge& edge) {
-    added_from_.push_back(from);
-    added_.push_back(edge);
-  }
+  void AddEdge(int32_t from, const NfaEdge& edge) { added_.push_back({from, edge}); }
   void Reset() {
     num_nodes = start = accept = 0;
     loops.clear();
-    added_from_.clear();
     added_.clear();
   }
   // A stable counting sort of the added edges by source node.
   void Finish() {
     edge_begin.assign(static_cast<size_t>(num_nodes) + 1, 0);
-    for (int32_t from : added_from_) ++edge_begin[from + 1];
+    for (const AddedEdge& added : added_) ++edge_begin[added.from + 1];
     for (int32_t n = 0; n < num_nodes; ++n) edge_begin[n + 1] += edge_begin[n];
     edges.resize(added_.size());
     fill_.assign(edge_begin.begin(), edge_begin.end() - 1);
-    for (size_t i = 0; i < added_.size(); ++i) edges[fill_[added_from_[i]]++] = added_[i];
+    for (const AddedEdge& added : added_) edges[fill_[added.from]++] = added.edge;
   }
 
  private:
-  std::vector<int32_t> added_from_;
-  std::vector<NfaEdge> added_;
+  struct AddedEdge {  // one array, so that adding an edge is one append
+    int32_t from;
+    NfaEdge edge;
+  };
+  std::vector<AddedEdge> added_;
   std::vector<int32_t> fill_;
 };
 

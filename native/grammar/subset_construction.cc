@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstddef>
 
 #include "support/cancellation.h"
 #include "support/dcheck.h"
@@ -17,6 +18,34 @@ namespace {
 // exhaust memory long before the budget. The sets of one construction hold at most this many
 // node ids in all (128 MiB); the largest seen on JSONSchemaBench hold well under 1% of it.
 constexpr size_t kMaxSubsetSetEntries = size_t{1} << 25;
+
+// SubsetScratch::edge_kinds: what kinds of edge leave an NFA node.
+constexpr uint8_t kReadsInput = 1;  // a byte or rule edge
+constexpr uint8_t kHasEpsilon = 2;
+
+// Sorts [first, last) by `less`: insertion sort for the short arrays that most states give
+// (closures and edge lists of one to a few entries), where std::sort's set-up costs more than
+// the sorting; std::sort above kShortSort. Not stable; callers sort totally ordered values or
+// do not depend on the order of equal ones.
+constexpr ptrdiff_t kShortSort = 16;
+template <typename T, typename Less>
+void SortShort(T* first, T* last, Less less) {
+  if (last - first > kShortSort) {
+    std::sort(first, last, less);
+    return;
+  }
+  for (T* next = first + 1; next < last; ++next) {
+    T value = *next;
+    T* hole = next;
+    for (; hole != first && less(value, hole[-1]); --hole) *hole = hole[-1];
+    *hole = value;
+  }
+}
+template <typename T>
+void SortShort(std::vector<T>* values) {
+  if (values->size() < 2) return;  // the usual case, decided without a call
+  SortShort(values->data(), values->data() + values->size(), [](const T& a, const T& b) { return a < b; });
+}
 
 class SubsetConstruction {
  public:
@@ -33,15 +62,13 @@ class SubsetConstruction {
         s_(*scratch) {
     s_.member_of.clear();
     s_.gate_of.clear();
-    if (nfa.loops.empty()) {  // Closure keeps the important nodes only (see there)
-      s_.reads.assign(nfa.num_nodes, 0);
-      for (int32_t n = 0; n < nfa.num_nodes; ++n) {
-        for (const NfaEdge& e : nfa.EdgesOf(n)) {
-          if (e.kind != kEpsilon) s_.reads[n] = 1;
-        }
-      }
-      return;
+    s_.edge_kinds.resize(nfa.num_nodes);
+    for (int32_t n = 0; n < nfa.num_nodes; ++n) {
+      uint8_t kinds = 0;
+      for (const NfaEdge& e : nfa.EdgesOf(n)) kinds |= e.kind == kEpsilon ? kHasEpsilon : kReadsInput;
+      s_.edge_kinds[n] = kinds;
     }
+    if (nfa.loops.empty()) return;
     s_.member_of.assign(nfa.num_nodes, -1);
     s_.gate_of.assign(nfa.num_nodes, -1);
     for (size_t k = 0; k < nfa.loops.size(); ++k) {
@@ -58,7 +85,10 @@ class SubsetConstruction {
     s_.set_pool.clear();
     s_.set_begin.assign(1, 0);
     s_.set_hash.clear();
-    s_.slots.assign(64, -1);
+    // Most rules make fewer states than their NFA has nodes: a table of that size seldom grows.
+    size_t slots = 64;
+    while (slots < static_cast<size_t>(nfa_.num_nodes)) slots *= 2;
+    s_.slots.assign(slots, -1);
     s_.single_state.assign(nfa_.num_nodes, -1);
     Intern(Closure(nfa_.start));
     std::vector<std::vector<int32_t>> heads;
@@ -76,6 +106,11 @@ class SubsetConstruction {
     for (int32_t id = 0; id < dfa.size() && !exhausted_; ++id) {
       if ((id & 31) == 0) ThrowIfCancelled();  // per state it cost more than most expansions
       Expand(id);
+    }
+    // Without counted loops no state carries a counter or is a gate: set once, not per state.
+    if (s_.member_of.empty()) {
+      dfa.loop.assign(dfa.size(), -1);
+      dfa.gate_loop.assign(dfa.size(), -1);
     }
     if (exhausted_) return dfa;
     for (size_t k = 0; k < nfa_.loops.size(); ++k) {
@@ -102,16 +137,12 @@ class SubsetConstruction {
   }
   const std::vector<int32_t>& Closure(const int32_t* first_seed, const int32_t* last_seed) {
     std::vector<int32_t>& set = s_.closure;
+    const bool keep_all = !nfa_.loops.empty();
     // One seed without epsilon edges (a position inside a literal, say) is its own closure.
-    if (last_seed - first_seed == 1) {
-      const int32_t seed = *first_seed;
-      bool epsilon = false;
-      for (const NfaEdge& e : nfa_.EdgesOf(seed)) epsilon = epsilon || e.kind == kEpsilon;
-      if (!epsilon) {
-        set.clear();
-        if (!nfa_.loops.empty() || Important(seed)) set.push_back(seed);
-        return set;
-      }
+    if (last_seed - first_seed == 1 && !(s_.edge_kinds[*first_seed] & kHasEpsilon)) {
+      set.clear();
+      if (keep_all || Important(*first_seed)) set.push_back(*first_seed);
+      return set;
     }
     std::vector<int32_t>& stack = s_.closure_stack;
     // Generation-stamped marks: clearing is O(1), so closures cost only what they visit.
@@ -130,8 +161,8 @@ class SubsetConstruction {
       const int32_t n = *seed;
       if (s_.mark[n] == generation) continue;
       s_.mark[n] = generation;
-      set.push_back(n);
-      stack.push_back(n);
+      if (keep_all || Important(n)) set.push_back(n);
+      if (s_.edge_kinds[n] & kHasEpsilon) stack.push_back(n);
     }
     while (!stack.empty()) {
       int32_t n = stack.back();
@@ -139,23 +170,19 @@ class SubsetConstruction {
       for (const NfaEdge& e : nfa_.EdgesOf(n)) {
         if (e.kind == kEpsilon && s_.mark[e.target] != generation) {
           s_.mark[e.target] = generation;
-          set.push_back(e.target);
-          stack.push_back(e.target);
+          if (keep_all || Important(e.target)) set.push_back(e.target);
+          if (s_.edge_kinds[e.target] & kHasEpsilon) stack.push_back(e.target);
         }
       }
     }
-    if (nfa_.loops.empty()) {
-      set.erase(std::remove_if(set.begin(), set.end(), [&](int32_t n) { return !Important(n); }),
-                set.end());
-    }
-    std::sort(set.begin(), set.end());
+    SortShort(&set);
     XG2_DCHECK(std::adjacent_find(set.begin(), set.end()) == set.end(), "a closure names an NFA node twice");
     return set;
   }
 
-  // Whether NFA node `n` is one of the "important" nodes a closure keeps (see Closure); only
-  // meaningful without counted loops (s_.reads is not filled otherwise).
-  bool Important(int32_t n) const { return s_.reads[n] || n == nfa_.accept; }
+  // Whether NFA node `n` is one of the "important" nodes a closure keeps without counted
+  // loops (see Closure).
+  bool Important(int32_t n) const { return (s_.edge_kinds[n] & kReadsInput) || n == nfa_.accept; }
 
   static uint64_t HashSet(const std::vector<int32_t>& set) {
     uint64_t h = 0x9E3779B97F4A7C15ull ^ set.size();
@@ -212,8 +239,8 @@ class SubsetConstruction {
     FlatDfa& dfa = s_.dfa;
     const int32_t id = dfa.size();
     dfa.accepting.push_back(std::binary_search(set.begin(), set.end(), nfa_.accept));
-    int32_t loop = -1, gate_loop = -1;
-    if (!s_.member_of.empty()) {
+    if (!s_.member_of.empty()) {  // without loops, Run sets dfa.loop and dfa.gate_loop at the end
+      int32_t loop = -1, gate_loop = -1;
       for (int32_t n : set) {
         int32_t k = s_.member_of[n];
         if (k >= 0) {
@@ -226,10 +253,10 @@ class SubsetConstruction {
           gate_loop = k;
         }
       }
+      dfa.loop.push_back(loop);
+      dfa.gate_loop.push_back(gate_loop);
     }
-    dfa.loop.push_back(loop);
-    dfa.gate_loop.push_back(gate_loop);
-    s_.set_pool.insert(s_.set_pool.end(), set.begin(), set.end());
+    for (int32_t n : set) s_.set_pool.push_back(n);  // sets are short: no range insert
     s_.set_begin.push_back(static_cast<uint32_t>(s_.set_pool.size()));
     s_.set_hash.push_back(hash);
     // Keep the table at most half full.
@@ -287,7 +314,7 @@ class SubsetConstruction {
     }
     // Intern appends to the set pool: work on a copy of this state's set.
     set.assign(s_.set_pool.begin() + s_.set_begin[id], s_.set_pool.begin() + s_.set_begin[id + 1]);
-    const bool carries_counter = dfa.loop[id] >= 0;
+    const bool carries_counter = !s_.member_of.empty() && dfa.loop[id] >= 0;
     // Byte edges: cut [0, 255] at every range boundary, then gather targets per piece.
     std::vector<int>& cuts = s_.cuts;
     std::vector<std::pair<int32_t, int32_t>>& rule_targets = s_.rule_targets;
@@ -306,7 +333,7 @@ class SubsetConstruction {
         }
       }
     }
-    std::sort(cuts.begin(), cuts.end());
+    SortShort(&cuts);
     cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
     // Neighbouring pieces often step to the same NFA nodes (a character class cut by other
     // ranges); their closure and DFA state are then reused.
@@ -385,7 +412,7 @@ class SubsetConstruction {
       }
     }
     if (bytes.size() > 1) {
-      std::sort(bytes.begin(), bytes.end(), [](const NfaEdge& x, const NfaEdge& y) { return x.lo < y.lo; });
+      SortShort(bytes.data(), bytes.data() + bytes.size(), [](const NfaEdge& x, const NfaEdge& y) { return x.lo < y.lo; });
       for (size_t k = 1; k < bytes.size(); ++k) {
         if (bytes[k].lo <= bytes[k - 1].hi) return false;
       }
@@ -420,7 +447,11 @@ class SubsetConstruction {
     std::vector<std::pair<int32_t, int32_t>>& rule_targets = s_.rule_targets;
     std::vector<int32_t>& targets = s_.targets;
     dfa.byte_begin.push_back(static_cast<int32_t>(dfa.byte_edges.size()));
-    std::sort(rule_targets.begin(), rule_targets.end());
+    if (rule_targets.empty()) {  // most states
+      dfa.rule_begin.push_back(static_cast<int32_t>(dfa.rule_edges.size()));
+      return;
+    }
+    SortShort(&rule_targets);
     for (size_t k = 0; k < rule_targets.size();) {
       const int32_t rule = rule_targets[k].first;
       size_t end = k + 1;

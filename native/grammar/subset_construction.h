@@ -29,7 +29,7 @@ struct SubsetScratch {
   std::vector<uint64_t> set_hash;
   std::vector<int32_t> slots;  // open addressing over DFA states by set; -1 empty; power-of-two size
   std::vector<uint32_t> mark;  // generation-stamped NFA node marks of Closure
-  std::vector<uint8_t> reads;  // NFA node -> it has a byte or rule edge
+  std::vector<uint8_t> edge_kinds;  // NFA node -> kReadsInput | kHasEpsilon, see SubsetConstruction
   uint32_t generation = 0;
   std::vector<int32_t> member_of;  // NFA node -> counted loop it belongs to; empty: no loops
   std::vector<int32_t> gate_of;

@@ -10,6 +10,7 @@
 
 #include "check.h"
 #include "fsm_test_support.h"
+#include "random_nfa.h"
 
 namespace xg2_test {
 namespace {
@@ -67,41 +68,13 @@ TEST(RuleEdgesIntoOneNodeAroundACycleMakeOneState) {
   CHECK_EQ(dfa->size(), 2);
 }
 
-// A random epsilon-NFA over `num_nodes` nodes in which any node may be the target of many
-// byte and rule edges (ranges inside 'a'..'d', rule edges 0..1).
-Nfa RandomNfaWithSharedTargets(std::mt19937* rng, int32_t num_nodes) {
-  Nfa nfa;
-  nfa.Reset();
-  for (int32_t n = 0; n < num_nodes; ++n) nfa.AddNode();
-  nfa.start = 0;
-  nfa.accept = num_nodes - 1;
-  for (int32_t from = 0; from < num_nodes; ++from) {
-    const int edges = static_cast<int>((*rng)() % 4);
-    for (int k = 0; k < edges; ++k) {
-      const int32_t target = static_cast<int32_t>((*rng)() % num_nodes);
-      const uint32_t kind = (*rng)() % 5;
-      if (kind == 0) {
-        nfa.AddEdge(from, NfaEdge{kEpsilon, 0, 0, target});
-      } else if (kind == 1) {
-        nfa.AddEdge(from, NfaEdge{static_cast<int>((*rng)() % 2), 0, 0, target});
-      } else {
-        const uint8_t lo = static_cast<uint8_t>('a' + (*rng)() % 4);
-        const uint8_t hi = static_cast<uint8_t>(std::min<int>('d', lo + static_cast<int>((*rng)() % 2)));
-        nfa.AddEdge(from, NfaEdge{kByteRange, lo, hi, target});
-      }
-    }
-  }
-  nfa.Finish();
-  return nfa;
-}
-
 TEST(SharedTargetsStayWithinTheSubsetBound) {
   // A state is a set of distinct NFA nodes: at most 2^n of them. With repeats kept, the
   // cycles of these NFAs would pass that bound.
   std::mt19937 rng(23);
   for (int round = 0; round < 3000; ++round) {
     const int32_t num_nodes = 2 + static_cast<int32_t>(rng() % 8);
-    const Nfa nfa = RandomNfaWithSharedTargets(&rng, num_nodes);
+    const Nfa nfa = RandomNfa(&rng, num_nodes, kSharedTargetNfa);
     SubsetScratch with_shortcut, general;
     const FlatDfa* a = DeterminiseAtMost(nfa, int64_t{1} << num_nodes, false, &with_shortcut);
     const FlatDfa* b = DeterminiseAtMost(nfa, int64_t{1} << num_nodes, true, &general);
