@@ -89,6 +89,13 @@ bool SchemaConverter::PruneAlternatives(const JsonValue& base, const std::string
   // A single group is distributed as it is (its empty branches become Never when they are
   // converted): pruning pays only where groups multiply.
   if (state->alternatives.size() < 2) return true;
+  // Every disjointness test below flattens the base's subschemas again (once per branch and
+  // per direction), and the base of a deep distribution level holds allOf chains as deep
+  // as the level: their flat forms are kept for the call. Nothing FlatBranch reads changes
+  // meanwhile: no merge is entered (merge_targets_ stays), and flattening undoes its own
+  // refusals while the tests record none (ignored_keywords_ stays, checked below).
+  FlatBranchMemo memo;
+  [[maybe_unused]] const size_t ignored_before = ignored_keywords_.size();
   // Flat forms (FlatBranch: supersets of the branches, nullopt where a merge is refused).
   std::vector<std::vector<std::optional<JsonValue>>> flat;
   std::vector<std::vector<uint8_t>> types;
@@ -132,6 +139,7 @@ bool SchemaConverter::PruneAlternatives(const JsonValue& base, const std::string
     if (kept.empty()) return false;
     if (kept.size() < items.size()) group = JsonValue::Object({{keyword, JsonValue::Array(std::move(kept))}});
   }
+  XG2_DCHECK(ignored_keywords_.size() == ignored_before, "pruning ignores no keyword, so its kept flat forms hold");
   return true;
 }
 
