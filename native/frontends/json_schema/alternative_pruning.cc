@@ -14,11 +14,14 @@
 //  - ViableGroups counts the choices the same way, depth first, merging the flat forms of
 //    the branches chosen so far, so that the bound on combined branches applies to what the
 //    distribution will write, not to the raw product of the group sizes. It counts each
-//    prefix of the groups from scratch, and each visit of a deep prefix is dear (the merged
-//    properties nest one allOf deeper per level and are flattened again by every
-//    disjointness test), so in strict mode, where any answer short of all the groups is
-//    the same refusal, the whole list is counted first: when it fails, the prefixes need
-//    not be (JsonSchemaStore's cloudify: 125 if/then groups, seconds per prefix).
+//    prefix of the groups in turn (lenient mode keeps the longest that passes), and each
+//    visit of a deep prefix is dear (the merged properties nest one allOf deeper per level
+//    and are flattened again by every disjointness test). So every choice it examines is
+//    kept (ChoiceTree): counting the next prefix walks the kept choices again and examines
+//    only those of its last group, and all the counts together examine no more choices than
+//    the last one alone (JsonSchemaStore's cloudify: 125 if/then groups, once seconds per
+//    prefix). In strict mode, where any answer short of all the groups is the same refusal,
+//    the whole list is counted first: when it fails, the prefixes need not be.
 #include <algorithm>
 #include <functional>
 #include <optional>
@@ -44,12 +47,55 @@ constexpr size_t kVisitsPerBranch = 16;
 
 size_t GroupSize(const JsonValue& group) { return group.object_members()[0].second.array_items().size(); }
 
+// The choices ViableGroups has examined, kept while it counts: node 0 is the base, and the
+// children of a node at depth g are the branches of group g examined next to it, in branch
+// order, each the flat merge of the choice so far with that branch, or kExcluded. A count
+// examines the branches of a node in order and stops only when the whole count stops, so
+// the examined branches of every node are a leading run of its group.
+class ChoiceTree {
+ public:
+  static constexpr size_t kExcluded = static_cast<size_t>(-1);
+
+  explicit ChoiceTree(JsonValue base) { nodes_.push_back(Node{std::move(base), {}}); }
+
+  const JsonValue& Merged(size_t node) const { return nodes_[node].merged; }
+  size_t ExaminedBranches(size_t node) const { return nodes_[node].children.size(); }
+  // The node `branch` leads to, or kExcluded; the branch has been examined.
+  size_t Child(size_t node, size_t branch) const {
+    XG2_DCHECK(branch < nodes_[node].children.size(), "a kept choice is read only after it is examined");
+    return nodes_[node].children[branch];
+  }
+  // Keeps the next branch of `node`: the choice it makes, or nullopt when it is excluded.
+  void AddChild(size_t node, std::optional<JsonValue> merged) {
+    size_t child = kExcluded;
+    if (merged) {
+      child = nodes_.size();
+      nodes_.push_back(Node{std::move(*merged), {}});
+    }
+    nodes_[node].children.push_back(child);
+  }
+
+ private:
+  struct Node {
+    JsonValue merged;
+    std::vector<size_t> children;
+  };
+  std::vector<Node> nodes_;
+};
+
 }  // namespace
 
 bool SchemaConverter::PruneAlternatives(const JsonValue& base, const std::string& pointer, MergeState* state) {
   // A single group is distributed as it is (its empty branches become Never when they are
   // converted): pruning pays only where groups multiply.
   if (state->alternatives.size() < 2) return true;
+  // Every disjointness test below flattens the base's subschemas again (once per branch and
+  // per direction), and the base of a deep distribution level holds allOf chains as deep
+  // as the level: their flat forms are kept for the call. Nothing FlatBranch reads changes
+  // meanwhile: no merge is entered (merge_targets_ stays), and flattening undoes its own
+  // refusals while the tests record none (ignored_keywords_ stays, checked below).
+  FlatBranchMemo memo;
+  [[maybe_unused]] const size_t ignored_before = ignored_keywords_.size();
   // Flat forms (FlatBranch: supersets of the branches, nullopt where a merge is refused).
   std::vector<std::vector<std::optional<JsonValue>>> flat;
   std::vector<std::vector<uint8_t>> types;
@@ -93,6 +139,7 @@ bool SchemaConverter::PruneAlternatives(const JsonValue& base, const std::string
     if (kept.empty()) return false;
     if (kept.size() < items.size()) group = JsonValue::Object({{keyword, JsonValue::Array(std::move(kept))}});
   }
+  XG2_DCHECK(ignored_keywords_.size() == ignored_before, "pruning ignores no keyword, so its kept flat forms hold");
   return true;
 }
 
@@ -129,30 +176,39 @@ size_t SchemaConverter::ViableGroups(const JsonValue& base, const std::string& p
   options_.lenient = false;
   size_t visits = 0;
   const size_t max_visits = kVisitsPerBranch * (limit + 1);
-  // Choices of groups g..prefix-1 that can hold next to `merged`, up to `cap`; `cap` when
-  // the visits run out (counted as too many).
-  std::function<size_t(const JsonValue&, size_t, size_t, size_t)> count =
-      [&](const JsonValue& merged, size_t g, size_t prefix, size_t cap) -> size_t {
+  // The choice `merged` extended by `branch`: nullopt when no value holds both.
+  auto examine = [&](const JsonValue& merged, const std::optional<JsonValue>& branch) -> std::optional<JsonValue> {
+    if (!branch || branch->is_bool()) {
+      if (branch && !branch->bool_value()) return std::nullopt;
+      return merged;
+    }
+    if (FlatExcludes(merged, true, *branch, pointer, kDisjointBudget, false) ||
+        FlatExcludes(*branch, true, merged, pointer, kDisjointBudget, false)) {
+      return std::nullopt;
+    }
+    try {
+      return MergeObjects(merged, *branch, pointer);
+    } catch (const UnsupportedSchemaError&) {
+      return merged;  // a superset of the choice: only fewer choices are ruled out
+    }
+  };
+  ChoiceTree tree(base);
+  // Choices of groups g..prefix-1 that can hold next to `node`, up to `cap`; `cap` when the
+  // visits run out (counted as too many). Visits of kept choices count as before, so each
+  // prefix's answer is what counting it from scratch gives.
+  std::function<size_t(size_t, size_t, size_t, size_t)> count = [&](size_t node, size_t g, size_t prefix,
+                                                                     size_t cap) -> size_t {
     if (g == prefix) return 1;
     size_t total = 0;
-    for (const std::optional<JsonValue>& branch : flat[g]) {
-      ThrowIfCancelled();
+    for (size_t b = 0; b < flat[g].size(); ++b) {
       if (++visits > max_visits) return cap;
-      std::optional<JsonValue> next;
-      if (!branch || branch->is_bool()) {
-        if (branch && !branch->bool_value()) continue;
-        next = merged;
-      } else if (FlatExcludes(merged, true, *branch, pointer, kDisjointBudget, false) ||
-                 FlatExcludes(*branch, true, merged, pointer, kDisjointBudget, false)) {
-        continue;
-      } else {
-        try {
-          next = MergeObjects(merged, *branch, pointer);
-        } catch (const UnsupportedSchemaError&) {
-          next = merged;  // a superset of the choice: only fewer choices are ruled out
-        }
+      if (b == tree.ExaminedBranches(node)) {
+        ThrowIfCancelled();
+        tree.AddChild(node, examine(tree.Merged(node), flat[g][b]));
       }
-      total += count(*next, g + 1, prefix, cap - total);
+      const size_t child = tree.Child(node, b);
+      if (child == ChoiceTree::kExcluded) continue;
+      total += count(child, g + 1, prefix, cap - total);
       if (total >= cap) return cap;
     }
     return total;
@@ -164,7 +220,7 @@ size_t SchemaConverter::ViableGroups(const JsonValue& base, const std::string& p
     bool all_pass = false;
     if (!lenient) {
       visits = 0;
-      all_pass = count(base, 0, groups, limit + 1) <= limit;
+      all_pass = count(0, 0, groups, limit + 1) <= limit;
     }
     if (!lenient && !all_pass) {
       viable = raw_prefix + 1;
@@ -172,7 +228,7 @@ size_t SchemaConverter::ViableGroups(const JsonValue& base, const std::string& p
       const size_t last = all_pass ? groups - 1 : groups;
       for (viable = std::max<size_t>(raw_prefix, 1) + 1; viable <= last; ++viable) {
         visits = 0;
-        if (count(base, 0, viable, limit + 1) > limit) break;
+        if (count(0, 0, viable, limit + 1) > limit) break;
       }
       if (all_pass && viable > last) viable = groups + 1;
     }

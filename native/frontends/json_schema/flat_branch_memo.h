@@ -1,10 +1,11 @@
-// JSON Schema -> EBNF: FlatBranch's answers kept while ViableGroups counts combined branches.
-// The count tests each branch it visits for disjointness against the merge so far, and each
-// test flattens the same subschemas again (the branch's members, and the merge's own, once
-// per sibling branch and per direction): minecraft-item-modifier spent half of its
-// conversion in those repeated flattenings. Within one count the answer is a function of the
-// subschema and its pointer: ViableGroups holds the nested-merge stack (merge_targets_) and
-// the ignored keywords fixed, and its trials are strict, so nothing they read changes.
+// JSON Schema -> EBNF: FlatBranch's answers kept while ViableGroups counts combined branches
+// and while PruneAlternatives prunes them. Both test branches for disjointness against a
+// merge, and each test flattens the same subschemas again (the branch's members, and the
+// merge's own, once per sibling branch and per direction): minecraft-item-modifier spent half
+// of its conversion in those repeated flattenings. While one of them runs the answer is a
+// function of the subschema and its pointer: neither enters a merge (merge_targets_ stays)
+// nor ignores a keyword (flattening undoes its own refusals), so nothing FlatBranch reads
+// changes.
 #ifndef XG2_FRONTENDS_JSON_SCHEMA_FLAT_BRANCH_MEMO_H_
 #define XG2_FRONTENDS_JSON_SCHEMA_FLAT_BRANCH_MEMO_H_
 
