@@ -71,7 +71,8 @@ TEST(GrammarBuilderChecksRepetitionBoundsAgainstTheCompileLimits) {
   xg2::ExprNode leaf;
   leaf.kind = ExprKind::kBytes;
   leaf.bytes = "b";
-  CHECK_THROWS(b.Append({leaf, repeat}, {1, 2}, {}), xg2::ResourceLimitError, "repetition bound");
+  const std::vector<xg2::ExprNode> nodes = {leaf, repeat};
+  CHECK_THROWS(b.AppendLasting(nodes, {1, 2}, {}), xg2::ResourceLimitError, "repetition bound");
 }
 
 TEST(GrammarBuilderAppendsAndGraftsWithTheTargetsRuleIds) {
@@ -91,7 +92,7 @@ TEST(GrammarBuilderAppendsAndGraftsWithTheTargetsRuleIds) {
   const ExprId padding = b.Bytes("pad");
   const ExprId grafted = b.Graft(lowered, body, {target, -1});
   const std::vector<xg2::ExprNode> nodes(lowered.nodes.begin(), lowered.nodes.begin() + body + 1);
-  const ExprId offset = b.Append(nodes, {1, 1, 2}, {target, -1});
+  const ExprId offset = b.AppendLasting(nodes, {1, 1, 2}, {target, -1});
   const ExprId choices[] = {grafted, offset + body};
   b.DefineRule(root, b.Choice(choices, 2));
   b.DefineRule(target, padding);
