@@ -597,6 +597,7 @@ constexpr size_t kMaxInlineAtomLength = 40;
 
 std::string SanitizeName(std::string_view hint) {
   std::string name;
+  name.reserve(std::min(hint.size(), kMaxNameLength) + 2);  // room for the "r_" prefix
   for (char c : hint) {
     bool word = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
     if (word) {
