@@ -163,7 +163,7 @@ int64_t StateBound(int64_t nfa) {
 // The NFA nodes AddCodepointRange (nfa_builder.cc) adds for one character class, without its
 // sharing of suffix nodes: the target node, and per UTF-8 byte sequence of each range (split
 // around the surrogates) one node per byte after the first.
-int64_t CharClassNfaNodes(const std::vector<CodepointRange>& ranges) {
+int64_t CharClassNfaNodes(const ExprRanges& ranges) {
   int64_t nodes = 1;
   auto add = [&nodes](uint32_t first, uint32_t last) {
     if (last < 0x80) return;

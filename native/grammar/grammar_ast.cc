@@ -87,10 +87,9 @@ int32_t GrammarAst::AddTokenSet(TokenSetDef set) {
 size_t GrammarAstMemoryBytes(const GrammarAst& ast) {
   size_t bytes = sizeof(ast) + ast.nodes.capacity() * sizeof(ExprNode) + ast.rules.capacity() * sizeof(RuleDef);
   for (const ExprNode& node : ast.nodes) {
-    // Children beyond the inline ones, and strings beyond the small-string buffer, are on the heap.
+    // Children beyond the inline ones, and payloads that are neither inline nor borrowed, are on the heap.
     if (node.children.size() > 4) bytes += node.children.size() * sizeof(ExprId);
-    if (node.bytes.size() > 15) bytes += node.bytes.capacity();
-    bytes += node.ranges.capacity() * sizeof(CodepointRange);
+    bytes += node.bytes.owned_heap_bytes() + node.ranges.owned_heap_bytes();
   }
   for (const RuleDef& rule : ast.rules) bytes += rule.name.size() > 15 ? rule.name.capacity() : 0;
   for (const TagDispatchDef& dispatch : ast.tag_dispatches) {
@@ -239,7 +238,7 @@ class EbnfPrinter {
     switch (node.kind) {
       case ExprKind::kBytes:
         // Text mixed with token literals prints as a sequence of pieces.
-        return SplitTokenLiterals(node.bytes).size() > 1 ? Precedence::kSequence : Precedence::kAtom;
+        return SplitTokenLiterals(node.bytes.str()).size() > 1 ? Precedence::kSequence : Precedence::kAtom;
       case ExprKind::kChoice: return Precedence::kChoice;
       case ExprKind::kSequence: return Precedence::kSequence;
       case ExprKind::kRepeat: return Precedence::kPostfix;
@@ -259,10 +258,10 @@ class EbnfPrinter {
   void PrintUnparenthesized(const ExprNode& node) {
     switch (node.kind) {
       case ExprKind::kEmpty: out_ += "\"\""; return;
-      case ExprKind::kBytes: PrintBytes(node.bytes); return;
+      case ExprKind::kBytes: PrintBytes(node.bytes.str()); return;
       case ExprKind::kTagDispatch: PrintTagDispatch(node.tag_dispatch); return;
       case ExprKind::kAutomaton: FailMalformed("an automaton literal prints only as a whole rule body");
-      case ExprKind::kCharClass: PrintCharClass(node.ranges); return;
+      case ExprKind::kCharClass: PrintCharClass(node.ranges.to_vector()); return;
       case ExprKind::kRuleRef: PrintRuleRef(node.rule_id); return;
       case ExprKind::kSequence: PrintJoined(node.children, " ", Precedence::kPostfix); return;
       case ExprKind::kChoice:

@@ -19,19 +19,14 @@
 #include <utility>
 #include <vector>
 
+#include "grammar/expr_payloads.h"
+
 namespace xg2 {
 
 struct AutomatonLiteral;  // grammar/automaton_literal.h
 
 using ExprId = int32_t;
 using RuleId = int32_t;
-
-// Inclusive range of Unicode code points [first, last].
-struct CodepointRange {
-  uint32_t first;
-  uint32_t last;
-  bool operator==(const CodepointRange& o) const { return first == o.first && last == o.last; }
-};
 
 enum class ExprKind : uint8_t {
   kEmpty,      // matches the empty string
@@ -54,7 +49,8 @@ enum class ExprKind : uint8_t {
 };
 
 // The fields that the passes' walks over the node table read (kind, rule id, repetition
-// bounds, children) come first, in the node's first 48 bytes; the payloads of leaves follow.
+// bounds, children) come first, in the node's first 48 bytes; the payloads of leaves follow,
+// in two words each (grammar/expr_payloads.h).
 // The children of an expression node. Nearly every node has at most four (a repetition has
 // one, most sequences and choices two or three), and those are stored in the node itself, so
 // the passes that walk the node table read them without following a pointer; a longer list
@@ -164,8 +160,8 @@ struct ExprNode {
   int32_t tag_dispatch = -1;           // kTagDispatch: index into GrammarAst::tag_dispatches
   int32_t automaton = -1;              // kAutomaton: index into GrammarAst::automata
   ExprChildren children;               // kSequence, kChoice (>= 1), kRepeat (exactly 1)
-  std::string bytes;                   // kBytes
-  std::vector<CodepointRange> ranges;  // kCharClass: sorted, disjoint, non-adjacent, non-empty
+  ExprBytes bytes;                     // kBytes
+  ExprRanges ranges;                   // kCharClass: sorted, disjoint, non-adjacent, non-empty
 };
 
 // Parameters of a TagDispatch (XGrammar 2, section 3.1): free text in which the first

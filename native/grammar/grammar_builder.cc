@@ -40,7 +40,7 @@ ExprId GrammarBuilder::Bytes(std::string bytes) {
   return LastId(ast_.nodes);
 }
 
-ExprId GrammarBuilder::CharClass(std::vector<CodepointRange> ranges) {
+ExprId GrammarBuilder::CharClass(ExprRanges ranges) {
   XG2_DCHECK(!ranges.empty(), "a character class matches at least one code point");
   AppendInPlace(&ast_.nodes, &heights_, ExprKind::kCharClass, 1).ranges = std::move(ranges);
   return LastId(ast_.nodes);
@@ -130,8 +130,8 @@ ExprId GrammarBuilder::Graft(const GrammarAst& source, ExprId root, const std::v
   return copy_of[root];
 }
 
-ExprId GrammarBuilder::Append(const std::vector<ExprNode>& nodes, const std::vector<int>& heights,
-                              const std::vector<RuleId>& rule_of) {
+ExprId GrammarBuilder::AppendLasting(const std::vector<ExprNode>& nodes, const std::vector<int>& heights,
+                                     const std::vector<RuleId>& rule_of) {
   XG2_DCHECK(nodes.size() == heights.size(), "a height per appended node");
   const ExprId offset = static_cast<ExprId>(ast_.nodes.size());
   ast_.nodes.reserve(ast_.nodes.size() + nodes.size());
@@ -141,8 +141,19 @@ ExprId GrammarBuilder::Append(const std::vector<ExprNode>& nodes, const std::vec
       throw ResourceLimitError("expression nests deeper than the limit of " + std::to_string(kMaxExpressionHeight));
     }
     if (nodes[i].kind == ExprKind::kRepeat) CheckRepetitionBounds(nodes[i].min_repeat, nodes[i].max_repeat);
-    // Copied straight into the table, then renumbered there (no copy aside to move in).
-    ExprNode& node = ast_.nodes.emplace_back(nodes[i]);
+    // Made in the table and renumbered there (no copy aside to move in); the payloads are
+    // borrowed, not copied.
+    const ExprNode& lasting = nodes[i];
+    ExprNode& node = ast_.nodes.emplace_back();
+    node.kind = lasting.kind;
+    node.rule_id = lasting.rule_id;
+    node.min_repeat = lasting.min_repeat;
+    node.max_repeat = lasting.max_repeat;
+    node.tag_dispatch = lasting.tag_dispatch;
+    node.automaton = lasting.automaton;
+    node.children = lasting.children;
+    node.bytes = ExprBytes::Borrow(lasting.bytes);
+    node.ranges = ExprRanges::Borrow(lasting.ranges);
     heights_.push_back(heights[i]);
     for (ExprId& child : node.children) {
       XG2_DCHECK(child >= 0 && static_cast<size_t>(child) < i, "appended children precede their parents");

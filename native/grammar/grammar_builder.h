@@ -35,8 +35,9 @@ class GrammarBuilder {
   ExprId Empty();
   // `bytes` may be empty (then Empty()).
   ExprId Bytes(std::string bytes);
-  // `ranges` normalised (NormalizeRanges) and non-empty.
-  ExprId CharClass(std::vector<CodepointRange> ranges);
+  // `ranges` normalised (NormalizeRanges) and non-empty. A frontend that keeps its classes for
+  // the process passes them borrowed (ExprRanges::Borrow): the node then holds no copy.
+  ExprId CharClass(ExprRanges ranges);
   ExprId RuleRef(RuleId rule);
   // No children: Empty(); one: that child.
   ExprId Sequence(const ExprId* children, size_t count);
@@ -53,8 +54,10 @@ class GrammarBuilder {
   // Appends `nodes` (children before parents, child ids relative to nodes[0]; a kRuleRef's
   // rule id indexes `rule_of`) whose trees have the heights `heights`, and returns the id the
   // first one gets: a body lowered once and reused (frontends/json_schema/ebnf_builder.cc).
-  ExprId Append(const std::vector<ExprNode>& nodes, const std::vector<int>& heights,
-                const std::vector<RuleId>& rule_of);
+  // `nodes` must live for the process: the copies borrow their bytes and ranges
+  // (grammar/expr_payloads.h).
+  ExprId AppendLasting(const std::vector<ExprNode>& nodes, const std::vector<int>& heights,
+                       const std::vector<RuleId>& rule_of);
   size_t node_count() const { return ast_.nodes.size(); }
   // Makes room for `count` nodes in all, for a frontend that knows about how many it adds.
   void ReserveNodes(size_t count) {

@@ -16,7 +16,7 @@ uint64_t Mix(uint64_t h, uint64_t word) {
   return h ^ (h >> 29);
 }
 
-uint64_t MixBytes(uint64_t h, const std::string& bytes) {
+uint64_t MixBytes(uint64_t h, std::string_view bytes) {
   h = Mix(h, bytes.size());
   size_t i = 0;
   for (; i + 8 <= bytes.size(); i += 8) {

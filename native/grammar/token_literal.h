@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace xg2 {
 
@@ -41,7 +42,7 @@ inline std::string TokenLiteralBytes(int32_t id) {
 }
 
 // Decodes the spelling at `bytes[pos]`; -1 when no well-formed spelling starts there.
-inline int32_t DecodeTokenLiteral(const std::string& bytes, size_t pos) {
+inline int32_t DecodeTokenLiteral(std::string_view bytes, size_t pos) {
   if (pos + kTokenLiteralSize > bytes.size() ||
       static_cast<uint8_t>(bytes[pos]) != kTokenLiteralLead) {
     return -1;
@@ -68,7 +69,7 @@ inline std::string TokenSetMarkerBytes(int32_t set) {
 }
 
 // The set index of the marker at `bytes[pos]`; -1 when none starts there.
-inline int32_t DecodeTokenSetMarker(const std::string& bytes, size_t pos) {
+inline int32_t DecodeTokenSetMarker(std::string_view bytes, size_t pos) {
   if (pos + kTokenSetMarkerSize > bytes.size() ||
       static_cast<uint8_t>(bytes[pos]) != kTokenLiteralLead) {
     return -1;

@@ -77,7 +77,7 @@ JsonValue JsonValue::Array(std::vector<JsonValue> items) {
   uint64_t hash = kArraySalt ^ items.size();
   for (const JsonValue& item : items) hash = Mix(hash * 31 + item.hash_);
   v.hash_ = static_cast<uint32_t>(hash);
-  v.items_ = std::make_shared<const std::vector<JsonValue>>(std::move(items));
+  v.children_ = std::make_shared<const std::vector<JsonValue>>(std::move(items));
   return v;
 }
 
@@ -89,7 +89,7 @@ JsonValue JsonValue::Object(std::vector<Member> members) {
     sum += Mix((uint64_t{TextHash(member.first, kObjectSalt)} << 32) | member.second.hash_);
   }
   v.hash_ = Mix(sum ^ (uint64_t{kObjectSalt} << 32) ^ members.size());
-  v.members_ = std::make_shared<const std::vector<Member>>(std::move(members));
+  v.children_ = std::make_shared<const std::vector<Member>>(std::move(members));
   return v;
 }
 

@@ -54,8 +54,12 @@ class JsonValue {
   // True when the number has no fractional part (1, 1.0 and 1e2 all are integers).
   bool is_integral_number() const;
   const std::string& string_value() const { return text_; }
-  const std::vector<JsonValue>& array_items() const { return items_ ? *items_ : kNoItems; }
-  const std::vector<Member>& object_members() const { return members_ ? *members_ : kNoMembers; }
+  const std::vector<JsonValue>& array_items() const {
+    return kind_ == JsonKind::kArray ? *static_cast<const std::vector<JsonValue>*>(children_.get()) : kNoItems;
+  }
+  const std::vector<Member>& object_members() const {
+    return kind_ == JsonKind::kObject ? *static_cast<const std::vector<Member>*>(children_.get()) : kNoMembers;
+  }
 
   // The member named `key` of an object, or nullptr (also for non-objects).
   const JsonValue* Find(std::string_view key) const;
@@ -75,10 +79,12 @@ class JsonValue {
   std::string text_;  // number lexeme or string contents (UTF-8)
   // A value never changes once built, so copies share the items and members of arrays and
   // objects: schema merging copies whole subschemas (allOf distribution, $ref expansion),
-  // and a copy costs one reference count instead of a walk over the subtree. Null for the
-  // other kinds, which read the empty tables below.
-  std::shared_ptr<const std::vector<JsonValue>> items_;
-  std::shared_ptr<const std::vector<Member>> members_;
+  // and a copy costs one reference count instead of a walk over the subtree. One pointer
+  // serves both, as the kind says (a value is one or the other, and a document has a node per
+  // value, so two pointers would add a word to every one): kArray, a std::vector<JsonValue>;
+  // kObject, a std::vector<Member>. Never null for those two; null for the other kinds, which
+  // read the empty tables below.
+  std::shared_ptr<const void> children_;
   static const std::vector<JsonValue> kNoItems;
   static const std::vector<Member> kNoMembers;
 };

@@ -1,5 +1,5 @@
 // grammar/grammar_builder.h: the parser's simplifications, rule naming, the height and
-// repetition limits, and the two ways of copying nodes in (Graft, Append) with their rule ids.
+// repetition limits, and the two ways of copying nodes in (Graft, AppendLasting) with their rule ids.
 #include <string>
 #include <vector>
 
@@ -71,7 +71,8 @@ TEST(GrammarBuilderChecksRepetitionBoundsAgainstTheCompileLimits) {
   xg2::ExprNode leaf;
   leaf.kind = ExprKind::kBytes;
   leaf.bytes = "b";
-  CHECK_THROWS(b.Append({leaf, repeat}, {1, 2}, {}), xg2::ResourceLimitError, "repetition bound");
+  const std::vector<xg2::ExprNode> nodes = {leaf, repeat};
+  CHECK_THROWS(b.AppendLasting(nodes, {1, 2}, {}), xg2::ResourceLimitError, "repetition bound");
 }
 
 TEST(GrammarBuilderAppendsAndGraftsWithTheTargetsRuleIds) {
@@ -91,7 +92,7 @@ TEST(GrammarBuilderAppendsAndGraftsWithTheTargetsRuleIds) {
   const ExprId padding = b.Bytes("pad");
   const ExprId grafted = b.Graft(lowered, body, {target, -1});
   const std::vector<xg2::ExprNode> nodes(lowered.nodes.begin(), lowered.nodes.begin() + body + 1);
-  const ExprId offset = b.Append(nodes, {1, 1, 2}, {target, -1});
+  const ExprId offset = b.AppendLasting(nodes, {1, 1, 2}, {target, -1});
   const ExprId choices[] = {grafted, offset + body};
   b.DefineRule(root, b.Choice(choices, 2));
   b.DefineRule(target, padding);
@@ -101,6 +102,31 @@ TEST(GrammarBuilderAppendsAndGraftsWithTheTargetsRuleIds) {
     CHECK_EQ(ast.node(ast.node(copy).children[0]).bytes, std::string("x"));
     CHECK_EQ(ast.node(ast.node(copy).children[1]).rule_id, target);
   }
+}
+
+TEST(GrammarBuilderAppendsLastingPayloadsWithoutCopyingThem) {
+  // A literal too long to be inline and a class of several ranges: the appended nodes read
+  // the lasting nodes' payloads in place (the frontend's prebuilt bodies live for the process).
+  static const std::vector<xg2::ExprNode> lasting = [] {
+    GrammarBuilder source;
+    const RuleId rule = source.AddRule("body");
+    const ExprId parts[] = {source.Bytes("a literal of some length"),
+                            source.CharClass(std::vector<xg2::CodepointRange>{{'0', '9'}, {'a', 'f'}})};
+    source.DefineRule(rule, source.Sequence(parts, 2));
+    return source.Finish(rule).nodes;
+  }();
+  GrammarBuilder b;
+  const RuleId root = b.AddRule("root");
+  const ExprId offset = b.AppendLasting(lasting, {1, 1, 2}, {});
+  b.DefineRule(root, offset + 2);
+  const GrammarAst ast = b.Finish(root);
+  CHECK(ast.node(offset).bytes == "a literal of some length");
+  CHECK(ast.node(offset).bytes.data() == lasting[0].bytes.data());
+  CHECK_EQ(ast.node(offset).bytes.owned_heap_bytes(), size_t{0});
+  CHECK(ast.node(offset + 1).ranges == lasting[1].ranges);
+  CHECK(ast.node(offset + 1).ranges.data() == lasting[1].ranges.data());
+  const GrammarAst copy = ast;  // a copied grammar still reads the lasting payloads
+  CHECK(copy.node(offset).bytes.data() == lasting[0].bytes.data());
 }
 
 }  // namespace

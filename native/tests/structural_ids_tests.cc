@@ -21,7 +21,7 @@ std::string Print(const GrammarAst& ast, ExprId e) {
   std::string out = std::to_string(static_cast<int>(node.kind)) + "{";
   switch (node.kind) {
     case ExprKind::kBytes:
-      out += "b" + std::to_string(node.bytes.size()) + ":" + node.bytes;
+      out += "b" + std::to_string(node.bytes.size()) + ":" + node.bytes.str();
       break;
     case ExprKind::kCharClass:
       for (const CodepointRange& r : node.ranges) out += std::to_string(r.first) + "-" + std::to_string(r.last) + ",";

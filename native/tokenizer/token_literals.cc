@@ -13,7 +13,7 @@ namespace {
 // most terminals have none. A token-set marker (two lead bytes, then a set index in the same
 // digits) is stepped over whole: read from its second byte it would look like a literal, and
 // naming that id would respell an ordinary token of the vocabulary.
-void CollectIds(const std::string& bytes, std::vector<int32_t>* ids) {
+void CollectIds(std::string_view bytes, std::vector<int32_t>* ids) {
   const char* const data = bytes.data();
   for (size_t i = 0; i < bytes.size(); ++i) {
     const void* lead = std::memchr(data + i, kTokenLiteralLead, bytes.size() - i);

@@ -597,6 +597,7 @@ constexpr size_t kMaxInlineAtomLength = 40;
 
 std::string SanitizeName(std::string_view hint) {
   std::string name;
+  name.reserve(std::min(hint.size(), kMaxNameLength) + 2);  // room for the "r_" prefix
   for (char c : hint) {
     bool word = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
     if (word) {
@@ -926,23 +927,27 @@ class FragmentLowering {
       if (id < 0) throw GrammarSyntaxError("generated grammar: undefined rule '" + callee + "'");
       rule_of.push_back(id);
     }
-    const ExprId offset = builder_->Append(lasting.nodes, lasting.heights, rule_of);
+    const ExprId offset = builder_->AppendLasting(lasting.nodes, lasting.heights, rule_of);
     builder_->DefineRule(rule, offset + lasting.body, lasting.lookahead < 0 ? -1 : offset + lasting.lookahead);
   }
 
  private:
   // Grammars repeat a few classes and references many times, and a conversion's arena makes
   // each one node (hash-consing): so both are looked up by node, and each class spelling is
-  // read and each rule name hashed about once per grammar.
-  const std::vector<CodepointRange>& ClassRanges(const FragmentNode& node) {
-    if (const std::vector<CodepointRange>* const* known = class_ranges_.Find(&node)) return **known;
-    const std::vector<CodepointRange>* ranges = ProcessClassRanges(node.text);
-    if (ranges == nullptr) {
-      parsed_here_.push_back(ParseEbnfCharClass(node.text));
-      ranges = &parsed_here_.back();
+  // read and each rule name hashed about once per grammar. A class the process cache holds is
+  // borrowed by the grammar's node (grammar/expr_payloads.h), one parsed here is copied.
+  ExprRanges ClassRanges(const FragmentNode& node) {
+    const KnownClass* known = class_ranges_.Find(&node);
+    if (known == nullptr) {
+      KnownClass found{ProcessClassRanges(node.text), true};
+      if (found.ranges == nullptr) {
+        parsed_here_.push_back(ParseEbnfCharClass(node.text));
+        found = KnownClass{&parsed_here_.back(), false};
+      }
+      class_ranges_.Add(&node, found);
+      known = class_ranges_.Find(&node);
     }
-    class_ranges_.Add(&node, ranges);
-    return *ranges;
+    return known->lasting ? ExprRanges::Borrow(*known->ranges) : ExprRanges(*known->ranges);
   }
   RuleId RuleOf(const FragmentNode& node) {
     if (const RuleId* known = rule_of_.Find(&node)) return *known;
@@ -952,8 +957,13 @@ class FragmentLowering {
     return rule;
   }
 
+  struct KnownClass {
+    const std::vector<CodepointRange>* ranges;
+    bool lasting;  // in the process cache (ProcessClassRanges), never freed
+  };
+
   GrammarBuilder* builder_;
-  FragmentNodeMemo<const std::vector<CodepointRange>*> class_ranges_;
+  FragmentNodeMemo<KnownClass> class_ranges_;
   std::deque<std::vector<CodepointRange>> parsed_here_;  // classes the process cache had no room for
   FragmentNodeMemo<RuleId> rule_of_;
   std::vector<ExprId> pending_;

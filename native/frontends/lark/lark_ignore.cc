@@ -42,10 +42,10 @@ std::optional<Ranges> SingleCharacter(const GrammarAst& ast, ExprId id, int dept
   std::string ignored;
   const ExprNode& node = ast.node(Unwrap(ast, id, &ignored));
   if (depth > kMaxDepth) return std::nullopt;
-  if (node.kind == ::xg2::ExprKind::kCharClass) return node.ranges;
+  if (node.kind == ::xg2::ExprKind::kCharClass) return node.ranges.to_vector();
   if (node.kind == ::xg2::ExprKind::kBytes && !node.bytes.empty() &&
       static_cast<size_t>(Utf8Length(node.bytes[0])) == node.bytes.size()) {
-    const std::string& b = node.bytes;
+    const std::string_view b = node.bytes;
     uint32_t cp = static_cast<unsigned char>(b[0]);
     if (b.size() > 1) {
       cp &= 0x7F >> b.size();
@@ -70,7 +70,7 @@ std::optional<std::string> FixedString(const GrammarAst& ast, ExprId id, int dep
   std::string ignored;
   const ExprNode& node = ast.node(Unwrap(ast, id, &ignored));
   if (depth > kMaxDepth) return std::nullopt;
-  if (node.kind == ::xg2::ExprKind::kBytes) return node.bytes;
+  if (node.kind == ::xg2::ExprKind::kBytes) return node.bytes.str();
   if (node.kind == ::xg2::ExprKind::kEmpty) return std::string();
   if (node.kind == ::xg2::ExprKind::kCharClass && node.ranges.size() == 1 && node.ranges[0].first == node.ranges[0].last) {
     std::string out;
