@@ -66,6 +66,10 @@ class LazyRuleBuilder {
   // What the builder keeps for later builds (the AST and the lowering state, roughly).
   size_t MemoryBytes() const;
 
+  // What is left of the node budget; the compile left at least the bound of the rules it
+  // left unbuilt (RuleBuildPolicy), so no build makes it negative.
+  int64_t budget_left() const { return budget_; }
+
  private:
   friend LazyGrammarFsm BuildGrammarFsmLazily(GrammarAst ast, const FsmBuildLimits& limits);
   // Per-rule entries for the rules lowering made since `fsm` was built (unbuilt until appended).
