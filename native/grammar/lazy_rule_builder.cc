@@ -55,6 +55,37 @@ int64_t BuildLargestBoundsAtCompile(const RuleBuildPolicy& policy, int64_t budge
   return left[built];
 }
 
+// A copy of `latest` whose per-node and edge vectors have room for the nodes and edges of
+// `dfas`: copy-assigning into reserved vectors keeps their storage, so FsmAppender's resizes
+// do not copy the snapshot a second time (each build copies the latest snapshot once).
+GrammarFsm CopyWithRoomFor(const GrammarFsm& latest, const std::vector<Dfa>& dfas) {
+  size_t nodes = 0, byte_edges = 0, rule_edges = 0;
+  for (const Dfa& dfa : dfas) {
+    nodes += dfa.nodes.size();
+    for (const Dfa::Node& node : dfa.nodes) {
+      byte_edges += node.byte_end - node.byte_begin;
+      rule_edges += node.rule_end - node.rule_begin;
+    }
+  }
+  const size_t total = latest.num_nodes() + nodes;
+  GrammarFsm next;
+  next.node_rule.reserve(total);
+  next.node_accepting.reserve(total);
+  next.byte_edge_begin.reserve(total + 1);
+  next.rule_edge_begin.reserve(total + 1);
+  next.byte_edges.reserve(latest.byte_edges.size() + byte_edges);
+  next.rule_edges.reserve(latest.rule_edges.size() + rule_edges);
+  next.node_loop.reserve(total);
+  next.node_gate_loop.reserve(total);
+  if (latest.has_json_char_counts()) {
+    next.node_char_end.reserve(total);
+    next.node_fewest_chars.reserve(total);
+    next.node_most_chars.reserve(total);
+  }
+  next = latest;
+  return next;
+}
+
 }  // namespace
 
 LazyRuleBuilder::LazyRuleBuilder(GrammarAst ast, const FsmBuildLimits& limits)
@@ -187,7 +218,7 @@ GrammarFsm LazyRuleBuilder::Build(const GrammarFsm& latest, RuleId rule) {
   ctx_.set_scratch(nullptr);
   XG2_DCHECK(!ast_.rules[rule].counts_json_chars() && ast_.node(ast_.rules[rule].body).kind != ExprKind::kTagDispatch,
              "a rule built on first use counts no JSON characters and is no TagDispatch");
-  GrammarFsm next = latest;
+  GrammarFsm next = CopyWithRoomFor(latest, dfas);
   AddSyntheticRules(&next);
   std::vector<const Dfa*> appended;
   for (const Dfa& dfa : dfas) appended.push_back(&dfa);
