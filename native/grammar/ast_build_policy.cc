@@ -202,7 +202,7 @@ class BuildBound {
  public:
   BuildBound(const GrammarAst& ast, fsm_build::LoweringContext* ctx)
       : ast_(ast), ctx_(ctx), nfa_{std::vector<int64_t>(ast.nodes.size(), -1), std::vector<int64_t>(ast.nodes.size(), -1)},
-        kept_(ast.nodes.size(), -1) {}
+        kept_(ast.nodes.size(), -1), transient_(ast.nodes.size(), 0) {}
 
   int64_t Nfa(ExprId e, bool fragments) {
     // Only a compound node can be a fragment or hold one: a leaf counts the same either way.
@@ -222,32 +222,41 @@ class BuildBound {
     if (kept_[u] >= 0) return kept_[u];
     const int64_t nfa = SaturatingAdd(Nfa(u, true), 1);  // with the start node
     int64_t kept = StateBound(nfa);
-    largest_transient_ = std::max(largest_transient_, SaturatingAdd(nfa, nfa > kNeverExplodes ? kept : 0));
+    int64_t transient = SaturatingAdd(nfa, nfa > kNeverExplodes ? kept : 0);
     if (nfa > kNeverExplodes) {
       const int64_t split = StateBound(SaturatingAdd(Lowered(u, true, /*split_children=*/true), 1));
       kept = std::max(kept, SaturatingAdd(split, KeptOfCompoundChildren(u)));
+      transient = std::max(transient, TransientOfCompoundChildren(u));
     }
     kept_[u] = kept;
+    transient_[u] = transient;
     return kept;
+  }
+
+  // The most one try of unit `u` (Kept, memoised) or of a #part unit its fallback makes
+  // holds at once beside what earlier builds kept: its NFA, and the states of a try that
+  // falls back. The tries run one after another, so the largest counts.
+  int64_t Transient(ExprId u) {
+    Kept(u);
+    return transient_[u];
   }
 
   // What a fragment not built yet adds to the build of a rule that copies it: its own DFA
   // (StateBound of its NFA), and, when its determinisation falls back there, its compound
   // children as #part rules of that rule (LoweringContext::OnExplosion). 0 once built.
-  int64_t UnbuiltFragment(ExprId f) {
+  // `own_transient` and `parts_transient` grow to the most its try and those of its parts
+  // hold at once (its try runs while the copying rule's NFA is being lowered: on top of
+  // that unit's transient nodes).
+  int64_t UnbuiltFragment(ExprId f, int64_t* own_transient, int64_t* parts_transient) {
     if (ctx_->BuiltFragment(f)) return 0;
     const int64_t nfa = SaturatingAdd(Nfa(f, false), 1);
     int64_t added = StateBound(nfa);
-    // Built while the rule's NFA is being lowered: on top of that unit's transient nodes.
-    largest_fragment_transient_ = std::max(largest_fragment_transient_, SaturatingAdd(nfa, added));
+    *own_transient = std::max(*own_transient, SaturatingAdd(nfa, added));
     if (nfa <= kNeverExplodes) return added;
-    return SaturatingAdd(added, KeptOfCompoundChildren(f));
+    added = SaturatingAdd(added, KeptOfCompoundChildren(f));
+    *parts_transient = std::max(*parts_transient, TransientOfCompoundChildren(f));
+    return added;
   }
-
-  // The most one try holds at once beside what earlier builds kept: its NFA, and the states
-  // of a try that falls back (over every unit Kept has met), and the same for a fragment
-  // built inside it.
-  int64_t largest_transient() const { return SaturatingAdd(largest_transient_, largest_fragment_transient_); }
 
  private:
   // Short child lists are searched for repeats in place; longer ones are sorted in a copy.
@@ -266,6 +275,15 @@ class BuildBound {
     }
     XG2_DCHECK(sum == KeptOfSortedCompoundChildren(of), "the in-place search finds each distinct compound child once");
     return sum;
+  }
+
+  // The largest Transient over the compound children of `e`, after KeptOfCompoundChildren.
+  int64_t TransientOfCompoundChildren(ExprId e) {
+    int64_t most = 0;
+    for (ExprId c : ast_.node(e).children) {
+      if (IsCompound(ast_.node(c).kind)) most = std::max(most, Transient(c));
+    }
+    return most;
   }
 
   int64_t KeptOfSortedCompoundChildren(const ExprChildren& of) {
@@ -322,8 +340,7 @@ class BuildBound {
   fsm_build::LoweringContext* ctx_;
   std::vector<int64_t> nfa_[2];  // per node: without, with fragments
   std::vector<int64_t> kept_;
-  int64_t largest_transient_ = 0;
-  int64_t largest_fragment_transient_ = 0;
+  std::vector<int64_t> transient_;  // per unit Kept has met: see Transient
 };
 
 }  // namespace
@@ -378,56 +395,50 @@ RuleBuildPolicy DecideEagerRules(const GrammarAst& ast, fsm_build::LoweringConte
 // children as units of their own; every fragment it copies is built before (the lazy
 // compile builds them, LazyRuleBuilder) or during the build. So a rule keeps at most Kept of
 // its body, plus, for each fragment under it not built yet, that fragment's DFA and the
-// parts it may fall back into (a fragment built before was charged when it was built). Builds run one at a time per grammar
-// (RuleDfaSnapshots), so at any moment the budget holds what earlier builds kept and at most
-// one try's transient nodes: the total adds the largest of those once.
-void BoundLazyRules(const GrammarAst& ast, fsm_build::LoweringContext* ctx, RuleBuildPolicy* policy, int64_t stop_above) {
+// parts it may fall back into (a fragment built before was charged when it was built).
+// Builds run one at a time per grammar (RuleDfaSnapshots), and one build holds the
+// transient nodes of its own tries only: its units' (the body's and the #part units'), one
+// at a time, with a fragment's try on top of the unit lowering it.
+void BoundLazyRules(const GrammarAst& ast, fsm_build::LoweringContext* ctx, RuleBuildPolicy* policy) {
   BuildBound bound(ast, ctx);
   std::vector<uint32_t> visited(ast.nodes.size(), 0);  // the walk of rule r stamps r + 1
   std::vector<ExprId> stack;
-  policy->total_lazy_node_bound = 0;
-  // Largest bodies first where the walk may stop: the grammars built whole pass the budget
-  // on their largest rules (a unit's bound grows with its NFA), so they stop early.
-  std::vector<RuleId> order;
+  policy->lazy_transient_bound.assign(ast.rules.size(), 0);
   for (size_t r = 0; r < ast.rules.size(); ++r) {
-    if (policy->eager[r] == kBuildOnFirstUse) order.push_back(static_cast<RuleId>(r));
-  }
-  if (stop_above < kSaturated) {
-    std::vector<int64_t> size(ast.rules.size(), 0);
-    for (RuleId r : order) size[r] = ctx->ExpandedSize(ast.rules[r].body);
-    std::stable_sort(order.begin(), order.end(), [&size](RuleId a, RuleId b) { return size[a] > size[b]; });
-    // A cheap lower bound first: a rule's bound is at least what its body's unit keeps when
-    // it does not fall back, StateBound of its NFA (Kept). The grammars built whole pass the
-    // budget on it alone, most on their largest rule, and skip the fallback terms (Kept of
-    // every compound child) and the fragment walks. The NFA sizes are kept for the walk below.
-    int64_t lower_bound = 0;
-    for (RuleId r : order) {
-      lower_bound = SaturatingAdd(lower_bound, StateBound(SaturatingAdd(bound.Nfa(ast.rules[r].body, true), 1)));
-      if (lower_bound > stop_above) {
-        policy->total_lazy_node_bound = lower_bound;
-        return;
-      }
-    }
-  }
-  for (RuleId r : order) {
+    if (policy->eager[r] != kBuildOnFirstUse) continue;
     const ExprId body = ast.rules[r].body;
     int64_t rule_bound = bound.Kept(body);
+    int64_t units_transient = bound.Transient(body);
+    int64_t fragment_transient = 0;
     const uint32_t stamp = static_cast<uint32_t>(r) + 1;
     stack.assign(1, body);
     visited[body] = stamp;
     while (!stack.empty()) {
       const ExprId e = stack.back();
       stack.pop_back();
-      if (ctx->IsFragment(e)) rule_bound = SaturatingAdd(rule_bound, bound.UnbuiltFragment(e));
+      if (ctx->IsFragment(e)) {
+        rule_bound = SaturatingAdd(rule_bound, bound.UnbuiltFragment(e, &fragment_transient, &units_transient));
+      }
       for (ExprId c : ast.node(e).children) {
         if (visited[c] != stamp) visited[c] = stamp, stack.push_back(c);
       }
     }
     policy->lazy_node_bound[r] = rule_bound;
-    policy->total_lazy_node_bound = SaturatingAdd(policy->total_lazy_node_bound, rule_bound);
-    if (policy->total_lazy_node_bound > stop_above) return;
+    policy->lazy_transient_bound[r] = SaturatingAdd(units_transient, fragment_transient);
   }
-  policy->total_lazy_node_bound = SaturatingAdd(policy->total_lazy_node_bound, bound.largest_transient());
+  policy->total_lazy_node_bound = LazyNodeBound(*policy, policy->eager);
+}
+
+int64_t LazyNodeBound(const RuleBuildPolicy& policy, const std::vector<uint8_t>& built) {
+  XG2_DCHECK(built.size() == policy.lazy_node_bound.size(), "one built flag per rule");
+  int64_t kept = 0;
+  int64_t transient = 0;
+  for (size_t r = 0; r < built.size(); ++r) {
+    if (built[r]) continue;
+    kept = SaturatingAdd(kept, policy.lazy_node_bound[r]);
+    transient = std::max(transient, policy.lazy_transient_bound[r]);
+  }
+  return SaturatingAdd(kept, transient);
 }
 
 RuleBuildPolicy DecideRuleBuildPolicy(const GrammarAst& ast, const FsmBuildLimits& limits) {

@@ -19,7 +19,6 @@
 
 #include <bitset>
 #include <cstdint>
-#include <limits>
 #include <vector>
 
 #include "grammar/byte_set.h"
@@ -128,8 +127,10 @@ struct RuleBuildPolicy {
   // rules and the total fit the budget can build the rest on first use without a
   // ResourceLimitError.
   std::vector<int64_t> lazy_node_bound;
-  // Saturating sum of lazy_node_bound, plus the most one try holds at once beyond what it
-  // keeps (its NFA, and the states of a try that falls back).
+  // Per rule: an upper bound on the nodes one build of the rule holds at once beyond what
+  // it keeps (the NFA of a try, and the states of a try that falls back); 0 for an eager rule.
+  std::vector<int64_t> lazy_transient_bound;
+  // LazyNodeBound of the rules built on first use (the eager ones built).
   int64_t total_lazy_node_bound = 0;
 };
 RuleBuildPolicy DecideRuleBuildPolicy(const GrammarAst& ast, const FsmBuildLimits& limits);
@@ -140,10 +141,13 @@ RuleBuildPolicy DecideRuleBuildPolicy(const GrammarAst& ast, const FsmBuildLimit
 // (LoweringContext::BuiltFragment) counts its DFA's exact size, where one not built yet
 // counts a bound of it and is charged to every rule that copies it.
 RuleBuildPolicy DecideEagerRules(const GrammarAst& ast, fsm_build::LoweringContext* ctx);
-// `stop_above`: the walk stops once the total, or a lower bound of it, passes it (the total is
-// then above it, not the bound; the bounds of the rules not reached stay 0).
-void BoundLazyRules(const GrammarAst& ast, fsm_build::LoweringContext* ctx, RuleBuildPolicy* policy,
-                    int64_t stop_above = std::numeric_limits<int64_t>::max());
+void BoundLazyRules(const GrammarAst& ast, fsm_build::LoweringContext* ctx, RuleBuildPolicy* policy);
+
+// What the budget must hold for every rule not marked in `built` (one flag per rule) to be
+// built later, one build at a time: the saturating sum of their lazy_node_bound, plus the
+// largest of their lazy_transient_bound. A lazy compile that leaves exactly those rules
+// unbuilt needs this much of the budget left after its own builds.
+int64_t LazyNodeBound(const RuleBuildPolicy& policy, const std::vector<uint8_t>& built);
 
 }  // namespace xg2
 

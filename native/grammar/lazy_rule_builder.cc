@@ -2,6 +2,7 @@
 #include "grammar/lazy_rule_builder.h"
 
 #include <algorithm>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,6 +22,68 @@ namespace {
 
 bool HasUniqueItems(const GrammarAst& ast) {
   return std::any_of(ast.rules.begin(), ast.rules.end(), [](const RuleDef& r) { return r.unique_item || r.unique_items; });
+}
+
+// The rules left to first use when their bounds do not all fit the budget: the compile
+// builds those with the largest bounds (their DFAs are usually far smaller than their
+// bounds) until the bound of the rest (LazyNodeBound) leaves half of the budget to the
+// compile's own builds. The half is a guess at what those builds take, not an invariant:
+// the compile checks the budget really left after them (BuildGrammarFsmLazily). Marks the
+// chosen rules in `build_now`; returns the bound of the rules still left.
+int64_t BuildLargestBoundsAtCompile(const RuleBuildPolicy& policy, int64_t budget, std::vector<uint8_t>* build_now) {
+  std::vector<RuleId> waiting;
+  for (RuleId r = 0; r < static_cast<RuleId>(build_now->size()); ++r) {
+    if (!(*build_now)[r]) waiting.push_back(r);
+  }
+  std::stable_sort(waiting.begin(), waiting.end(), [&policy](RuleId a, RuleId b) {
+    return policy.lazy_node_bound[a] > policy.lazy_node_bound[b];
+  });
+  // left[k]: LazyNodeBound with waiting[0, k) built too (a suffix sum and a suffix maximum;
+  // each bound is at most a quarter of int64_t's range, so two add without overflow).
+  const int64_t saturated = std::numeric_limits<int64_t>::max() / 4;
+  std::vector<int64_t> left(waiting.size() + 1, 0);
+  int64_t kept = 0;
+  int64_t transient = 0;
+  for (size_t k = waiting.size(); k-- > 0;) {
+    kept = std::min(kept + policy.lazy_node_bound[waiting[k]], saturated);
+    transient = std::max(transient, policy.lazy_transient_bound[waiting[k]]);
+    left[k] = std::min(kept + transient, saturated);
+  }
+  size_t built = 0;
+  while (built < waiting.size() && left[built] > budget / 2) (*build_now)[waiting[built++]] = 1;
+  XG2_DCHECK(left[built] == LazyNodeBound(policy, *build_now), "the suffix sums give LazyNodeBound of the rules left");
+  return left[built];
+}
+
+// A copy of `latest` whose per-node and edge vectors have room for the nodes and edges of
+// `dfas`: copy-assigning into reserved vectors keeps their storage, so FsmAppender's resizes
+// do not copy the snapshot a second time (each build copies the latest snapshot once).
+GrammarFsm CopyWithRoomFor(const GrammarFsm& latest, const std::vector<Dfa>& dfas) {
+  size_t nodes = 0, byte_edges = 0, rule_edges = 0;
+  for (const Dfa& dfa : dfas) {
+    nodes += dfa.nodes.size();
+    for (const Dfa::Node& node : dfa.nodes) {
+      byte_edges += node.byte_end - node.byte_begin;
+      rule_edges += node.rule_end - node.rule_begin;
+    }
+  }
+  const size_t total = latest.num_nodes() + nodes;
+  GrammarFsm next;
+  next.node_rule.reserve(total);
+  next.node_accepting.reserve(total);
+  next.byte_edge_begin.reserve(total + 1);
+  next.rule_edge_begin.reserve(total + 1);
+  next.byte_edges.reserve(latest.byte_edges.size() + byte_edges);
+  next.rule_edges.reserve(latest.rule_edges.size() + rule_edges);
+  next.node_loop.reserve(total);
+  next.node_gate_loop.reserve(total);
+  if (latest.has_json_char_counts()) {
+    next.node_char_end.reserve(total);
+    next.node_fewest_chars.reserve(total);
+    next.node_most_chars.reserve(total);
+  }
+  next = latest;
+  return next;
 }
 
 }  // namespace
@@ -71,13 +134,14 @@ bool LazyRuleBuilder::BuildFragmentsOf(const RuleBuildPolicy& policy) {
 
 // Whole or lazy is decided before any rule is built: the eager rules and the fragments the
 // others copy are known from the AST, and the bound on the others is checked against what the
-// fragments leave of the budget. A grammar built whole is built on the builder's context, as
-// BuildGrammarFsm would build it: a fragment's DFA depends on its expression alone, a
-// fragment that fell back is recorded as the whole build's first try would record it, and the
-// budget is charged the same fragments, only earlier; so the whole path pays for the policy
-// (linear in the AST) and nothing else twice. Only where the eager rules then take more than
-// the bound leaves does the compile build the grammar again, whole (BuildGrammarFsm would
-// raise or nearly so).
+// fragments leave of the budget. Where the bounds of all the others do not fit, the compile
+// builds the rules with the largest bounds too (the mixed choice, above) and leaves the rest
+// unbuilt. A grammar built whole is built on the builder's context, as BuildGrammarFsm would
+// build it: a fragment's DFA depends on its expression alone, a fragment that fell back is
+// recorded as the whole build's first try would record it, and the budget is charged the
+// same fragments, only earlier; so the whole path pays for the policy (linear in the AST)
+// and nothing else twice. Only where the compile's builds then take more than the bound of
+// the rules left unbuilt allows does the compile build the grammar again, whole.
 LazyGrammarFsm BuildGrammarFsmLazily(GrammarAst ast, const FsmBuildLimits& limits) {
   fsm_build::CheckBuilderInput(ast);
   if (HasUniqueItems(ast)) return {BuildGrammarFsm(ast, limits), nullptr};
@@ -89,31 +153,22 @@ LazyGrammarFsm BuildGrammarFsmLazily(GrammarAst ast, const FsmBuildLimits& limit
   };
   RuleBuildPolicy policy = DecideEagerRules(b.ast_, &b.ctx_);
   std::vector<uint8_t> build_now(num_rules, 0);
-  int32_t waiting = 0;
-  for (RuleId r = 0; r < num_rules; ++r) {
-    build_now[r] = policy.eager[r] != kBuildOnFirstUse || r == b.ast_.root_rule;
-    waiting += !build_now[r];
-  }
-  if (waiting == 0 || !b.BuildFragmentsOf(policy)) return build_whole();
-  // The bound counts the root's nodes too (built at compile): conservative. It stops once
-  // it passes the budget (the grammar is then built whole whatever the rest adds).
-  BoundLazyRules(b.ast_, &b.ctx_, &policy, b.budget_);
-  if (policy.total_lazy_node_bound > b.budget_) return build_whole();
+  for (RuleId r = 0; r < num_rules; ++r) build_now[r] = policy.eager[r] != kBuildOnFirstUse || r == b.ast_.root_rule;
+  auto waiting = [&build_now] { return std::count(build_now.begin(), build_now.end(), 0); };
+  if (waiting() == 0 || !b.BuildFragmentsOf(policy)) return build_whole();
+  BoundLazyRules(b.ast_, &b.ctx_, &policy);
   b.order_ = ComputeRuleBodyOrder(b.ast_);
   b.nullable_ = AstRuleNullable(b.ast_, b.order_);
   // The rules the Earley start predicts are built now, in this one build, rather than by the
   // matcher's constructor, one snapshot copy and mask-cache growth each. Their bounds leave
   // the total: they are charged to the budget as they are built.
   const std::vector<uint8_t> start = AstStartRules(b.ast_, b.nullable_);
-  for (RuleId r = 0; r < num_rules; ++r) {
-    if (!start[r] || build_now[r]) continue;
-    build_now[r] = 1;
-    --waiting;
-    policy.total_lazy_node_bound -= policy.lazy_node_bound[r];
-  }
-  if (waiting == 0) return build_whole();
+  for (RuleId r = 0; r < num_rules; ++r) build_now[r] |= start[r];
+  int64_t left_unbuilt_bound = LazyNodeBound(policy, build_now);
+  if (left_unbuilt_bound > b.budget_) left_unbuilt_bound = BuildLargestBoundsAtCompile(policy, b.budget_, &build_now);
+  if (waiting() == 0) return build_whole();
   GrammarFsm fsm = fsm_build::BuildFirstSnapshot(b.ast_, limits, &b.ctx_, &b.budget_, &b.body_keys_, &build_now, &b.nullable_);
-  if (b.budget_ < policy.total_lazy_node_bound) return {BuildGrammarFsm(b.ast_, limits), nullptr};
+  if (b.budget_ < left_unbuilt_bound) return {BuildGrammarFsm(b.ast_, limits), nullptr};
   return {std::move(fsm), std::move(builder)};
 }
 
@@ -163,7 +218,7 @@ GrammarFsm LazyRuleBuilder::Build(const GrammarFsm& latest, RuleId rule) {
   ctx_.set_scratch(nullptr);
   XG2_DCHECK(!ast_.rules[rule].counts_json_chars() && ast_.node(ast_.rules[rule].body).kind != ExprKind::kTagDispatch,
              "a rule built on first use counts no JSON characters and is no TagDispatch");
-  GrammarFsm next = latest;
+  GrammarFsm next = CopyWithRoomFor(latest, dfas);
   AddSyntheticRules(&next);
   std::vector<const Dfa*> appended;
   for (const Dfa& dfa : dfas) appended.push_back(&dfa);

@@ -10,8 +10,10 @@
 //
 // Errors stay at compile: every rule whose build can raise one is eager, the compile builds
 // the fragments the other rules copy (so that their sizes are exact), and it requires the
-// budget left after the eager rules to cover the AST bound on the nodes of every rule left
-// unbuilt (RuleBuildPolicy::total_lazy_node_bound); where it does not, or where the grammar
+// budget left after its own builds to cover the AST bound on the nodes of every rule left
+// unbuilt (LazyNodeBound). Where the bound of every waiting rule does not fit, the compile
+// also builds the rules with the largest bounds (the mixed choice: their DFAs are usually far
+// below their bounds) and leaves the rest; where even that does not fit, or where the grammar
 // has unique items (their checks read the DFAs of every caller of an item rule), the grammar
 // is built whole. Build lowers without the shared rule-DFA table (see there). So Build
 // cannot fail.
@@ -65,6 +67,10 @@ class LazyRuleBuilder {
 
   // What the builder keeps for later builds (the AST and the lowering state, roughly).
   size_t MemoryBytes() const;
+
+  // What is left of the node budget; the compile left at least the bound of the rules it
+  // left unbuilt (RuleBuildPolicy), so no build makes it negative.
+  int64_t budget_left() const { return budget_; }
 
  private:
   friend LazyGrammarFsm BuildGrammarFsmLazily(GrammarAst ast, const FsmBuildLimits& limits);

@@ -73,15 +73,17 @@ int32_t UnbuiltRules(const GrammarFsm& fsm) {
 
 // A grammar compiled both ways, with the lazy one's snapshots and builder.
 struct BothWays {
-  explicit BothWays(const GrammarAst& ast) : eager(std::make_shared<const GrammarFsm>(BuildGrammarFsm(ast))) {
-    LazyGrammarFsm lazy = BuildGrammarFsmLazily(ast);
+  explicit BothWays(const GrammarAst& ast, const FsmBuildLimits& limits = {})
+      : eager(std::make_shared<const GrammarFsm>(BuildGrammarFsm(ast, limits))) {
+    LazyGrammarFsm lazy = BuildGrammarFsmLazily(ast, limits);
     CHECK(lazy.builder != nullptr);
     first = std::make_shared<const GrammarFsm>(std::move(lazy.fsm));
-    std::shared_ptr<LazyRuleBuilder> builder = lazy.builder;
+    builder = lazy.builder;
     snapshots = std::make_unique<RuleDfaSnapshots>(
-        first, [builder](const GrammarFsm& latest, RuleId rule) { return builder->Build(latest, rule); });
+        first, [b = builder](const GrammarFsm& latest, RuleId rule) { return b->Build(latest, rule); });
   }
   std::shared_ptr<const GrammarFsm> eager, first;
+  std::shared_ptr<LazyRuleBuilder> builder;
   std::unique_ptr<RuleDfaSnapshots> snapshots;
 };
 
@@ -265,19 +267,94 @@ TEST(LazyCompileRaisesTheEagerErrors) {
   }
 }
 
-TEST(GrammarsTheBoundDoesNotFitAreBuiltWhole) {
+// The smallest node budget BuildGrammarFsm builds `ast` under (a binary search: a larger
+// budget never makes a build fail).
+int64_t SmallestWholeBudget(const GrammarAst& ast) {
+  int64_t fails = 0, builds = 1 << 20;
+  while (builds - fails > 1) {
+    const int64_t mid = (fails + builds) / 2;
+    FsmBuildLimits limits;
+    limits.max_nodes = mid;
+    bool built = true;
+    try {
+      BuildGrammarFsm(ast, limits);
+    } catch (const ResourceLimitError&) {
+      built = false;
+    }
+    (built ? builds : fails) = mid;
+  }
+  return builds;
+}
+
+// Under the smallest budget the whole build fits, no rule's bound fits beside the others'
+// DFAs: the mixed choice cannot leave a rule unbuilt, and the grammar is built whole,
+// exactly as BuildGrammarFsm builds it.
+TEST(GrammarsTheMixedChoiceCannotFitAreBuiltWhole) {
   const GrammarAst ast = JsonLikeAst();
   FsmBuildLimits limits;
-  const RuleBuildPolicy policy = DecideRuleBuildPolicy(ast, limits);
-  CHECK(policy.total_lazy_node_bound > 0);
-  // The bound alone fills the budget; then it leaves no room for the eager rules' nodes.
-  for (int64_t max_nodes : {policy.total_lazy_node_bound, policy.total_lazy_node_bound + 1}) {
-    limits.max_nodes = max_nodes;
-    const LazyGrammarFsm lazy = BuildGrammarFsmLazily(ast, limits);
-    CHECK(lazy.builder == nullptr);
-    CHECK_EQ(UnbuiltRules(lazy.fsm), 0);
-    CHECK_EQ(lazy.fsm.ToString(), BuildGrammarFsm(ast, limits).ToString());
+  limits.max_nodes = SmallestWholeBudget(ast);
+  const LazyGrammarFsm lazy = BuildGrammarFsmLazily(ast, limits);
+  CHECK(lazy.builder == nullptr);
+  CHECK_EQ(UnbuiltRules(lazy.fsm), 0);
+  CHECK_EQ(lazy.fsm.ToString(), BuildGrammarFsm(ast, limits).ToString());
+}
+
+// root ::= "<" big ">" value ; big ::= [a-z]{120} (a DFA of about 120 nodes under a bound of
+// the determinisation cap of its 360-node NFA) ; the small rules of JsonLikeAst (value, str,
+// num, obj, pair, ws), none of which the start predicts (the root begins with a byte).
+GrammarAst OneLargeBoundAst(RuleId* big) {
+  GrammarAst ast = JsonLikeAst();
+  AstBuilder b;
+  b.ast = std::move(ast);
+  *big = b.Rule("big", b.Repeat(b.Class({{'a', 'z'}}), 120, 120));
+  const RuleId value = 4;
+  CHECK_EQ(b.ast.rules[value].name, std::string("value"));
+  b.ast.rules[b.ast.root_rule].body = b.Seq({b.Bytes("<"), b.Ref(*big), b.Bytes(">"), b.Ref(value)});
+  return b.ast;
+}
+
+// The bounds of the rules left to first use do not fit the budget, but leaving the one with
+// the largest bound out of them does: the compile builds that rule (and the root), leaves the
+// small rules unbuilt, keeps their bound within what its builds left of the budget (so no
+// later build can fail), and the lazy parser walks as the eager one does.
+TEST(TheMixedChoiceBuildsTheLargestBoundsAndLeavesTheRestUnbuilt) {
+  RuleId big = -1;
+  const GrammarAst ast = OneLargeBoundAst(&big);
+  const RuleBuildPolicy policy = DecideRuleBuildPolicy(ast, {});
+  std::vector<uint8_t> small_rules_built(ast.rules.size(), 1);
+  int64_t largest_small_bound = 0;
+  for (RuleId r = 0; r < static_cast<RuleId>(ast.rules.size()); ++r) {
+    if (r == big || r == ast.root_rule || policy.eager[r] != kBuildOnFirstUse) continue;
+    small_rules_built[r] = 0;
+    largest_small_bound = std::max(largest_small_bound, policy.lazy_node_bound[r]);
   }
+  CHECK(policy.lazy_node_bound[big] > largest_small_bound);
+  // A budget that the bound of every waiting rule passes, and whose half still holds the
+  // bound of the small ones.
+  std::vector<uint8_t> root_built(ast.rules.size(), 0);
+  root_built[ast.root_rule] = 1;
+  FsmBuildLimits limits;
+  limits.max_nodes = LazyNodeBound(policy, root_built) - 1;
+  CHECK(2 * LazyNodeBound(policy, small_rules_built) <= limits.max_nodes);
+  if (BuildGrammarFsmLazily(ast, limits).builder == nullptr) {
+    CHECK(!"the lazy compile leaves the small rules unbuilt");
+    return;
+  }
+  const BothWays grammar(ast, limits);
+  const GrammarFsm& first = *grammar.first;
+  CHECK(first.IsBuilt(big));
+  for (RuleId r = 0; r < static_cast<RuleId>(ast.rules.size()); ++r) {
+    if (!small_rules_built[r]) CHECK(!first.IsBuilt(r));
+  }
+  std::vector<uint8_t> built(ast.rules.size());
+  for (RuleId r = 0; r < static_cast<RuleId>(ast.rules.size()); ++r) built[r] = first.IsBuilt(r);
+  CHECK(LazyNodeBound(policy, built) <= grammar.builder->budget_left());
+  CompareWalks(grammar, 5, 20, 150);  // past big's 120 bytes
+  CHECK(grammar.snapshots->builds() >= 1);
+  const std::shared_ptr<const GrammarFsm> all = grammar.snapshots->BuildAll();
+  CHECK_EQ(UnbuiltRules(*all), 0);
+  CHECK(grammar.builder->budget_left() >= 0);
+  CheckGrammarFsmInvariants(*all, "building every rule after the mixed choice");
 }
 
 // root ::= x | y | z ; x ::= "x" F ; y ::= "y" F ; z ::= "z" F, with F ::= [ab]* "a" [ab]{13} "."
