@@ -181,7 +181,7 @@ class GrammarCompiler:
         precompute_nodes: int = 32,
         repetition_compression_threshold: int = 64,
         limits: Optional[CompileLimits] = None,
-        lazy_rule_dfas: bool = False,
+        lazy_rule_dfas: bool = True,
     ) -> None: ...
     def compile_json_schema(
         self,

@@ -475,10 +475,8 @@ class GrammarCompiler:
         # (native/compiler/derived_vocabularies.h); filled by the native compiles.
         self._token_literal_vocabs = _native.DerivedVocabularies()
         # The source-to-grammar compiles (native/compiler/grammar_compiler.h).
-        self._native = _native.GrammarCompiler(
-            tokenizer_info._handle, self._mask_pool, self._token_literal_vocabs, mask_cache, cross_grammar_cache,
-            precompute_nodes, self._repetition_compression_threshold, limits._to_native(),
-        )
+        # Rule DFAs are built on first use (docs/lazy_rule_dfas.md); _use_eager_rule_dfas undoes that.
+        self._native = self._native_compiler(lazy_rule_dfas=True)
         self._disk_cache = (_disk_cache.DiskCache(cache_dir, cache_dir_limit_bytes) if cache_dir is not None
                             else _disk_cache.DiskCache.from_environment())
         # Every compile reaches the grammar cache through it: a synchronous request in one native
@@ -486,6 +484,20 @@ class GrammarCompiler:
         self._cached_compiler = _native.CachedCompiler(
             self._grammar_cache, self._token_literal_vocabs, cache_enabled, _DERIVED_VOCABS_UNCACHED, CompiledGrammar,
             tokenizer_info)
+
+    def _native_compiler(self, lazy_rule_dfas: bool) -> Any:
+        return _native.GrammarCompiler(
+            self._tokenizer_info._handle, self._mask_pool, self._token_literal_vocabs, self._mask_cache,
+            self._cross_grammar_cache, self._precompute_nodes, self._repetition_compression_threshold,
+            self._limits._to_native(), lazy_rule_dfas=lazy_rule_dfas,
+        )
+
+    def _use_eager_rule_dfas(self, eager: bool = True) -> None:
+        """Internal (tests comparing both modes, ``bench/compile_fsm_digest.py``): build every rule
+        DFA at compile instead of when a matcher first predicts the rule. Drops the grammars cached
+        so far, which were compiled in the other mode."""
+        self._native = self._native_compiler(lazy_rule_dfas=not eager)
+        self._grammar_cache.clear()
 
     @property
     def tokenizer_info(self) -> TokenizerInfo:
