@@ -395,8 +395,9 @@ class GrammarCompiler:
         max_threads: threads used for asynchronous compilation.
         cache_enabled: keep compiled grammars for reuse by identical requests.
         cache_limit_bytes: LRU bound on cached grammars (1 GiB by default); -1 means unbounded.
-            A grammar is measured when it is stored: parser states its matchers classify
-            later are not re-measured (see scripts/soak.py memory for the RSS this gives).
+            A grammar is measured when it is stored, and again after its matchers built rule
+            DFAs it left for later (at the cache's next use); parser states its matchers
+            classify are not charged (see scripts/soak.py memory for the RSS this gives).
         mask_cache_limit_bytes: LRU bound on the token-classification pool shared by every
             grammar of this compiler (the cross-grammar mask cache); -1 means unbounded.
         mask_cache: use the adaptive token-mask cache (False: every mask is computed by the
