@@ -84,8 +84,10 @@ def walk_sample(args: argparse.Namespace) -> None:
 
 
 def dump_costs(directory: Path) -> list[int]:
-    """Instructions of each callgrind dump in `directory`, in dump order (cg.PID.N, N from 1)."""
-    dumps = sorted(directory.glob("cg.*.*"), key=lambda p: int(p.name.rsplit(".", 1)[1]))
+    """Instructions of each callgrind dump in `directory`, in dump order (cg.N, N from 1; the
+    final dump at exit, named cg, holds nothing collected)."""
+    dumps = sorted((p for p in directory.glob("cg.*") if p.name.rsplit(".", 1)[1].isdigit()),
+                   key=lambda p: int(p.name.rsplit(".", 1)[1]))
     costs = []
     for dump in dumps:
         match = re.search(r"^(?:totals|summary): (\d+)", dump.read_text(errors="replace"), re.M)
