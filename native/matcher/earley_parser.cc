@@ -170,7 +170,9 @@ GrammarFsm::RuleEntry EarleyParser::PredictUnbuilt(RuleId rule) {
                        "the parser predicted rule " + std::to_string(rule) + ", which has no DFA, and has no rule builder");
   }
   // A build, or the wait for another thread's under the grammar's build mutex, is long work:
-  // the bindings give the GIL away for it, so other threads' matchers go on meanwhile.
+  // where the call carries a notice (accept_token does; a fill's walk of uncertain tokens
+  // runs without one, so a fill releases the GIL only where it already told its notice) the
+  // bindings give the GIL away for it, so other threads' matchers go on meanwhile.
   NotifyLongWork();
   std::shared_ptr<const GrammarFsm> next = snapshots_->BuildRule(rule);
   XG2_DCHECK(next->num_nodes() >= fsm_->num_nodes(), "a newer FSM snapshot has fewer nodes");
