@@ -96,6 +96,8 @@ class CompiledGrammar:
     @property
     def num_nodes(self) -> int: ...
     @property
+    def rule_dfa_builds(self) -> int: ...
+    @property
     def cached_nodes(self) -> int: ...
     @property
     def mask_build_ns(self) -> int: ...
@@ -181,7 +183,7 @@ class GrammarCompiler:
         precompute_nodes: int = 32,
         repetition_compression_threshold: int = 64,
         limits: Optional[CompileLimits] = None,
-        lazy_rule_dfas: bool = False,
+        lazy_rule_dfas: bool = True,
     ) -> None: ...
     def compile_json_schema(
         self,
