@@ -15,14 +15,11 @@ to count the native compile call alone:
     valgrind --tool=callgrind --toggle-collect='xg2::GrammarCompiler::CompileJsonSchema*' \\
         python bench/compile_fsm_digest.py
 
-(``CompileGrammarAst`` inside it is the back half). Compiles build rule DFAs on first use, as by
-default (docs/lazy_rule_dfas.md): the FSM dump builds every rule first, in rule order and without
-right-linear merging, and with ``--mask`` the first mask is filled before the dump, so it reads the
-partial snapshot and builds what it reaches. ``--eager-rule-dfas`` builds every rule DFA at compile
-(the internal eager mode): its FSM digests are the ones to compare with a build from before rule
-DFAs were built on first use. To count the FSM build alone, compare
-``--toggle-collect='xg2::BuildGrammarFsm(*'`` with ``--eager-rule-dfas`` against
-``--toggle-collect='xg2::BuildGrammarFsmLazily*'`` without it. ``--tags N`` compiles the structural tags
+(``CompileGrammarAst`` inside it is the back half). ``--lazy-rule-dfas`` compiles with the
+internal switch that leaves rule DFAs unbuilt until a matcher first needs them; with ``--mask``
+the first mask builds what it reaches. To count the FSM build alone, compare
+``--toggle-collect='xg2::BuildGrammarFsm(*'`` without it against
+``--toggle-collect='xg2::BuildGrammarFsmLazily*'`` with it. ``--tags N`` compiles the structural tags
 of ``bench/tags_bench.py`` instead (N BFCL tool sets in the tokenizer's format: llama3.1 ->
 Llama JSON calls, qwen3 -> Qwen3 XML-wrapped calls with reasoning, gpt-oss -> Harmony; built
 with xgrammar, before anything is counted); count them with
@@ -73,14 +70,18 @@ def main() -> None:
     parser.add_argument("--mask", action="store_true", help="also digest each grammar's first mask")
     parser.add_argument("--tags", type=int, default=0, metavar="N",
                         help="compile N tool sets' structural tags instead of the schema sample")
-    parser.add_argument("--eager-rule-dfas", action="store_true",
-                        help="build every rule DFA at compile (the internal eager mode); see above")
+    parser.add_argument("--lazy-rule-dfas", action="store_true",
+                        help="compile with the internal switch that leaves rule DFAs unbuilt "
+                             "(native/grammar/lazy_rule_builder.h); see above")
     args = parser.parse_args()
 
     info = hf_tokenizer_info(args.tokenizer)
     compiler = xg.GrammarCompiler(info, cache_enabled=False, max_threads=1)
-    if args.eager_rule_dfas:
-        compiler._use_eager_rule_dfas()
+    if args.lazy_rule_dfas:
+        # The switch is internal: the native compiler is replaced by one with it on.
+        compiler._native = xg._native.GrammarCompiler(
+            info._handle, compiler._mask_pool, compiler._token_literal_vocabs, True, True, compiler._precompute_nodes,
+            compiler._repetition_compression_threshold, compiler._limits._to_native(), lazy_rule_dfas=True)
     bitmask = xg.allocate_token_bitmask(1, info.vocab_size)
     if args.tags:
         names, texts = tag_workload(args.tokenizer, args.tags)
@@ -103,12 +104,12 @@ def main() -> None:
             if args.mask:  # the first fill alone, as a server's first step (counted by callgrind)
                 xg.GrammarMatcher(compiled).fill_next_token_bitmask(bitmask)
             continue
-        mask = ""
-        if args.mask:  # before the dump, which builds every rule
+        line = f"{name} fsm {hashlib.sha256(compiled._handle.fsm_dump().encode()).hexdigest()}"
+        if args.mask:
             matcher = xg.GrammarMatcher(compiled)
             matcher.fill_next_token_bitmask(bitmask)
-            mask = f" mask {hashlib.sha256(bitmask.numpy().tobytes()).hexdigest()}"
-        lines.append(f"{name} fsm {hashlib.sha256(compiled._handle.fsm_dump().encode()).hexdigest()}{mask}")
+            line += f" mask {hashlib.sha256(bitmask.numpy().tobytes()).hexdigest()}"
+        lines.append(line)
     if args.out is not None:
         args.out.write_text("\n".join(lines) + "\n")
         print(f"{len(lines)} digests written to {args.out}")

@@ -69,9 +69,10 @@ def main() -> None:
     parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                         help="cpu: this thread's CPU time (time.thread_time), steadier on a loaded "
                              "machine; leaves out the background precompute thread")
-    parser.add_argument("--eager-rule-dfas", action="store_true",
-                        help="build every rule DFA at compile (internal; by default a rule's DFA is built "
-                             "when a matcher first predicts it, native/grammar/lazy_rule_builder.h)")
+    parser.add_argument("--lazy-rule-dfas", action="store_true",
+                        help="compile with the internal switch that leaves rule DFAs unbuilt until a "
+                             "matcher needs them (native/grammar/lazy_rule_builder.h): the first fill "
+                             "then builds what it reaches")
     args = parser.parse_args()
 
     clock = time.perf_counter if args.clock == "wall" else time.thread_time
@@ -81,8 +82,10 @@ def main() -> None:
         options["repetition_compression_threshold"] = args.threshold
     compiler = xg.GrammarCompiler(info, **options)
     limits = compiler.limits._to_native()
-    if args.eager_rule_dfas:
-        compiler._use_eager_rule_dfas()
+    if args.lazy_rule_dfas:  # internal switch: the native compiler is replaced by one with it on
+        compiler._native = _native.GrammarCompiler(
+            info._handle, compiler._mask_pool, compiler._token_literal_vocabs, True, True, compiler._precompute_nodes,
+            compiler._repetition_compression_threshold, limits, lazy_rule_dfas=True)
     bitmask = xg.allocate_token_bitmask(1, info.vocab_size)
     paths = sample_paths(args.per_category, seed=args.seed)
     rows: list[tuple[str, dict[str, float], int]] = []

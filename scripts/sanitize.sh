@@ -9,9 +9,8 @@
 #   target xg2_native_tests), built in build/asan. With clang++ installed the build uses it and
 #   also holds the libFuzzer targets (XG2_FUZZ=ON): one instrumented compile of the engine
 #   serves the module, the unit tests and the fuzz targets (cmake/sanitizer_core.cmake).
-# tsan: ThreadSanitizer (XG2_SANITIZE=thread) over the concurrency, compile-future and lazy
-#   rule-DFA thread tests, then the native unit tests, built in build/tsan from the module's
-#   objects.
+# tsan: ThreadSanitizer (XG2_SANITIZE=thread) over the concurrency and compile-future tests,
+#   then the native unit tests, built in build/tsan from the module's objects.
 # fuzz: the native libFuzzer targets (fuzz/native; clang, ASan + UBSan + coverage, no Python),
 #   run for N seconds each (default 20) from their corpora in fuzz/corpus/
 #   (fuzz/native/run_all.sh). They come from build/asan when that build has them, else from
@@ -86,7 +85,7 @@ case "$MODE" in
     BUILD_DIR=build/tsan
     configure "$BUILD_DIR" -DXG2_SANITIZE=thread -DCMAKE_CXX_COMPILER=g++
     RUNTIME=$(gcc -print-file-name=libtsan.so)
-    TESTS=(robustness/test_concurrency.py compiler/test_compile_futures.py matcher/test_lazy_rule_dfas_threads.py)
+    TESTS=(robustness/test_concurrency.py compiler/test_compile_futures.py)
     ;;
   *) echo "usage: $0 [asan|tsan|leaks|fuzz|atheris] [pytest args... | fuzz seconds]" >&2; exit 2 ;;
 esac

@@ -96,8 +96,6 @@ class CompiledGrammar:
     @property
     def num_nodes(self) -> int: ...
     @property
-    def rule_dfa_builds(self) -> int: ...
-    @property
     def cached_nodes(self) -> int: ...
     @property
     def mask_build_ns(self) -> int: ...
@@ -183,7 +181,7 @@ class GrammarCompiler:
         precompute_nodes: int = 32,
         repetition_compression_threshold: int = 64,
         limits: Optional[CompileLimits] = None,
-        lazy_rule_dfas: bool = True,
+        lazy_rule_dfas: bool = False,
     ) -> None: ...
     def compile_json_schema(
         self,

@@ -395,9 +395,8 @@ class GrammarCompiler:
         max_threads: threads used for asynchronous compilation.
         cache_enabled: keep compiled grammars for reuse by identical requests.
         cache_limit_bytes: LRU bound on cached grammars (1 GiB by default); -1 means unbounded.
-            A grammar is measured when it is stored, and again after its matchers built rule
-            DFAs it left for later (at the cache's next use); parser states its matchers
-            classify are not charged (see scripts/soak.py memory for the RSS this gives).
+            A grammar is measured when it is stored: parser states its matchers classify
+            later are not re-measured (see scripts/soak.py memory for the RSS this gives).
         mask_cache_limit_bytes: LRU bound on the token-classification pool shared by every
             grammar of this compiler (the cross-grammar mask cache); -1 means unbounded.
         mask_cache: use the adaptive token-mask cache (False: every mask is computed by the
@@ -476,8 +475,10 @@ class GrammarCompiler:
         # (native/compiler/derived_vocabularies.h); filled by the native compiles.
         self._token_literal_vocabs = _native.DerivedVocabularies()
         # The source-to-grammar compiles (native/compiler/grammar_compiler.h).
-        # Rule DFAs are built on first use (docs/lazy_rule_dfas.md); _use_eager_rule_dfas undoes that.
-        self._native = self._native_compiler(lazy_rule_dfas=True)
+        self._native = _native.GrammarCompiler(
+            tokenizer_info._handle, self._mask_pool, self._token_literal_vocabs, mask_cache, cross_grammar_cache,
+            precompute_nodes, self._repetition_compression_threshold, limits._to_native(),
+        )
         self._disk_cache = (_disk_cache.DiskCache(cache_dir, cache_dir_limit_bytes) if cache_dir is not None
                             else _disk_cache.DiskCache.from_environment())
         # Every compile reaches the grammar cache through it: a synchronous request in one native
@@ -485,20 +486,6 @@ class GrammarCompiler:
         self._cached_compiler = _native.CachedCompiler(
             self._grammar_cache, self._token_literal_vocabs, cache_enabled, _DERIVED_VOCABS_UNCACHED, CompiledGrammar,
             tokenizer_info)
-
-    def _native_compiler(self, lazy_rule_dfas: bool) -> Any:
-        return _native.GrammarCompiler(
-            self._tokenizer_info._handle, self._mask_pool, self._token_literal_vocabs, self._mask_cache,
-            self._cross_grammar_cache, self._precompute_nodes, self._repetition_compression_threshold,
-            self._limits._to_native(), lazy_rule_dfas=lazy_rule_dfas,
-        )
-
-    def _use_eager_rule_dfas(self, eager: bool = True) -> None:
-        """Internal (tests comparing both modes, ``bench/compile_fsm_digest.py``): build every rule
-        DFA at compile instead of when a matcher first predicts the rule. Drops the grammars cached
-        so far, which were compiled in the other mode."""
-        self._native = self._native_compiler(lazy_rule_dfas=not eager)
-        self._grammar_cache.clear()
 
     @property
     def tokenizer_info(self) -> TokenizerInfo:

@@ -94,7 +94,7 @@ class CachedCompiler {
           std::shared_ptr<CompiledGrammar> built = std::move(compiled.grammar);
           py::gil_scoped_acquire gil;
           HeldObject wrapped = Hold(WrapGrammar(built, kind));
-          return Charge(std::move(wrapped), built);
+          return Charge(std::move(wrapped), *built);
         },
         timeout, watch_sigint);
     return py::make_tuple(*grammar, py::cast(warnings));
@@ -163,7 +163,7 @@ class CachedCompiler {
     py::object handle = py::reinterpret_steal<py::object>(PyObject_GetAttr(grammar.ptr(), AttributeNames().handle));
     if (!handle) throw py::error_already_set();
     const auto compiled = handle.cast<std::shared_ptr<CompiledGrammar>>();
-    return Charge(Hold(std::move(grammar)), compiled);
+    return Charge(Hold(std::move(grammar)), *compiled);
   }
 
   // `grammar` as the Python CompiledGrammar, made without running its __init__, with the
@@ -182,19 +182,15 @@ class CachedCompiler {
     return wrapped;
   }
 
-  // What the cache charges for `wrapped` (whose grammar is `grammar`), GIL held: what the
-  // compile built, and again after each build of a rule DFA the compile left for later
-  // (CompiledGrammar::BuiltBytes, re-measured by the cache when CompiledGrammar::Growths moves;
-  // the charge then covers the new snapshots, mask-cache tables and builder state). A
-  // grammar's own token classifications keep growing as matchers and the background
-  // precompute fill them: those are the pool's to count, and are never charged here. A grammar naming tokens
+  // What the cache charges for `wrapped` (whose grammar is `grammar`), GIL held. The size is
+  // charged once, as the compile built it: a grammar's own token classifications keep growing
+  // as matchers and the background precompute fill them (those are the pool's to count), and
+  // re-measuring at eviction would take back more than was charged. A grammar naming tokens
   // holds its derived vocabulary (about as large as the tokenizer's tables): a shared part of
   // the cache, charged once, whose eviction evicts the grammars holding it and drops it from
   // the derived vocabularies.
-  PyGrammarCache::Built Charge(HeldObject wrapped, const std::shared_ptr<CompiledGrammar>& compiled) {
-    const CompiledGrammar& grammar = *compiled;
-    PyGrammarCache::Built built{std::move(wrapped), grammar.BuiltBytes(), std::nullopt, nullptr};
-    if (grammar.rule_builder) built.measure = [compiled] { return compiled->BuiltBytes(); };
+  PyGrammarCache::Built Charge(HeldObject wrapped, const CompiledGrammar& grammar) {
+    PyGrammarCache::Built built{std::move(wrapped), grammar.BuiltBytes(), std::nullopt};
     if (!cache_enabled_) {
       while (derived_->size() > derived_kept_uncached_) derived_->RemoveOldest();
       built.bytes = 0;

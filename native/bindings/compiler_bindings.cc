@@ -92,7 +92,7 @@ void BindGrammarCompiler(py::module_& m) {
            py::arg("tokenizer_info"), py::arg("pool") = nullptr, py::arg("derived_vocabularies") = nullptr,
            py::arg("mask_cache") = true, py::arg("cross_grammar_cache") = true, py::arg("precompute_nodes") = 32,
            py::arg("repetition_compression_threshold") = kDefaultRepetitionCompressionThreshold,
-           py::arg("limits") = nullptr, py::arg("lazy_rule_dfas") = true)
+           py::arg("limits") = nullptr, py::arg("lazy_rule_dfas") = false)
       .def(
           "compile_json_schema",
           [](const GrammarCompiler& self, const std::string& schema, bool any_whitespace, std::optional<int> indent,

@@ -11,7 +11,6 @@
 
 #include "bindings/grammar_cache_bindings.h"
 #include "bindings/registry.h"
-#include "matcher/compiled_grammar.h"
 
 namespace py = pybind11;
 
@@ -30,12 +29,7 @@ using GrammarCache = PyGrammarCache;
 
 void BindGrammarCache(py::module_& m) {
   py::class_<GrammarCache, std::shared_ptr<GrammarCache>>(m, "GrammarCache")
-      .def(py::init([](int64_t limit_bytes, bool enabled) {
-             // Grammars grow as their rule DFAs are built (docs/lazy_rule_dfas.md): each build
-             // moves the clock, and the cache charges its grammars again at its next use.
-             return std::make_shared<GrammarCache>(limit_bytes, enabled, &CompiledGrammar::Growths);
-           }),
-           py::arg("limit_bytes"), py::arg("enabled") = true)
+      .def(py::init<int64_t, bool>(), py::arg("limit_bytes"), py::arg("enabled") = true)
       .def(
           "find",
           [](GrammarCache& self, const std::string& key) -> py::object {
@@ -48,7 +42,7 @@ void BindGrammarCache(py::module_& m) {
       .def("clear", &GrammarCache::Clear, py::call_guard<py::gil_scoped_release>())
       .def("reset_after_fork", &GrammarCache::ResetAfterFork, py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("in_flight", &GrammarCache::in_flight)
-      .def_property_readonly("stats", [](GrammarCache& self) {
+      .def_property_readonly("stats", [](const GrammarCache& self) {
         CompileCacheStats stats = self.stats();
         py::dict out;
         out["entries"] = stats.entries;

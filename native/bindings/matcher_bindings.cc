@@ -434,8 +434,6 @@ void BindCompiledGrammar(py::module_& m) {
                              })
       .def_property_readonly("num_rules", [](const CompiledGrammar& g) { return g.fsm->num_rules(); })
       .def_property_readonly("num_nodes", [](const CompiledGrammar& g) { return g.fsm->num_nodes(); })
-      .def_property_readonly("rule_dfa_builds", [](const CompiledGrammar& g) { return g.snapshots->builds(); },
-                             "Rule DFAs built since the compile, on first prediction (docs/lazy_rule_dfas.md).")
       .def_property_readonly("cached_nodes",
                              [](const CompiledGrammar& g) { return g.mask_cache->built_nodes(); })
       .def_property_readonly("mask_build_ns",

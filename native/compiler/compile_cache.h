@@ -21,12 +21,6 @@
 // holder; evicting it evicts its holders with it and runs its `on_evict` (outside the lock),
 // while evicting a holder leaves the part until it is the oldest entry.
 //
-// Growth: a value may grow after it is stored (a grammar whose rule DFAs are built on first use
-// grows with each build). A value stored with a `measure` is charged what it measures, again
-// whenever the growth clock given to the cache has moved since the last look: at the start of
-// every lookup and of stats(), so the bound holds from the cache's next use on (a value that
-// outgrew it is evicted then, the oldest first).
-//
 // Value is what a compile returns and the cache hands out (a shared_ptr: copies are cheap
 // and never outlive what they point to). Thread-safe; fork-safe as far as a ForkSafeMutex is
 // (support/fork_safe_mutex.h): no critical section is in flight when fork() copies the
@@ -77,24 +71,17 @@ class CompileCache {
     size_t bytes = 0;                 // charged when the part is first stored
     std::function<void()> on_evict;  // run when the part is evicted or cleared (may be empty; must not throw)
   };
-  // A compile's value and the bytes to charge for it when stored; with `measure`, what the
-  // value weighs now (called under the cache's lock: it must be cheap and take no lock that a
-  // thread holding a value's growth may wait on).
+  // A compile's value and the bytes to charge for it (measured once, when stored).
   struct Built {
     Value value;
     size_t bytes = 0;
     std::optional<SharedPart> part;
-    std::function<size_t()> measure;
   };
   using Compile = std::function<Built(const CancellationToken* cancel)>;
 
-  // A count that moves whenever a stored value may have grown (see the file comment).
-  using GrowthClock = uint64_t (*)();
-
   // `limit_bytes` -1: unbounded. `enabled` false: nothing is stored, identical concurrent
-  // compiles are still shared. `growth_clock` null: values are charged once, when stored.
-  CompileCache(int64_t limit_bytes, bool enabled, GrowthClock growth_clock = nullptr)
-      : limit_bytes_(limit_bytes), enabled_(enabled), growth_clock_(growth_clock) {}
+  // compiles are still shared.
+  CompileCache(int64_t limit_bytes, bool enabled) : limit_bytes_(limit_bytes), enabled_(enabled) {}
   CompileCache(const CompileCache&) = delete;
   CompileCache& operator=(const CompileCache&) = delete;
 
@@ -109,8 +96,7 @@ class CompileCache {
   // Drops every cached value and part, running the parts' on_evict (compiles in flight finish
   // and store theirs).
   void Clear();
-  // Recharges the values that grew (see the file comment) first.
-  CompileCacheStats stats();
+  CompileCacheStats stats() const;
   // Keys with a compile in flight now.
   size_t in_flight() const;
   // In a child of fork(): the compiles in flight ran on threads that do not exist here; their
@@ -134,7 +120,6 @@ class CompileCache {
     std::string part_key;  // a value's part; empty: none
     std::vector<std::string> holders;  // a part's holders, in no order
     std::function<void()> on_evict;
-    std::function<size_t()> measure;  // a value's (Built::measure); may be empty
   };
   using Lru = std::list<Entry>;  // most recent first
   using Index = std::unordered_map<std::string, typename Lru::iterator>;
@@ -160,16 +145,11 @@ class CompileCache {
   // Moves the oldest entry into `out` (with its holders when it is a part).
   void EvictOldestLocked(Lru& out);
   static void Release(Lru& evicted);
-  // Where the growth clock moved since the last look: charges every measured value what it
-  // measures now, then evicts past the bound. Takes the lock.
-  void RechargeGrown();
   void CheckInvariantsLocked() const;
 
   mutable ForkSafeMutex mutex_;
   const int64_t limit_bytes_;
   const bool enabled_;
-  const GrowthClock growth_clock_;
-  uint64_t growth_seen_ = 0;  // the clock at the last recharge
   Lru lru_;
   Index index_;  // values
   Index parts_;
@@ -183,7 +163,6 @@ class CompileCache {
 template <typename Value>
 Value CompileCache<Value>::GetOrCompile(const std::string& key, const Compile& compile,
                                         const CancellationToken* cancel) {
-  RechargeGrown();
   std::unique_lock<ForkSafeMutex> lock(mutex_);
   bool counted = false;
   while (true) {
@@ -262,7 +241,6 @@ std::optional<Value> CompileCache<Value>::Wait(const std::shared_ptr<Job>& job, 
 
 template <typename Value>
 std::optional<Value> CompileCache<Value>::Find(const std::string& key) {
-  RechargeGrown();
   std::lock_guard<ForkSafeMutex> lock(mutex_);
   auto it = index_.find(key);
   if (it == index_.end()) return std::nullopt;
@@ -285,7 +263,6 @@ void CompileCache<Value>::StoreLocked(const std::string& key, Built& built, Lru&
   entry.key = key;
   entry.value = std::move(built.value);
   entry.bytes = built.bytes;
-  entry.measure = std::move(built.measure);
   if (built.part) {
     SharedPart& part = *built.part;
     auto found = parts_.find(part.key);
@@ -363,32 +340,7 @@ void CompileCache<Value>::Clear() {
 }
 
 template <typename Value>
-void CompileCache<Value>::RechargeGrown() {
-  if (!growth_clock_) return;
-  Lru evicted;
-  {
-    std::lock_guard<ForkSafeMutex> lock(mutex_);
-    // Read before the values: a growth counted by this reading is seen by the measures below.
-    const uint64_t now = growth_clock_();
-    if (now == growth_seen_) return;
-    growth_seen_ = now;
-    for (Entry& entry : lru_) {
-      if (!entry.measure) continue;
-      const size_t bytes = entry.measure();
-      bytes_ = bytes_ - entry.bytes + bytes;
-      entry.bytes = bytes;
-    }
-    while (limit_bytes_ >= 0 && bytes_ > static_cast<uint64_t>(limit_bytes_) && !lru_.empty()) {
-      EvictOldestLocked(evicted);
-    }
-    XG2_DCHECK_INVARIANTS(CheckInvariantsLocked());
-  }
-  Release(evicted);
-}
-
-template <typename Value>
-CompileCacheStats CompileCache<Value>::stats() {
-  RechargeGrown();
+CompileCacheStats CompileCache<Value>::stats() const {
   std::lock_guard<ForkSafeMutex> lock(mutex_);
   CompileCacheStats out;
   out.entries = index_.size();

@@ -31,12 +31,10 @@ struct CompileTarget {
   MaskCacheOptions cache_options;
   // See FsmBuildLimits (<= 0 turns repetition compression off).
   int32_t repetition_compression_threshold = kDefaultRepetitionCompressionThreshold;
-  // On by default: leave unbuilt the rule DFAs that may wait for their first prediction
-  // (grammar/lazy_rule_builder.h); a matcher builds each when it first predicts it, and the
-  // mask cache grows with the snapshots (docs/lazy_rule_dfas.md). Off (internal: tests that
-  // compare both modes, bench/compile_fsm_digest.py's FSM digest) builds every rule DFA at
-  // compile.
-  bool lazy_rule_dfas = true;
+  // Internal, off by default: leave unbuilt the rule DFAs that may wait for their first
+  // prediction (grammar/lazy_rule_builder.h); a matcher builds each when it first predicts it,
+  // and the mask cache grows with the snapshots (docs/lazy_rule_dfas.md).
+  bool lazy_rule_dfas = false;
 };
 
 // Lowers `ast` (inlining, leading-terminal sinking, rule FSMs) and builds the grammar, then

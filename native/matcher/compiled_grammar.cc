@@ -64,14 +64,7 @@ RuleDfaSnapshots::Builder RuleBuilderOf(const std::shared_ptr<LazyRuleBuilder>& 
   return [builder](const GrammarFsm& latest, RuleId rule) { return builder->Build(latest, rule); };
 }
 
-std::atomic<uint64_t>& GrowthCounter() {
-  static std::atomic<uint64_t> growths{0};
-  return growths;
-}
-
 }  // namespace
-
-uint64_t CompiledGrammar::Growths() { return GrowthCounter().load(std::memory_order_acquire); }
 
 CompiledGrammar::CompiledGrammar(CompiledGrammarParts parts)
     : fsm(std::make_shared<const GrammarFsm>(std::move(parts.fsm))),
@@ -87,13 +80,10 @@ CompiledGrammar::CompiledGrammar(CompiledGrammarParts parts)
       unique_recheck_positions(UniqueRecheckPositions(*fsm, *tokenizer)) {
   // mask_cache and rule_builder live as long as this grammar, which owns snapshots. The
   // listener runs under the build mutex right after the build that made `next`, so the
-  // builder's contexts cover the synthetic rules that build added, and the builder is not
-  // building while it is measured. The growth count moves last, after the bytes it announces.
-  if (rule_builder) rule_builder_bytes_.store(rule_builder->MemoryBytes(), std::memory_order_release);
-  snapshots->SetPublishListener([this](const std::shared_ptr<const GrammarFsm>& next) {
-    mask_cache->GrowTo(next, rule_builder ? rule_builder->ByteContexts() : nullptr);
-    if (rule_builder) rule_builder_bytes_.store(rule_builder->MemoryBytes(), std::memory_order_release);
-    GrowthCounter().fetch_add(1, std::memory_order_acq_rel);
+  // builder's contexts cover the synthetic rules that build added.
+  snapshots->SetPublishListener([cache = mask_cache.get(), builder = rule_builder.get()](
+                                    const std::shared_ptr<const GrammarFsm>& next) {
+    cache->GrowTo(next, builder ? builder->ByteContexts() : nullptr);
   });
   XG2_DCHECK(!rule_builder || !fsm->has_unique_items(),
              "a grammar with unique items is built whole (its re-check positions read every item rule)");

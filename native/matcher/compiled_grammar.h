@@ -8,8 +8,6 @@
 #ifndef XG2_MATCHER_COMPILED_GRAMMAR_H_
 #define XG2_MATCHER_COMPILED_GRAMMAR_H_
 
-#include <atomic>
-#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -78,35 +76,24 @@ struct CompiledGrammar {
   // where the compile built them all, else the snapshot after building the rest.
   std::shared_ptr<const GrammarFsm> WholeFsm() const { return snapshots->BuildAll(); }
 
-  // Counts the first snapshot, the snapshots and mask-cache tables the rule builds since added
-  // (every version lives as long as the mask cache), and what the builder keeps for later
-  // builds (older snapshots that readers still hold are theirs).
-  size_t MemoryBytes() const { return BytesBesideMaskCache() + mask_cache->MemoryBytes(); }
+  // Counts the first snapshot, the latest where rules were built since, and what the builder
+  // keeps for later builds (older snapshots that readers still hold are theirs).
+  size_t MemoryBytes() const {
+    const std::shared_ptr<const GrammarFsm> latest = snapshots->Latest();
+    return sizeof(*this) + fsm->MemoryBytes() + (latest != fsm ? latest->MemoryBytes() : 0) + RuleBuilderBytes() +
+           ebnf.MemoryBytes() + mask_cache->MemoryBytes() + unique_recheck_positions.capacity() * sizeof(int32_t);
+  }
   // MemoryBytes without the token classifications built since the compile (by matchers and
-  // the background precompute): what the compile built and what the rule builds since added,
-  // read without walking those entries under the mask cache's lock (which the precompute
-  // thread takes for every entry it adds). Grows with each rule build (the compiled-grammar
-  // cache charges it again: CompiledGrammar::Growths). Takes no lock. The EBNF counts as it
-  // stands: its source until someone prints it, then the text.
-  size_t BuiltBytes() const { return BytesBesideMaskCache() + mask_cache->FixedBytes(); }
-
-  // Rule builds published by every grammar of the process since it started: a reader that saw
-  // this count, and then read a grammar's BuiltBytes, has seen the growth of every build it
-  // counts (the compiled-grammar cache re-measures its grammars when the count moved).
-  static uint64_t Growths();
-
- private:
-  // LazyRuleBuilder::MemoryBytes as of the last build (the builder is not thread-safe: it is
-  // measured under the build mutex, in the publish listener); 0 without a builder.
-  std::atomic<size_t> rule_builder_bytes_{0};
-
-  // Everything but the mask cache's tables and entries; the snapshots the cache's versions
-  // hold count here.
-  size_t BytesBesideMaskCache() const {
-    return sizeof(*this) + fsm->MemoryBytes() + mask_cache->GrownSnapshotBytes() +
-           rule_builder_bytes_.load(std::memory_order_acquire) + ebnf.MemoryBytes() +
+  // the background precompute): what the compile built, read without walking those entries
+  // under the mask cache's lock (which the precompute thread takes for every entry it adds).
+  // The EBNF counts as it stands: its source until someone prints it, then the text.
+  size_t BuiltBytes() const {
+    return sizeof(*this) + fsm->MemoryBytes() + RuleBuilderBytes() + ebnf.MemoryBytes() + mask_cache->FixedBytes() +
            unique_recheck_positions.capacity() * sizeof(int32_t);
   }
+
+ private:
+  size_t RuleBuilderBytes() const { return rule_builder ? rule_builder->MemoryBytes() : 0; }
 };
 
 }  // namespace xg2

@@ -117,18 +117,15 @@ void EarleyParser::SetWorkBudget(WorkBudget budget, LongWorkNotice* notice) {
   notify_below_ = notice ? std::max<int64_t>(0, work_left_ - kShortWork) : 0;
 }
 
-void EarleyParser::NotifyLongWork() {
-  if (!long_work_notice_) return;
-  LongWorkNotice* notice = long_work_notice_;
-  long_work_notice_ = nullptr;
-  notify_below_ = 0;
-  notice->Notify();
-}
-
 void EarleyParser::Spend(int64_t work) {
   work_left_ -= work;
   if (work_left_ >= notify_below_) return;
-  NotifyLongWork();
+  if (long_work_notice_) {
+    LongWorkNotice* notice = long_work_notice_;
+    long_work_notice_ = nullptr;
+    notify_below_ = 0;
+    notice->Notify();
+  }
   if (work_left_ < 0) {
     const bool token = budget_ == WorkBudget::kToken;
     throw ResourceLimitError(
@@ -169,11 +166,6 @@ GrammarFsm::RuleEntry EarleyParser::PredictUnbuilt(RuleId rule) {
     ThrowInternalError(__FILE__, __LINE__,
                        "the parser predicted rule " + std::to_string(rule) + ", which has no DFA, and has no rule builder");
   }
-  // A build, or the wait for another thread's under the grammar's build mutex, is long work:
-  // where the call carries a notice (accept_token does; a fill's walk of uncertain tokens
-  // runs without one, so a fill releases the GIL only where it already told its notice) the
-  // bindings give the GIL away for it, so other threads' matchers go on meanwhile.
-  NotifyLongWork();
   std::shared_ptr<const GrammarFsm> next = snapshots_->BuildRule(rule);
   XG2_DCHECK(next->num_nodes() >= fsm_->num_nodes(), "a newer FSM snapshot has fewer nodes");
   retired_fsms_.push_back(std::move(fsm_));

@@ -252,8 +252,8 @@ class EarleyParser {
   // the bytes that follow. One operation is one scanned item, prediction, completion or
   // waiter visited, duplicates included. Past the budget, Advance throws ResourceLimitError
   // (naming the limit) and leaves the parser at the position it had before that byte.
-  // `notice`, when given, is told once this budget has spent kShortWork operations, or before
-  // the parser builds a rule DFA (the next SetWorkBudget forgets it).
+  // `notice`, when given, is told once this budget has spent kShortWork operations (the next
+  // SetWorkBudget forgets it).
   void SetWorkBudget(WorkBudget budget, LongWorkNotice* notice = nullptr);
   // Operations that cost about as much as handing the GIL away and back (a few microseconds).
   static constexpr int64_t kShortWork = 512;
@@ -298,8 +298,6 @@ class EarleyParser {
   void CloseSetItems(int32_t here, bool* can_end);
   // Spends `work` operations of the budget; throws past it (callers undo their scratch).
   void Spend(int64_t work);
-  // Tells the budget's notice, if any and not told yet, that long work begins (once).
-  void NotifyLongWork();
   // Unique items: the set `set` plus the value of the text [origin, here) (the bytes of the
   // history and pending_byte_), or -1 when the set holds that value already. `value` caches
   // the value's key across the waiters of one completion (empty until computed).

@@ -40,7 +40,6 @@ GrammarMaskCache::GrammarMaskCache(std::shared_ptr<const GrammarFsm> fsm,
     ThrowInternalError(__FILE__, __LINE__, "a mask cache over a snapshot with unbuilt rules needs the AST byte contexts");
   }
   table_versions_.push_back(MakeTables(std::move(fsm), nullptr, contexts_.get()));
-  tables_bytes_.store(TablesBytes(*table_versions_.back()), std::memory_order_release);
   tables_.store(table_versions_.back().get(), std::memory_order_release);
   slots_.store(table_versions_.back()->slots.get(), std::memory_order_release);
 }
@@ -103,8 +102,6 @@ void GrammarMaskCache::GrowTo(std::shared_ptr<const GrammarFsm> next, std::share
     grown->slots[n].store(now.slots[n].load(std::memory_order_relaxed), std::memory_order_relaxed);
   }
   contexts_ = std::move(contexts);
-  tables_bytes_.fetch_add(TablesBytes(*grown), std::memory_order_acq_rel);
-  grown_snapshot_bytes_.fetch_add(grown->fsm->MemoryBytes(), std::memory_order_acq_rel);
   table_versions_.push_back(std::move(grown));
   tables_.store(table_versions_.back().get(), std::memory_order_release);
   slots_.store(table_versions_.back()->slots.get(), std::memory_order_release);
@@ -358,8 +355,13 @@ void GrammarMaskCache::StartPrecompute(const std::shared_ptr<GrammarMaskCache>& 
   });
 }
 
-size_t GrammarMaskCache::TablesBytes(const NodeTables& t) {
-  return sizeof(t) + sizeof(Slot) * t.fsm->num_nodes() + t.leave.MemoryBytes() + t.leavable.capacity();
+size_t GrammarMaskCache::FixedBytes() const {
+  // Slots and the per-node tables built with the cache (the FSM hashes, built on first pool
+  // lookup, are left out).
+  // Takes no lock: table_versions_ grows only under the grammar's build mutex, and only the
+  // latest version is counted (the older ones are what a build copied).
+  const NodeTables& t = tables();
+  return sizeof(*this) + sizeof(void*) * t.fsm->num_nodes() + t.leave.MemoryBytes() + t.leavable.capacity();
 }
 
 size_t GrammarMaskCache::MemoryBytes() const {

@@ -94,13 +94,10 @@ class GrammarMaskCache {
   // Nanoseconds spent building entries (classifying, refining or looking up the pool).
   int64_t build_nanoseconds() const { return build_ns_.load(); }
   size_t MemoryBytes() const;
-  // Bytes of the per-node tables (slots, leave sets) of every version, without the
-  // classifications built since. Grows with each GrowTo (every version lives as long as the
-  // cache). Takes no lock (an atomic sum), so a caller never waits for the precompute thread.
-  size_t FixedBytes() const { return sizeof(*this) + tables_bytes_.load(std::memory_order_acquire); }
-  // Bytes of the FSM snapshots the versions after the first hold (each GrowTo's `next`; the
-  // first is the grammar's own). Takes no lock.
-  size_t GrownSnapshotBytes() const { return grown_snapshot_bytes_.load(std::memory_order_acquire); }
+  // Bytes of what the cache holds from construction on (slots and per-node tables), without
+  // the classifications built since. Takes no lock: those members never change, so a caller
+  // never waits for the precompute thread.
+  size_t FixedBytes() const;
   // Serialization (matcher/mask_cache_transfer.cc): the classifications built so far, by
   // ascending node; and installing one in a cache (a deserialized grammar's), which the
   // caller has checked against this cache's FSM and vocabulary. Import keeps an entry that
@@ -133,8 +130,6 @@ class GrammarMaskCache {
   // first) and `older`'s for the others.
   static std::unique_ptr<NodeTables> MakeTables(std::shared_ptr<const GrammarFsm> fsm, const NodeTables* older,
                                                 const RuleByteContexts* contexts);
-  // What one version's tables hold (its slots, leave sets and `leavable`; not its FSM).
-  static size_t TablesBytes(const NodeTables& t);
   // The latest version; its slots also in slots_, which Get reads (one load, as before).
   const NodeTables& tables() const { return *tables_.load(std::memory_order_acquire); }
   const GrammarFsm& fsm() const { return *tables().fsm; }
@@ -148,9 +143,6 @@ class GrammarMaskCache {
   std::shared_ptr<MaskCachePool> pool_;
   MaskCacheOptions options_;
   std::vector<std::unique_ptr<NodeTables>> table_versions_;  // under mutex_; the last is tables_
-  // Sums over table_versions_ (FixedBytes, GrownSnapshotBytes), added to as versions are made.
-  std::atomic<size_t> tables_bytes_{0};
-  std::atomic<size_t> grown_snapshot_bytes_{0};
   std::atomic<const NodeTables*> tables_;
   std::atomic<Slot*> slots_;
   // Hierarchical FSM hashes: computed by the background schedule's task (StartPrecompute),

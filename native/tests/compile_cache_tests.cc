@@ -76,51 +76,6 @@ TEST(CompileCacheEvictsLeastRecentlyUsedByBytes) {
   CHECK_EQ(cache.stats().bytes, size_t{0});
 }
 
-// The growth clock of the test below: moved by hand.
-std::atomic<uint64_t> test_growths{0};
-uint64_t TestGrowths() { return test_growths.load(); }
-
-// A compile of `text` whose value weighs what `*weight` says at each look.
-Cache::Compile Grows(const std::string& text, std::shared_ptr<std::atomic<size_t>> weight) {
-  return [text, weight](const CancellationToken*) {
-    return Cache::Built{std::make_shared<const std::string>(text), weight->load(), std::nullopt,
-                        [weight] { return weight->load(); }};
-  };
-}
-
-TEST(CompileCacheChargesAValueAgainAfterItGrew) {
-  Cache cache(100, true, &TestGrowths);
-  auto a = std::make_shared<std::atomic<size_t>>(30);
-  auto b = std::make_shared<std::atomic<size_t>>(30);
-  cache.GetOrCompile("a", Grows("A", a), nullptr);
-  cache.GetOrCompile("b", Grows("B", b), nullptr);
-  cache.GetOrCompile("c", Compiles("C", 10), nullptr);  // no measure: charged once
-  CHECK_EQ(cache.stats().bytes, size_t{70});
-
-  // Growth the clock has not announced is not looked for.
-  *a = 40;
-  CHECK_EQ(cache.stats().bytes, size_t{70});
-  ++test_growths;
-  CHECK_EQ(cache.stats().bytes, size_t{80});
-
-  // Past the bound, the next use evicts the oldest (a) although b is the one that grew.
-  CHECK(cache.Find("b").has_value());
-  CHECK(cache.Find("c").has_value());  // order now c, b, a
-  *b = 55;
-  ++test_growths;
-  CHECK(!cache.Find("a").has_value());
-  xg2::CompileCacheStats stats = cache.stats();
-  CHECK_EQ(stats.entries, size_t{2});
-  CHECK_EQ(stats.bytes, size_t{65});
-  CHECK_EQ(stats.evictions, uint64_t{1});
-
-  // A value that outgrows the whole bound goes too.
-  *b = 101;
-  ++test_growths;
-  CHECK(!cache.Find("b").has_value());
-  CHECK_EQ(cache.stats().bytes, size_t{10});
-}
-
 // A compile of `text` charged `bytes` that holds the shared part `part_key` charged `part_bytes`.
 Cache::Compile HoldsPart(const std::string& text, size_t bytes, const std::string& part_key, size_t part_bytes,
                          int* part_evictions) {

@@ -59,11 +59,9 @@ def _cold(kind: str, text: str, max_nodes: int = 4_000_000) -> dict:
     return json.loads(out.strip().splitlines()[-1])
 
 
-def _warm(kind: str, text: str, max_nodes: int = 4_000_000, eager: bool = False) -> dict:
+def _warm(kind: str, text: str, max_nodes: int = 4_000_000) -> dict:
     c = xg.GrammarCompiler(hf_tokenizer_info("llama3.1"), precompute_nodes=0, cache_enabled=False,
                            limits=xg.CompileLimits(max_fsm_nodes=max_nodes))
-    if eager:
-        c._use_eager_rule_dfas()
     try:
         g = c.compile_grammar(text) if kind == "ebnf" else c.compile_json_schema(text)
         return {"dump": g._handle.fsm_dump()}
@@ -166,10 +164,9 @@ def test_shared_table_is_observable() -> None:
     token = os.urandom(6).hex()
     body = " | ".join(f'"{token}{i:03d}" [a-f]{{2}} ("x" | "y{i % 5}")' for i in range(200))
     before = xg.shared_rule_dfa_stats()
-    # Eager: a rule left for a matcher to build is built without the table (lazy_rule_builder.h).
-    _warm("ebnf", f'root ::= "<" first ">" | "[" first "]"\nfirst ::= {body}\n', eager=True)
+    _warm("ebnf", f'root ::= "<" first ">" | "[" first "]"\nfirst ::= {body}\n')
     stored = xg.shared_rule_dfa_stats()
-    _warm("ebnf", f'root ::= "[" second "]" | "<" second ">"\nsecond ::= {body}\n', eager=True)
+    _warm("ebnf", f'root ::= "[" second "]" | "<" second ">"\nsecond ::= {body}\n')
     found = xg.shared_rule_dfa_stats()
     assert set(found) == {"entries", "bytes", "limit_bytes", "hits", "misses", "evictions"}
     assert stored["misses"] > before["misses"]

@@ -1,9 +1,13 @@
-"""Rule DFAs built on first use (docs/lazy_rule_dfas.md), end to end: a grammar compiled in the
-default mode leaves rules unbuilt, its matchers build them as the parser first predicts them
-(native/grammar/lazy_rule_builder.h), and the mask cache grows with every build, taking its
-leave sets from the AST (native/matcher/token_mask_cache.h). Every mask along random walks must
-equal the eagerly compiled grammar's (the internal ``GrammarCompiler._use_eager_rule_dfas``),
-whose masks the reference differential tests pin.
+"""Rule DFAs built on first use (docs/lazy_rule_dfas.md), end to end: a grammar compiled with
+the internal ``lazy_rule_dfas`` switch leaves rules unbuilt, its matchers build them as the
+parser first predicts them (native/grammar/lazy_rule_builder.h), and the mask cache grows with
+every build, taking its leave sets from the AST (native/matcher/token_mask_cache.h). Every
+mask along random walks must equal the eagerly compiled grammar's, whose masks the reference
+differential tests pin.
+
+The switch is not part of the public API yet; the tests reach it by giving a public
+``GrammarCompiler`` a native compiler with the switch on, as ``bench/compile_fsm_digest.py``
+does.
 """
 
 from __future__ import annotations
@@ -70,8 +74,11 @@ def info() -> xg.TokenizerInfo:
 
 def _compiler(info: xg.TokenizerInfo, lazy: bool) -> xg.GrammarCompiler:
     compiler = xg.GrammarCompiler(info, cache_enabled=False, max_threads=1)
-    if not lazy:
-        compiler._use_eager_rule_dfas()
+    if lazy:
+        compiler._native = xg._native.GrammarCompiler(
+            info._handle, compiler._mask_pool, compiler._token_literal_vocabs, True, True,
+            compiler._precompute_nodes, compiler._repetition_compression_threshold,
+            compiler._limits._to_native(), lazy_rule_dfas=True)
     return compiler
 
 
